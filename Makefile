@@ -1,0 +1,49 @@
+# The two commands: `make run` and `make test`. Everything else is a helper.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+RUNTIME_STAMP := $(VENV)/.runtime-installed
+DEV_STAMP := $(VENV)/.dev-installed
+PORT ?= 8501
+
+.PHONY: run test venv venv-dev bench lint evaluate clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(RUNTIME_STAMP): requirements.txt | $(PY)
+	$(PY) -m pip install --quiet -r requirements.txt
+	touch $@
+
+$(DEV_STAMP): requirements.txt requirements-dev.txt $(RUNTIME_STAMP)
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+## venv: create or update .venv (quick when nothing changed)
+venv: $(DEV_STAMP)
+
+## run: start the app (loads and reconciles the benchmark on first start)
+run: $(RUNTIME_STAMP)
+	$(VENV)/bin/streamlit run app.py --server.port $(PORT)
+
+## test: every test, browser tests included
+test: $(DEV_STAMP)
+	$(PY) -m pytest
+
+## bench: speed and memory at 5k, 100k and 1M payments (prints; asserts nothing)
+bench: $(DEV_STAMP)
+	$(PY) -m benchmarks.run
+
+## lint: ruff everywhere, mypy strict on core/
+lint: $(DEV_STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
+
+## evaluate: the held-out report on the default benchmark
+evaluate: $(RUNTIME_STAMP)
+	$(PY) evaluation.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache test-artifacts

@@ -1,0 +1,65 @@
+"""`python -m core COMMAND ...`: the command line.
+
+Each command lives in the module that owns its domain and is imported only when used, so
+`python -m core reconcile` never pays for the investigator or the Razorpay SDK. A module
+in COMMAND_MODULES exposes `register(subparsers)`, which adds its sub-parser(s) and sets
+`func(args) -> int` as the handler. Domain errors become exit codes here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from core.errors import RazorReconError
+
+COMMAND_MODULES: dict[str, str] = {
+    "import": "core.ingest.cli",
+    "generate": "core.benchmark.cli",
+    "reconcile": "core.engine.cli",
+    "exceptions": "core.engine.cli",
+    "investigate": "core.investigate.cli",
+    "review": "core.review.cli",
+    "audit": "core.audit.cli",
+    "sync": "core.razorpay.cli",
+    "export": "core.razorpay.cli",
+}
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m core", description="RazorRecon: Razorpay reconciliation."
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers.required = True
+    modules = [COMMAND_MODULES[only]] if only in COMMAND_MODULES else COMMAND_MODULES.values()
+    for module_name in dict.fromkeys(modules):
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if only is not None and exc.name and module_name.startswith(exc.name):
+                raise
+            continue
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    command = args_list[0] if args_list and not args_list[0].startswith("-") else None
+    parser = build_parser(command)
+    args = parser.parse_args(args_list)
+    try:
+        return int(args.func(args))
+    except RazorReconError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""The settlement calendar (spec section 4): IST dates and Monday-to-Friday working days.
+
+`add_working_days` counts from a calendar date: a payment made on Saturday is due two
+working days later on Tuesday. The vectorised form uses numpy's business-day functions
+with the same rule, so the engine works on whole columns.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import numpy as np
+import numpy.typing as npt
+
+IST = ZoneInfo("Asia/Kolkata")
+WEEKMASK = "1111100"
+
+
+@dataclass(frozen=True)
+class CalendarParams:
+    """Parameters of one reconciliation run's calendar.
+
+    settlement_days: working days from a domestic payment's IST date to its due date (T+N).
+    international_days: the same for international payments.
+    grace_days: working days after the due date before a payment is overdue or late.
+    bank_days: working days after a settlement's date within which its bank credit is due.
+    holidays: dates that are not working days, besides Saturdays and Sundays.
+    """
+
+    settlement_days: int = 2
+    international_days: int = 7
+    grace_days: int = 1
+    bank_days: int = 1
+    holidays: frozenset[dt.date] = field(default_factory=frozenset)
+
+
+def ist_date(unix_seconds: int) -> dt.date:
+    """The IST calendar date of a Unix timestamp."""
+    return dt.datetime.fromtimestamp(int(unix_seconds), tz=IST).date()
+
+
+def ist_dates(unix_seconds: npt.NDArray[np.int64]) -> npt.NDArray[np.datetime64]:
+    """Vectorised `ist_date`: an array of Unix seconds to an array of datetime64[D]."""
+    offset = 5 * 3600 + 1800
+    shifted: npt.NDArray[np.int64] = np.asarray(unix_seconds, dtype=np.int64) + offset
+    return (shifted // 86400).astype("datetime64[D]")
+
+
+class WorkingCalendar:
+    """Working days are Monday to Friday minus holidays."""
+
+    def __init__(self, holidays: Iterable[dt.date] = ()) -> None:
+        self.holidays = frozenset(holidays)
+        self._busdays = np.busdaycalendar(
+            weekmask=WEEKMASK,
+            holidays=np.array(sorted(self.holidays), dtype="datetime64[D]"),
+        )
+
+    def is_working_day(self, day: dt.date) -> bool:
+        return day.weekday() < 5 and day not in self.holidays
+
+    def add_working_days(self, day: dt.date, n: int) -> dt.date:
+        """`day` + n working days; a non-working `day` counts from the working day before it."""
+        current = day
+        while not self.is_working_day(current):
+            current -= dt.timedelta(days=1)
+        remaining = n
+        while remaining > 0:
+            current += dt.timedelta(days=1)
+            if self.is_working_day(current):
+                remaining -= 1
+        return current
+
+    def add_working_days_array(
+        self, days: npt.NDArray[np.datetime64], n: int | npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.datetime64]:
+        """Vectorised `add_working_days` over datetime64[D] values."""
+        result: npt.NDArray[np.datetime64] = np.busday_offset(
+            np.asarray(days, dtype="datetime64[D]"), n, roll="backward", busdaycal=self._busdays
+        )
+        return result
+
+
+def load_holidays(path: str | Path) -> frozenset[dt.date]:
+    """A holiday file: one ISO date per line (YYYY-MM-DD); '#' starts a comment.
+
+    A CSV whose first column is the date also works (a header row is skipped).
+    """
+    from core.errors import InputError, Problem
+
+    days: set[dt.date] = set()
+    problems: list[Problem] = []
+    name = Path(path).name
+    for number, raw in enumerate(Path(path).read_text(encoding="utf-8-sig").splitlines(), 1):
+        text = raw.split("#", 1)[0].split(",", 1)[0].strip()
+        if not text or (number == 1 and not text[:1].isdigit()):
+            continue
+        try:
+            days.add(dt.date.fromisoformat(text))
+        except ValueError:
+            problems.append(Problem(name, number, "1", f"not an ISO date: {text!r}"))
+    if problems:
+        raise InputError(problems)
+    return frozenset(days)

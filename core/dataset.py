@@ -1,0 +1,123 @@
+"""The in-memory shape of a dataset: the contract between the importer and the engine.
+
+A `Dataset` holds one pandas DataFrame per input table with fixed columns and dtypes.
+Money columns are int64 paise (nullable `Int64` only where the source may omit them),
+times are Unix seconds, booleans are `bool`. The importer builds it from files or from the
+database; the engine reads nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+# column -> pandas dtype. "string" columns may hold <NA>.
+PAYMENT_COLUMNS: dict[str, str] = {
+    "id": "string",
+    "amount": "int64",
+    "currency": "string",
+    "status": "string",
+    "captured": "bool",
+    "order_id": "string",
+    "method": "string",
+    "fee": "Int64",
+    "tax": "Int64",
+    "amount_refunded": "int64",
+    "international": "bool",
+    "created_at": "int64",
+    "email": "string",
+    "contact": "string",
+    "description": "string",
+    "notes": "string",
+}
+REFUND_COLUMNS: dict[str, str] = {
+    "id": "string",
+    "payment_id": "string",
+    "amount": "int64",
+    "currency": "string",
+    "status": "string",
+    "created_at": "int64",
+    "notes": "string",
+}
+SETTLEMENT_COLUMNS: dict[str, str] = {
+    "id": "string",
+    "amount": "int64",
+    "status": "string",
+    "fees": "Int64",
+    "tax": "Int64",
+    "utr": "string",
+    "created_at": "int64",
+}
+RECON_COLUMNS: dict[str, str] = {
+    "row_key": "string",
+    "entity_id": "string",
+    "type": "string",
+    "debit": "int64",
+    "credit": "int64",
+    "amount": "int64",
+    "currency": "string",
+    "fee": "int64",
+    "tax": "int64",
+    "on_hold": "bool",
+    "settled": "bool",
+    "created_at": "Int64",
+    "settled_at": "Int64",
+    "settlement_id": "string",
+    "settlement_utr": "string",
+    "payment_id": "string",
+    "order_id": "string",
+    "method": "string",
+    "dispute_id": "string",
+    "description": "string",
+    "notes": "string",
+}
+BANK_COLUMNS: dict[str, str] = {
+    "id": "string",  # '<file name>:<physical line number>'
+    "file": "string",
+    "line_no": "int64",
+    "txn_date": "string",  # ISO date, IST
+    "value_date": "string",
+    "narration": "string",
+    "reference": "string",
+    "utr": "string",  # normalised UTR found in reference or narration, else <NA>
+    "debit": "int64",
+    "credit": "int64",
+    "balance": "Int64",
+}
+
+PAYMENT_STATUSES = frozenset({"created", "authorized", "captured", "refunded", "failed"})
+REFUND_STATUSES = frozenset({"pending", "processed", "failed"})
+SETTLEMENT_STATUSES = frozenset({"created", "processed", "failed"})
+RECON_TYPES = frozenset({"payment", "refund", "transfer", "adjustment"})
+
+
+def empty_frame(columns: dict[str, str]) -> pd.DataFrame:
+    """A zero-row DataFrame with the given columns and dtypes."""
+    return pd.DataFrame({name: pd.Series(dtype=dtype) for name, dtype in columns.items()})
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """One dataset, validated. `has_bank_statement` is False when no bank file was given:
+    then the engine makes no bank checks (spec section 5).
+    """
+
+    payments: pd.DataFrame = field(default_factory=lambda: empty_frame(PAYMENT_COLUMNS))
+    refunds: pd.DataFrame = field(default_factory=lambda: empty_frame(REFUND_COLUMNS))
+    settlements: pd.DataFrame = field(default_factory=lambda: empty_frame(SETTLEMENT_COLUMNS))
+    recon: pd.DataFrame = field(default_factory=lambda: empty_frame(RECON_COLUMNS))
+    bank: pd.DataFrame = field(default_factory=lambda: empty_frame(BANK_COLUMNS))
+    has_bank_statement: bool = False
+
+
+def normalise_utr(value: str | None) -> str | None:
+    """Upper case, without spaces, dashes, slashes or a leading 'UTR' label (spec section 3)."""
+    if value is None:
+        return None
+    text = str(value).upper()
+    for ch in " -/\t":
+        text = text.replace(ch, "")
+    if text.startswith("UTR"):
+        text = text[3:].lstrip(":.#")
+    return text or None

@@ -1,0 +1,95 @@
+"""Connections: WAL, a busy timeout, foreign keys on, one connection per thread of work.
+
+A `sqlite3.Connection` is not shared between threads here: Streamlit runs each session's
+script in its own thread, so callers open a connection for a unit of work (cheap in
+SQLite) and close it. Writes go through `transaction`, which takes the write lock up
+front (BEGIN IMMEDIATE) so two writers queue instead of failing half-way.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+DEFAULT_DATABASE = "razorrecon.sqlite"
+BUSY_TIMEOUT_MS = 30_000
+
+
+def database_path(url: str | None = None) -> str:
+    """The SQLite file named by `url`, else by DATABASE_URL, else the default.
+
+    Accepts a plain path, `sqlite:///relative.db`, `sqlite:////abs/path.db`, or
+    `:memory:`.
+    """
+    value = url if url is not None else os.environ.get("DATABASE_URL", DEFAULT_DATABASE)
+    value = value.strip() or DEFAULT_DATABASE
+    if value.startswith("sqlite:///"):
+        value = value[len("sqlite:///") :]
+    elif value.startswith("sqlite://"):
+        value = value[len("sqlite://") :]
+    return value
+
+
+def connect(path: str | Path | None = None) -> sqlite3.Connection:
+    """A new connection with the house settings. The caller closes it."""
+    target = database_path(str(path)) if path is not None else database_path()
+    if target != ":memory:" and not target.startswith("file:"):
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(
+        target,
+        timeout=BUSY_TIMEOUT_MS / 1000,
+        isolation_level=None,  # autocommit; `transaction` opens explicit transactions
+        check_same_thread=False,
+        uri=target.startswith("file:"),
+    )
+    conn.row_factory = sqlite3.Row
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    if target != ":memory:":
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+    return conn
+
+
+@contextmanager
+def transaction(
+    conn: sqlite3.Connection, *, immediate: bool = True
+) -> Iterator[sqlite3.Connection]:
+    """One atomic unit: commit on success, roll back on any exception.
+
+    Nested use joins the outer transaction (a SAVEPOINT), so a function that writes can be
+    called alone or as part of a larger atomic step.
+    """
+    if conn.in_transaction:
+        conn.execute("SAVEPOINT nested")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK TO SAVEPOINT nested")
+            conn.execute("RELEASE SAVEPOINT nested")
+            raise
+        conn.execute("RELEASE SAVEPOINT nested")
+        return
+    conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+@contextmanager
+def open_database(path: str | Path | None = None) -> Iterator[sqlite3.Connection]:
+    """Connect, bring the schema up to date, yield, close."""
+    from core.db.migrate import migrate
+
+    conn = connect(path)
+    try:
+        migrate(conn)
+        yield conn
+    finally:
+        conn.close()

@@ -1,0 +1,76 @@
+"""One error base class for the whole domain.
+
+Errors are raised (or returned as values by validators) inside `core` and translated into an
+exit code by the CLI or into `st.error` by the app, and nowhere else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+EXIT_OK = 0
+EXIT_FAILED_CHECK = 1
+EXIT_BAD_INPUT = 2
+EXIT_REFUSED = 3
+MAX_PROBLEMS_SHOWN = 20
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One defect in an input file, pointing at the exact cell.
+
+    file: the file's name as the user gave it; line: 1-based physical line (0 when the
+    whole file is at fault); column: the column's name or 1-based number ("" for a
+    whole line); message: what is wrong, in plain words.
+    """
+
+    file: str
+    line: int
+    column: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}: {self.message}"
+
+
+class RazorReconError(Exception):
+    """Base of every error the domain raises on purpose. `exit_code` is for the CLI."""
+
+    exit_code: int = EXIT_BAD_INPUT
+
+
+class InputError(RazorReconError):
+    """Bad input: one or more problems, each naming file, line and column. Nothing written."""
+
+    exit_code = EXIT_BAD_INPUT
+
+    def __init__(self, problems: list[Problem] | tuple[Problem, ...]) -> None:
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        super().__init__(format_problems(self.problems))
+
+
+class ConfigError(RazorReconError):
+    """A setting (environment variable, parameter) is missing or invalid."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class RefusedError(RazorReconError):
+    """A well-formed request that the rules refuse (stale version, conflicting request id)."""
+
+    exit_code = EXIT_REFUSED
+
+
+class NotFoundError(RazorReconError):
+    """A named record does not exist."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+def format_problems(problems: tuple[Problem, ...] | list[Problem]) -> str:
+    """One line per problem, at most MAX_PROBLEMS_SHOWN, then a count of the rest."""
+    lines = [str(p) for p in problems[:MAX_PROBLEMS_SHOWN]]
+    rest = len(problems) - MAX_PROBLEMS_SHOWN
+    if rest > 0:
+        lines.append(f"... and {rest} more problem(s)")
+    return "\n".join(lines)

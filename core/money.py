@@ -1,0 +1,87 @@
+"""Exact money: integer paise in, integer paise out. Never float.
+
+Rupee strings are parsed with `decimal.Decimal` at the import boundary and converted once;
+display converts back with Indian digit grouping (₹1,35,000.00) or short forms (₹1.35 L).
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+
+PAISE_PER_RUPEE = 100
+PAISE_PER_LAKH = 100_000 * PAISE_PER_RUPEE
+PAISE_PER_CRORE = 10_000_000 * PAISE_PER_RUPEE
+
+_RUPEE_NOISE = re.compile(r"[₹,\s]|^INR|^Rs\.?", re.IGNORECASE)
+_RUPEE_SHAPE = re.compile(r"^[+-]?(\d+(\.\d{0,2})?|\.\d{1,2})$")
+_PAISE_SHAPE = re.compile(r"^[+-]?\d+$")
+
+
+class MoneyFormatError(ValueError):
+    """A string that is not an exact amount; the message says why."""
+
+
+def parse_rupees(text: str) -> int:
+    """'1,35,000.00' -> 13500000. Accepts ₹, INR, Rs., grouping commas and spaces.
+
+    More than two decimal places is refused: it cannot be an exact paise amount.
+    """
+    cleaned = _RUPEE_NOISE.sub("", text.strip())
+    if not _RUPEE_SHAPE.match(cleaned):
+        raise MoneyFormatError(f"not a rupee amount: {text!r}")
+    try:
+        value = Decimal(cleaned) * PAISE_PER_RUPEE
+    except InvalidOperation as exc:  # pragma: no cover - the regex already guards this
+        raise MoneyFormatError(f"not a rupee amount: {text!r}") from exc
+    return int(value)
+
+
+def parse_paise(text: str) -> int:
+    """'13500000' -> 13500000. Only whole numbers: a paise field never has decimals."""
+    cleaned = text.strip().replace(",", "")
+    if not _PAISE_SHAPE.match(cleaned):
+        raise MoneyFormatError(f"not a whole number of paise: {text!r}")
+    return int(cleaned)
+
+
+def group_indian(whole: int) -> str:
+    """12345678 -> '1,23,45,678': the last three digits, then groups of two."""
+    digits = str(whole)
+    if len(digits) <= 3:
+        return digits
+    head, tail = digits[:-3], digits[-3:]
+    groups: list[str] = []
+    while len(head) > 2:
+        groups.insert(0, head[-2:])
+        head = head[:-2]
+    if head:
+        groups.insert(0, head)
+    return ",".join(groups) + "," + tail
+
+
+def format_rupees(paise: int, *, symbol: bool = False) -> str:
+    """13500000 -> '1,35,000.00' (or '₹1,35,000.00'); negatives as '-1,35,000.00'."""
+    sign = "-" if paise < 0 else ""
+    rupees, rest = divmod(abs(int(paise)), PAISE_PER_RUPEE)
+    return f"{sign}{'₹' if symbol else ''}{group_indian(rupees)}.{rest:02d}"
+
+
+def format_inr(paise: int) -> str:
+    """13500000 -> '₹1,35,000.00'."""
+    return format_rupees(paise, symbol=True)
+
+
+def _round_half_up(numerator: int, denominator: int) -> int:
+    return (2 * numerator + denominator) // (2 * denominator)
+
+
+def format_inr_short(paise: int) -> str:
+    """Short forms for cards: '₹2.40 Cr', '₹1.35 L', below a lakh '₹45,000'."""
+    sign = "-" if paise < 0 else ""
+    value = abs(int(paise))
+    for unit, label in ((PAISE_PER_CRORE, "Cr"), (PAISE_PER_LAKH, "L")):
+        if value >= unit:
+            hundredths = _round_half_up(value * 100, unit)
+            return f"{sign}₹{hundredths // 100}.{hundredths % 100:02d} {label}"
+    return f"{sign}₹{group_indian(_round_half_up(value, PAISE_PER_RUPEE))}"

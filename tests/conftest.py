@@ -1,0 +1,32 @@
+"""Shared fixtures. Real SQLite files in WAL mode under pytest's tmp_path."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from core.db import connect, migrate
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+SPEC_EXAMPLE = FIXTURES / "spec_example"
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    """A fresh, migrated SQLite file."""
+    path = tmp_path / "razorrecon.sqlite"
+    conn = connect(path)
+    migrate(conn)
+    conn.close()
+    return path
+
+
+@pytest.fixture
+def conn(db_path: Path) -> Iterator[sqlite3.Connection]:
+    connection = connect(db_path)
+    yield connection
+    connection.close()
