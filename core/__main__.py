@@ -19,7 +19,7 @@ COMMAND_MODULES: dict[str, str] = {
     "import": "core.ingest.cli",
     "generate": "core.benchmark.cli",
     "reconcile": "core.engine.cli",
-    "exceptions": "core.engine.cli",
+    "exceptions": "core.review.cli",
     "investigate": "core.investigate.cli",
     "review": "core.review.cli",
     "audit": "core.audit.cli",

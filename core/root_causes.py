@@ -1,0 +1,55 @@
+"""The fixed list of root causes: what the benchmark labels and the investigator names.
+
+A root cause is finer than a reason code: the code says *what* disagrees, the root cause
+says *why* (a fee charged differently versus GST charged differently, a short versus an
+excess bank credit). The benchmark's ground truth carries one per injected fault; the
+deterministic investigator infers one from evidence; `evaluation.py` scores the two.
+"""
+
+from __future__ import annotations
+
+ROOT_CAUSES: dict[str, str] = {
+    "FEE_CHARGED_DIFFERENTLY": "Razorpay deducted a different fee than the payment shows; GST is unchanged.",
+    "GST_CHARGED_DIFFERENTLY": "The GST part of the fee differs from the payment's.",
+    "SETTLED_AMOUNT_LOWER": "The recon row settles less than the captured amount.",
+    "SETTLED_AMOUNT_HIGHER": "The recon row settles more than the captured amount.",
+    "SETTLED_TWICE": "The same payment or refund appears in two or more recon rows.",
+    "MAPPED_TO_OTHER_PAYMENT": "The recon row names a different payment.",
+    "MAPPED_TO_OTHER_ORDER": "The recon row names a different order.",
+    "SETTLEMENT_NOT_FOUND": "The recon row's settlement is missing or not in the data.",
+    "SETTLED_LATE": "Settled after the due date plus grace.",
+    "NOT_SETTLED": "Captured, overdue, and no recon row settles it.",
+    "CAPTURE_STATUS_OUT_OF_SYNC": "Money settled for a payment the merchant holds as not captured.",
+    "REFUND_AMOUNT_DIFFERS": "The refund debited differs from the refund amount plus fee.",
+    "REFUND_NOT_SETTLED": "A processed refund, overdue, with no recon row.",
+    "UNKNOWN_ENTITY": "A recon row for a payment or refund that is not in the data.",
+    "CHARGEBACK_DEBIT": "A dispute debited the settlement.",
+    "SETTLEMENT_ARITHMETIC_BREAK": "The settlement's amount is not the sum of its recon rows.",
+    "BANK_CREDITED_TWICE": "Two or more bank credits carry the settlement's UTR.",
+    "BANK_SHORT_CREDIT": "The bank credited less than the settlement amount.",
+    "BANK_EXCESS_CREDIT": "The bank credited more than the settlement amount.",
+    "BANK_CREDIT_MISSING": "No bank credit for the settlement, and it is overdue.",
+    "SETTLEMENT_PAYOUT_FAILED": "Razorpay's payout of the settlement failed.",
+    "UNIDENTIFIED_BANK_CREDIT": "A gateway-looking bank credit that no settlement explains.",
+}
+
+# The root causes each reason code can have; the first is the default when evidence is thin.
+CAUSES_BY_CODE: dict[str, tuple[str, ...]] = {
+    "SETTLEMENT_AMOUNT_DISCREPANCY": ("FEE_CHARGED_DIFFERENTLY", "GST_CHARGED_DIFFERENTLY"),
+    "AMOUNT_MISMATCH": ("SETTLED_AMOUNT_LOWER", "SETTLED_AMOUNT_HIGHER"),
+    "DUPLICATE_RECONCILIATION_RECORD": ("SETTLED_TWICE",),
+    "WRONG_MAPPING": ("MAPPED_TO_OTHER_PAYMENT", "MAPPED_TO_OTHER_ORDER"),
+    "MISSING_SETTLEMENT": ("SETTLEMENT_NOT_FOUND",),
+    "TIMING_WINDOW_EXCEEDED": ("SETTLED_LATE",),
+    "MISSING_RECONCILIATION_RECORD": ("NOT_SETTLED", "REFUND_NOT_SETTLED"),
+    "STATUS_MISMATCH": ("CAPTURE_STATUS_OUT_OF_SYNC",),
+    "REFUND_AMOUNT_MISMATCH": ("REFUND_AMOUNT_DIFFERS",),
+    "PAYMENT_ID_MISMATCH": ("UNKNOWN_ENTITY",),
+    "DISPUTE_DEBIT": ("CHARGEBACK_DEBIT",),
+    "SETTLEMENT_SUM_MISMATCH": ("SETTLEMENT_ARITHMETIC_BREAK",),
+    "DUPLICATE_BANK_CREDIT": ("BANK_CREDITED_TWICE",),
+    "BANK_UTR_AMOUNT_MISMATCH": ("BANK_SHORT_CREDIT", "BANK_EXCESS_CREDIT"),
+    "MISSING_BANK_ENTRY": ("BANK_CREDIT_MISSING",),
+    "SETTLEMENT_FAILED": ("SETTLEMENT_PAYOUT_FAILED",),
+    "UNMATCHED_BANK_CREDIT": ("UNIDENTIFIED_BANK_CREDIT",),
+}
