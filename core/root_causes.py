@@ -9,7 +9,7 @@ deterministic investigator infers one from evidence; `evaluation.py` scores the 
 from __future__ import annotations
 
 ROOT_CAUSES: dict[str, str] = {
-    "FEE_CHARGED_DIFFERENTLY": "Razorpay deducted a different fee than the payment shows; GST is unchanged.",
+    "FEE_CHARGED_DIFFERENTLY": "The fee deducted differs from the payment fee; GST unchanged.",
     "GST_CHARGED_DIFFERENTLY": "The GST part of the fee differs from the payment's.",
     "SETTLED_AMOUNT_LOWER": "The recon row settles less than the captured amount.",
     "SETTLED_AMOUNT_HIGHER": "The recon row settles more than the captured amount.",
