@@ -166,12 +166,20 @@ class Calendar:
     def add(self, days: DayArray, n: int | IntArray) -> DayArray:
         return self.cal.add_working_days_array(days, n)
 
-    def key_for(self, days: DayArray, rng: np.random.Generator) -> IntArray:
+    def key_for(self, days: DayArray) -> IntArray:
         """The settlement cycle each row due on `days` lands in; -1 when none runs."""
         index = (days.astype("datetime64[D]") - self.start).astype(np.int64)
         inside = (index >= 0) & (index < len(self.days))
         safe = np.clip(index, 0, len(self.days) - 1)
-        second = self.two_cycles[safe] & (rng.random(len(days)) < 0.5)
+        # On a two-cycle day the earlier half of the rows (in the order given) goes to the
+        # first cycle, the rest to the second, so both cycles carry rows when two or more do.
+        order = np.argsort(safe, kind="stable")
+        ranked = safe[order]
+        start = np.searchsorted(ranked, ranked, side="left")
+        end = np.searchsorted(ranked, ranked, side="right")
+        later_half = np.empty(len(safe), dtype=bool)
+        later_half[order] = np.arange(len(safe)) - start >= (end - start + 1) // 2
+        second = self.two_cycles[safe] & later_half
         key = safe * 2 + second.astype(np.int64)
         first = safe * 2
         key = np.where(self.available[key], key, np.where(self.available[first], first, -1))
@@ -257,6 +265,33 @@ class Payments:
         return result
 
 
+LAST_SETTLEMENT_PAYMENTS = 6
+
+
+def _fill_last_settlements(
+    created: IntArray,
+    captured: BoolArray,
+    international: BoolArray,
+    calendar: Calendar,
+    rng: np.random.Generator,
+) -> None:
+    """Make sure the settlements of the last days (not yet due at the bank) carry payments:
+    a small dataset could otherwise leave a day without any, and with it the PENDING
+    settlement outcomes. Moves a few early payments' creation to the right day.
+    """
+    domestic = captured & ~international
+    due = calendar.add(ist_dates(created), CALENDAR.settlement_days)
+    early = domestic & (created < ist_midnight(calendar.days[30:31])[0])
+    for day in calendar.days[calendar.bank_pending_day]:
+        short = LAST_SETTLEMENT_PAYMENTS - int((domestic & (due == day)).sum())
+        if short <= 0:
+            continue
+        source = calendar.add(np.array([day]), -CALENDAR.settlement_days)[0]
+        movers = rng.choice(np.flatnonzero(early), size=short, replace=False)
+        early[movers] = False
+        created[movers] = ist_midnight(np.array([source]))[0] + rng.integers(10 * 3600, 18 * 3600, short)
+
+
 def build_payments(
     n: int, calendar: Calendar, ids: IdFactory, rng: np.random.Generator
 ) -> Payments:
@@ -264,12 +299,15 @@ def build_payments(
     day_index = rng.choice(len(calendar.days), size=n, p=day_weight / day_weight.sum())
     hour = rng.choice(24, size=n, p=HOUR_WEIGHTS / HOUR_WEIGHTS.sum())
     created = ist_midnight(calendar.days[day_index]) + hour * 3600 + rng.integers(0, 3600, n)
-    late = created >= calendar.as_of
-    created[late] = calendar.as_of - 1 - rng.integers(0, 3600, int(late.sum()))
-    created.sort()
-
     method = rng.choice(len(METHODS), size=n, p=METHOD_SHARE).astype(np.int64)
     international = (method == 1) & (rng.random(n) < INTERNATIONAL_CARD_SHARE)
+    status = rng.choice(4, size=n, p=[0.90, 0.0, 0.075, 0.025]).astype(np.int64)
+    _fill_last_settlements(created, status <= REFUNDED, international, calendar, rng)
+    late = created >= calendar.as_of
+    created[late] = calendar.as_of - 1 - rng.integers(0, 3600, int(late.sum()))
+    order = np.argsort(created, kind="stable")
+    created, method, international, status = (a[order] for a in (created, method, international, status))
+
     rupees = np.clip(np.round(rng.lognormal(np.log(1800.0), 1.0, n)), 1, 500_000).astype(np.int64)
     paise_part = np.where(rng.random(n) < 0.35, rng.integers(0, 100, n), 0)
     amount = rupees * 100 + paise_part
@@ -277,15 +315,15 @@ def build_payments(
     base = (amount * fee_bp + 5000) // 10000
     tax = (base * 18 + 50) // 100
     fee = base + tax
-    status = rng.choice(4, size=n, p=[0.90, 0.0, 0.075, 0.025]).astype(np.int64)
     order_id = ids.ids("order_", n)
     order_id[rng.random(n) < 0.04] = b""
 
     pay_date = ist_dates(created)
     due = calendar.add(pay_date, np.where(international, CALENDAR.international_days, CALENDAR.settlement_days))
     grace_end = calendar.add(due, CALENDAR.grace_days)
-    key = calendar.key_for(due, rng)
     captured = status <= REFUNDED
+    key = np.full(n, -1, dtype=np.int64)
+    key[captured] = calendar.key_for(due[captured])
     rows = (captured & (key >= 0)).astype(np.int64)
     empty = np.zeros(n, dtype="S1")
     return Payments(
@@ -367,7 +405,7 @@ def plant_payment_faults(
     def settle_late(idx: IntArray) -> None:
         extra_days = rng.integers(1, 4, size=len(idx))
         target = calendar.add(p.due[idx], grace + extra_days)
-        p.row_key[idx] = calendar.key_for(target, rng)
+        p.row_key[idx] = calendar.key_for(target)
 
     def map_to_other_order(idx: IntArray) -> None:
         others = _other_index(rng, idx, np.flatnonzero(has_order))
@@ -432,11 +470,14 @@ def plant_payment_faults(
             p.row_key[idx] = -1
             change_amount(idx)
         elif name == "settled_in_grace":
-            p.row_key[idx] = calendar.key_for(calendar.add(p.due[idx], grace), rng)
+            p.row_key[idx] = calendar.key_for(calendar.add(p.due[idx], grace))
 
     # Rows missing while the payment is still inside its grace period: PENDING, not missing.
     in_grace = p.captured & (p.rows == 1) & (p.scenario == "") & ~p.overdue
     in_grace &= calendar.add(p.due, grace) >= calendar.last_day
+    # Only from well-filled days, so that the last days' settlements keep their rows.
+    day_rows = np.bincount(np.maximum(p.row_key, 0) // 2, weights=None, minlength=len(calendar.days))
+    in_grace &= day_rows[np.maximum(p.row_key, 0) // 2] >= 12
     idx = _choose(rng, in_grace, min(AWAITING_IN_GRACE, int(in_grace.sum())), "awaiting_in_grace")
     p.rows[idx] = 0
     p.row_key[idx] = -1
@@ -445,11 +486,10 @@ def plant_payment_faults(
     if faults:
         # Money settled for payments the merchant holds as failed or authorized.
         not_captured = ~p.captured & (p.due <= calendar.last_normal_day)
-        keys = calendar.key_for(p.due, rng)
-        not_captured &= keys >= 0
-        idx = _choose(rng, not_captured, _share(STATUS_MISMATCH_SHARE, int((~p.captured).sum())), "status_mismatch")
+        count = _share(STATUS_MISMATCH_SHARE, int((~p.captured).sum()))
+        idx = _choose(rng, not_captured, count, "status_mismatch")
         p.rows[idx] = 1
-        p.row_key[idx] = keys[idx]
+        p.row_key[idx] = calendar.key_for(p.due[idx])
         p.scenario[idx] = "status_mismatch"
         p.root_cause[idx] = "CAPTURE_STATUS_OUT_OF_SYNC"
 
@@ -476,10 +516,20 @@ class Refunds:
     root_cause: npt.NDArray[np.object_]
 
 
+def debit_cap(p: Payments, calendar: Calendar) -> int:
+    """The largest single debit (refund, chargeback, transfer) a small dataset can carry:
+    half a working day's captured money. Binding only below a few thousand payments.
+    """
+    per_day = int(p.amount[p.captured].sum()) // max(1, int(calendar.working.sum()))
+    return max(100_00, per_day // 2)
+
+
 def build_refunds(
     p: Payments, calendar: Calendar, ids: IdFactory, rng: np.random.Generator, faults: bool
 ) -> Refunds:
-    captured = np.flatnonzero(p.captured & (p.created_at < calendar.as_of - 2 * DAY))
+    captured = np.flatnonzero(
+        p.captured & (p.created_at < calendar.as_of - 2 * DAY) & (p.amount <= debit_cap(p, calendar))
+    )
     count = min(len(captured), max(MIN_REFUNDS, round(REFUND_SHARE * len(captured))))
     parent = np.sort(rng.choice(captured, size=count, replace=False))
     room = calendar.as_of - 600 - p.created_at[parent]
@@ -505,8 +555,10 @@ def build_refunds(
 
     due = calendar.add(ist_dates(created), CALENDAR.settlement_days)
     overdue = calendar.last_day > calendar.add(due, CALENDAR.grace_days)
-    key = calendar.key_for(due, rng)
-    rows = ((status == "processed") & (key >= 0)).astype(np.int64)
+    key = np.full(count, -1, dtype=np.int64)
+    processed = status == "processed"
+    key[processed] = calendar.key_for(due[processed])
+    rows = (processed & (key >= 0)).astype(np.int64)
     r = Refunds(
         id=ids.ids("rfnd_", count),
         payment=parent,
@@ -657,7 +709,9 @@ def build_recon_rows(
     )
     # Keep clear of the first week so every settlement has payments to carry its debits.
     normal_keys = normal_keys[normal_keys >= 2 * 10]
-    settled_captured = np.flatnonzero(p.captured & (p.rows == 1) & (p.scenario == ""))
+    settled_captured = np.flatnonzero(
+        p.captured & (p.rows == 1) & (p.scenario == "") & (p.amount <= debit_cap(p, calendar))
+    )
     planted: dict[str, StrArray] = {}
     group_base = len(r.id)
 
