@@ -146,7 +146,15 @@ def build_lines(
         members = np.flatnonzero(s.consolidated_group == group)
         total = int(s.amount[members].sum())
         lines.append(
-            BankLine(s.day[members[0]], CONSOLIDATED_NARRATION, "NEFT", 0, total, "consolidated", group=int(group))
+            BankLine(
+                s.day[members[0]],
+                CONSOLIDATED_NARRATION,
+                "NEFT",
+                0,
+                total,
+                "consolidated",
+                group=int(group),
+            )
         )
 
     normal_days = calendar.days[calendar.working & ~calendar.bank_pending_day]

@@ -42,7 +42,11 @@ def text(values: npt.NDArray[np.bytes_]) -> pa.Array:
     return array.cast(pa.string())
 
 
-def pick(options: tuple[str, ...], index: npt.NDArray[np.int64], mask: npt.NDArray[np.bool_] | None = None) -> pa.Array:
+def pick(
+    options: tuple[str, ...],
+    index: npt.NDArray[np.int64],
+    mask: npt.NDArray[np.bool_] | None = None,
+) -> pa.Array:
     """options[index] as an Arrow string column, null where mask is True."""
     array = pa.array(index, mask=mask)
     return pc.take(pa.array(options, type=pa.string()), array)
@@ -84,7 +88,10 @@ def write_payments(p: Payments, out_dir: Path, rng: np.random.Generator) -> int:
             "bank": pick(BANKS, rng.integers(0, len(BANKS), n), p.method != 2),
             "wallet": pick(WALLETS, rng.integers(0, len(WALLETS), n), p.method != 3),
             "email": pc.binary_join_element_wise(
-                "customer", pa.array(rng.integers(1, 50_000, n)).cast(pa.string()), "@example.com", ""
+                "customer",
+                pa.array(rng.integers(1, 50_000, n)).cast(pa.string()),
+                "@example.com",
+                "",
             ),
             "contact": pc.binary_join_element_wise(
                 "+9198", pa.array(rng.integers(10_000_000, 99_999_999, n)).cast(pa.string()), ""
@@ -94,7 +101,9 @@ def write_payments(p: Payments, out_dir: Path, rng: np.random.Generator) -> int:
             "tax": integers(p.tax, ~captured),
             "error_code": pick(("BAD_REQUEST_ERROR",), np.zeros(n, dtype=np.int64), ~failed),
             "error_description": pick(
-                ("Payment failed because the bank declined it",), np.zeros(n, dtype=np.int64), ~failed
+                ("Payment failed because the bank declined it",),
+                np.zeros(n, dtype=np.int64),
+                ~failed,
             ),
             "created_at": integers(p.created_at),
         }
@@ -161,7 +170,9 @@ def write_recon(
     )
     settlement_id = np.where(inside, s.id[where], rows["unknown_settlement"])
     settlement_utr = np.where(inside, s.utr[where], b"")
-    order = np.lexsort((rows["entity_id"], created_at, np.where(inside, settled_at, np.iinfo(np.int64).max)))
+    order = np.lexsort(
+        (rows["entity_id"], created_at, np.where(inside, settled_at, np.iinfo(np.int64).max))
+    )
     card = rows["method"] == b"card"
 
     def col(values: np.ndarray) -> np.ndarray:

@@ -21,6 +21,7 @@ import pandas as pd
 from core.benchmark import bank, files, labels, world
 from core.benchmark.ids import IdFactory
 from core.calendar import IST
+from core.errors import ConfigError
 
 DEFAULT_AS_OF = "2026-06-30T23:59:59+05:30"
 GROUND_TRUTH_FILE = "ground_truth.csv"
@@ -40,7 +41,18 @@ GROUND_TRUTH_COLUMNS = (
     "scenario",
 )
 # Independent random streams, so that changing one part of the story leaves the others be.
-STREAMS = ("calendar", "payments", "faults", "refunds", "rows", "settlements", "bank", "files", "split", "ids")
+STREAMS = (
+    "calendar",
+    "payments",
+    "faults",
+    "refunds",
+    "rows",
+    "settlements",
+    "bank",
+    "files",
+    "split",
+    "ids",
+)
 
 
 @dataclass(frozen=True)
@@ -74,7 +86,13 @@ def parse_as_of(value: str | int | dt.datetime | None) -> int:
         value = DEFAULT_AS_OF
     if isinstance(value, int):
         return value
-    moment = value if isinstance(value, dt.datetime) else dt.datetime.fromisoformat(value)
+    if isinstance(value, dt.datetime):
+        moment = value
+    else:
+        try:
+            moment = dt.datetime.fromisoformat(value)
+        except ValueError as exc:
+            raise ConfigError(f"as-of: not an ISO 8601 date-time: {value!r}") from exc
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=IST)
     return int(moment.timestamp())
@@ -128,7 +146,11 @@ def generate(
     target = Path(out_dir)
     target.mkdir(parents=True, exist_ok=True)
     streams = dict(
-        zip(STREAMS, (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(len(STREAMS))), strict=True)
+        zip(
+            STREAMS,
+            (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(len(STREAMS))),
+            strict=True,
+        )
     )
     ids = IdFactory(streams["ids"])
     ids.take(bank.NOISE_NUMBER)
@@ -139,7 +161,9 @@ def generate(
     refunds = world.build_refunds(pays, calendar, ids, streams["refunds"], faults)
     rows, planted = world.build_recon_rows(pays, refunds, calendar, ids, streams["rows"], faults)
     world.balance_debits(rows, calendar)
-    settlements = world.build_settlements(rows, calendar, ids, streams["settlements"], faults, bank_statement)
+    settlements = world.build_settlements(
+        rows, calendar, ids, streams["settlements"], faults, bank_statement
+    )
     statement = None
     if bank_statement:
         lines = bank.build_lines(settlements, calendar, ids, streams["bank"], faults)

@@ -59,6 +59,8 @@ def _coded(
     exception = mask > 0
     status = np.where(exception, rules.EXCEPTION, np.where(pending, rules.PENDING, rules.MATCHED))
     reason = np.where(exception, primary, np.where(pending, pending_reason, ""))
+    # A pending entity's one code is its pending reason (the spec is silent; the engine agrees).
+    reason_codes = np.where(exception, reason_codes, reason)
     exposure = np.array([rules.exposure_class(c) if c else "" for c in primary], dtype=object)
     return pd.DataFrame(
         {
@@ -136,7 +138,8 @@ def refund_labels(r: Refunds, p: Payments) -> pd.DataFrame:
     scenario[(scenario == "") & has_row] = "clean"
     scenario[(scenario == "") & ~has_row] = "awaiting_settlement"
     frame = _coded("refund", r.id, codes, scenario, r.root_cause, pending, reason)
-    return frame[r.status == "processed"].reset_index(drop=True)
+    processed: pd.DataFrame = frame[r.status == "processed"].reset_index(drop=True)
+    return processed
 
 
 def recon_row_labels(planted: dict[str, npt.NDArray[np.bytes_]]) -> pd.DataFrame:
@@ -187,7 +190,10 @@ def settlement_labels(
         ("SETTLEMENT_FAILED", s.status == "failed"),
         ("SETTLEMENT_SUM_MISMATCH", processed & (s.amount != s.row_sum)),
         ("DUPLICATE_BANK_CREDIT", processed & bank & (credits >= 2)),
-        ("BANK_UTR_AMOUNT_MISMATCH", processed & bank & (credits == 1) & (first_credit != s.amount)),
+        (
+            "BANK_UTR_AMOUNT_MISMATCH",
+            processed & bank & (credits == 1) & (first_credit != s.amount),
+        ),
         ("MISSING_BANK_ENTRY", processed & unlinked & s.bank_overdue),
     ]
     pending = (s.status == "created") | (processed & unlinked & ~s.bank_overdue)
@@ -206,7 +212,9 @@ def settlement_labels(
             )
     frame = _coded("settlement", s.id, codes, s.scenario, cause, pending, reason.astype(object))
     if bank:
-        frame.loc[processed & (fallback != ""), "match_method"] = fallback[processed & (fallback != "")]
+        frame.loc[processed & (fallback != ""), "match_method"] = fallback[
+            processed & (fallback != "")
+        ]
     else:
         frame.loc[processed, "match_method"] = rules.NO_BANK_STATEMENT
     lines = bank_labels(s, statement, fallback) if statement is not None else pd.DataFrame()
@@ -224,17 +232,23 @@ def bank_labels(
         entity = f"bank_statement.csv:{statement.first_line + offset}"
         if line.kind == "unmatched":
             records.append(
-                (entity, rules.EXCEPTION, "UNMATCHED_BANK_CREDIT", "UNMATCHED_BANK_CREDIT", "",
-                 "amount_at_risk", "UNIDENTIFIED_BANK_CREDIT", "bank_entry/unmatched")
+                (
+                    entity,
+                    rules.EXCEPTION,
+                    "UNMATCHED_BANK_CREDIT",
+                    "UNMATCHED_BANK_CREDIT",
+                    "",
+                    "amount_at_risk",
+                    "UNIDENTIFIED_BANK_CREDIT",
+                    "bank_entry/unmatched",
+                )
             )
             continue
         method = {"fuzzy": rules.FUZZY_UTR, "consolidated": rules.CONSOLIDATED}.get(line.kind, "")
         scenario = "matched" if not method else f"matched_{method}"
         if line.kind == "settlement" and s.scenario[line.settlement] == "duplicate_bank_credit":
             scenario = "matched_duplicate"
-        records.append(
-            (entity, rules.MATCHED, "", "", method, "", "", f"bank_entry/{scenario}")
-        )
+        records.append((entity, rules.MATCHED, "", "", method, "", "", f"bank_entry/{scenario}"))
     frame = pd.DataFrame(records, columns=[c for c in LABEL_COLUMNS if c != "entity_type"])
     frame.insert(0, "entity_type", "bank_entry")
     return frame

@@ -61,7 +61,12 @@ EXPOSURE_CLASS: dict[str, str] = {
     "PAYMENT_ID_MISMATCH": "structural",
     "DISPUTE_DEBIT": "disputed",
 }
-EXPOSURE_CLASSES: tuple[str, ...] = ("amount_at_risk", "awaiting_settlement", "structural", "disputed")
+EXPOSURE_CLASSES: tuple[str, ...] = (
+    "amount_at_risk",
+    "awaiting_settlement",
+    "structural",
+    "disputed",
+)
 
 ALL_EXCEPTION_CODES: tuple[str, ...] = tuple(EXPOSURE_CLASS)
 PENDING_REASONS: tuple[str, ...] = (AWAITING_SETTLEMENT, ON_HOLD, AWAITING_BANK_CREDIT)

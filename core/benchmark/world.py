@@ -18,7 +18,8 @@ import numpy.typing as npt
 import pandas as pd
 
 from core.benchmark.ids import IdFactory, StrArray
-from core.calendar import IST, CalendarParams, WorkingCalendar, ist_dates
+from core.calendar import CalendarParams, WorkingCalendar, ist_dates
+from core.errors import ConfigError
 
 HISTORY_DAYS = 90
 MIN_PAYMENTS = 200
@@ -107,7 +108,7 @@ BoolArray = npt.NDArray[np.bool_]
 DayArray = npt.NDArray[np.datetime64]
 
 
-class GenerationError(ValueError):
+class GenerationError(ConfigError):
     """The requested dataset cannot be generated (e.g. too few payments)."""
 
 
@@ -203,7 +204,9 @@ def build_calendar(as_of: int, rng: np.random.Generator) -> Calendar:
     minutes = np.empty(2 * len(days), dtype=np.int64)
     minutes[0::2] = CYCLE_MINUTES[0] + rng.integers(0, 80, size=len(days))
     minutes[1::2] = CYCLE_MINUTES[1] + rng.integers(0, 80, size=len(days))
-    cycle_time = np.repeat(ist_midnight(days), 2) + minutes * 60 + rng.integers(0, 60, 2 * len(days))
+    cycle_time = (
+        np.repeat(ist_midnight(days), 2) + minutes * 60 + rng.integers(0, 60, 2 * len(days))
+    )
     cycle = np.tile(np.array([0, 1]), len(days))
     available = (
         np.repeat(working, 2) & ((cycle == 0) | np.repeat(two_cycles, 2)) & (cycle_time < as_of)
@@ -289,7 +292,9 @@ def _fill_last_settlements(
         source = calendar.add(np.array([day]), -CALENDAR.settlement_days)[0]
         movers = rng.choice(np.flatnonzero(early), size=short, replace=False)
         early[movers] = False
-        created[movers] = ist_midnight(np.array([source]))[0] + rng.integers(10 * 3600, 18 * 3600, short)
+        created[movers] = ist_midnight(np.array([source]))[0] + rng.integers(
+            10 * 3600, 18 * 3600, short
+        )
 
 
 def build_payments(
@@ -306,7 +311,10 @@ def build_payments(
     late = created >= calendar.as_of
     created[late] = calendar.as_of - 1 - rng.integers(0, 3600, int(late.sum()))
     order = np.argsort(created, kind="stable")
-    created, method, international, status = (a[order] for a in (created, method, international, status))
+    created = created[order]
+    method = method[order]
+    international = international[order]
+    status = status[order]
 
     rupees = np.clip(np.round(rng.lognormal(np.log(1800.0), 1.0, n)), 1, 500_000).astype(np.int64)
     paise_part = np.where(rng.random(n) < 0.35, rng.integers(0, 100, n), 0)
@@ -319,7 +327,9 @@ def build_payments(
     order_id[rng.random(n) < 0.04] = b""
 
     pay_date = ist_dates(created)
-    due = calendar.add(pay_date, np.where(international, CALENDAR.international_days, CALENDAR.settlement_days))
+    due = calendar.add(
+        pay_date, np.where(international, CALENDAR.international_days, CALENDAR.settlement_days)
+    )
     grace_end = calendar.add(due, CALENDAR.grace_days)
     captured = status <= REFUNDED
     key = np.full(n, -1, dtype=np.int64)
@@ -367,9 +377,7 @@ def plant_payment_faults(
     grace = CALENDAR.grace_days
     # Eligible: settled in an ordinary (bank-overdue) settlement, with room to settle late.
     eligible = (
-        p.captured
-        & (p.rows == 1)
-        & (calendar.add(p.due, grace + 3) <= calendar.last_normal_day)
+        p.captured & (p.rows == 1) & (calendar.add(p.due, grace + 3) <= calendar.last_normal_day)
     )
     free = eligible.copy()
     has_order = p.order_id != b""
@@ -476,7 +484,9 @@ def plant_payment_faults(
     in_grace = p.captured & (p.rows == 1) & (p.scenario == "") & ~p.overdue
     in_grace &= calendar.add(p.due, grace) >= calendar.last_day
     # Only from well-filled days, so that the last days' settlements keep their rows.
-    day_rows = np.bincount(np.maximum(p.row_key, 0) // 2, weights=None, minlength=len(calendar.days))
+    day_rows = np.bincount(
+        np.maximum(p.row_key, 0) // 2, weights=None, minlength=len(calendar.days)
+    )
     in_grace &= day_rows[np.maximum(p.row_key, 0) // 2] >= 12
     idx = _choose(rng, in_grace, min(AWAITING_IN_GRACE, int(in_grace.sum())), "awaiting_in_grace")
     p.rows[idx] = 0
@@ -528,19 +538,29 @@ def build_refunds(
     p: Payments, calendar: Calendar, ids: IdFactory, rng: np.random.Generator, faults: bool
 ) -> Refunds:
     captured = np.flatnonzero(
-        p.captured & (p.created_at < calendar.as_of - 2 * DAY) & (p.amount <= debit_cap(p, calendar))
+        p.captured
+        & (p.created_at < calendar.as_of - 2 * DAY)
+        & (p.amount <= debit_cap(p, calendar))
     )
     count = min(len(captured), max(MIN_REFUNDS, round(REFUND_SHARE * len(captured))))
     parent = np.sort(rng.choice(captured, size=count, replace=False))
     room = calendar.as_of - 600 - p.created_at[parent]
-    created = p.created_at[parent] + 3600 + (rng.random(count) * np.minimum(room - 3600, 20 * DAY)).astype(np.int64)
+    created = (
+        p.created_at[parent]
+        + 3600
+        + (rng.random(count) * np.minimum(room - 3600, 20 * DAY)).astype(np.int64)
+    )
     # A few refunds made in the last hours before as_of: not yet due, so PENDING.
     recent = rng.choice(count, size=min(RECENT_REFUNDS, count), replace=False)
     created[recent] = calendar.as_of - rng.integers(3600, 12 * 3600, size=len(recent))
     full = rng.random(count) < 0.4
-    partial = np.maximum(100, (p.amount[parent] * rng.integers(1000, 9000, count)) // 10000 // 100 * 100)
+    partial = np.maximum(
+        100, (p.amount[parent] * rng.integers(1000, 9000, count)) // 10000 // 100 * 100
+    )
     amount = np.where(full, p.amount[parent], np.minimum(partial, p.amount[parent]))
-    status = rng.choice(np.array(["processed", "pending", "failed"], dtype=object), size=count, p=[0.92, 0.05, 0.03])
+    status = rng.choice(
+        np.array(["processed", "pending", "failed"], dtype=object), size=count, p=[0.92, 0.05, 0.03]
+    )
     status[recent] = "processed"
     instant = rng.random(count) < 0.06
     fee_base = np.where(instant, np.maximum(500, amount // 1000), 0)
@@ -704,9 +724,7 @@ def build_recon_rows(
         )
     )
 
-    normal_keys = np.flatnonzero(
-        calendar.available & ~np.repeat(calendar.bank_pending_day, 2)
-    )
+    normal_keys = np.flatnonzero(calendar.available & ~np.repeat(calendar.bank_pending_day, 2))
     # Keep clear of the first week so every settlement has payments to carry its debits.
     normal_keys = normal_keys[normal_keys >= 2 * 10]
     settled_captured = np.flatnonzero(
@@ -736,42 +754,90 @@ def build_recon_rows(
         fees = (amounts * 170 + 5000) // 10000
         taxes = (fees * 18 + 50) // 100
         planted["unknown_payment"] = add_rows(
-            "credit", k, "pay_", type=b"payment", amount=amounts, fee=fees + taxes, tax=taxes,
-            credit=amounts - fees - taxes, order_id=ids.ids("order_", k), method=b"card",
+            "credit",
+            k,
+            "pay_",
+            type=b"payment",
+            amount=amounts,
+            fee=fees + taxes,
+            tax=taxes,
+            credit=amounts - fees - taxes,
+            order_id=ids.ids("order_", k),
+            method=b"card",
         )
         k = _share(PHANTOM_REFUND_ROWS, n)
         amounts = sample_amounts(k) // 2
         planted["unknown_refund"] = add_rows(
-            "debit", k, "rfnd_", type=b"refund", amount=amounts, debit=amounts,
+            "debit",
+            k,
+            "rfnd_",
+            type=b"refund",
+            amount=amounts,
+            debit=amounts,
             payment_id=p.id[settled_captured[rng.integers(0, len(settled_captured), k)]],
         )
         k = _share(DISPUTE_DEBITS, n)
         amounts = sample_amounts(k)
         disputes = ids.ids("disp_", k)
         planted["dispute_debit"] = add_rows(
-            "debit", k, "adj_", type=b"adjustment", amount=amounts, debit=amounts,
-            dispute_id=disputes, description=b"Chargeback debit",
+            "debit",
+            k,
+            "adj_",
+            type=b"adjustment",
+            amount=amounts,
+            debit=amounts,
+            dispute_id=disputes,
+            description=b"Chargeback debit",
         )
     k = _share(FEE_REVERSALS, n)
     amounts = rng.integers(100, 500_000, k)
-    add_rows("credit", k, "adj_", type=b"adjustment", amount=amounts, credit=amounts, description=b"Fee reversal")
+    add_rows(
+        "credit",
+        k,
+        "adj_",
+        type=b"adjustment",
+        amount=amounts,
+        credit=amounts,
+        description=b"Fee reversal",
+    )
     k = _share(DISPUTE_REVERSALS, n)
     amounts = sample_amounts(k)
     add_rows(
-        "credit", k, "adj_", type=b"adjustment", amount=amounts, credit=amounts,
-        dispute_id=ids.ids("disp_", k), description=b"Chargeback reversal",
+        "credit",
+        k,
+        "adj_",
+        type=b"adjustment",
+        amount=amounts,
+        credit=amounts,
+        dispute_id=ids.ids("disp_", k),
+        description=b"Chargeback reversal",
     )
     k = _share(PLATFORM_FEE_DEBITS, n)
     amounts = rng.integers(10_000, 200_000, k)
-    add_rows("debit", k, "adj_", type=b"adjustment", amount=amounts, debit=amounts, description=b"Platform fee")
+    add_rows(
+        "debit",
+        k,
+        "adj_",
+        type=b"adjustment",
+        amount=amounts,
+        debit=amounts,
+        description=b"Platform fee",
+    )
     k = _share(TRANSFERS, n)
     source = settled_captured[rng.integers(0, len(settled_captured), k)]
     amounts = p.amount[source] // 4 + 1
     fees = (amounts * 25 + 5000) // 10000
     taxes = (fees * 18 + 50) // 100
     add_rows(
-        "debit", k, "trf_", type=b"transfer", amount=amounts, fee=fees + taxes, tax=taxes,
-        debit=amounts + fees + taxes, payment_id=p.id[source],
+        "debit",
+        k,
+        "trf_",
+        type=b"transfer",
+        amount=amounts,
+        fee=fees + taxes,
+        tax=taxes,
+        debit=amounts + fees + taxes,
+        payment_id=p.id[source],
     )
 
     rows = {name: np.concatenate([b[name] for b in blocks]) for name in blocks[0]}
@@ -806,7 +872,7 @@ def balance_debits(rows: dict[str, np.ndarray], calendar: Calendar) -> None:
     frame["debit"] = rows["debit"][frame["row"].to_numpy()]
     groups = frame.groupby(["key", "group"], sort=True)["debit"].sum().reset_index()
     members = frame.groupby("group")["row"].apply(np.asarray).to_dict()
-    for k in short:
+    for k in (int(x) for x in short):
         mine = groups[groups["key"] == k].sort_values("debit", ascending=False, kind="stable")
         for group, amount in zip(mine["group"], mine["debit"], strict=True):
             if credit[k] - debit[k] >= MIN_NET:
@@ -901,7 +967,11 @@ def build_settlements(
                 scenario[members] = "consolidated"
                 consolidated_group[members] = group
                 used_days.add(int(d))
-        plan = SETTLEMENT_FAULTS if bank else {k: SETTLEMENT_FAULTS[k] for k in SETTLEMENT_FAULTS_WITHOUT_BANK}
+        plan = (
+            SETTLEMENT_FAULTS
+            if bank
+            else {k: SETTLEMENT_FAULTS[k] for k in SETTLEMENT_FAULTS_WITHOUT_BANK}
+        )
         free_days = [int(d) for d in np.unique(day_index[ordinary]) if int(d) not in used_days]
         order = rng.permutation(len(free_days))
         needed = sum(plan.values())
@@ -922,7 +992,9 @@ def build_settlements(
     utr = ids.utrs(count)
     utr[status == "created"] = b""
     bank_amount = amount.copy()
-    for i in np.flatnonzero(np.isin(scenario, ["bank_short", "bank_excess", "sum_and_bank_amount"])):
+    for i in np.flatnonzero(
+        np.isin(scenario, ["bank_short", "bank_excess", "sum_and_bank_amount"])
+    ):
         delta = 1 + amount[i] * int(rng.integers(1, 200)) // 10000
         bank_amount[i] = amount[i] + (delta if scenario[i] == "bank_excess" else -delta)
     bank_due = calendar.add(day, CALENDAR.bank_days)
