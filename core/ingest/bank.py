@@ -286,8 +286,11 @@ def parse_bank_statement(file: str, data: bytes) -> tuple[pd.DataFrame, FileRepo
     narrations = column("narration")
     for position, i in enumerate(rows):
         if i in continuation:
-            narrations[position] = " ".join([narrations[position], *continuation[i]]).strip()
-    references = column("reference")
+            narrations[position] = " ".join([narrations[position], *continuation[i]])
+    # A narration quoted over several lines reads as one line.
+    narrations = [" ".join(text.split()) for text in narrations]
+    # Banks write '-' for "no cheque/reference number".
+    references = ["" if _SEPARATOR.match(ref) else ref for ref in column("reference")]
 
     def report_bad(field: str, bad: convert.BadCells) -> None:
         for row, message in zip(bad.rows.tolist(), bad.messages, strict=True):

@@ -40,18 +40,25 @@ class BadCells:
 
 
 def as_array(column: pa.Array | pa.ChunkedArray) -> pa.Array:
-    if isinstance(column, pa.ChunkedArray):
-        return column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    """Arrow compute takes Array and ChunkedArray alike; chunks are kept to avoid copies."""
     return column
 
 
-def clean_strings(column: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """Trim whitespace; an empty (or all-blank) cell becomes null."""
+def _any(mask: pa.Array) -> bool:
+    return bool(pc.any(mask).as_py())
+
+
+def clean_strings(column: pa.Array | pa.ChunkedArray, *, trim: bool = True) -> pa.Array:
+    """Trim whitespace (unless told the column needs none); an empty cell becomes null."""
     arr = as_array(column)
     if not pa.types.is_string(arr.type) and not pa.types.is_large_string(arr.type):
         arr = pc.cast(arr, pa.string())
-    trimmed = pc.utf8_trim_whitespace(arr)
-    return pc.if_else(pc.equal(trimmed, ""), pa.scalar(None, pa.string()), trimmed)
+    if trim:
+        arr = pc.utf8_trim_whitespace(arr)
+    empty = pc.equal(pc.binary_length(arr), 0)  # faster than comparing with ""
+    if _any(empty):
+        arr = pc.if_else(empty, pa.scalar(None, pa.string()), arr)
+    return arr
 
 
 def to_bool_numpy(mask: pa.Array | pa.ChunkedArray) -> BoolArray:
@@ -65,10 +72,29 @@ def valid_mask(column: pa.Array) -> BoolArray:
     return to_bool_numpy(pc.is_valid(column))
 
 
+def try_int64(column: pa.Array) -> pa.Array | None:
+    """The column cast to int64 when every cell is a plain integer (nulls allowed), else None.
+
+    Arrow's cast is the fast path: it refuses signs other than '-', spaces, decimals and
+    anything beyond int64, so a successful cast needs no regex.
+    """
+    try:
+        return pc.cast(column, pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+
+
+def _numpy_int(values: pa.Array) -> Int64Array:
+    result: Int64Array = np.asarray(
+        pc.fill_null(values, 0).to_numpy(zero_copy_only=False), dtype=np.int64
+    )
+    return result
+
+
 def _int_numpy(column: pa.Array) -> Int64Array:
-    """Digits-only strings (nulls allowed) to int64, null as 0."""
+    """Digits-only strings (nulls and empty strings allowed) to int64, both as 0."""
     filled = pc.fill_null(column, "0")
-    filled = pc.replace_substring_regex(filled, "^$", "0")
+    filled = pc.if_else(pc.equal(filled, ""), "0", filled)
     result: Int64Array = np.asarray(
         pc.cast(filled, pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64
     )
@@ -111,9 +137,27 @@ class Parsed:
     bad: BadCells
 
 
-def parse_paise(column: pa.Array) -> Parsed:
+class IntCasts:
+    """Memo of `try_int64` per column, so unit detection and parsing cast each column once."""
+
+    def __init__(self) -> None:
+        self._done: dict[int, tuple[pa.Array, pa.Array | None]] = {}
+
+    def __call__(self, column: pa.Array) -> pa.Array | None:
+        hit = self._done.get(id(column))
+        if hit is not None and hit[0] is column:
+            return hit[1]
+        result = try_int64(column)
+        self._done[id(column)] = (column, result)
+        return result
+
+
+def parse_paise(column: pa.Array, casts: IntCasts | None = None) -> Parsed:
     """Whole numbers of paise: '4712645' -> 4712645. Negatives and decimals are refused."""
     present = valid_mask(column)
+    fast = (casts or try_int64)(column)
+    if fast is not None and not to_bool_numpy(pc.less(fast, 0)).any():
+        return Parsed(_numpy_int(fast), present, BadCells.none())
     good = to_bool_numpy(pc.match_substring_regex(column, _PAISE_SHAPE)) & present
     bad_rows = present & ~good
     negative = bad_rows & to_bool_numpy(pc.match_substring_regex(column, _NEGATIVE))
@@ -171,12 +215,14 @@ def parse_rupees(column: pa.Array) -> Parsed:
     return Parsed(np.where(good, values, 0), good, bad)
 
 
-def parse_money(column: pa.Array, unit: str) -> Parsed:
-    return parse_rupees(column) if unit == "rupees" else parse_paise(column)
+def parse_money(column: pa.Array, unit: str, casts: IntCasts | None = None) -> Parsed:
+    return parse_rupees(column) if unit == "rupees" else parse_paise(column, casts)
 
 
-def looks_like_rupees(column: pa.Array) -> int | None:
+def looks_like_rupees(column: pa.Array, casts: IntCasts | None = None) -> int | None:
     """Row of the first cell written the way rupees are (decimal point, grouping, ₹), else None."""
+    if (casts or try_int64)(column) is not None:
+        return None
     hits = to_bool_numpy(pc.match_substring_regex(column, r"[.,₹]|(?i:^(inr|rs))"))
     found = np.flatnonzero(hits)
     return int(found[0]) if len(found) else None
@@ -238,7 +284,9 @@ def _group_int(parts: pa.StructArray, name: str) -> Int64Array:
     return _int_numpy(pc.struct_field(parts, name))
 
 
-def parse_times(column: pa.Array, *, allow_unix: bool = True) -> ParsedTimes:
+def parse_times(
+    column: pa.Array, *, allow_unix: bool = True, casts: IntCasts | None = None
+) -> ParsedTimes:
     """Unix seconds, dd/mm/YYYY[ HH:MM[:SS]], dd-mm-YYYY, dd/mm/yy, ISO 8601 (with or without an
     offset) or '01 Jun 2026'. Text without an offset is IST. Impossible dates are refused."""
     n = len(column)
@@ -250,6 +298,12 @@ def parse_times(column: pa.Array, *, allow_unix: bool = True) -> ParsedTimes:
     styles: set[str] = set()
 
     if allow_unix:
+        fast = (casts or try_int64)(column)
+        if fast is not None and not to_bool_numpy(pc.less(fast, 0)).any():
+            values = _numpy_int(fast)
+            days = (values + IST_OFFSET_SECONDS) // 86400
+            styles = {"unix"} if present.any() else set()
+            return ParsedTimes(values, days, present, BadCells.none(), frozenset(styles))
         unix = present & to_bool_numpy(pc.match_substring_regex(column, r"^\d{1,12}$"))
         if unix.any():
             kept = pc.if_else(pa.array(unix), column, pa.scalar(None, pa.string()))
@@ -333,8 +387,10 @@ def parse_times(column: pa.Array, *, allow_unix: bool = True) -> ParsedTimes:
     return ParsedTimes(seconds, days, good_all, bad, frozenset(styles))
 
 
-def looks_like_dashboard_dates(column: pa.Array) -> int | None:
+def looks_like_dashboard_dates(column: pa.Array, casts: IntCasts | None = None) -> int | None:
     """Row of the first cell written dd/mm/YYYY as dashboard exports write dates, else None."""
+    if (casts or try_int64)(column) is not None:
+        return None
     hits = to_bool_numpy(pc.match_substring_regex(column, r"^\d{1,2}[/\-.]\d{1,2}[/\-.]\d{2,4}"))
     found = np.flatnonzero(hits)
     return int(found[0]) if len(found) else None
@@ -368,18 +424,24 @@ def check_choices(column: pa.Array, choices: frozenset[str], what: str) -> BadCe
 
 
 def duplicate_rows(column: pa.Array) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
-    """(rows that repeat an earlier value, row of that value's first occurrence)."""
+    """(rows that repeat an earlier value, row of that value's first occurrence); nulls ignored."""
     present = valid_mask(column)
-    if len(pc.unique(column)) >= int(present.sum()) + (0 if present.all() else 1):
+    n_present = int(present.sum())
+    distinct = len(pc.unique(column)) - (1 if n_present < len(column) else 0)
+    if distinct >= n_present:
         return np.empty(0, dtype=np.intp), np.empty(0, dtype=np.intp)
-    import pandas as pd
-
-    series = pd.Series(column.to_pandas())
-    repeated = series.duplicated(keep="first").to_numpy() & present
-    rows = np.flatnonzero(repeated)
+    counts = pc.value_counts(column)
+    repeated_values = pc.drop_null(
+        pc.filter(counts.field("values"), pc.greater(counts.field("counts"), 1))
+    )
+    rows = np.flatnonzero(to_bool_numpy(pc.is_in(column, value_set=repeated_values)) & present)
     first_seen: dict[str, int] = {}
-    for position, value in enumerate(series.to_numpy()):
-        if value is not None and value == value and value not in first_seen:
-            first_seen[value] = position
-    firsts = np.array([first_seen[series.iloc[r]] for r in rows], dtype=np.intp)
-    return rows, firsts
+    repeats: list[int] = []
+    firsts: list[int] = []
+    for row, value in zip(rows.tolist(), column.take(pa.array(rows)).to_pylist(), strict=True):
+        if value in first_seen:
+            repeats.append(row)
+            firsts.append(first_seen[value])
+        else:
+            first_seen[value] = row
+    return np.asarray(repeats, dtype=np.intp), np.asarray(firsts, dtype=np.intp)

@@ -63,7 +63,11 @@ def string_series(values: pa.Array) -> pd.Series:
 
 
 def decide_unit(
-    spec: TableSpec, raw: RawTable, columns: dict[str, pa.Array], setting: str
+    spec: TableSpec,
+    raw: RawTable,
+    columns: dict[str, pa.Array],
+    setting: str,
+    casts: convert.IntCasts | None = None,
 ) -> tuple[str, str]:
     """Paise or rupees for this file, and why (spec section 2)."""
     if setting in ("paise", "rupees"):
@@ -78,13 +82,13 @@ def decide_unit(
         return f"item {row + 1}"
 
     for name in spec.money_columns:
-        if name in columns and (row := convert.looks_like_rupees(columns[name])) is not None:
+        if name in columns and (row := convert.looks_like_rupees(columns[name], casts)) is not None:
             value = columns[name][row].as_py()
             return "rupees", f"{name} {value!r} on {where(row)} is written in rupees"
     for name in spec.time_columns:
         if (
             name in columns
-            and (row := convert.looks_like_dashboard_dates(columns[name])) is not None
+            and (row := convert.looks_like_dashboard_dates(columns[name], casts)) is not None
         ):
             value = columns[name][row].as_py()
             return "rupees", (
@@ -116,6 +120,7 @@ def _convert_column(
     unit: str,
     log: ProblemLog,
     styles: set[str],
+    casts: convert.IntCasts,
 ) -> tuple[pd.Series, np.ndarray[Any, Any]]:
     """(pandas column, presence mask) for one spec column."""
     if column is None:
@@ -134,11 +139,11 @@ def _convert_column(
             values = pc.fill_null(values, str(spec.default))
         return string_series(values), present
     if spec.kind == "money":
-        parsed = convert.parse_money(column, unit)
+        parsed = convert.parse_money(column, unit, casts)
         log.cells(spec.name, parsed.bad)
         return _int_series(parsed.values, parsed.present, spec), parsed.present
     if spec.kind == "time":
-        times = convert.parse_times(column)
+        times = convert.parse_times(column, casts=casts)
         log.cells(spec.name, times.bad)
         styles.update(times.styles)
         return _int_series(times.seconds, times.present, spec), times.present
@@ -173,21 +178,27 @@ def build_frame(
     """Validate and convert one entity file. Problems are returned, not raised."""
     log = ProblemLog(raw)
     n = raw.n_rows
-    columns = {name: convert.clean_strings(values) for name, values in raw.columns.items()}
+    casts = convert.IntCasts()
+    kinds = {c.name: c.kind for c in spec.columns}
+    columns: dict[str, pa.Array] = {}
+    for name, values in raw.columns.items():
+        # A numeric column that casts cleanly has nothing to trim (and the cast is kept).
+        numeric = kinds.get(name) in ("money", "time") and casts(values) is not None
+        columns[name] = values if numeric else convert.clean_strings(values)
     warnings: list[str] = []
     for col in spec.columns:
-        if col.required and col.name not in columns:
+        if col.required and col.name not in columns and (raw.fmt == "csv" or n > 0):
             log.add(
                 Problem(
                     raw.file, raw.header_line, col.name, f"required column {col.name!r} is missing"
                 )
             )
-    unit, reason = decide_unit(spec, raw, columns, unit_setting)
+    unit, reason = decide_unit(spec, raw, columns, unit_setting, casts)
     styles: set[str] = set()
     out: dict[str, pd.Series] = {}
     presence: dict[str, np.ndarray[Any, Any]] = {}
     for col in spec.columns:
-        series, present = _convert_column(col, columns.get(col.name), n, unit, log, styles)
+        series, present = _convert_column(col, columns.get(col.name), n, unit, log, styles, casts)
         out[col.name] = series
         presence[col.name] = present
         if col.required and col.name in columns:
@@ -232,7 +243,7 @@ def build_frame(
                 np.where(given, out["captured"].to_numpy(), derived), dtype="bool"
             )
     if spec.kind == "settlement_recon":
-        out["row_key"] = _row_keys(out)
+        out["row_key"] = _row_keys(columns, n)
 
     frame = pd.DataFrame({name: out[name] for name in spec.dtypes})
     frame = frame.astype(spec.dtypes)
@@ -250,17 +261,30 @@ def build_frame(
     return frame, report, log.problems() if log else []
 
 
-def _row_keys(out: dict[str, pd.Series]) -> pd.Series:
-    """type:entity_id:settlement_id:occurrence, occurrence counting from 1 in file order."""
-    base = (
-        out["type"].fillna("")
-        + ":"
-        + out["entity_id"].fillna("")
-        + ":"
-        + out["settlement_id"].fillna("")
+def _row_keys(columns: dict[str, pa.Array], n: int) -> pd.Series:
+    """type:entity_id:settlement_id:occurrence, occurrence counting from 1 in file order.
+
+    Only rows whose entity_id repeats can share a key, so only they are counted (in Python).
+    """
+    empty = pa.nulls(n, type=pa.string())
+    entity = pc.fill_null(columns.get("entity_id", empty), "")
+    base = pc.binary_join_element_wise(
+        pc.fill_null(pc.utf8_lower(columns.get("type", empty)), ""),
+        entity,
+        pc.fill_null(columns.get("settlement_id", empty), ""),
+        ":",
     )
-    occurrence = base.groupby(base, sort=False).cumcount() + 1
-    return (base + ":" + occurrence.astype("string")).astype(STRING_DTYPE)
+    occurrence = np.ones(n, dtype=np.int64)
+    repeated, _ = convert.duplicate_rows(entity)
+    if len(repeated):
+        repeated_ids = pc.unique(entity.take(pa.array(repeated)))
+        rows = np.flatnonzero(convert.to_bool_numpy(pc.is_in(entity, value_set=repeated_ids)))
+        seen: dict[str, int] = {}
+        for row, key in zip(rows.tolist(), base.take(pa.array(rows)).to_pylist(), strict=True):
+            seen[key] = seen.get(key, 0) + 1
+            occurrence[row] = seen[key]
+    keys = pc.binary_join_element_wise(base, pc.cast(pa.array(occurrence), pa.string()), ":")
+    return string_series(keys)
 
 
 def frames_from_items(kind: str, items: list[dict[str, Any]], source_name: str) -> pd.DataFrame:

@@ -99,15 +99,17 @@ def csv_record_lines(text: str) -> list[tuple[int, list[str]]]:
     return records
 
 
+HEADER_PROBE_BYTES = 1 << 20
+
+
 def _header_of(text: str) -> tuple[int, list[str]]:
-    """The first non-blank record: (line, names)."""
+    """The first non-blank record of `text` (the start of a file): (line, names)."""
     offset = 0
     line = 1
     while offset < len(text):
         end = text.find("\n", offset)
         end = len(text) if end < 0 else end
-        raw = text[offset:end].strip("\r")
-        if raw.strip():
+        if text[offset:end].strip():
             # A quoted header cell could span lines; parse from here with the csv module.
             reader = csv.reader(io.StringIO(text[offset:], newline=""))
             return line, next(reader)
@@ -117,17 +119,23 @@ def _header_of(text: str) -> tuple[int, list[str]]:
 
 
 def read_csv_table(file: str, data: bytes, wanted: Sequence[str]) -> RawTable:
-    """Parse a CSV whose header holds API field names; keep the `wanted` columns as strings."""
-    body = data[len(UTF8_BOM) :] if data.startswith(UTF8_BOM) else data
-    text = decode_text(file, data)
-    header_line, header = _header_of(text)
-    if header_line > 1:  # blank lines before the header: hand Arrow the text from the header
-        start = 0
-        for _ in range(header_line - 1):
-            start = text.index("\n", start) + 1
-        body = text[start:].encode("utf-8")
+    """Parse a CSV whose header holds API field names; keep the `wanted` columns as strings.
+
+    Arrow parses the bytes (and validates UTF-8); the whole text is decoded in Python only
+    when a problem needs line numbers.
+    """
+    body = pa.py_buffer(data)
+    if data.startswith(UTF8_BOM):
+        body = body[len(UTF8_BOM) :]
+    head = data[:HEADER_PROBE_BYTES].decode("utf-8-sig", errors="replace")
+    header_line, header = _header_of(head)
     if not header:
         raise ReadFailure([Problem(file, 0, "", "the file is empty: no header row")])
+    if header_line > 1:  # blank lines before the header: hand Arrow the bytes from the header
+        offset = 0
+        for _ in range(header_line - 1):
+            offset = data.index(b"\n", offset) + 1
+        body = pa.py_buffer(data)[offset:]
     written: dict[str, str] = {}
     for name in header:
         key = normalise_header(name)
@@ -137,7 +145,7 @@ def read_csv_table(file: str, data: bytes, wanted: Sequence[str]) -> RawTable:
     ignored = tuple(name for key, name in written.items() if key not in wanted)
 
     def find_lines() -> npt.NDArray[np.int64]:
-        records = csv_record_lines(text)
+        records = csv_record_lines(data.decode("utf-8-sig", errors="replace"))
         starts = [start for start, _ in records if start > header_line]
         return np.asarray(starts, dtype=np.int64)
 
@@ -155,19 +163,16 @@ def read_csv_table(file: str, data: bytes, wanted: Sequence[str]) -> RawTable:
             read_options=pa_csv.ReadOptions(block_size=1 << 24),
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        text = decode_text(file, data)  # raises with the position of any non-UTF-8 byte
         raise ReadFailure(_csv_shape_problems(file, text, header_line, len(header), exc)) from exc
-    columns = {k: table.column(written[k]).combine_chunks() for k in keep}
-    if not keep:
-        n_rows = len([1 for start, _ in csv_record_lines(text) if start > header_line])
-    else:
-        n_rows = table.num_rows
+    columns = {k: table.column(written[k]) for k in keep}
     return RawTable(
         file=file,
         fmt="csv",
         columns=columns,
         written_names={k: written[k] for k in keep},
         ignored=ignored,
-        n_rows=n_rows,
+        n_rows=table.num_rows,
         header_line=header_line,
         line_finder=find_lines,
     )
