@@ -10,6 +10,7 @@ UNIQUE index on prev_hash makes a fork impossible even for a writer that skips t
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import hashlib
 import json
 import sqlite3
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.calendar import IST
 from core.db import audit as audit_sql
 from core.db import transaction
 from core.db.audit import AuditFilter, AuditRow
@@ -38,9 +40,13 @@ EXPORT_COLUMNS = (
 )
 
 
+# One encoder for every call: json.dumps with options builds a new one each time.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical_json(value: Any) -> str:
     """One spelling per value: sorted keys, no spaces, UTF-8 kept as is."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(value)
 
 
 def row_hash(
@@ -288,6 +294,27 @@ def count(conn: sqlite3.Connection, where: AuditFilter | None = None) -> int:
 def filter_values(conn: sqlite3.Connection) -> dict[str, list[str]]:
     """Distinct actors, actions and entity types, for filter widgets."""
     return {c: audit_sql.distinct_values(conn, c) for c in ("actor", "action", "entity_type")}
+
+
+def parse_time(text: str, *, field: str = "time", end: bool = False) -> int:
+    """Unix seconds for an ISO date or date-time (IST when no offset is given).
+
+    A bare date means the start of that IST day, or with `end` the start of the next one,
+    so `since=D1, until=D2` covers both days in full.
+    """
+    value = text.strip()
+    try:
+        if len(value) == 10:
+            day = dt.date.fromisoformat(value) + dt.timedelta(days=1 if end else 0)
+            return int(dt.datetime.combine(day, dt.time(), tzinfo=IST).timestamp())
+        moment = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise InputError(
+            [Problem("request", 0, field, f"not an ISO date or date-time: {text!r}")]
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=IST)
+    return int(moment.timestamp())
 
 
 def export(conn: sqlite3.Connection, out: str | Path, where: AuditFilter | None = None) -> int:
