@@ -49,6 +49,10 @@ def canonical_json(value: Any) -> str:
     return _CANONICAL.encode(value)
 
 
+# Keys already in sorted order, so the envelope needs no sorting: same text as canonical_json.
+_ENVELOPE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
 def row_hash(
     seq: int,
     created_at: int,
@@ -59,18 +63,20 @@ def row_hash(
     payload_json: str,
     prev_hash: str,
 ) -> str:
-    """SHA-256 (hex) over the canonical JSON of a row's content and its predecessor's hash."""
+    """SHA-256 (hex) over the canonical JSON of a row's content and its predecessor's hash:
+    {"action","actor","created_at","entity_id","entity_type","payload","prev_hash","seq"}
+    with sorted keys and no spaces, `payload` being the stored payload_json text."""
     content = {
-        "seq": seq,
-        "created_at": created_at,
-        "actor": actor,
         "action": action,
-        "entity_type": entity_type,
+        "actor": actor,
+        "created_at": created_at,
         "entity_id": entity_id,
+        "entity_type": entity_type,
         "payload": payload_json,
         "prev_hash": prev_hash,
+        "seq": seq,
     }
-    return hashlib.sha256(canonical_json(content).encode("utf-8")).hexdigest()
+    return hashlib.sha256(_ENVELOPE.encode(content).encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -182,7 +182,7 @@ def changed_facts(conn: sqlite3.Connection, run_id: int) -> list[sqlite3.Row]:
 
 
 def refresh_from_run(conn: sqlite3.Connection, run_id: int, now: int) -> int:
-    """Copy this run's facts onto every exception that still holds; how many hold.
+    """Copy this run's facts onto every exception that still holds; how many changed.
 
     Status, assignee, due date and history stay; the version moves on only when a
     material fact changed, so a re-run alone never makes a reviewer's view stale.
@@ -191,10 +191,18 @@ def refresh_from_run(conn: sqlite3.Connection, run_id: int, now: int) -> int:
         f"UPDATE exceptions AS e SET {_COPY}, last_run_id = ?,"
         f" version = e.version + (CASE WHEN {_CHANGED} THEN 1 ELSE 0 END),"
         f" updated_at = CASE WHEN {_CHANGED} THEN ? ELSE e.updated_at END"
-        f" FROM outcomes o WHERE {_IN_RUN}",
-        (run_id, now, run_id),
+        f" FROM outcomes o WHERE {_IN_RUN} AND (e.last_run_id IS NOT ? OR {_CHANGED})",
+        (run_id, now, run_id, run_id),
     )
     return int(cursor.rowcount)
+
+
+def count_holding(conn: sqlite3.Connection, run_id: int) -> int:
+    """Known exceptions that this run still has."""
+    row = conn.execute(
+        f"SELECT COUNT(*) FROM exceptions e JOIN outcomes o ON {_IN_RUN}", (run_id,)
+    ).fetchone()
+    return int(row[0])
 
 
 def open_new_from_run(conn: sqlite3.Connection, run_id: int, now: int, rules: DueRules) -> None:
@@ -210,7 +218,7 @@ def open_new_from_run(conn: sqlite3.Connection, run_id: int, now: int, rules: Du
         " WHERE o.run_id = ? AND o.status = 'EXCEPTION' AND NOT EXISTS ("
         "  SELECT 1 FROM exceptions e WHERE e.entity_type = o.entity_type"
         "  AND e.entity_id = o.entity_id AND e.reason_code = o.reason_code)"
-        " ORDER BY o.entity_type, o.entity_id",
+        " ORDER BY +o.entity_type, +o.entity_id",  # + keeps the status index in use
         [*due_params, run_id, run_id, now, now, run_id],
     )
 
