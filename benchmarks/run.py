@@ -98,11 +98,12 @@ def one_process(payments: int, seed: int, folder: Path) -> Measurement:
         "conn.close()\n"
         "print(time.perf_counter() - started)\n"
     )
-    measured = measure([sys.executable, "-c", script], folder / "log-one")
-    if measured.exit_code == 0:
-        inside = float((folder / "log-one" / "stdout.txt").read_text().split()[-1])
-        return Measurement(inside, measured.peak_bytes, 0, "")
-    return measured
+    return measure([sys.executable, "-c", script], folder / "log-one")
+
+
+def inside_seconds(folder: Path) -> float:
+    """The in-process total printed by `one_process` (imports included, interpreter start not)."""
+    return float((folder / "log-one" / "stdout.txt").read_text().split()[-1])
 
 
 def run_size(payments: int, seed: int, work: Path) -> dict[str, Measurement]:
@@ -130,7 +131,11 @@ def run_size(payments: int, seed: int, work: Path) -> dict[str, Measurement]:
         folder / "log-persist",
     )  # fmt: skip
     if payments <= 5_000:
-        results["total"] = one_process(payments, seed, work / f"one{payments}")
+        whole = one_process(payments, seed, work / f"one{payments}")
+        results["process"] = whole
+        if whole.exit_code == 0:
+            inside = inside_seconds(work / f"one{payments}")
+            results["total"] = Measurement(inside, whole.peak_bytes, 0, "")
     return results
 
 
@@ -139,6 +144,7 @@ def format_row(payments: int, step: str, m: Measurement) -> str:
         "generate": "generate (files + labels)",
         "reconcile": "reconcile (files -> results.csv)",
         "persist": "reconcile --db (persisted)",
+        "process": "  same, process wall incl. interpreter",
         "total": "generate+reconcile+persist, 1 process",
     }[step]
     target = TARGETS.get((step, payments), "")
@@ -166,16 +172,27 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(s) for s in args.sizes.split(",") if s]
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="razorrecon-bench-"))
     print(f"machine: {machine()}")
+    print(f"load average (1, 5, 15 min) at the start: {load_average()}")
     print(f"seed {args.seed}; each step is its own process; peak = that process's max RSS\n")
     print(f"{'payments':>10}  {'step':<40}{'seconds':>9}{'payments/s':>14}{'peak MB':>11}   target")
     try:
         for payments in sizes:
-            for step, measured in run_size(payments, args.seed, work).items():
-                print(format_row(payments, step, measured), flush=True)
+            measured = run_size(payments, args.seed, work)
+            order = ["generate", "reconcile", "persist", "total", "process"]
+            for step in sorted(measured, key=order.index):
+                print(format_row(payments, step, measured[step]), flush=True)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
+    print(f"\nload average (1, 5, 15 min) at the end: {load_average()}")
     return 0
+
+
+def load_average() -> str:
+    try:
+        return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
 
 
 if __name__ == "__main__":
