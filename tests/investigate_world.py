@@ -513,7 +513,8 @@ def snapshot(conn: sqlite3.Connection) -> dict[str, list[tuple[Any, ...]]]:
 
 def audit_entries(conn: sqlite3.Connection, action: str | None = None) -> list[dict[str, Any]]:
     rows = conn.execute(
-        "SELECT seq, actor, action, entity_type, entity_id, payload_json FROM audit_log ORDER BY seq"
+        "SELECT seq, actor, action, entity_type, entity_id, payload_json"
+        " FROM audit_log ORDER BY seq"
     ).fetchall()
     out = [
         {

@@ -228,34 +228,22 @@ def ask(
     guard: BudgetGuard,
     on_usage: UsageSink,
 ) -> ModelReply:
-    """Ask one model for a structured answer, serving its tool calls through `run_tool`."""
+    """Ask one model for a structured answer, serving its tool calls through `run_tool`.
+
+    Tools are offered for at most `config.max_tool_rounds` rounds; the last request offers
+    none, so the model must answer. A model that refuses the tools with HTTP 400 (some
+    refuse function calling together with JSON output) is asked once more without them.
+    """
     from google.genai import types
 
-    declarations = [
-        types.FunctionDeclaration(
-            name=s.name, description=s.description, parameters_json_schema=dict(s.parameters)
-        )
-        for s in TOOL_SPECS.values()
-    ]
-    generation = types.GenerateContentConfig(
-        system_instruction=system_instruction,
-        response_mime_type="application/json",
-        response_json_schema=answer_json_schema(),
-        max_output_tokens=config.max_output_tokens,
-        temperature=0.0,
-        tools=[types.Tool(function_declarations=declarations)] if config.max_tool_rounds else None,
-        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
-        thinking_config=(
-            types.ThinkingConfig(thinking_budget=config.thinking_budget)
-            if config.thinking_budget is not None
-            else None
-        ),
-        http_options=types.HttpOptions(timeout=int(spec.timeout_seconds * 1000)),
-    )
     contents: list[Any] = [types.Content(role="user", parts=[types.Part.from_text(text=user_text)])]
     usage = Usage()
     fetched: list[ToolResult] = []
-    for round_number in range(config.max_tool_rounds + 1):
+    rounds_left = config.max_tool_rounds
+    tools_refused = False
+    while True:
+        offer_tools = rounds_left > 0 and not tools_refused
+        generation = _generation(config, spec, system_instruction, offer_tools)
         size = len(system_instruction) + sum(len(_content_text(c)) for c in contents)
         guard(size // 3 + config.max_output_tokens)
         try:
@@ -264,6 +252,9 @@ def ask(
             )
         except Exception as exc:
             kind, detail = classify(exc)
+            if offer_tools and not fetched and _http_status(exc) == 400:
+                tools_refused = True
+                continue
             raise ModelFailure(kind, detail, usage) from exc
         step = _usage(response)
         on_usage(step)
@@ -271,8 +262,9 @@ def ask(
         candidate = _candidate(response, usage)
         calls = list(response.function_calls or [])
         if calls:
-            if round_number >= config.max_tool_rounds:
-                raise ModelFailure(PERMANENT, "still calling tools after the last round", usage)
+            if not offer_tools:
+                raise ModelFailure(PERMANENT, "called a tool when none was offered", usage)
+            rounds_left -= 1
             contents.append(candidate.content)
             parts = []
             for call in calls:
@@ -297,7 +289,43 @@ def ask(
                 PERMANENT, f"answer does not fit the schema: {first.get('msg')}", usage
             ) from exc
         return ModelReply(answer=answer, usage=usage, tool_results=tuple(fetched))
-    raise ModelFailure(PERMANENT, "no answer after tool rounds", usage)  # pragma: no cover
+
+
+def _generation(
+    config: ClientConfig, spec: ModelSpec, system_instruction: str, offer_tools: bool
+) -> Any:
+    from google.genai import types
+
+    tools: list[Any] | None = None
+    if offer_tools:
+        declarations = [
+            types.FunctionDeclaration(
+                name=s.name, description=s.description, parameters_json_schema=dict(s.parameters)
+            )
+            for s in TOOL_SPECS.values()
+        ]
+        tools = [types.Tool(function_declarations=declarations)]
+    return types.GenerateContentConfig(
+        system_instruction=system_instruction,
+        response_mime_type="application/json",
+        response_json_schema=answer_json_schema(),
+        max_output_tokens=config.max_output_tokens,
+        temperature=0.0,
+        tools=tools,
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+        thinking_config=(
+            types.ThinkingConfig(thinking_budget=config.thinking_budget)
+            if config.thinking_budget is not None
+            else None
+        ),
+        http_options=types.HttpOptions(timeout=int(spec.timeout_seconds * 1000)),
+    )
+
+
+def _http_status(exc: BaseException) -> int | None:
+    from google.genai import errors as genai_errors
+
+    return int(exc.code or 0) if isinstance(exc, genai_errors.APIError) else None
 
 
 def _serve(call: Any, run_tool: ToolRunner) -> tuple[dict[str, Any], ToolResult | None]:

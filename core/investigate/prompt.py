@@ -72,7 +72,9 @@ def user_message(evidence: Evidence, allowed: tuple[str, ...]) -> str:
     """The request for one exception: the task, then the evidence as quoted data."""
     payload = {
         "exception": dict(evidence.exception),
-        "allowed_root_causes": {cause: ROOT_CAUSES[cause] for cause in allowed},
+        "allowed_root_causes": [
+            {"root_cause": cause, "meaning": ROOT_CAUSES[cause]} for cause in allowed
+        ],
         "tool_results": [item.to_dict() for item in evidence.items],
     }
     return (

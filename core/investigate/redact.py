@@ -14,7 +14,7 @@ from typing import Any
 
 EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
 # A UPI VPA is handle@provider with no dot in the provider (an email has one).
-VPA = re.compile(r"[A-Za-z0-9._-]{2,}@[A-Za-z][A-Za-z0-9]+\b")
+VPA = re.compile(r"[A-Za-z0-9._-]+@[A-Za-z][A-Za-z0-9]+\b")
 # Indian mobile numbers: optional +91 / 0091 / 91 / 0 prefix, then 10 digits from 6-9.
 PHONE_IN = re.compile(
     r"(?<![\w+])(?:\+91[\s-]?|0091[\s-]?|91[\s-]?(?=[6-9]\d{4}[\s-]?\d{5}(?!\d))|0)?"

@@ -44,7 +44,10 @@ def _writable(conn_or_path: ConnOrPath) -> Iterator[sqlite3.Connection]:
         migrate(conn_or_path)
         yield conn_or_path
     else:
-        with open_database(conn_or_path) as conn:
+        path = str(conn_or_path)
+        if path != ":memory:" and not path.startswith("file:") and not Path(path).exists():
+            raise NotFoundError(f"no database at {path}")
+        with open_database(path) as conn:
             yield conn
 
 
