@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from core import audit
 from core.db import connect
 from core.errors import InputError, NotFoundError
 from core.investigate import ClientConfig, gather_evidence, investigate, root_cause_accuracy
@@ -127,6 +128,7 @@ def test_investigating_changes_no_financial_data_and_records_an_audit_entry(
     entries = world.audit_entries(conn, "investigate")
     assert sorted(int(e["entity_id"]) for e in entries) == sorted(ids.values())
     assert all(e["payload"]["source"] == "deterministic" for e in entries)
+    assert audit.verify(conn).ok
 
 
 def test_investigate_accepts_a_path_and_names_a_missing_exception(db_path: Path) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from core import audit
 from core.db import connect
 from core.investigate import ALLOWED_TOOLS, ClientConfig, ModelSpec, investigate
 from core.investigate.gemini import parse_models
@@ -464,6 +465,7 @@ def test_a_tool_outside_the_allow_list_is_refused_and_audited(
     assert entry["payload"]["requested_by"] == LITE
     assert entry["payload"]["reason"] == "not on the allow-list"
     assert world.snapshot(conn) == before
+    assert audit.verify(conn).ok
 
 
 def test_the_sdk_base_url_override_from_the_environment_is_honoured(
