@@ -167,9 +167,8 @@ def gather(tools: EvidenceTools, exception: Mapping[str, Any]) -> Evidence:
         plan.one("calendar_status", entity_type="refund", entity_id=entity_id)
     elif entity_type == "settlement":
         settlement = plan.one("settlement", settlement_id=entity_id)
+        # The arithmetic tool carries the totals; a model may ask for the rows themselves.
         plan.one("settlement_arithmetic", settlement_id=entity_id)
-        if code == "SETTLEMENT_SUM_MISMATCH":
-            plan.many("recon_rows", settlement_id=entity_id)
         lines = []
         if settlement and settlement.get("utr"):
             lines = plan.many("bank_lines", utr=str(settlement["utr"]))

@@ -64,7 +64,7 @@ def answer_json_schema() -> dict[str, Any]:
 
 
 def _quoted(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, sort_keys=True, indent=1)
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace(">", "\\u003e")
 
 
