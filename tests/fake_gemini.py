@@ -57,6 +57,7 @@ class Reply:
     status: int = 200
     body: dict[str, Any] = field(default_factory=dict)
     delay: float = 0.0
+    raw: bytes | None = None  # sent instead of `body` (for bodies that are not JSON)
 
 
 Behaviour = Reply | Callable[[FakeRequest], Reply]
@@ -191,7 +192,7 @@ class FakeGemini:
                 self._send(reply)
 
             def _send(self, reply: Reply) -> None:
-                data = json.dumps(reply.body).encode("utf-8")
+                data = reply.raw if reply.raw is not None else json.dumps(reply.body).encode()
                 try:
                     self.send_response(reply.status)
                     self.send_header("Content-Type", "application/json")

@@ -155,8 +155,17 @@ def test_rate_limiting_is_transient_and_moves_down_the_ladder(
         (answer({"root_cause": "SETTLED_TWICE", "confidence": 2}), "does not fit the schema"),
         (answer('{"root_cause": "SETTLED_TW', finish="MAX_TOKENS"), "MAX_TOKENS"),
         (answer("", finish="SAFETY"), "SAFETY"),
+        (Reply(200, raw=b"<html>proxy error</html>"), "JSONDecodeError"),
     ],
-    ids=["400", "403", "malformed-json", "schema-violation", "truncated", "safety-block"],
+    ids=[
+        "400",
+        "403",
+        "malformed-json",
+        "schema-violation",
+        "truncated",
+        "safety-block",
+        "garbage-body",
+    ],
 )
 def test_permanent_failures_go_straight_to_the_fallback(
     seeded: tuple[sqlite3.Connection, dict[str, int]],

@@ -315,7 +315,14 @@ class _Session:
                     outcome.attempts.append(Attempt(spec.name, "skipped", detail))
                     reasons.append(f"{spec.name}: {detail}")
                     continue
-                stop = self._try(client, spec, tools, redacted, text, allowed, outcome, reasons)
+                try:
+                    stop = self._try(client, spec, tools, redacted, text, allowed, outcome, reasons)
+                except Exception as exc:  # never let a model-side surprise hide the answer
+                    detail = f"unexpected {type(exc).__name__}: {exc}"[:300]
+                    self.failed(spec.name, detail)
+                    outcome.attempts.append(Attempt(spec.name, gemini.PERMANENT, detail))
+                    reasons.append(f"{spec.name}: {detail}")
+                    stop = True
                 if outcome.answer is not None:
                     self._store(evidence_hash, outcome)
                     return outcome
