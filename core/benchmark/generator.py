@@ -201,7 +201,7 @@ def generate(
     truth["split"] = assign_split(truth["scenario"], streams["split"])
     truth = truth[list(GROUND_TRUTH_COLUMNS)]
     truth_path = target / GROUND_TRUTH_FILE
-    truth.to_csv(truth_path, index=False)
+    files.write_frame(truth, truth_path)
     counts["labels"] = len(truth)
     counts["labels_held_out"] = int((truth["split"] == HELD_OUT).sum())
 
