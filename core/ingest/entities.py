@@ -267,23 +267,23 @@ def _row_keys(columns: dict[str, pa.Array], n: int) -> pd.Series:
     Only rows whose entity_id repeats can share a key, so only they are counted (in Python).
     """
     empty = pa.nulls(n, type=pa.string())
-    entity = pc.fill_null(columns.get("entity_id", empty), "")
-    base = pc.binary_join_element_wise(
+    parts = [
         pc.fill_null(pc.utf8_lower(columns.get("type", empty)), ""),
-        entity,
+        pc.fill_null(columns.get("entity_id", empty), ""),
         pc.fill_null(columns.get("settlement_id", empty), ""),
-        ":",
-    )
+    ]
     occurrence = np.ones(n, dtype=np.int64)
-    repeated, _ = convert.duplicate_rows(entity)
+    repeated, _ = convert.duplicate_rows(parts[1])
     if len(repeated):
-        repeated_ids = pc.unique(entity.take(pa.array(repeated)))
-        rows = np.flatnonzero(convert.to_bool_numpy(pc.is_in(entity, value_set=repeated_ids)))
+        repeated_ids = pc.unique(parts[1].take(pa.array(repeated)))
+        rows = np.flatnonzero(convert.to_bool_numpy(pc.is_in(parts[1], value_set=repeated_ids)))
+        taken = pa.array(rows)
+        bases = pc.binary_join_element_wise(*(p.take(taken) for p in parts), ":").to_pylist()
         seen: dict[str, int] = {}
-        for row, key in zip(rows.tolist(), base.take(pa.array(rows)).to_pylist(), strict=True):
+        for row, key in zip(rows.tolist(), bases, strict=True):
             seen[key] = seen.get(key, 0) + 1
             occurrence[row] = seen[key]
-    keys = pc.binary_join_element_wise(base, pc.cast(pa.array(occurrence), pa.string()), ":")
+    keys = pc.binary_join_element_wise(*parts, pc.cast(pa.array(occurrence), pa.string()), ":")
     return string_series(keys)
 
 
