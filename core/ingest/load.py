@@ -45,8 +45,8 @@ def _read_entity_file(spec: TableSpec, path: Path, data: bytes) -> RawTable:
     wanted = [c.name for c in spec.columns]
     notes = [c.name for c in spec.columns if c.kind == "notes"]
     if path.suffix.lower() == ".json":
-        return read_json_table(path.name, data, wanted, notes)
-    return read_csv_table(path.name, data, wanted)
+        return read_json_table(path.name, data, wanted, notes, reread=path.read_bytes)
+    return read_csv_table(path.name, data, wanted, reread=path.read_bytes)
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,7 @@ def _load_entity_file(spec: TableSpec, path: Path, amount_unit: str) -> _FileRes
         table = _read_entity_file(spec, path, data)
     except ReadFailure as failure:
         return _FileResult(attribute, path.name, sha, None, None, failure.problems)
+    del data  # parsed: free the bytes before the columns are converted
     frame, report, problems = build_frame(spec, table, amount_unit)
     return _FileResult(attribute, path.name, sha, frame, report, problems)
 

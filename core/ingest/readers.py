@@ -118,11 +118,14 @@ def _header_of(text: str) -> tuple[int, list[str]]:
     return 0, []
 
 
-def read_csv_table(file: str, data: bytes, wanted: Sequence[str]) -> RawTable:
+def read_csv_table(
+    file: str, data: bytes, wanted: Sequence[str], reread: Callable[[], bytes] | None = None
+) -> RawTable:
     """Parse a CSV whose header holds API field names; keep the `wanted` columns as strings.
 
     Arrow parses the bytes (and validates UTF-8); the whole text is decoded in Python only
-    when a problem needs line numbers.
+    when a problem needs line numbers. `reread` gives the bytes again for that, so the caller
+    need not keep a large file in memory while its columns are converted.
     """
     body = pa.py_buffer(data)
     if data.startswith(UTF8_BOM):
@@ -144,8 +147,10 @@ def read_csv_table(file: str, data: bytes, wanted: Sequence[str]) -> RawTable:
     keep = [key for key in wanted if key in written]
     ignored = tuple(name for key, name in written.items() if key not in wanted)
 
+    source = reread or (lambda: data)
+
     def find_lines() -> npt.NDArray[np.int64]:
-        records = csv_record_lines(data.decode("utf-8-sig", errors="replace"))
+        records = csv_record_lines(source().decode("utf-8-sig", errors="replace"))
         starts = [start for start, _ in records if start > header_line]
         return np.asarray(starts, dtype=np.int64)
 
@@ -385,10 +390,17 @@ def table_from_items(
 
 
 def read_json_table(
-    file: str, data: bytes, wanted: Sequence[str], notes_columns: Sequence[str]
+    file: str,
+    data: bytes,
+    wanted: Sequence[str],
+    notes_columns: Sequence[str],
+    reread: Callable[[], bytes] | None = None,
 ) -> RawTable:
-    text = decode_text(file, data)
-    items = _json_items(file, text)
-    return table_from_items(
-        file, items, wanted, notes_columns, line_finder=lambda: json_item_lines(text), fmt="json"
-    )
+    """A collection envelope or a list of items; `reread` as for `read_csv_table`."""
+    items = _json_items(file, decode_text(file, data))
+    source = reread or (lambda: data)
+
+    def find_lines() -> npt.NDArray[np.int64]:
+        return json_item_lines(decode_text(file, source()))
+
+    return table_from_items(file, items, wanted, notes_columns, line_finder=find_lines, fmt="json")
