@@ -184,10 +184,10 @@ def store_dataset(
             report_json="{}",
         )
         written: dict[str, int] = {}
-        for attribute, (table, _, _) in raw.RAW_TABLES.items():
-            written[table] = raw.upsert_frame(
-                conn, attribute, getattr(dataset, attribute), import_id
-            )
+        with raw.bulk_writes(conn):
+            for attribute, (table, _, _) in raw.RAW_TABLES.items():
+                frame = getattr(dataset, attribute)
+                written[table] = raw.upsert_frame(conn, attribute, frame, import_id)
         report = dataclasses.replace(
             report, import_id=import_id, replaced=replace, written=MappingProxyType(written)
         )
