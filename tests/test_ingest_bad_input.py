@@ -242,3 +242,15 @@ def test_refused_import_through_the_api_writes_nothing(folder: Path, tmp_path: P
     assert conn.execute("SELECT COUNT(*) FROM imports").fetchone()[0] == before
     assert conn.execute("SELECT COUNT(*) FROM payments").fetchone()[0] == 400
     conn.close()
+
+
+def test_missing_required_column_points_at_the_header(folder: Path) -> None:
+    path = folder / "refunds.csv"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("id,entity,amount,", "id,entity,value,", 1), encoding="utf-8")
+    assert _problems(folder) == ["refunds.csv:1:amount: required column 'amount' is missing"]
+
+
+def test_json_items_must_be_objects(folder: Path) -> None:
+    (folder / "payments.json").write_text('[\n  {"id": "pay_1"},\n  "pay_2"\n]', encoding="utf-8")
+    assert _problems(folder) == ["payments.json:3:: item 2 is not an object"]

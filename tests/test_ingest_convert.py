@@ -99,3 +99,11 @@ def test_booleans() -> None:
     assert values.tolist()[:4] == [True, False, True, False]
     assert present.tolist() == [True, True, True, True, False, False]
     assert bad.messages == ("not a boolean 'maybe' (true/false/1/0)",)
+
+
+def test_milliseconds_and_negative_timestamps_are_refused() -> None:
+    parsed = convert.parse_times(_strings(["1780000000", "1780000000000", "-5"]))
+    assert parsed.seconds.tolist()[0] == 1780000000
+    assert parsed.bad.rows.tolist() == [1, 2]
+    assert "out of range" in parsed.bad.messages[0]
+    assert parsed.bad.messages[1] == "unparsable date '-5'"

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 IST_OFFSET_SECONDS = 5 * 3600 + 1800
+MAX_UNIX_SECONDS = 4_102_444_800  # 2100-01-01: beyond it a number is not Unix seconds
 MAX_RUPEE_DIGITS = 15  # 10^15 rupees is far beyond any real amount; keeps int64 exact
 
 Int64Array = npt.NDArray[np.int64]
@@ -298,19 +299,24 @@ def parse_times(
     impossible = np.zeros(n, dtype=np.bool_)
     styles: set[str] = set()
 
+    out_of_range = np.zeros(n, dtype=np.bool_)
     if allow_unix:
         fast = (casts or try_int64)(column)
-        if fast is not None and not to_bool_numpy(pc.less(fast, 0)).any():
+        if fast is not None:
             values = _numpy_int(fast)
-            days = (values + IST_OFFSET_SECONDS) // 86400
-            styles = {"unix"} if present.any() else set()
-            return ParsedTimes(values, days, present, BadCells.none(), frozenset(styles))
-        unix = present & to_bool_numpy(pc.match_substring_regex(column, r"^\d{1,12}$"))
+            out_of_range = present & ((values < 0) | (values > MAX_UNIX_SECONDS))
+            if not out_of_range.any():
+                days = (values + IST_OFFSET_SECONDS) // 86400
+                styles = {"unix"} if present.any() else set()
+                return ParsedTimes(values, days, present, BadCells.none(), frozenset(styles))
+        unix = present & to_bool_numpy(pc.match_substring_regex(column, r"^\d{1,13}$"))
         if unix.any():
             kept = pc.if_else(pa.array(unix), column, pa.scalar(None, pa.string()))
             values = _int_numpy(kept)
-            seconds = np.where(unix, values, seconds)
-            days = np.where(unix, (values + IST_OFFSET_SECONDS) // 86400, days)
+            out_of_range = unix & (values > MAX_UNIX_SECONDS)
+            good_unix = unix & ~out_of_range
+            seconds = np.where(good_unix, values, seconds)
+            days = np.where(good_unix, (values + IST_OFFSET_SECONDS) // 86400, days)
             done |= unix
             styles.add("unix")
 
@@ -377,14 +383,19 @@ def parse_times(
             if style != "dmy" or (good & ~has_time).any():
                 styles.add(style)
 
-    unreadable = present & ~done
+    unreadable = present & ~done & ~out_of_range
     bad = merge_bad(
         [
+            _bad(
+                out_of_range,
+                column,
+                "timestamp {value!r} is out of range (Unix seconds up to 2100; milliseconds?)",
+            ),
             _bad(impossible, column, "impossible date {value!r}"),
             _bad(unreadable, column, "unparsable date {value!r}"),
         ]
     )
-    good_all = done & ~impossible
+    good_all = done & ~impossible & ~out_of_range
     return ParsedTimes(seconds, days, good_all, bad, frozenset(styles))
 
 
