@@ -435,13 +435,19 @@ def check_choices(column: pa.Array, choices: frozenset[str], what: str) -> BadCe
     return _bad(bad, column, f"unknown {what} {{value!r}} (expected one of: {expected})")
 
 
-def duplicate_rows(column: pa.Array) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
-    """(rows that repeat an earlier value, row of that value's first occurrence); nulls ignored."""
+def duplicate_rows(
+    column: pa.Array, *, expect_repeats: bool = False
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """(rows that repeat an earlier value, row of that value's first occurrence); nulls ignored.
+
+    `expect_repeats` skips the cheaper uniqueness test when repeats are likely anyway.
+    """
     present = valid_mask(column)
-    n_present = int(present.sum())
-    distinct = len(pc.unique(column)) - (1 if n_present < len(column) else 0)
-    if distinct >= n_present:
-        return np.empty(0, dtype=np.intp), np.empty(0, dtype=np.intp)
+    if not expect_repeats:
+        n_present = int(present.sum())
+        distinct = len(pc.unique(column)) - (1 if n_present < len(column) else 0)
+        if distinct >= n_present:
+            return np.empty(0, dtype=np.intp), np.empty(0, dtype=np.intp)
     counts = pc.value_counts(column)
     repeated_values = pc.drop_null(
         pc.filter(counts.field("values"), pc.greater(counts.field("counts"), 1))
