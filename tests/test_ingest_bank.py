@@ -146,3 +146,20 @@ def test_utr_is_found_in_narration_or_reference(
     narration: str, reference: str, utr: str | None
 ) -> None:
     assert extract_utr(narration, reference) == utr
+
+
+def test_direction_words_and_unspaced_suffixes() -> None:
+    data = (
+        b"Txn Date,Particulars,Amount,Type,Balance\n"
+        b"01/06/2026,Razorpay,1000.00Cr,,1000.00Cr\n"
+        b"02/06/2026,Fee,10.00,Debit,990.00 CR\n"
+        b"03/06/2026,Refund in,5.00,Deposit,995.00\n"
+        b"04/06/2026,Cash out,-20.00,,975.00\n"
+        b"05/06/2026,Unknown,7.00,,968.00\n"
+    )
+    frame, report, problems = parse_bank_statement("bank.csv", data)
+    assert frame["credit"].tolist() == [100000, 0, 500, 0, 0]
+    assert frame["debit"].tolist() == [0, 1000, 0, 2000, 0]
+    assert frame["balance"].tolist()[:2] == [100000, 99000]
+    assert [str(p) for p in problems] == ["bank.csv:6:Amount: cannot tell debit from credit"]
+    assert report.bank_layout == "generic"

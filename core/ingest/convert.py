@@ -125,7 +125,6 @@ def merge_bad(parts: Iterable[BadCells]) -> BadCells:
 # --- money -------------------------------------------------------------------------------
 
 _PAISE_SHAPE = r"^\d{1,18}$"
-_RUPEE_NOISE = r"[,\s]|^(?i:₹|inr|rs\.?)|(?i:₹|inr|rs\.?)$"
 _RUPEE_SHAPE = r"^(?P<neg>-?)(?:₹|(?i:inr|rs\.?))?(?P<whole>\d{0,15})(?:\.(?P<frac>\d{1,2}))?$"
 _NEGATIVE = r"^\s*-"
 

@@ -202,11 +202,8 @@ def build_frame(
         out[col.name] = series
         presence[col.name] = present
         if col.required and col.name in columns:
-            missing = ~present
-            bad_parse = np.zeros(n, dtype=np.bool_)
-            raw_present = convert.valid_mask(columns[col.name])
-            bad_parse |= raw_present & ~present  # already reported by the converter
-            empty = missing & ~bad_parse
+            # Unreadable cells were reported by the converter; here only the empty ones.
+            empty = ~convert.valid_mask(columns[col.name])
             if empty.any():
                 rows = np.flatnonzero(empty)
                 log.cells(col.name, BadCells(rows, tuple(f"{col.name} is empty" for _ in rows)))
