@@ -184,3 +184,193 @@ def load_example(folder: Path) -> Dataset:
         bank=_bank_frame(bank_path) if bank_path.exists() else frame("bank", []),
         has_bank_statement=bank_path.exists(),
     )
+
+
+# --- a small clean world for table-driven tests ----------------------------------------------
+# Monday 2026-06-01: P1 (domestic) is captured; T+2 -> due Wednesday 06-03, overdue after
+# Thursday 06-04 (grace 1). S1 is created Wednesday 06-03 and credited the same day.
+
+AS_OF = ts("2026-06-30T23:59:59")
+UTR1 = "AXISCN0000000001"
+UTR2 = "KKBKH00000000002"
+UTR3 = "HDFCN00000000003"
+
+
+def world() -> dict[str, list[dict[str, Any]]]:
+    """One payment P1 and one refund R1 (of P0, an earlier payment) settled in S1, and S1's
+    bank credit. Every entity is MATCHED as of AS_OF."""
+    return {
+        "payments": [
+            {
+                "id": "pay_P1",
+                "amount": 100_000,
+                "fee": 2_000,
+                "tax": 305,
+                "order_id": "order_1",
+                "created_at": ts("2026-06-01T10:00"),
+            },
+            {
+                "id": "pay_P0",
+                "amount": 60_000,
+                "fee": 0,
+                "tax": 0,
+                "order_id": "order_0",
+                "created_at": ts("2026-05-01T10:00"),
+                "status": "refunded",
+                "captured": True,
+            },
+        ],
+        "refunds": [
+            {
+                "id": "rfnd_R1",
+                "payment_id": "pay_P0",
+                "amount": 50_000,
+                "created_at": ts("2026-06-01T11:00"),
+            }
+        ],
+        "settlements": [
+            {
+                "id": "setl_S1",
+                "amount": 48_000,
+                "utr": UTR1,
+                "created_at": ts("2026-06-03T12:00"),
+            },
+            {
+                "id": "setl_S0",
+                "amount": 60_000,
+                "utr": UTR3,
+                "created_at": ts("2026-05-05T12:00"),
+            },
+        ],
+        "recon": [
+            {
+                "entity_id": "pay_P1",
+                "type": "payment",
+                "amount": 100_000,
+                "credit": 98_000,
+                "fee": 2_000,
+                "tax": 305,
+                "created_at": ts("2026-06-01T10:00"),
+                "settled_at": ts("2026-06-03T12:00"),
+                "settlement_id": "setl_S1",
+                "settlement_utr": UTR1,
+                "order_id": "order_1",
+            },
+            {
+                "entity_id": "rfnd_R1",
+                "type": "refund",
+                "amount": 50_000,
+                "debit": 50_000,
+                "created_at": ts("2026-06-01T11:00"),
+                "settled_at": ts("2026-06-03T12:00"),
+                "settlement_id": "setl_S1",
+                "settlement_utr": UTR1,
+                "payment_id": "pay_P0",
+                "order_id": "order_0",
+            },
+            {
+                "entity_id": "pay_P0",
+                "type": "payment",
+                "amount": 60_000,
+                "credit": 60_000,
+                "created_at": ts("2026-05-01T10:00"),
+                "settled_at": ts("2026-05-05T12:00"),
+                "settlement_id": "setl_S0",
+                "settlement_utr": UTR3,
+                "order_id": "order_0",
+            },
+        ],
+        "bank": [
+            {
+                "txn_date": "2026-06-03",
+                "narration": f"NEFT CR-UTIB0000123-RAZORPAY SOFTWARE PVT LTD-{UTR1}",
+                "reference": UTR1,
+                "credit": 48_000,
+            },
+            {
+                "txn_date": "2026-05-05",
+                "narration": f"RTGS CR-{UTR3}-RAZORPAY SOFTWARE PVT LTD",
+                "reference": UTR3,
+                "credit": 60_000,
+            },
+            {
+                "txn_date": "2026-06-04",
+                "narration": "NEFT CR-HDFC0000240-ACME DISTRIBUTORS-INV 2231",
+                "reference": "539362802315",
+                "credit": 1_67_318_00,
+            },
+            {
+                "txn_date": "2026-06-04",
+                "narration": "POS 4xxxx1234 AMAZON PAY",
+                "reference": "927715150280",
+                "debit": 1_70_534_00,
+            },
+        ],
+    }
+
+
+def build(tables: dict[str, list[dict[str, Any]]], *, bank: bool = True) -> Dataset:
+    return dataset(
+        payments=tables["payments"],
+        refunds=tables["refunds"],
+        settlements=tables["settlements"],
+        recon=tables["recon"],
+        bank=tables["bank"] if bank else None,
+    )
+
+
+def find(tables: dict[str, list[dict[str, Any]]], table: str, **match: Any) -> dict[str, Any]:
+    """The one row of `table` whose fields equal `match` (to mutate it in a test)."""
+    rows = [r for r in tables[table] if all(r.get(k) == v for k, v in match.items())]
+    assert len(rows) == 1, (table, match, rows)
+    return rows[0]
+
+
+def outcome(outcomes: pd.DataFrame, entity_type: str, entity_id: str) -> dict[str, Any]:
+    """The one outcome of an entity as a plain dict (None for null)."""
+    rows = outcomes[(outcomes["entity_type"] == entity_type) & (outcomes["entity_id"] == entity_id)]
+    assert len(rows) == 1, (entity_type, entity_id, len(rows))
+    record = rows.iloc[0].to_dict()
+    return {k: (None if v is pd.NA else v) for k, v in record.items()}
+
+
+# --- mutations for table-driven cases ---------------------------------------------------------
+
+Tables = dict[str, list[dict[str, Any]]]
+Mutation = Any  # Callable[[Tables], None]
+
+
+def change(table: str, match: dict[str, Any], **fields: Any) -> Mutation:
+    def apply(tables: Tables) -> None:
+        find(tables, table, **match).update(fields)
+
+    return apply
+
+
+def drop(table: str, **match: Any) -> Mutation:
+    def apply(tables: Tables) -> None:
+        tables[table].remove(find(tables, table, **match))
+
+    return apply
+
+
+def add(table: str, row: dict[str, Any]) -> Mutation:
+    def apply(tables: Tables) -> None:
+        tables[table].append(dict(row))
+
+    return apply
+
+
+def duplicate(table: str, match: dict[str, Any], **fields: Any) -> Mutation:
+    def apply(tables: Tables) -> None:
+        tables[table].append({**find(tables, table, **match), **fields})
+
+    return apply
+
+
+def both(*mutations: Mutation) -> Mutation:
+    def apply(tables: Tables) -> None:
+        for mutation in mutations:
+            mutation(tables)
+
+    return apply

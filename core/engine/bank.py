@@ -44,6 +44,8 @@ from core.engine.part import (
     P_AWAITING_BANK_CREDIT,
     P_AWAITING_SETTLEMENT,
     Part,
+    TextRef,
+    nulls_ref,
     primary_index,
 )
 
@@ -348,16 +350,17 @@ def check_settlements(ctx: Context, links: BankLinks | None) -> Part:
     return Part(
         entity_type="settlement",
         codes=C.SETTLEMENT_CODES,
-        entity_id=ids,
+        entity_id=TextRef(ids),
         mask=mask,
         pending=pending,
-        settlement_id=ids,
+        settlement_id=TextRef(ids),
         expected=expected.astype(np.int64),
         actual=actual.astype(np.int64),
         method=method,
-        order_id=pa.nulls(m, type=pa.large_string()),
-        utr=text(st["utr"]),
-        created_at=pa.array(created, type=pa.int64()),
+        order_id=nulls_ref(m),
+        utr=TextRef(text(st["utr"])),
+        created_at=created,
+        created_at_null=np.zeros(m, dtype=bool),
     )
 
 
@@ -399,16 +402,17 @@ def check_bank_lines(ctx: Context, links: BankLinks) -> Part:
     return Part(
         entity_type="bank_entry",
         codes=C.BANK_ENTRY_CODES,
-        entity_id=text(bank["id"]).take(index),
+        entity_id=TextRef(text(bank["id"]).take(index)),
         mask=mask,
         pending=np.zeros(len(lines), dtype=np.int8),
-        settlement_id=settlement_id,
+        settlement_id=TextRef(settlement_id),
         expected=expected.astype(np.int64),
         actual=credit[lines],
         method=links.line_method[lines],
-        order_id=pa.nulls(len(lines), type=pa.large_string()),
-        utr=utr,
-        created_at=pa.array(day, type=pa.int64()),
+        order_id=nulls_ref(len(lines)),
+        utr=TextRef(utr),
+        created_at=day,
+        created_at_null=np.zeros(len(lines), dtype=bool),
     )
 
 

@@ -17,7 +17,6 @@ from core.engine import codes as C
 from core.engine.columns import (
     IntArray,
     any_by,
-    arrow,
     bools,
     count_by,
     differs,
@@ -26,7 +25,6 @@ from core.engine.columns import (
     nulls,
     present,
     sum_by,
-    take_text,
     text,
 )
 from core.engine.context import Context
@@ -36,6 +34,7 @@ from core.engine.part import (
     P_AWAITING_SETTLEMENT,
     P_ON_HOLD,
     Part,
+    TextRef,
     bit,
     primary_index,
 )
@@ -212,6 +211,7 @@ def check_payments(ctx: Context) -> tuple[Part, IntArray]:
     actual = np.where(rep_settled, rep_credit, 0)
     expected = np.where(primary == PAY_AMOUNT, amount, expected)
     actual = np.where(primary == PAY_AMOUNT, rep_amount, actual)
+    actual = np.where(primary == PAY_FEE, rep_credit, actual)
     actual = np.where((primary == PAY_DUP) | (primary == PAY_STATUS), credit_sum, actual)
     expected = np.where(primary == PAY_STATUS, 0, expected)
 
@@ -220,16 +220,17 @@ def check_payments(ctx: Context) -> tuple[Part, IntArray]:
     part = Part(
         entity_type="payment",
         codes=C.PAYMENT_CODES,
-        entity_id=_select_rows(ids, keep),
+        entity_id=TextRef(ids, keep),
         mask=mask[keep],
         pending=pending[keep],
-        settlement_id=take_text(text(rec["settlement_id"]), rep_row[keep]),
+        settlement_id=TextRef(text(rec["settlement_id"]), rep_row[keep]),
         expected=expected[keep],
         actual=actual[keep],
         method=np.full(len(keep), M_NONE, dtype=np.int8),
-        order_id=_select_rows(text(pay["order_id"]), keep),
+        order_id=TextRef(text(pay["order_id"]), keep),
         utr=_settlement_utr(ctx, rep_row[keep]),
-        created_at=pa.array(created[keep], type=pa.int64()),
+        created_at=created[keep],
+        created_at_null=np.zeros(len(keep), dtype=bool),
     )
     return part, unknown_rows
 
@@ -238,12 +239,23 @@ def _as_series(values: pa.Array) -> pd.Series:
     return pd.Series(pd.arrays.ArrowStringArray(values.cast(pa.large_string())))
 
 
-def _settlement_utr(ctx: Context, recon_rows: IntArray) -> pa.Array:
-    """The UTR of the settlement a recon row names: the row's own, else the settlement's."""
-    own = take_text(text(ctx.dataset.recon["settlement_utr"]), recon_rows)
-    settlement = np.where(recon_rows >= 0, ctx.recon_settlement[np.maximum(recon_rows, 0)], -1)
-    named = take_text(text(ctx.dataset.settlements["utr"]), settlement)
-    return pc.coalesce(own, named)
+def _settlement_utr(ctx: Context, recon_rows: IntArray) -> TextRef:
+    """The UTR of the settlement a recon row names (the settlement's own when it is in the
+    dataset and has one, else the row's `settlement_utr`); null for row -1."""
+    settlements_utr = text(ctx.dataset.settlements["utr"])
+    rows_utr = text(ctx.dataset.recon["settlement_utr"])
+    has_utr = ~np.asarray(pc.is_null(settlements_utr).to_numpy(zero_copy_only=False), dtype=bool)
+    safe = np.maximum(recon_rows, 0)
+    settlement = np.where(recon_rows >= 0, ctx.recon_settlement[safe], -1) if len(safe) else safe
+    use_settlement = (
+        (settlement >= 0) & has_utr[np.maximum(settlement, 0)]
+        if len(has_utr)
+        else (np.zeros(len(recon_rows), dtype=bool))
+    )
+    rows = np.where(
+        use_settlement, settlement, np.where(recon_rows >= 0, len(settlements_utr) + recon_rows, -1)
+    )
+    return TextRef(pa.concat_arrays([settlements_utr, rows_utr]), rows.astype(np.int64))
 
 
 def check_refunds(ctx: Context) -> tuple[Part, IntArray]:
@@ -314,16 +326,17 @@ def check_refunds(ctx: Context) -> tuple[Part, IntArray]:
     part = Part(
         entity_type="refund",
         codes=C.REFUND_CODES,
-        entity_id=_select_rows(ids, keep),
+        entity_id=TextRef(ids, keep),
         mask=mask[keep],
         pending=pending[keep],
-        settlement_id=take_text(text(rec["settlement_id"]), rep_row[keep]),
+        settlement_id=TextRef(text(rec["settlement_id"]), rep_row[keep]),
         expected=expected[keep],
         actual=actual[keep],
         method=np.full(len(keep), M_NONE, dtype=np.int8),
-        order_id=take_text(text(rec["order_id"]), rep_row[keep]),
+        order_id=TextRef(text(rec["order_id"]), rep_row[keep]),
         utr=_settlement_utr(ctx, rep_row[keep]),
-        created_at=pa.array(created[keep], type=pa.int64()),
+        created_at=created[keep],
+        created_at_null=np.zeros(len(keep), dtype=bool),
     )
     return part, unknown_rows
 
@@ -367,21 +380,22 @@ def check_orphan_rows(ctx: Context, unknown_rows: IntArray) -> Part:
     return Part(
         entity_type="recon_row",
         codes=C.RECON_ROW_CODES,
-        entity_id=entity_ids,
+        entity_id=TextRef(entity_ids),
         mask=mask,
         pending=np.zeros(len(mask), dtype=np.int8),
-        settlement_id=take_text(text(rec["settlement_id"]), first),
+        settlement_id=TextRef(text(rec["settlement_id"]), first),
         expected=np.zeros(len(mask), dtype=np.int64),
         actual=np.where(primary == ROW_DISPUTE, debit, net).astype(np.int64),
         method=np.full(len(mask), M_NONE, dtype=np.int8),
-        order_id=take_text(text(rec["order_id"]), first),
+        order_id=TextRef(text(rec["order_id"]), first),
         utr=_settlement_utr(ctx, first),
-        created_at=arrow(rec["created_at"]).take(pa.array(first, type=pa.int64())),
+        created_at=ints(rec["created_at"])[first],
+        created_at_null=nulls(rec["created_at"])[first],
     )
 
 
 def _empty_part(entity_type: str, codes: tuple[str, ...]) -> Part:
-    empty_text = pa.array([], type=pa.large_string())
+    empty_text = TextRef(pa.array([], type=pa.large_string()))
     return Part(
         entity_type=entity_type,
         codes=codes,
@@ -394,5 +408,6 @@ def _empty_part(entity_type: str, codes: tuple[str, ...]) -> Part:
         method=np.zeros(0, dtype=np.int8),
         order_id=empty_text,
         utr=empty_text,
-        created_at=pa.array([], type=pa.int64()),
+        created_at=np.zeros(0, dtype=np.int64),
+        created_at_null=np.zeros(0, dtype=bool),
     )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pyarrow.compute as pc
 
 from core.dataset import Dataset
 from core.engine.bank import check_bank_lines, check_settlements, link_bank
@@ -12,14 +11,6 @@ from core.engine.context import Context
 from core.engine.entities import check_orphan_rows, check_payments, check_refunds
 from core.engine.params import EngineParams
 from core.engine.part import Part, assemble
-from core.errors import InputError, Problem
-
-TABLE_OF = {
-    "payment": "payments",
-    "refund": "refunds",
-    "settlement": "settlements",
-    "bank_entry": "bank_statement",
-}
 
 
 def reconcile(dataset: Dataset, params: EngineParams, as_of: int) -> pd.DataFrame:
@@ -40,20 +31,4 @@ def reconcile(dataset: Dataset, params: EngineParams, as_of: int) -> pd.DataFram
     parts: list[Part] = [payments, refunds, orphans, check_settlements(ctx, links)]
     if links is not None:
         parts.append(check_bank_lines(ctx, links))
-    for part in parts:
-        _refuse_duplicate_ids(part)
     return assemble(parts)
-
-
-def _refuse_duplicate_ids(part: Part) -> None:
-    """Two entities with one id would make two outcomes with one key: refuse, naming it."""
-    if len(part) < 2 or part.entity_type == "recon_row":
-        return
-    ordered = part.entity_id.take(pc.sort_indices(part.entity_id))
-    same = pc.equal(ordered.slice(1), ordered.slice(0, len(ordered) - 1)).fill_null(False)
-    if not pc.any(same).as_py():
-        return
-    positions = np.flatnonzero(same.to_numpy(zero_copy_only=False))[:5] + 1
-    duplicates = sorted({str(ordered[int(i)]) for i in positions})
-    table = TABLE_OF.get(part.entity_type, part.entity_type)
-    raise InputError([Problem(table, 0, "id", f"duplicate id {dup!r}") for dup in duplicates])
