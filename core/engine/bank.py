@@ -26,6 +26,7 @@ from core.engine import codes as C
 from core.engine.columns import (
     IntArray,
     count_by,
+    gather,
     ints,
     normalise_utrs,
     sum_by,
@@ -380,7 +381,7 @@ def check_bank_lines(ctx: Context, links: BankLinks) -> Part:
     s_amount = ints(st["amount"])
     s_ids = text(st["id"])
     link = links.line[lines]
-    expected = np.where(link >= 0, s_amount[np.maximum(link, 0)] if len(st) else 0, 0)
+    expected = gather(s_amount, link)
     settlement_id = take_text(s_ids, link)
     if links.line_settlements:
         # A consolidated credit pays several settlements: name them all, sorted by id.

@@ -92,6 +92,14 @@ def sum_by(positions: IntArray, values: IntArray, size: int) -> IntArray:
     return total
 
 
+def gather(values: np.ndarray, positions: IntArray, fill: int | bool = 0) -> np.ndarray:
+    """values[positions], `fill` where the position is -1 (also when `values` is empty)."""
+    if len(values) == 0:
+        return np.full(len(positions), fill, dtype=values.dtype)
+    result: np.ndarray = np.where(positions >= 0, values[np.maximum(positions, 0)], fill)
+    return result.astype(values.dtype, copy=False)
+
+
 def count_by(positions: IntArray, size: int) -> IntArray:
     result: IntArray = np.bincount(positions, minlength=size).astype(np.int64)
     return result

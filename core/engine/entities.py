@@ -20,6 +20,7 @@ from core.engine.columns import (
     bools,
     count_by,
     differs,
+    gather,
     ints,
     lookup,
     nulls,
@@ -196,14 +197,10 @@ def check_payments(ctx: Context) -> tuple[Part, IntArray]:
         },
         n,
     )
-    has_row = rep >= 0
-    rep_safe = np.where(has_row, rep, 0)
-    rep_credit = np.where(has_row, r_credit[rep_safe] if len(rows) else 0, 0)
-    rep_amount = np.where(has_row, r_amount[rep_safe] if len(rows) else 0, 0)
-    rep_fee = np.where(has_row, r_fee[rep_safe] if len(rows) else 0, 0)
-    rep_settled = has_row & (
-        (~r_held[rep_safe] & (r_settlement[rep_safe] >= 0)) if len(rows) else False
-    )
+    rep_credit = gather(r_credit, rep)
+    rep_amount = gather(r_amount, rep)
+    rep_fee = gather(r_fee, rep)
+    rep_settled = gather(~r_held & (r_settlement >= 0), rep, False)
     credit_sum = sum_by(pos, r_credit, n)
 
     primary = primary_index(mask, len(C.PAYMENT_CODES))
@@ -215,7 +212,7 @@ def check_payments(ctx: Context) -> tuple[Part, IntArray]:
     actual = np.where((primary == PAY_DUP) | (primary == PAY_STATUS), credit_sum, actual)
     expected = np.where(primary == PAY_STATUS, 0, expected)
 
-    rep_row = np.where(has_row, rows[rep_safe] if len(rows) else -1, -1)
+    rep_row = gather(rows, rep, -1)
     keep = np.flatnonzero(captured | (count > 0))
     part = Part(
         entity_type="payment",
@@ -245,13 +242,8 @@ def _settlement_utr(ctx: Context, recon_rows: IntArray) -> TextRef:
     settlements_utr = text(ctx.dataset.settlements["utr"])
     rows_utr = text(ctx.dataset.recon["settlement_utr"])
     has_utr = ~np.asarray(pc.is_null(settlements_utr).to_numpy(zero_copy_only=False), dtype=bool)
-    safe = np.maximum(recon_rows, 0)
-    settlement = np.where(recon_rows >= 0, ctx.recon_settlement[safe], -1) if len(safe) else safe
-    use_settlement = (
-        (settlement >= 0) & has_utr[np.maximum(settlement, 0)]
-        if len(has_utr)
-        else (np.zeros(len(recon_rows), dtype=bool))
-    )
+    settlement = gather(ctx.recon_settlement, recon_rows, -1)
+    use_settlement = gather(has_utr, settlement, False)
     rows = np.where(
         use_settlement, settlement, np.where(recon_rows >= 0, len(settlements_utr) + recon_rows, -1)
     )
@@ -311,17 +303,15 @@ def check_refunds(ctx: Context) -> tuple[Part, IntArray]:
         },
         n,
     )
-    has_row = rep >= 0
-    rep_safe = np.where(has_row, rep, 0)
-    rep_debit = np.where(has_row, r_debit[rep_safe] if len(rows) else 0, 0)
-    rep_fee = np.where(has_row, r_fee[rep_safe] if len(rows) else 0, 0)
+    rep_debit = gather(r_debit, rep)
+    rep_fee = gather(r_fee, rep)
     debit_sum = sum_by(pos, r_debit, n)
 
     primary = primary_index(mask, len(C.REFUND_CODES))
     expected = amount + rep_fee
     actual = np.where(primary == REF_DUP, debit_sum, rep_debit)
 
-    rep_row = np.where(has_row, rows[rep_safe] if len(rows) else -1, -1)
+    rep_row = gather(rows, rep, -1)
     keep = np.flatnonzero(processed)
     part = Part(
         entity_type="refund",
