@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -46,7 +47,8 @@ def _frame(columns: dict[str, str], values: dict[str, object], n: int) -> pd.Dat
     data = {}
     for name, dtype in columns.items():
         if name in values:
-            data[name] = pd.Series(values[name]).astype(dtype)
+            series: Any = pd.Series(values[name])
+            data[name] = series.astype(dtype)
         else:
             data[name] = pd.Series([None] * n if n else [], dtype=dtype)
     return pd.DataFrame(data)

@@ -22,10 +22,9 @@ def _column(series: pd.Series, name: str) -> list[Any]:
     if name in AMOUNT_COLUMNS:
         values: list[Any] = series.to_numpy(dtype=np.int64).tolist()
         return values
-    if name == "entity_created_at":
-        return list(series.to_numpy(dtype=object, na_value=None).tolist())
-    if name in ("entity_id", "order_id", "utr", "settlement_id"):
-        return list(series.to_numpy(dtype=object, na_value=None).tolist())
+    if name in ("entity_created_at", "entity_id", "order_id", "utr", "settlement_id"):
+        loose: Any = series  # pandas-stubs do not accept na_value=None
+        return list(loose.to_numpy(dtype=object, na_value=None).tolist())
     codes, uniques = pd.factorize(series, use_na_sentinel=True)
     lookup = np.array([*uniques.tolist(), None], dtype=object)
     return list(lookup[codes].tolist())

@@ -60,7 +60,15 @@ def counts(outcomes: pd.DataFrame) -> dict[str, object]:
     return {
         "outcomes": len(outcomes),
         "by_status": {str(k): int(v) for k, v in by_status.items()},
-        "by_entity_type": {f"{t}:{s}": int(v) for (t, s), v in by_type.items()},
+        "by_entity_type": {
+            f"{t}:{s}": int(v)
+            for t, s, v in zip(
+                by_type.index.get_level_values(0),
+                by_type.index.get_level_values(1),
+                by_type.to_numpy(),
+                strict=True,
+            )
+        },
         "by_code": {str(k): int(v) for k, v in by_code.items()},
         "pending_by_reason": {str(k): int(v) for k, v in pending.items()},
         "exposure_by_class": {str(k): int(v) for k, v in exposure.items()},
