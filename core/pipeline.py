@@ -20,6 +20,7 @@ import pandas as pd
 from core.dataset import Dataset
 from core.db.runs import get_run, update_timings
 from core.engine import EngineParams, persist_run, reconcile
+from core.ingest.report import ImportReport
 
 # The files a dataset folder may hold (spec section 2); only these are read and hashed.
 DATASET_FILES: tuple[str, ...] = (
@@ -46,7 +47,7 @@ class FolderRun:
 
     folder: Path
     dataset: Dataset
-    report: Any
+    report: ImportReport
     outcomes: pd.DataFrame
     params: EngineParams
     as_of: int
@@ -106,13 +107,15 @@ def reconcile_folder(
 ) -> FolderRun:
     """Load a dataset folder (core.ingest) and reconcile it. Writes nothing; raises
     InputError (file, line, column) on bad input."""
-    from core.ingest import load_dataset  # type: ignore[import-not-found,unused-ignore]
+    from core.ingest import load_dataset
 
     began = time.perf_counter()
     dataset, report = load_dataset(Path(folder), amount_unit)
     loaded = time.perf_counter()
     outcomes = reconcile(dataset, params, as_of)
     done = time.perf_counter()
+    # The importer's content hash covers the files and the amount-unit setting.
+    hashes = {**file_hashes(folder), "import": report.content_hash}
     return FolderRun(
         folder=Path(folder),
         dataset=dataset,
@@ -120,7 +123,7 @@ def reconcile_folder(
         outcomes=outcomes,
         params=params,
         as_of=as_of,
-        input_hashes=file_hashes(folder),
+        input_hashes=hashes,
         timings={"load_s": round(loaded - began, 3), "reconcile_s": round(done - loaded, 3)},
     )
 
@@ -130,7 +133,7 @@ def store_folder_run(
 ) -> RunResult:
     """Store a reconciled folder: the dataset (replacing the raw tables, so the database
     holds what was reconciled), the run with its outcomes, then sync the exceptions."""
-    from core.ingest import store_dataset  # type: ignore[import-not-found,unused-ignore]
+    from core.ingest import store_dataset
 
     began = time.perf_counter()
     store_dataset(
@@ -138,8 +141,9 @@ def store_folder_run(
         run.dataset,
         source=source,
         location=str(run.folder),
-        content_hash=run.input_hashes["dataset"],
+        content_hash=run.report.content_hash,
         replace=True,
+        files=run.report.files,
     )
     timings = {**run.timings, "store_dataset_s": round(time.perf_counter() - began, 3)}
     return _persist_and_sync(
@@ -168,7 +172,7 @@ def reconcile_database(
 ) -> RunResult:
     """Reconcile the raw tables already in the database (any import or API sync), store the
     run and sync the exceptions."""
-    from core.db.raw import read_dataset  # type: ignore[import-not-found,unused-ignore]
+    from core.db.raw import read_dataset
 
     began = time.perf_counter()
     dataset = read_dataset(conn)
@@ -190,7 +194,7 @@ def _persist_and_sync(
     input_hashes: dict[str, str],
     timings: dict[str, float],
 ) -> RunResult:
-    from core.review import sync_exceptions  # type: ignore[import-not-found,unused-ignore]
+    from core.review import sync_exceptions
 
     run_id = persist_run(
         conn,

@@ -204,3 +204,17 @@ def test_missing_refunds_file_makes_refund_rows_payment_id_mismatches() -> None:
     row = outcomes[(outcomes["entity_type"] == "recon_row")]
     assert row["entity_id"].tolist() == ["rfnd_R1"]
     assert row["reason_code"].tolist() == ["PAYMENT_ID_MISMATCH"]
+
+
+def test_results_csv_quotes_only_when_a_value_needs_it(tmp_path: Path) -> None:
+    tables = copy.deepcopy(world())
+    add("recon", {"entity_id": "pay_GHOST,2", "type": "payment", "amount": 5, "credit": 5})(tables)
+    outcomes = reconcile(build(tables), EngineParams(), AS_OF)
+    path = tmp_path / "results.csv"
+    write_results_csv(outcomes, path)
+    with path.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    assert rows[-3][:2] == ["recon_row", "pay_GHOST,2"]
+    plain = tmp_path / "plain.csv"
+    write_results_csv(reconcile(build(world()), EngineParams(), AS_OF), plain)
+    assert '"' not in plain.read_text(encoding="utf-8")

@@ -44,9 +44,24 @@ def write_results_csv(outcomes: pd.DataFrame, path: str | Path) -> None:
 
 
 def write_results_csv_to(outcomes: pd.DataFrame, path: str | Path) -> None:
-    """Write the CSV to `path` directly (no temporary file)."""
-    options = pacsv.WriteOptions(include_header=True, quoting_style="needed")
-    pacsv.write_csv(results_table(outcomes), str(path), write_options=options)
+    """Write the CSV to `path` directly (no temporary file).
+
+    Plain CSV: no quotes unless a value needs them (then RFC 4180 quoting for the whole
+    file); null and empty both come out empty.
+    """
+    table = results_table(outcomes)
+    header = (",".join(RESULT_COLUMNS) + "\n").encode()
+    try:
+        _write(table, path, header, "none")
+    except pa.ArrowInvalid:  # a value holds a comma, quote or line break
+        _write(table, path, header, "needed")
+
+
+def _write(table: pa.Table, path: str | Path, header: bytes, quoting: str) -> None:
+    options = pacsv.WriteOptions(include_header=False, quoting_style=quoting)
+    with pa.OSFile(str(path), "wb") as sink:
+        sink.write(header)
+        pacsv.write_csv(table, sink, write_options=options)
 
 
 def counts(outcomes: pd.DataFrame) -> dict[str, object]:
