@@ -214,7 +214,7 @@ def test_results_csv_quotes_only_when_a_value_needs_it(tmp_path: Path) -> None:
     write_results_csv(outcomes, path)
     with path.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.reader(handle))
-    assert rows[-3][:2] == ["recon_row", "pay_GHOST,2"]
+    assert ["recon_row", "pay_GHOST,2"] in [row[:2] for row in rows]
     plain = tmp_path / "plain.csv"
     write_results_csv(reconcile(build(world()), EngineParams(), AS_OF), plain)
     assert '"' not in plain.read_text(encoding="utf-8")
