@@ -274,6 +274,7 @@ def assemble(parts: list[Part]) -> pd.DataFrame:
             mask = np.asarray(joined.is_null().to_numpy(zero_copy_only=False), dtype=bool)
             frame[name] = pd.arrays.IntegerArray(data, mask)
         else:
-            joined = pa.concat_arrays(arrays) if arrays else pa.array([], type=pa.large_string())
-            frame[name] = pd.arrays.ArrowStringArray(joined)
+            # One chunk per entity type: no copy of the strings.
+            chunks = pa.chunked_array(arrays, type=pa.large_string())
+            frame[name] = pd.arrays.ArrowStringArray(chunks)
     return pd.DataFrame(frame, columns=list(OUTCOME_COLUMNS))
