@@ -118,5 +118,5 @@ def test_complete_run_refuses_a_run_that_is_not_running(
 ) -> None:
     run_id = _persist(conn, outcomes)
     with pytest.raises(ValueError, match="not running"):
-        db_runs.complete_run(conn, run_id, outcomes=[], timings={}, counts={})
+        db_runs.complete_run(conn, run_id, columns=[[]] * 15, timings={}, counts={})
     assert db_runs.count_outcomes(conn, run_id) == len(outcomes)

@@ -30,10 +30,14 @@ def _column(series: pd.Series, name: str) -> list[Any]:
     return list(lookup[codes].tolist())
 
 
+def outcome_columns(outcomes: pd.DataFrame) -> list[list[Any]]:
+    """The outcomes as Python value lists, one per core.db.runs.OUTCOME_FIELDS entry."""
+    return [_column(outcomes[name], name) for name in db_runs.OUTCOME_FIELDS]
+
+
 def outcome_rows(outcomes: pd.DataFrame) -> Iterator[tuple[Any, ...]]:
     """The outcomes as tuples in core.db.runs.OUTCOME_FIELDS order."""
-    columns = [_column(outcomes[name], name) for name in db_runs.OUTCOME_FIELDS]
-    return zip(*columns, strict=True)
+    return zip(*outcome_columns(outcomes), strict=True)
 
 
 def persist_run(
@@ -63,7 +67,7 @@ def persist_run(
         db_runs.complete_run(
             conn,
             run_id,
-            outcomes=outcome_rows(outcomes),
+            columns=outcome_columns(outcomes),
             timings=timings,
             counts=outcome_counts(outcomes),
         )
