@@ -297,42 +297,26 @@ class PipelineRun:
 def run_pipeline(
     conn: sqlite3.Connection, dataset_dir: Path, as_of: int, results_csv: Path
 ) -> PipelineRun:
-    """Import the folder, reconcile it, write results.csv and persist the run (timed)."""
-    from core.engine import EngineParams, persist_run, reconcile, write_results_csv
-    from core.ingest import load_dataset, store_dataset
+    """The path `python -m core reconcile DIR --out results.csv --db DB` takes (core.pipeline):
+    import and reconcile the folder, write results.csv, store the dataset and the run, sync
+    the exception queue. Timed per step."""
+    from core.engine import EngineParams, write_results_csv
+    from core.pipeline import reconcile_folder, store_folder_run
 
-    timings: dict[str, float] = {}
     began = time.perf_counter()
-    dataset, report = load_dataset(dataset_dir)
-    stored = store_dataset(
-        conn,
-        dataset,
-        source="benchmark",
-        location=str(dataset_dir),
-        content_hash=report.content_hash,
-        files=report.files,
-    )
-    timings["import"] = time.perf_counter() - began
+    folder_run = reconcile_folder(dataset_dir, EngineParams(), as_of)
+    timings = {
+        "import": float(folder_run.timings["load_s"]),
+        "reconcile": float(folder_run.timings["reconcile_s"]),
+    }
     step = time.perf_counter()
-    params = EngineParams()
-    outcomes = reconcile(dataset, params, as_of)
-    timings["reconcile"] = time.perf_counter() - step
-    step = time.perf_counter()
-    write_results_csv(outcomes, results_csv)
+    write_results_csv(folder_run.outcomes, results_csv)
     timings["results_csv"] = time.perf_counter() - step
     step = time.perf_counter()
-    run_id = persist_run(
-        conn,
-        outcomes,
-        params=params,
-        as_of=as_of,
-        source="benchmark",
-        input_hashes={"dataset": stored.content_hash},
-        timings=dict(timings),
-    )
+    stored = store_folder_run(conn, folder_run, source="benchmark")
     timings["persist"] = time.perf_counter() - step
     timings["pipeline"] = time.perf_counter() - began
-    return PipelineRun(results_csv, run_id, timings, len(dataset.payments))
+    return PipelineRun(results_csv, stored.run_id, timings, len(folder_run.dataset.payments))
 
 
 def read_results(path: Path) -> pd.DataFrame:
