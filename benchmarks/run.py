@@ -34,9 +34,11 @@ TARGETS = {
 
 @dataclass(frozen=True)
 class Measurement:
-    """One child process: wall seconds, peak resident memory (bytes), exit code, its stderr."""
+    """One child process: wall seconds, CPU seconds (user + system), peak resident memory
+    (bytes), exit code, its stderr."""
 
     seconds: float
+    cpu_seconds: float
     peak_bytes: int
     exit_code: int
     error: str
@@ -55,7 +57,8 @@ def measure(command: list[str], log_dir: Path) -> Measurement:
     process.returncode = code  # already reaped by wait4
     peak = usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
     error = err_path.read_text(errors="replace").strip()[-400:] if code else ""
-    return Measurement(seconds, peak, code, error)
+    cpu = usage.ru_utime + usage.ru_stime
+    return Measurement(seconds, cpu, peak, code, error)
 
 
 def machine() -> str:
@@ -135,7 +138,7 @@ def run_size(payments: int, seed: int, work: Path) -> dict[str, Measurement]:
         results["process"] = whole
         if whole.exit_code == 0:
             inside = inside_seconds(work / f"one{payments}")
-            results["total"] = Measurement(inside, whole.peak_bytes, 0, "")
+            results["total"] = Measurement(inside, whole.cpu_seconds, whole.peak_bytes, 0, "")
     return results
 
 
@@ -154,7 +157,7 @@ def format_row(payments: int, step: str, m: Measurement) -> str:
         )
     rate = payments / m.seconds if m.seconds else 0.0
     return (
-        f"{payments:>10,}  {label:<40}{m.seconds:>9.2f}{rate:>14,.0f}"
+        f"{payments:>10,}  {label:<40}{m.seconds:>9.2f}{m.cpu_seconds:>9.2f}{rate:>14,.0f}"
         f"{m.peak_bytes / 2**20:>11,.0f}   {target}"
     )
 
@@ -173,7 +176,10 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="razorrecon-bench-"))
     print(f"machine: {machine()}")
     print(f"load average (1, 5, 15 min) at the start: {load_average()}")
-    print(f"seed {args.seed}; each step is its own process; peak = that process's max RSS\n")
+    print(
+        f"seed {args.seed}; each step is its own process; CPU = its user + system seconds; "
+        "peak = its max RSS; payments/s from wall seconds\n"
+    )
     print(f"{'payments':>10}  {'step':<40}{'seconds':>9}{'payments/s':>14}{'peak MB':>11}   target")
     try:
         for payments in sizes:
