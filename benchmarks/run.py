@@ -180,7 +180,10 @@ def main(argv: list[str] | None = None) -> int:
         f"seed {args.seed}; each step is its own process; CPU = its user + system seconds; "
         "peak = its max RSS; payments/s from wall seconds\n"
     )
-    print(f"{'payments':>10}  {'step':<40}{'seconds':>9}{'payments/s':>14}{'peak MB':>11}   target")
+    print(
+        f"{'payments':>10}  {'step':<40}{'wall s':>9}{'CPU s':>9}{'payments/s':>14}"
+        f"{'peak MB':>11}   target"
+    )
     try:
         for payments in sizes:
             measured = run_size(payments, args.seed, work)
