@@ -151,8 +151,17 @@ def outcome_key(status: pd.Series, reason: pd.Series) -> pd.Series:
     return key.where(status != "", NONE)
 
 
-def _code_set(values: pd.Series) -> pd.Series:
-    return values.map(lambda text: frozenset(c for c in text.split(";") if c))
+def _codes(text: str) -> frozenset[str]:
+    return frozenset(code for code in text.split(";") if code)
+
+
+def _same_codes(left: pd.Series, right: pd.Series) -> pd.Series:
+    """Whether two `;`-joined code lists hold the same codes (order aside)."""
+    same = left == right
+    differ = ~same
+    if differ.any():
+        same[differ] = left[differ].map(_codes) == right[differ].map(_codes)
+    return same
 
 
 def join_outcomes(outcomes: pd.DataFrame, truth: pd.DataFrame) -> pd.DataFrame:
@@ -182,7 +191,7 @@ def join_outcomes(outcomes: pd.DataFrame, truth: pd.DataFrame) -> pd.DataFrame:
     same = (
         (joined["label_status"] == joined["engine_status"])
         & (joined["label_reason_code"] == joined["engine_reason_code"])
-        & (_code_set(joined["label_reason_codes"]) == _code_set(joined["engine_reason_codes"]))
+        & _same_codes(joined["label_reason_codes"], joined["engine_reason_codes"])
     )
     fallback = joined["label_match_method"].isin(rules.FALLBACK_METHODS) | joined[
         "engine_match_method"
