@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 
-# raw table -> (key column, columns compared to decide whether a stored row changed)
+# raw table -> (key column, modelled columns: compared to decide whether a stored row changed)
 RAW_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
     "payments": (
         "id",
@@ -32,16 +32,15 @@ RAW_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
             "contact",
             "description",
             "notes",
-            "extra_json",
         ),
     ),
     "refunds": (
         "id",
-        ("payment_id", "amount", "currency", "status", "created_at", "notes", "extra_json"),
+        ("payment_id", "amount", "currency", "status", "created_at", "notes"),
     ),
     "settlements": (
         "id",
-        ("amount", "status", "fees", "tax", "utr", "created_at", "extra_json"),
+        ("amount", "status", "fees", "tax", "utr", "created_at"),
     ),
     "recon_rows": (
         "row_key",
@@ -66,17 +65,16 @@ RAW_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
             "dispute_id",
             "description",
             "notes",
-            "extra_json",
         ),
     ),
 }
 
 # export: table -> (columns read, ORDER BY)
 EXPORT_QUERIES: dict[str, tuple[tuple[str, ...], str]] = {
-    "payments": (("id", *RAW_TABLES["payments"][1]), "created_at, id"),
-    "refunds": (("id", *RAW_TABLES["refunds"][1]), "created_at, id"),
-    "settlements": (("id", *RAW_TABLES["settlements"][1]), "created_at, id"),
-    "recon_rows": (("row_key", *RAW_TABLES["recon_rows"][1]), "rowid"),
+    "payments": (("id", *RAW_TABLES["payments"][1], "extra_json"), "created_at, id"),
+    "refunds": (("id", *RAW_TABLES["refunds"][1], "extra_json"), "created_at, id"),
+    "settlements": (("id", *RAW_TABLES["settlements"][1], "extra_json"), "created_at, id"),
+    "recon_rows": (("row_key", *RAW_TABLES["recon_rows"][1], "extra_json"), "rowid"),
     "bank_lines": (
         (
             "id",

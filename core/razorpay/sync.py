@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from core.calendar import ist_date
@@ -111,14 +112,36 @@ def _days(first: dt.date, last: dt.date) -> list[dt.date]:
     return [first + dt.timedelta(days=n) for n in range((last - first).days + 1)]
 
 
-def _content_hash(items: list[Item]) -> str:
-    canonical = json.dumps(items, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+def _plain(value: object) -> object:
+    """A frame cell as SQLite gives it back: None for missing, int for bools and numbers."""
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, bool | np.bool_):
+        return int(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+def _as_stored(table: str, frame: pd.DataFrame) -> list[tuple[str, tuple[object, ...]]]:
+    """(key, compared values) per frame row, in the form `db.stored_rows` returns them."""
+    key_column, columns = db.RAW_TABLES[table]
+    keys = [str(k) for k in frame[key_column].tolist()]
+    values = [[_plain(v) for v in frame[c].astype(object).tolist()] for c in columns]
+    return list(zip(keys, zip(*values, strict=True), strict=True))
+
+
+def _fingerprint(rows: list[tuple[str, tuple[object, ...]]]) -> str:
+    canonical = json.dumps(rows, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def _keys(table: str, frame: pd.DataFrame) -> list[str]:
-    key_column = db.RAW_TABLES[table][0]
-    return [str(k) for k in frame[key_column].tolist()]
+def _unique_by_id(items: list[Item]) -> list[Item]:
+    """Drop repeats of an id (a page boundary that shifted while paging); keep the last."""
+    by_id: dict[object, Item] = {}
+    for item in items:
+        by_id[item.get("id")] = item
+    return list(by_id.values()) if len(by_id) < len(items) else items
 
 
 class _Run:
@@ -230,26 +253,32 @@ def _store_step(
     *,
     day_is_closed: bool,
 ) -> tuple[int, int]:
-    """Write one step's items, watermark and counters atomically; return (inserted, updated)."""
+    """Write one step atomically: the rows that are new or changed (rows already stored as
+    they are stay untouched, import id included), the watermark and the run's counters.
+    Returns (inserted, updated).
+    """
     from core.ingest import frames_from_items, store_dataset
 
     table, field_name = _TARGETS[resource]
-    inserted = updated = 0
+    if resource != "settlement_recon":
+        items = _unique_by_id(items)
     frame = frames_from_items(resource, items, f"razorpay:{resource}:{day.isoformat()}")
+    incoming = _as_stored(table, frame)
+    inserted = updated = 0
     with transaction(conn):
-        if items:
-            keys = _keys(table, frame)
-            before = db.stored_rows(conn, table, keys)
+        before = db.stored_rows(conn, table, (key for key, _ in incoming))
+        differs = [before.get(key) != values for key, values in incoming]
+        if any(differs):
+            changed = [row for row, flag in zip(incoming, differs, strict=True) if flag]
+            inserted = sum(1 for key, _ in changed if key not in before)
+            updated = len(changed) - inserted
             store_dataset(
                 conn,
-                replace(Dataset(), **{field_name: frame}),
+                replace(Dataset(), **{field_name: frame[differs].reset_index(drop=True)}),
                 source=SOURCE,
                 location=f"{settings.base_url} {resource} {day.isoformat()}",
-                content_hash=_content_hash(items),
+                content_hash=_fingerprint(changed),
             )
-            after = db.stored_rows(conn, table, keys)
-            inserted = sum(1 for k in after if k not in before)
-            updated = sum(1 for k, v in after.items() if k in before and before[k] != v)
         db.advance_watermark(
             conn,
             resource,

@@ -28,7 +28,7 @@ import re
 import sqlite3
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -53,11 +53,11 @@ REFUND_EVENTS = frozenset({"refund.created", "refund.processed", "refund.failed"
 SETTLEMENT_EVENTS = frozenset({"settlement.processed"})
 DISPUTE_PREFIX = "payment.dispute."
 
-# entity (also its outcome entity type) -> (raw table, importer kind, Dataset field)
-_ENTITIES: dict[str, tuple[str, str, str]] = {
-    "payment": ("payments", "payments", "payments"),
-    "refund": ("refunds", "refunds", "refunds"),
-    "settlement": ("settlements", "settlements", "settlements"),
+# entity (also its outcome entity type) -> (raw table, importer kind)
+_ENTITIES: dict[str, tuple[str, str]] = {
+    "payment": ("payments", "payments"),
+    "refund": ("refunds", "refunds"),
+    "settlement": ("settlements", "settlements"),
 }
 # How far along a status is; a webhook never moves an entity to a lower rank. A failed
 # payment may still be authorized late, so 'failed' ranks below 'authorized'.
@@ -338,7 +338,7 @@ def _plan_entity(
 ) -> None:
     from core.ingest import frames_from_items
 
-    table, kind, _ = _ENTITIES[entity]
+    table, kind = _ENTITIES[entity]
     entity_id = str(item["id"])
     try:
         frame = frames_from_items(kind, [item], f"webhook:{event_id}:{entity}")
@@ -376,17 +376,24 @@ def _apply(
     received_at: int,
     name: str,
 ) -> None:
-    from core.ingest import store_dataset
-
     if plan.frames:
-        fields = {
-            _ENTITIES[entity][2]: pd.concat(frames, ignore_index=True)
-            for entity, frames in plan.frames.items()
-        }
+        from core.ingest import store_dataset
+
+        empty = Dataset()
+
+        def joined(entity: str, default: pd.DataFrame) -> pd.DataFrame:
+            frames = plan.frames.get(entity)
+            return pd.concat(frames, ignore_index=True) if frames else default
+
+        dataset = Dataset(
+            payments=joined("payment", empty.payments),
+            refunds=joined("refund", empty.refunds),
+            settlements=joined("settlement", empty.settlements),
+        )
         try:
             store_dataset(
                 conn,
-                replace(Dataset(), **fields),
+                dataset,
                 source=SOURCE,
                 location=f"{name} {event_id}",
                 content_hash=digest,
