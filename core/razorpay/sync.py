@@ -262,13 +262,17 @@ def _store_step(
     table, field_name = _TARGETS[resource]
     if resource != "settlement_recon":
         items = _unique_by_id(items)
-    frame = frames_from_items(resource, items, f"razorpay:{resource}:{day.isoformat()}")
-    incoming = _as_stored(table, frame)
+    frame = (
+        frames_from_items(resource, items, f"razorpay:{resource}:{day.isoformat()}")
+        if items
+        else None  # an empty day: nothing to validate or write
+    )
+    incoming = _as_stored(table, frame) if frame is not None else []
     inserted = updated = 0
     with transaction(conn):
         before = db.stored_rows(conn, table, (key for key, _ in incoming))
         differs = [before.get(key) != values for key, values in incoming]
-        if any(differs):
+        if frame is not None and any(differs):
             changed = [row for row, flag in zip(incoming, differs, strict=True) if flag]
             inserted = sum(1 for key, _ in changed if key not in before)
             updated = len(changed) - inserted
