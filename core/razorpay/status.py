@@ -24,7 +24,7 @@ class SyncRunInfo:
     id, status (running, completed, failed, interrupted), started_at / finished_at (Unix
     seconds; finished_at None while running), range_from / range_to (IST dates, ISO),
     base_url, resumed (continued an unfinished range), requests / retries (HTTP requests sent
-    and retries used), steps (resource-days committed), items (fetched in those steps),
+    and retries used), steps (IST days committed), items (fetched in those steps),
     inserted / updated (rows new or changed in the database), error (why it stopped).
     """
 

@@ -1,9 +1,9 @@
 """`python -m core sync`: pull payments, refunds, settlements and settlement recon from Razorpay.
 
-The unit of work is a *step*: one resource for one IST day. A step fetches every page of its
-day first, then writes the items, the watermark and the run's counters in one transaction.
-So a sync that stops (Razorpay down past the retry budget, a crash, Ctrl-C) leaves only whole
-days behind, and the watermark says which.
+The unit of work is a *step*: one IST day. A step fetches every page of every resource for
+its day first, validates all items, then writes them, the watermarks and the run's counters
+in one transaction. So a sync that stops (Razorpay down past the retry budget, a crash,
+Ctrl-C) leaves only whole days behind, and the watermarks say which.
 
 Resume rule: when the previous sync of the *same* date range did not finish, each resource
 continues after its watermark (`done_through`); otherwise the whole range is fetched again,
@@ -243,65 +243,77 @@ def _claim(
     return run_id, starts
 
 
-def _store_step(
+_EMPTY = Dataset()  # frames are never mutated; sharing the empty ones saves rebuilding them
+
+
+def _store_day(
     conn: sqlite3.Connection,
     run: _Run,
     settings: RazorpaySettings,
-    resource: str,
     day: dt.date,
-    items: list[Item],
+    fetched: dict[str, list[Item]],
     *,
     day_is_closed: bool,
-) -> tuple[int, int]:
-    """Write one step atomically: the rows that are new or changed (rows already stored as
-    they are stay untouched, import id included), the watermark and the run's counters.
-    Returns (inserted, updated).
+) -> dict[str, tuple[int, int]]:
+    """Write one step (a day) atomically: the rows that are new or changed (rows already
+    stored as they are stay untouched, import id included), each fetched resource's watermark
+    and the run's counters. Every item is validated before anything is written.
+    Returns (inserted, updated) per resource.
     """
     from core.ingest import frames_from_items, store_dataset
 
-    table, field_name = _TARGETS[resource]
-    if resource != "settlement_recon":
-        items = _unique_by_id(items)
-    frame = (
-        frames_from_items(resource, items, f"razorpay:{resource}:{day.isoformat()}")
-        if items
-        else None  # an empty day: nothing to validate or write
-    )
-    incoming = _as_stored(table, frame) if frame is not None else []
-    inserted = updated = 0
+    frames: dict[str, pd.DataFrame] = {}
+    for resource, items in fetched.items():
+        if resource != "settlement_recon":
+            items = fetched[resource] = _unique_by_id(items)
+        if items:  # an empty day has nothing to validate or write
+            frames[resource] = frames_from_items(
+                resource, items, f"razorpay:{resource}:{day.isoformat()}"
+            )
+    counts: dict[str, tuple[int, int]] = {resource: (0, 0) for resource in fetched}
     with transaction(conn):
-        before = db.stored_rows(conn, table, (key for key, _ in incoming))
-        differs = [before.get(key) != values for key, values in incoming]
-        if frame is not None and any(differs):
+        changed_frames: dict[str, pd.DataFrame] = {}
+        changed_rows: list[tuple[str, tuple[object, ...]]] = []
+        for resource, frame in frames.items():
+            table, field_name = _TARGETS[resource]
+            incoming = _as_stored(table, frame)
+            before = db.stored_rows(conn, table, (key for key, _ in incoming))
+            differs = [before.get(key) != values for key, values in incoming]
+            if not any(differs):
+                continue
             changed = [row for row, flag in zip(incoming, differs, strict=True) if flag]
             inserted = sum(1 for key, _ in changed if key not in before)
-            updated = len(changed) - inserted
+            counts[resource] = (inserted, len(changed) - inserted)
+            changed_frames[field_name] = frame[differs].reset_index(drop=True)
+            changed_rows.extend(changed)
+        if changed_frames:
             store_dataset(
                 conn,
-                replace(Dataset(), **{field_name: frame[differs].reset_index(drop=True)}),
+                replace(_EMPTY, **changed_frames),
                 source=SOURCE,
-                location=f"{settings.base_url} {resource} {day.isoformat()}",
-                content_hash=_fingerprint(changed),
+                location=f"{settings.base_url} {day.isoformat()}",
+                content_hash=_fingerprint(changed_rows),
             )
-        db.advance_watermark(
-            conn,
-            resource,
-            done_through=day.isoformat() if day_is_closed else None,
-            items=len(items),
-            run_id=run.run_id,
-            now=_now(),
-        )
+        for resource, items in fetched.items():
+            db.advance_watermark(
+                conn,
+                resource,
+                done_through=day.isoformat() if day_is_closed else None,
+                items=len(items),
+                run_id=run.run_id,
+                now=_now(),
+            )
         db.record_sync_step(
             conn,
             run.run_id,
             now=_now(),
             requests=run.requests,
             retries=run.retries,
-            items=len(items),
-            inserted=inserted,
-            updated=updated,
+            items=sum(len(items) for items in fetched.values()),
+            inserted=sum(i for i, _ in counts.values()),
+            updated=sum(u for _, u in counts.values()),
         )
-    return inserted, updated
+    return counts
 
 
 def sync(
@@ -314,13 +326,13 @@ def sync(
     today: dt.date | None = None,
     sleep: Callable[[float], None] = time.sleep,
     rng: random.Random | None = None,
-    on_step: Callable[[str, dt.date, int], None] | None = None,
+    on_step: Callable[[dt.date, int], None] | None = None,
 ) -> SyncReport:
     """Sync every IST day of [date_from, date_to] for every resource; see the module doc.
 
     `restart` ignores an unfinished range's watermarks. `today` (IST) decides which days are
-    over; `sleep`/`rng` drive the backoff (tests pass fakes). `on_step(resource, day, items)`
-    is called after each committed step. Raises RazorpayUnavailableError, RazorpayAPIError,
+    over; `sleep`/`rng` drive the backoff (tests pass fakes). `on_step(day, items)` is
+    called after each committed step. Raises RazorpayUnavailableError, RazorpayAPIError,
     RazorpayAuthError or InputError (bad data from the API); the run is then recorded as
     failed with its error, and every step committed before it stays.
     """
@@ -343,30 +355,27 @@ def sync(
         run.session = RetryingSession(settings.retry, on_retry=run.on_retry, sleep=sleep, rng=rng)
         reader = RazorpayReader(settings, run.session)
         for day in _days(date_from, date_to):
+            fetched: dict[str, list[Item]] = {}
+            run.day = day
             for resource in RESOURCES:
-                if day < starts[resource][0]:
-                    continue
-                run.resource, run.day = resource, day
-                items = reader.fetch_day(resource, day)
-                inserted, updated = _store_step(
-                    conn,
-                    run,
-                    settings,
-                    resource,
-                    day,
-                    items,
-                    day_is_closed=day < current_day,
-                )
+                if day >= starts[resource][0]:
+                    run.resource = resource
+                    fetched[resource] = reader.fetch_day(resource, day)
+            if not fetched:
+                continue
+            run.resource = None
+            counts = _store_day(conn, run, settings, day, fetched, day_is_closed=day < current_day)
+            for resource, (inserted, updated) in counts.items():
                 previous = reports[resource]
                 reports[resource] = replace(
                     previous,
                     days=previous.days + 1,
-                    items=previous.items + len(items),
+                    items=previous.items + len(fetched[resource]),
                     inserted=previous.inserted + inserted,
                     updated=previous.updated + updated,
                 )
-                if on_step is not None:
-                    on_step(resource, day, len(items))
+            if on_step is not None:
+                on_step(day, sum(len(items) for items in fetched.values()))
         run.resource = run.day = None
         with transaction(conn):
             for resource in RESOURCES:

@@ -19,7 +19,7 @@ CREATE TABLE razorpay_sync_runs (
     resumed       INTEGER NOT NULL DEFAULT 0,  -- 1 when it continued an unfinished range
     requests      INTEGER NOT NULL DEFAULT 0,
     retries       INTEGER NOT NULL DEFAULT 0,
-    steps         INTEGER NOT NULL DEFAULT 0,  -- (resource, day) steps committed
+    steps         INTEGER NOT NULL DEFAULT 0,  -- IST days committed (one step = one day)
     items         INTEGER NOT NULL DEFAULT 0,  -- items fetched in committed steps
     inserted      INTEGER NOT NULL DEFAULT 0,  -- rows new to the database
     updated       INTEGER NOT NULL DEFAULT 0,  -- rows whose stored values changed
