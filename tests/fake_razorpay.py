@@ -345,6 +345,9 @@ def read_items(folder: Path, name: str) -> list[dict[str, Any]]:
     return []
 
 
+SYNTHETIC_PREFIX = "pay_Synth"  # no spec example id starts so (match it with GLOB, not LIKE)
+
+
 def make_payments(count: int, *, day: dt.date, start_index: int = 0) -> list[dict[str, Any]]:
     """`count` captured payments spread over one IST day, with distinct ids."""
     base = int(dt.datetime.combine(day, dt.time(0, 0), tzinfo=IST).timestamp())
@@ -354,12 +357,12 @@ def make_payments(count: int, *, day: dt.date, start_index: int = 0) -> list[dic
         fee = amount * 2 // 100
         items.append(
             {
-                "id": f"pay_T{n:013d}",
+                "id": f"{SYNTHETIC_PREFIX}{n:09d}",
                 "entity": "payment",
                 "amount": amount,
                 "currency": "INR",
                 "status": "captured",
-                "order_id": f"order_T{n:011d}",
+                "order_id": f"order_Synth{n:09d}",
                 "invoice_id": None,
                 "international": False,
                 "method": "upi",

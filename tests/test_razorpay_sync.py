@@ -57,6 +57,11 @@ def no_sleep(_: float) -> None:
     pass
 
 
+def synthetic_count(conn: sqlite3.Connection) -> int:
+    query = "SELECT COUNT(*) FROM payments WHERE id GLOB ?"
+    return int(conn.execute(query, (SYNTHETIC_PREFIX + "*",)).fetchone()[0])
+
+
 def run_sync(conn: sqlite3.Connection, fake: FakeRazorpay, **kwargs: object):  # type: ignore[no-untyped-def]
     return sync(
         conn,
@@ -95,7 +100,9 @@ def test_a_sync_through_a_rate_limiting_fake_stores_exactly_the_original_data(
     assert [r.method for r in fake.requests()] == ["GET"] * len(fake.requests())
 
 
-def test_a_second_sync_changes_nothing(conn: sqlite3.Connection, fake: FakeRazorpay) -> None:
+def test_a_second_sync_changes_nothing_and_a_later_one_picks_up_a_change(
+    conn: sqlite3.Connection, fake: FakeRazorpay
+) -> None:
     run_sync(conn, fake)
     before = snapshot(conn)
 
@@ -104,17 +111,11 @@ def test_a_second_sync_changes_nothing(conn: sqlite3.Connection, fake: FakeRazor
     assert again.items == 823 and again.inserted == 0 and again.updated == 0
     assert snapshot(conn) == before
 
-
-def test_a_later_sync_picks_up_an_entity_that_changed(
-    conn: sqlite3.Connection, fake: FakeRazorpay
-) -> None:
-    run_sync(conn, fake)
     payment = next(p for p in fake.state.payments if p["status"] == "captured")
     payment.update(status="refunded", amount_refunded=payment["amount"])
+    later = run_sync(conn, fake)
 
-    again = run_sync(conn, fake)
-
-    assert (again.inserted, again.updated) == (0, 1)
+    assert (later.inserted, later.updated) == (0, 1)
     row = conn.execute(
         "SELECT status, amount_refunded FROM payments WHERE id = ?", (payment["id"],)
     ).fetchone()
@@ -139,7 +140,7 @@ def test_a_5xx_storm_past_the_retry_budget_ends_cleanly_with_nothing_half_writte
         for r in conn.execute("SELECT created_at FROM payments")
     }
     assert max(stored_days) < STORM_DAY
-    assert conn.execute("SELECT COUNT(*) FROM payments WHERE id LIKE 'pay_T%'").fetchone()[0] == 0
+    assert synthetic_count(conn) == 0
     status = sync_status(conn)
     assert status.state == "failed" and status.last_run is not None
     assert "HTTP 503" in (status.last_run.error or "")
@@ -171,7 +172,7 @@ def test_after_a_failure_the_next_sync_resumes_after_the_watermark_without_gaps(
     stored = read_dataset(conn)
     assert len(stored.payments) == 400 + EXTRA_PAYMENTS
     assert stored.payments["id"].is_unique
-    without_extra = stored.payments[~stored.payments["id"].str.startswith("pay_T")]
+    without_extra = stored.payments[~stored.payments["id"].str.startswith(SYNTHETIC_PREFIX)]
     assert_same_entities(replace(stored, payments=without_extra), expected)
     assert sync_status(conn).state == "completed"
 
@@ -223,19 +224,21 @@ def test_bad_data_from_the_api_fails_its_day_naming_the_item(
     with pytest.raises(InputError, match=f"razorpay:payments:{STORM_DAY}"):
         run_sync(conn, fake)
 
-    assert conn.execute("SELECT COUNT(*) FROM payments WHERE id LIKE 'pay_T%'").fetchone()[0] == 0
+    assert synthetic_count(conn) == 0
     assert sync_status(conn).state == "failed"
 
 
 def test_days_not_over_yet_are_fetched_but_do_not_advance_the_watermark(
     conn: sqlite3.Connection, fake: FakeRazorpay
 ) -> None:
-    today = dt.date(2026, 6, 20)
-    sync(conn, fake_settings(fake), SPEC_FROM, SPEC_TO, today=today, sleep=no_sleep)
+    first, today, last = dt.date(2026, 6, 15), dt.date(2026, 6, 20), dt.date(2026, 6, 22)
+    sync(conn, fake_settings(fake), first, last, today=today, sleep=no_sleep)
 
     status = sync_status(conn)
     assert {w.done_through for w in status.watermarks} == {"2026-06-19"}
-    assert len(read_dataset(conn).payments) == 400  # the open days were stored all the same
+    start, end = day_bounds(first)[0], day_bounds(last)[1]
+    expected = sum(1 for p in fake.state.payments if start <= p["created_at"] <= end)
+    assert 0 < expected == len(read_dataset(conn).payments)  # open days stored all the same
 
 
 def test_a_sync_is_refused_while_another_live_one_runs(
@@ -267,7 +270,7 @@ def test_the_sync_command_refuses_a_live_key_without_touching_the_network(
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("RAZORPAY_KEY_ID", "rzp_live_Zx81Qw0Lm3")
     monkeypatch.delenv("RAZORPAY_ALLOW_LIVE", raising=False)
-    args = ["sync", "--db", str(db_path), "--from", "2026-05-16", "--to", "2026-05-17"]
+    args = ["sync", "--db", str(db_path), "--from", "2026-05-16", "--to", "2026-05-17"]  # short
 
     assert main(args) == 3
     assert "RAZORPAY_ALLOW_LIVE=1" in capsys.readouterr().err

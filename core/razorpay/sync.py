@@ -127,7 +127,7 @@ def _as_stored(table: str, frame: pd.DataFrame) -> list[tuple[str, tuple[object,
     """(key, compared values) per frame row, in the form `db.stored_rows` returns them."""
     key_column, columns = db.RAW_TABLES[table]
     keys = [str(k) for k in frame[key_column].tolist()]
-    values = [[_plain(v) for v in frame[c].astype(object).tolist()] for c in columns]
+    values = [[_plain(v) for v in frame[c].tolist()] for c in columns]
     return list(zip(keys, zip(*values, strict=True), strict=True))
 
 
