@@ -29,7 +29,7 @@ from core.razorpay.errors import RazorpayUnavailableError
 from core.razorpay.status import sync_status
 from core.razorpay.sync import sync
 from tests.conftest import ROOT
-from tests.fake_razorpay import FakeRazorpay, Fault, make_payments
+from tests.fake_razorpay import SYNTHETIC_PREFIX, FakeRazorpay, Fault, make_payments
 from tests.razorpay_support import (
     AFTER_SPEC,
     SPEC_DATASET,
