@@ -166,8 +166,12 @@ def test_after_a_failure_the_next_sync_resumes_after_the_watermark_without_gaps(
 
     assert resumed.resumed
     assert {r.first_day for r in resumed.resources} == {STORM_DAY}
-    days_asked = {int(r.query["day"]) for r in fake.requests()[served_before:] if "day" in r.query}
-    assert min(days_asked) == STORM_DAY.day  # no day before the watermark fetched again
+    days_asked = {
+        dt.date(int(r.query["year"]), int(r.query["month"]), int(r.query["day"]))
+        for r in fake.requests()[served_before:]
+        if r.path == "/v1/settlements/recon/combined"
+    }
+    assert min(days_asked) == STORM_DAY  # no day before the watermark is fetched again
     expected, _ = load_dataset(SPEC_DATASET)
     stored = read_dataset(conn)
     assert len(stored.payments) == 400 + EXTRA_PAYMENTS
@@ -277,7 +281,7 @@ def test_the_sync_command_refuses_a_live_key_without_touching_the_network(
     assert fake.requests() == []
 
     monkeypatch.setenv("RAZORPAY_ALLOW_LIVE", "1")
-    assert main(args) == 1  # allowed now: it reaches the fake, which rejects this key
+    assert main(args) == 2  # allowed now: it reaches the fake, which rejects this key
     assert "refused the API key" in capsys.readouterr().err
     assert [r.status for r in fake.requests()] == [401]
 
