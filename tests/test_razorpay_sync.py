@@ -35,12 +35,15 @@ from tests.razorpay_support import (
     SPEC_DATASET,
     SPEC_FROM,
     SPEC_TO,
+    SyncedTemplate,
     assert_same_entities,
     day_bounds,
     fake_settings,
     snapshot,
     sync_env,
 )
+
+pytest_plugins = ("tests.razorpay_support",)  # the synced_template / synced_db fixtures
 
 STORM_DAY = dt.date(2026, 5, 27)
 EXTRA_PAYMENTS = 250  # three pages on STORM_DAY
@@ -75,35 +78,36 @@ def run_sync(conn: sqlite3.Connection, fake: FakeRazorpay, **kwargs: object):  #
 
 
 def test_a_sync_through_a_rate_limiting_fake_stores_exactly_the_original_data(
-    conn: sqlite3.Connection, fake: FakeRazorpay
+    synced_template: SyncedTemplate,
 ) -> None:
-    fake.state.rate_limit_every = 5
+    report = synced_template.report
     original, _ = load_dataset(SPEC_DATASET)
-
-    report = run_sync(conn, fake)
-
-    assert_same_entities(read_dataset(conn), original)
-    assert report.retries > 0 and len(fake.requests(status=429)) == report.retries
+    conn = connect(synced_template.path)
+    try:
+        assert_same_entities(read_dataset(conn), original)
+        status = sync_status(conn)
+    finally:
+        conn.close()
+    assert report.retries > 0 and synced_template.statuses.count(429) == report.retries
     assert [(r.resource, r.items, r.inserted, r.updated) for r in report.resources] == [
         ("payments", 400, 400, 0),
         ("refunds", 15, 15, 0),
         ("settlements", 33, 33, 0),
         ("settlement_recon", 375, 375, 0),
     ]
-    status = sync_status(conn)
     assert status.state == "completed"
     assert {w.resource: (w.done_through, w.complete) for w in status.watermarks} == {
         r: (SPEC_TO.isoformat(), True)
         for r in ("payments", "refunds", "settlements", "settlement_recon")
     }
+    assert status.recent_errors
     assert all(e.kind == "retried" and e.status_code == 429 for e in status.recent_errors)
-    assert [r.method for r in fake.requests()] == ["GET"] * len(fake.requests())
 
 
 def test_a_second_sync_changes_nothing_and_a_later_one_picks_up_a_change(
-    conn: sqlite3.Connection, fake: FakeRazorpay
+    synced_db: Path, fake: FakeRazorpay
 ) -> None:
-    run_sync(conn, fake)
+    conn = connect(synced_db)
     before = snapshot(conn)
 
     again = run_sync(conn, fake)
@@ -120,6 +124,7 @@ def test_a_second_sync_changes_nothing_and_a_later_one_picks_up_a_change(
         "SELECT status, amount_refunded FROM payments WHERE id = ?", (payment["id"],)
     ).fetchone()
     assert tuple(row) == ("refunded", payment["amount"])
+    conn.close()
 
 
 def test_a_5xx_storm_past_the_retry_budget_ends_cleanly_with_nothing_half_written(
@@ -259,7 +264,7 @@ def test_a_sync_is_refused_while_another_live_one_runs(
     assert fake.requests() == []
 
     conn.execute("UPDATE razorpay_sync_runs SET pid = 999999999")  # that process is gone
-    run_sync(conn, fake)
+    sync(conn, fake_settings(fake), SPEC_FROM, SPEC_FROM, today=AFTER_SPEC, sleep=no_sleep)
     statuses = [r[0] for r in conn.execute("SELECT status FROM razorpay_sync_runs ORDER BY id")]
     assert statuses == ["interrupted", "completed"]
 
