@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -35,7 +36,6 @@ from tests.razorpay_support import (
     SPEC_DATASET,
     SPEC_FROM,
     SPEC_TO,
-    SyncedTemplate,
     assert_same_entities,
     day_bounds,
     fake_settings,
@@ -43,7 +43,10 @@ from tests.razorpay_support import (
     sync_env,
 )
 
-pytest_plugins = ("tests.razorpay_support",)  # the synced_template / synced_db fixtures
+if TYPE_CHECKING:
+    from tests.razorpay_fixtures import SyncedTemplate
+
+pytest_plugins = ("tests.razorpay_fixtures",)  # the synced_template / synced_db fixtures
 
 STORM_DAY = dt.date(2026, 5, 27)
 EXTRA_PAYMENTS = 250  # three pages on STORM_DAY
