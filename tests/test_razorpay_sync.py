@@ -18,14 +18,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-pytest.importorskip("core.ingest", reason="the importer is not on this branch yet")
-
-from core.db.raw import read_dataset
-from core.ingest import load_dataset
-
 from core.__main__ import main
 from core.db import connect, migrate
+from core.db.raw import read_dataset
 from core.errors import InputError, RefusedError
+from core.ingest import load_dataset
 from core.razorpay.errors import RazorpayUnavailableError
 from core.razorpay.status import sync_status
 from core.razorpay.sync import sync

@@ -289,7 +289,12 @@ def _store_day(
         if changed_frames:
             store_dataset(
                 conn,
-                replace(_EMPTY, **changed_frames),
+                Dataset(
+                    payments=changed_frames.get("payments", _EMPTY.payments),
+                    refunds=changed_frames.get("refunds", _EMPTY.refunds),
+                    settlements=changed_frames.get("settlements", _EMPTY.settlements),
+                    recon=changed_frames.get("recon", _EMPTY.recon),
+                ),
                 source=SOURCE,
                 location=f"{settings.base_url} {day.isoformat()}",
                 content_hash=_fingerprint(changed_rows),
