@@ -331,13 +331,13 @@ def sync(
     today: dt.date | None = None,
     sleep: Callable[[float], None] = time.sleep,
     rng: random.Random | None = None,
-    on_step: Callable[[dt.date, int], None] | None = None,
+    on_step: Callable[[str, dt.date, int], None] | None = None,
 ) -> SyncReport:
     """Sync every IST day of [date_from, date_to] for every resource; see the module doc.
 
     `restart` ignores an unfinished range's watermarks. `today` (IST) decides which days are
-    over; `sleep`/`rng` drive the backoff (tests pass fakes). `on_step(day, items)` is
-    called after each committed step. Raises RazorpayUnavailableError, RazorpayAPIError,
+    over; `sleep`/`rng` drive the backoff (tests pass fakes). `on_step(resource, day, items)`
+    is called for each resource of a day once that day is committed (progress display). Raises RazorpayUnavailableError, RazorpayAPIError,
     RazorpayAuthError or InputError (bad data from the API); the run is then recorded as
     failed with its error, and every step committed before it stays.
     """
@@ -380,7 +380,8 @@ def sync(
                     updated=previous.updated + updated,
                 )
             if on_step is not None:
-                on_step(day, sum(len(items) for items in fetched.values()))
+                for resource, items in fetched.items():
+                    on_step(resource, day, len(items))
         run.resource = run.day = None
         with transaction(conn):
             for resource in RESOURCES:
