@@ -241,13 +241,25 @@ def test_days_not_over_yet_are_fetched_but_do_not_advance_the_watermark(
     conn: sqlite3.Connection, fake: FakeRazorpay
 ) -> None:
     first, today, last = dt.date(2026, 6, 15), dt.date(2026, 6, 20), dt.date(2026, 6, 22)
-    sync(conn, fake_settings(fake), first, last, today=today, sleep=no_sleep)
+    steps: list[tuple[str, dt.date, int]] = []
+    sync(
+        conn,
+        fake_settings(fake),
+        first,
+        last,
+        today=today,
+        sleep=no_sleep,
+        on_step=lambda *step: steps.append(step),
+    )
 
     status = sync_status(conn)
     assert {w.done_through for w in status.watermarks} == {"2026-06-19"}
     start, end = day_bounds(first)[0], day_bounds(last)[1]
     expected = sum(1 for p in fake.state.payments if start <= p["created_at"] <= end)
     assert 0 < expected == len(read_dataset(conn).payments)  # open days stored all the same
+    assert len(steps) == 8 * 4  # each resource of each day, once committed
+    assert steps[0][:2] == ("payments", first) and steps[-1][:2] == ("settlement_recon", last)
+    assert sum(n for resource, _, n in steps if resource == "payments") == expected
 
 
 def test_a_sync_is_refused_while_another_live_one_runs(
