@@ -26,14 +26,11 @@ async def razorpay_webhook(request: Request) -> JSONResponse:
     """Read the raw body (bounded), hand it to the framework-free handler, answer its verdict."""
     from core.razorpay.webhooks import MAX_BODY_BYTES
 
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        return JSONResponse({"verdict": "malformed", "message": "body too large"}, 413)
     body = bytearray()
     async for chunk in request.stream():
         body.extend(chunk)
         if len(body) > MAX_BODY_BYTES:
-            break  # the handler rejects and logs it
+            break  # read no further: the handler rejects (413) and logs it
     headers = {key: value for key, value in request.headers.items()}
     result = await anyio.to_thread.run_sync(_handle, bytes(body), headers)
     return JSONResponse(result.as_json(), status_code=result.status)

@@ -313,6 +313,17 @@ def test_a_malformed_delivery_with_a_valid_signature_changes_nothing(
     assert [v for _, v in log(conn)] == ["malformed"]
 
 
+def test_an_oversized_body_is_refused_before_its_signature_is_checked(
+    conn: sqlite3.Connection,
+) -> None:
+    body = b'{"padding": "' + b"x" * 1_000_000 + b'"}'
+
+    result = deliver(conn, body, "evt_L1")
+
+    assert (result.status, result.verdict) == (413, "malformed")
+    assert conn.execute("SELECT body_bytes FROM razorpay_webhook_log").fetchone()[0] == len(body)
+
+
 def test_without_a_configured_secret_every_delivery_is_refused(conn: sqlite3.Connection) -> None:
     result = deliver(
         conn, event("payment.captured", 1, payment=captured_payment()), "evt_H1", secret=None
