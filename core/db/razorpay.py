@@ -436,6 +436,14 @@ def open_rereconcile_marks(conn: sqlite3.Connection) -> list[sqlite3.Row]:
     )
 
 
+def open_rereconcile_mark_count(conn: sqlite3.Connection) -> int:
+    return int(
+        conn.execute("SELECT COUNT(*) FROM rereconcile_marks WHERE cleared_at IS NULL").fetchone()[
+            0
+        ]
+    )
+
+
 def clear_rereconcile_marks(
     conn: sqlite3.Connection, *, through_id: int, run_id: int, now: int
 ) -> int:

@@ -240,6 +240,6 @@ def sync_status(conn: sqlite3.Connection) -> SyncStatus:
             last_rejected_at=None if last_rejected is None else int(last_rejected["received_at"]),
             last_rejected_reason=None if last_rejected is None else str(last_rejected["reason"]),
         ),
-        pending_rereconcile=len(db.open_rereconcile_marks(conn)),
+        pending_rereconcile=db.open_rereconcile_mark_count(conn),
         raw_counts=tuple(db.raw_table_counts(conn).items()),
     )
