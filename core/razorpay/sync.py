@@ -337,9 +337,10 @@ def sync(
 
     `restart` ignores an unfinished range's watermarks. `today` (IST) decides which days are
     over; `sleep`/`rng` drive the backoff (tests pass fakes). `on_step(resource, day, items)`
-    is called for each resource of a day once that day is committed (progress display). Raises RazorpayUnavailableError, RazorpayAPIError,
-    RazorpayAuthError or InputError (bad data from the API); the run is then recorded as
-    failed with its error, and every step committed before it stays.
+    is called for each resource of a day once that day is committed (progress display).
+    Raises RazorpayUnavailableError, RazorpayAPIError, RazorpayAuthError or InputError (bad
+    data from the API); the run is then recorded as failed with its error, and every step
+    committed before it stays.
     """
     if date_from > date_to:
         raise ConfigError(f"--from {date_from} is after --to {date_to}")
