@@ -11,12 +11,16 @@ writes the answer.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio.to_thread
 import streamlit as st
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+
+if TYPE_CHECKING:
+    from core.razorpay.webhooks import WebhookResult
 
 WEBHOOK_PATH = "/api/webhooks/razorpay"
 APP_SCRIPT = Path(__file__).with_name("app.py")
@@ -36,7 +40,7 @@ async def razorpay_webhook(request: Request) -> JSONResponse:
     return JSONResponse(result.as_json(), status_code=result.status)
 
 
-def _handle(body: bytes, headers: dict[str, str]):  # type: ignore[no-untyped-def]
+def _handle(body: bytes, headers: dict[str, str]) -> WebhookResult:
     from core.db import open_database
     from core.razorpay.config import webhook_secret_from_env
     from core.razorpay.webhooks import handle_webhook

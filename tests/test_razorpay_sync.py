@@ -209,6 +209,7 @@ def test_a_killed_sync_process_resumes_without_gaps_or_duplicates(
     try:
         left = conn.execute("SELECT status FROM razorpay_sync_runs").fetchall()
         assert [r[0] for r in left] == ["running"]
+        assert sync_status(conn).state == "interrupted"  # its process is gone
         partial = len(read_dataset(conn).payments)
         assert 0 < partial < 400
 
@@ -221,6 +222,37 @@ def test_a_killed_sync_process_resumes_without_gaps_or_duplicates(
         assert_same_entities(read_dataset(conn), original)
     finally:
         conn.close()
+
+
+def test_ctrl_c_stops_after_a_committed_day_and_the_next_sync_resumes(
+    conn: sqlite3.Connection, fake: FakeRazorpay
+) -> None:
+    def interrupt_on_the_third_day(resource: str, day: dt.date, items: int) -> None:
+        if day == SPEC_FROM + dt.timedelta(days=2) and resource == "settlement_recon":
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_sync(conn, fake, on_step=interrupt_on_the_third_day)
+
+    status = sync_status(conn)
+    assert status.state == "interrupted"
+    assert {w.done_through for w in status.watermarks} == {"2026-05-18"}
+    resumed = run_sync(conn, fake)
+    assert {r.first_day for r in resumed.resources} == {dt.date(2026, 5, 19)}
+    original, _ = load_dataset(SPEC_DATASET)
+    assert_same_entities(read_dataset(conn), original)
+
+
+def test_an_item_repeated_across_pages_is_stored_once(
+    conn: sqlite3.Connection, fake: FakeRazorpay
+) -> None:
+    day = dt.date(2026, 6, 2)
+    paid = make_payments(150, day=day)
+    fake.state.payments = [*paid, dict(paid[0])]  # the same payment listed twice
+
+    sync(conn, fake_settings(fake), day, day, today=AFTER_SPEC, sleep=no_sleep)
+
+    assert synthetic_count(conn) == 150
 
 
 def test_bad_data_from_the_api_fails_its_day_naming_the_item(
