@@ -109,11 +109,20 @@ def test_a_redelivered_event_changes_nothing(conn: sqlite3.Connection) -> None:
     again = deliver(conn, delivery, "evt_A2")
     replayed = deliver(conn, {**delivery, "created_at": 1_782_000_500}, "evt_A2")
 
+    under_new_id = deliver(conn, delivery, "evt_A3")  # the id header is not signed
+
     assert (again.status, again.verdict) == (200, "duplicate")
     assert (replayed.status, replayed.verdict) == (200, "duplicate")
     assert "different body" in replayed.message
+    assert (under_new_id.status, under_new_id.verdict) == (200, "duplicate")
+    assert "already received as event evt_A2" in under_new_id.message
     assert state(conn) == before
-    assert log(conn) == [("evt_A2", "accepted"), ("evt_A2", "duplicate"), ("evt_A2", "duplicate")]
+    assert log(conn) == [
+        ("evt_A2", "accepted"),
+        ("evt_A2", "duplicate"),
+        ("evt_A2", "duplicate"),
+        ("evt_A3", "duplicate"),
+    ]
 
 
 @pytest.mark.parametrize(

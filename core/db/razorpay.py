@@ -324,6 +324,14 @@ def inbox_event(conn: sqlite3.Connection, event_id: str) -> sqlite3.Row | None:
     return row
 
 
+def inbox_event_with_body(conn: sqlite3.Connection, body_sha256: str) -> sqlite3.Row | None:
+    row: sqlite3.Row | None = conn.execute(
+        "SELECT event_id, event FROM razorpay_webhook_inbox WHERE body_sha256 = ?",
+        (body_sha256,),
+    ).fetchone()
+    return row
+
+
 def insert_inbox_event(
     conn: sqlite3.Connection,
     *,

@@ -8,8 +8,9 @@ A delivery is checked in this order, and the first failure ends it with nothing 
    time. The raw bytes are what is signed: the same JSON re-serialised differently fails;
 3. `X-Razorpay-Event-Id` is present; the body is UTF-8 JSON shaped like an event, and every
    entity it carries passes the importer's validation (else 400);
-4. the event id is not already in the inbox (else 200 "duplicate": Razorpay retries
-   deliveries, and a replay must change nothing).
+4. neither the event id nor the exact body is already in the inbox (else 200 "duplicate":
+   Razorpay retries deliveries, and a replay, even under a new unsigned event id header,
+   must change nothing).
 
 Then, in one transaction: the carried payments, refunds and settlements are upserted where it
 is safe, the entities are marked for re-reconciliation, and the event enters the inbox.
@@ -153,7 +154,7 @@ def handle_webhook(
             body_sha256=digest,
             body_bytes=len(body),
         )
-        LOG.warning("webhook rejected (%s): %s [event id %s]", verdict, message, raw_event_id)
+        LOG.warning("webhook rejected (%s): %s [event id %r]", verdict, message, raw_event_id)
         return WebhookResult(status, verdict, raw_event_id, event, message)
 
     if not secret:
@@ -175,9 +176,16 @@ def handle_webhook(
     try:
         with transaction(conn):
             seen = db.inbox_event(conn, event_id)
-            if seen is not None:
-                note = "" if seen["body_sha256"] == digest else " (with a different body)"
-                message = f"event {event_id} was already received{note}; nothing changed"
+            same_body = db.inbox_event_with_body(conn, digest) if seen is None else None
+            if seen is not None or same_body is not None:
+                if seen is not None:
+                    note = "" if seen["body_sha256"] == digest else " (with a different body)"
+                    message = f"event {event_id} was already received{note}; nothing changed"
+                elif same_body is not None:
+                    message = (
+                        f"this body was already received as event {same_body['event_id']}"
+                        "; a replay under a new event id changes nothing"
+                    )
                 db.log_webhook_delivery(
                     conn,
                     received_at=received_at,

@@ -68,6 +68,8 @@ CREATE TABLE razorpay_webhook_inbox (
     detail_json       TEXT    NOT NULL           -- what was upserted, skipped and marked
 );
 CREATE INDEX razorpay_webhook_inbox_received ON razorpay_webhook_inbox (received_at);
+-- The event id header is not signed: the same signed body under a new id is a replay.
+CREATE UNIQUE INDEX razorpay_webhook_inbox_body ON razorpay_webhook_inbox (body_sha256);
 
 -- Every delivery, accepted or not. Rejected bodies are kept only as hash and size: a forger
 -- must not be able to fill the database with text of its choosing.
