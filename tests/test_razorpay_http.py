@@ -11,7 +11,12 @@ import pytest
 from core.errors import ConfigError, RefusedError
 from core.razorpay.client import RazorpayReader
 from core.razorpay.config import RazorpaySettings, RetryPolicy, settings_from_env
-from core.razorpay.errors import RazorpayAuthError, RazorpayUnavailableError, ReadOnlyViolation
+from core.razorpay.errors import (
+    RazorpayAPIError,
+    RazorpayAuthError,
+    RazorpayUnavailableError,
+    ReadOnlyViolation,
+)
 from core.razorpay.http import RetryEvent, RetryingSession, backoff_delay
 from tests.fake_razorpay import KEY_ID, KEY_SECRET, FakeRazorpay, Fault, make_payments
 
@@ -200,3 +205,23 @@ def test_settings_come_from_the_environment_and_hide_the_secret() -> None:
         settings_from_env({"RAZORPAY_KEY_ID": KEY_ID})
     with pytest.raises(ConfigError, match="RAZORPAY_READ_TIMEOUT"):
         settings_from_env(env(RAZORPAY_READ_TIMEOUT="soon"))
+
+
+def test_a_2xx_answer_that_is_not_json_is_retried(fake: FakeRazorpay) -> None:
+    fake.state.payments = make_payments(5, day=DAY)
+    fake.inject(Fault(status=200, html_body=True, path="/v1/payments"))
+    reader, _, events = reader_for(fake)
+
+    assert len(reader.fetch_day("payments", DAY)) == 5
+    assert [e.reason for e in events] == ["a 2xx answer that is not JSON (truncated?)"]
+
+
+def test_a_4xx_other_than_auth_is_not_retried_and_names_razorpays_message(
+    fake: FakeRazorpay,
+) -> None:
+    fake.inject(Fault(status=400, path="/v1/refunds"))
+    reader, sleeps, _ = reader_for(fake)
+
+    with pytest.raises(RazorpayAPIError, match="injected 400"):
+        reader.fetch_day("refunds", DAY)
+    assert sleeps == [] and len(fake.requests(path="/v1/refunds")) == 1
