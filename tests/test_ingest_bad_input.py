@@ -73,8 +73,8 @@ def test_decimals_refused_when_paise_are_forced(folder: Path) -> None:
     _edit_line(folder / "refunds.csv", 2, ",3681300,", ",36813.00,")
     problems = _problems(folder, amount_unit="paise")
     assert problems == [
-        "refunds.csv:2:amount: amount '36813.00' has decimals but this file is read as paise"
-        " (use --amount-unit rupees if it holds rupees)"
+        "refunds.csv:2:amount: amount '36813.00' has decimals or digit grouping but this file"
+        " is read as paise (use --amount-unit rupees if it holds rupees)"
     ]
 
 

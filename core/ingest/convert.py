@@ -162,7 +162,8 @@ def parse_paise(column: pa.Array, casts: IntCasts | None = None) -> Parsed:
     good = to_bool_numpy(pc.match_substring_regex(column, _PAISE_SHAPE)) & present
     bad_rows = present & ~good
     negative = bad_rows & to_bool_numpy(pc.match_substring_regex(column, _NEGATIVE))
-    decimal = bad_rows & ~negative & to_bool_numpy(pc.match_substring_regex(column, r"^\d+\.\d*$"))
+    rupee_like = pc.match_substring_regex(column, r"^₹?[\d,]*\d[\d,]*(\.\d*)?$")
+    decimal = bad_rows & ~negative & to_bool_numpy(rupee_like)
     other = bad_rows & ~negative & ~decimal
     kept = pc.if_else(pa.array(good), column, pa.scalar(None, pa.string()))
     values = _int_numpy(kept)
@@ -172,8 +173,8 @@ def parse_paise(column: pa.Array, casts: IntCasts | None = None) -> Parsed:
             _bad(
                 decimal,
                 column,
-                "amount {value!r} has decimals but this file is read as paise"
-                " (use --amount-unit rupees if it holds rupees)",
+                "amount {value!r} has decimals or digit grouping but this file is read as"
+                " paise (use --amount-unit rupees if it holds rupees)",
             ),
             _bad(other, column, "malformed amount {value!r}"),
         ]
