@@ -170,3 +170,87 @@ def test_cli_prints_the_import_report(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "Import #1: upserted: payments 400" in out
     assert main(["import", str(DATASET), "--db", str(db)]) == 0
     assert "Already imported (import #1): nothing written." in capsys.readouterr().out
+
+
+def _raw_schema(conn: sqlite3.Connection) -> list[tuple[str, str, str]]:
+    """Every schema object of the raw tables: (type, name, CREATE text)."""
+    rows = conn.execute(
+        "SELECT type, name, coalesce(sql, '') FROM sqlite_master WHERE tbl_name IN"
+        f" ({', '.join('?' for _ in RAW_TABLES)}) ORDER BY type, name",
+        RAW_TABLES,
+    ).fetchall()
+    return [tuple(r) for r in rows]
+
+
+def test_bulk_import_into_empty_tables_keeps_every_index(conn: sqlite3.Connection) -> None:
+    before = _raw_schema(conn)
+    assert any(kind == "index" and sql for kind, _, sql in before)  # secondary indexes exist
+    import_dataset(conn, DATASET)
+    assert _raw_schema(conn) == before
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    plan = " ".join(
+        str(r[3])
+        for r in conn.execute(
+            "EXPLAIN QUERY PLAN SELECT * FROM recon_rows WHERE settlement_id = ?", ("x",)
+        )
+    )
+    assert "recon_rows_settlement" in plan
+
+
+def test_replace_over_stored_rows_keeps_schema_and_stores_only_the_new_rows(
+    conn: sqlite3.Connection, tmp_path: Path
+) -> None:
+    import_dataset(conn, DATASET)
+    before = _raw_schema(conn)
+    folder = _copy(tmp_path)
+    path = folder / "settlements.csv"
+    path.write_bytes(path.read_bytes().replace(b",155915082,", b",155915083,", 1))
+    report = import_dataset(conn, folder, replace=True)
+    assert report.replaced and report.import_id == 2
+    assert _raw_schema(conn) == before
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    assert _counts(conn) == {
+        "payments": 400,
+        "refunds": 15,
+        "settlements": 33,
+        "recon_rows": 375,
+        "bank_lines": 64,
+        "imports": 2,
+    }
+    ids = {
+        t: {r[0] for r in conn.execute(f"SELECT DISTINCT import_id FROM {t}")} for t in RAW_TABLES
+    }
+    assert ids == {t: {2} for t in RAW_TABLES}
+    loaded, _ = load_dataset(folder)
+    stored = read_dataset(conn)
+    for name in ("payments", "refunds", "settlements", "recon", "bank"):
+        pd.testing.assert_frame_equal(getattr(loaded, name), getattr(stored, name), obj=name)
+
+
+def _payments_with_a_repeated_id() -> pd.DataFrame:
+    loaded, _ = load_dataset(DATASET)
+    payments = loaded.payments.head(3).copy()
+    repeat = payments.iloc[[0]].copy()
+    repeat["amount"] = repeat["amount"] + 1
+    return pd.concat([payments, repeat], ignore_index=True)
+
+
+@pytest.mark.parametrize("table_state", ["empty", "holding rows"])
+def test_a_frame_repeating_a_key_stores_one_row_with_the_last_values(
+    conn: sqlite3.Connection, table_state: str
+) -> None:
+    payments = _payments_with_a_repeated_id()
+    schema = _raw_schema(conn)
+    if table_state == "holding rows":
+        store_dataset(
+            conn, Dataset(payments=payments.iloc[[1]]), source="t", location="t", content_hash="a"
+        )
+    store_dataset(conn, Dataset(payments=payments), source="t", location="t", content_hash="b")
+    rows = conn.execute("SELECT id, amount FROM payments ORDER BY rowid").fetchall()
+    assert len(rows) == 3
+    stored = {r[0]: r[1] for r in rows}
+    first_id = str(payments.loc[0, "id"])
+    assert stored[first_id] == int(payments.loc[3, "amount"])
+    assert _raw_schema(conn) == schema
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

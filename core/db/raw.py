@@ -1,11 +1,12 @@
 """SQL for the raw tables (payments, refunds, settlements, recon_rows, bank_lines) and imports.
 
-Writes are bulk (`executemany`), parameterised upserts by primary key, so loading the same
-rows again never duplicates them. The caller owns the transaction.
+Writes are bulk (`executemany`) and parameterised, with upsert-by-primary-key semantics, so
+loading the same rows again never duplicates them. The caller owns the transaction.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 from collections.abc import Iterator
@@ -67,16 +68,51 @@ def latest_import(conn: sqlite3.Connection) -> ImportRecord | None:
 
 
 def raw_tables_empty(conn: sqlite3.Connection) -> bool:
-    for table, _, _ in RAW_TABLES.values():
-        if conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() is not None:
-            return False
-    return True
+    return all(_table_empty(conn, table) for table, _, _ in RAW_TABLES.values())
+
+
+def _table_empty(conn: sqlite3.Connection, table: str) -> bool:
+    return conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() is None
+
+
+@dataclass(frozen=True)
+class SchemaObject:
+    """One entry of sqlite_master that belongs to a table: its type ('table', 'index' or
+    'trigger'), name, and the CREATE statement exactly as the schema keeps it."""
+
+    type: str
+    name: str
+    sql: str
+
+
+_CREATE_ORDER = {"table": 0, "index": 1, "trigger": 2}
+
+
+def _schema_objects(conn: sqlite3.Connection, table: str) -> list[SchemaObject]:
+    """The table and its explicitly created indexes and triggers, in creation order.
+    (Indexes behind PRIMARY KEY / UNIQUE have no SQL: CREATE TABLE makes them.)"""
+    rows = conn.execute(
+        "SELECT type, name, sql FROM sqlite_master"
+        " WHERE tbl_name = ? AND sql IS NOT NULL ORDER BY rowid",
+        (table,),
+    ).fetchall()
+    objects = [SchemaObject(str(r[0]), str(r[1]), str(r[2])) for r in rows]
+    return sorted(objects, key=lambda o: _CREATE_ORDER.get(o.type, 3))
 
 
 def clear_raw_tables(conn: sqlite3.Connection) -> None:
-    """Empty the five raw tables. Exceptions, runs and the audit trail are untouched."""
+    """Empty the five raw tables. Exceptions, runs and the audit trail are untouched.
+
+    Each table is dropped and created again from its own schema text (indexes and triggers
+    included), inside the caller's transaction. With foreign keys on, `DELETE FROM` would
+    remove a raw table (a child of `imports`) row by row through every index; dropping frees
+    its pages at once, and the schema afterwards is the same as before.
+    """
     for table, _, _ in RAW_TABLES.values():
-        conn.execute(f"DELETE FROM {table}")
+        objects = _schema_objects(conn, table)
+        conn.execute(f"DROP TABLE {table}")
+        for obj in objects:
+            conn.execute(obj.sql)
 
 
 def insert_import(
@@ -101,11 +137,9 @@ def update_import_report(conn: sqlite3.Connection, import_id: int, report_json: 
 
 
 def _python_column(series: pd.Series) -> list[Any]:
-    """A column as Python values for sqlite3: NA -> None, numpy scalars -> int/bool/str."""
+    """A column as Python values for sqlite3: NA -> None, numpy scalars -> int/str."""
     dtype = str(series.dtype)
-    if dtype == "int64":
-        return series.to_numpy(dtype=np.int64).tolist()  # type: ignore[no-any-return]
-    if dtype == "bool":
+    if dtype in ("int64", "bool"):
         return series.to_numpy(dtype=np.int64).tolist()  # type: ignore[no-any-return]
     if dtype == "Int64":
         values = series.to_numpy(dtype=np.int64, na_value=0).tolist()
@@ -114,13 +148,17 @@ def _python_column(series: pd.Series) -> list[Any]:
             for i in np.flatnonzero(missing).tolist():
                 values[i] = None
         return values  # type: ignore[no-any-return]
-    return series.astype(object).where(series.notna(), None).tolist()  # type: ignore[no-any-return]
+    return series.to_numpy(dtype=object, na_value=None).tolist()  # type: ignore[call-overload,no-any-return]
 
 
 def _rows(frame: pd.DataFrame, columns: list[str], import_id: int) -> Iterator[tuple[Any, ...]]:
-    data = [_python_column(frame[c]) for c in columns]
-    ids = [import_id] * len(frame)
-    return zip(*data, ids, strict=True)
+    """Parameter tuples, converted BATCH_ROWS rows at a time so that only one batch of Python
+    objects is alive while sqlite3 consumes them."""
+    series = [frame[c] for c in columns]
+    for start in range(0, len(frame), BATCH_ROWS):
+        stop = min(start + BATCH_ROWS, len(frame))
+        values = [_python_column(s.iloc[start:stop]) for s in series]
+        yield from zip(*values, itertools.repeat(import_id, stop - start), strict=True)
 
 
 @contextmanager
@@ -134,25 +172,53 @@ def bulk_writes(conn: sqlite3.Connection) -> Iterator[None]:
         conn.execute(f"PRAGMA cache_size = {int(previous)}")
 
 
-def upsert_frame(
+def _statements(attribute: str) -> tuple[str, str]:
+    """(plain INSERT, upsert by primary key) for a raw table; every column plus import_id."""
+    table, key, spec = RAW_TABLES[attribute]
+    columns = [*spec, "import_id"]
+    names = ", ".join(columns)
+    marks = ", ".join("?" for _ in columns)
+    updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != key)
+    insert = f"INSERT INTO {table} ({names}) VALUES ({marks})"
+    return insert, f"{insert} ON CONFLICT ({key}) DO UPDATE SET {updates}"
+
+
+# What sqlite3 reports when a row repeats a key (Python 3.11+: IntegrityError.sqlite_errorname).
+_KEY_CONFLICTS = frozenset({"SQLITE_CONSTRAINT_PRIMARYKEY", "SQLITE_CONSTRAINT_UNIQUE"})
+
+
+def write_frame(
     conn: sqlite3.Connection, attribute: str, frame: pd.DataFrame, import_id: int
 ) -> int:
-    """Insert or update every row of a Dataset frame into its raw table; returns the row count."""
-    table, key, spec = RAW_TABLES[attribute]
+    """Store every row of a Dataset frame in its raw table; returns the row count.
+
+    Rows are upserted by primary key, so loading a row again updates it in place and never
+    duplicates it. Into an empty table (a first import, or after `clear_raw_tables`) the
+    same result is reached faster: plain INSERTs with the table's secondary indexes dropped
+    and built again afterwards (one sort each instead of an index insert per row). Should the
+    frame itself repeat a key (the importers never build such a frame), the empty table is
+    filled again by upserts, so the last row for a key wins on either path.
+    """
+    if frame.empty:
+        return 0
+    table, _, spec = RAW_TABLES[attribute]
     columns = list(spec)
-    names = ", ".join([*columns, "import_id"])
-    marks = ", ".join("?" for _ in range(len(columns) + 1))
-    updates = ", ".join(f"{c} = excluded.{c}" for c in [*columns, "import_id"] if c != key)
-    sql = (
-        f"INSERT INTO {table} ({names}) VALUES ({marks})"
-        f" ON CONFLICT ({key}) DO UPDATE SET {updates}"
-    )
-    rows = _rows(frame, columns, import_id)
-    while True:
-        batch = [row for _, row in zip(range(BATCH_ROWS), rows, strict=False)]
-        if not batch:
-            break
-        conn.executemany(sql, batch)
+    insert, upsert = _statements(attribute)
+    if not _table_empty(conn, table):
+        conn.executemany(upsert, _rows(frame, columns, import_id))
+        return len(frame)
+    indexes = [o for o in _schema_objects(conn, table) if o.type == "index"]
+    for index in indexes:
+        conn.execute(f"DROP INDEX {index.name}")
+    try:
+        conn.executemany(insert, _rows(frame, columns, import_id))
+    except sqlite3.IntegrityError as error:
+        if getattr(error, "sqlite_errorname", "") not in _KEY_CONFLICTS:
+            raise
+        conn.execute(f"DELETE FROM {table}")  # only this frame's rows: the table was empty
+        conn.executemany(upsert, _rows(frame, columns, import_id))
+    for index in indexes:
+        conn.execute(index.sql)
     return len(frame)
 
 

@@ -187,7 +187,7 @@ def store_dataset(
         with raw.bulk_writes(conn):
             for attribute, (table, _, _) in raw.RAW_TABLES.items():
                 frame = getattr(dataset, attribute)
-                written[table] = raw.upsert_frame(conn, attribute, frame, import_id)
+                written[table] = raw.write_frame(conn, attribute, frame, import_id)
         report = dataclasses.replace(
             report, import_id=import_id, replaced=replace, written=MappingProxyType(written)
         )
