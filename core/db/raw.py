@@ -187,17 +187,22 @@ def _statements(attribute: str) -> tuple[str, str]:
 _KEY_CONFLICTS = frozenset({"SQLITE_CONSTRAINT_PRIMARYKEY", "SQLITE_CONSTRAINT_UNIQUE"})
 
 
+def _unique_index_names(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {str(r[1]) for r in conn.execute(f"PRAGMA index_list({table})") if r[2]}
+
+
 def write_frame(
     conn: sqlite3.Connection, attribute: str, frame: pd.DataFrame, import_id: int
 ) -> int:
     """Store every row of a Dataset frame in its raw table; returns the row count.
 
-    Rows are upserted by primary key, so loading a row again updates it in place and never
+    Rows are upserted by key, so loading a row again updates it in place and never
     duplicates it. Into an empty table (a first import, or after `clear_raw_tables`) the
-    same result is reached faster: plain INSERTs with the table's secondary indexes dropped
-    and built again afterwards (one sort each instead of an index insert per row). Should the
-    frame itself repeat a key (the importers never build such a frame), the empty table is
-    filled again by upserts, so the last row for a key wins on either path.
+    same result is reached faster: the table's indexes (its unique key included, migration
+    0010) are dropped, the rows are plain INSERTs, and each index is built again by one sort
+    instead of a B-tree insert per row. Should the frame itself repeat a key (the importers
+    never build such a frame), building the unique index fails and the table is filled
+    again by upserts, so the last row for a key wins on either path.
     """
     if frame.empty:
         return 0
@@ -208,17 +213,25 @@ def write_frame(
         conn.executemany(upsert, _rows(frame, columns, import_id))
         return len(frame)
     indexes = [o for o in _schema_objects(conn, table) if o.type == "index"]
+    unique_names = _unique_index_names(conn, table)
+    keys = [i for i in indexes if i.name in unique_names]
     for index in indexes:
         conn.execute(f"DROP INDEX {index.name}")
     try:
         conn.executemany(insert, _rows(frame, columns, import_id))
+        for index in keys:
+            conn.execute(index.sql)
     except sqlite3.IntegrityError as error:
         if getattr(error, "sqlite_errorname", "") not in _KEY_CONFLICTS:
             raise
         conn.execute(f"DELETE FROM {table}")  # only this frame's rows: the table was empty
+        for index in keys:
+            if index.name not in _unique_index_names(conn, table):  # not built before the error
+                conn.execute(index.sql)
         conn.executemany(upsert, _rows(frame, columns, import_id))
     for index in indexes:
-        conn.execute(index.sql)
+        if index not in keys:
+            conn.execute(index.sql)
     return len(frame)
 
 

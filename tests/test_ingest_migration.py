@@ -1,0 +1,76 @@
+"""Migration 0010: raw-table keys as unique indexes, rows and their order kept."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from core.db import connect, migrate
+from core.db.migrate import _split_statements, available_migrations
+from core.db.raw import read_dataset
+from core.ingest import import_dataset, load_dataset
+
+from .conftest import SPEC_EXAMPLE
+
+DATASET = SPEC_EXAMPLE / "dataset"
+KEYS = {
+    "payments": "id",
+    "refunds": "id",
+    "settlements": "id",
+    "recon_rows": "row_key",
+    "bank_lines": "id",
+}
+
+
+def _database_before_0010(path: Path) -> sqlite3.Connection:
+    """Every migration except 0010 applied by hand, as a database made before it existed."""
+    conn = connect(path)
+    conn.execute(
+        "CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)"
+    )
+    for name, sql in available_migrations():
+        if name.startswith("0010"):
+            continue
+        for statement in _split_statements(sql):
+            conn.execute(statement)
+        conn.execute("INSERT INTO schema_migrations VALUES (?, 0)", (name,))
+    return conn
+
+
+def _rows(conn: sqlite3.Connection, table: str) -> list[tuple[object, ...]]:
+    return [tuple(r) for r in conn.execute(f"SELECT rowid, * FROM {table} ORDER BY rowid")]
+
+
+def test_0010_keeps_every_row_and_rowid_and_keys_stay_unique(tmp_path: Path) -> None:
+    conn = _database_before_0010(tmp_path / "old.sqlite")
+    assert conn.execute("PRAGMA index_list(payments)").fetchall()  # the old PRIMARY KEY index
+    import_dataset(conn, DATASET)
+    before = {table: _rows(conn, table) for table in KEYS}
+    assert all(before.values())
+
+    assert migrate(conn) == ["0010_raw_unique_keys"]
+
+    assert {table: _rows(conn, table) for table in KEYS} == before
+    for table, key in KEYS.items():
+        unique = [r[1] for r in conn.execute(f"PRAGMA index_list({table})") if r[2] and r[3] == "c"]
+        assert unique == [f"{table}_{'key' if table == 'recon_rows' else 'id'}"]
+        first = conn.execute(f"SELECT {key} FROM {table} LIMIT 1").fetchone()[0]
+        with pytest.raises(sqlite3.IntegrityError):
+            conn.execute(f"INSERT INTO {table} SELECT * FROM {table} WHERE {key} = ?", (first,))
+    assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    loaded, _ = load_dataset(DATASET)
+    stored = read_dataset(conn)
+    for name in ("payments", "refunds", "settlements", "recon", "bank"):
+        pd.testing.assert_frame_equal(getattr(loaded, name), getattr(stored, name), obj=name)
+    conn.close()
+
+
+def test_null_keys_are_refused_after_0010(conn: sqlite3.Connection) -> None:
+    with pytest.raises(sqlite3.IntegrityError, match="NOT NULL"):
+        conn.execute(
+            "INSERT INTO settlements (id, amount, status, created_at) VALUES (NULL, 1, 'x', 0)"
+        )
