@@ -230,7 +230,7 @@ def test_replace_over_stored_rows_keeps_schema_and_stores_only_the_new_rows(
 
 def _payments_with_a_repeated_id() -> pd.DataFrame:
     loaded, _ = load_dataset(DATASET)
-    payments = loaded.payments.head(3).copy()
+    payments = loaded.payments.head(130).copy()  # with the repeat: two 64-row statements and 3
     repeat = payments.iloc[[0]].copy()
     repeat["amount"] = repeat["amount"] + 1
     return pd.concat([payments, repeat], ignore_index=True)
@@ -248,9 +248,34 @@ def test_a_frame_repeating_a_key_stores_one_row_with_the_last_values(
         )
     store_dataset(conn, Dataset(payments=payments), source="t", location="t", content_hash="b")
     rows = conn.execute("SELECT id, amount FROM payments ORDER BY rowid").fetchall()
-    assert len(rows) == 3
+    assert len(rows) == 130
     stored = {r[0]: r[1] for r in rows}
     first_id = str(payments.loc[0, "id"])
-    assert stored[first_id] == int(payments.loc[3, "amount"])
+    assert stored[first_id] == int(payments.loc[130, "amount"])
     assert _raw_schema(conn) == schema
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+@pytest.mark.parametrize("table_state", ["empty", "holding rows"])
+def test_values_that_look_like_null_sentinels_are_stored_exactly(
+    conn: sqlite3.Connection, table_state: str
+) -> None:
+    loaded, _ = load_dataset(DATASET)
+    payments = loaded.payments.head(137).copy()  # two full 64-row statements and a remainder
+    payments["description"] = pd.array(["0", "", pd.NA] * 45 + ["x", "y"], dtype="string")
+    payments["fee"] = pd.array([0, pd.NA, 5] * 45 + [pd.NA, 7], dtype="Int64")
+    payments["order_id"] = pd.array([pd.NA, "0"] * 68 + ["order_1"], dtype="string")
+    if table_state == "holding rows":
+        store_dataset(
+            conn, Dataset(payments=payments.tail(1)), source="t", location="t", content_hash="a"
+        )
+    store_dataset(conn, Dataset(payments=payments), source="t", location="t", content_hash="b")
+    stored = read_dataset(conn).payments
+    if table_state == "holding rows":  # the stored row keeps its place; the rest follow it
+        stored = pd.concat([stored.iloc[1:], stored.iloc[:1]], ignore_index=True)
+    pd.testing.assert_frame_equal(stored, payments.reset_index(drop=True))
+    kinds = conn.execute(
+        "SELECT DISTINCT typeof(description), typeof(fee) FROM payments"
+        " WHERE description = '0' OR description = ''"
+    ).fetchall()
+    assert sorted(tuple(k) for k in kinds) == [("text", "integer"), ("text", "null")]

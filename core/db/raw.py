@@ -6,7 +6,6 @@ loading the same rows again never duplicates them. The caller owns the transacti
 
 from __future__ import annotations
 
-import itertools
 import json
 import sqlite3
 from collections.abc import Iterator
@@ -37,6 +36,9 @@ RAW_TABLES: dict[str, tuple[str, str, dict[str, str]]] = {
     "bank": ("bank_lines", "id", BANK_COLUMNS),
 }
 BATCH_ROWS = 50_000
+# Rows per INSERT statement: one statement step from Python per 64 rows instead of per row
+# (measured with callgrind on 100k rows: 11-13% fewer instructions than one row each).
+ROWS_PER_STATEMENT = 64
 # Page cache for bulk writes (KiB, negative = size): random text keys thrash the default 2 MB.
 BULK_CACHE_KIB = 262_144
 
@@ -136,29 +138,61 @@ def update_import_report(conn: sqlite3.Connection, import_id: int, report_json: 
     conn.execute("UPDATE imports SET report_json = ? WHERE id = ?", (report_json, import_id))
 
 
-def _python_column(series: pd.Series) -> list[Any]:
-    """A column as Python values for sqlite3: NA -> None, numpy scalars -> int/str."""
+# sqlite3 binds None through its adapter lookup, several times slower than an int or a str,
+# and raw tables are full of NULLs (recon rows: about four per row). So a missing value is
+# bound as a sentinel of the other type, which the statement's nullif() turns into NULL:
+# 0 in a text column, '' in an integer column. SQLite never finds an integer equal to a text,
+# so no real value can be mistaken for the sentinel.
+TEXT_NULL = 0
+INTEGER_NULL = ""
+
+
+def _values(series: pd.Series) -> np.ndarray[Any, np.dtype[np.object_]]:
+    """A column as an object array of Python int / str values, missing values as sentinels."""
     dtype = str(series.dtype)
     if dtype in ("int64", "bool"):
-        return series.to_numpy(dtype=np.int64).tolist()  # type: ignore[no-any-return]
+        return series.to_numpy(dtype=np.int64).astype(object)
+    missing = series.isna().to_numpy()
     if dtype == "Int64":
-        values = series.to_numpy(dtype=np.int64, na_value=0).tolist()
-        missing = series.isna().to_numpy()
-        if missing.any():
-            for i in np.flatnonzero(missing).tolist():
-                values[i] = None
-        return values  # type: ignore[no-any-return]
-    return series.to_numpy(dtype=object, na_value=None).tolist()  # type: ignore[call-overload,no-any-return]
+        values = series.to_numpy(dtype=np.int64, na_value=0).astype(object)
+        sentinel: int | str = INTEGER_NULL
+    else:
+        values = series.to_numpy(dtype=object, na_value=None)  # type: ignore[call-overload]
+        sentinel = TEXT_NULL
+    if missing.any():
+        values[missing] = sentinel
+    return values  # type: ignore[no-any-return]
 
 
-def _rows(frame: pd.DataFrame, columns: list[str], import_id: int) -> Iterator[tuple[Any, ...]]:
-    """Parameter tuples, converted BATCH_ROWS rows at a time so that only one batch of Python
+def _bound_value(dtype: str) -> str:
+    """The VALUES expression of one column: its parameter, sentinel turned back into NULL."""
+    if dtype == "Int64":
+        return f"nullif(?, '{INTEGER_NULL}')"
+    if dtype in ("int64", "bool"):
+        return "?"
+    return f"nullif(?, {TEXT_NULL})"
+
+
+def _parameters(
+    frame: pd.DataFrame,
+    columns: list[str],
+    import_id: int,
+    rows: range,
+    rows_per_statement: int,
+) -> Iterator[list[Any]]:
+    """Flat parameter lists of `rows_per_statement` rows each (every column, then import_id),
+    for the frame rows in `rows`. Converted a batch at a time, so only one batch of Python
     objects is alive while sqlite3 consumes them."""
     series = [frame[c] for c in columns]
-    for start in range(0, len(frame), BATCH_ROWS):
-        stop = min(start + BATCH_ROWS, len(frame))
-        values = [_python_column(s.iloc[start:stop]) for s in series]
-        yield from zip(*values, itertools.repeat(import_id, stop - start), strict=True)
+    width = len(columns) + 1
+    step = BATCH_ROWS - BATCH_ROWS % rows_per_statement
+    for start in range(rows.start, rows.stop, step):
+        stop = min(start + step, rows.stop)
+        block = np.empty((stop - start, width), dtype=object)
+        for j, column in enumerate(series):
+            block[:, j] = _values(column.iloc[start:stop])
+        block[:, -1] = import_id
+        yield from block.reshape(-1, rows_per_statement * width).tolist()
 
 
 @contextmanager
@@ -172,15 +206,36 @@ def bulk_writes(conn: sqlite3.Connection) -> Iterator[None]:
         conn.execute(f"PRAGMA cache_size = {int(previous)}")
 
 
-def _statements(attribute: str) -> tuple[str, str]:
-    """(plain INSERT, upsert by primary key) for a raw table; every column plus import_id."""
+def _statement(attribute: str, rows: int, *, upsert: bool) -> str:
+    """INSERT of `rows` rows (every column plus import_id) into a raw table; with `upsert`,
+    a row whose key is stored already updates that row instead."""
     table, key, spec = RAW_TABLES[attribute]
     columns = [*spec, "import_id"]
-    names = ", ".join(columns)
-    marks = ", ".join("?" for _ in columns)
-    updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != key)
-    insert = f"INSERT INTO {table} ({names}) VALUES ({marks})"
-    return insert, f"{insert} ON CONFLICT ({key}) DO UPDATE SET {updates}"
+    row = "(" + ", ".join([*(_bound_value(d) for d in spec.values()), "?"]) + ")"
+    sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join([row] * rows)}"
+    if upsert:
+        updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != key)
+        sql += f" ON CONFLICT ({key}) DO UPDATE SET {updates}"
+    return sql
+
+
+def _insert_rows(
+    conn: sqlite3.Connection, attribute: str, frame: pd.DataFrame, import_id: int, *, upsert: bool
+) -> None:
+    """Every row of the frame, ROWS_PER_STATEMENT rows per statement (fewer statements to step
+    through from Python), the remainder one row at a time; rows keep the frame's order."""
+    columns = list(RAW_TABLES[attribute][2])
+    whole = len(frame) - len(frame) % ROWS_PER_STATEMENT
+    if whole:
+        conn.executemany(
+            _statement(attribute, ROWS_PER_STATEMENT, upsert=upsert),
+            _parameters(frame, columns, import_id, range(0, whole), ROWS_PER_STATEMENT),
+        )
+    if whole < len(frame):
+        conn.executemany(
+            _statement(attribute, 1, upsert=upsert),
+            _parameters(frame, columns, import_id, range(whole, len(frame)), 1),
+        )
 
 
 # What sqlite3 reports when a row repeats a key (Python 3.11+: IntegrityError.sqlite_errorname).
@@ -206,11 +261,9 @@ def write_frame(
     """
     if frame.empty:
         return 0
-    table, _, spec = RAW_TABLES[attribute]
-    columns = list(spec)
-    insert, upsert = _statements(attribute)
+    table = RAW_TABLES[attribute][0]
     if not _table_empty(conn, table):
-        conn.executemany(upsert, _rows(frame, columns, import_id))
+        _insert_rows(conn, attribute, frame, import_id, upsert=True)
         return len(frame)
     indexes = [o for o in _schema_objects(conn, table) if o.type == "index"]
     unique_names = _unique_index_names(conn, table)
@@ -218,7 +271,7 @@ def write_frame(
     for index in indexes:
         conn.execute(f"DROP INDEX {index.name}")
     try:
-        conn.executemany(insert, _rows(frame, columns, import_id))
+        _insert_rows(conn, attribute, frame, import_id, upsert=False)
         for index in keys:
             conn.execute(index.sql)
     except sqlite3.IntegrityError as error:
@@ -228,7 +281,7 @@ def write_frame(
         for index in keys:
             if index.name not in _unique_index_names(conn, table):  # not built before the error
                 conn.execute(index.sql)
-        conn.executemany(upsert, _rows(frame, columns, import_id))
+        _insert_rows(conn, attribute, frame, import_id, upsert=True)
     for index in indexes:
         if index not in keys:
             conn.execute(index.sql)
