@@ -279,3 +279,75 @@ def test_values_that_look_like_null_sentinels_are_stored_exactly(
         " WHERE description = '0' OR description = ''"
     ).fetchall()
     assert sorted(tuple(k) for k in kinds) == [("text", "integer"), ("text", "null")]
+
+
+def _header_only_bank(tmp_path: Path) -> Path:
+    folder = _copy(tmp_path)
+    header = (folder / "bank_statement.csv").read_text(encoding="utf-8").split("\n")[:6]
+    (folder / "bank_statement.csv").write_text("\n".join(header) + "\n", encoding="utf-8")
+    return folder
+
+
+def _sync_like_import(conn: sqlite3.Connection, content_hash: str) -> None:
+    """What a Razorpay sync or webhook stores: API items, never a bank statement."""
+    items = json.loads((DATASET / "payments.json").read_text(encoding="utf-8"))["items"][:3]
+    payments = frames_from_items("payments", items, "razorpay:payments")
+    store_dataset(
+        conn,
+        Dataset(payments=payments),
+        source="razorpay_api",
+        location="x",
+        content_hash=content_hash,
+    )
+
+
+def test_a_later_api_import_keeps_the_bank_checks_of_an_earlier_statement(
+    conn: sqlite3.Connection, tmp_path: Path
+) -> None:
+    folder = _header_only_bank(tmp_path)
+    import_dataset(conn, folder)
+    assert _counts(conn)["bank_lines"] == 0 and read_dataset(conn).has_bank_statement
+    _sync_like_import(conn, "sync-1")
+    _sync_like_import(conn, "sync-2")
+    assert _counts(conn)["imports"] == 3
+    assert read_dataset(conn).has_bank_statement
+
+
+def test_a_replace_without_a_statement_ends_the_bank_checks_of_earlier_imports(
+    conn: sqlite3.Connection, tmp_path: Path
+) -> None:
+    import_dataset(conn, _header_only_bank(tmp_path))
+    no_bank = tmp_path / "no_bank"
+    shutil.copytree(DATASET, no_bank)
+    (no_bank / "bank_statement.csv").unlink()
+    import_dataset(conn, no_bank, replace=True)
+    _sync_like_import(conn, "sync-1")
+    assert not read_dataset(conn).has_bank_statement
+    # A merge (no replace) of a folder with a statement brings them back.
+    import_dataset(conn, _header_only_bank(tmp_path / "again"))
+    assert read_dataset(conn).has_bank_statement
+
+
+def test_read_dataset_returns_awkward_text_and_large_integers_exactly(
+    conn: sqlite3.Connection,
+) -> None:
+    loaded, _ = load_dataset(DATASET)
+    payments = loaded.payments.head(8).copy()
+    awkward = [
+        'quote " and \\ backslash',
+        "line\nbreak\ttab\r",
+        "null",
+        "{}",
+        "☕ café 𝄞 ₹",
+        "",
+        "0",
+    ]
+    payments["description"] = pd.array([*awkward, pd.NA], dtype="string")
+    payments["notes"] = pd.array(['{"a": "b\\"c"}', "[]", *[pd.NA] * 6], dtype="string")
+    payments["amount"] = [2**63 - 1, 0, 1, 2**53 + 1, 10**15, 7, 8, 9]
+    payments["fee"] = pd.array([-(2**63) + 1, 2**53 + 1, pd.NA, 0, 1, 2, 3, 4], dtype="Int64")
+    store_dataset(conn, Dataset(payments=payments), source="t", location="t", content_hash="h")
+    stored = read_dataset(conn)
+    pd.testing.assert_frame_equal(stored.payments, payments.reset_index(drop=True))
+    for name in ("refunds", "settlements", "recon", "bank"):
+        pd.testing.assert_frame_equal(getattr(stored, name), getattr(Dataset(), name), obj=name)
