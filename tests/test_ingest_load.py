@@ -322,10 +322,21 @@ def test_frames_from_items_validates_and_names_the_item() -> None:
                for line in lines)  # fmt: skip
 
 
-def test_frames_from_items_with_no_items_is_an_empty_frame() -> None:
-    frame = frames_from_items("settlement_recon", [], "api")
+@pytest.mark.parametrize(
+    ("kind", "attribute"),
+    [
+        ("payments", "payments"),
+        ("refunds", "refunds"),
+        ("settlements", "settlements"),
+        ("settlement_recon", "recon"),
+    ],
+)
+def test_frames_from_items_with_no_items_is_an_empty_frame(kind: str, attribute: str) -> None:
+    frame = frames_from_items(kind, [], "api")
     assert len(frame) == 0
-    assert frame.dtypes.equals(empty_frame(RECON_COLUMNS).dtypes)
+    pd.testing.assert_frame_equal(frame, getattr(Dataset(), attribute))
+    if kind == "settlement_recon":
+        assert frame.dtypes.equals(empty_frame(RECON_COLUMNS).dtypes)
 
 
 def test_optional_files_may_be_absent(tmp_path: Path) -> None:
