@@ -9,9 +9,12 @@ carries its UTR. A fixed share of payments get an exception with its exposure.
 from __future__ import annotations
 
 import json
+import os
 import random
+import signal
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from core.db.views import analyse, insert_rows
@@ -219,3 +222,32 @@ def build(
     insert_rows(conn, "exceptions", exc_cols, excs)
     analyse(conn)
     return Built(1, payments, len(settlements), exceptions, as_of)
+
+
+def bootstrap_builder(conn: sqlite3.Connection, work: object, progress: Callable) -> None:
+    """A `core.bootstrap.Builder` that writes the builder's rows (fast cold starts in tests).
+
+    BUILDER_DELAY (seconds) stretches the build so that concurrent starts overlap.
+    """
+    progress(0.1, "Writing synthetic rows")
+    time.sleep(float(os.environ.get("BUILDER_DELAY", "0")))
+    build(conn, payments=int(os.environ.get("BUILDER_PAYMENTS", "300")))
+    progress(0.9, "Rows written")
+
+
+def dying_builder(conn: sqlite3.Connection, work: object, progress: Callable) -> None:
+    """A builder killed midway: a 'running' run and an import, then SIGKILL."""
+    insert_rows(
+        conn,
+        "imports",
+        ["source", "location", "content_hash", "imported_at", "report_json"],
+        [("benchmark", "seed=42", "partial", 0, "{}")],
+    )
+    insert_rows(
+        conn,
+        "runs",
+        ["started_at", "status", "as_of", "source", "params_json", "input_hashes_json"],
+        [(0, "running", 0, "benchmark", "{}", "{}")],
+    )
+    progress(0.5, "About to die")
+    os.kill(os.getpid(), signal.SIGKILL)
