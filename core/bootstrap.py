@@ -252,7 +252,7 @@ def _build_locked(
                 timings["build"] = time.monotonic() - t0
                 if db.latest_completed_run(build_conn) is None:
                     raise ConfigError("the benchmark build finished without a completed run")
-                build_conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                db.checkpoint(build_conn)
                 step(0.95, "Publishing the result")
                 t0 = time.monotonic()
                 build_conn.backup(conn)  # one write transaction on the real database

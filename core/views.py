@@ -10,6 +10,7 @@ indexed SQL, so a page stays fast with a million payments.
 from __future__ import annotations
 
 import csv
+import importlib
 import io
 import json
 import sqlite3
@@ -591,10 +592,12 @@ def settlement_view(
 
 @dataclass(frozen=True)
 class EvidenceSection:
-    """A titled group of records (each a dict of column -> value) behind an exception."""
+    """A titled group of records (each a dict of column -> value) behind an exception;
+    note: what the group means when it is not self-evident (e.g. 'not found')."""
 
     title: str
     records: tuple[dict[str, Any], ...]
+    note: str = ""
 
 
 def basic_evidence(conn: sqlite3.Connection, exception_id: int) -> tuple[EvidenceSection, ...]:
@@ -633,3 +636,50 @@ def basic_evidence(conn: sqlite3.Connection, exception_id: int) -> tuple[Evidenc
         bank = db.bank_lines_for_settlement(conn, utr, settlement_id, run_id)
         sections.append(EvidenceSection("Bank lines", tuple(bank)))
     return tuple(sections)
+
+
+def evidence(conn: sqlite3.Connection, exception_id: int) -> tuple[EvidenceSection, ...]:
+    """The investigator's evidence (its allow-listed tools) when installed, else the rows."""
+    try:
+        investigate = importlib.import_module("core.investigate")
+    except ModuleNotFoundError:
+        return basic_evidence(conn, exception_id)
+    gathered = investigate.gather_evidence(conn, exception_id)
+    sections = [EvidenceSection("Exception", (dict(gathered.exception),))]
+    for item in gathered.items:
+        args = ", ".join(f"{k}={v}" for k, v in dict(item.args).items())
+        title = f"{item.tool}({args})"
+        sections.append(EvidenceSection(title, tuple(dict(r) for r in item.records), item.note))
+    return tuple(sections)
+
+
+# --- held-out evaluation (benchmark only) ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """Headline held-out figures for the Overview: name -> formatted value, and a caption."""
+
+    metrics: dict[str, str]
+    caption: str
+
+
+@dataclass(frozen=True)
+class EvaluationReport:
+    """The Evaluation page: headline figures, per-code table, long-format confusion matrix
+    (columns 'Ground truth', 'Engine', 'Count'), and notes."""
+
+    headline: dict[str, str]
+    caption: str
+    by_code: Any
+    confusion: Any
+    notes: tuple[str, ...] = ()
+
+
+def evaluation_report(conn: sqlite3.Connection, run_id: int) -> EvaluationReport | None:
+    """None when there are no held-out labels (data other than the benchmark)."""
+    return None
+
+
+def heldout_accuracy(conn: sqlite3.Connection, run_id: int) -> Accuracy | None:
+    return None

@@ -497,6 +497,11 @@ def insert_rows(
         conn.executemany(sql, rows)
 
 
+def checkpoint(conn: sqlite3.Connection) -> None:
+    """Fold the WAL into the main file (before copying the database elsewhere)."""
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
 def analyse(conn: sqlite3.Connection) -> None:
     """Refresh the planner's statistics after a bulk load."""
     conn.execute("ANALYZE")
