@@ -152,14 +152,15 @@ def _describe_scratch(path: Path) -> str:
     """What a dead start left behind, from its run record (for the result and the log)."""
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        conn.row_factory = sqlite3.Row
         try:
-            runs = conn.execute("SELECT id, status FROM runs ORDER BY id").fetchall()
-            imports = conn.execute("SELECT count(*) FROM imports").fetchone()[0]
+            runs = db.recent_runs(conn, limit=100)
+            imports = db.count_rows(conn, "imports")
         finally:
             conn.close()
     except sqlite3.Error:
         return f"unreadable half-built file {path.name}"
-    states = ", ".join(f"run {r[0]} {r[1]}" for r in runs) or "no run"
+    states = ", ".join(f"run {r['id']} {r['status']}" for r in reversed(runs)) or "no run"
     return f"half-finished start in {path.name}: {imports} import(s), {states}"
 
 
