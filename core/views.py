@@ -563,7 +563,7 @@ def settlement_view(
             sum(int(r["tax"]) for r in by_type.values()),
         ),
         Check(
-            "Payments: gross − fees = credited",
+            "Payment rows: Σ credit = Σ amount − Σ fee",
             payments["credit"],
             payments["amount"] - payments["fee"],
         ),

@@ -37,7 +37,7 @@ event = st.dataframe(
 st.pagination(page.pages, key=page_key, max_visible_pages=7)
 selected = [page.items[i] for i in event.selection.rows if i < len(page.items)]
 
-open_col, assign_col, escalate_col, export_col = st.columns([3, 3, 4, 2])
+open_col, assign_col, escalate_col, export_col = st.columns([3, 3, 3, 2])
 with open_col:
     labels = {i.id: f"#{i.id} · {i.reason_code} · {i.entity_id}" for i in page.items}
     default = selected[0].id if len(selected) == 1 else page.items[0].id
@@ -104,7 +104,7 @@ with escalate_col:
             st.rerun()
 with export_col:
     st.download_button(
-        f"Export {page.total:,} as CSV",
+        f"CSV ({page.total:,})",
         data=lambda: shell.read(views.queue_csv, flt, sort=sort),
         file_name="exceptions.csv",
         mime="text/csv",

@@ -9,7 +9,7 @@ from ui.format import class_label, inr, ist
 
 st.title("Investigation")
 st.session_state[keys.INVESTIGATE_ID] = shell.selected_exception()
-chosen = st.number_input(
+chosen = st.columns([1, 3])[0].number_input(
     "Exception id",
     min_value=1,
     step=1,
@@ -27,12 +27,15 @@ if item is None:
     st.stop()
 
 st.subheader(f"#{item['id']} · {item['reason_code']}")
-cards = st.columns(5)
-cards[0].metric("Exposure", inr(item["exposure_amount"]), border=True)
-cards[1].metric("Class", class_label(item["exposure_class"]), border=True)
-cards[2].metric("Status", item["status"], border=True)
-cards[3].metric("Assignee", item["assignee"] or "—", border=True)
-cards[4].metric("Due", item["due_date"] or "—", border=True)
+widgets.facts(
+    [
+        ("Exposure", inr(item["exposure_amount"])),
+        ("Class", class_label(item["exposure_class"])),
+        ("Status", item["status"]),
+        ("Assignee", item["assignee"] or "—"),
+        ("Due", item["due_date"] or "—"),
+    ]
+)
 st.caption(
     f"{item['entity_type']} **{item['entity_id']}** · codes {item['reason_codes']} · "
     f"expected {inr(item['expected_amount'])}, actual {inr(item['actual_amount'])}, "

@@ -36,6 +36,7 @@ for column, (label, total, what) in zip(cards, kpis, strict=True):
         inr_short(total.paise),
         f"{total.count:,} {what.split(' ')[0]}" if total.count else None,
         delta_color="off",
+        delta_arrow="off",
         help=f"{inr(total.paise)} across {total.count:,} {what}.",
         border=True,
     )
@@ -48,6 +49,7 @@ for column, (cls, total) in zip(class_cards, ov.exposure_by_class.items(), stric
         inr_short(total.paise) if cls != "structural" else f"{total.count:,} open",
         f"{total.count:,} open" if cls != "structural" else "no money at stake",
         delta_color="off",
+        delta_arrow="off",
         help=f"{inr(total.paise)} over {total.count:,} open exceptions.",
         border=True,
     )

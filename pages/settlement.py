@@ -41,11 +41,14 @@ if view is None:
     st.stop()
 
 s = view.settlement
-cards = st.columns(4)
-cards[0].metric("Amount", inr(s["amount"]), border=True)
-cards[1].metric("Status", s["status"], border=True)
-cards[2].metric("UTR", s["utr"] or "—", border=True)
-cards[3].metric("Created", ist(s["created_at"]), border=True)
+widgets.facts(
+    [
+        ("Amount", inr(s["amount"])),
+        ("Status", s["status"]),
+        ("UTR", s["utr"] or "—"),
+        ("Created", ist(s["created_at"])),
+    ]
+)
 if view.outcome:
     code = view.outcome["reason_code"] or "no exception"
     st.caption(f"Engine outcome: **{view.outcome['status']}** ({code})")
@@ -74,7 +77,7 @@ for check in view.checks:
         st.markdown(f":green[✓] {check.name}: {inr(check.computed)}")
     else:
         st.markdown(
-            f":red[✗] {check.name}: stated {inr(check.expected)}, computed "
+            f":red[✗] {check.name}: {inr(check.expected)} against "
             f"{inr(check.computed)} (difference {inr(check.difference)})"
         )
 

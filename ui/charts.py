@@ -17,16 +17,30 @@ CLASS_COLOURS = {
 }
 
 
+# Axis labels in lakh and crore, computed by Vega in the browser from whole rupees.
+INDIAN_SHORT = (
+    "datum.value >= 1e7 ? format(datum.value / 1e7, '.2~f') + ' Cr'"
+    " : datum.value >= 1e5 ? format(datum.value / 1e5, '.2~f') + ' L'"
+    " : format(datum.value, ',')"
+)
+
+
 def _rupees(paise: int) -> int:
     return int(paise) // 100
 
 
-def _colour() -> alt.Color:
+def _colour(*, legend: bool) -> alt.Color:
+    # A legend above or below a fixed-height chart squeezes the bars to nothing in
+    # Streamlit; on the right it does not.
     return alt.Color(
         "Class:N",
         scale=alt.Scale(domain=list(CLASS_COLOURS), range=list(CLASS_COLOURS.values())),
-        legend=alt.Legend(orient="bottom", title=None),
+        legend=alt.Legend(orient="right", title=None) if legend else None,
     )
+
+
+def _categories(field: str) -> alt.Y:
+    return alt.Y(field, sort="-x", title=None, axis=alt.Axis(labelLimit=260))
 
 
 def exposure_by_class(totals: dict[str, Total]) -> alt.Chart:
@@ -42,12 +56,12 @@ def exposure_by_class(totals: dict[str, Total]) -> alt.Chart:
         alt.Chart(frame, title="Open exposure by class")
         .mark_bar()
         .encode(
-            x=alt.X("Rupees:Q", title="₹", axis=alt.Axis(format="~s")),
-            y=alt.Y("Class:N", sort="-x", title=None),
-            color=_colour(),
+            x=alt.X("Rupees:Q", title="₹", axis=alt.Axis(labelExpr=INDIAN_SHORT)),
+            y=_categories("Class:N"),
+            color=_colour(legend=False),
             tooltip=["Class", "Exposure", "Open"],
         )
-        .properties(height=180)
+        .properties(height=90 + 34 * len(totals))
     )
 
 
@@ -66,11 +80,11 @@ def exposure_by_code(codes: tuple[CodeExposure, ...]) -> alt.Chart:
         .mark_bar()
         .encode(
             x=alt.X("Open:Q", title="Open exceptions"),
-            y=alt.Y("Code:N", sort="-x", title=None),
-            color=_colour(),
+            y=_categories("Code:N"),
+            color=_colour(legend=True),
             tooltip=["Code", "Class", "Open", "Exposure"],
         )
-        .properties(height=max(160, 26 * len(codes)))
+        .properties(height=90 + 30 * len(codes))
     )
 
 
@@ -86,11 +100,16 @@ def ageing(buckets: tuple[AgeBucket, ...]) -> alt.Chart:
         alt.Chart(frame, title="Age of open exceptions at the run's as-of")
         .mark_bar(color="#2B59C3")
         .encode(
-            x=alt.X("Age:N", sort=[b.label for b in buckets], title=None),
+            x=alt.X(
+                "Age:N",
+                sort=[b.label for b in buckets],
+                title=None,
+                axis=alt.Axis(labelAngle=0),
+            ),
             y=alt.Y("Open:Q", title="Open exceptions"),
             tooltip=["Age", "Open", "Exposure"],
         )
-        .properties(height=220)
+        .properties(height=260)
     )
 
 
@@ -118,7 +137,7 @@ def match_rate(days: tuple[DayMatchRate, ...]) -> alt.Chart:
                 "Matched",
             ],
         )
-        .properties(height=220)
+        .properties(height=260)
     )
 
 

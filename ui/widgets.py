@@ -128,3 +128,11 @@ def records_table(records: Iterable[Mapping[str, Any]], key: str, empty: str) ->
         st.caption(empty)
     else:
         st.dataframe(frame, hide_index=True, width="stretch", key=key)
+
+
+def facts(pairs: Iterable[tuple[str, str]]) -> None:
+    """Short labelled values in a row (metrics would truncate long ids and amounts)."""
+    items = list(pairs)
+    for column, (label, value) in zip(st.columns(len(items)), items, strict=True):
+        column.caption(label)
+        column.markdown(f"**{value}**")
