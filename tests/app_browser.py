@@ -97,10 +97,12 @@ def start_server(database: Path, log: Path, extra_env: dict[str, str] | None = N
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"streamlit exited: {log.read_text(errors='replace')[-2000:]}")
-        with contextlib.suppress(OSError):
-            with urllib.request.urlopen(f"{server.url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return server
+        with (
+            contextlib.suppress(OSError),
+            urllib.request.urlopen(f"{server.url}/_stcore/health", timeout=2) as r,
+        ):
+            if r.status == 200:
+                return server
         time.sleep(0.2)
     server.stop()
     raise RuntimeError("streamlit did not become healthy within 60 s")
