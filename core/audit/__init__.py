@@ -1,0 +1,39 @@
+"""The append-only, hash-chained audit trail: append, verify, query, export."""
+
+from core.audit.chain import (
+    GENESIS_HASH,
+    AuditEntry,
+    AuditEvent,
+    VerifyResult,
+    append,
+    append_many,
+    canonical_json,
+    count,
+    export,
+    filter_values,
+    has_entry,
+    parse_time,
+    query,
+    row_hash,
+    verify,
+)
+from core.db.audit import AuditFilter
+
+__all__ = [
+    "GENESIS_HASH",
+    "AuditEntry",
+    "AuditEvent",
+    "AuditFilter",
+    "VerifyResult",
+    "append",
+    "append_many",
+    "canonical_json",
+    "count",
+    "export",
+    "filter_values",
+    "has_entry",
+    "parse_time",
+    "query",
+    "row_hash",
+    "verify",
+]

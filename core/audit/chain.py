@@ -1,0 +1,353 @@
+"""The audit trail: an append-only table whose rows are chained by SHA-256.
+
+Each row's hash covers a canonical JSON of its own content (seq, time, actor, action,
+entity, payload) and the previous row's hash, so editing, deleting, inserting or
+reordering any row breaks the chain from that row on. Appends take SQLite's write lock
+before reading the chain's head (BEGIN IMMEDIATE, or the caller's transaction), and a
+UNIQUE index on prev_hash makes a fork impossible even for a writer that skips the lock.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import hashlib
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core.calendar import IST
+from core.db import audit as audit_sql
+from core.db import transaction
+from core.db.audit import AuditFilter, AuditRow
+from core.errors import InputError, Problem
+
+GENESIS_HASH = "0" * 64
+EXPORT_COLUMNS = (
+    "seq",
+    "created_at",
+    "actor",
+    "action",
+    "entity_type",
+    "entity_id",
+    "payload_json",
+    "prev_hash",
+    "hash",
+)
+
+
+# One encoder for every call: json.dumps with options builds a new one each time.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def canonical_json(value: Any) -> str:
+    """One spelling per value: sorted keys, no spaces, UTF-8 kept as is."""
+    return _CANONICAL.encode(value)
+
+
+# Keys already in sorted order, so the envelope needs no sorting: same text as canonical_json.
+_ENVELOPE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
+def row_hash(
+    seq: int,
+    created_at: int,
+    actor: str,
+    action: str,
+    entity_type: str,
+    entity_id: str,
+    payload_json: str,
+    prev_hash: str,
+) -> str:
+    """SHA-256 (hex) over the canonical JSON of a row's content and its predecessor's hash:
+    {"action","actor","created_at","entity_id","entity_type","payload","prev_hash","seq"}
+    with sorted keys and no spaces, `payload` being the stored payload_json text."""
+    content = {
+        "action": action,
+        "actor": actor,
+        "created_at": created_at,
+        "entity_id": entity_id,
+        "entity_type": entity_type,
+        "payload": payload_json,
+        "prev_hash": prev_hash,
+        "seq": seq,
+    }
+    return hashlib.sha256(_ENVELOPE.encode(content).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class AuditEvent:
+    """One entry to append.
+
+    actor: who acted (a reviewer's name, or 'engine'); action: what happened, dotted
+    (e.g. 'exception.resolved'); entity_type/entity_id: what it happened to;
+    payload: JSON-serialisable details (money as integer paise).
+    """
+
+    actor: str
+    action: str
+    entity_type: str
+    entity_id: str
+    payload: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One stored row of the trail; `payload_json` is exactly what was hashed."""
+
+    seq: int
+    created_at: int
+    actor: str
+    action: str
+    entity_type: str
+    entity_id: str
+    payload_json: str
+    prev_hash: str
+    hash: str
+
+    @property
+    def payload(self) -> Any:
+        return json.loads(self.payload_json)
+
+    @classmethod
+    def from_row(cls, row: AuditRow) -> AuditEntry:
+        return cls(*row)
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """The outcome of walking the chain.
+
+    ok: every row's hash and link hold (and the append-only triggers exist);
+    rows_checked: rows walked; head_seq/head_hash: the last row (0 and the genesis hash
+    for an empty trail), worth recording elsewhere: a later `verify --anchor` proves no
+    row up to it was rewritten or cut off; broken_seq: the first row that fails (None when
+    ok or when only the triggers are missing); problem: what is wrong, in plain words.
+    """
+
+    ok: bool
+    rows_checked: int
+    head_seq: int
+    head_hash: str
+    broken_seq: int | None
+    problem: str
+
+
+def _check_text(field: str, value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InputError([Problem("audit", 0, field, "must be a non-empty text")])
+    return value
+
+
+def _prepare(events: Iterable[AuditEvent], start_seq: int, prev: str, now: int) -> list[AuditRow]:
+    rows: list[AuditRow] = []
+    seq = start_seq
+    for event in events:
+        actor = _check_text("actor", event.actor)
+        action = _check_text("action", event.action)
+        entity_type = _check_text("entity_type", event.entity_type)
+        entity_id = _check_text("entity_id", str(event.entity_id))
+        payload_json = canonical_json(dict(event.payload))
+        digest = row_hash(seq, now, actor, action, entity_type, entity_id, payload_json, prev)
+        rows.append((seq, now, actor, action, entity_type, entity_id, payload_json, prev, digest))
+        prev = digest
+        seq += 1
+    return rows
+
+
+def append_many(
+    conn: sqlite3.Connection, events: Iterable[AuditEvent], *, now: int | None = None
+) -> list[int]:
+    """Append events in order, in the caller's transaction or a new one; their seqs."""
+    stamp = int(time.time()) if now is None else int(now)
+    with transaction(conn):
+        top = audit_sql.head(conn)
+        start, prev = (1, GENESIS_HASH) if top is None else (top[0] + 1, top[1])
+        rows = _prepare(events, start, prev, stamp)
+        if rows:
+            audit_sql.insert_rows(conn, rows)
+    return [r[0] for r in rows]
+
+
+def append(
+    conn: sqlite3.Connection,
+    *,
+    actor: str,
+    action: str,
+    entity_type: str,
+    entity_id: str,
+    payload: Mapping[str, Any],
+    now: int | None = None,
+) -> int:
+    """Append one entry to the chain; its seq. Atomic with the caller's transaction."""
+    event = AuditEvent(actor, action, entity_type, str(entity_id), payload)
+    return append_many(conn, [event], now=now)[0]
+
+
+def verify(conn: sqlite3.Connection, *, anchor: str | None = None) -> VerifyResult:
+    """Walk the whole chain and recompute every hash and link.
+
+    `anchor` is a head hash recorded earlier ('SEQ:HASH' or just HASH): the chain must
+    still contain it, which catches a cut-off tail or a chain rewritten from some row on.
+    """
+    # One read snapshot for the whole walk, so concurrent appends cannot confuse it.
+    with transaction(conn, immediate=False):
+        return _verify(conn, anchor)
+
+
+def _verify(conn: sqlite3.Connection, anchor: str | None) -> VerifyResult:
+    prev = GENESIS_HASH
+    expected_seq = 1
+    checked = 0
+    last_seq = 0
+    anchor_seq, anchor_hash = _parse_anchor(anchor)
+    anchor_found = anchor is None
+
+    def broken(seq: int, problem: str) -> VerifyResult:
+        return VerifyResult(False, checked, last_seq, prev, seq, f"row {seq}: {problem}")
+
+    for row in audit_sql.iter_rows(conn):
+        entry = AuditEntry.from_row(row)
+        if entry.seq != expected_seq:
+            return broken(
+                entry.seq,
+                f"expected seq {expected_seq} next; rows {expected_seq}..{entry.seq - 1} "
+                "are missing",
+            )
+        if entry.prev_hash != prev:
+            return broken(
+                entry.seq,
+                "prev_hash does not match the hash of the row before it "
+                "(a row was removed, inserted or moved)",
+            )
+        digest = row_hash(
+            entry.seq,
+            entry.created_at,
+            entry.actor,
+            entry.action,
+            entry.entity_type,
+            entry.entity_id,
+            entry.payload_json,
+            entry.prev_hash,
+        )
+        if digest != entry.hash:
+            return broken(entry.seq, "content does not match its hash (the row was edited)")
+        if not anchor_found and entry.hash == anchor_hash:
+            if anchor_seq is not None and anchor_seq != entry.seq:
+                return broken(entry.seq, f"anchor {anchor} found at another seq")
+            anchor_found = True
+        prev = entry.hash
+        last_seq = entry.seq
+        expected_seq += 1
+        checked += 1
+    if not anchor_found:
+        return VerifyResult(
+            False,
+            checked,
+            last_seq,
+            prev,
+            None,
+            f"anchor {anchor} is not in the chain (rows were cut off or rewritten)",
+        )
+    missing = set(audit_sql.APPEND_ONLY_TRIGGERS) - audit_sql.present_triggers(conn)
+    if missing:
+        names = ", ".join(sorted(missing))
+        return VerifyResult(
+            False, checked, last_seq, prev, None, f"append-only trigger(s) missing: {names}"
+        )
+    return VerifyResult(True, checked, last_seq, prev, None, "")
+
+
+def _parse_anchor(anchor: str | None) -> tuple[int | None, str | None]:
+    if anchor is None:
+        return None, None
+    text = anchor.strip()
+    if ":" in text:
+        seq_text, digest = text.split(":", 1)
+        if not seq_text.isdigit():
+            raise InputError([Problem("anchor", 0, "seq", f"not a number: {seq_text!r}")])
+        return int(seq_text), digest.lower()
+    return None, text.lower()
+
+
+def query(
+    conn: sqlite3.Connection,
+    where: AuditFilter | None = None,
+    *,
+    limit: int | None = 500,
+    newest_first: bool = True,
+) -> list[AuditEntry]:
+    """Entries matching the filter (actor, action, entity, date range), newest first."""
+    rows = audit_sql.query_rows(
+        conn, where or AuditFilter(), limit=limit, newest_first=newest_first
+    )
+    return [AuditEntry.from_row(r) for r in rows]
+
+
+def has_entry(conn: sqlite3.Connection, action: str, entity_type: str, entity_id: str) -> bool:
+    """Whether any entry records `action` on that entity."""
+    return audit_sql.has_entry(conn, action, entity_type, entity_id)
+
+
+def count(conn: sqlite3.Connection, where: AuditFilter | None = None) -> int:
+    return audit_sql.count_rows(conn, where or AuditFilter())
+
+
+def filter_values(conn: sqlite3.Connection) -> dict[str, list[str]]:
+    """Distinct actors, actions and entity types, for filter widgets."""
+    return {c: audit_sql.distinct_values(conn, c) for c in ("actor", "action", "entity_type")}
+
+
+def parse_time(text: str, *, field: str = "time", end: bool = False) -> int:
+    """Unix seconds for an ISO date or date-time (IST when no offset is given).
+
+    A bare date means the start of that IST day, or with `end` the start of the next one,
+    so `since=D1, until=D2` covers both days in full.
+    """
+    value = text.strip()
+    try:
+        if len(value) == 10:
+            day = dt.date.fromisoformat(value) + dt.timedelta(days=1 if end else 0)
+            return int(dt.datetime.combine(day, dt.time(), tzinfo=IST).timestamp())
+        moment = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise InputError(
+            [Problem("request", 0, field, f"not an ISO date or date-time: {text!r}")]
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=IST)
+    return int(moment.timestamp())
+
+
+def export(conn: sqlite3.Connection, out: str | Path, where: AuditFilter | None = None) -> int:
+    """Write matching entries to `out` (.csv, or .jsonl/.ndjson for JSON lines); row count.
+
+    The columns are the stored ones, so an exported trail can be re-verified outside.
+    """
+    path = Path(out)
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".jsonl", ".ndjson"):
+        raise InputError(
+            [Problem(str(out), 0, "", "unknown export format: use .csv, .jsonl or .ndjson")]
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    written = 0
+    with transaction(conn, immediate=False), tmp.open("w", encoding="utf-8", newline="") as fh:
+        rows = audit_sql.iter_query(conn, where or AuditFilter())
+        if suffix == ".csv":
+            writer = csv.writer(fh)
+            writer.writerow(EXPORT_COLUMNS)
+            for row in rows:
+                writer.writerow(row)
+                written += 1
+        else:
+            for row in rows:
+                fh.write(canonical_json(dict(zip(EXPORT_COLUMNS, row, strict=True))) + "\n")
+                written += 1
+    tmp.replace(path)
+    return written

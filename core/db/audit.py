@@ -1,0 +1,160 @@
+"""SQL of the audit trail (`audit_log`). The chain logic lives in `core.audit`."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+AUDIT_COLUMNS = (
+    "seq, created_at, actor, action, entity_type, entity_id, payload_json, prev_hash, hash"
+)
+APPEND_ONLY_TRIGGERS = ("audit_log_no_update", "audit_log_no_delete")
+
+AuditRow = tuple[int, int, str, str, str, str, str, str, str]
+
+
+@dataclass(frozen=True)
+class AuditFilter:
+    """Filters of an audit query; None means no filter.
+
+    actor, action, entity_type, entity_id: exact matches. since/until: Unix seconds,
+    `since <= created_at < until`. after_seq: only rows with a larger seq (paging).
+    """
+
+    actor: str | None = None
+    action: str | None = None
+    entity_type: str | None = None
+    entity_id: str | None = None
+    since: int | None = None
+    until: int | None = None
+    after_seq: int | None = None
+
+
+def head(conn: sqlite3.Connection) -> tuple[int, str] | None:
+    """(seq, hash) of the last row, or None for an empty trail."""
+    row = conn.execute("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1").fetchone()
+    return None if row is None else (int(row[0]), str(row[1]))
+
+
+def insert_rows(conn: sqlite3.Connection, rows: Sequence[AuditRow]) -> None:
+    """Insert fully computed rows (seq and hashes included)."""
+    conn.executemany(
+        f"INSERT INTO audit_log ({AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
+    )
+
+
+def iter_rows(conn: sqlite3.Connection, batch: int = 10_000) -> Iterator[AuditRow]:
+    """Every row in seq order, read in batches so memory stays flat."""
+    last = None
+    while True:
+        if last is None:
+            cursor = conn.execute(
+                f"SELECT {AUDIT_COLUMNS} FROM audit_log ORDER BY seq LIMIT ?", (batch,)
+            )
+        else:
+            cursor = conn.execute(
+                f"SELECT {AUDIT_COLUMNS} FROM audit_log WHERE seq > ? ORDER BY seq LIMIT ?",
+                (last, batch),
+            )
+        rows = cursor.fetchall()
+        if not rows:
+            return
+        for row in rows:
+            yield tuple(row)  # type: ignore[misc]
+        last = rows[-1][0]
+
+
+def count(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT COUNT(*) FROM audit_log").fetchone()[0])
+
+
+def hash_at(conn: sqlite3.Connection, seq: int) -> str | None:
+    row = conn.execute("SELECT hash FROM audit_log WHERE seq = ?", (seq,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def present_triggers(conn: sqlite3.Connection) -> set[str]:
+    """Which of the append-only triggers exist."""
+    marks = ", ".join("?" for _ in APPEND_ONLY_TRIGGERS)
+    rows = conn.execute(
+        f"SELECT name FROM sqlite_master WHERE type = 'trigger' AND name IN ({marks})",
+        APPEND_ONLY_TRIGGERS,
+    )
+    return {str(r[0]) for r in rows}
+
+
+def has_entry(conn: sqlite3.Connection, action: str, entity_type: str, entity_id: str) -> bool:
+    row = conn.execute(
+        "SELECT 1 FROM audit_log WHERE entity_type = ? AND entity_id = ? AND action = ? LIMIT 1",
+        (entity_type, entity_id, action),
+    ).fetchone()
+    return row is not None
+
+
+def _where(f: AuditFilter) -> tuple[str, list[object]]:
+    clauses: list[str] = []
+    params: list[object] = []
+    for column, value in (
+        ("actor", f.actor),
+        ("action", f.action),
+        ("entity_type", f.entity_type),
+        ("entity_id", f.entity_id),
+    ):
+        if value is not None:
+            clauses.append(f"{column} = ?")
+            params.append(value)
+    if f.since is not None:
+        clauses.append("created_at >= ?")
+        params.append(f.since)
+    if f.until is not None:
+        clauses.append("created_at < ?")
+        params.append(f.until)
+    if f.after_seq is not None:
+        clauses.append("seq > ?")
+        params.append(f.after_seq)
+    return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+
+def query_rows(
+    conn: sqlite3.Connection, f: AuditFilter, *, limit: int | None, newest_first: bool
+) -> list[AuditRow]:
+    where, params = _where(f)
+    order = "DESC" if newest_first else "ASC"
+    sql = f"SELECT {AUDIT_COLUMNS} FROM audit_log{where} ORDER BY seq {order}"
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(limit)
+    return [tuple(r) for r in conn.execute(sql, params)]  # type: ignore[misc]
+
+
+def count_rows(conn: sqlite3.Connection, f: AuditFilter) -> int:
+    where, params = _where(f)
+    return int(conn.execute(f"SELECT COUNT(*) FROM audit_log{where}", params).fetchone()[0])
+
+
+def iter_query(conn: sqlite3.Connection, f: AuditFilter, batch: int = 10_000) -> Iterator[AuditRow]:
+    """Rows matching `f` in seq order, in batches (for export)."""
+    after = f.after_seq
+    while True:
+        page = AuditFilter(
+            actor=f.actor,
+            action=f.action,
+            entity_type=f.entity_type,
+            entity_id=f.entity_id,
+            since=f.since,
+            until=f.until,
+            after_seq=after,
+        )
+        rows = query_rows(conn, page, limit=batch, newest_first=False)
+        if not rows:
+            return
+        yield from rows
+        after = rows[-1][0]
+
+
+def distinct_values(conn: sqlite3.Connection, column: str) -> list[str]:
+    """Distinct actors or actions, for the Audit page's filter widgets."""
+    if column not in ("actor", "action", "entity_type"):
+        raise ValueError(f"not a filterable column: {column}")
+    return [str(r[0]) for r in conn.execute(f"SELECT DISTINCT {column} FROM audit_log ORDER BY 1")]

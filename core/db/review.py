@@ -1,0 +1,398 @@
+"""SQL of the exception lifecycle: sync from a run's outcomes, reads, and decisions."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+EXCEPTION_COLUMNS = (
+    "id",
+    "entity_type",
+    "entity_id",
+    "reason_code",
+    "reason_codes",
+    "exposure_class",
+    "exposure_amount",
+    "expected_amount",
+    "actual_amount",
+    "difference",
+    "settlement_id",
+    "order_id",
+    "utr",
+    "entity_created_at",
+    "status",
+    "assignee",
+    "due_date",
+    "version",
+    "first_run_id",
+    "last_run_id",
+    "opened_at",
+    "updated_at",
+    "closed_at",
+)
+EVENT_COLUMNS = (
+    "id",
+    "exception_id",
+    "action",
+    "actor",
+    "note",
+    "from_status",
+    "to_status",
+    "request_id",
+    "created_at",
+)
+# Facts copied from a run's outcome onto its exception on every sync.
+FACT_COLUMNS = (
+    "reason_codes",
+    "exposure_class",
+    "exposure_amount",
+    "expected_amount",
+    "actual_amount",
+    "difference",
+    "settlement_id",
+    "order_id",
+    "utr",
+    "entity_created_at",
+)
+# Facts whose change makes a reviewer's view stale (the version moves on).
+MATERIAL_COLUMNS = (
+    "reason_codes",
+    "exposure_class",
+    "exposure_amount",
+    "expected_amount",
+    "actual_amount",
+    "settlement_id",
+)
+CLOSED = ("RESOLVED", "AUTO_CLEARED")
+
+_SEL = ", ".join(f"e.{c}" for c in EXCEPTION_COLUMNS)
+_IN_RUN = (
+    "o.run_id = ? AND o.status = 'EXCEPTION' AND o.entity_type = e.entity_type"
+    " AND o.entity_id = e.entity_id AND o.reason_code = e.reason_code"
+)
+_CHANGED = " OR ".join(f"e.{c} IS NOT o.{c}" for c in MATERIAL_COLUMNS)
+_COPY = ", ".join(f"{c} = o.{c}" for c in FACT_COLUMNS)
+
+DueRules = Sequence[tuple[str | None, int, str]]
+EventRow = tuple[int, str, str, str | None, str | None, str | None, str | None, int]
+
+
+def _due_case(rules: DueRules, alias: str) -> tuple[str, list[Any]]:
+    """A CASE picking each row's due date from (class, min_exposure, date) rules."""
+    known = sorted({c for c, _, _ in rules if c is not None})
+    marks = ", ".join("?" for _ in known)
+    parts: list[str] = []
+    params: list[Any] = []
+    for cls, minimum, day in rules:
+        if cls is None:
+            parts.append(
+                f"WHEN {alias}.exposure_class NOT IN ({marks})"
+                f" AND ABS({alias}.exposure_amount) >= ? THEN ?"
+            )
+            params.extend([*known, minimum, day])
+        else:
+            parts.append(
+                f"WHEN {alias}.exposure_class = ? AND ABS({alias}.exposure_amount) >= ? THEN ?"
+            )
+            params.extend([cls, minimum, day])
+    return "CASE " + " ".join(parts) + " END", params
+
+
+# -- runs ---------------------------------------------------------------------------------
+
+
+def run_status(conn: sqlite3.Connection, run_id: int) -> str | None:
+    row = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def latest_synced_run(conn: sqlite3.Connection) -> int | None:
+    row = conn.execute("SELECT MAX(run_id) FROM exception_syncs").fetchone()
+    return None if row[0] is None else int(row[0])
+
+
+def run_synced(conn: sqlite3.Connection, run_id: int) -> bool:
+    row = conn.execute("SELECT 1 FROM exception_syncs WHERE run_id = ?", (run_id,)).fetchone()
+    return row is not None
+
+
+def record_sync(
+    conn: sqlite3.Connection, run_id: int, now: int, actor: str, summary_json: str
+) -> None:
+    """Remember the first sync of a run (a repeat of it keeps the first record)."""
+    conn.execute(
+        "INSERT OR IGNORE INTO exception_syncs (run_id, synced_at, actor, summary_json)"
+        " VALUES (?, ?, ?, ?)",
+        (run_id, now, actor, summary_json),
+    )
+
+
+def max_exception_id(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM exceptions").fetchone()[0])
+
+
+# -- sync ---------------------------------------------------------------------------------
+
+
+def reopen_candidates(conn: sqlite3.Connection, run_id: int) -> list[sqlite3.Row]:
+    """Exceptions that hold again in this run: auto-cleared ones, and resolved ones whose
+    exposure moved since the decision."""
+    return conn.execute(
+        "SELECT e.id, e.status, e.exposure_amount AS old_exposure,"
+        " o.exposure_amount AS new_exposure, o.exposure_class AS new_class"
+        f" FROM exceptions e JOIN outcomes o ON {_IN_RUN}"
+        " WHERE e.status = 'AUTO_CLEARED'"
+        " OR (e.status = 'RESOLVED' AND e.exposure_amount IS NOT o.exposure_amount)"
+        " ORDER BY e.id",
+        (run_id,),
+    ).fetchall()
+
+
+def reopen_from_run(
+    conn: sqlite3.Connection, run_id: int, ids: Sequence[int], now: int, rules: DueRules
+) -> None:
+    """Reopen `ids` with this run's facts and a fresh due date."""
+    if not ids:
+        return
+    due, due_params = _due_case(rules, "o")
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS review_ids (id INTEGER PRIMARY KEY)")
+    conn.execute("DELETE FROM temp.review_ids")
+    conn.executemany("INSERT INTO temp.review_ids (id) VALUES (?)", [(i,) for i in ids])
+    conn.execute(
+        f"UPDATE exceptions AS e SET {_COPY}, status = 'OPEN', assignee = NULL,"
+        f" due_date = {due}, version = e.version + 1, last_run_id = ?, updated_at = ?,"
+        " closed_at = NULL"
+        f" FROM outcomes o WHERE {_IN_RUN} AND e.id IN (SELECT id FROM temp.review_ids)",
+        [*due_params, run_id, now, run_id],
+    )
+    conn.execute("DELETE FROM temp.review_ids")
+
+
+def changed_facts(conn: sqlite3.Connection, run_id: int) -> list[sqlite3.Row]:
+    """Still-holding exceptions whose material facts differ in this run (old and new)."""
+    return conn.execute(
+        "SELECT e.id, e.status, e.exposure_amount AS old_exposure,"
+        " o.exposure_amount AS new_exposure, e.reason_codes AS old_codes,"
+        " o.reason_codes AS new_codes"
+        f" FROM exceptions e JOIN outcomes o ON {_IN_RUN} WHERE {_CHANGED} ORDER BY e.id",
+        (run_id,),
+    ).fetchall()
+
+
+def refresh_from_run(conn: sqlite3.Connection, run_id: int, now: int) -> int:
+    """Copy this run's facts onto every exception that still holds; how many changed.
+
+    Status, assignee, due date and history stay; the version moves on only when a
+    material fact changed, so a re-run alone never makes a reviewer's view stale.
+    """
+    cursor = conn.execute(
+        f"UPDATE exceptions AS e SET {_COPY}, last_run_id = ?,"
+        f" version = e.version + (CASE WHEN {_CHANGED} THEN 1 ELSE 0 END),"
+        f" updated_at = CASE WHEN {_CHANGED} THEN ? ELSE e.updated_at END"
+        f" FROM outcomes o WHERE {_IN_RUN} AND (e.last_run_id IS NOT ? OR {_CHANGED})",
+        (run_id, now, run_id, run_id),
+    )
+    return int(cursor.rowcount)
+
+
+def count_holding(conn: sqlite3.Connection, run_id: int) -> int:
+    """Known exceptions that this run still has."""
+    row = conn.execute(
+        f"SELECT COUNT(*) FROM exceptions e JOIN outcomes o ON {_IN_RUN}", (run_id,)
+    ).fetchone()
+    return int(row[0])
+
+
+def open_new_from_run(conn: sqlite3.Connection, run_id: int, now: int, rules: DueRules) -> None:
+    """Insert an OPEN exception for every EXCEPTION outcome of the run not yet known."""
+    due, due_params = _due_case(rules, "o")
+    facts = ", ".join(FACT_COLUMNS)
+    o_facts = ", ".join(f"o.{c}" for c in FACT_COLUMNS)
+    conn.execute(
+        f"INSERT INTO exceptions (entity_type, entity_id, reason_code, {facts}, status,"
+        " due_date, version, first_run_id, last_run_id, opened_at, updated_at)"
+        f" SELECT o.entity_type, o.entity_id, o.reason_code, {o_facts}, 'OPEN', {due}, 1,"
+        " ?, ?, ?, ? FROM outcomes o"
+        " WHERE o.run_id = ? AND o.status = 'EXCEPTION' AND NOT EXISTS ("
+        "  SELECT 1 FROM exceptions e WHERE e.entity_type = o.entity_type"
+        "  AND e.entity_id = o.entity_id AND e.reason_code = o.reason_code)"
+        " ORDER BY +o.entity_type, +o.entity_id",  # + keeps the status index in use
+        [*due_params, run_id, run_id, now, now, run_id],
+    )
+
+
+def exceptions_after(conn: sqlite3.Connection, after_id: int) -> list[sqlite3.Row]:
+    return conn.execute(
+        "SELECT id, entity_type, entity_id, reason_code, exposure_class, exposure_amount,"
+        " due_date FROM exceptions WHERE id > ? ORDER BY id",
+        (after_id,),
+    ).fetchall()
+
+
+_NOT_IN_RUN = (
+    "e.status NOT IN ('RESOLVED', 'AUTO_CLEARED') AND NOT EXISTS ("
+    f"SELECT 1 FROM outcomes o WHERE {_IN_RUN})"
+)
+
+
+def auto_clear_candidates(conn: sqlite3.Connection, run_id: int) -> list[sqlite3.Row]:
+    """Open exceptions (any status but RESOLVED/AUTO_CLEARED) that this run no longer has."""
+    return conn.execute(
+        f"SELECT e.id, e.status, e.exposure_amount FROM exceptions e WHERE {_NOT_IN_RUN}"
+        " ORDER BY e.id",
+        (run_id,),
+    ).fetchall()
+
+
+def auto_clear(conn: sqlite3.Connection, run_id: int, now: int) -> int:
+    cursor = conn.execute(
+        "UPDATE exceptions AS e SET status = 'AUTO_CLEARED', version = e.version + 1,"
+        f" updated_at = ?, closed_at = ? WHERE {_NOT_IN_RUN}",
+        (now, now, run_id),
+    )
+    return int(cursor.rowcount)
+
+
+# -- events -------------------------------------------------------------------------------
+
+
+def insert_events(conn: sqlite3.Connection, rows: Iterable[EventRow]) -> None:
+    """(exception_id, action, actor, note, from_status, to_status, request_id, created_at)."""
+    conn.executemany(
+        "INSERT INTO exception_events (exception_id, action, actor, note, from_status,"
+        " to_status, request_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+
+
+def insert_event(conn: sqlite3.Connection, row: EventRow) -> int:
+    cursor = conn.execute(
+        "INSERT INTO exception_events (exception_id, action, actor, note, from_status,"
+        " to_status, request_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        row,
+    )
+    return int(cursor.lastrowid or 0)
+
+
+def events_of(conn: sqlite3.Connection, exception_id: int) -> list[sqlite3.Row]:
+    cols = ", ".join(EVENT_COLUMNS)
+    return conn.execute(
+        f"SELECT {cols} FROM exception_events WHERE exception_id = ? ORDER BY id",
+        (exception_id,),
+    ).fetchall()
+
+
+# -- reads --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExceptionFilter:
+    """Queue filters; None means any. statuses: any of these lifecycle statuses."""
+
+    statuses: tuple[str, ...] | None = None
+    reason_code: str | None = None
+    exposure_class: str | None = None
+    assignee: str | None = None
+    entity_id: str | None = None
+    settlement_id: str | None = None
+
+
+def _exception_where(f: ExceptionFilter) -> tuple[str, list[Any]]:
+    clauses: list[str] = []
+    params: list[Any] = []
+    if f.statuses:
+        clauses.append(f"e.status IN ({', '.join('?' for _ in f.statuses)})")
+        params.extend(f.statuses)
+    for column, value in (
+        ("reason_code", f.reason_code),
+        ("exposure_class", f.exposure_class),
+        ("assignee", f.assignee),
+        ("entity_id", f.entity_id),
+        ("settlement_id", f.settlement_id),
+    ):
+        if value is not None:
+            clauses.append(f"e.{column} = ?")
+            params.append(value)
+    return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+
+def list_exceptions(
+    conn: sqlite3.Connection, f: ExceptionFilter, *, limit: int | None, offset: int = 0
+) -> list[sqlite3.Row]:
+    """Matching exceptions, largest exposure first, then id."""
+    where, params = _exception_where(f)
+    sql = f"SELECT {_SEL} FROM exceptions e{where} ORDER BY e.exposure_amount DESC, e.id"
+    if limit is not None:
+        sql += " LIMIT ? OFFSET ?"
+        params.extend([limit, offset])
+    return conn.execute(sql, params).fetchall()
+
+
+def count_exceptions(conn: sqlite3.Connection, f: ExceptionFilter) -> int:
+    where, params = _exception_where(f)
+    return int(conn.execute(f"SELECT COUNT(*) FROM exceptions e{where}", params).fetchone()[0])
+
+
+def get_exception(conn: sqlite3.Connection, exception_id: int) -> sqlite3.Row | None:
+    row: sqlite3.Row | None = conn.execute(
+        f"SELECT {_SEL} FROM exceptions e WHERE e.id = ?", (exception_id,)
+    ).fetchone()
+    return row
+
+
+def get_exceptions(conn: sqlite3.Connection, ids: Sequence[int]) -> list[sqlite3.Row]:
+    found: list[sqlite3.Row] = []
+    for start in range(0, len(ids), 500):
+        chunk = list(ids[start : start + 500])
+        marks = ", ".join("?" for _ in chunk)
+        found.extend(
+            conn.execute(f"SELECT {_SEL} FROM exceptions e WHERE e.id IN ({marks})", chunk)
+        )
+    return found
+
+
+# -- decisions ----------------------------------------------------------------------------
+
+
+def update_state(
+    conn: sqlite3.Connection,
+    exception_id: int,
+    *,
+    expected_version: int,
+    status: str,
+    assignee: str | None,
+    due_date: str | None,
+    closed_at: int | None,
+    now: int,
+) -> bool:
+    """Move an exception on, only if it is still at `expected_version`; whether it moved."""
+    cursor = conn.execute(
+        "UPDATE exceptions SET status = ?, assignee = ?, due_date = ?, closed_at = ?,"
+        " version = version + 1, updated_at = ? WHERE id = ? AND version = ?",
+        (status, assignee, due_date, closed_at, now, exception_id, expected_version),
+    )
+    return cursor.rowcount == 1
+
+
+# -- idempotency --------------------------------------------------------------------------
+
+
+def find_request(conn: sqlite3.Connection, request_id: str) -> tuple[str, str] | None:
+    """(payload_hash, result_json) of an answered request id."""
+    row = conn.execute(
+        "SELECT payload_hash, result_json FROM action_requests WHERE request_id = ?",
+        (request_id,),
+    ).fetchone()
+    return None if row is None else (str(row[0]), str(row[1]))
+
+
+def record_request(
+    conn: sqlite3.Connection, request_id: str, payload_hash: str, result_json: str, now: int
+) -> None:
+    conn.execute(
+        "INSERT INTO action_requests (request_id, payload_hash, result_json, created_at)"
+        " VALUES (?, ?, ?, ?)",
+        (request_id, payload_hash, result_json, now),
+    )

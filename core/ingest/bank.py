@@ -1,0 +1,380 @@
+"""Bank statement CSVs (spec section 3): HDFC, ICICI, SBI, Axis and look-alikes.
+
+The parser finds the header row below any banner lines, maps columns by their names
+(case-, space- and punctuation-insensitive), skips separator rows (`********`), blank
+lines and the summary footer, and reads rupee amounts with Indian digit grouping and
+optional `Cr`/`Dr` suffixes. Each transaction line keeps the id `<file name>:<line>`
+where line is the 1-based physical line of the file, counting banner and header lines
+and every line of a quoted cell that spans lines.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from core.dataset import BANK_COLUMNS
+from core.errors import Problem
+from core.ingest import convert
+from core.ingest.readers import ReadFailure, decode_text
+from core.ingest.report import FileReport
+from core.ingest.utr import extract_utr
+
+# Field -> header names seen in real exports, compared after `header_key`.
+ALIASES: dict[str, tuple[str, ...]] = {
+    "txn_date": (
+        "Date",
+        "Txn Date",
+        "Transaction Date",
+        "Tran Date",
+        "Trans Date",
+        "Txn Posted Date",
+        "Posting Date",
+    ),
+    "value_date": ("Value Date", "Value Dt"),
+    "narration": (
+        "Narration",
+        "Description",
+        "Transaction Remarks",
+        "Particulars",
+        "Remarks",
+        "Transaction Details",
+    ),
+    "reference": (
+        "Chq./Ref.No.",
+        "Ref No./Cheque No.",
+        "Reference",
+        "UTR",
+        "UTR No",
+        "Cheque Number",
+        "Cheque No.",
+        "Chq No",
+        "CHQNO",
+        "Ref No.",
+        "Reference No.",
+        "Chq/Ref Number",
+    ),
+    "credit": (
+        "Deposit Amt.",
+        "Credit",
+        "Deposit Amount (INR )",
+        "Cr",
+        "Deposit",
+        "Deposits",
+        "Credit Amount",
+        "Credit Amt.",
+    ),
+    "debit": (
+        "Withdrawal Amt.",
+        "Debit",
+        "Withdrawal Amount (INR )",
+        "Dr",
+        "Withdrawal",
+        "Withdrawals",
+        "Debit Amount",
+        "Debit Amt.",
+    ),
+    "balance": ("Closing Balance", "Balance", "Balance (INR )", "BAL", "Available Balance"),
+    "amount": ("Amount", "Transaction Amount", "Amount (INR)", "Txn Amount"),
+    "direction": ("Dr/Cr", "Cr/Dr", "Dr / Cr", "Debit/Credit", "Txn Type", "Transaction Type"),
+}
+
+# Header signatures of the layouts we know (keys as `header_key` makes them).
+LAYOUTS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("HDFC", frozenset({"narration", "chq/refno", "valuedt"})),
+    ("ICICI", frozenset({"transactionremarks"})),
+    ("ICICI", frozenset({"withdrawalamountinr", "depositamountinr"})),
+    ("SBI", frozenset({"txndate", "refno/chequeno"})),
+    ("Axis", frozenset({"trandate", "particulars"})),
+    ("Axis", frozenset({"chqno", "particulars"})),
+)
+BANNERS = (
+    ("HDFC", re.compile(r"\bHDFC\s+BANK\b", re.I)),
+    ("ICICI", re.compile(r"\bICICI\s+BANK\b", re.I)),
+    ("SBI", re.compile(r"\bSTATE\s+BANK\s+OF\s+INDIA\b|\bSBI\b", re.I)),
+    ("Axis", re.compile(r"\bAXIS\s+BANK\b", re.I)),
+)
+HEADER_SEARCH_RECORDS = 200
+DELIMITERS = (",", "\t", ";", "|")
+_SEPARATOR = re.compile(r"^[*\-=_~.#\s]+$")
+_DATE_LIKE = re.compile(r"^\d{1,4}[/\-. ]+(\d{1,2}|[A-Za-z]{3,9})[/\-. ,]+\d{2,4}")
+_SUFFIX = re.compile(r"\s*\(?\b(cr|dr)\b\.?\)?\s*$", re.I)
+
+
+def header_key(name: str) -> str:
+    """'Deposit Amount (INR )' -> 'depositamountinr'; 'Chq./Ref.No.' -> 'chq/refno'."""
+    return re.sub(r"[^a-z0-9/]", "", name.replace("\ufeff", "").lower())
+
+
+FIELD_OF: dict[str, str] = {header_key(a): f for f, names in ALIASES.items() for a in names}
+
+
+@dataclass(frozen=True)
+class BankHeader:
+    """Where the header is and what each column means."""
+
+    index: int  # position in the record list
+    line: int
+    delimiter: str
+    fields: dict[str, int]  # field -> column position
+    labels: dict[str, str]  # field -> header text as written
+    keys: frozenset[str]
+
+
+def _map_header(cells: list[str]) -> tuple[dict[str, int], dict[str, str]]:
+    fields: dict[str, int] = {}
+    labels: dict[str, str] = {}
+    for position, cell in enumerate(cells):
+        field = FIELD_OF.get(header_key(cell))
+        if field and field not in fields:
+            fields[field] = position
+            labels[field] = cell.strip()
+    if "txn_date" not in fields and "value_date" in fields:
+        fields["txn_date"] = fields["value_date"]
+        labels["txn_date"] = labels["value_date"]
+    return fields, labels
+
+
+def _records(text: str, delimiter: str) -> list[tuple[int, list[str]]]:
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    records: list[tuple[int, list[str]]] = []
+    previous_end = 0
+    for cells in reader:
+        start = previous_end + 1
+        previous_end = reader.line_num
+        records.append((start, cells))
+    return records
+
+
+def find_header(text: str) -> tuple[BankHeader, list[tuple[int, list[str]]]] | None:
+    for delimiter in DELIMITERS:
+        records = _records(text, delimiter)
+        for index, (line, cells) in enumerate(records[:HEADER_SEARCH_RECORDS]):
+            fields, labels = _map_header(cells)
+            has_amount = "credit" in fields or "amount" in fields
+            if "txn_date" in fields and has_amount and len(fields) >= 3:
+                keys = frozenset(header_key(c) for c in cells)
+                return BankHeader(index, line, delimiter, fields, labels, keys), records
+    return None
+
+
+def detect_layout(header: BankHeader, banner: str) -> str:
+    for name, signature in LAYOUTS:
+        if signature <= header.keys:
+            return name
+    for name, pattern in BANNERS:
+        if pattern.search(banner):
+            return name
+    return "generic"
+
+
+def _cell(cells: list[str], position: int | None) -> str:
+    if position is None or position >= len(cells):
+        return ""
+    return cells[position].strip()
+
+
+def _is_separator(cells: list[str]) -> bool:
+    filled = [c for c in cells if c.strip()]
+    return bool(filled) and all(_SEPARATOR.match(c) for c in filled)
+
+
+def _split_suffix(values: list[str]) -> tuple[list[str], list[str]]:
+    """'1,000.00 Cr' -> ('1,000.00', 'cr'); no suffix -> ''."""
+    amounts: list[str] = []
+    marks: list[str] = []
+    for value in values:
+        match = _SUFFIX.search(value)
+        if match and match.start() > 0:
+            amounts.append(value[: match.start()].strip())
+            marks.append(match.group(1).lower())
+        else:
+            amounts.append(value)
+            marks.append("")
+    return amounts, marks
+
+
+def _strings(values: list[str]) -> pa.Array:
+    return convert.clean_strings(pa.array(values, type=pa.string()))
+
+
+def _iso_dates(days: np.ndarray[Any, Any]) -> list[str]:
+    return [str(d) for d in days.astype("datetime64[D]")]
+
+
+def parse_bank_statement(file: str, data: bytes) -> tuple[pd.DataFrame, FileReport, list[Problem]]:
+    """Parse one bank statement. Problems are returned (all of them), not raised."""
+    text = decode_text(file, data)
+    found = find_header(text)
+    if found is None:
+        raise ReadFailure(
+            [
+                Problem(
+                    file,
+                    0,
+                    "",
+                    "no recognisable header row: expected a date column and a credit/amount "
+                    "column named as in HDFC, ICICI, SBI or Axis exports (e.g. Date, Narration, "
+                    "Chq./Ref.No., Value Dt, Withdrawal Amt., Deposit Amt., Closing Balance)",
+                )
+            ]
+        )
+    header, records = found
+    banner = " ".join(" ".join(cells) for _, cells in records[: header.index])
+    layout = detect_layout(header, banner)
+    f = header.fields
+    labels = header.labels
+    problems: list[Problem] = []
+    warnings: list[str] = []
+
+    # Classify every record below the header.
+    body = records[header.index + 1 :]
+    kinds: list[str] = []  # 'txn', 'skip', 'text'
+    for _, cells in body:
+        if not any(c.strip() for c in cells) or _is_separator(cells):
+            kinds.append("skip")
+            continue
+        date_text = _cell(cells, f["txn_date"])
+        kinds.append("txn" if date_text and _DATE_LIKE.match(date_text) else "text")
+    txn_positions = [i for i, k in enumerate(kinds) if k == "txn"]
+    first = txn_positions[0] if txn_positions else len(body)
+    last = txn_positions[-1] if txn_positions else -1
+
+    amount_fields = [k for k in ("credit", "debit", "amount") if k in f]
+    rows: list[int] = []
+    continuation: dict[int, list[str]] = {}
+    skipped_outside: list[int] = []
+    for i, ((line, cells), kind) in enumerate(zip(body, kinds, strict=True)):
+        if kind == "txn":
+            rows.append(i)
+        elif kind == "text":
+            if first < i < last:
+                if any(_cell(cells, f[k]) for k in amount_fields):
+                    date_text = _cell(cells, f["txn_date"])
+                    message = (
+                        f"unparsable date {date_text!r}" if date_text else "amount without a date"
+                    )
+                    problems.append(Problem(file, line, labels["txn_date"], message))
+                else:
+                    # A narration that continues on its own line.
+                    extra = _cell(cells, f.get("narration"))
+                    if extra:
+                        continuation.setdefault(rows[-1], []).append(extra)
+            else:
+                skipped_outside.append(line)
+    if skipped_outside:
+        shown = ", ".join(str(n) for n in skipped_outside[:5])
+        more = f" and {len(skipped_outside) - 5} more" if len(skipped_outside) > 5 else ""
+        warnings.append(
+            f"skipped {len(skipped_outside)} non-transaction line(s) around the table "
+            f"(lines {shown}{more})"
+        )
+
+    lines = [body[i][0] for i in rows]
+    cells_of = [body[i][1] for i in rows]
+
+    def column(field: str) -> list[str]:
+        return [_cell(cells, f.get(field)) for cells in cells_of]
+
+    narrations = column("narration")
+    for position, i in enumerate(rows):
+        if i in continuation:
+            narrations[position] = " ".join([narrations[position], *continuation[i]])
+    # A narration quoted over several lines reads as one line.
+    narrations = [" ".join(text.split()) for text in narrations]
+    # Banks write '-' for "no cheque/reference number".
+    references = ["" if _SEPARATOR.match(ref) else ref for ref in column("reference")]
+
+    def report_bad(field: str, bad: convert.BadCells) -> None:
+        for row, message in zip(bad.rows.tolist(), bad.messages, strict=True):
+            problems.append(Problem(file, lines[row], labels[field], message))
+
+    dates = convert.parse_times(_strings(column("txn_date")), allow_unix=False)
+    report_bad("txn_date", dates.bad)
+    value_dates: list[str | None] = [None] * len(rows)
+    if "value_date" in f and f["value_date"] != f["txn_date"]:
+        parsed_values = convert.parse_times(_strings(column("value_date")), allow_unix=False)
+        report_bad("value_date", parsed_values.bad)
+        iso_values = _iso_dates(parsed_values.days)
+        value_dates = [
+            iso if ok else None for iso, ok in zip(iso_values, parsed_values.present, strict=True)
+        ]
+
+    n = len(rows)
+    credit = np.zeros(n, dtype=np.int64)
+    debit = np.zeros(n, dtype=np.int64)
+    if "credit" in f or "debit" in f:
+        for field, target in (("credit", credit), ("debit", debit)):
+            if field not in f:
+                continue
+            amounts, _ = _split_suffix(column(field))
+            parsed = convert.parse_rupees(_strings(amounts))
+            report_bad(field, parsed.bad)
+            target[:] = parsed.values
+    else:
+        amounts, marks = _split_suffix(column("amount"))
+        signs = [a.startswith("-") for a in amounts]
+        amounts = [a[1:] if s else a for a, s in zip(amounts, signs, strict=True)]
+        parsed = convert.parse_rupees(_strings(amounts))
+        report_bad("amount", parsed.bad)
+        directions = [d.lower() for d in column("direction")] if "direction" in f else [""] * n
+        for row in range(n):
+            mark = marks[row] or directions[row][:2]
+            if mark in ("cr", "c"):
+                credit[row] = parsed.values[row]
+            elif mark in ("dr", "d", "de") or signs[row]:
+                debit[row] = parsed.values[row]
+            elif parsed.present[row]:
+                problems.append(
+                    Problem(file, lines[row], labels["amount"], "cannot tell debit from credit")
+                )
+
+    balance = pd.array([None] * n, dtype="Int64")
+    if "balance" in f:
+        raw_balance, marks = _split_suffix(column("balance"))
+        negative = [b.startswith("-") or m == "dr" for b, m in zip(raw_balance, marks, strict=True)]
+        unsigned = [b[1:] if b.startswith("-") else b for b in raw_balance]
+        parsed = convert.parse_rupees(_strings(unsigned))
+        report_bad("balance", parsed.bad)
+        signed = np.where(negative, -parsed.values, parsed.values)
+        balance = pd.arrays.IntegerArray(signed.astype(np.int64), ~parsed.present)
+
+    utrs = [extract_utr(nar, ref) for nar, ref in zip(narrations, references, strict=True)]
+    frame = pd.DataFrame(
+        {
+            "id": [f"{file}:{line}" for line in lines],
+            "file": [file] * n,
+            "line_no": np.asarray(lines, dtype=np.int64),
+            "txn_date": _iso_dates(dates.days),
+            "value_date": value_dates,
+            "narration": [x or None for x in narrations],
+            "reference": [x or None for x in references],
+            "utr": utrs,
+            "debit": debit,
+            "credit": credit,
+            "balance": balance,
+        }
+    ).astype(BANK_COLUMNS)
+    problems.sort(key=lambda p: p.line)
+    report = FileReport(
+        kind="bank_statement",
+        file=file,
+        fmt="csv",
+        rows=n,
+        amount_unit="rupees",
+        unit_reason="bank statements are in rupees",
+        date_style=", ".join(
+            convert.DATE_STYLES[s] for s in ("dmy", "dmy_time", "iso", "dmony") if s in dates.styles
+        ),
+        bank_layout=layout,
+        ignored_columns=(),
+        warnings=tuple(warnings),
+    )
+    return frame, report, problems

@@ -1,0 +1,308 @@
+"""Razorpay entity tables (payments, refunds, settlements, recon rows): validate and convert.
+
+`build_frame` turns a RawTable into the Dataset frame for its table, collecting every problem
+of the file (vectorised) rather than stopping at the first one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from core.errors import InputError, Problem
+from core.ingest import convert
+from core.ingest.convert import BadCells
+from core.ingest.readers import RawTable, ReadFailure, table_from_items
+from core.ingest.report import FileReport
+from core.ingest.tables import TABLES, ColumnSpec, TableSpec
+
+UNITS = ("auto", "paise", "rupees")
+STRING_DTYPE = pd.StringDtype()
+
+
+class ProblemLog:
+    """The problems of one file. Cell problems keep row positions until lines are needed."""
+
+    def __init__(self, raw: RawTable) -> None:
+        self.raw = raw
+        self._cells: list[tuple[str, BadCells]] = []
+        self._fixed: list[Problem] = []
+
+    def cells(self, column: str, bad: BadCells) -> None:
+        if len(bad):
+            self._cells.append((column, bad))
+
+    def add(self, problem: Problem) -> None:
+        self._fixed.append(problem)
+
+    def __bool__(self) -> bool:
+        return bool(self._cells or self._fixed)
+
+    def problems(self) -> list[Problem]:
+        found = list(self._fixed)
+        if self._cells:
+            lines = self.raw.lines()
+            prefix_items = self.raw.fmt != "csv"
+            for column, bad in self._cells:
+                label = self.raw.column_label(column)
+                for row, message in zip(bad.rows.tolist(), bad.messages, strict=True):
+                    line = int(lines[row]) if row < len(lines) else 0
+                    text = f"item {row + 1}: {message}" if prefix_items else message
+                    found.append(Problem(self.raw.file, line, label, text))
+        order = {name: i for i, name in enumerate(self.raw.written_names.values())}
+        found.sort(key=lambda p: (p.line, order.get(p.column, len(order))))
+        return found
+
+
+def string_series(values: pa.Array) -> pd.Series:
+    return pd.Series(values.to_pandas(types_mapper={pa.string(): STRING_DTYPE}.get))
+
+
+def decide_unit(
+    spec: TableSpec,
+    raw: RawTable,
+    columns: dict[str, pa.Array],
+    setting: str,
+    casts: convert.IntCasts | None = None,
+) -> tuple[str, str]:
+    """Paise or rupees for this file, and why (spec section 2)."""
+    if setting in ("paise", "rupees"):
+        return setting, "set by --amount-unit"
+    lines: np.ndarray[Any, Any] | None = None
+
+    def where(row: int) -> str:
+        nonlocal lines
+        if raw.fmt == "csv":
+            lines = raw.lines() if lines is None else lines
+            return f"line {int(lines[row])}"
+        return f"item {row + 1}"
+
+    for name in spec.money_columns:
+        if name in columns and (row := convert.looks_like_rupees(columns[name], casts)) is not None:
+            value = columns[name][row].as_py()
+            return "rupees", f"{name} {value!r} on {where(row)} is written in rupees"
+    for name in spec.time_columns:
+        if (
+            name in columns
+            and (row := convert.looks_like_dashboard_dates(columns[name], casts)) is not None
+        ):
+            value = columns[name][row].as_py()
+            return "rupees", (
+                f"whole amounts with dashboard-style dates ({name} {value!r} on {where(row)})"
+            )
+    if raw.n_rows == 0:
+        return "paise", "no rows"
+    return "paise", "whole-number amounts as the API writes them"
+
+
+def _notes_json(values: pa.Array) -> pa.Array:
+    """Notes as JSON text: objects and lists kept as written, a plain string JSON-encoded."""
+    is_json = convert.to_bool_numpy(pc.match_substring_regex(values, r"^[\[{]"))
+    plain = convert.valid_mask(values) & ~is_json
+    if not plain.any():
+        return values
+    import json
+
+    texts = values.to_pylist()
+    for row in np.flatnonzero(plain).tolist():
+        texts[row] = json.dumps(texts[row], ensure_ascii=False)
+    return pa.array(texts, type=pa.string())
+
+
+def _convert_column(
+    spec: ColumnSpec,
+    column: pa.Array | None,
+    n: int,
+    unit: str,
+    log: ProblemLog,
+    styles: set[str],
+    casts: convert.IntCasts,
+) -> tuple[pd.Series, np.ndarray[Any, Any]]:
+    """(pandas column, presence mask) for one spec column."""
+    if column is None:
+        column = pa.nulls(n, type=pa.string())
+    if spec.kind in ("text", "notes", "choice"):
+        values = column
+        if spec.kind == "choice":
+            values = convert.normalise_choice(values)
+            log.cells(
+                spec.name, convert.check_choices(values, spec.choices or frozenset(), spec.name)
+            )
+        if spec.kind == "notes":
+            values = _notes_json(values)
+        present = convert.valid_mask(values)
+        if spec.default is not None:
+            values = pc.fill_null(values, str(spec.default))
+        return string_series(values), present
+    if spec.kind == "money":
+        parsed = convert.parse_money(column, unit, casts)
+        log.cells(spec.name, parsed.bad)
+        return _int_series(parsed.values, parsed.present, spec), parsed.present
+    if spec.kind == "time":
+        times = convert.parse_times(column, casts=casts)
+        log.cells(spec.name, times.bad)
+        styles.update(times.styles)
+        return _int_series(times.seconds, times.present, spec), times.present
+    if spec.kind == "bool":
+        flags, present, bad = convert.parse_bools(column)
+        log.cells(spec.name, bad)
+        if spec.default is not None:
+            flags = np.where(present, flags, bool(spec.default))
+        return pd.Series(flags, dtype="bool"), present
+    raise ValueError(f"unknown column kind {spec.kind!r}")  # pragma: no cover
+
+
+def _int_series(
+    values: np.ndarray[Any, Any], present: np.ndarray[Any, Any], spec: ColumnSpec
+) -> pd.Series:
+    if spec.required or spec.default is not None:
+        filled = values if spec.default is None else np.where(present, values, int(spec.default))
+        return pd.Series(np.asarray(filled, dtype=np.int64), dtype="int64")
+    return pd.Series(pd.arrays.IntegerArray(np.asarray(values, dtype=np.int64), ~present))
+
+
+def _style_text(styles: set[str]) -> str:
+    names = [
+        convert.DATE_STYLES[s] for s in ("unix", "dmy_time", "dmy", "iso", "dmony") if s in styles
+    ]
+    return ", ".join(names)
+
+
+def build_frame(
+    spec: TableSpec, raw: RawTable, unit_setting: str = "auto"
+) -> tuple[pd.DataFrame, FileReport, list[Problem]]:
+    """Validate and convert one entity file. Problems are returned, not raised."""
+    log = ProblemLog(raw)
+    n = raw.n_rows
+    casts = convert.IntCasts()
+    kinds = {c.name: c.kind for c in spec.columns}
+    columns: dict[str, pa.Array] = {}
+    for name, values in raw.columns.items():
+        # A numeric column that casts cleanly has nothing to trim (and the cast is kept).
+        numeric = kinds.get(name) in ("money", "time") and casts(values) is not None
+        columns[name] = values if numeric else convert.clean_strings(values)
+    warnings: list[str] = []
+    for col in spec.columns:
+        if col.required and col.name not in columns and (raw.fmt == "csv" or n > 0):
+            log.add(
+                Problem(
+                    raw.file, raw.header_line, col.name, f"required column {col.name!r} is missing"
+                )
+            )
+    unit, reason = decide_unit(spec, raw, columns, unit_setting, casts)
+    styles: set[str] = set()
+    out: dict[str, pd.Series] = {}
+    presence: dict[str, np.ndarray[Any, Any]] = {}
+    for col in spec.columns:
+        series, present = _convert_column(col, columns.get(col.name), n, unit, log, styles, casts)
+        out[col.name] = series
+        presence[col.name] = present
+        if col.required and col.name in columns:
+            missing = ~present
+            bad_parse = np.zeros(n, dtype=np.bool_)
+            raw_present = convert.valid_mask(columns[col.name])
+            bad_parse |= raw_present & ~present  # already reported by the converter
+            empty = missing & ~bad_parse
+            if empty.any():
+                rows = np.flatnonzero(empty)
+                log.cells(col.name, BadCells(rows, tuple(f"{col.name} is empty" for _ in rows)))
+
+    if spec.unique and spec.unique in columns:
+        repeated, firsts = convert.duplicate_rows(columns[spec.unique])
+        if len(repeated):
+            lines = raw.lines()
+            ids = columns[spec.unique].take(pa.array(repeated)).to_pylist()
+            where = (
+                [f"line {int(lines[f])}" for f in firsts.tolist()]
+                if raw.fmt == "csv"
+                else [f"item {f + 1}" for f in firsts.tolist()]
+            )
+            log.cells(
+                spec.unique,
+                BadCells(
+                    repeated,
+                    tuple(
+                        f"duplicate {spec.unique} {v!r} (first on {w})"
+                        for v, w in zip(ids, where, strict=True)
+                    ),
+                ),
+            )
+
+    if spec.kind == "payments":
+        status = out["status"]
+        derived = status.isin(["captured", "refunded"]).to_numpy(dtype=bool, na_value=False)
+        given = presence.get("captured")
+        if "captured" not in columns:
+            warnings.append("no 'captured' column: derived from status (captured or refunded)")
+        if given is not None:
+            out["captured"] = pd.Series(
+                np.where(given, out["captured"].to_numpy(), derived), dtype="bool"
+            )
+    if spec.kind == "settlement_recon":
+        out["row_key"] = _row_keys(columns, n)
+
+    frame = pd.DataFrame({name: out[name] for name in spec.dtypes})
+    frame = frame.astype(spec.dtypes)
+    report = FileReport(
+        kind=spec.kind,
+        file=raw.file,
+        fmt=raw.fmt,
+        rows=n,
+        amount_unit=unit,
+        unit_reason=reason,
+        date_style=_style_text(styles),
+        ignored_columns=raw.ignored,
+        warnings=tuple(warnings),
+    )
+    return frame, report, log.problems() if log else []
+
+
+def _row_keys(columns: dict[str, pa.Array], n: int) -> pd.Series:
+    """type:entity_id:settlement_id:occurrence, occurrence counting from 1 in file order.
+
+    Only rows whose entity_id repeats can share a key, so only they are counted (in Python).
+    """
+    empty = pa.nulls(n, type=pa.string())
+    entity = pc.fill_null(columns.get("entity_id", empty), "")
+    base = pc.binary_join_element_wise(
+        pc.fill_null(pc.utf8_lower(columns.get("type", empty)), ""),
+        entity,
+        pc.fill_null(columns.get("settlement_id", empty), ""),
+        ":",
+    )
+    occurrence = np.ones(n, dtype=np.int64)
+    repeated, _ = convert.duplicate_rows(entity)
+    if len(repeated):
+        repeated_ids = pc.unique(entity.take(pa.array(repeated)))
+        rows = np.flatnonzero(convert.to_bool_numpy(pc.is_in(entity, value_set=repeated_ids)))
+        seen: dict[str, int] = {}
+        for row, key in zip(rows.tolist(), base.take(pa.array(rows)).to_pylist(), strict=True):
+            seen[key] = seen.get(key, 0) + 1
+            occurrence[row] = seen[key]
+    keys = pc.binary_join_element_wise(base, pc.cast(pa.array(occurrence), pa.string()), ":")
+    return string_series(keys)
+
+
+def frames_from_items(kind: str, items: list[dict[str, Any]], source_name: str) -> pd.DataFrame:
+    """API-shaped dicts (amounts in paise) to the Dataset frame for `kind`, validated like files.
+
+    kind: payments, refunds, settlements or settlement_recon. Raises InputError naming
+    `source_name`, the item number and the field of every bad value.
+    """
+    spec = TABLES.get(kind)
+    if spec is None:
+        raise ValueError(f"unknown kind {kind!r}; expected one of {sorted(TABLES)}")
+    wanted = [c.name for c in spec.columns]
+    notes = [c.name for c in spec.columns if c.kind == "notes"]
+    try:
+        raw = table_from_items(source_name, items, wanted, notes)
+    except ReadFailure as failure:
+        raise InputError(failure.problems) from None
+    frame, _, problems = build_frame(spec, raw, "paise")
+    if problems:
+        raise InputError(problems)
+    return frame

@@ -1,0 +1,382 @@
+"""Reading entity files (CSV or JSON) into Arrow string columns, with exact line numbers.
+
+A `RawTable` holds every wanted column as strings (null for an empty cell) keyed by its
+normalised name, and can tell the physical line of any row. Line numbers are computed only
+when a problem needs them: on the happy path the CSV is parsed once, by Arrow.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+
+from core.errors import Problem
+
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def normalise_header(name: str) -> str:
+    """'Created At ' -> 'created_at': case-, space- and BOM-insensitive."""
+    return "_".join(name.replace("\ufeff", "").strip().lower().split())
+
+
+class ReadFailure(Exception):
+    """The file could not be read at all; carries the problems found."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__("; ".join(str(p) for p in problems))
+        self.problems = problems
+
+
+@dataclass
+class RawTable:
+    """One input file's cells as Arrow strings.
+
+    file: the file's name as shown in problems; fmt: 'csv', 'json' or 'items';
+    columns: normalised column name -> string array (null = empty cell);
+    written_names: normalised name -> the name as the file writes it;
+    ignored: columns present in the file but not read; n_rows: data rows;
+    header_line: physical line of the CSV header (0 for JSON);
+    line_finder: computes the physical line of every row (called only when needed).
+    """
+
+    file: str
+    fmt: str
+    columns: dict[str, pa.Array]
+    written_names: dict[str, str]
+    ignored: tuple[str, ...]
+    n_rows: int
+    header_line: int
+    line_finder: Callable[[], npt.NDArray[np.int64]]
+    _lines: npt.NDArray[np.int64] | None = field(default=None, repr=False)
+
+    def lines(self) -> npt.NDArray[np.int64]:
+        if self._lines is None:
+            self._lines = self.line_finder()
+        return self._lines
+
+    def column_label(self, name: str) -> str:
+        return self.written_names.get(name, name)
+
+
+def _utf8_problem(file: str, data: bytes, exc: UnicodeDecodeError) -> Problem:
+    line = data.count(b"\n", 0, exc.start) + 1
+    column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+    return Problem(file, line, str(column), "not UTF-8 text (save the file as UTF-8)")
+
+
+def decode_text(file: str, data: bytes) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ReadFailure([_utf8_problem(file, data, exc)]) from exc
+
+
+def csv_record_lines(text: str) -> list[tuple[int, list[str]]]:
+    """(first physical line, cells) of every CSV record, blank lines left out.
+
+    Quoted cells may span lines: `line_num` counts physical lines consumed, so a record's first
+    line is one past the previous record's last line.
+    """
+    reader = csv.reader(io.StringIO(text, newline=""))
+    records: list[tuple[int, list[str]]] = []
+    previous_end = 0
+    for cells in reader:
+        start = previous_end + 1
+        previous_end = reader.line_num
+        if not cells:
+            continue
+        records.append((start, cells))
+    return records
+
+
+HEADER_PROBE_BYTES = 1 << 20
+
+
+def _header_of(text: str) -> tuple[int, list[str]]:
+    """The first non-blank record of `text` (the start of a file): (line, names)."""
+    offset = 0
+    line = 1
+    while offset < len(text):
+        end = text.find("\n", offset)
+        end = len(text) if end < 0 else end
+        if text[offset:end].strip():
+            # A quoted header cell could span lines; parse from here with the csv module.
+            reader = csv.reader(io.StringIO(text[offset:], newline=""))
+            return line, next(reader)
+        offset = end + 1
+        line += 1
+    return 0, []
+
+
+def read_csv_table(file: str, data: bytes, wanted: Sequence[str]) -> RawTable:
+    """Parse a CSV whose header holds API field names; keep the `wanted` columns as strings.
+
+    Arrow parses the bytes (and validates UTF-8); the whole text is decoded in Python only
+    when a problem needs line numbers.
+    """
+    body = pa.py_buffer(data)
+    if data.startswith(UTF8_BOM):
+        body = body[len(UTF8_BOM) :]
+    head = data[:HEADER_PROBE_BYTES].decode("utf-8-sig", errors="replace")
+    header_line, header = _header_of(head)
+    if not header:
+        raise ReadFailure([Problem(file, 0, "", "the file is empty: no header row")])
+    if header_line > 1:  # blank lines before the header: hand Arrow the bytes from the header
+        offset = 0
+        for _ in range(header_line - 1):
+            offset = data.index(b"\n", offset) + 1
+        body = pa.py_buffer(data)[offset:]
+    written: dict[str, str] = {}
+    for name in header:
+        key = normalise_header(name)
+        if key and key not in written:
+            written[key] = name
+    keep = [key for key in wanted if key in written]
+    ignored = tuple(name for key, name in written.items() if key not in wanted)
+
+    def find_lines() -> npt.NDArray[np.int64]:
+        records = csv_record_lines(data.decode("utf-8-sig", errors="replace"))
+        starts = [start for start, _ in records if start > header_line]
+        return np.asarray(starts, dtype=np.int64)
+
+    try:
+        table = pa_csv.read_csv(
+            pa.BufferReader(body),
+            parse_options=pa_csv.ParseOptions(newlines_in_values=True),
+            convert_options=pa_csv.ConvertOptions(
+                column_types={written[k]: pa.string() for k in keep},
+                include_columns=[written[k] for k in keep],
+                null_values=[""],
+                strings_can_be_null=True,
+                quoted_strings_can_be_null=True,
+            ),
+            read_options=pa_csv.ReadOptions(block_size=1 << 24),
+        )
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        text = decode_text(file, data)  # raises with the position of any non-UTF-8 byte
+        raise ReadFailure(_csv_shape_problems(file, text, header_line, len(header), exc)) from exc
+    columns = {k: table.column(written[k]) for k in keep}
+    return RawTable(
+        file=file,
+        fmt="csv",
+        columns=columns,
+        written_names={k: written[k] for k in keep},
+        ignored=ignored,
+        n_rows=table.num_rows,
+        header_line=header_line,
+        line_finder=find_lines,
+    )
+
+
+def _csv_shape_problems(
+    file: str, text: str, header_line: int, width: int, exc: Exception
+) -> list[Problem]:
+    problems = [
+        Problem(file, start, "", f"expected {width} fields like the header, found {len(cells)}")
+        for start, cells in csv_record_lines(text)
+        if start > header_line and len(cells) != width
+    ]
+    return problems or [Problem(file, 0, "", f"not a readable CSV file: {exc}")]
+
+
+# --- JSON --------------------------------------------------------------------------------
+
+
+def _json_items(file: str, text: str) -> list[Any]:
+    try:
+        document = json.loads(text, parse_float=str)
+    except json.JSONDecodeError as exc:
+        raise ReadFailure(
+            [Problem(file, exc.lineno, str(exc.colno), f"invalid JSON: {exc.msg}")]
+        ) from None
+    if isinstance(document, dict) and isinstance(document.get("items"), list):
+        items: list[Any] = document["items"]
+    elif isinstance(document, list):
+        items = document
+    else:
+        raise ReadFailure(
+            [
+                Problem(
+                    file,
+                    1,
+                    "",
+                    'expected a Razorpay collection {"entity": "collection", "items": [...]}'
+                    " or a list of items",
+                )
+            ]
+        )
+    return items
+
+
+def json_item_lines(text: str) -> npt.NDArray[np.int64]:
+    """Physical line on which each item of the collection (or list) starts.
+
+    Walks the top level with the C decoder's raw_decode, so it costs about one json.loads.
+    """
+    decoder = json.JSONDecoder()
+    ws = " \t\r\n"
+    starts: list[int] = []
+    i = len(text) - len(text.lstrip(ws + "\ufeff"))
+
+    def skip(pos: int) -> int:
+        while pos < len(text) and text[pos] in ws:
+            pos += 1
+        return pos
+
+    def walk_array(pos: int) -> int:
+        pos = skip(pos + 1)  # past '['
+        if pos < len(text) and text[pos] == "]":
+            return pos + 1
+        while pos < len(text):
+            starts.append(pos)
+            _, pos = decoder.raw_decode(text, pos)
+            pos = skip(pos)
+            if pos < len(text) and text[pos] == ",":
+                pos = skip(pos + 1)
+                continue
+            return pos + 1
+        return pos
+
+    if i < len(text) and text[i] == "[":
+        walk_array(i)
+    elif i < len(text) and text[i] == "{":
+        pos = skip(i + 1)
+        while pos < len(text) and text[pos] != "}":
+            key, pos = decoder.raw_decode(text, pos)
+            pos = skip(pos)
+            pos = skip(pos + 1)  # past ':'
+            if key == "items" and text[pos] == "[":
+                pos = walk_array(pos)
+            else:
+                _, pos = decoder.raw_decode(text, pos)
+            pos = skip(pos)
+            if pos < len(text) and text[pos] == ",":
+                pos = skip(pos + 1)
+    lines = np.empty(len(starts), dtype=np.int64)
+    line = 1
+    previous = 0
+    for index, start in enumerate(starts):
+        line += text.count("\n", previous, start)
+        previous = start
+        lines[index] = line
+    return lines
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def _cell_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (dict, list)):
+        return _json_text(value)
+    return str(value)
+
+
+def values_to_strings(values: list[Any], *, notes: bool = False) -> pa.Array:
+    """Python values from JSON to an Arrow string array; objects become JSON text."""
+    if notes:
+        # Empty notes ({} or Razorpay's []) are common: skip json.dumps for them.
+        return pa.array(
+            [
+                None
+                if v is None
+                else v
+                if isinstance(v, str)
+                else ("[]" if v == [] else "{}" if v == {} else _json_text(v))
+                for v in values
+            ],
+            type=pa.string(),
+        )
+    try:
+        inferred = pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        return pa.array([_cell_text(v) for v in values], type=pa.string())
+    kind = inferred.type
+    if pa.types.is_string(kind) or pa.types.is_null(kind):
+        return pc_cast_string(inferred)
+    if pa.types.is_integer(kind):
+        return pc_cast_string(inferred)
+    if pa.types.is_boolean(kind):
+        import pyarrow.compute as pc
+
+        return pc.if_else(inferred, "true", "false")
+    return pa.array([_cell_text(v) for v in values], type=pa.string())
+
+
+def pc_cast_string(array: pa.Array) -> pa.Array:
+    import pyarrow.compute as pc
+
+    return pc.cast(array, pa.string())
+
+
+def table_from_items(
+    file: str,
+    items: list[Any],
+    wanted: Sequence[str],
+    notes_columns: Sequence[str],
+    line_finder: Callable[[], npt.NDArray[np.int64]] | None = None,
+    fmt: str = "items",
+) -> RawTable:
+    """API-shaped dicts to a RawTable. Items that are not objects are problems."""
+    not_objects = [i for i, item in enumerate(items) if not isinstance(item, dict)]
+    finder = line_finder or (lambda: np.arange(1, len(items) + 1, dtype=np.int64))
+    if not_objects:
+        lines = finder()
+        raise ReadFailure(
+            [
+                Problem(file, int(lines[i]), "", f"item {i + 1} is not an object")
+                for i in not_objects
+            ]
+        )
+    keys: dict[str, None] = {}
+    for item in items:
+        keys.update(dict.fromkeys(item))
+    seen: dict[str, str] = {}
+    for key in keys:
+        seen.setdefault(normalise_header(str(key)), str(key))
+    columns: dict[str, pa.Array] = {}
+    written: dict[str, str] = {}
+    for key in wanted:
+        source = seen.get(key, key)
+        values = [item.get(source) for item in items]
+        if all(v is None for v in values) and key not in seen:
+            continue
+        columns[key] = values_to_strings(values, notes=key in notes_columns)
+        written[key] = source
+    ignored = tuple(name for normal, name in seen.items() if normal not in wanted)
+    return RawTable(
+        file=file,
+        fmt=fmt,
+        columns=columns,
+        written_names=written,
+        ignored=ignored,
+        n_rows=len(items),
+        header_line=0,
+        line_finder=finder,
+    )
+
+
+def read_json_table(
+    file: str, data: bytes, wanted: Sequence[str], notes_columns: Sequence[str]
+) -> RawTable:
+    text = decode_text(file, data)
+    items = _json_items(file, text)
+    return table_from_items(
+        file, items, wanted, notes_columns, line_finder=lambda: json_item_lines(text), fmt="json"
+    )

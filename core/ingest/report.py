@@ -1,0 +1,98 @@
+"""What an import read and wrote, for people (`lines()`) and for the `imports` table (`to_json`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from types import MappingProxyType
+from typing import Any
+
+
+@dataclass(frozen=True)
+class FileReport:
+    """One file read.
+
+    kind: payments, refunds, settlements, settlement_recon or bank_statement.
+    file: the file's name; fmt: csv, json or items (API dicts).
+    rows: data rows read (bank: transaction lines).
+    amount_unit: paise or rupees, as decided for this file; unit_reason: why.
+    date_style: how its dates were written (e.g. 'Unix seconds', 'dd/mm/YYYY HH:MM:SS (IST)').
+    bank_layout: HDFC, ICICI, SBI, Axis or generic (bank statements only).
+    ignored_columns: columns present but not read.
+    warnings: anything a reviewer should know (skipped lines, derived values).
+    """
+
+    kind: str
+    file: str
+    fmt: str
+    rows: int
+    amount_unit: str
+    unit_reason: str
+    date_style: str = ""
+    bank_layout: str | None = None
+    ignored_columns: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """One import.
+
+    source: 'files', 'benchmark', 'razorpay_api'; location: folder, seed or date range.
+    content_hash: sha256 over the inputs (and the amount-unit setting).
+    files: one FileReport per file read (empty when the dataset came from elsewhere).
+    has_bank_statement: a bank statement was part of the input.
+    import_id: the `imports` row (None before storing).
+    already_imported: the same content was the latest import, so nothing was written.
+    replaced: the raw tables were emptied first.
+    written: rows upserted per raw table.
+    """
+
+    source: str
+    location: str
+    content_hash: str
+    files: tuple[FileReport, ...] = ()
+    has_bank_statement: bool = False
+    import_id: int | None = None
+    already_imported: bool = False
+    replaced: bool = False
+    written: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return tuple(f"{f.file}: {w}" for f in self.files for w in f.warnings)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["files"] = [asdict(f) for f in self.files]
+        data["written"] = dict(self.written)
+        return data
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    def lines(self) -> list[str]:
+        """The report as a person reads it."""
+        out = [f"Import from {self.location} ({self.source}), content {self.content_hash[:12]}"]
+        for f in self.files:
+            detail = f"{f.rows} rows, {f.fmt}"
+            if f.kind == "bank_statement":
+                detail += f", layout {f.bank_layout}, amounts in rupees"
+            else:
+                detail += f", amounts in {f.amount_unit} ({f.unit_reason})"
+            if f.date_style:
+                detail += f", dates {f.date_style}"
+            out.append(f"  {f.file}: {detail}")
+            if f.ignored_columns:
+                out.append(f"    ignored columns: {', '.join(f.ignored_columns)}")
+            out.extend(f"    warning: {w}" for w in f.warnings)
+        if not self.has_bank_statement:
+            out.append("  no bank statement: bank checks will be skipped")
+        if self.already_imported:
+            out.append(f"Already imported (import #{self.import_id}): nothing written.")
+        elif self.import_id is not None:
+            counts = ", ".join(f"{table} {n}" for table, n in self.written.items())
+            mode = "replaced raw tables" if self.replaced else "upserted"
+            out.append(f"Import #{self.import_id}: {mode}: {counts}.")
+        return out

@@ -1,0 +1,494 @@
+"""Human decisions on exceptions: idempotent, version-checked, audited in one transaction.
+
+Legal moves (anything else is refused, exit 3):
+
+| action | from | to |
+|---|---|---|
+| assign | OPEN | ASSIGNED |
+| assign (reassign) | ASSIGNED, INVESTIGATED, ESCALATED | unchanged, new assignee |
+| investigate | ASSIGNED, ESCALATED | INVESTIGATED |
+| resolve | OPEN, ASSIGNED, INVESTIGATED, ESCALATED | RESOLVED |
+| escalate | OPEN, ASSIGNED, INVESTIGATED | ESCALATED |
+| reopen | RESOLVED, ESCALATED, AUTO_CLEARED | OPEN (unassigned, new due date) |
+| comment | any | unchanged |
+
+Every action needs an actor and a request id; resolve, escalate, reopen and comment need
+a note; assign needs an assignee. A request id answers once: the same id with the same
+payload returns the first answer and does nothing; with another payload it is refused.
+`expected_version`, when given, must equal the exception's version (else refused).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from core.audit import append, canonical_json
+from core.db import review as review_sql
+from core.db import transaction
+from core.errors import InputError, NotFoundError, Problem, RefusedError
+from core.review.due import due_date
+from core.review.model import ActionResult, BulkResult, ExceptionRecord
+
+OPEN_STATUSES = ("OPEN", "ASSIGNED", "INVESTIGATED", "ESCALATED")
+# action -> {from status: to status}; None as target keeps the status.
+TRANSITIONS: dict[str, dict[str, str | None]] = {
+    "assign": {"OPEN": "ASSIGNED", "ASSIGNED": None, "INVESTIGATED": None, "ESCALATED": None},
+    "investigate": {"ASSIGNED": "INVESTIGATED", "ESCALATED": "INVESTIGATED"},
+    "resolve": {s: "RESOLVED" for s in OPEN_STATUSES},
+    "escalate": {"OPEN": "ESCALATED", "ASSIGNED": "ESCALATED", "INVESTIGATED": "ESCALATED"},
+    "reopen": {"RESOLVED": "OPEN", "ESCALATED": "OPEN", "AUTO_CLEARED": "OPEN"},
+    "comment": {
+        s: None
+        for s in ("OPEN", "ASSIGNED", "INVESTIGATED", "RESOLVED", "ESCALATED", "AUTO_CLEARED")
+    },
+}
+NOTE_REQUIRED = frozenset({"resolve", "escalate", "reopen", "comment"})
+# Past-tense names for events and audit actions.
+EVENT_NAMES = {
+    "assign": "assigned",
+    "investigate": "investigated",
+    "resolve": "resolved",
+    "escalate": "escalated",
+    "reopen": "reopened",
+    "comment": "commented",
+}
+MAX_TEXT = 10_000
+MAX_REQUEST_ID = 200
+
+
+def _problem(field: str, message: str) -> InputError:
+    return InputError([Problem("request", 0, field, message)])
+
+
+def _text(field: str, value: str | None, *, required: bool, limit: int = MAX_TEXT) -> str | None:
+    text = value.strip() if isinstance(value, str) else None
+    if not text:
+        if required:
+            raise _problem(field, "is required and must not be blank")
+        return None
+    if len(text) > limit:
+        raise _problem(field, f"is longer than {limit} characters")
+    return text
+
+
+def _required(field: str, value: str | None, *, limit: int) -> str:
+    text = _text(field, value, required=True, limit=limit)
+    if text is None:  # _text raised already; this narrows the type
+        raise _problem(field, "is required and must not be blank")
+    return text
+
+
+def _payload_hash(payload: Mapping[str, Any]) -> str:
+    return hashlib.sha256(canonical_json(dict(payload)).encode("utf-8")).hexdigest()
+
+
+def _refuse_other_payload(request_id: str) -> RefusedError:
+    return RefusedError(
+        f"request id {request_id!r} was already used for a different action or payload; "
+        "use a new request id for a new action"
+    )
+
+
+def _stale(conn: sqlite3.Connection, exc: ExceptionRecord, expected: int) -> RefusedError:
+    events = review_sql.events_of(conn, exc.id)
+    last = f" (last: {events[-1]['action']} by {events[-1]['actor']})" if events else ""
+    return RefusedError(
+        f"exception {exc.id} changed since you loaded it: it is at version {exc.version}, "
+        f"you had version {expected}; it is now {exc.status}{last}. Reload and decide again."
+    )
+
+
+def _load(conn: sqlite3.Connection, exception_id: int) -> ExceptionRecord:
+    row = review_sql.get_exception(conn, exception_id)
+    if row is None:
+        raise NotFoundError(f"exception {exception_id} does not exist")
+    return ExceptionRecord.from_row(row)
+
+
+def _apply(
+    conn: sqlite3.Connection,
+    exc: ExceptionRecord,
+    action: str,
+    *,
+    actor: str,
+    note: str | None,
+    assignee: str | None,
+    request_id: str,
+    expected_version: int | None,
+    now: int,
+) -> ActionResult:
+    """Check and make one move inside the open transaction; raises RefusedError."""
+    if expected_version is not None and exc.version != expected_version:
+        raise _stale(conn, exc, expected_version)
+    allowed = TRANSITIONS[action]
+    if exc.status not in allowed:
+        legal = ", ".join(allowed)
+        raise RefusedError(
+            f"cannot {action} exception {exc.id}: it is {exc.status} "
+            f"({action} is allowed from {legal})"
+        )
+    target = allowed[exc.status] or exc.status
+    version = exc.version
+    new_assignee = exc.assignee
+    if action != "comment":
+        new_assignee = assignee if assignee is not None else exc.assignee
+        due = exc.due_date
+        if action == "reopen":
+            new_assignee = None
+            due = due_date(exc.exposure_class, exc.exposure_amount, now)
+        closed_at = now if target == "RESOLVED" else None
+        if not review_sql.update_state(
+            conn,
+            exc.id,
+            expected_version=exc.version,
+            status=target,
+            assignee=new_assignee,
+            due_date=due,
+            closed_at=closed_at,
+            now=now,
+        ):
+            raise _stale(conn, _load(conn, exc.id), exc.version)
+        version += 1
+    event_name = EVENT_NAMES[action]
+    event_id = review_sql.insert_event(
+        conn, (exc.id, event_name, actor, note, exc.status, target, request_id, now)
+    )
+    seq = append(
+        conn,
+        actor=actor,
+        action=f"exception.{event_name}",
+        entity_type="exception",
+        entity_id=str(exc.id),
+        payload={
+            "request_id": request_id,
+            "from_status": exc.status,
+            "to_status": target,
+            "note": note,
+            "assignee": new_assignee,
+            "version": version,
+            "exposure_class": exc.exposure_class,
+            "exposure_amount": exc.exposure_amount,
+            "reason_code": exc.reason_code,
+        },
+        now=now,
+    )
+    return ActionResult(
+        request_id=request_id,
+        action=action,
+        exception_id=exc.id,
+        from_status=exc.status,
+        to_status=target,
+        version=version,
+        assignee=new_assignee,
+        event_id=event_id,
+        audit_seq=seq,
+    )
+
+
+def act(
+    conn: sqlite3.Connection,
+    action: str,
+    exception_id: int,
+    *,
+    actor: str,
+    request_id: str,
+    note: str | None = None,
+    assignee: str | None = None,
+    expected_version: int | None = None,
+    now: int | None = None,
+) -> ActionResult:
+    """Make one action on one exception (see the module's table); the answer, or a replay."""
+    if action not in TRANSITIONS:
+        raise _problem("action", f"unknown action {action!r}")
+    actor_ = _required("actor", actor, limit=200)
+    rid = _required("request_id", request_id, limit=MAX_REQUEST_ID)
+    note_ = _text("note", note, required=action in NOTE_REQUIRED)
+    assignee_ = _text("assignee", assignee, required=action == "assign", limit=200)
+    if action not in ("assign", "escalate") and assignee_ is not None:
+        raise _problem("assignee", f"{action} takes no assignee")
+    payload = {
+        "kind": "single",
+        "action": action,
+        "exception_id": int(exception_id),
+        "actor": actor_,
+        "note": note_,
+        "assignee": assignee_,
+        "expected_version": expected_version,
+    }
+    digest = _payload_hash(payload)
+    stamp = int(time.time()) if now is None else int(now)
+    with transaction(conn):
+        prior = review_sql.find_request(conn, rid)
+        if prior is not None:
+            if prior[0] != digest:
+                raise _refuse_other_payload(rid)
+            return ActionResult(**{**json.loads(prior[1]), "replayed": True})
+        exc = _load(conn, int(exception_id))
+        result = _apply(
+            conn,
+            exc,
+            action,
+            actor=actor_,
+            note=note_,
+            assignee=assignee_,
+            request_id=rid,
+            expected_version=expected_version,
+            now=stamp,
+        )
+        review_sql.record_request(conn, rid, digest, canonical_json(result.to_dict()), stamp)
+    return result
+
+
+def assign(
+    conn: sqlite3.Connection,
+    exception_id: int,
+    *,
+    actor: str,
+    assignee: str,
+    request_id: str,
+    note: str | None = None,
+    expected_version: int | None = None,
+) -> ActionResult:
+    """Give the exception to `assignee` (OPEN becomes ASSIGNED; otherwise a reassignment)."""
+    return act(
+        conn,
+        "assign",
+        exception_id,
+        actor=actor,
+        assignee=assignee,
+        request_id=request_id,
+        note=note,
+        expected_version=expected_version,
+    )
+
+
+def mark_investigated(
+    conn: sqlite3.Connection,
+    exception_id: int,
+    *,
+    actor: str,
+    request_id: str,
+    note: str | None = None,
+    expected_version: int | None = None,
+) -> ActionResult:
+    """Record that the assigned reviewer has investigated (ASSIGNED/ESCALATED -> INVESTIGATED)."""
+    return act(
+        conn,
+        "investigate",
+        exception_id,
+        actor=actor,
+        request_id=request_id,
+        note=note,
+        expected_version=expected_version,
+    )
+
+
+def resolve(
+    conn: sqlite3.Connection,
+    exception_id: int,
+    *,
+    actor: str,
+    note: str,
+    request_id: str,
+    expected_version: int | None = None,
+) -> ActionResult:
+    """Close the exception with a decision; the note says what was decided and why."""
+    return act(
+        conn,
+        "resolve",
+        exception_id,
+        actor=actor,
+        note=note,
+        request_id=request_id,
+        expected_version=expected_version,
+    )
+
+
+def escalate(
+    conn: sqlite3.Connection,
+    exception_id: int,
+    *,
+    actor: str,
+    note: str,
+    request_id: str,
+    assignee: str | None = None,
+    expected_version: int | None = None,
+) -> ActionResult:
+    """Hand the exception up (optionally to `assignee`); the note says why."""
+    return act(
+        conn,
+        "escalate",
+        exception_id,
+        actor=actor,
+        note=note,
+        assignee=assignee,
+        request_id=request_id,
+        expected_version=expected_version,
+    )
+
+
+def reopen(
+    conn: sqlite3.Connection,
+    exception_id: int,
+    *,
+    actor: str,
+    note: str,
+    request_id: str,
+    expected_version: int | None = None,
+) -> ActionResult:
+    """Put a RESOLVED, ESCALATED or AUTO_CLEARED exception back in the queue as OPEN."""
+    return act(
+        conn,
+        "reopen",
+        exception_id,
+        actor=actor,
+        note=note,
+        request_id=request_id,
+        expected_version=expected_version,
+    )
+
+
+def comment(
+    conn: sqlite3.Connection,
+    exception_id: int,
+    *,
+    actor: str,
+    note: str,
+    request_id: str,
+    expected_version: int | None = None,
+) -> ActionResult:
+    """Add a comment to the history; the status and version stay."""
+    return act(
+        conn,
+        "comment",
+        exception_id,
+        actor=actor,
+        note=note,
+        request_id=request_id,
+        expected_version=expected_version,
+    )
+
+
+def _bulk(
+    conn: sqlite3.Connection,
+    action: str,
+    exception_ids: Iterable[int],
+    *,
+    actor: str,
+    request_id: str,
+    note: str | None,
+    assignee: str | None,
+    expected_versions: Mapping[int, int] | None,
+    now: int | None,
+) -> BulkResult:
+    actor_ = _required("actor", actor, limit=200)
+    rid = _required("request_id", request_id, limit=MAX_REQUEST_ID)
+    note_ = _text("note", note, required=action in NOTE_REQUIRED)
+    assignee_ = _text("assignee", assignee, required=action == "assign", limit=200)
+    ids = sorted({int(i) for i in exception_ids})
+    if not ids:
+        raise _problem("exception_ids", "select at least one exception")
+    versions = {int(k): int(v) for k, v in (expected_versions or {}).items()}
+    payload = {
+        "kind": "bulk",
+        "action": action,
+        "exception_ids": ids,
+        "actor": actor_,
+        "note": note_,
+        "assignee": assignee_,
+        "expected_versions": {str(k): versions[k] for k in sorted(versions)},
+    }
+    digest = _payload_hash(payload)
+    stamp = int(time.time()) if now is None else int(now)
+    with transaction(conn):
+        prior = review_sql.find_request(conn, rid)
+        if prior is not None:
+            if prior[0] != digest:
+                raise _refuse_other_payload(rid)
+            return BulkResult.from_dict(json.loads(prior[1]), replayed=True)
+        found = {r["id"]: ExceptionRecord.from_row(r) for r in review_sql.get_exceptions(conn, ids)}
+        applied: list[ActionResult] = []
+        skipped: list[tuple[int, str]] = []
+        for exc_id in ids:
+            exc = found.get(exc_id)
+            if exc is None:
+                skipped.append((exc_id, f"exception {exc_id} does not exist"))
+                continue
+            try:
+                with transaction(conn):
+                    applied.append(
+                        _apply(
+                            conn,
+                            exc,
+                            action,
+                            actor=actor_,
+                            note=note_,
+                            assignee=assignee_,
+                            request_id=rid,
+                            expected_version=versions.get(exc_id),
+                            now=stamp,
+                        )
+                    )
+            except RefusedError as refusal:
+                skipped.append((exc_id, str(refusal)))
+        result = BulkResult(rid, action, tuple(applied), tuple(skipped))
+        review_sql.record_request(conn, rid, digest, canonical_json(result.to_dict()), stamp)
+    return result
+
+
+def bulk_assign(
+    conn: sqlite3.Connection,
+    exception_ids: Iterable[int],
+    *,
+    actor: str,
+    assignee: str,
+    request_id: str,
+    note: str | None = None,
+    expected_versions: Mapping[int, int] | None = None,
+    now: int | None = None,
+) -> BulkResult:
+    """Assign every selected exception that may be assigned; the rest are listed as skipped.
+
+    One request id covers the whole selection, so a repeated click replays the first answer.
+    """
+    return _bulk(
+        conn,
+        "assign",
+        exception_ids,
+        actor=actor,
+        request_id=request_id,
+        note=note,
+        assignee=assignee,
+        expected_versions=expected_versions,
+        now=now,
+    )
+
+
+def bulk_escalate(
+    conn: sqlite3.Connection,
+    exception_ids: Iterable[int],
+    *,
+    actor: str,
+    note: str,
+    request_id: str,
+    assignee: str | None = None,
+    expected_versions: Mapping[int, int] | None = None,
+    now: int | None = None,
+) -> BulkResult:
+    """Escalate every selected exception that may be escalated; the rest are skipped."""
+    return _bulk(
+        conn,
+        "escalate",
+        exception_ids,
+        actor=actor,
+        request_id=request_id,
+        note=note,
+        assignee=assignee,
+        expected_versions=expected_versions,
+        now=now,
+    )

@@ -1,0 +1,159 @@
+"""`python -m core review ...` (human decisions) and `python -m core exceptions list`.
+
+review resolve|escalate|reopen|assign|comment|investigate EXCEPTION_ID --db PATH --actor NAME
+    --request-id ID [--note TEXT] [--assignee NAME] [--expected-version N] [--json]
+review show EXCEPTION_ID --db PATH [--json]
+exceptions list --db PATH [--status STATUS[,STATUS]] [--reason-code CODE] [--assignee NAME]
+    [--limit N] [--json]
+
+Exit 0 on success or an idempotent replay, 3 when the rules refuse, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sqlite3
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from core.calendar import IST
+from core.db import open_database
+from core.errors import EXIT_OK, NotFoundError
+from core.money import format_inr
+from core.review.actions import act
+from core.review.model import ActionResult
+from core.review.queries import audit_trail, get_exception, history, list_exceptions
+
+ACTIONS = ("resolve", "escalate", "reopen", "assign", "comment", "investigate")
+
+
+@contextmanager
+def existing_database(path: str) -> Iterator[sqlite3.Connection]:
+    """Open a database that must already exist (a typo must not create an empty one)."""
+    if path != ":memory:" and not Path(path).is_file():
+        raise NotFoundError(f"{path}: no such database file")
+    with open_database(path) as conn:
+        yield conn
+
+
+def register(subparsers: Any) -> None:
+    review = subparsers.add_parser("review", help="decide on exceptions (idempotent, audited)")
+    actions = review.add_subparsers(dest="review_action", metavar="ACTION")
+    actions.required = True
+    for name in ACTIONS:
+        p = actions.add_parser(name, help=f"{name} an exception")
+        p.add_argument("exception_id", type=int, metavar="EXCEPTION_ID")
+        p.add_argument("--db", required=True, metavar="PATH")
+        p.add_argument("--actor", required=True, metavar="NAME")
+        p.add_argument("--request-id", required=True, metavar="ID")
+        p.add_argument(
+            "--note",
+            required=name in ("resolve", "escalate", "reopen", "comment"),
+            metavar="TEXT",
+        )
+        p.add_argument("--assignee", required=name == "assign", metavar="NAME")
+        p.add_argument("--expected-version", type=int, metavar="N")
+        p.add_argument("--json", action="store_true", help="print the result as JSON")
+        p.set_defaults(func=_run_action, action_name=name)
+    show = actions.add_parser("show", help="an exception and its history")
+    show.add_argument("exception_id", type=int, metavar="EXCEPTION_ID")
+    show.add_argument("--db", required=True, metavar="PATH")
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(func=_run_show)
+
+    exceptions = subparsers.add_parser("exceptions", help="the exception queue")
+    sub = exceptions.add_subparsers(dest="exceptions_action", metavar="ACTION")
+    sub.required = True
+    lst = sub.add_parser("list", help="list exceptions, largest exposure first")
+    lst.add_argument("--db", required=True, metavar="PATH")
+    lst.add_argument("--status", metavar="STATUS", help="one status, or several comma-separated")
+    lst.add_argument("--reason-code", metavar="CODE")
+    lst.add_argument("--assignee", metavar="NAME")
+    lst.add_argument("--limit", type=int, metavar="N")
+    lst.add_argument("--json", action="store_true", help="a JSON list of objects")
+    lst.set_defaults(func=_run_list)
+
+
+def _run_action(args: argparse.Namespace) -> int:
+    with existing_database(args.db) as conn:
+        result = act(
+            conn,
+            args.action_name,
+            args.exception_id,
+            actor=args.actor,
+            request_id=args.request_id,
+            note=args.note,
+            assignee=args.assignee,
+            expected_version=args.expected_version,
+        )
+    if args.json:
+        print(json.dumps(result.to_dict(), ensure_ascii=False))
+    else:
+        print(_describe(result))
+    return EXIT_OK
+
+
+def _describe(r: ActionResult) -> str:
+    move = r.to_status if r.from_status == r.to_status else f"{r.from_status} -> {r.to_status}"
+    who = f", assignee {r.assignee}" if r.assignee else ""
+    text = f"{r.action}: exception {r.exception_id} {move}, version {r.version}{who}"
+    text += f" (audit #{r.audit_seq})"
+    if r.replayed:
+        text += f"\nalready done under request id {r.request_id}: nothing changed"
+    return text
+
+
+def _run_show(args: argparse.Namespace) -> int:
+    with existing_database(args.db) as conn:
+        exc = get_exception(conn, args.exception_id)
+        events = history(conn, args.exception_id)
+        trail = audit_trail(conn, args.exception_id)
+    if args.json:
+        data = {
+            "exception": exc.to_dict(),
+            "history": [e.__dict__ for e in events],
+            "audit": [a.__dict__ for a in trail],
+        }
+        print(json.dumps(data, ensure_ascii=False, indent=2))
+        return EXIT_OK
+    print(
+        f"exception {exc.id}: {exc.entity_type} {exc.entity_id} {exc.reason_code} "
+        f"[{exc.status}] exposure {format_inr(exc.exposure_amount)} ({exc.exposure_class}), "
+        f"due {exc.due_date or '-'}, assignee {exc.assignee or '-'}, version {exc.version}"
+    )
+    for e in events:
+        note = f": {e.note}" if e.note else ""
+        when = dt.datetime.fromtimestamp(e.created_at, IST).isoformat(timespec="seconds")
+        move = f"{e.from_status or '-'} -> {e.to_status}"
+        print(f"  {when}  {e.actor}  {e.action}  {move}{note}")
+    return EXIT_OK
+
+
+def _run_list(args: argparse.Namespace) -> int:
+    statuses = tuple(s for s in (args.status or "").split(",") if s.strip()) or None
+    with existing_database(args.db) as conn:
+        rows = list_exceptions(
+            conn,
+            statuses=statuses,
+            reason_code=args.reason_code,
+            assignee=args.assignee,
+            limit=args.limit,
+        )
+    if args.json:
+        json.dump([r.to_dict() for r in rows], sys.stdout, ensure_ascii=False)
+        sys.stdout.write("\n")
+        return EXIT_OK
+    print(f"{'id':>7}  {'status':12}  {'reason_code':32}  {'entity':28}  {'exposure':>16}  due")
+    for r in rows:
+        print(
+            f"{r.id:>7}  {r.status:12}  {r.reason_code:32}  "
+            f"{(r.entity_type + ' ' + r.entity_id)[:28]:28}  "
+            f"{format_inr(r.exposure_amount):>16}  {r.due_date or '-'}"
+        )
+    print(f"{len(rows)} exception(s)")
+    return EXIT_OK

@@ -1,0 +1,196 @@
+"""Carry the exception queue from one engine run to the next.
+
+Identity is (entity_type, entity_id, reason_code). After a run:
+- an EXCEPTION outcome not yet known opens a new exception (OPEN, due date from exposure);
+- one that still holds keeps its status, assignee, due date and history; its facts
+  (amounts, codes, settlement, last_run_id) refresh, and a material change is audited;
+- one that holds again after AUTO_CLEARED reopens, and so does a RESOLVED one whose
+  exposure moved since the decision (the decision was taken on other facts);
+- an exception not RESOLVED/AUTO_CLEARED that the run no longer has is AUTO_CLEARED.
+Every change writes an exception event and an audit entry, in the same transaction.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+import time
+from dataclasses import dataclass
+
+from core.audit import AuditEvent, append_many, canonical_json
+from core.calendar import WorkingCalendar
+from core.db import review as review_sql
+from core.db import transaction
+from core.errors import NotFoundError, RefusedError
+from core.review.due import due_dates_by_rule
+
+ENGINE_ACTOR = "engine"
+SYNC_ACTION = "exceptions.synced"
+
+
+@dataclass(frozen=True)
+class SyncSummary:
+    """What one sync changed.
+
+    opened: new exceptions; kept: still-holding exceptions left in their status (includes
+    refreshed); reopened: AUTO_CLEARED (or RESOLVED with moved exposure) back to OPEN;
+    auto_cleared: closed because the run no longer has them; refreshed: kept ones whose
+    material facts changed; run_id: the run synced; audit_entries: rows appended.
+    """
+
+    opened: int
+    kept: int
+    reopened: int
+    auto_cleared: int
+    refreshed: int = 0
+    run_id: int = 0
+    audit_entries: int = 0
+
+
+def sync_exceptions(
+    conn: sqlite3.Connection,
+    run_id: int,
+    actor: str = ENGINE_ACTOR,
+    *,
+    now: int | None = None,
+    calendar: WorkingCalendar | None = None,
+) -> SyncSummary:
+    """Bring `exceptions` in line with run `run_id`'s outcomes, atomically.
+
+    Runs in the caller's transaction when there is one. Refuses a failed or unknown run
+    and a run older than one already synced (it would wrongly clear newer findings).
+    Syncing the same run twice changes nothing the second time.
+    """
+    stamp = int(time.time()) if now is None else int(now)
+    rules = due_dates_by_rule(stamp, calendar)
+    with transaction(conn):
+        status = review_sql.run_status(conn, run_id)
+        if status is None:
+            raise NotFoundError(f"run {run_id} does not exist")
+        if status == "failed":
+            raise RefusedError(f"run {run_id} failed; its outcomes are not synced")
+        latest = review_sql.latest_synced_run(conn)
+        if latest is not None and latest > run_id:
+            raise RefusedError(
+                f"run {run_id} is older than run {latest}, already synced; "
+                "re-syncing it would clear newer findings"
+            )
+        first_new = review_sql.max_exception_id(conn)
+        events: list[review_sql.EventRow] = []
+        audits: list[AuditEvent] = []
+
+        def record(
+            exc_id: int,
+            action: str,
+            note: str,
+            old: str | None,
+            new: str | None,
+            payload: dict[str, object],
+        ) -> None:
+            events.append((exc_id, action, actor, note, old, new, None, stamp))
+            audits.append(
+                AuditEvent(
+                    actor,
+                    f"exception.{action}",
+                    "exception",
+                    str(exc_id),
+                    {
+                        "run_id": run_id,
+                        "from_status": old,
+                        "to_status": new,
+                        "note": note,
+                        **payload,
+                    },
+                )
+            )
+
+        reopen = review_sql.reopen_candidates(conn, run_id)
+        review_sql.reopen_from_run(conn, run_id, [r["id"] for r in reopen], stamp, rules)
+        changed = review_sql.changed_facts(conn, run_id)
+        holding = review_sql.count_holding(conn, run_id)
+        review_sql.refresh_from_run(conn, run_id, stamp)
+        review_sql.open_new_from_run(conn, run_id, stamp, rules)
+        opened = review_sql.exceptions_after(conn, first_new)
+        cleared = review_sql.auto_clear_candidates(conn, run_id)
+        review_sql.auto_clear(conn, run_id, stamp)
+
+        for r in reopen:
+            why = (
+                "holds again in this run"
+                if r["status"] == "AUTO_CLEARED"
+                else "exposure changed since the decision"
+            )
+            record(
+                r["id"],
+                "reopened",
+                why,
+                r["status"],
+                "OPEN",
+                {
+                    "old_exposure": r["old_exposure"],
+                    "exposure_amount": r["new_exposure"],
+                    "exposure_class": r["new_class"],
+                },
+            )
+        for r in changed:
+            record(
+                r["id"],
+                "refreshed",
+                "facts changed in this run",
+                r["status"],
+                r["status"],
+                {
+                    "old_exposure": r["old_exposure"],
+                    "exposure_amount": r["new_exposure"],
+                    "old_reason_codes": r["old_codes"],
+                    "reason_codes": r["new_codes"],
+                },
+            )
+        for r in opened:
+            record(
+                r["id"],
+                "opened",
+                "found by the engine",
+                None,
+                "OPEN",
+                {
+                    "entity_type": r["entity_type"],
+                    "entity_id": r["entity_id"],
+                    "reason_code": r["reason_code"],
+                    "exposure_class": r["exposure_class"],
+                    "exposure_amount": r["exposure_amount"],
+                    "due_date": r["due_date"],
+                },
+            )
+        for r in cleared:
+            record(
+                r["id"],
+                "auto_cleared",
+                "no longer found by the engine",
+                r["status"],
+                "AUTO_CLEARED",
+                {"exposure_amount": r["exposure_amount"]},
+            )
+
+        summary = SyncSummary(
+            opened=len(opened),
+            kept=holding - len(reopen),
+            reopened=len(reopen),
+            auto_cleared=len(cleared),
+            refreshed=len(changed),
+            run_id=run_id,
+            audit_entries=len(audits),
+        )
+        counts = {
+            "opened": summary.opened,
+            "kept": summary.kept,
+            "reopened": summary.reopened,
+            "auto_cleared": summary.auto_cleared,
+            "refreshed": summary.refreshed,
+        }
+        if audits or not review_sql.run_synced(conn, run_id):
+            audits.append(AuditEvent(actor, SYNC_ACTION, "run", str(run_id), counts))
+        review_sql.record_sync(conn, run_id, stamp, actor, canonical_json(counts))
+        review_sql.insert_events(conn, events)
+        append_many(conn, audits, now=stamp)
+        return dataclasses.replace(summary, audit_entries=len(audits))

@@ -1,0 +1,91 @@
+"""Helpers for the review and audit tests: runs and outcomes written as the engine would."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from core.db import transaction
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One EXCEPTION outcome of a run."""
+
+    entity_id: str
+    reason_code: str = "AMOUNT_MISMATCH"
+    exposure_amount: int = 10_000
+    exposure_class: str = "amount_at_risk"
+    entity_type: str = "payment"
+    reason_codes: str = ""
+    settlement_id: str | None = "setl_1"
+
+
+def write_run(
+    conn: sqlite3.Connection,
+    findings: Iterable[Finding],
+    *,
+    matched: Iterable[str] = (),
+    status: str = "completed",
+) -> int:
+    """A run whose outcomes are `findings` (EXCEPTION) plus `matched` payments (MATCHED)."""
+    with transaction(conn):
+        cur = conn.execute(
+            "INSERT INTO runs (started_at, finished_at, status, as_of, source, params_json,"
+            " input_hashes_json) VALUES (0, 1, ?, 0, 'test', '{}', '{}')",
+            (status,),
+        )
+        run_id = int(cur.lastrowid or 0)
+        conn.executemany(
+            "INSERT INTO outcomes (run_id, entity_type, entity_id, status, reason_code,"
+            " reason_codes, settlement_id, expected_amount, actual_amount, difference,"
+            " exposure_class, exposure_amount, match_method)"
+            " VALUES (?, ?, ?, 'EXCEPTION', ?, ?, ?, 100000, ?, ?, ?, ?, '')",
+            [
+                (
+                    run_id,
+                    f.entity_type,
+                    f.entity_id,
+                    f.reason_code,
+                    f.reason_codes or f.reason_code,
+                    f.settlement_id,
+                    100000 - f.exposure_amount,
+                    -f.exposure_amount,
+                    f.exposure_class,
+                    f.exposure_amount,
+                )
+                for f in findings
+            ],
+        )
+        conn.executemany(
+            "INSERT INTO outcomes (run_id, entity_type, entity_id, status) VALUES (?, 'payment', ?,"
+            " 'MATCHED')",
+            [(run_id, m) for m in matched],
+        )
+    return run_id
+
+
+def exception_id(
+    conn: sqlite3.Connection, entity_id: str, reason_code: str = "AMOUNT_MISMATCH"
+) -> int:
+    row = conn.execute(
+        "SELECT id FROM exceptions WHERE entity_id = ? AND reason_code = ?",
+        (entity_id, reason_code),
+    ).fetchone()
+    return int(row[0])
+
+
+def statuses(conn: sqlite3.Connection) -> dict[str, str]:
+    """entity_id:reason_code -> status."""
+    return {
+        f"{r[0]}:{r[1]}": r[2]
+        for r in conn.execute("SELECT entity_id, reason_code, status FROM exceptions")
+    }
+
+
+def audit_actions(conn: sqlite3.Connection) -> list[tuple[str, str, str]]:
+    return [
+        (r[0], r[1], r[2])
+        for r in conn.execute("SELECT action, entity_type, entity_id FROM audit_log ORDER BY seq")
+    ]

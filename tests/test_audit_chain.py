@@ -1,0 +1,275 @@
+from __future__ import annotations
+
+import csv
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from core.audit import (
+    GENESIS_HASH,
+    AuditFilter,
+    append,
+    export,
+    parse_time,
+    query,
+    row_hash,
+    verify,
+)
+from core.db import connect, transaction
+from core.errors import InputError
+from tests.conftest import ROOT
+
+
+def _fill(conn: sqlite3.Connection, n: int, actor: str = "asha") -> list[int]:
+    return [
+        append(
+            conn,
+            actor=actor,
+            action="exception.commented",
+            entity_type="exception",
+            entity_id=str(i),
+            payload={"note": f"comment {i}", "amount": i * 100},
+            now=1_700_000_000 + i,
+        )
+        for i in range(n)
+    ]
+
+
+def _drop_triggers(conn: sqlite3.Connection) -> None:
+    conn.execute("DROP TRIGGER audit_log_no_update")
+    conn.execute("DROP TRIGGER audit_log_no_delete")
+
+
+def _restore_triggers(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        "CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log"
+        " BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END"
+    )
+    conn.execute(
+        "CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log"
+        " BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END"
+    )
+
+
+def test_append_chains_each_row_to_the_previous_one(conn: sqlite3.Connection) -> None:
+    seqs = _fill(conn, 3)
+    assert seqs == [1, 2, 3]
+    rows = conn.execute("SELECT seq, prev_hash, hash FROM audit_log ORDER BY seq").fetchall()
+    assert rows[0]["prev_hash"] == GENESIS_HASH
+    assert rows[1]["prev_hash"] == rows[0]["hash"]
+    assert rows[2]["prev_hash"] == rows[1]["hash"]
+    first = conn.execute("SELECT * FROM audit_log WHERE seq = 1").fetchone()
+    assert first["hash"] == row_hash(
+        1,
+        first["created_at"],
+        "asha",
+        "exception.commented",
+        "exception",
+        "0",
+        first["payload_json"],
+        GENESIS_HASH,
+    )
+    assert json.loads(first["payload_json"]) == {"note": "comment 0", "amount": 0}
+
+
+def test_verify_passes_on_an_untouched_trail(conn: sqlite3.Connection) -> None:
+    _fill(conn, 5)
+    result = verify(conn)
+    assert result.ok and result.rows_checked == 5 and result.head_seq == 5
+    assert (
+        result.head_hash == conn.execute("SELECT hash FROM audit_log WHERE seq = 5").fetchone()[0]
+    )
+
+
+def test_verify_passes_on_an_empty_trail(conn: sqlite3.Connection) -> None:
+    result = verify(conn)
+    assert result.ok and result.rows_checked == 0 and result.head_hash == GENESIS_HASH
+
+
+def test_the_database_refuses_update_and_delete_of_audit_rows(conn: sqlite3.Connection) -> None:
+    _fill(conn, 2)
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        conn.execute("UPDATE audit_log SET actor = 'mallory' WHERE seq = 1")
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        conn.execute("DELETE FROM audit_log WHERE seq = 2")
+    assert verify(conn).ok
+
+
+def test_verify_names_a_row_edited_after_its_trigger_was_dropped(
+    conn: sqlite3.Connection,
+) -> None:
+    _fill(conn, 5)
+    _drop_triggers(conn)
+    conn.execute('UPDATE audit_log SET payload_json = \'{"note":"nothing"}\' WHERE seq = 3')
+    _restore_triggers(conn)
+    result = verify(conn)
+    assert not result.ok and result.broken_seq == 3
+    assert "edited" in result.problem
+
+
+def test_verify_catches_an_edit_whose_hash_was_recomputed(conn: sqlite3.Connection) -> None:
+    _fill(conn, 5)
+    row = conn.execute("SELECT * FROM audit_log WHERE seq = 2").fetchone()
+    forged = row_hash(
+        2,
+        row["created_at"],
+        "mallory",
+        row["action"],
+        row["entity_type"],
+        row["entity_id"],
+        row["payload_json"],
+        row["prev_hash"],
+    )
+    _drop_triggers(conn)
+    conn.execute("UPDATE audit_log SET actor = 'mallory', hash = ? WHERE seq = 2", (forged,))
+    _restore_triggers(conn)
+    result = verify(conn)
+    assert not result.ok and result.broken_seq == 3
+    assert "prev_hash" in result.problem
+
+
+def test_verify_names_the_row_after_a_deleted_one(conn: sqlite3.Connection) -> None:
+    _fill(conn, 5)
+    _drop_triggers(conn)
+    conn.execute("DELETE FROM audit_log WHERE seq = 3")
+    _restore_triggers(conn)
+    result = verify(conn)
+    assert not result.ok and result.broken_seq == 4
+    assert "missing" in result.problem
+
+
+def test_verify_catches_two_swapped_rows(conn: sqlite3.Connection) -> None:
+    _fill(conn, 5)
+    _drop_triggers(conn)
+    conn.execute("UPDATE audit_log SET seq = -2 WHERE seq = 2")
+    conn.execute("UPDATE audit_log SET seq = 2 WHERE seq = 3")
+    conn.execute("UPDATE audit_log SET seq = 3 WHERE seq = -2")
+    _restore_triggers(conn)
+    result = verify(conn)
+    assert not result.ok and result.broken_seq == 2
+
+
+def test_verify_fails_when_the_append_only_triggers_are_gone(conn: sqlite3.Connection) -> None:
+    _fill(conn, 2)
+    _drop_triggers(conn)
+    result = verify(conn)
+    assert not result.ok and "trigger" in result.problem
+
+
+def test_an_anchor_catches_a_cut_off_tail(conn: sqlite3.Connection) -> None:
+    _fill(conn, 4)
+    head = verify(conn)
+    anchor = f"{head.head_seq}:{head.head_hash}"
+    assert verify(conn, anchor=anchor).ok
+    _drop_triggers(conn)
+    conn.execute("DELETE FROM audit_log WHERE seq = 4")
+    _restore_triggers(conn)
+    assert verify(conn).ok  # a cut tail leaves a valid shorter chain...
+    result = verify(conn, anchor=anchor)
+    assert not result.ok and "anchor" in result.problem  # ...which the anchor exposes
+
+
+def test_an_append_rolled_back_with_its_caller_leaves_no_gap(conn: sqlite3.Connection) -> None:
+    _fill(conn, 2)
+    with pytest.raises(RuntimeError), transaction(conn):
+        append(conn, actor="a", action="x", entity_type="t", entity_id="1", payload={})
+        raise RuntimeError("decision failed")
+    assert append(conn, actor="a", action="y", entity_type="t", entity_id="1", payload={}) == 3
+    assert verify(conn).ok
+
+
+def test_the_chain_cannot_fork_even_without_the_lock(conn: sqlite3.Connection) -> None:
+    _fill(conn, 1)
+    head = conn.execute("SELECT hash FROM audit_log").fetchone()[0]
+    with pytest.raises(sqlite3.IntegrityError):
+        conn.execute(
+            "INSERT INTO audit_log (seq, created_at, actor, action, entity_type, entity_id,"
+            " payload_json, prev_hash, hash) VALUES (5, 0, 'a', 'b', 'c', 'd', '{}', ?, 'x')",
+            (GENESIS_HASH,),
+        )
+    assert head
+
+
+def test_append_refuses_blank_actor(conn: sqlite3.Connection) -> None:
+    with pytest.raises(InputError, match="actor"):
+        append(conn, actor=" ", action="x", entity_type="t", entity_id="1", payload={})
+    assert conn.execute("SELECT COUNT(*) FROM audit_log").fetchone()[0] == 0
+
+
+APPENDER = """
+import sys
+from core.audit import append
+from core.db import connect
+conn = connect(sys.argv[1])
+for i in range(int(sys.argv[3])):
+    append(conn, actor=sys.argv[2], action="test.append", entity_type="t", entity_id=str(i),
+           payload={"i": i})
+conn.close()
+"""
+
+
+def test_the_chain_resumes_across_processes_and_concurrent_writers_never_fork(
+    db_path: Path,
+) -> None:
+    subprocess.run(
+        [sys.executable, "-c", APPENDER, str(db_path), "first", "5"], cwd=ROOT, check=True
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", APPENDER, str(db_path), f"w{k}", "25"], cwd=ROOT)
+        for k in range(4)
+    ]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
+    conn = connect(db_path)
+    result = verify(conn)
+    assert result.ok and result.rows_checked == 105
+    actors = [r[0] for r in conn.execute("SELECT actor FROM audit_log ORDER BY seq")]
+    assert actors[:5] == ["first"] * 5
+    assert sorted(set(actors[5:])) == ["w0", "w1", "w2", "w3"]
+    conn.close()
+
+
+def test_query_filters_by_actor_action_entity_and_time(conn: sqlite3.Connection) -> None:
+    _fill(conn, 3, actor="asha")
+    append(
+        conn,
+        actor="ravi",
+        action="exception.resolved",
+        entity_type="exception",
+        entity_id="7",
+        payload={},
+        now=1_700_000_100,
+    )
+    assert [e.actor for e in query(conn, AuditFilter(actor="ravi"))] == ["ravi"]
+    assert len(query(conn, AuditFilter(action="exception.commented"))) == 3
+    assert [e.seq for e in query(conn, AuditFilter(entity_id="1"))] == [2]
+    window = AuditFilter(since=1_700_000_001, until=1_700_000_003)
+    assert [e.seq for e in query(conn, window, newest_first=False)] == [2, 3]
+    assert [e.seq for e in query(conn, limit=2)] == [4, 3]
+
+
+def test_export_writes_csv_and_json_lines_by_extension(
+    conn: sqlite3.Connection, tmp_path: Path
+) -> None:
+    _fill(conn, 3)
+    assert export(conn, tmp_path / "trail.csv") == 3
+    with (tmp_path / "trail.csv").open(encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["seq"] for r in rows] == ["1", "2", "3"]
+    assert rows[1]["prev_hash"] == rows[0]["hash"]
+    assert export(conn, tmp_path / "trail.jsonl", AuditFilter(entity_id="2")) == 1
+    lines = (tmp_path / "trail.jsonl").read_text(encoding="utf-8").splitlines()
+    assert json.loads(lines[0])["entity_id"] == "2"
+    with pytest.raises(InputError, match="format"):
+        export(conn, tmp_path / "trail.xlsx")
+
+
+def test_parse_time_reads_ist_dates_and_offsets() -> None:
+    assert parse_time("2026-01-01") == 1_767_205_800  # 2026-01-01 00:00 IST
+    assert parse_time("2026-01-01", end=True) == 1_767_205_800 + 86_400
+    assert parse_time("2026-01-01T00:00:00+00:00") == 1_767_225_600
+    with pytest.raises(InputError, match="since"):
+        parse_time("yesterday", field="since")

@@ -1,0 +1,139 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from core.__main__ import main
+from core.db import connect
+from core.review import assign, sync_exceptions
+from tests.review_support import Finding, exception_id, write_run
+
+
+def _seed(db_path: Path) -> list[int]:
+    conn = connect(db_path)
+    findings = [
+        Finding("pay_small", exposure_amount=5_000),
+        Finding("pay_big", exposure_amount=9_000_000),
+        Finding("setl_9", "MISSING_BANK_ENTRY", 40_000, "awaiting_settlement", "settlement"),
+    ]
+    sync_exceptions(conn, write_run(conn, findings))
+    ids = [exception_id(conn, f.entity_id, f.reason_code) for f in findings]
+    conn.close()
+    return ids
+
+
+def _review(db: Path, *args: str) -> int:
+    return main(["review", *args[:2], "--db", str(db), *args[2:]])
+
+
+def test_review_resolve_exits_0_then_0_on_replay_then_3_on_conflict(
+    db_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exc = str(_seed(db_path)[0])
+    base = ["resolve", exc, "--actor", "asha", "--request-id", "r1"]
+    assert _review(db_path, *base, "--note", "fee refund posted") == 0
+    assert "OPEN -> RESOLVED" in capsys.readouterr().out
+    assert _review(db_path, *base, "--note", "fee refund posted") == 0
+    assert "nothing changed" in capsys.readouterr().out
+    assert _review(db_path, *base, "--note", "something else") == 3
+    assert "different action or payload" in capsys.readouterr().err
+
+
+def test_review_refuses_a_stale_version_and_an_illegal_move_with_exit_3(
+    db_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exc = str(_seed(db_path)[1])
+    args = ["assign", exc, "--actor", "lead", "--assignee", "ravi", "--request-id", "a1"]
+    assert _review(db_path, *args, "--expected-version", "1") == 0
+    stale = ["escalate", exc, "--actor", "x", "--note", "n", "--request-id", "e1"]
+    assert _review(db_path, *stale, "--expected-version", "1") == 3
+    assert "Reload" in capsys.readouterr().err
+    assert _review(db_path, "reopen", exc, "--actor", "x", "--note", "n", "--request-id", "o1") == 3
+    assert "cannot reopen" in capsys.readouterr().err
+
+
+def test_review_exits_2_on_bad_input(db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    exc = str(_seed(db_path)[0])
+    with pytest.raises(SystemExit) as missing_note:
+        _review(db_path, "resolve", exc, "--actor", "asha", "--request-id", "r1")
+    assert missing_note.value.code == 2
+    with pytest.raises(SystemExit) as bad_id:
+        _review(db_path, "resolve", "abc", "--actor", "a", "--note", "n", "--request-id", "r")
+    assert bad_id.value.code == 2
+    assert (
+        _review(db_path, "resolve", "999", "--actor", "a", "--note", "n", "--request-id", "r") == 2
+    )
+    assert _review(db_path, "resolve", exc, "--actor", " ", "--note", "n", "--request-id", "r") == 2
+    missing_db = db_path.parent / "typo.sqlite"
+    code = main(
+        [
+            "review",
+            "resolve",
+            exc,
+            "--db",
+            str(missing_db),
+            "--actor",
+            "a",
+            "--note",
+            "n",
+            "--request-id",
+            "r",
+        ]
+    )
+    assert code == 2 and not missing_db.exists()
+    capsys.readouterr()
+
+
+def test_review_commands_cover_the_lifecycle_and_print_json(
+    db_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exc = str(_seed(db_path)[2])
+    steps = [
+        ["assign", exc, "--actor", "lead", "--assignee", "ravi", "--request-id", "1"],
+        ["investigate", exc, "--actor", "ravi", "--note", "no bank line", "--request-id", "2"],
+        ["comment", exc, "--actor", "ravi", "--note", "asked the bank", "--request-id", "3"],
+        ["escalate", exc, "--actor", "ravi", "--note", "bank silent", "--request-id", "4"],
+        ["resolve", exc, "--actor", "cfo", "--note", "credit found", "--request-id", "5"],
+        ["reopen", exc, "--actor", "cfo", "--note", "wrong credit", "--request-id", "6"],
+    ]
+    statuses = []
+    for step in steps:
+        assert _review(db_path, *step, "--json") == 0
+        statuses.append(json.loads(capsys.readouterr().out)["to_status"])
+    assert statuses == ["ASSIGNED", "INVESTIGATED", "INVESTIGATED", "ESCALATED", "RESOLVED", "OPEN"]
+    assert main(["review", "show", exc, "--db", str(db_path), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert len(shown["history"]) == 7 and len(shown["audit"]) == 7
+    assert shown["exception"]["status"] == "OPEN"
+
+
+def test_exceptions_list_json_has_the_contract_fields_and_filters_by_status(
+    db_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ids = _seed(db_path)
+    conn = connect(db_path)
+    assign(conn, ids[0], actor="lead", assignee="ravi", request_id="a")
+    conn.close()
+    assert main(["exceptions", "list", "--db", str(db_path), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    required = {
+        "id",
+        "entity_type",
+        "entity_id",
+        "reason_code",
+        "reason_codes",
+        "exposure_class",
+        "exposure_amount",
+        "status",
+    }
+    assert all(required <= set(r) for r in rows)
+    assert [r["entity_id"] for r in rows] == ["pay_big", "setl_9", "pay_small"]
+    assert isinstance(rows[0]["exposure_amount"], int)
+    assert main(["exceptions", "list", "--db", str(db_path), "--status", "assigned", "--json"]) == 0
+    assert [r["id"] for r in json.loads(capsys.readouterr().out)] == [ids[0]]
+    assert main(["exceptions", "list", "--db", str(db_path), "--status", "OPEN,ASSIGNED"]) == 0
+    assert "3 exception(s)" in capsys.readouterr().out
+    assert main(["exceptions", "list", "--db", str(db_path), "--status", "CLOSED"]) == 2
+    assert "unknown status" in capsys.readouterr().err

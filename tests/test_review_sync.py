@@ -1,0 +1,170 @@
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from core.audit import verify
+from core.errors import NotFoundError, RefusedError
+from core.review import sync_exceptions
+from tests.review_support import Finding, audit_actions, exception_id, statuses, write_run
+
+MONDAY_NOON_IST = 1_767_940_200  # 2026-01-09 is a Friday; this is Friday 12:00 IST
+
+
+def test_sync_opens_one_exception_per_finding_with_audit_entries(conn: sqlite3.Connection) -> None:
+    run = write_run(conn, [Finding("pay_1"), Finding("pay_2")], matched=["pay_3"])
+    summary = sync_exceptions(conn, run)
+    assert (summary.opened, summary.kept, summary.reopened, summary.auto_cleared) == (2, 0, 0, 0)
+    assert statuses(conn) == {"pay_1:AMOUNT_MISMATCH": "OPEN", "pay_2:AMOUNT_MISMATCH": "OPEN"}
+    actions = [a for a, _, _ in audit_actions(conn)]
+    assert actions == ["exception.opened", "exception.opened", "exceptions.synced"]
+    assert verify(conn).ok
+
+
+def test_sync_of_the_same_run_twice_changes_nothing(conn: sqlite3.Connection) -> None:
+    run = write_run(conn, [Finding("pay_1")])
+    sync_exceptions(conn, run)
+    before = conn.execute("SELECT COUNT(*) FROM audit_log").fetchone()[0]
+    again = sync_exceptions(conn, run)
+    assert (again.opened, again.kept, again.reopened, again.auto_cleared) == (0, 1, 0, 0)
+    assert conn.execute("SELECT COUNT(*) FROM audit_log").fetchone()[0] == before
+    assert conn.execute("SELECT version FROM exceptions").fetchone()[0] == 1
+
+
+def test_sync_keeps_status_and_history_of_a_still_holding_exception(
+    conn: sqlite3.Connection,
+) -> None:
+    first = write_run(conn, [Finding("pay_1")])
+    sync_exceptions(conn, first)
+    exc = exception_id(conn, "pay_1")
+    conn.execute(
+        "UPDATE exceptions SET status = 'RESOLVED', assignee = 'asha' WHERE id = ?", (exc,)
+    )
+    second = write_run(conn, [Finding("pay_1")])
+    summary = sync_exceptions(conn, second)
+    assert (summary.opened, summary.kept, summary.reopened, summary.auto_cleared) == (0, 1, 0, 0)
+    row = conn.execute(
+        "SELECT status, assignee, first_run_id, last_run_id FROM exceptions WHERE id = ?", (exc,)
+    ).fetchone()
+    assert tuple(row) == ("RESOLVED", "asha", first, second)
+
+
+def test_sync_auto_clears_what_no_longer_holds_and_reopens_when_it_returns(
+    conn: sqlite3.Connection,
+) -> None:
+    sync_exceptions(conn, write_run(conn, [Finding("pay_1"), Finding("pay_2")]))
+    cleared = sync_exceptions(conn, write_run(conn, [Finding("pay_2")], matched=["pay_1"]))
+    assert (cleared.kept, cleared.auto_cleared) == (1, 1)
+    assert statuses(conn)["pay_1:AMOUNT_MISMATCH"] == "AUTO_CLEARED"
+    back = sync_exceptions(conn, write_run(conn, [Finding("pay_1"), Finding("pay_2")]))
+    assert (back.opened, back.kept, back.reopened, back.auto_cleared) == (0, 1, 1, 0)
+    assert statuses(conn)["pay_1:AMOUNT_MISMATCH"] == "OPEN"
+    exc = exception_id(conn, "pay_1")
+    trail = [a for a, t, e in audit_actions(conn) if t == "exception" and e == str(exc)]
+    assert trail == ["exception.opened", "exception.auto_cleared", "exception.reopened"]
+    events = [
+        r[0]
+        for r in conn.execute(
+            "SELECT action FROM exception_events WHERE exception_id = ? ORDER BY id", (exc,)
+        )
+    ]
+    assert events == ["opened", "auto_cleared", "reopened"]
+    assert verify(conn).ok
+
+
+def test_sync_never_auto_clears_a_resolved_exception(conn: sqlite3.Connection) -> None:
+    sync_exceptions(conn, write_run(conn, [Finding("pay_1")]))
+    conn.execute("UPDATE exceptions SET status = 'RESOLVED'")
+    summary = sync_exceptions(conn, write_run(conn, []))
+    assert summary.auto_cleared == 0
+    assert statuses(conn) == {"pay_1:AMOUNT_MISMATCH": "RESOLVED"}
+
+
+def test_sync_reopens_a_resolved_exception_whose_exposure_moved(conn: sqlite3.Connection) -> None:
+    sync_exceptions(conn, write_run(conn, [Finding("pay_1", exposure_amount=500)]))
+    conn.execute("UPDATE exceptions SET status = 'RESOLVED'")
+    summary = sync_exceptions(conn, write_run(conn, [Finding("pay_1", exposure_amount=900)]))
+    assert summary.reopened == 1
+    row = conn.execute("SELECT status, exposure_amount FROM exceptions").fetchone()
+    assert tuple(row) == ("OPEN", 900)
+
+
+def test_sync_refreshes_facts_and_moves_the_version_only_on_material_change(
+    conn: sqlite3.Connection,
+) -> None:
+    sync_exceptions(conn, write_run(conn, [Finding("pay_1", exposure_amount=500)]))
+    conn.execute("UPDATE exceptions SET status = 'ASSIGNED', assignee = 'ravi'")
+    same = sync_exceptions(conn, write_run(conn, [Finding("pay_1", exposure_amount=500)]))
+    assert same.refreshed == 0
+    assert conn.execute("SELECT version FROM exceptions").fetchone()[0] == 1
+    moved = sync_exceptions(conn, write_run(conn, [Finding("pay_1", exposure_amount=700)]))
+    assert (moved.kept, moved.refreshed) == (1, 1)
+    row = conn.execute(
+        "SELECT status, assignee, exposure_amount, version FROM exceptions"
+    ).fetchone()
+    assert tuple(row) == ("ASSIGNED", "ravi", 700, 2)
+    assert audit_actions(conn)[-2][0] == "exception.refreshed"
+
+
+def test_a_new_primary_code_is_a_new_exception(conn: sqlite3.Connection) -> None:
+    sync_exceptions(conn, write_run(conn, [Finding("pay_1", "AMOUNT_MISMATCH")]))
+    summary = sync_exceptions(conn, write_run(conn, [Finding("pay_1", "WRONG_MAPPING")]))
+    assert (summary.opened, summary.auto_cleared) == (1, 1)
+    assert statuses(conn) == {
+        "pay_1:AMOUNT_MISMATCH": "AUTO_CLEARED",
+        "pay_1:WRONG_MAPPING": "OPEN",
+    }
+
+
+def test_sync_refuses_an_older_run_a_failed_run_and_an_unknown_run(
+    conn: sqlite3.Connection,
+) -> None:
+    old = write_run(conn, [Finding("pay_1")])
+    new = write_run(conn, [])
+    failed = write_run(conn, [], status="failed")
+    sync_exceptions(conn, old)
+    sync_exceptions(conn, new)
+    with pytest.raises(RefusedError, match="older"):
+        sync_exceptions(conn, old)
+    with pytest.raises(RefusedError, match="failed"):
+        sync_exceptions(conn, failed)
+    with pytest.raises(NotFoundError):
+        sync_exceptions(conn, 999)
+
+
+def test_sync_sets_due_dates_from_exposure(conn: sqlite3.Connection) -> None:
+    run = write_run(
+        conn,
+        [
+            Finding("big", exposure_amount=20_000_000),
+            Finding("mid", exposure_amount=2_000_000),
+            Finding("small", exposure_amount=100),
+            Finding("disp", "DISPUTE_DEBIT", 100, "disputed"),
+            Finding("late", "TIMING_WINDOW_EXCEEDED", 0, "structural"),
+            Finding("wait", "MISSING_SETTLEMENT", 500, "awaiting_settlement"),
+            Finding("odd", "NEW_CODE", 20_000_000, "some_new_class"),
+        ],
+    )
+    sync_exceptions(conn, run, now=MONDAY_NOON_IST)
+    due = {r[0]: r[1] for r in conn.execute("SELECT entity_id, due_date FROM exceptions")}
+    assert due == {
+        "big": "2026-01-12",  # Friday + 1 working day
+        "mid": "2026-01-14",
+        "small": "2026-01-16",
+        "disp": "2026-01-13",
+        "late": "2026-01-23",
+        "wait": "2026-01-16",
+        "odd": "2026-01-12",
+    }
+
+
+def test_sync_inside_a_failed_outer_transaction_leaves_nothing(conn: sqlite3.Connection) -> None:
+    from core.db import transaction
+
+    run = write_run(conn, [Finding("pay_1")])
+    with pytest.raises(RuntimeError), transaction(conn):
+        sync_exceptions(conn, run)
+        raise RuntimeError("pipeline failed after sync")
+    assert conn.execute("SELECT COUNT(*) FROM exceptions").fetchone()[0] == 0
+    assert conn.execute("SELECT COUNT(*) FROM audit_log").fetchone()[0] == 0
