@@ -50,11 +50,21 @@ def import_uploads(uploads: Iterable[Any], amount_unit: str, replace: bool) -> A
             ]
         )
     ingest = module("core.ingest", "The importer")
+    names = sorted(Path(f.name).name.lower() for f in files)
     with tempfile.TemporaryDirectory(prefix="razorrecon-upload-") as folder:
         for f in files:
             (Path(folder) / Path(f.name).name.lower()).write_bytes(f.getvalue())
-        with shell.connection() as conn:
-            return ingest.import_dataset(conn, folder, amount_unit=amount_unit, replace=replace)
+        dataset, loaded = ingest.load_dataset(folder, amount_unit)
+    with shell.connection() as conn:
+        return ingest.store_dataset(
+            conn,
+            dataset,
+            source="files",
+            location="upload: " + ", ".join(names),
+            content_hash=loaded.content_hash,
+            replace=replace,
+            files=loaded.files,
+        )
 
 
 def parse_holidays(text: str) -> frozenset[dt.date]:
