@@ -3,7 +3,7 @@
 import streamlit as st
 
 from core import views
-from ui import charts, shell
+from ui import charts, keys, shell
 from ui.format import class_label, inr, inr_short
 
 st.title("Overview")
@@ -56,15 +56,20 @@ for column, (cls, total) in zip(class_cards, ov.exposure_by_class.items(), stric
 
 left, right = st.columns(2)
 with left:
-    st.altair_chart(charts.exposure_by_class(ov.exposure_by_class), width="stretch")
-    st.altair_chart(charts.ageing(ov.ageing), width="stretch")
+    exposure = charts.spec("exposure_by_class", ov.exposure_by_class)
+    st.vega_lite_chart(exposure, width="stretch", key=keys.OVERVIEW_CLASS_CHART)
+    st.vega_lite_chart(
+        charts.spec("ageing", ov.ageing), width="stretch", key=keys.OVERVIEW_AGE_CHART
+    )
 with right:
     if ov.exposure_by_code:
-        st.altair_chart(charts.exposure_by_code(ov.exposure_by_code), width="stretch")
+        by_code = charts.spec("exposure_by_code", ov.exposure_by_code)
+        st.vega_lite_chart(by_code, width="stretch", key=keys.OVERVIEW_CODE_CHART)
     else:
         st.success("No open exceptions.")
     if summary.match_rate:
-        st.altair_chart(charts.match_rate(summary.match_rate), width="stretch")
+        rates = charts.spec("match_rate", summary.match_rate)
+        st.vega_lite_chart(rates, width="stretch", key=keys.OVERVIEW_MATCH_CHART)
 
 st.subheader("Held-out accuracy")
 accuracy = shell.read(views.heldout_accuracy, run.id)

@@ -3,8 +3,12 @@ tooltips carry the exact amounts as text."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import altair as alt
 import pandas as pd
+import streamlit as st
 
 from core.views import AgeBucket, CodeExposure, DayMatchRate, Total
 from ui.format import class_label, inr
@@ -153,3 +157,19 @@ def confusion(frame: pd.DataFrame, *, actual: str, predicted: str, count: str) -
     )
     labels = base.mark_text(fontSize=11).encode(text=f"{count}:Q")
     return (cells + labels).properties(height=alt.Step(22), width=alt.Step(36))
+
+
+BUILDERS: dict[str, Callable[[Any], alt.TopLevelMixin]] = {
+    "exposure_by_class": exposure_by_class,
+    "exposure_by_code": exposure_by_code,
+    "ageing": ageing,
+    "match_rate": match_rate,
+}
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def spec(kind: str, data: Any) -> dict[str, Any]:
+    """The Vega-Lite spec of a chart, cached on its data: unchanged figures cost nothing
+    on a rerun (building and validating a spec is most of a chart's server time)."""
+    built: dict[str, Any] = BUILDERS[kind](data).to_dict()
+    return built

@@ -12,6 +12,12 @@ FLASH = "flash_message"  # (kind, text) shown once on the next page render
 DEEP_LINK = "deep_link_exception"  # the ?exception= value already applied
 REQUEST_IDS = "request_ids"  # action name -> idempotency key of the pending request
 
+# --- Overview page --------------------------------------------------------------------
+OVERVIEW_CLASS_CHART = "overview_class_chart"
+OVERVIEW_CODE_CHART = "overview_code_chart"
+OVERVIEW_AGE_CHART = "overview_age_chart"
+OVERVIEW_MATCH_CHART = "overview_match_chart"
+
 # --- Exceptions page ------------------------------------------------------------------
 QUEUE_CODES = "queue_codes"
 QUEUE_CLASSES = "queue_classes"

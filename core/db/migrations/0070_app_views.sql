@@ -5,8 +5,9 @@
 CREATE INDEX IF NOT EXISTS exceptions_entity ON exceptions (entity_id);
 CREATE INDEX IF NOT EXISTS exceptions_order ON exceptions (order_id);
 CREATE INDEX IF NOT EXISTS exceptions_utr ON exceptions (utr);
--- Age filter and sort; exposure by class and code over open items (covering).
-CREATE INDEX IF NOT EXISTS exceptions_status_created ON exceptions (status, entity_created_at);
+-- Age filter and sort; ageing, and exposure by class and code, over open items (covering).
+CREATE INDEX IF NOT EXISTS exceptions_status_created
+    ON exceptions (status, entity_created_at, exposure_amount);
 CREATE INDEX IF NOT EXISTS exceptions_status_class
     ON exceptions (status, exposure_class, reason_code, exposure_amount);
 -- A settlement's bank line(s) found through the run's bank_entry outcomes.
