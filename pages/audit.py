@@ -30,22 +30,11 @@ where = audit.make_filter(
     entity_id=entity_id.strip() or None,
 )
 
-verify_col, export_col, format_col = st.columns([3, 2, 1])
-with verify_col:
-    if st.button("Verify the chain", key=keys.AUDIT_VERIFY, icon=":material/link:"):
-        with shell.guarded():
-            st.session_state[keys.AUDIT_VERIFY_RESULT] = audit.verify()
-    result = st.session_state.get(keys.AUDIT_VERIFY_RESULT)
-    if result is not None and result.ok:
-        st.success(
-            f"Chain intact: {result.rows_checked:,} entries, head #{result.head_seq} "
-            f"{result.head_hash[:16]}…"
-        )
-    elif result is not None:
-        st.error(f"Chain broken at entry #{result.broken_seq}: {result.problem}")
-    else:
-        st.caption("Every entry's hash covers the one before it; verify to walk the chain.")
-fmt = format_col.selectbox("Format", ["csv", "jsonl"], key=keys.AUDIT_EXPORT_FORMAT)
+verify_col, format_col, export_col = st.columns([2, 1, 2], vertical_alignment="bottom")
+if verify_col.button("Verify the chain", key=keys.AUDIT_VERIFY, icon=":material/link:"):
+    with shell.guarded():
+        st.session_state[keys.AUDIT_VERIFY_RESULT] = audit.verify()
+fmt = format_col.selectbox("Export format", ["csv", "jsonl"], key=keys.AUDIT_EXPORT_FORMAT)
 export_col.download_button(
     "Export the filtered trail",
     data=lambda: audit.export(where, fmt),
@@ -55,6 +44,16 @@ export_col.download_button(
     on_click="ignore",
     icon=":material/download:",
 )
+result = st.session_state.get(keys.AUDIT_VERIFY_RESULT)
+if result is not None and result.ok:
+    st.success(
+        f"Chain intact: {result.rows_checked:,} entries, head #{result.head_seq} "
+        f"{result.head_hash[:16]}…"
+    )
+elif result is not None:
+    st.error(f"Chain broken at entry #{result.broken_seq}: {result.problem}")
+else:
+    st.caption("Every entry's hash covers the one before it; verify to walk the chain.")
 
 total, entries = audit.entries(where, int(limit))
 st.markdown(f"**{total:,}** entries match; the newest {len(entries):,} are shown.")
