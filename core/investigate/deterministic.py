@@ -1,0 +1,622 @@
+"""The deterministic investigator: a root cause, a cited summary and a next step, from rules.
+
+It reads only `Evidence` (the outputs of the allow-listed tools), needs no key and no
+network, and is the answer whenever a model is absent, fails, or is caught inventing.
+Each reason code's rule picks a root cause from `CAUSES_BY_CODE[code]` by looking at the
+records (fee versus GST, short versus excess credit, other payment versus other order);
+when the records it needs are missing it falls back to the code's default cause with a
+low confidence, and a low confidence always asks for a human.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from core.investigate.evidence import Evidence
+from core.investigate.result import UNCLASSIFIED, Answer
+from core.money import format_inr
+from core.root_causes import CAUSES_BY_CODE, ROOT_CAUSES
+
+Record = Mapping[str, Any]
+
+# Root causes whose next step is routine follow-up rather than a judgement call.
+ROUTINE_CAUSES = frozenset(
+    {
+        "SETTLED_LATE",
+        "NOT_SETTLED",
+        "REFUND_NOT_SETTLED",
+        "SETTLEMENT_NOT_FOUND",
+        "BANK_CREDIT_MISSING",
+    }
+)
+REVIEW_BELOW_CONFIDENCE = 0.8
+HIGH, MEDIUM, LOW = 0.95, 0.7, 0.4
+
+
+class _Cite:
+    """Formats ids and amounts for a summary and remembers them as citations."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.amounts: list[int] = []
+
+    def id(self, value: Any) -> str:
+        text = str(value)
+        if text not in self.ids:
+            self.ids.append(text)
+        return text
+
+    def opt(self, value: Any) -> str:
+        """An id that may be absent: cited when present, '-' otherwise."""
+        return self.id(value) if value not in (None, "") else "-"
+
+    def inr(self, paise: Any) -> str:
+        value = int(paise)
+        if value not in self.amounts:
+            self.amounts.append(value)
+        return format_inr(value)
+
+
+Finding = tuple[str, float, str, str]  # root cause, confidence, summary, recommendation
+Rule = Callable[[Evidence, Record, _Cite], Finding]
+
+
+def explain(evidence: Evidence) -> Answer:
+    """The deterministic answer for the exception in `evidence`."""
+    exception = evidence.exception
+    code = str(exception.get("reason_code", ""))
+    cite = _Cite()
+    rule = RULES.get(code)
+    if rule is None or code not in CAUSES_BY_CODE:
+        cause, confidence = UNCLASSIFIED, 0.0
+        summary = (
+            f"Reason code {code or '(none)'} on {exception.get('entity_type')} "
+            f"{cite.id(exception.get('entity_id'))} has no investigation rule."
+        )
+        recommendation = "Investigate by hand and tell the maintainers about this code."
+    else:
+        cause, confidence, summary, recommendation = rule(evidence, exception, cite)
+    assert cause == UNCLASSIFIED or cause in ROOT_CAUSES
+    review = cause not in ROUTINE_CAUSES or confidence < REVIEW_BELOW_CONFIDENCE
+    return Answer(
+        root_cause=cause,
+        confidence=confidence,
+        summary=summary,
+        recommendation=recommendation,
+        requires_human_review=review,
+        citations=tuple(cite.ids),
+        cited_amounts=tuple(cite.amounts),
+    )
+
+
+# --- evidence look-ups -------------------------------------------------------------------
+
+
+def _first(records: list[Record]) -> Record | None:
+    return records[0] if records else None
+
+
+def _payment(ev: Evidence, payment_id: str) -> Record | None:
+    return _first(ev.records("payment", payment_id=payment_id))
+
+
+def _rows(ev: Evidence, entity_id: str, kind: str | None = None) -> list[Record]:
+    rows = ev.records("recon_rows", entity_id=entity_id)
+    return [r for r in rows if kind is None or r.get("type") == kind]
+
+
+def _settlement(ev: Evidence, settlement_id: str) -> Record | None:
+    return _first(ev.records("settlement", settlement_id=settlement_id))
+
+
+def _calendar(ev: Evidence, entity_id: str) -> Record | None:
+    return _first(ev.records("calendar_status", entity_id=entity_id))
+
+
+def _arithmetic(ev: Evidence, settlement_id: str) -> Record | None:
+    return _first(ev.records("settlement_arithmetic", settlement_id=settlement_id))
+
+
+def _utr_credits(ev: Evidence, settlement: Record | None) -> list[Record]:
+    if not settlement or not settlement.get("utr"):
+        return []
+    for item in ev.items:
+        if item.tool == "bank_lines" and "utr" in item.args:
+            return [r for r in item.records if int(r.get("credit") or 0) > 0]
+    return []
+
+
+def _amounts(exc: Record) -> tuple[int | None, int | None, int | None]:
+    def value(key: str) -> int | None:
+        raw = exc.get(key)
+        return int(raw) if raw is not None else None
+
+    return value("expected_amount"), value("actual_amount"), value("difference")
+
+
+def _exception_figures(exc: Record, c: _Cite) -> str:
+    expected, actual, _ = _amounts(exc)
+    if expected is None or actual is None:
+        return ""
+    return f" The engine expected {c.inr(expected)} and found {c.inr(actual)}."
+
+
+def _missing(exc: Record, c: _Cite, what: str) -> str:
+    return (
+        f"{str(exc.get('entity_type', 'entity')).capitalize()} "
+        f"{c.id(exc.get('entity_id'))}: {what} is not in the data, so the cause is "
+        f"inferred from the reason code alone.{_exception_figures(exc, c)}"
+    )
+
+
+# --- rules by reason code ----------------------------------------------------------------
+
+
+def _settlement_amount_discrepancy(ev: Evidence, exc: Record, c: _Cite) -> Finding:
+    pid = str(exc["entity_id"])
+    payment, rows = _payment(ev, pid), _rows(ev, pid, "payment")
+    fee_advice = (
+        "Raise the difference with Razorpay support quoting the payment and recon row, and "
+        "check the pricing agreed for this payment method."
+    )
+    if payment is None or not rows:
+        return (
+            "FEE_CHARGED_DIFFERENTLY",
+            LOW,
+            _missing(exc, c, "the payment or its recon row"),
+            fee_advice,
+        )
+    row = rows[0]
+    credit, amount = int(row["credit"]), int(payment["amount"])
+    p_fee, p_tax = payment.get("fee"), payment.get("tax")
+    r_fee, r_tax = int(row.get("fee") or 0), int(row.get("tax") or 0)
+    head = f"Recon row {c.id(row['row_key'])} for payment {c.id(pid)} credits {c.inr(credit)}"
+    if p_fee is not None:
+        head += (
+            f" where {c.inr(amount - int(p_fee))} (amount {c.inr(amount)} minus fee "
+            f"{c.inr(p_fee)}) was expected"
+        )
+    if p_tax is not None and r_tax != int(p_tax):
+        return (
+            "GST_CHARGED_DIFFERENTLY",
+            HIGH,
+            f"{head}. The row's GST is {c.inr(r_tax)} against {c.inr(p_tax)} on the payment "
+            f"(row fee {c.inr(r_fee)}).",
+            fee_advice,
+        )
+    if p_fee is not None and r_fee != int(p_fee):
+        gst = f"; GST is the same ({c.inr(r_tax)})" if p_tax is not None else ""
+        return (
+            "FEE_CHARGED_DIFFERENTLY",
+            HIGH,
+            f"{head}. The row deducts a fee of {c.inr(r_fee)} against {c.inr(p_fee)} on the "
+            f"payment{gst}.",
+            fee_advice,
+        )
+    return (
+        "FEE_CHARGED_DIFFERENTLY",
+        MEDIUM,
+        f"{head}. Its fee ({c.inr(r_fee)}) matches the payment's, yet the credit implies a "
+        f"deduction of {c.inr(amount - credit)}.",
+        fee_advice,
+    )
+
+
+def _amount_mismatch(ev: Evidence, exc: Record, c: _Cite) -> Finding:
+    eid = str(exc["entity_id"])
+    payment, rows = _payment(ev, eid), _rows(ev, eid, "payment")
+    advice = (
+        "Compare the captured amount with Razorpay's settlement report; raise a dispute with "
+        "Razorpay support for the difference if the payment record is right."
+    )
+    if payment is None or not rows:
+        expected, actual, _ = _amounts(exc)
+        if expected is not None and actual is not None and actual != expected:
+            cause = "SETTLED_AMOUNT_LOWER" if actual < expected else "SETTLED_AMOUNT_HIGHER"
+            return cause, MEDIUM, _missing(exc, c, "the payment or its recon row"), advice
+        return "SETTLED_AMOUNT_LOWER", LOW, _missing(exc, c, "the payment or its recon row"), advice
+    row = rows[0]
+    settled, captured = int(row["amount"]), int(payment["amount"])
+    cause = "SETTLED_AMOUNT_LOWER" if settled < captured else "SETTLED_AMOUNT_HIGHER"
+    word = "less" if settled < captured else "more"
+    return (
+        cause,
+        HIGH,
+        f"Recon row {c.id(row['row_key'])} settles {c.inr(settled)} for payment {c.id(eid)}, "
+        f"which captured {c.inr(captured)}: {c.inr(abs(captured - settled))} {word}.",
+        advice,
+    )
+
+
+def _duplicate_record(ev: Evidence, exc: Record, c: _Cite) -> Finding:
+    eid = str(exc["entity_id"])
+    kind = "refund" if exc.get("entity_type") == "refund" else "payment"
+    rows = _rows(ev, eid, kind)
+    advice = (
+        "Confirm with Razorpay which row is genuine and ask for the duplicate to be reversed; "
+        "do not book both."
+    )
+    if len(rows) < 2:
+        return "SETTLED_TWICE", LOW, _missing(exc, c, "the second recon row"), advice
+    field = "debit" if kind == "refund" else "credit"
+    listed = ", ".join(
+        f"{c.id(r['row_key'])} ({c.inr(r[field])} in {c.opt(r.get('settlement_id'))})" for r in rows
+    )
+    total = sum(int(r[field]) for r in rows)
+    return (
+        "SETTLED_TWICE",
+        HIGH,
+        f"{kind.capitalize()} {c.id(eid)} appears in {len(rows)} recon rows: {listed}; "
+        f"together {c.inr(total)}.",
+        advice,
+    )
+
+
+def _wrong_mapping(ev: Evidence, exc: Record, c: _Cite) -> Finding:
+    eid = str(exc["entity_id"])
+    advice = (
+        "Ask Razorpay to correct the mapping; check that the other payment or order is not "
+        "settled twice as a result."
+    )
+    if exc.get("entity_type") == "refund":
+        refund = _first(ev.records("refund", refund_id=eid))
+        rows = _rows(ev, eid, "refund")
+        if refund is None or not rows:
+            return "MAPPED_TO_OTHER_PAYMENT", LOW, _missing(exc, c, "the refund or its row"), advice
+        row = rows[0]
+        return (
+            "MAPPED_TO_OTHER_PAYMENT",
+            HIGH,
+            f"Recon row {c.id(row['row_key'])} for refund {c.id(eid)} names payment "
+            f"{c.id(row.get('payment_id'))}, but the refund belongs to payment "
+            f"{c.id(refund['payment_id'])}.",
+            advice,
+        )
+    payment, rows = _payment(ev, eid), _rows(ev, eid, "payment")
+    if payment is None or not rows:
+        return "MAPPED_TO_OTHER_PAYMENT", LOW, _missing(exc, c, "the payment or its row"), advice
+    row = rows[0]
+    other = row.get("payment_id")
+    if other and other != eid:
+        exists = "exists" if _payment(ev, str(other)) else "is not in the data"
+        return (
+            "MAPPED_TO_OTHER_PAYMENT",
+            HIGH,
+            f"Recon row {c.id(row['row_key'])} for payment {c.id(eid)} names payment "
+            f"{c.id(other)} (which {exists}).",
+            advice,
+        )
+    row_order, own_order = row.get("order_id"), payment.get("order_id")
+    if row_order and own_order and row_order != own_order:
+        return (
+            "MAPPED_TO_OTHER_ORDER",
+            HIGH,
+            f"Recon row {c.id(row['row_key'])} for payment {c.id(eid)} names order "
+            f"{c.id(row_order)}, but the payment belongs to order {c.id(own_order)}.",
+            advice,
+        )
+    return (
+        "MAPPED_TO_OTHER_PAYMENT",
+        LOW,
+        f"Recon row {c.id(row['row_key'])} for payment {c.id(eid)} was flagged as mis-mapped, "
+        "but its payment and order ids agree in the data now.",
+        advice,
+    )
+
+
+def _missing_settlement(ev: Evidence, exc: Record, c: _Cite) -> Finding:
+    eid = str(exc["entity_id"])
+    rows = _rows(ev, eid)
+    advice = "Ask Razorpay for the settlement, or import the settlement report that contains it."
+    if not rows:
+        return "SETTLEMENT_NOT_FOUND", LOW, _missing(exc, c, "the recon row"), advice
+    row = rows[0]
+    sid = row.get("settlement_id")
+    if not sid:
+        text = f"Recon row {c.id(row['row_key'])} for {c.id(eid)} carries no settlement id."
+    else:
+        found = _settlement(ev, str(sid)) is not None
+        text = (
+            f"Recon row {c.id(row['row_key'])} for {c.id(eid)} names settlement {c.id(sid)}, "
+            + ("which exists now (re-run to clear)." if found else "which is not in the data.")
+        )
+    return "SETTLEMENT_NOT_FOUND", HIGH, text, advice
+
+
+def _timing(ev: Evidence, exc: Record, c: _Cite) -> Finding:
+    eid = str(exc["entity_id"])
+    cal = _calendar(ev, eid)
+    advice = "No money is at risk; note the delay and raise it if it recurs."
+    if not cal or not cal.get("settled_dates"):
+        return "SETTLED_LATE", MEDIUM, _missing(exc, c, "the settlement date"), advice
+    return (
+        "SETTLED_LATE",
+        HIGH if cal.get("settled_late") else MEDIUM,
+        f"{str(exc['entity_type']).capitalize()} {c.id(eid)} was created on "
+        f"{cal['created_date']}, due on {cal['due_date']} (T+{cal['settlement_days']}) and "
+        f"late after {cal['late_after']}; it settled on {', '.join(cal['settled_dates'])}.",
+        advice,
+    )
+
+
+def _missing_record(ev: Evidence, exc: Record, c: _Cite) -> Finding:
+    eid = str(exc["entity_id"])
+    refund = exc.get("entity_type") == "refund"
+    cause = "REFUND_NOT_SETTLED" if refund else "NOT_SETTLED"
+    cal = _calendar(ev, eid)
+    rows = _rows(ev, eid)
+    advice = (
+        f"Ask Razorpay for the status of this {'refund' if refund else 'payment'}'s "
+        "settlement; check that it is not held or disputed."
+    )
+    if cal is None:
+        return cause, MEDIUM, _missing(exc, c, "the entity"), advice
+    record = _first(ev.records("refund" if refund else "payment", **_id_arg(refund, eid)))
+    amount = f" of {c.inr(record['amount'])}" if record else ""
+    confidence = HIGH if not rows and cal.get("overdue") else MEDIUM
+    return (
+        cause,
+        confidence,
+        f"{'Refund' if refund else 'Payment'} {c.id(eid)}{amount} was created on "
+        f"{cal['created_date']}, due by {cal['due_date']} and overdue after "
+        f"{cal['late_after']}; as of {cal['as_of_date']} no recon row settles it.",
+        advice,
+    )
+
+
+def _id_arg(refund: bool, eid: str) -> dict[str, str]:
+    return {"refund_id": eid} if refund else {"payment_id": eid}
+
+
+def _status_mismatch(ev: Evidence, exc: Record, c: _Cite) -> Finding:
+    eid = str(exc["entity_id"])
+    payment, rows = _payment(ev, eid), _rows(ev, eid, "payment")
+    advice = (
+        "Check the payment's status in the Razorpay dashboard and update the order system; "
+        "a captured payment the merchant missed may mean an unfulfilled order."
+    )
+    if payment is None or not rows:
+        return "CAPTURE_STATUS_OUT_OF_SYNC", LOW, _missing(exc, c, "the payment or row"), advice
+    row = rows[0]
+    return (
+        "CAPTURE_STATUS_OUT_OF_SYNC",
+        HIGH,
+        f"Payment {c.id(eid)} is held as '{payment['status']}' (not captured), yet recon row "
+        f"{c.id(row['row_key'])} settles {c.inr(row['credit'])} for it in settlement "
+        f"{c.opt(row.get('settlement_id'))}.",
+        advice,
+    )
+
+
+def _refund_amount(ev: Evidence, exc: Record, c: _Cite) -> Finding:
+    eid = str(exc["entity_id"])
+    refund = _first(ev.records("refund", refund_id=eid))
+    rows = _rows(ev, eid, "refund")
+    advice = "Raise the difference with Razorpay support quoting the refund and recon row."
+    if refund is None or not rows:
+        return "REFUND_AMOUNT_DIFFERS", LOW, _missing(exc, c, "the refund or its row"), advice
+    row = rows[0]
+    expected = int(refund["amount"]) + int(row.get("fee") or 0)
+    return (
+        "REFUND_AMOUNT_DIFFERS",
+        HIGH,
+        f"Recon row {c.id(row['row_key'])} debits {c.inr(row['debit'])} for refund {c.id(eid)} "
+        f"of {c.inr(refund['amount'])} (row fee {c.inr(row.get('fee') or 0)}), where "
+        f"{c.inr(expected)} was expected.",
+        advice,
+    )
+
+
+def _unknown_entity(ev: Evidence, exc: Record, c: _Cite) -> Finding:
+    eid = str(exc["entity_id"])
+    rows = _rows(ev, eid)
+    advice = (
+        "Import the missing payments or refunds (another account or date range?) or ask "
+        "Razorpay what the row refers to."
+    )
+    if not rows:
+        return "UNKNOWN_ENTITY", MEDIUM, _missing(exc, c, "the recon row"), advice
+    row = rows[0]
+    money = c.inr(row["credit"]) if int(row["credit"]) else c.inr(row["debit"])
+    return (
+        "UNKNOWN_ENTITY",
+        HIGH,
+        f"Recon row {c.id(row['row_key'])} ({row['type']}, {money}) names "
+        f"{c.id(row['entity_id'])}, which is not among the imported "
+        f"{'refunds' if row['type'] == 'refund' else 'payments'}.",
+        advice,
+    )
+
+
+def _dispute(ev: Evidence, exc: Record, c: _Cite) -> Finding:
+    eid = str(exc["entity_id"])
+    rows = [r for r in _rows(ev, eid) if r.get("dispute_id")] or _rows(ev, eid)
+    advice = "Respond to the dispute in the Razorpay dashboard before its deadline."
+    if not rows:
+        return "CHARGEBACK_DEBIT", MEDIUM, _missing(exc, c, "the adjustment row"), advice
+    row = rows[0]
+    return (
+        "CHARGEBACK_DEBIT",
+        HIGH,
+        f"Adjustment {c.id(row['row_key'])} debits {c.inr(row['debit'])} from settlement "
+        f"{c.opt(row.get('settlement_id'))} for dispute {c.id(row.get('dispute_id'))}.",
+        advice,
+    )
+
+
+def _sum_mismatch(ev: Evidence, exc: Record, c: _Cite) -> Finding:
+    sid = str(exc["entity_id"])
+    arithmetic = _arithmetic(ev, sid)
+    advice = (
+        "Ask Razorpay for the settlement's full recon report; a row may be missing from the "
+        "import or the settlement amount may be wrong."
+    )
+    if arithmetic is None:
+        return "SETTLEMENT_ARITHMETIC_BREAK", LOW, _missing(exc, c, "the settlement"), advice
+    return (
+        "SETTLEMENT_ARITHMETIC_BREAK",
+        HIGH if arithmetic["difference"] else MEDIUM,
+        f"Settlement {c.id(sid)} is for {c.inr(arithmetic['settlement_amount'])}, but its "
+        f"{arithmetic['rows']} recon rows net to {c.inr(arithmetic['net_of_rows'])} (credits "
+        f"{c.inr(arithmetic['sum_credit'])}, debits {c.inr(arithmetic['sum_debit'])}): "
+        f"{c.inr(arithmetic['difference'])} unexplained.",
+        advice,
+    )
+
+
+def _duplicate_bank(ev: Evidence, exc: Record, c: _Cite) -> Finding:
+    sid = str(exc["entity_id"])
+    settlement = _settlement(ev, sid)
+    credits = _utr_credits(ev, settlement)
+    advice = "Confirm with the bank whether both credits are real; return or book the excess."
+    if settlement is None or len(credits) < 2:
+        return "BANK_CREDITED_TWICE", LOW, _missing(exc, c, "the second bank credit"), advice
+    listed = ", ".join(
+        f"{c.id(r['id'])} ({c.inr(r['credit'])} on {r['txn_date']})" for r in credits
+    )
+    return (
+        "BANK_CREDITED_TWICE",
+        HIGH,
+        f"Settlement {c.id(sid)} ({c.inr(settlement['amount'])}, UTR "
+        f"{c.id(settlement['utr'])}) has {len(credits)} bank credits: {listed}.",
+        advice,
+    )
+
+
+def _bank_amount(ev: Evidence, exc: Record, c: _Cite) -> Finding:
+    sid = str(exc["entity_id"])
+    settlement = _settlement(ev, sid)
+    credits = _utr_credits(ev, settlement)
+    advice = "Ask the bank and Razorpay to trace the difference on this UTR."
+    if settlement is not None and len(credits) == 1:
+        line, amount = credits[0], int(settlement["amount"])
+        credited = int(line["credit"])
+        short = credited < amount
+        return (
+            "BANK_SHORT_CREDIT" if short else "BANK_EXCESS_CREDIT",
+            HIGH,
+            f"Bank line {c.id(line['id'])} credits {c.inr(credited)} under UTR "
+            f"{c.id(settlement['utr'])} for settlement {c.id(sid)} of {c.inr(amount)}: "
+            f"{c.inr(abs(credited - amount))} {'short' if short else 'in excess'}.",
+            advice,
+        )
+    expected, actual, _ = _amounts(exc)
+    if expected is not None and actual is not None and actual != expected:
+        cause = "BANK_SHORT_CREDIT" if actual < expected else "BANK_EXCESS_CREDIT"
+        return cause, MEDIUM, _missing(exc, c, "the bank line"), advice
+    return "BANK_SHORT_CREDIT", LOW, _missing(exc, c, "the bank line"), advice
+
+
+def _missing_bank(ev: Evidence, exc: Record, c: _Cite) -> Finding:
+    sid = str(exc["entity_id"])
+    settlement, cal = _settlement(ev, sid), _calendar(ev, sid)
+    advice = (
+        "Ask the bank for the credit with this UTR; if Razorpay's payout failed, check the "
+        "settlement account details."
+    )
+    if settlement is None or cal is None:
+        return "BANK_CREDIT_MISSING", MEDIUM, _missing(exc, c, "the settlement"), advice
+    candidates = [
+        r
+        for item in ev.items
+        if item.tool == "bank_lines" and "amount_paise" in item.args
+        for r in item.records
+    ]
+    near = ""
+    if candidates:
+        near = " Credits of the same amount nearby: " + ", ".join(
+            f"{c.id(r['id'])} on {r['txn_date']}" for r in candidates
+        )
+        near += " (check whether one of them is this settlement under another reference)."
+    return (
+        "BANK_CREDIT_MISSING",
+        HIGH if not candidates else MEDIUM,
+        f"Settlement {c.id(sid)} of {c.inr(settlement['amount'])} (UTR "
+        f"{c.opt(settlement.get('utr'))}) was created on {cal['created_date']} and its "
+        f"bank credit was due by {cal['bank_credit_due']}; as of {cal['as_of_date']} no bank "
+        f"line carries its UTR.{near}",
+        advice,
+    )
+
+
+def _settlement_failed(ev: Evidence, exc: Record, c: _Cite) -> Finding:
+    sid = str(exc["entity_id"])
+    settlement = _settlement(ev, sid)
+    advice = (
+        "Check the settlement bank account in the Razorpay dashboard; Razorpay retries the "
+        "payout once the account is fixed."
+    )
+    if settlement is None:
+        return "SETTLEMENT_PAYOUT_FAILED", MEDIUM, _missing(exc, c, "the settlement"), advice
+    return (
+        "SETTLEMENT_PAYOUT_FAILED",
+        HIGH,
+        f"Settlement {c.id(sid)} of {c.inr(settlement['amount'])} has status "
+        f"'{settlement['status']}': Razorpay did not pay it out.",
+        advice,
+    )
+
+
+def _unmatched_bank(ev: Evidence, exc: Record, c: _Cite) -> Finding:
+    line_id = str(exc["entity_id"])
+    line = _first(ev.records("bank_lines", line_id=line_id))
+    advice = (
+        "Find the settlement behind this credit (Razorpay dashboard, by amount and date) and "
+        "import it; if it is not a Razorpay payout, reclassify it."
+    )
+    if line is None:
+        return "UNIDENTIFIED_BANK_CREDIT", MEDIUM, _missing(exc, c, "the bank line"), advice
+    same_amount = [
+        r
+        for item in ev.items
+        if item.tool == "settlement" and "amount_paise" in item.args
+        for r in item.records
+    ]
+    hint = ""
+    if same_amount:
+        hint = " Settlements of the same amount: " + ", ".join(
+            f"{c.id(r['id'])} (UTR {c.opt(r.get('utr'))})" for r in same_amount
+        )
+        hint += "."
+    utr = f" with reference {c.id(line['utr'])}" if line.get("utr") else ""
+    return (
+        "UNIDENTIFIED_BANK_CREDIT",
+        HIGH,
+        f"Bank line {c.id(line_id)} credits {c.inr(line['credit'])} on {line['txn_date']}"
+        f"{utr}; no settlement in the data explains it.{hint}",
+        advice,
+    )
+
+
+RULES: dict[str, Rule] = {
+    "SETTLEMENT_AMOUNT_DISCREPANCY": _settlement_amount_discrepancy,
+    "AMOUNT_MISMATCH": _amount_mismatch,
+    "DUPLICATE_RECONCILIATION_RECORD": _duplicate_record,
+    "WRONG_MAPPING": _wrong_mapping,
+    "MISSING_SETTLEMENT": _missing_settlement,
+    "TIMING_WINDOW_EXCEEDED": _timing,
+    "MISSING_RECONCILIATION_RECORD": _missing_record,
+    "STATUS_MISMATCH": _status_mismatch,
+    "REFUND_AMOUNT_MISMATCH": _refund_amount,
+    "PAYMENT_ID_MISMATCH": _unknown_entity,
+    "DISPUTE_DEBIT": _dispute,
+    "SETTLEMENT_SUM_MISMATCH": _sum_mismatch,
+    "DUPLICATE_BANK_CREDIT": _duplicate_bank,
+    "BANK_UTR_AMOUNT_MISMATCH": _bank_amount,
+    "MISSING_BANK_ENTRY": _missing_bank,
+    "SETTLEMENT_FAILED": _settlement_failed,
+    "UNMATCHED_BANK_CREDIT": _unmatched_bank,
+}
+
+
+def allowed_causes(exception: Mapping[str, Any]) -> tuple[str, ...]:
+    """Root causes a model may name: those of the primary code, then the other codes'."""
+    codes = [str(exception.get("reason_code", ""))]
+    codes += [c for c in str(exception.get("reason_codes", "")).split(";") if c]
+    causes: list[str] = []
+    for code in codes:
+        for cause in CAUSES_BY_CODE.get(code.strip(), ()):
+            if cause not in causes:
+                causes.append(cause)
+    return tuple(causes)

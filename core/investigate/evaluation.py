@@ -1,0 +1,137 @@
+"""Root-cause accuracy of the deterministic investigator against the benchmark's labels.
+
+The ground truth labels every EXCEPTION entity with a root cause. For each EXCEPTION
+outcome of a run that carries a label, the deterministic investigator gathers evidence
+through the read-only tools and names a cause; accuracy is the share it names right.
+Nothing is written. No model is asked: the figure is reproducible and free.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from core.db import investigate as db
+from core.errors import InputError, Problem
+from core.investigate.deterministic import explain
+from core.investigate.evidence import gather
+from core.investigate.tools import EvidenceTools, run_context
+
+REQUIRED_COLUMNS = ("entity_type", "entity_id", "root_cause")
+
+
+@dataclass(frozen=True)
+class CauseScore:
+    """How often one labelled root cause was named: labelled, correct."""
+
+    root_cause: str
+    labelled: int
+    correct: int
+
+
+@dataclass(frozen=True)
+class RootCauseAccuracy:
+    """The deterministic investigator's score on one run.
+
+    run_id: the run whose EXCEPTION outcomes were investigated (None: no completed run).
+    labelled: EXCEPTION outcomes that carry a ground-truth root cause (investigated).
+    correct: of those, how many the investigator named right. accuracy: correct /
+    labelled (None when nothing was labelled). missed: labelled entities the run did not
+    flag as exceptions. unlabelled: exceptions with no label (engine false positives).
+    by_cause: per labelled root cause. confusions: (labelled, named, count), most first.
+    """
+
+    run_id: int | None
+    labelled: int
+    correct: int
+    accuracy: float | None
+    missed: int
+    unlabelled: int
+    by_cause: tuple[CauseScore, ...]
+    confusions: tuple[tuple[str, str, int], ...]
+
+    def lines(self) -> list[str]:
+        """A short report for `evaluation.py` to print."""
+        if self.accuracy is None:
+            return [f"Root-cause accuracy: no labelled exceptions (run {self.run_id})"]
+        out = [
+            f"Root-cause accuracy (deterministic investigator, run {self.run_id}): "
+            f"{self.correct}/{self.labelled} = {self.accuracy:.1%}"
+            f" (missed by the engine: {self.missed}, unlabelled exceptions: {self.unlabelled})"
+        ]
+        for score in self.by_cause:
+            share = score.correct / score.labelled if score.labelled else 0.0
+            out.append(
+                f"  {score.root_cause:<28} {score.correct:>5}/{score.labelled:<5} {share:>7.1%}"
+            )
+        for expected, named, count in self.confusions[:10]:
+            out.append(f"  confused: {expected} named {named} x{count}")
+        return out
+
+
+def root_cause_accuracy(
+    conn: sqlite3.Connection, ground_truth_frame: pd.DataFrame, *, run_id: int | None = None
+) -> RootCauseAccuracy:
+    """Score the deterministic root causes of a run (default: the latest completed one)
+    against a frame with columns entity_type, entity_id, root_cause (empty: no label)."""
+    missing = [c for c in REQUIRED_COLUMNS if c not in ground_truth_frame.columns]
+    if missing:
+        raise InputError(
+            [Problem("ground_truth", 0, c, "missing column the evaluation needs") for c in missing]
+        )
+    labels: dict[tuple[str, str], str] = {}
+    for entity_type, entity_id, cause in ground_truth_frame[list(REQUIRED_COLUMNS)].itertuples(
+        index=False
+    ):
+        if isinstance(cause, str) and cause.strip():
+            labels[(str(entity_type), str(entity_id))] = cause.strip()
+
+    with db.read_only(conn) as ro:
+        run = db.get_run(ro, run_id) if run_id is not None else db.latest_completed_run(ro)
+        if run is None:
+            return RootCauseAccuracy(None, 0, 0, None, len(labels), 0, (), ())
+        outcomes = db.exception_outcomes(ro, int(run["id"]))
+        tools = EvidenceTools(ro, context=run_context(ro, int(run["id"])))
+        labelled: Counter[str] = Counter()
+        right: Counter[str] = Counter()
+        confused: Counter[tuple[str, str]] = Counter()
+        seen: set[tuple[str, str]] = set()
+        unlabelled = 0
+        for outcome in outcomes:
+            key = (str(outcome["entity_type"]), str(outcome["entity_id"]))
+            seen.add(key)
+            expected = labels.get(key)
+            if expected is None:
+                unlabelled += 1
+                continue
+            named = explain(gather(tools, _as_record(outcome))).root_cause
+            labelled[expected] += 1
+            if named == expected:
+                right[expected] += 1
+            else:
+                confused[(expected, named)] += 1
+    total, correct = sum(labelled.values()), sum(right.values())
+    return RootCauseAccuracy(
+        run_id=int(run["id"]),
+        labelled=total,
+        correct=correct,
+        accuracy=correct / total if total else None,
+        missed=sum(1 for key in labels if key not in seen),
+        unlabelled=unlabelled,
+        by_cause=tuple(
+            CauseScore(cause, labelled[cause], right[cause]) for cause in sorted(labelled)
+        ),
+        confusions=tuple((e, n, c) for (e, n), c in confused.most_common()),
+    )
+
+
+def _as_record(outcome: dict[str, Any]) -> dict[str, Any]:
+    """An outcome row in the shape of an exception record (no exception id: no related
+    exceptions are looked up, which keeps the score independent of review state)."""
+    record = dict(outcome)
+    record["last_run_id"] = record.pop("run_id", None)
+    return record

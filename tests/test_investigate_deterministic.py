@@ -1,0 +1,173 @@
+"""The deterministic investigator: a root cause per reason code, chosen from evidence."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from core import audit
+from core.db import connect
+from core.errors import InputError, NotFoundError
+from core.investigate import ClientConfig, gather_evidence, investigate, root_cause_accuracy
+from core.investigate.deterministic import explain
+from core.investigate.evidence import Evidence
+from core.investigate.result import UNCLASSIFIED
+from core.investigate.service import NO_KEY
+from core.investigate.verify import check_citations
+from core.root_causes import CAUSES_BY_CODE, ROOT_CAUSES
+from tests import investigate_world as world
+
+NO_MODEL = ClientConfig()
+
+
+@pytest.fixture(autouse=True)
+def _no_model_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("GEMINI_API_KEY", "LLM_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def seeded(db_path: Path) -> Iterator[tuple[sqlite3.Connection, dict[str, int]]]:
+    conn = connect(db_path)
+    ids = world.build(conn)
+    yield conn, ids
+    conn.close()
+
+
+def test_the_world_covers_every_reason_code_and_root_cause(
+    seeded: tuple[sqlite3.Connection, dict[str, int]],
+) -> None:
+    conn, ids = seeded
+    codes = {r[0] for r in conn.execute("SELECT reason_code FROM exceptions")}
+    assert codes == set(CAUSES_BY_CODE)
+    assert set(ids) == set(ROOT_CAUSES)
+
+
+@pytest.mark.parametrize("cause", sorted(ROOT_CAUSES))
+def test_deterministic_root_cause_for_each_fault(
+    seeded: tuple[sqlite3.Connection, dict[str, int]], cause: str
+) -> None:
+    conn, ids = seeded
+    result = investigate(conn, ids[cause], client_config=NO_MODEL)
+    assert result.root_cause == cause
+    assert result.source == "deterministic"
+    assert result.model is None
+    assert result.fallback_reason == NO_KEY
+    assert result.confidence >= 0.9
+    assert str(result.evidence.exception["entity_id"]) in result.summary
+    assert result.recommendation
+
+
+@pytest.mark.parametrize("cause", sorted(ROOT_CAUSES))
+def test_deterministic_summaries_cite_only_what_the_evidence_holds(
+    seeded: tuple[sqlite3.Connection, dict[str, int]], cause: str
+) -> None:
+    conn, ids = seeded
+    evidence = gather_evidence(conn, ids[cause])
+    answer = explain(evidence)
+    assert answer.citations, "every summary names at least one record"
+    assert check_citations(answer, evidence.redact()).ok
+
+
+def test_fee_and_gst_are_told_apart_by_the_recon_rows_tax(
+    seeded: tuple[sqlite3.Connection, dict[str, int]],
+) -> None:
+    conn, ids = seeded
+    fee = investigate(conn, ids["FEE_CHARGED_DIFFERENTLY"], client_config=NO_MODEL)
+    gst = investigate(conn, ids["GST_CHARGED_DIFFERENTLY"], client_config=NO_MODEL)
+    assert "₹29.50 against ₹23.60" in fee.summary
+    assert "GST is ₹8.80 against ₹7.20" in gst.summary
+    assert fee.reason_code == gst.reason_code == "SETTLEMENT_AMOUNT_DISCREPANCY"
+
+
+def test_money_at_risk_needs_a_human_and_a_late_settlement_does_not(
+    seeded: tuple[sqlite3.Connection, dict[str, int]],
+) -> None:
+    conn, ids = seeded
+    assert investigate(conn, ids["SETTLED_TWICE"], client_config=NO_MODEL).requires_human_review
+    late = investigate(conn, ids["SETTLED_LATE"], client_config=NO_MODEL)
+    assert not late.requires_human_review
+
+
+def test_missing_records_lower_the_confidence_and_ask_for_a_human(
+    seeded: tuple[sqlite3.Connection, dict[str, int]],
+) -> None:
+    conn, ids = seeded
+    evidence = gather_evidence(conn, ids["SETTLED_AMOUNT_LOWER"])
+    thin = Evidence(exception=evidence.exception, items=())
+    answer = explain(thin)
+    assert answer.root_cause == "SETTLED_AMOUNT_LOWER"  # from the exception's own amounts
+    assert answer.confidence < 0.8
+    assert answer.requires_human_review
+
+
+def test_an_unknown_reason_code_is_unclassified_not_guessed() -> None:
+    answer = explain(
+        Evidence(
+            exception={"entity_type": "payment", "entity_id": "pay_X1234", "reason_code": "NEW"},
+            items=(),
+        )
+    )
+    assert answer.root_cause == UNCLASSIFIED
+    assert answer.confidence == 0.0
+    assert answer.requires_human_review
+
+
+def test_investigating_changes_no_financial_data_and_records_an_audit_entry(
+    seeded: tuple[sqlite3.Connection, dict[str, int]],
+) -> None:
+    conn, ids = seeded
+    before = world.snapshot(conn)
+    for exception_id in ids.values():
+        investigate(conn, exception_id, client_config=NO_MODEL)
+    assert world.snapshot(conn) == before
+    entries = world.audit_entries(conn, "investigate")
+    assert sorted(int(e["entity_id"]) for e in entries) == sorted(ids.values())
+    assert all(e["payload"]["source"] == "deterministic" for e in entries)
+    assert audit.verify(conn).ok
+
+
+def test_investigate_accepts_a_path_and_names_a_missing_exception(db_path: Path) -> None:
+    conn = connect(db_path)
+    ids = world.build(conn)
+    conn.close()
+    result = investigate(db_path, ids["NOT_SETTLED"], client_config=NO_MODEL)
+    assert result.root_cause == "NOT_SETTLED"
+    with pytest.raises(NotFoundError, match="no exception with id 9999"):
+        investigate(db_path, 9999, client_config=NO_MODEL)
+
+
+def test_root_cause_accuracy_scores_the_labels(
+    seeded: tuple[sqlite3.Connection, dict[str, int]],
+) -> None:
+    conn, ids = seeded
+    rows = conn.execute("SELECT id, entity_type, entity_id FROM exceptions").fetchall()
+    by_id = {eid: cause for cause, eid in ids.items()}
+    truth = pd.DataFrame(
+        {
+            "entity_type": [r[1] for r in rows] + ["payment"],
+            "entity_id": [r[2] for r in rows] + ["pay_NEVERFLAGGED"],
+            "root_cause": [by_id[r[0]] for r in rows] + ["NOT_SETTLED"],
+        }
+    )
+    # One wrong label: the investigator must be scored down for it.
+    truth.loc[truth["entity_id"] == "pay_GST001", "root_cause"] = "FEE_CHARGED_DIFFERENTLY"
+    score = root_cause_accuracy(conn, truth)
+    assert score.labelled == len(ids)
+    assert score.correct == len(ids) - 1
+    assert score.accuracy == pytest.approx((len(ids) - 1) / len(ids))
+    assert score.missed == 1
+    assert score.confusions == (("FEE_CHARGED_DIFFERENTLY", "GST_CHARGED_DIFFERENTLY", 1),)
+    assert any("Root-cause accuracy" in line for line in score.lines())
+
+
+def test_root_cause_accuracy_refuses_a_frame_without_labels(
+    seeded: tuple[sqlite3.Connection, dict[str, int]],
+) -> None:
+    conn, _ = seeded
+    with pytest.raises(InputError, match="root_cause"):
+        root_cause_accuracy(conn, pd.DataFrame({"entity_type": [], "entity_id": []}))
