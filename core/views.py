@@ -647,8 +647,8 @@ def evidence(conn: sqlite3.Connection, exception_id: int) -> tuple[EvidenceSecti
     gathered = investigate.gather_evidence(conn, exception_id)
     sections = [EvidenceSection("Exception", (dict(gathered.exception),))]
     for item in gathered.items:
-        args = ", ".join(f"{k}={v}" for k, v in dict(item.args).items())
-        title = f"{item.tool}({args})"
+        args = ", ".join(f"{k} {v}" for k, v in dict(item.args).items())
+        title = item.tool.replace("_", " ").capitalize() + (f" · {args}" if args else "")
         sections.append(EvidenceSection(title, tuple(dict(r) for r in item.records), item.note))
     return tuple(sections)
 

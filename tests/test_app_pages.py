@@ -158,7 +158,23 @@ def test_opening_an_exception_from_the_queue(app_db: tuple[Path, Built]) -> None
     _no_exception(at)
     assert at.title[0].value == "Investigation"
     assert at.subheader[0].value.startswith(f"#{exception_id} · SETTLEMENT_AMOUNT_DISCREPANCY")
-    assert any(e.label.startswith("Payment") for e in at.expander)
+    labels = [e.label for e in at.expander]
+    assert any(label.startswith("Payment") for label in labels), labels
+
+
+def test_the_investigator_answers_with_source_and_citations(
+    app_db: tuple[Path, Built], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("GEMINI_API_KEY", "LLM_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    at = _app("pages/investigation.py")
+    at.button(key=keys.INVESTIGATE_ASK).click().run()
+    _no_exception(at)
+    captions = " ".join(c.value for c in at.caption)
+    assert "Source: deterministic" in captions
+    entity = at.subheader[0].value  # '#id · CODE'
+    assert "Citations (checked against the evidence):" in captions
+    assert any("Root cause:" in m.value for m in at.markdown), entity
 
 
 def test_resolving_needs_a_note(app_db: tuple[Path, Built]) -> None:

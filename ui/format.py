@@ -16,22 +16,24 @@ from core.calendar import IST
 from core.money import format_inr, format_inr_short
 from core.views import QueueItem
 
-MONEY_FIELDS = frozenset(
-    {
-        "amount",
-        "fee",
-        "fees",
-        "tax",
-        "credit",
-        "debit",
-        "balance",
-        "amount_refunded",
-        "expected_amount",
-        "actual_amount",
-        "difference",
-        "exposure_amount",
-    }
-)
+try:  # the investigator's evidence names more money fields (sum_credit, ...)
+    from core.investigate.tools import MONEY_FIELDS as EVIDENCE_MONEY_FIELDS
+except ImportError:  # pragma: no cover - the investigator is part of the product
+    EVIDENCE_MONEY_FIELDS = frozenset()
+MONEY_FIELDS = EVIDENCE_MONEY_FIELDS | {
+    "amount",
+    "fee",
+    "fees",
+    "tax",
+    "credit",
+    "debit",
+    "balance",
+    "amount_refunded",
+    "expected_amount",
+    "actual_amount",
+    "difference",
+    "exposure_amount",
+}
 TIME_FIELDS = frozenset(
     {
         "created_at",
