@@ -173,19 +173,61 @@ def _module(name: str) -> Any:
         raise ConfigError(f"cannot build the benchmark: {exc}") from exc
 
 
+def reconcile_stored(
+    conn: sqlite3.Connection,
+    *,
+    as_of: int,
+    params: Any = None,
+    dataset: Any = None,
+    progress: ProgressFn = _noop,
+    actor: str = "engine",
+) -> int:
+    """Reconcile the imported data as of `as_of`: persist the run, sync the exception
+    queue, precompute the run's summary. Returns the run id. `dataset` saves reading the
+    raw tables back when the caller has just imported them."""
+    engine, review = _module("core.engine"), _module("core.review")
+    latest = db.latest_import(conn)
+    if latest is None:
+        raise ConfigError("nothing to reconcile: import a dataset first")
+    timings: dict[str, float] = {}
+    if dataset is None:
+        progress(0.1, "Reading the imported data")
+        t0 = time.monotonic()
+        dataset = _module("core.db.raw").read_dataset(conn)
+        timings["read_s"] = round(time.monotonic() - t0, 3)
+    progress(0.3, "Reconciling")
+    t0 = time.monotonic()
+    params = params if params is not None else engine.EngineParams()
+    outcomes = engine.reconcile(dataset, params, as_of)
+    timings["reconcile_s"] = round(time.monotonic() - t0, 3)
+    progress(0.6, "Saving the run")
+    run_id = int(
+        engine.persist_run(
+            conn,
+            outcomes,
+            params=params,
+            as_of=as_of,
+            source=str(latest["source"]),
+            input_hashes={"import": int(latest["id"]), "content": latest["content_hash"]},
+            timings=timings,
+        )
+    )
+    progress(0.75, "Updating the exception queue")
+    review.sync_exceptions(conn, run_id, actor=actor)
+    progress(0.9, "Summarising the run")
+    views.run_summary(conn, run_id)
+    return run_id
+
+
 def default_builder(conn: sqlite3.Connection, work: Path, progress: ProgressFn) -> None:
     """Generate the seeded benchmark into `work`; import, reconcile, open exceptions.
 
     The run's as-of is the benchmark's own, so the result is the same on every machine.
     """
     benchmark, ingest = _module("core.benchmark"), _module("core.ingest")
-    engine, review = _module("core.engine"), _module("core.review")
     progress(0.02, f"Generating the {BENCHMARK_PAYMENTS:,}-payment synthetic benchmark")
-    t0 = time.monotonic()
     generated = benchmark.generate(work, payments=BENCHMARK_PAYMENTS, seed=BENCHMARK_SEED)
-    timings = {"generate_s": round(time.monotonic() - t0, 3)}
-    progress(0.25, "Importing the dataset")
-    t0 = time.monotonic()
+    progress(0.2, "Importing the dataset")
     dataset, loaded = ingest.load_dataset(work)
     ingest.store_dataset(
         conn,
@@ -195,26 +237,11 @@ def default_builder(conn: sqlite3.Connection, work: Path, progress: ProgressFn) 
         content_hash=loaded.content_hash,
         files=loaded.files,
     )
-    timings["import_s"] = round(time.monotonic() - t0, 3)
-    progress(0.45, "Reconciling")
-    t0 = time.monotonic()
-    params = engine.EngineParams()
-    outcomes = engine.reconcile(dataset, params, generated.as_of)
-    timings["reconcile_s"] = round(time.monotonic() - t0, 3)
-    progress(0.65, "Saving the run")
-    run_id = engine.persist_run(
-        conn,
-        outcomes,
-        params=params,
-        as_of=generated.as_of,
-        source="benchmark",
-        input_hashes={"dataset": loaded.content_hash},
-        timings=timings,
-    )
-    progress(0.75, "Opening exceptions")
-    review.sync_exceptions(conn, run_id)
-    progress(0.85, "Summarising")
-    views.run_summary(conn, run_id)
+
+    def later(fraction: float, message: str) -> None:
+        progress(0.3 + 0.6 * fraction, message)
+
+    reconcile_stored(conn, as_of=int(generated.as_of), dataset=dataset, progress=later)
 
 
 def ensure_ready(

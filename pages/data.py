@@ -68,11 +68,11 @@ with run_tab:
                 **{**vars(calendar), "holidays": actions.parse_holidays(holidays)}
             )
             as_of = actions.as_of_seconds(day, moment)
-            result = actions.reconcile(
+            run_id = actions.reconcile(
                 calendar, as_of, lambda f, m: bar.progress(min(1.0, f), text=m)
             )
             bar.progress(1.0, text="Done")
-            shell.flash("success", f"Reconciliation finished: {result}")
+            shell.flash("success", f"Reconciliation finished: run #{run_id}.")
             st.rerun()
 
 with sync_tab:

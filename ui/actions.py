@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from core import bootstrap
 from core.calendar import IST, CalendarParams
 from core.db import database_path
 from core.errors import InputError, Problem
@@ -90,10 +91,9 @@ def as_of_seconds(day: dt.date, moment: dt.time) -> int:
 def reconcile(calendar: CalendarParams, as_of: int, progress: Progress) -> Any:
     """Reconcile the raw tables as of `as_of`: persist the run, open exceptions."""
     engine = module("core.engine", "The engine")
-    pipeline = module("core.pipeline", "The pipeline")
     params = engine.EngineParams(calendar=calendar)
     with shell.connection() as conn:
-        return pipeline.reconcile_database(conn, params=params, as_of=as_of, progress=progress)
+        return bootstrap.reconcile_stored(conn, as_of=as_of, params=params, progress=progress)
 
 
 def razorpay_status() -> Any:
