@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from core.calendar import IST
+from core.calendar import IST, CalendarParams
 from core.db import connect, migrate
 from core.errors import InputError
 from tests.conftest import SPEC_EXAMPLE
@@ -80,3 +81,26 @@ def test_holidays_and_as_of_parse_in_ist() -> None:
         actions.parse_holidays("2026-08-15\n15/08/2026")
     seconds = actions.as_of_seconds(dt.date(2026, 6, 30), dt.time(23, 59, 59))
     assert dt.datetime.fromtimestamp(seconds, tz=IST).isoformat() == "2026-06-30T23:59:59+05:30"
+
+
+def test_reconciling_the_upload_persists_a_run_and_opens_exceptions(database: Path) -> None:
+    pytest.importorskip("core.engine")
+    from core import views
+    from core.db import views as db
+
+    actions.import_uploads(_uploads(SPEC_EXAMPLE / "dataset"), "auto", False)
+    as_of = actions.as_of_seconds(dt.date(2026, 6, 30), dt.time(23, 59, 59))
+    progress: list[str] = []
+    run_id = actions.reconcile(CalendarParams(), as_of, lambda f, m: progress.append(m))
+    conn = connect(database)
+    try:
+        run = views.latest_run(conn)
+        assert run is not None and run.id == run_id and run.as_of == as_of
+        assert run.source == "files" and run.location.startswith("upload: ")
+        expected = list(csv.DictReader((SPEC_EXAMPLE / "expected_outcomes.csv").open()))
+        exceptions = sum(1 for row in expected if row["status"] == "EXCEPTION")
+        assert views.queue(conn, views.QueueFilter()).total == exceptions > 0
+        assert db.get_run_summary(conn, run_id) is not None
+    finally:
+        conn.close()
+    assert "Updating the exception queue" in progress
