@@ -18,6 +18,7 @@ from core.audit import (
     query,
     row_hash,
     verify,
+    write_export,
 )
 from core.db import connect, transaction
 from core.errors import InputError
@@ -273,3 +274,30 @@ def test_parse_time_reads_ist_dates_and_offsets() -> None:
     assert parse_time("2026-01-01T00:00:00+00:00") == 1_767_225_600
     with pytest.raises(InputError, match="since"):
         parse_time("yesterday", field="since")
+
+
+def test_write_export_streams_to_an_open_file(conn: sqlite3.Connection) -> None:
+    import io
+
+    _fill(conn, 2)
+    buffer = io.StringIO()
+    assert write_export(conn, buffer, "jsonl") == 2
+    assert [json.loads(x)["seq"] for x in buffer.getvalue().splitlines()] == [1, 2]
+
+
+def test_payloads_from_pandas_are_stored_as_plain_numbers(conn: sqlite3.Connection) -> None:
+    import datetime as dt
+
+    import numpy as np
+
+    append(
+        conn,
+        actor="engine",
+        action="run.persisted",
+        entity_type="run",
+        entity_id="1",
+        payload={"rows": np.int64(5), "day": dt.date(2026, 1, 2)},
+    )
+    stored = conn.execute("SELECT payload_json FROM audit_log").fetchone()[0]
+    assert stored == '{"day":"2026-01-02","rows":5}'
+    assert verify(conn).ok

@@ -16,6 +16,7 @@ from core.audit.chain import (
     query,
     row_hash,
     verify,
+    write_export,
 )
 from core.db.audit import AuditFilter
 
@@ -36,4 +37,5 @@ __all__ = [
     "query",
     "row_hash",
     "verify",
+    "write_export",
 ]

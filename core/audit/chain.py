@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from core.calendar import IST
 from core.db import audit as audit_sql
@@ -41,7 +41,18 @@ EXPORT_COLUMNS = (
 
 
 # One encoder for every call: json.dumps with options builds a new one each time.
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+def _plain(value: Any) -> Any:
+    """numpy scalars (from pandas frames) become Python numbers; dates ISO text."""
+    if hasattr(value, "item") and callable(value.item):
+        return value.item()
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    raise TypeError(f"not JSON serialisable for the audit trail: {type(value).__name__}")
+
+
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_plain
+)
 
 
 def canonical_json(value: Any) -> str:
@@ -323,23 +334,19 @@ def parse_time(text: str, *, field: str = "time", end: bool = False) -> int:
     return int(moment.timestamp())
 
 
-def export(conn: sqlite3.Connection, out: str | Path, where: AuditFilter | None = None) -> int:
-    """Write matching entries to `out` (.csv, or .jsonl/.ndjson for JSON lines); row count.
+def write_export(
+    conn: sqlite3.Connection, fh: TextIO, fmt: str, where: AuditFilter | None = None
+) -> int:
+    """Write matching entries to an open text stream as 'csv' or 'jsonl'; row count.
 
-    The columns are the stored ones, so an exported trail can be re-verified outside.
+    The columns are the stored ones, so an exported trail can be re-verified elsewhere.
     """
-    path = Path(out)
-    suffix = path.suffix.lower()
-    if suffix not in (".csv", ".jsonl", ".ndjson"):
-        raise InputError(
-            [Problem(str(out), 0, "", "unknown export format: use .csv, .jsonl or .ndjson")]
-        )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
+    if fmt not in ("csv", "jsonl"):
+        raise InputError([Problem("request", 0, "format", "use csv or jsonl")])
     written = 0
-    with transaction(conn, immediate=False), tmp.open("w", encoding="utf-8", newline="") as fh:
+    with transaction(conn, immediate=False):
         rows = audit_sql.iter_query(conn, where or AuditFilter())
-        if suffix == ".csv":
+        if fmt == "csv":
             writer = csv.writer(fh)
             writer.writerow(EXPORT_COLUMNS)
             for row in rows:
@@ -349,5 +356,27 @@ def export(conn: sqlite3.Connection, out: str | Path, where: AuditFilter | None 
             for row in rows:
                 fh.write(canonical_json(dict(zip(EXPORT_COLUMNS, row, strict=True))) + "\n")
                 written += 1
-    tmp.replace(path)
+    return written
+
+
+def export(conn: sqlite3.Connection, out: str | Path, where: AuditFilter | None = None) -> int:
+    """Write matching entries to `out` (.csv, or .jsonl/.ndjson for JSON lines); row count.
+
+    Written to a side file and renamed, so a failed export never leaves half a file.
+    """
+    path = Path(out)
+    suffix = path.suffix.lower()
+    formats = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+    if suffix not in formats:
+        raise InputError(
+            [Problem(str(out), 0, "", "unknown export format: use .csv, .jsonl or .ndjson")]
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    try:
+        with tmp.open("w", encoding="utf-8", newline="") as fh:
+            written = write_export(conn, fh, formats[suffix], where)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return written
