@@ -248,3 +248,32 @@ def test_every_widget_has_a_key_from_the_keys_module() -> None:
             elif isinstance(key, ast.Constant):
                 literal.append(f"{path.name}:{call.lineno} {name}")
     assert missing == [] and literal == []
+
+
+def test_audit_export_holds_the_filtered_trail_and_reverifies(app_db: tuple[Path, Built]) -> None:
+    import csv
+    import io
+
+    from core.db import views as db
+    from ui import audit
+
+    path, _ = app_db
+    at = _app("pages/investigation.py")
+    exception_id = int(at.number_input(key=keys.INVESTIGATE_ID).value)
+    at.text_area(key=keys.DECISION_NOTE).input("Duplicate of a settled payment.").run()
+    at.button(key=keys.DECISION_ESCALATE).click().run()
+    assert any(f"#{exception_id} is now ESCALATED" in s.value for s in at.success)
+    rows = list(
+        csv.DictReader(
+            io.StringIO(
+                audit.export(audit.make_filter(entity_id=str(exception_id)), "csv").decode()
+            )
+        )
+    )
+    assert rows and {r["entity_id"] for r in rows} == {str(exception_id)}
+    conn = connect(path)
+    total = db.count_rows(conn, "audit_log")
+    conn.close()
+    everything = audit.export(audit.make_filter(), "jsonl").decode().splitlines()
+    assert len(everything) == total
+    assert audit.verify().ok

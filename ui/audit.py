@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
+import io
 from typing import Any
 
 from ui import shell
@@ -34,8 +33,7 @@ def verify() -> Any:
 
 def export(where: Any, fmt: str) -> bytes:
     """The filtered trail as a file's bytes (CSV, or JSON lines)."""
-    with tempfile.TemporaryDirectory(prefix="razorrecon-audit-") as folder:
-        out = Path(folder) / f"audit.{fmt}"
-        with shell.connection() as conn:
-            _audit().export(conn, out, where)
-        return out.read_bytes()
+    stream = io.StringIO()
+    with shell.connection() as conn:
+        _audit().write_export(conn, stream, fmt, where)
+    return stream.getvalue().encode("utf-8")
