@@ -277,3 +277,30 @@ def test_audit_export_holds_the_filtered_trail_and_reverifies(app_db: tuple[Path
     everything = audit.export(audit.make_filter(), "jsonl").decode().splitlines()
     assert len(everything) == total
     assert audit.verify().ok
+
+
+def test_assigning_and_escalating_selected_rows(app_db: tuple[Path, Built]) -> None:
+    path, _ = app_db
+    at = _app("pages/exceptions.py")
+    table = at.dataframe[0]
+    chosen = [int(i) for i in table.value["Id"].iloc[:3]]
+    at.session_state[table.key] = {"selection": {"rows": [0, 1, 2], "columns": []}}
+    at.text_input(key=keys.QUEUE_ASSIGN_TO).input("asha").run()
+    at.button(key=keys.QUEUE_ASSIGN).click().run()
+    _no_exception(at)
+    assert any("Assigned 3 to asha" in s.value for s in at.success)
+    conn = connect(path)
+    assigned = {
+        r[0]: (r[1], r[2])
+        for r in conn.execute("SELECT id, assignee, status FROM exceptions WHERE assignee = 'asha'")
+    }
+    conn.close()
+    assert assigned == {i: ("asha", "ASSIGNED") for i in chosen}
+
+    at.selectbox(key=keys.QUEUE_ASSIGNEE).select("asha").run()
+    assert {int(i) for i in at.dataframe[0].value["Id"]} == set(chosen)
+    at.session_state[at.dataframe[0].key] = {"selection": {"rows": [0], "columns": []}}
+    at.text_input(key=keys.QUEUE_ESCALATE_NOTE).input("Needs the bank's confirmation").run()
+    at.button(key=keys.QUEUE_ESCALATE).click().run()
+    _no_exception(at)
+    assert any("Escalated 1." in s.value for s in at.success)
