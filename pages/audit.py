@@ -5,6 +5,7 @@ import streamlit as st
 from ui import audit, keys, shell, widgets
 from ui.format import ist
 
+shell.require_frame()
 st.title("Audit trail")
 values = audit.filter_values()
 cols = st.columns([2, 2, 2, 3, 1])

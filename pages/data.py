@@ -10,6 +10,7 @@ from core.errors import InputError
 from ui import actions, keys, shell, widgets
 from ui.format import ist
 
+shell.require_frame()
 st.title("Data")
 upload_tab, run_tab, sync_tab, runs_tab = st.tabs(
     ["Import files", "Reconcile", "Razorpay API", "Runs"]

@@ -5,6 +5,7 @@ import streamlit as st
 from core import views
 from ui import charts, keys, shell
 
+shell.require_frame()
 st.title("Evaluation")
 run = shell.read(views.latest_run)
 if run is None:

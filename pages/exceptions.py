@@ -6,6 +6,7 @@ from core import views
 from ui import keys, shell, widgets
 from ui.format import inr, queue_frame
 
+shell.require_frame()
 st.title("Exceptions")
 options = shell.read(views.queue_options)
 flt, sort, size = widgets.queue_filters(options)

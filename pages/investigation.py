@@ -7,6 +7,7 @@ from core.db import database_path
 from ui import keys, shell, widgets
 from ui.format import class_label, inr, ist
 
+shell.require_frame()
 st.title("Investigation")
 st.session_state[keys.INVESTIGATE_ID] = shell.selected_exception()
 chosen = st.columns([1, 3])[0].number_input(

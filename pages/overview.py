@@ -6,6 +6,7 @@ from core import views
 from ui import charts, keys, shell
 from ui.format import class_label, inr, inr_short
 
+shell.require_frame()
 st.title("Overview")
 ov = shell.read(views.overview)
 if ov is None:

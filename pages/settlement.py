@@ -6,6 +6,7 @@ from core import views
 from ui import keys, shell, widgets
 from ui.format import inr, ist, queue_frame
 
+shell.require_frame()
 st.title("Settlement")
 left, right = st.columns([1, 3])
 search = left.text_input(

@@ -143,3 +143,21 @@ def test_eight_sessions_on_a_cold_database_bootstrap_once(
     assert _count(database, "SELECT count(*) FROM runs WHERE status = 'completed'") == 1
     for context in contexts:
         context.close()
+
+
+def test_a_first_request_to_a_page_url_gets_the_whole_app(tmp_path: Path, browser: object) -> None:
+    from core.db import migrate
+    from tests.app_builder import build
+
+    database = tmp_path / "built.sqlite"
+    conn = connect(database)
+    migrate(conn)
+    build(conn, payments=300)
+    conn.close()
+    with running_server(database, tmp_path / "streamlit.log") as server:
+        page = browser.new_page(viewport={"width": 1440, "height": 1400})  # type: ignore[attr-defined]
+        page.goto(f"{server.url}/investigation?exception=5")
+        wait_rendered(page)
+        page.wait_for_selector("text=#5 ·", timeout=30_000)
+        assert "Data source" in page.inner_text('[data-testid="stSidebar"]')
+        assert screen_errors(page) == []

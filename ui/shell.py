@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -188,8 +189,27 @@ def sidebar(result: bootstrap.BootstrapResult | None) -> None:
         )
 
 
+_frame = threading.local()
+
+
 def run(page: Any) -> None:
     """Run the selected page inside the error boundary."""
     show_flash()
-    with guarded():
-        page.run()
+    _frame.active = True
+    try:
+        with guarded():
+            page.run()
+    finally:
+        _frame.active = False
+
+
+def require_frame() -> None:
+    """First line of every page: a page run without app.py around it reruns through it.
+
+    That happens once per server process, when its very first request is a page's URL:
+    Streamlit treats a `pages/` folder as a v1 multipage app until `st.navigation` has
+    been called (see ui/__init__.py), and runs the page script alone, without the cold
+    start or the sidebar. The rerun goes through app.py.
+    """
+    if not getattr(_frame, "active", False):
+        st.rerun()
