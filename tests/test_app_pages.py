@@ -304,3 +304,26 @@ def test_assigning_and_escalating_selected_rows(app_db: tuple[Path, Built]) -> N
     at.button(key=keys.QUEUE_ESCALATE).click().run()
     _no_exception(at)
     assert any("Escalated 1." in s.value for s in at.success)
+
+
+def test_session_state_is_keyed_only_through_the_keys_module() -> None:
+    literal = []
+    for path in [*sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "ui").glob("*.py"))]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Subscript)
+                and isinstance(node.value, ast.Attribute)
+                and node.value.attr == "session_state"
+                and isinstance(node.slice, ast.Constant)
+            ):
+                literal.append(f"{path.name}:{node.lineno}")
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Attribute)
+                and node.func.value.attr == "session_state"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
+                literal.append(f"{path.name}:{node.lineno}")
+    assert literal == []
