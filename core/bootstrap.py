@@ -86,7 +86,8 @@ def scratch_path(path: str) -> Path:
 
 
 def dataset_folder(path: str) -> Path:
-    """Where the cold start keeps the generated benchmark (with its held-out labels)."""
+    """Where the cold start keeps the generated benchmark: `dataset/` and, beside it (never
+    inside the folder the importer reads), the labels `ground_truth.csv`."""
     return Path(f"{path}{DATASET_FOLDER_SUFFIX}")
 
 
@@ -226,9 +227,13 @@ def default_builder(conn: sqlite3.Connection, work: Path, progress: ProgressFn) 
     """
     benchmark, ingest = _module("core.benchmark"), _module("core.ingest")
     progress(0.02, f"Generating the {BENCHMARK_PAYMENTS:,}-payment synthetic benchmark")
-    generated = benchmark.generate(work, payments=BENCHMARK_PAYMENTS, seed=BENCHMARK_SEED)
+    folder = work / "dataset"
+    generated = benchmark.generate(folder, payments=BENCHMARK_PAYMENTS, seed=BENCHMARK_SEED)
+    # The labels leave the dataset folder before the importer opens it.
+    labels = work / views.LABELS_FILE
+    shutil.move(str(generated.ground_truth), labels)
     progress(0.2, "Importing the dataset")
-    dataset, loaded = ingest.load_dataset(work)
+    dataset, loaded = ingest.load_dataset(folder)
     ingest.store_dataset(
         conn,
         dataset,
@@ -239,9 +244,11 @@ def default_builder(conn: sqlite3.Connection, work: Path, progress: ProgressFn) 
     )
 
     def later(fraction: float, message: str) -> None:
-        progress(0.3 + 0.6 * fraction, message)
+        progress(0.25 + 0.6 * fraction, message)
 
-    reconcile_stored(conn, as_of=int(generated.as_of), dataset=dataset, progress=later)
+    run_id = reconcile_stored(conn, as_of=int(generated.as_of), dataset=dataset, progress=later)
+    progress(0.88, "Scoring the run against the held-out labels")
+    views.store_evaluation(conn, run_id, labels)
 
 
 def ensure_ready(

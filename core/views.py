@@ -10,6 +10,7 @@ indexed SQL, so a page stays fast with a million payments.
 from __future__ import annotations
 
 import csv
+import hashlib
 import importlib
 import io
 import json
@@ -17,7 +18,10 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
+
+import pandas as pd
 
 from core.db import views as db
 from core.db.views import ALL_STATUSES, OPEN_STATUSES, QUEUE_SORTS, QueueFilter
@@ -39,6 +43,7 @@ EXPOSURE_CLASSES: tuple[str, ...] = (
 AGE_BOUNDS_DAYS: tuple[int, ...] = (8, 16, 31, 61, 91)
 AGE_LABELS: tuple[str, ...] = ("0–7 d", "8–15 d", "16–30 d", "31–60 d", "61–90 d", "over 90 d")
 SYNTHETIC_SOURCES = frozenset({"benchmark"})
+LABELS_FILE = "ground_truth.csv"
 SUMMARY_FORMAT = 1
 
 
@@ -655,6 +660,8 @@ def evidence(conn: sqlite3.Connection, exception_id: int) -> tuple[EvidenceSecti
 
 # --- held-out evaluation (benchmark only) ---------------------------------------------
 
+EVALUATION_FORMAT = 1
+
 
 @dataclass(frozen=True)
 class Accuracy:
@@ -666,20 +673,143 @@ class Accuracy:
 
 @dataclass(frozen=True)
 class EvaluationReport:
-    """The Evaluation page: headline figures, per-code table, long-format confusion matrix
-    (columns 'Ground truth', 'Engine', 'Count'), and notes."""
+    """The Evaluation page, for one run of the benchmark scored against its labels.
+
+    headline: name -> formatted held-out figure. caption: what was scored. by_code:
+    per-reason-code table of the held-out split (display strings). confusion: long format,
+    columns 'Ground truth', 'Engine', 'Count' (held-out split, non-zero cells). notes:
+    what a reader should know (e.g. disagreements). full: the same headline over every label.
+    """
 
     headline: dict[str, str]
     caption: str
-    by_code: Any
-    confusion: Any
+    by_code: pd.DataFrame
+    confusion: pd.DataFrame
+    full: dict[str, str]
     notes: tuple[str, ...] = ()
+
+
+def _percent(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.1f}%"
+
+
+def labels_path(conn: sqlite3.Connection) -> Path | None:
+    """Where the cold start kept the benchmark's labels for this database, if anywhere."""
+    from core.bootstrap import dataset_folder
+
+    file = db.database_file(conn)
+    return dataset_folder(file) / LABELS_FILE if file else None
+
+
+def compute_evaluation(
+    conn: sqlite3.Connection, run_id: int, labels: Path
+) -> dict[str, Any] | None:
+    """Score the run's stored outcomes against the labels; the JSON-ready report."""
+    run = db.run_by_id(conn, run_id)
+    if run is None or run["source"] not in SYNTHETIC_SOURCES or not labels.exists():
+        return None
+    evaluation = importlib.import_module("core.evaluation")
+    benchmark = importlib.import_module("core.benchmark")
+    truth = benchmark.read_ground_truth(labels)
+    joined = evaluation.join_outcomes(db.outcomes_frame(conn, run_id), truth)
+    held = joined[joined["split"] == benchmark.HELD_OUT]
+    reports = {
+        "held_out": evaluation.score(held, throughput=0.0),
+        "full": evaluation.score(joined, throughput=0.0),
+    }
+    confusion = evaluation.confusion_by_code(held)
+    cells = [
+        {"Ground truth": str(label), "Engine": str(engine), "Count": int(count)}
+        for (label, engine), count in confusion.stack().items()
+        if int(count)
+    ]
+    codes = [
+        {
+            "Reason code": code,
+            "Labelled": s.expected,
+            "Reported": s.reported,
+            "Correct": s.correct,
+            "Precision": _percent(s.precision),
+            "Recall": _percent(s.recall),
+        }
+        for code, s in reports["held_out"].by_code.items()
+        if s.expected or s.reported
+    ]
+    wrong = held[~held["correct"]]
+    return {
+        "format": EVALUATION_FORMAT,
+        "run_id": run_id,
+        "split": {name: _headline(r) for name, r in reports.items()},
+        "records": {name: int(r.records) for name, r in reports.items()},
+        "by_code": codes,
+        "confusion": cells,
+        "wrong": [
+            f"{r.entity_type} {r.entity_id}: labelled {r.label_key}, engine said {r.engine_key}"
+            for r in wrong.head(20).itertuples()
+        ],
+    }
+
+
+def _headline(report: Any) -> dict[str, str]:
+    return {
+        "Accuracy": _percent(report.accuracy),
+        "Precision": _percent(report.precision),
+        "Recall": _percent(report.recall),
+        "Records": f"{report.records:,}",
+    }
+
+
+def store_evaluation(conn: sqlite3.Connection, run_id: int, labels: Path) -> bool:
+    """Compute and keep the run's evaluation; False when there is nothing to score."""
+    report = compute_evaluation(conn, run_id, labels)
+    if report is None:
+        return False
+    digest = hashlib.sha256(labels.read_bytes()).hexdigest()
+    db.put_evaluation(conn, run_id, digest, int(time.time()), json.dumps(report))
+    return True
+
+
+def _evaluation_json(conn: sqlite3.Connection, run_id: int) -> dict[str, Any] | None:
+    cached = db.get_evaluation(conn, run_id)
+    if cached is None:
+        labels = labels_path(conn)
+        if labels is None or not store_evaluation(conn, run_id, labels):
+            return None
+        cached = db.get_evaluation(conn, run_id)
+        assert cached is not None
+    data: dict[str, Any] = json.loads(cached["report_json"])
+    return data if data.get("format") == EVALUATION_FORMAT else None
 
 
 def evaluation_report(conn: sqlite3.Connection, run_id: int) -> EvaluationReport | None:
     """None when there are no held-out labels (data other than the benchmark)."""
-    return None
+    data = _evaluation_json(conn, run_id)
+    if data is None:
+        return None
+    held, total = data["records"]["held_out"], data["records"]["full"]
+    return EvaluationReport(
+        headline=data["split"]["held_out"],
+        caption=(
+            f"Run #{run_id} scored against the benchmark's labels: the held-out split "
+            f"({held:,} of {total:,} labelled entities). An outcome is right when its status, "
+            "reason code, every listed code and any fallback match method equal the label."
+        ),
+        by_code=pd.DataFrame(data["by_code"]),
+        confusion=pd.DataFrame(data["confusion"], columns=["Ground truth", "Engine", "Count"]),
+        full=data["split"]["full"],
+        notes=tuple(data["wrong"]),
+    )
 
 
 def heldout_accuracy(conn: sqlite3.Connection, run_id: int) -> Accuracy | None:
-    return None
+    data = _evaluation_json(conn, run_id)
+    if data is None:
+        return None
+    held = data["records"]["held_out"]
+    return Accuracy(
+        metrics=data["split"]["held_out"],
+        caption=(
+            f"Held-out split of the synthetic benchmark ({held:,} labelled entities), run "
+            f"#{run_id}. Benchmark accuracy, not production accuracy."
+        ),
+    )

@@ -28,6 +28,10 @@ cols = st.columns(len(report.headline))
 for column, (name, value) in zip(cols, report.headline.items(), strict=True):
     column.metric(name, value, border=True)
 st.caption(report.caption)
+st.caption(
+    "Over every label (development and held-out splits): "
+    + " · ".join(f"{name} {value}" for name, value in report.full.items())
+)
 
 st.subheader("By reason code")
 st.dataframe(report.by_code, hide_index=True, width="stretch", key=keys.EVALUATION_BY_CODE)
@@ -38,6 +42,6 @@ st.altair_chart(
     key=keys.EVALUATION_CONFUSION,
 )
 if report.notes:
-    st.subheader("Notes")
+    st.subheader("Held-out disagreements")
     for note in report.notes:
         st.markdown(f"- {note}")

@@ -12,6 +12,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
+
 from core.db.connection import transaction
 
 Row = dict[str, Any]
@@ -195,6 +197,45 @@ def put_run_summary(
             "summary_json = excluded.summary_json",
             (run_id, version, computed_at, summary_json),
         )
+
+
+def get_evaluation(conn: sqlite3.Connection, run_id: int) -> Row | None:
+    return _one(conn, "SELECT * FROM app_evaluations WHERE run_id = ?", (run_id,))
+
+
+def put_evaluation(
+    conn: sqlite3.Connection, run_id: int, labels_hash: str, computed_at: int, report_json: str
+) -> None:
+    with transaction(conn):
+        conn.execute(
+            "INSERT INTO app_evaluations (run_id, labels_hash, computed_at, report_json) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET "
+            "labels_hash = excluded.labels_hash, computed_at = excluded.computed_at, "
+            "report_json = excluded.report_json",
+            (run_id, labels_hash, computed_at, report_json),
+        )
+
+
+def outcomes_frame(conn: sqlite3.Connection, run_id: int) -> pd.DataFrame:
+    """A run's outcomes in results.csv's terms (for scoring against labels)."""
+    cursor = conn.execute(
+        "SELECT entity_type, entity_id, status, reason_code, reason_codes, match_method, "
+        "exposure_class, exposure_amount FROM outcomes WHERE run_id = ? "
+        "ORDER BY entity_type, entity_id",
+        (run_id,),
+    )
+    columns = [d[0] for d in cursor.description]
+    frame = pd.DataFrame(cursor.fetchall(), columns=columns)
+    frame["exposure_amount"] = frame["exposure_amount"].astype("int64")
+    return frame
+
+
+def database_file(conn: sqlite3.Connection) -> str:
+    """The file of the connection's main database ('' for an in-memory one)."""
+    for row in conn.execute("PRAGMA database_list"):
+        if row[1] == "main":
+            return str(row[2] or "")
+    return ""
 
 
 # --- live exception figures -----------------------------------------------------------

@@ -21,3 +21,12 @@ CREATE TABLE IF NOT EXISTS app_run_summaries (
     computed_at   INTEGER NOT NULL,
     summary_json  TEXT    NOT NULL
 );
+
+-- The held-out evaluation of a benchmark run against its labels, computed once per run.
+-- labels_hash names the labels file scored against.
+CREATE TABLE IF NOT EXISTS app_evaluations (
+    run_id       INTEGER PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+    labels_hash  TEXT    NOT NULL,
+    computed_at  INTEGER NOT NULL,
+    report_json  TEXT    NOT NULL
+);
