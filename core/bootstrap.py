@@ -179,45 +179,24 @@ def reconcile_stored(
     *,
     as_of: int,
     params: Any = None,
-    dataset: Any = None,
     progress: ProgressFn = _noop,
-    actor: str = "engine",
 ) -> int:
-    """Reconcile the imported data as of `as_of`: persist the run, sync the exception
-    queue, precompute the run's summary. Returns the run id. `dataset` saves reading the
-    raw tables back when the caller has just imported them."""
-    engine, review = _module("core.engine"), _module("core.review")
+    """Reconcile the imported data as of `as_of` through `core.pipeline` (persist the run,
+    sync the exception queue), then precompute the run's summary. Returns the run id."""
+    engine, pipeline = _module("core.engine"), _module("core.pipeline")
     latest = db.latest_import(conn)
     if latest is None:
         raise ConfigError("nothing to reconcile: import a dataset first")
-    timings: dict[str, float] = {}
-    if dataset is None:
-        progress(0.1, "Reading the imported data")
-        t0 = time.monotonic()
-        dataset = _module("core.db.raw").read_dataset(conn)
-        timings["read_s"] = round(time.monotonic() - t0, 3)
-    progress(0.3, "Reconciling")
-    t0 = time.monotonic()
-    params = params if params is not None else engine.EngineParams()
-    outcomes = engine.reconcile(dataset, params, as_of)
-    timings["reconcile_s"] = round(time.monotonic() - t0, 3)
-    progress(0.6, "Saving the run")
-    run_id = int(
-        engine.persist_run(
-            conn,
-            outcomes,
-            params=params,
-            as_of=as_of,
-            source=str(latest["source"]),
-            input_hashes={"import": int(latest["id"]), "content": latest["content_hash"]},
-            timings=timings,
-        )
+    progress(0.1, "Reconciling, saving the run and updating the exception queue")
+    result = pipeline.reconcile_database(
+        conn,
+        params if params is not None else engine.EngineParams(),
+        as_of,
+        str(latest["source"]),
     )
-    progress(0.75, "Updating the exception queue")
-    review.sync_exceptions(conn, run_id, actor=actor)
-    progress(0.9, "Summarising the run")
-    views.run_summary(conn, run_id)
-    return run_id
+    progress(0.85, "Summarising the run")
+    views.run_summary(conn, int(result.run_id))
+    return int(result.run_id)
 
 
 def default_builder(conn: sqlite3.Connection, work: Path, progress: ProgressFn) -> None:
@@ -246,7 +225,7 @@ def default_builder(conn: sqlite3.Connection, work: Path, progress: ProgressFn) 
     def later(fraction: float, message: str) -> None:
         progress(0.25 + 0.6 * fraction, message)
 
-    run_id = reconcile_stored(conn, as_of=int(generated.as_of), dataset=dataset, progress=later)
+    run_id = reconcile_stored(conn, as_of=int(generated.as_of), progress=later)
     progress(0.88, "Scoring the run against the held-out labels")
     views.store_evaluation(conn, run_id, labels)
 
