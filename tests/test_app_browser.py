@@ -94,8 +94,8 @@ def test_cold_start_then_every_page_then_resolve_and_audit(
 
     page.goto(f"{server.url}/investigation")
     wait_rendered(page)
-    heading = page.inner_text("h3")
-    exception_id = heading.split(" ")[0].lstrip("#")
+    exception_id = page.get_by_label("Exception id").input_value()
+    assert exception_id.isdigit()
     page.fill('textarea[aria-label="Note (required)"]', "Confirmed with the bank; closing.")
     page.get_by_role("button", name="Resolve").click()
     page.wait_for_selector(f"text=Exception #{exception_id} is now RESOLVED", timeout=60_000)
