@@ -660,7 +660,7 @@ def evidence(conn: sqlite3.Connection, exception_id: int) -> tuple[EvidenceSecti
 
 # --- held-out evaluation (benchmark only) ---------------------------------------------
 
-EVALUATION_FORMAT = 1
+EVALUATION_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -719,7 +719,7 @@ def compute_evaluation(
     }
     confusion = evaluation.confusion_by_code(held)
     cells = [
-        {"Ground truth": str(label), "Engine": str(engine), "Count": int(count)}
+        {"Ground truth": _short(label), "Engine": _short(engine), "Count": int(count)}
         for (label, engine), count in confusion.stack().items()
         if int(count)
     ]
@@ -748,6 +748,14 @@ def compute_evaluation(
             for r in wrong.head(20).itertuples()
         ],
     }
+
+
+def _short(key: object) -> str:
+    """'EXCEPTION:AMOUNT_MISMATCH' -> 'AMOUNT_MISMATCH'; 'PENDING:ON_HOLD' -> 'pending ON_HOLD'."""
+    text = str(key)
+    if text.startswith("EXCEPTION:"):
+        return text.removeprefix("EXCEPTION:")
+    return "pending " + text.removeprefix("PENDING:") if text.startswith("PENDING:") else text
 
 
 def _headline(report: Any) -> dict[str, str]:

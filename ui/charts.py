@@ -147,16 +147,24 @@ def match_rate(days: tuple[DayMatchRate, ...]) -> alt.Chart:
 
 def confusion(frame: pd.DataFrame, *, actual: str, predicted: str, count: str) -> alt.Chart:
     """A heatmap of a long-format confusion matrix (one row per actual/predicted pair)."""
-    base = alt.Chart(frame, title="Confusion matrix by reason code").encode(
-        x=alt.X(f"{predicted}:N", title="Engine said", axis=alt.Axis(labelAngle=-40)),
-        y=alt.Y(f"{actual}:N", title="Ground truth"),
+    axis = alt.Axis(labelOverlap=False, labelLimit=320)
+    base = alt.Chart(frame, title="Confusion matrix by outcome (held-out split)").encode(
+        x=alt.X(
+            f"{predicted}:N",
+            title="Engine said",
+            axis=alt.Axis(labelOverlap=False, labelLimit=320, labelAngle=-50),
+        ),
+        y=alt.Y(f"{actual}:N", title="Ground truth", axis=axis),
     )
     cells = base.mark_rect().encode(
-        color=alt.Color(f"{count}:Q", scale=alt.Scale(scheme="blues"), legend=None),
+        color=alt.Color(f"{count}:Q", scale=alt.Scale(scheme="blues", type="log"), legend=None),
         tooltip=[actual, predicted, count],
     )
-    labels = base.mark_text(fontSize=11).encode(text=f"{count}:Q")
-    return (cells + labels).properties(height=alt.Step(22), width=alt.Step(36))
+    labels = base.mark_text(fontSize=11).encode(
+        text=f"{count}:Q",
+        color=alt.condition(alt.datum[count] > 100, alt.value("white"), alt.value("#1f2937")),
+    )
+    return (cells + labels).properties(height=alt.Step(24), width=alt.Step(30))
 
 
 BUILDERS: dict[str, Callable[[Any], alt.TopLevelMixin]] = {

@@ -176,7 +176,8 @@ def sidebar(result: bootstrap.BootstrapResult | None) -> None:
                 if run.location:
                     st.caption(run.location)
                 st.markdown(f"**As of:** {ist(run.as_of)}")
-                took = f" in {run.duration_s:.1f} s" if run.duration_s is not None else ""
+                took = "" if run.duration_s is None else f" in {max(1, round(run.duration_s))} s"
+                took = " in under a second" if run.duration_s == 0 else took
                 st.markdown(f"**Last run:** #{run.id}, {ist(run.finished_at)}{took}")
                 if run.is_synthetic:
                     st.caption("Synthetic data: figures describe the benchmark, not a merchant.")
