@@ -77,31 +77,24 @@ with answer_col:
         st.caption("Citations (checked against the evidence): " + ", ".join(answer.citations))
 
     st.markdown("#### Decision")
-    note = st.text_area("Note (required)", key=keys.DECISION_NOTE, height=90)
+    st.text_area("Note (required)", key=keys.DECISION_NOTE, height=90)
     resolve_col, escalate_col = st.columns(2)
-    action = None
-    if resolve_col.button("Resolve", key=keys.DECISION_RESOLVE, type="primary"):
-        action = "resolve"
-    if escalate_col.button("Escalate", key=keys.DECISION_ESCALATE):
-        action = "escalate"
-    if action and not note.strip():
-        st.error("Write a note first: it says what was decided and why.")
-    elif action:
-        with shell.guarded(), shell.connection() as conn:
-            review = widgets.module("core.review", "Review")
-            act = review.resolve if action == "resolve" else review.escalate
-            result = act(
-                conn,
-                exception_id,
-                actor=shell.reviewer(),
-                note=note.strip(),
-                request_id=shell.request_id(f"{action}-{exception_id}"),
-                expected_version=int(item["version"]),
-            )
-            shell.done(f"{action}-{exception_id}")
-            del st.session_state[keys.DECISION_NOTE]
-            shell.flash("success", f"Exception #{exception_id} is now {result.to_status}.")
-            st.rerun()
+    version, status = int(item["version"]), item["status"]
+    resolve_col.button(
+        "Resolve",
+        key=keys.DECISION_RESOLVE,
+        type="primary",
+        disabled=status in ("RESOLVED", "AUTO_CLEARED"),
+        on_click=shell.decide,
+        args=("resolve", exception_id, version),
+    )
+    escalate_col.button(
+        "Escalate",
+        key=keys.DECISION_ESCALATE,
+        disabled=status in ("RESOLVED", "AUTO_CLEARED", "ESCALATED"),
+        on_click=shell.decide,
+        args=("escalate", exception_id, version),
+    )
 
 st.markdown("#### History")
 widgets.records_table(

@@ -196,6 +196,8 @@ def test_resolving_an_exception_closes_it_and_audits_it(app_db: tuple[Path, Buil
     at.button(key=keys.DECISION_RESOLVE).click().run()
     _no_exception(at)
     assert any(f"#{exception_id} is now RESOLVED" in s.value for s in at.success)
+    assert at.text_area(key=keys.DECISION_NOTE).value == ""
+    assert at.button(key=keys.DECISION_RESOLVE).disabled
     conn = connect(path)
     conn.row_factory = sqlite3.Row
     row = conn.execute("SELECT status FROM exceptions WHERE id = ?", (exception_id,)).fetchone()
@@ -208,6 +210,29 @@ def test_resolving_an_exception_closes_it_and_audits_it(app_db: tuple[Path, Buil
     at.run()
     _no_exception(at)
     assert str(exception_id) in " ".join(at.dataframe[0].value["entity"])
+
+
+def test_a_decision_on_a_stale_page_is_refused_with_a_message(
+    app_db: tuple[Path, Built],
+) -> None:
+    from core import review
+
+    path, _ = app_db
+    at = _app("pages/investigation.py")
+    exception_id = int(at.number_input(key=keys.INVESTIGATE_ID).value)
+    conn = connect(path)
+    review.resolve(
+        conn, exception_id, actor="someone else", note="settled by phone", request_id="other-1"
+    )
+    conn.close()
+    at.text_area(key=keys.DECISION_NOTE).input("Escalating to the bank")
+    at.button(key=keys.DECISION_ESCALATE).click().run()  # one round trip, as a browser does
+    _no_exception(at)
+    assert any(w.value.startswith("Not done:") for w in at.warning)
+    conn = connect(path)
+    status = conn.execute("SELECT status FROM exceptions WHERE id = ?", (exception_id,)).fetchone()
+    conn.close()
+    assert status[0] == "RESOLVED"
 
 
 def test_settlement_page_checks_the_arithmetic(app_db: tuple[Path, Built]) -> None:

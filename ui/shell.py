@@ -86,6 +86,37 @@ def show_flash() -> None:
         st.error(text)
 
 
+def decide(action: str, exception_id: int, version: int) -> None:
+    """on_click of Resolve / Escalate. A callback runs before the page script, so the note
+    box can be emptied after a decision; the outcome is shown as a flash message."""
+    note = str(st.session_state.get(keys.DECISION_NOTE) or "").strip()
+    if not note:
+        flash("error", "Write a note first: it says what was decided and why.")
+        return
+    from ui.widgets import module
+
+    key = f"{action}-{exception_id}"
+    try:
+        act = getattr(module("core.review", "Review"), action)
+        with connection() as conn:
+            result = act(
+                conn,
+                exception_id,
+                actor=reviewer(),
+                note=note,
+                request_id=request_id(key),
+                expected_version=version,
+            )
+    except Exception as exc:
+        if not isinstance(exc, sqlite3.OperationalError):
+            done(key)  # answered for good: the next click is a new request
+        flash(*describe_error(exc))
+        return
+    done(key)
+    st.session_state[keys.DECISION_NOTE] = ""
+    flash("success", f"Exception #{exception_id} is now {result.to_status}.")
+
+
 def reviewer() -> str:
     return str(st.session_state.get(keys.REVIEWER) or "reviewer").strip() or "reviewer"
 
@@ -110,22 +141,27 @@ def follow(widget_key: str, state_key: str) -> None:
     st.session_state[state_key] = st.session_state[widget_key]
 
 
-def show_error(exc: BaseException) -> None:
+def describe_error(exc: BaseException) -> tuple[str, str]:
+    """('error' | 'warning', a plain message) for an exception; unexpected ones are logged."""
     if isinstance(exc, InputError):
-        st.error("The input was refused; nothing was written.\n\n" + str(exc))
-    elif isinstance(exc, RefusedError):
-        st.warning(f"Not done: {exc}")
-    elif isinstance(exc, RazorReconError):
-        st.error(str(exc))
-    elif isinstance(exc, sqlite3.OperationalError):
-        log.exception("database error")
-        st.error(f"The database could not answer ({exc}). Try again in a moment.")
-    else:
-        log.exception("unexpected error on a page")
-        st.error(
-            f"Something went wrong ({type(exc).__name__}: {exc}). "
-            "The details are in the server log."
-        )
+        return "error", "The input was refused; nothing was written.\n\n" + str(exc)
+    if isinstance(exc, RefusedError):
+        return "warning", f"Not done: {exc}"
+    if isinstance(exc, RazorReconError):
+        return "error", str(exc)
+    if isinstance(exc, sqlite3.OperationalError):
+        log.error("database error", exc_info=exc)
+        return "error", f"The database could not answer ({exc}). Try again in a moment."
+    log.error("unexpected error on a page", exc_info=exc)
+    return (
+        "error",
+        f"Something went wrong ({type(exc).__name__}: {exc}). The details are in the server log.",
+    )
+
+
+def show_error(exc: BaseException) -> None:
+    kind, text = describe_error(exc)
+    (st.warning if kind == "warning" else st.error)(text)
 
 
 @contextmanager
