@@ -161,3 +161,54 @@ def test_a_first_request_to_a_page_url_gets_the_whole_app(tmp_path: Path, browse
         page.wait_for_selector("text=#5 ·", timeout=30_000)
         assert "Data source" in page.inner_text('[data-testid="stSidebar"]')
         assert screen_errors(page) == []
+
+
+def test_upload_with_a_bad_cell_then_a_good_upload_then_reconcile(
+    cold_server: tuple[Server, Path], browser: object, tmp_path: Path
+) -> None:
+    from tests.conftest import SPEC_EXAMPLE
+
+    server, database = cold_server
+    page = browser.new_page(viewport={"width": 1440, "height": 1600})  # type: ignore[attr-defined]
+    page.goto(server.url)
+    page.wait_for_selector('[data-testid="stMetric"]', timeout=COLD_START_MS)
+    page.goto(f"{server.url}/data")
+    wait_rendered(page)
+    good = sorted((SPEC_EXAMPLE / "dataset").iterdir())
+    broken = tmp_path / "settlements.csv"
+    lines = (SPEC_EXAMPLE / "dataset" / "settlements.csv").read_text("utf-8-sig").splitlines()
+    cells = lines[1].split(",")
+    cells[2] = "twelve"
+    broken.write_text("\n".join([lines[0], ",".join(cells), *lines[2:]]) + "\n")
+    files = [str(p) for p in good if p.name != "settlements.csv"] + [str(broken)]
+
+    uploader = page.locator('[data-testid="stFileUploader"] input[type="file"]')
+    uploader.set_input_files(files)
+    page.wait_for_selector("text=bank_statement.csv", timeout=30_000)
+    page.get_by_role("button", name="Import", exact=True).click()
+    page.wait_for_selector("text=The import was refused", timeout=60_000)
+    wait_rendered(page)
+    _shot(page, "data-import-refused")
+    assert _count(database, "SELECT count(*) FROM imports") == 1  # only the cold start's
+
+    for remove in page.locator('[data-testid="stFileUploaderDeleteBtn"] button').all()[::-1]:
+        remove.click()
+    uploader.set_input_files([str(p) for p in good])
+    page.get_by_text("Replace the data already imported").click()
+    page.get_by_role("button", name="Import", exact=True).click()
+    page.wait_for_selector("text=Imported. Run reconciliation", timeout=60_000)
+    wait_rendered(page)
+    _shot(page, "data-imported")
+    assert _count(database, "SELECT count(*) FROM imports") == 2
+
+    page.get_by_role("tab", name="Reconcile").click()
+    page.get_by_role("button", name="Run reconciliation").click()
+    page.wait_for_selector("text=Reconciliation finished: run #2", timeout=120_000)
+    wait_rendered(page)
+    _shot(page, "data-reconciled")
+    assert screen_errors(page) == []
+    assert _count(database, "SELECT count(*) FROM runs WHERE status = 'completed'") == 2
+    page.goto(server.url)
+    wait_rendered(page)
+    assert "Imported files" in page.inner_text('[data-testid="stSidebar"]')
+    assert "synthetic benchmark" not in page.inner_text('[data-testid="stMain"]')
