@@ -73,6 +73,12 @@ def test_an_unknown_file_name_is_refused_before_reading(database: Path) -> None:
         actions.import_uploads([Upload("payments (1).csv", b"id\n")], "auto", False)
 
 
+def test_a_file_uploaded_twice_is_refused(database: Path) -> None:
+    files = _uploads(SPEC_EXAMPLE / "dataset")
+    with pytest.raises(InputError, match="refunds.csv:0:: uploaded twice"):
+        actions.import_uploads([*files, files[2]], "auto", False)
+
+
 def test_holidays_and_as_of_parse_in_ist() -> None:
     assert actions.parse_holidays("2026-08-15\n# note\n\n2026-10-02") == frozenset(
         {dt.date(2026, 8, 15), dt.date(2026, 10, 2)}

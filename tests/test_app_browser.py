@@ -191,9 +191,8 @@ def test_upload_with_a_bad_cell_then_a_good_upload_then_reconcile(
     _shot(page, "data-import-refused")
     assert _count(database, "SELECT count(*) FROM imports") == 1  # only the cold start's
 
-    for remove in page.locator('[data-testid="stFileUploaderDeleteBtn"] button').all()[::-1]:
-        remove.click()
-    uploader.set_input_files([str(p) for p in good])
+    page.get_by_role("button", name="Remove settlements.csv").click()
+    uploader.set_input_files([str(SPEC_EXAMPLE / "dataset" / "settlements.csv")])
     page.get_by_text("Replace the data already imported").click()
     page.get_by_role("button", name="Import", exact=True).click()
     page.wait_for_selector("text=Imported. Run reconciliation", timeout=60_000)

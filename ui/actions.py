@@ -50,8 +50,13 @@ def import_uploads(uploads: Iterable[Any], amount_unit: str, replace: bool) -> A
                 for name in unknown
             ]
         )
-    ingest = module("core.ingest", "The importer")
     names = sorted(Path(f.name).name.lower() for f in files)
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError(
+            [Problem(n, 0, "", "uploaded twice; remove one of the two") for n in twice]
+        )
+    ingest = module("core.ingest", "The importer")
     with tempfile.TemporaryDirectory(prefix="razorrecon-upload-") as folder:
         for f in files:
             (Path(folder) / Path(f.name).name.lower()).write_bytes(f.getvalue())
