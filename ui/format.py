@@ -7,6 +7,7 @@ here computes a total. Building a DataFrame from a list of records is not aggreg
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -16,24 +17,22 @@ from core.calendar import IST
 from core.money import format_inr, format_inr_short
 from core.views import QueueItem
 
-try:  # the investigator's evidence names more money fields (sum_credit, ...)
-    from core.investigate.tools import MONEY_FIELDS as EVIDENCE_MONEY_FIELDS
-except ImportError:  # pragma: no cover - the investigator is part of the product
-    EVIDENCE_MONEY_FIELDS = frozenset()
-MONEY_FIELDS = EVIDENCE_MONEY_FIELDS | {
-    "amount",
-    "fee",
-    "fees",
-    "tax",
-    "credit",
-    "debit",
-    "balance",
-    "amount_refunded",
-    "expected_amount",
-    "actual_amount",
-    "difference",
-    "exposure_amount",
-}
+BASE_MONEY_FIELDS = frozenset(
+    {
+        "amount",
+        "fee",
+        "fees",
+        "tax",
+        "credit",
+        "debit",
+        "balance",
+        "amount_refunded",
+        "expected_amount",
+        "actual_amount",
+        "difference",
+        "exposure_amount",
+    }
+)
 TIME_FIELDS = frozenset(
     {
         "created_at",
@@ -88,11 +87,22 @@ def code_label(code: str) -> str:
     return code.replace("_", " ").capitalize() if code else "—"
 
 
+@functools.cache
+def money_fields() -> frozenset[str]:
+    """Fields holding integer paise, with the investigator's evidence fields (sum_credit,
+    ...); imported on first use, so the cold start does not pay for the investigator."""
+    try:
+        from core.investigate.tools import MONEY_FIELDS
+    except ImportError:  # pragma: no cover - the investigator is part of the product
+        return BASE_MONEY_FIELDS
+    return BASE_MONEY_FIELDS | MONEY_FIELDS
+
+
 def cell(key: str, value: Any) -> Any:
     """One record value for display: paise as rupees, Unix seconds as IST time."""
     if value is None:
         return ""
-    if key in MONEY_FIELDS and isinstance(value, int) and not isinstance(value, bool):
+    if key in money_fields() and isinstance(value, int) and not isinstance(value, bool):
         return format_inr(value)
     if key in TIME_FIELDS and isinstance(value, int) and not isinstance(value, bool):
         return ist(value)
