@@ -109,4 +109,7 @@ def test_reconciling_the_upload_persists_a_run_and_opens_exceptions(database: Pa
         assert db.get_run_summary(conn, run_id) is not None
     finally:
         conn.close()
-    assert "Updating the exception queue" in progress
+    assert progress == [
+        "Reconciling, saving the run and updating the exception queue",
+        "Summarising the run",
+    ]
