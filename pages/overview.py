@@ -29,9 +29,8 @@ kpis = (
     ("Settled", summary.settled, "processed settlements"),
     ("Credited in bank", summary.credited, "bank credits linked to a settlement"),
     ("Pending", summary.pending, "payments not yet due or held by the gateway"),
-    ("Open exceptions", ov.open_exceptions, "exceptions not resolved or cleared"),
 )
-for column, (label, total, what) in zip(cards, kpis, strict=True):
+for column, (label, total, what) in zip(cards, kpis, strict=False):
     column.metric(
         label,
         inr_short(total.paise),
@@ -41,6 +40,15 @@ for column, (label, total, what) in zip(cards, kpis, strict=True):
         help=f"{inr(total.paise)} across {total.count:,} {what}.",
         border=True,
     )
+cards[4].metric(
+    "Open exceptions",
+    f"{ov.open_exceptions.count:,}",
+    f"{inr_short(ov.open_exceptions.paise)} exposure",
+    delta_color="off",
+    delta_arrow="off",
+    help=f"{inr(ov.open_exceptions.paise)} at stake over the exceptions not yet closed.",
+    border=True,
+)
 
 st.subheader("Open exposure by class")
 class_cards = st.columns(len(ov.exposure_by_class))

@@ -78,8 +78,9 @@ def test_cold_start_then_every_page_then_resolve_and_audit(
     page.wait_for_selector('[data-testid="stMetric"]', timeout=COLD_START_MS)
     wait_rendered(page)
     metrics = _metric_values(page)
-    for label in ("Captured", "Settled", "Credited in bank", "Open exceptions"):
+    for label in ("Captured", "Settled", "Credited in bank", "Amount at risk"):
         assert RUPEES.match(metrics[label]), (label, metrics[label])
+    assert metrics["Open exceptions"].replace(",", "").isdigit()
     assert metrics["Captured"].endswith(("L", "Cr"))
     assert "synthetic benchmark" in page.inner_text("body")
     assert screen_errors(page) == []

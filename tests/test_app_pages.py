@@ -107,8 +107,10 @@ def test_overview_shows_rupee_kpis_and_says_the_data_are_synthetic(
     at = _app()
     _no_exception(at)
     metrics = {m.label: m.value for m in at.metric}
-    for label in ("Captured", "Settled", "Credited in bank", "Pending", "Open exceptions"):
+    for label in ("Captured", "Settled", "Credited in bank", "Pending"):
         assert metrics[label].startswith("₹"), (label, metrics[label])
+    assert metrics["Open exceptions"] == f"{app_db[1].exceptions:,}"
+    assert metrics["Awaiting settlement"].startswith("₹")
     assert metrics["Captured"].endswith(("Cr", "L"))
     assert any("synthetic benchmark" in i.value for i in at.info)
     assert "Synthetic benchmark" in " ".join(m.value for m in at.sidebar.markdown)
