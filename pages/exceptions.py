@@ -31,6 +31,7 @@ event = st.dataframe(
     queue_frame(page.items),
     hide_index=True,
     width="stretch",
+    height=min(35 * (len(page.items) + 1) + 3, 640),
     on_select="rerun",
     selection_mode="multi-row",
     key=table_key,
