@@ -1,0 +1,234 @@
+"""SQL of reconciliation runs and their outcomes (tables `runs`, `outcomes`).
+
+A run is written in two steps: `start_run` records it as 'running' (committed at once),
+then `complete_run` inserts every outcome and marks it 'completed' in one transaction.
+A crash in between leaves a 'running' run with no outcomes, which readers never take for
+a result (`latest_completed_run` reads completed runs only) and `discard_stale_runs`
+marks failed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sqlite3
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from core.db.connection import transaction
+
+OUTCOME_FIELDS: tuple[str, ...] = (
+    "entity_type",
+    "entity_id",
+    "status",
+    "reason_code",
+    "reason_codes",
+    "settlement_id",
+    "expected_amount",
+    "actual_amount",
+    "difference",
+    "exposure_class",
+    "exposure_amount",
+    "match_method",
+    "order_id",
+    "utr",
+    "entity_created_at",
+)
+_INSERT_OUTCOME = (
+    f"INSERT INTO outcomes (run_id, {', '.join(OUTCOME_FIELDS)}) "
+    f"VALUES (?, {', '.join('?' for _ in OUTCOME_FIELDS)})"
+)
+# Bulk inserts touch three B-trees; a bigger page cache keeps the random-order one
+# (by settlement) in memory. Negative = KiB.
+_BULK_CACHE_KIB = 262_144
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One row of `runs`, JSON columns decoded.
+
+    status: 'running', 'completed' or 'failed'. as_of, started_at, finished_at: Unix
+    seconds. params: the EngineParams as a dict; input_hashes: name -> sha256; timings:
+    step -> seconds; counts: outcome counts (see core.engine.results.counts).
+    """
+
+    id: int
+    started_at: int
+    finished_at: int | None
+    status: str
+    as_of: int
+    source: str
+    params: dict[str, Any]
+    input_hashes: dict[str, Any]
+    timings: dict[str, Any] | None
+    counts: dict[str, Any] | None
+    error: str | None
+
+
+def _record(row: sqlite3.Row) -> RunRecord:
+    def decoded(text: str | None) -> dict[str, Any] | None:
+        return None if text is None else dict(json.loads(text))
+
+    return RunRecord(
+        id=int(row["id"]),
+        started_at=int(row["started_at"]),
+        finished_at=None if row["finished_at"] is None else int(row["finished_at"]),
+        status=str(row["status"]),
+        as_of=int(row["as_of"]),
+        source=str(row["source"]),
+        params=decoded(row["params_json"]) or {},
+        input_hashes=decoded(row["input_hashes_json"]) or {},
+        timings=decoded(row["timings_json"]),
+        counts=decoded(row["counts_json"]),
+        error=row["error"],
+    )
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def start_run(
+    conn: sqlite3.Connection,
+    *,
+    as_of: int,
+    source: str,
+    params: dict[str, Any],
+    input_hashes: dict[str, Any],
+    started_at: int | None = None,
+) -> int:
+    """Record a new run as 'running' and commit; returns its id."""
+    with transaction(conn):
+        cursor = conn.execute(
+            "INSERT INTO runs (started_at, status, as_of, source, params_json, input_hashes_json)"
+            " VALUES (?, 'running', ?, ?, ?, ?)",
+            (
+                int(time.time() if started_at is None else started_at),
+                int(as_of),
+                source,
+                _json(params),
+                _json(input_hashes),
+            ),
+        )
+        run_id = cursor.lastrowid
+    assert run_id is not None
+    return int(run_id)
+
+
+def complete_run(
+    conn: sqlite3.Connection,
+    run_id: int,
+    *,
+    columns: Sequence[Sequence[Any]],
+    timings: dict[str, Any],
+    counts: dict[str, Any],
+    finished_at: int | None = None,
+) -> None:
+    """Insert the run's outcomes and mark it completed, in one transaction: either every
+    outcome is there and the run is 'completed', or nothing changed.
+
+    columns: one sequence of values per OUTCOME_FIELDS entry, all of one length (column
+    lists bind faster than row tuples built elsewhere).
+    """
+    if len(columns) != len(OUTCOME_FIELDS):
+        raise ValueError(f"expected {len(OUTCOME_FIELDS)} columns, got {len(columns)}")
+    previous_cache = conn.execute("PRAGMA cache_size").fetchone()[0]
+    conn.execute(f"PRAGMA cache_size = {-_BULK_CACHE_KIB}")
+    try:
+        with transaction(conn):
+            state = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if state is None or state["status"] != "running":
+                raise ValueError(f"run {run_id} is not running")
+            conn.executemany(_INSERT_OUTCOME, zip(itertools.repeat(run_id), *columns))
+            conn.execute(
+                "UPDATE runs SET status = 'completed', finished_at = ?, timings_json = ?,"
+                " counts_json = ? WHERE id = ?",
+                (
+                    int(time.time() if finished_at is None else finished_at),
+                    _json(timings),
+                    _json(counts),
+                    run_id,
+                ),
+            )
+    finally:
+        conn.execute(f"PRAGMA cache_size = {int(previous_cache)}")
+
+
+def update_timings(conn: sqlite3.Connection, run_id: int, timings: dict[str, Any]) -> None:
+    """Replace a run's timings (used to add the time the persisting itself took)."""
+    with transaction(conn):
+        conn.execute("UPDATE runs SET timings_json = ? WHERE id = ?", (_json(timings), run_id))
+
+
+def fail_run(conn: sqlite3.Connection, run_id: int, error: str) -> None:
+    """Mark a running run failed (its outcomes, if any, are removed)."""
+    with transaction(conn):
+        conn.execute("DELETE FROM outcomes WHERE run_id = ?", (run_id,))
+        conn.execute(
+            "UPDATE runs SET status = 'failed', finished_at = ?, error = ?"
+            " WHERE id = ? AND status = 'running'",
+            (int(time.time()), error[:2000], run_id),
+        )
+
+
+def discard_stale_runs(
+    conn: sqlite3.Connection, *, older_than_seconds: int = 3600, now: int | None = None
+) -> list[int]:
+    """Mark failed every run still 'running' that started more than `older_than_seconds`
+    ago (its process died mid-way); returns their ids."""
+    current = int(time.time() if now is None else now)
+    cutoff = current - int(older_than_seconds)
+    with transaction(conn):
+        stale = [
+            int(r["id"])
+            for r in conn.execute(
+                "SELECT id FROM runs WHERE status = 'running' AND started_at <= ? ORDER BY id",
+                (cutoff,),
+            )
+        ]
+        for run_id in stale:
+            conn.execute("DELETE FROM outcomes WHERE run_id = ?", (run_id,))
+            conn.execute(
+                "UPDATE runs SET status = 'failed', finished_at = ?, error = ? WHERE id = ?",
+                (current, "abandoned: still running when discarded", run_id),
+            )
+    return stale
+
+
+def get_run(conn: sqlite3.Connection, run_id: int) -> RunRecord | None:
+    row = conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+    return None if row is None else _record(row)
+
+
+def latest_completed_run(conn: sqlite3.Connection) -> RunRecord | None:
+    """The most recent completed run (highest id), or None."""
+    row = conn.execute(
+        "SELECT * FROM runs WHERE status = 'completed' ORDER BY id DESC LIMIT 1"
+    ).fetchone()
+    return None if row is None else _record(row)
+
+
+def list_runs(conn: sqlite3.Connection, limit: int = 50) -> list[RunRecord]:
+    """Most recent runs first, whatever their status."""
+    rows = conn.execute("SELECT * FROM runs ORDER BY id DESC LIMIT ?", (int(limit),))
+    return [_record(r) for r in rows]
+
+
+def read_outcomes(
+    conn: sqlite3.Connection, run_id: int, *, status: str | None = None
+) -> list[sqlite3.Row]:
+    """The outcomes of one run (optionally of one status), sorted like results.csv."""
+    query = f"SELECT {', '.join(OUTCOME_FIELDS)} FROM outcomes WHERE run_id = ?"
+    params: list[Any] = [run_id]
+    if status is not None:
+        query += " AND status = ?"
+        params.append(status)
+    query += " ORDER BY entity_type, entity_id"
+    return list(conn.execute(query, params))
+
+
+def count_outcomes(conn: sqlite3.Connection, run_id: int) -> int:
+    row = conn.execute("SELECT COUNT(*) FROM outcomes WHERE run_id = ?", (run_id,)).fetchone()
+    return int(row[0])

@@ -1,0 +1,142 @@
+"""`python -m core reconcile DATASET_DIR --out results.csv [...]` (spec section 8).
+
+Exit 0 when the run completed (exceptions found are a normal result); exit 2 naming file,
+line and column on bad input, with nothing written: the dataset is loaded and reconciled
+before anything touches the disk, results.csv is written to a temporary file and moved
+into place only after the database (with --db) has taken the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from core.calendar import IST, CalendarParams, load_holidays
+from core.engine.params import EngineParams
+from core.errors import ConfigError, InputError, Problem
+
+AMOUNT_UNITS = ("auto", "paise", "rupees")
+
+
+def parse_as_of(text: str | None) -> int:
+    """An ISO 8601 instant (or date) to Unix seconds; no offset means IST (spec 1).
+
+    A date alone means the end of that IST day. None means now.
+    """
+    if text is None:
+        return int(time.time())
+    value = text.strip()
+    try:
+        if len(value) == 10:
+            day = dt.date.fromisoformat(value)
+            moment = dt.datetime.combine(day, dt.time(23, 59, 59), tzinfo=IST)
+        else:
+            moment = dt.datetime.fromisoformat(value)
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=IST)
+    except ValueError as exc:
+        raise ConfigError(f"--as-of: not an ISO 8601 date-time: {text!r}") from exc
+    return int(moment.timestamp())
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from exc
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more: {value}")
+    return value
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "reconcile",
+        help="reconcile a dataset folder into results.csv (and a database)",
+        description="Reconcile a dataset folder (spec section 2) and write results.csv.",
+    )
+    parser.add_argument("dataset_dir", metavar="DATASET_DIR", type=Path)
+    parser.add_argument("--out", required=True, type=Path, help="results.csv to write")
+    parser.add_argument(
+        "--as-of", dest="as_of", help="ISO 8601 instant; no offset means IST (default: now)"
+    )
+    defaults = CalendarParams()
+    parser.add_argument("--settlement-days", type=_non_negative, default=defaults.settlement_days)
+    parser.add_argument(
+        "--international-days", type=_non_negative, default=defaults.international_days
+    )
+    parser.add_argument("--grace-days", type=_non_negative, default=defaults.grace_days)
+    parser.add_argument("--bank-days", type=_non_negative, default=defaults.bank_days)
+    parser.add_argument("--holidays", type=Path, help="file of ISO dates, one per line")
+    parser.add_argument("--amount-unit", choices=AMOUNT_UNITS, default="auto")
+    parser.add_argument("--db", type=Path, help="also store dataset and run in this SQLite file")
+    parser.set_defaults(func=run)
+
+
+def params_from_args(args: argparse.Namespace) -> EngineParams:
+    holidays: frozenset[dt.date] = frozenset()
+    if args.holidays is not None:
+        if not args.holidays.is_file():
+            raise InputError([Problem(str(args.holidays), 0, "", "holiday file not found")])
+        holidays = load_holidays(args.holidays)
+    return EngineParams(
+        calendar=CalendarParams(
+            settlement_days=args.settlement_days,
+            international_days=args.international_days,
+            grace_days=args.grace_days,
+            bank_days=args.bank_days,
+            holidays=holidays,
+        )
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from core.engine.results import summary_lines, write_results_csv_to
+    from core.pipeline import reconcile_folder, store_folder_run
+
+    as_of = parse_as_of(args.as_of)
+    params = params_from_args(args)
+    if not args.dataset_dir.is_dir():
+        raise InputError([Problem(str(args.dataset_dir), 0, "", "not a dataset folder")])
+    folder_run = reconcile_folder(args.dataset_dir, params, as_of, args.amount_unit)
+
+    out: Path = args.out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=".results-", suffix=".csv", dir=out.parent)
+    os.close(handle)
+    run_id: int | None = None
+    timings = dict(folder_run.timings)
+    try:
+        began = time.perf_counter()
+        write_results_csv_to(folder_run.outcomes, temporary)
+        timings["write_csv_s"] = round(time.perf_counter() - began, 3)
+        if args.db is not None:
+            from core.db import open_database
+
+            with open_database(args.db) as conn:
+                stored = store_folder_run(conn, folder_run)
+            run_id = stored.run_id
+            timings = {**stored.timings, **timings}
+        os.replace(temporary, out)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+    report = sys.stdout
+    as_of_text = dt.datetime.fromtimestamp(as_of, tz=IST).isoformat()
+    print(f"reconciled {args.dataset_dir} as of {as_of_text} -> {out}", file=report)
+    if run_id is not None:
+        print(f"run {run_id} stored in {args.db}", file=report)
+    for line in summary_lines(folder_run.outcomes):
+        print(line, file=report)
+    print(
+        "timings: " + ", ".join(f"{k.removesuffix('_s')} {v:.2f}s" for k, v in timings.items()),
+        file=report,
+    )
+    return 0

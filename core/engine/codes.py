@@ -1,0 +1,116 @@
+"""Outcomes, reason codes, their priority per entity type, and exposure classes (spec 5-6).
+
+Each entity type has its own ordered tuple of exception codes: the position is the
+priority (0 is checked first). The engine records the codes that apply to an entity as a
+bit mask over that tuple, so the primary code is the lowest set bit and `reason_codes`
+lists the set bits in priority order (primary first).
+"""
+
+from __future__ import annotations
+
+MATCHED = "MATCHED"
+PENDING = "PENDING"
+EXCEPTION = "EXCEPTION"
+STATUSES = (MATCHED, PENDING, EXCEPTION)
+
+# Pending reasons (the `reason_code` of a PENDING outcome).
+AWAITING_SETTLEMENT = "AWAITING_SETTLEMENT"
+ON_HOLD = "ON_HOLD"
+AWAITING_BANK_CREDIT = "AWAITING_BANK_CREDIT"
+
+# Exception codes.
+DUPLICATE_RECONCILIATION_RECORD = "DUPLICATE_RECONCILIATION_RECORD"
+WRONG_MAPPING = "WRONG_MAPPING"
+AMOUNT_MISMATCH = "AMOUNT_MISMATCH"
+SETTLEMENT_AMOUNT_DISCREPANCY = "SETTLEMENT_AMOUNT_DISCREPANCY"
+MISSING_SETTLEMENT = "MISSING_SETTLEMENT"
+TIMING_WINDOW_EXCEEDED = "TIMING_WINDOW_EXCEEDED"
+MISSING_RECONCILIATION_RECORD = "MISSING_RECONCILIATION_RECORD"
+STATUS_MISMATCH = "STATUS_MISMATCH"
+REFUND_AMOUNT_MISMATCH = "REFUND_AMOUNT_MISMATCH"
+PAYMENT_ID_MISMATCH = "PAYMENT_ID_MISMATCH"
+DISPUTE_DEBIT = "DISPUTE_DEBIT"
+SETTLEMENT_FAILED = "SETTLEMENT_FAILED"
+SETTLEMENT_SUM_MISMATCH = "SETTLEMENT_SUM_MISMATCH"
+DUPLICATE_BANK_CREDIT = "DUPLICATE_BANK_CREDIT"
+BANK_UTR_AMOUNT_MISMATCH = "BANK_UTR_AMOUNT_MISMATCH"
+MISSING_BANK_ENTRY = "MISSING_BANK_ENTRY"
+UNMATCHED_BANK_CREDIT = "UNMATCHED_BANK_CREDIT"
+
+# Priority order per entity type (spec section 5).
+PAYMENT_CODES: tuple[str, ...] = (
+    DUPLICATE_RECONCILIATION_RECORD,
+    WRONG_MAPPING,
+    AMOUNT_MISMATCH,
+    SETTLEMENT_AMOUNT_DISCREPANCY,
+    MISSING_SETTLEMENT,
+    TIMING_WINDOW_EXCEEDED,
+    MISSING_RECONCILIATION_RECORD,
+    STATUS_MISMATCH,  # only ever alone: it is the outcome of a payment that is not captured
+)
+REFUND_CODES: tuple[str, ...] = (
+    DUPLICATE_RECONCILIATION_RECORD,
+    WRONG_MAPPING,
+    REFUND_AMOUNT_MISMATCH,
+    MISSING_RECONCILIATION_RECORD,
+)
+RECON_ROW_CODES: tuple[str, ...] = (PAYMENT_ID_MISMATCH, DISPUTE_DEBIT)
+SETTLEMENT_CODES: tuple[str, ...] = (
+    SETTLEMENT_FAILED,  # only ever alone: a failed settlement gets no other check
+    SETTLEMENT_SUM_MISMATCH,
+    DUPLICATE_BANK_CREDIT,
+    BANK_UTR_AMOUNT_MISMATCH,
+    MISSING_BANK_ENTRY,
+)
+BANK_ENTRY_CODES: tuple[str, ...] = (UNMATCHED_BANK_CREDIT,)
+
+# Exposure classes (spec section 6).
+AMOUNT_AT_RISK = "amount_at_risk"
+AWAITING = "awaiting_settlement"
+STRUCTURAL = "structural"
+DISPUTED = "disputed"
+
+EXPOSURE_CLASS: dict[str, str] = {
+    AMOUNT_MISMATCH: AMOUNT_AT_RISK,
+    SETTLEMENT_AMOUNT_DISCREPANCY: AMOUNT_AT_RISK,
+    REFUND_AMOUNT_MISMATCH: AMOUNT_AT_RISK,
+    DUPLICATE_RECONCILIATION_RECORD: AMOUNT_AT_RISK,
+    SETTLEMENT_SUM_MISMATCH: AMOUNT_AT_RISK,
+    BANK_UTR_AMOUNT_MISMATCH: AMOUNT_AT_RISK,
+    DUPLICATE_BANK_CREDIT: AMOUNT_AT_RISK,
+    STATUS_MISMATCH: AMOUNT_AT_RISK,
+    UNMATCHED_BANK_CREDIT: AMOUNT_AT_RISK,
+    MISSING_RECONCILIATION_RECORD: AWAITING,
+    MISSING_SETTLEMENT: AWAITING,
+    SETTLEMENT_FAILED: AWAITING,
+    MISSING_BANK_ENTRY: AWAITING,
+    WRONG_MAPPING: STRUCTURAL,
+    TIMING_WINDOW_EXCEEDED: STRUCTURAL,
+    PAYMENT_ID_MISMATCH: STRUCTURAL,
+    DISPUTE_DEBIT: DISPUTED,
+}
+EXPOSURE_CLASSES: tuple[str, ...] = (AMOUNT_AT_RISK, AWAITING, STRUCTURAL, DISPUTED)
+
+
+def exposure_class(code: str) -> str:
+    """The exposure class of an exception code; a code not in the table is amount at risk."""
+    return EXPOSURE_CLASS.get(code, AMOUNT_AT_RISK)
+
+
+def exposure_amount(code: str, expected: int, actual: int) -> int:
+    """Spec section 6: |difference|, the expected amount, 0, or the debit (`actual`)."""
+    klass = exposure_class(code)
+    if klass == AWAITING:
+        return expected
+    if klass == STRUCTURAL:
+        return 0
+    if klass == DISPUTED:
+        return actual
+    return abs(actual - expected)
+
+
+# Match methods (how a settlement and a bank credit were linked).
+METHOD_UTR = "utr"
+METHOD_FUZZY_UTR = "fuzzy_utr"
+METHOD_CONSOLIDATED = "consolidated"
+METHOD_NO_BANK_STATEMENT = "no_bank_statement"

@@ -1,0 +1,61 @@
+"""What every checker of one run shares: the dataset, the calendar and per-row lookups
+computed once (recon row type, the settlement each recon row names)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from core.calendar import WorkingCalendar, ist_dates
+from core.dataset import Dataset
+from core.engine.columns import BoolArray, IntArray, lookup, text
+from core.engine.params import EngineParams
+
+DayArray = npt.NDArray[np.datetime64]
+
+
+@dataclass
+class Context:
+    """Shared, read-only state of one run.
+
+    as_of_day: the IST date of the run's as-of instant; due and overdue are decided
+    against it. recon_settlement: for each recon row, the position of the settlement it
+    names in `dataset.settlements`, -1 when the id is empty or unknown.
+    """
+
+    dataset: Dataset
+    params: EngineParams
+    calendar: WorkingCalendar
+    as_of_day: np.datetime64
+    recon_type: pa.Array
+    recon_settlement: IntArray
+
+    @classmethod
+    def build(cls, dataset: Dataset, params: EngineParams, as_of: int) -> Context:
+        recon = dataset.recon
+        return cls(
+            dataset=dataset,
+            params=params,
+            calendar=WorkingCalendar(params.calendar.holidays),
+            as_of_day=ist_dates(np.array([as_of], dtype=np.int64))[0],
+            recon_type=pc.utf8_lower(text(recon["type"])),
+            recon_settlement=lookup(recon["settlement_id"], dataset.settlements["id"]),
+        )
+
+    def recon_rows_of_type(self, kind: str) -> IntArray:
+        """Row numbers of the recon rows of one type (payment, refund, transfer, adjustment)."""
+        is_kind: BoolArray = np.asarray(
+            pc.equal(self.recon_type, kind).fill_null(False).to_numpy(zero_copy_only=False),
+            dtype=bool,
+        )
+        result: IntArray = np.flatnonzero(is_kind).astype(np.int64)
+        return result
+
+    def deadline(self, created_at: IntArray, working_days: int | IntArray) -> DayArray:
+        """IST date of `created_at` plus `working_days` working days."""
+        days = ist_dates(created_at)
+        return self.calendar.add_working_days_array(days, working_days)

@@ -1,0 +1,403 @@
+"""Payments, refunds and recon rows without a known entity (spec section 5), set-based.
+
+Every recon row is checked on its own (vectorised over all rows), then its findings are
+OR-ed into its entity's bit mask with `np.bitwise_or.at`; counts and sums go the same way.
+No loop runs per row or per entity.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from core.calendar import ist_dates
+from core.engine import codes as C
+from core.engine.columns import (
+    IntArray,
+    any_by,
+    bools,
+    count_by,
+    differs,
+    gather,
+    ints,
+    lookup,
+    nulls,
+    present,
+    sum_by,
+    text,
+)
+from core.engine.context import Context
+from core.engine.part import (
+    M_NONE,
+    NO_PENDING,
+    P_AWAITING_SETTLEMENT,
+    P_ON_HOLD,
+    Part,
+    TextRef,
+    bit,
+    primary_index,
+)
+
+PAY_DUP, PAY_WRONG, PAY_AMOUNT, PAY_FEE, PAY_NO_SETTLEMENT, PAY_LATE, PAY_MISSING, PAY_STATUS = (
+    C.PAYMENT_CODES.index(code)
+    for code in (
+        C.DUPLICATE_RECONCILIATION_RECORD,
+        C.WRONG_MAPPING,
+        C.AMOUNT_MISMATCH,
+        C.SETTLEMENT_AMOUNT_DISCREPANCY,
+        C.MISSING_SETTLEMENT,
+        C.TIMING_WINDOW_EXCEEDED,
+        C.MISSING_RECONCILIATION_RECORD,
+        C.STATUS_MISMATCH,
+    )
+)
+REF_DUP, REF_WRONG, REF_AMOUNT, REF_MISSING = (
+    C.REFUND_CODES.index(code)
+    for code in (
+        C.DUPLICATE_RECONCILIATION_RECORD,
+        C.WRONG_MAPPING,
+        C.REFUND_AMOUNT_MISMATCH,
+        C.MISSING_RECONCILIATION_RECORD,
+    )
+)
+ROW_UNKNOWN, ROW_DISPUTE = (
+    C.RECON_ROW_CODES.index(C.PAYMENT_ID_MISMATCH),
+    C.RECON_ROW_CODES.index(C.DISPUTE_DEBIT),
+)
+CAPTURED_STATUSES = ("captured", "refunded")
+
+
+def _representative(
+    pos: IntArray,
+    count: IntArray,
+    rows: IntArray,
+    tie_break: dict[str, pa.Array | IntArray],
+    size: int,
+) -> IntArray:
+    """For each entity, the index (into the row arrays) of the row that stands for it.
+
+    With one row that row; with duplicates the first in a content order (the tie-break
+    columns: full recon columns as Arrow arrays, or per-row int arrays), so the choice
+    never depends on the order of the file.
+    """
+    rep = np.full(size, -1, dtype=np.int64)
+    rep[pos] = np.arange(len(pos), dtype=np.int64)
+    duplicated = np.flatnonzero(count[pos] >= 2)
+    if len(duplicated):
+        frame = pd.DataFrame({"pos": pos[duplicated], "idx": duplicated})
+        for name, values in tie_break.items():
+            if isinstance(values, pa.Array):
+                frame[name] = _select_rows(values, rows[duplicated]).to_pandas()
+            else:
+                frame[name] = values[duplicated]
+        frame = frame.sort_values([*tie_break, "idx"], na_position="last", kind="stable")
+        first = frame.drop_duplicates("pos", keep="first")
+        rep[first["pos"].to_numpy(dtype=np.int64)] = first["idx"].to_numpy(dtype=np.int64)
+    return rep
+
+
+def _or_bits(pos: IntArray, row_bits: IntArray, size: int) -> IntArray:
+    mask = np.zeros(size, dtype=np.int64)
+    np.bitwise_or.at(mask, pos, row_bits)
+    return mask
+
+
+def _select_rows(values: pa.Array, rows: IntArray) -> pa.Array:
+    return values.take(pa.array(rows, type=pa.int64()))
+
+
+def check_payments(ctx: Context) -> tuple[Part, IntArray]:
+    """Outcomes of payments, and the recon payment rows whose payment is unknown."""
+    ds = ctx.dataset
+    pay, rec = ds.payments, ds.recon
+    cal = ctx.params.calendar
+    n = len(pay)
+    ids = text(pay["id"])
+
+    rows = ctx.recon_rows_of_type("payment")
+    entity = _select_rows(text(rec["entity_id"]), rows)
+    pos = lookup(entity, ids)
+    known = pos >= 0
+    unknown_rows = rows[~known]
+    rows, pos = rows[known], pos[known]
+    entity = entity.filter(pa.array(known))
+
+    amount = ints(pay["amount"])
+    fee = ints(pay["fee"])
+    fee_null = nulls(pay["fee"])
+    created = ints(pay["created_at"])
+    international = bools(pay["international"])
+    status = pc.utf8_lower(text(pay["status"]))
+    in_captured_status = pc.is_in(status, value_set=pa.array(CAPTURED_STATUSES))
+    captured = bools(pay["captured"]) | np.asarray(
+        in_captured_status.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool
+    )
+
+    r_amount = ints(rec["amount"])[rows]
+    r_credit = ints(rec["credit"])[rows]
+    r_fee = ints(rec["fee"])[rows]
+    r_settled = bools(rec["settled"])[rows]
+    r_held = bools(rec["on_hold"])[rows] & ~r_settled
+    r_settled_at = ints(rec["settled_at"])[rows]
+    r_settled_at_null = nulls(rec["settled_at"])[rows]
+    r_settlement = ctx.recon_settlement[rows]
+
+    # 2 WRONG_MAPPING: the row names another payment, or another order.
+    r_payment_id = _select_rows(text(rec["payment_id"]), rows)
+    wrong = present(r_payment_id) & differs(r_payment_id, entity)
+    r_order = _select_rows(text(rec["order_id"]), rows)
+    p_order = _select_rows(text(pay["order_id"]), pos)
+    wrong |= present(r_order) & present(p_order) & differs(r_order, p_order)
+    # 3 AMOUNT_MISMATCH / 4 SETTLEMENT_AMOUNT_DISCREPANCY (fee includes GST: net = amount - fee).
+    amount_differs = r_amount != amount[pos]
+    fee_used = np.where(fee_null[pos], r_fee, fee[pos])
+    fee_differs = ~amount_differs & (r_credit != amount[pos] - fee_used)
+    # 5 MISSING_SETTLEMENT / 6 TIMING_WINDOW_EXCEEDED never apply to a row the gateway holds.
+    no_settlement = ~r_held & (r_settlement < 0)
+    settle_days = np.where(international, cal.international_days, cal.settlement_days)
+    deadline = ctx.deadline(created, (settle_days + cal.grace_days).astype(np.int64))
+    late = (
+        ~r_held
+        & ~r_settled_at_null
+        & (ist_dates(np.where(r_settled_at_null, 0, r_settled_at)) > deadline[pos])
+    )
+
+    row_bits = (
+        (wrong.astype(np.int64) << PAY_WRONG)
+        | (amount_differs.astype(np.int64) << PAY_AMOUNT)
+        | (fee_differs.astype(np.int64) << PAY_FEE)
+        | (no_settlement.astype(np.int64) << PAY_NO_SETTLEMENT)
+        | (late.astype(np.int64) << PAY_LATE)
+    )
+    mask = _or_bits(pos, row_bits, n)
+    count = count_by(pos, n)
+    overdue = ctx.as_of_day > deadline
+    mask |= (count >= 2).astype(np.int64) << PAY_DUP
+    mask |= ((count == 0) & overdue).astype(np.int64) << PAY_MISSING
+    # A payment that is not captured has an outcome only when money was settled for it.
+    mask = np.where(captured, mask, np.where(count > 0, bit(PAY_STATUS), 0)).astype(np.int64)
+    held_any = any_by(pos, r_held, n)
+    pending = np.where(
+        captured & (count == 0) & ~overdue,
+        P_AWAITING_SETTLEMENT,
+        np.where(captured & held_any & (mask == 0), P_ON_HOLD, NO_PENDING),
+    ).astype(np.int8)
+
+    rep = _representative(
+        pos,
+        count,
+        rows,
+        {
+            "settlement_id": text(rec["settlement_id"]),
+            "settled_at": np.where(r_settled_at_null, np.iinfo(np.int64).max, r_settled_at),
+            "amount": r_amount,
+            "credit": r_credit,
+        },
+        n,
+    )
+    rep_credit = gather(r_credit, rep)
+    rep_amount = gather(r_amount, rep)
+    rep_fee = gather(r_fee, rep)
+    rep_settled = gather(~r_held & (r_settlement >= 0), rep, False)
+    credit_sum = sum_by(pos, r_credit, n)
+
+    primary = primary_index(mask, len(C.PAYMENT_CODES))
+    expected = amount - np.where(fee_null, rep_fee, fee)
+    actual = np.where(rep_settled, rep_credit, 0)
+    expected = np.where(primary == PAY_AMOUNT, amount, expected)
+    actual = np.where(primary == PAY_AMOUNT, rep_amount, actual)
+    actual = np.where(primary == PAY_FEE, rep_credit, actual)
+    actual = np.where((primary == PAY_DUP) | (primary == PAY_STATUS), credit_sum, actual)
+    expected = np.where(primary == PAY_STATUS, 0, expected)
+
+    rep_row = gather(rows, rep, -1)
+    keep = np.flatnonzero(captured | (count > 0))
+    part = Part(
+        entity_type="payment",
+        codes=C.PAYMENT_CODES,
+        entity_id=TextRef(ids, keep),
+        mask=mask[keep],
+        pending=pending[keep],
+        settlement_id=TextRef(text(rec["settlement_id"]), rep_row[keep]),
+        expected=expected[keep],
+        actual=actual[keep],
+        method=np.full(len(keep), M_NONE, dtype=np.int8),
+        order_id=TextRef(text(pay["order_id"]), keep),
+        utr=_settlement_utr(ctx, rep_row[keep]),
+        created_at=created[keep],
+        created_at_null=np.zeros(len(keep), dtype=bool),
+    )
+    return part, unknown_rows
+
+
+def _as_series(values: pa.Array) -> pd.Series:
+    return pd.Series(pd.arrays.ArrowStringArray(values.cast(pa.large_string())))
+
+
+def _settlement_utr(ctx: Context, recon_rows: IntArray) -> TextRef:
+    """The UTR of the settlement a recon row names (the settlement's own when it is in the
+    dataset and has one, else the row's `settlement_utr`); null for row -1."""
+    settlements_utr = text(ctx.dataset.settlements["utr"])
+    rows_utr = text(ctx.dataset.recon["settlement_utr"])
+    has_utr = ~np.asarray(pc.is_null(settlements_utr).to_numpy(zero_copy_only=False), dtype=bool)
+    settlement = gather(ctx.recon_settlement, recon_rows, -1)
+    use_settlement = gather(has_utr, settlement, False)
+    rows = np.where(
+        use_settlement, settlement, np.where(recon_rows >= 0, len(settlements_utr) + recon_rows, -1)
+    )
+    return TextRef(pa.concat_arrays([settlements_utr, rows_utr]), rows.astype(np.int64))
+
+
+def check_refunds(ctx: Context) -> tuple[Part, IntArray]:
+    """Outcomes of processed refunds, and the recon refund rows whose refund is unknown."""
+    ds = ctx.dataset
+    ref, rec = ds.refunds, ds.recon
+    cal = ctx.params.calendar
+    n = len(ref)
+    ids = text(ref["id"])
+
+    rows = ctx.recon_rows_of_type("refund")
+    entity = _select_rows(text(rec["entity_id"]), rows)
+    pos = lookup(entity, ids)
+    known = pos >= 0
+    unknown_rows = rows[~known]
+    rows, pos = rows[known], pos[known]
+
+    amount = ints(ref["amount"])
+    created = ints(ref["created_at"])
+    processed = np.asarray(
+        pc.equal(pc.utf8_lower(text(ref["status"])), "processed")
+        .fill_null(False)
+        .to_numpy(zero_copy_only=False),
+        dtype=bool,
+    )
+    r_debit = ints(rec["debit"])[rows]
+    r_fee = ints(rec["fee"])[rows]
+
+    r_payment_id = _select_rows(text(rec["payment_id"]), rows)
+    f_payment_id = _select_rows(text(ref["payment_id"]), pos)
+    wrong = present(r_payment_id) & differs(r_payment_id, f_payment_id)
+    amount_differs = r_debit != amount[pos] + r_fee
+    row_bits = (wrong.astype(np.int64) << REF_WRONG) | (
+        amount_differs.astype(np.int64) << REF_AMOUNT
+    )
+    mask = _or_bits(pos, row_bits, n)
+    count = count_by(pos, n)
+    # Refunds follow the domestic cycle.
+    deadline = ctx.deadline(created, cal.settlement_days + cal.grace_days)
+    overdue = ctx.as_of_day > deadline
+    mask |= (count >= 2).astype(np.int64) << REF_DUP
+    mask |= ((count == 0) & overdue).astype(np.int64) << REF_MISSING
+    pending = np.where((count == 0) & ~overdue, P_AWAITING_SETTLEMENT, NO_PENDING).astype(np.int8)
+
+    rep = _representative(
+        pos,
+        count,
+        rows,
+        {
+            "settlement_id": text(rec["settlement_id"]),
+            "debit": r_debit,
+            "fee": r_fee,
+        },
+        n,
+    )
+    rep_debit = gather(r_debit, rep)
+    rep_fee = gather(r_fee, rep)
+    debit_sum = sum_by(pos, r_debit, n)
+
+    primary = primary_index(mask, len(C.REFUND_CODES))
+    expected = amount + rep_fee
+    actual = np.where(primary == REF_DUP, debit_sum, rep_debit)
+
+    rep_row = gather(rows, rep, -1)
+    keep = np.flatnonzero(processed)
+    part = Part(
+        entity_type="refund",
+        codes=C.REFUND_CODES,
+        entity_id=TextRef(ids, keep),
+        mask=mask[keep],
+        pending=pending[keep],
+        settlement_id=TextRef(text(rec["settlement_id"]), rep_row[keep]),
+        expected=expected[keep],
+        actual=actual[keep],
+        method=np.full(len(keep), M_NONE, dtype=np.int8),
+        order_id=TextRef(text(rec["order_id"]), rep_row[keep]),
+        utr=_settlement_utr(ctx, rep_row[keep]),
+        created_at=created[keep],
+        created_at_null=np.zeros(len(keep), dtype=bool),
+    )
+    return part, unknown_rows
+
+
+def check_orphan_rows(ctx: Context, unknown_rows: IntArray) -> Part:
+    """Recon rows without a known entity (PAYMENT_ID_MISMATCH) and dispute debits
+    (DISPUTE_DEBIT), one outcome per recon `entity_id`."""
+    rec = ctx.dataset.recon
+    adjustments = ctx.recon_rows_of_type("adjustment")
+    debit_all = ints(rec["debit"])
+    disputes = adjustments[
+        present(_select_rows(text(rec["dispute_id"]), adjustments)) & (debit_all[adjustments] > 0)
+    ]
+    rows = np.concatenate([unknown_rows, disputes]).astype(np.int64)
+    bits = np.concatenate(
+        [
+            np.full(len(unknown_rows), bit(ROW_UNKNOWN), dtype=np.int64),
+            np.full(len(disputes), bit(ROW_DISPUTE), dtype=np.int64),
+        ]
+    )
+    if len(rows) == 0:
+        return _empty_part("recon_row", C.RECON_ROW_CODES)
+    frame = pd.DataFrame(
+        {
+            "entity_id": _as_series(_select_rows(text(rec["entity_id"]), rows)),
+            "settlement_id": _as_series(_select_rows(text(rec["settlement_id"]), rows)),
+            "row": rows,
+            "bits": bits,
+            "debit": debit_all[rows],
+            "net": ints(rec["credit"])[rows] - debit_all[rows],
+        }
+    )
+    frame = frame.sort_values(["entity_id", "settlement_id", "row"], na_position="last")
+    grouped = frame.groupby("entity_id", sort=True)
+    first = grouped["row"].first().to_numpy(dtype=np.int64)
+    mask = grouped["bits"].agg(np.bitwise_or.reduce).to_numpy(dtype=np.int64)
+    debit = grouped["debit"].sum().to_numpy(dtype=np.int64)
+    net = grouped["net"].sum().to_numpy(dtype=np.int64)
+    entity_ids = pa.array(grouped["row"].first().index.to_numpy(dtype=object), pa.large_string())
+    primary = primary_index(mask, len(C.RECON_ROW_CODES))
+    return Part(
+        entity_type="recon_row",
+        codes=C.RECON_ROW_CODES,
+        entity_id=TextRef(entity_ids),
+        mask=mask,
+        pending=np.zeros(len(mask), dtype=np.int8),
+        settlement_id=TextRef(text(rec["settlement_id"]), first),
+        expected=np.zeros(len(mask), dtype=np.int64),
+        actual=np.where(primary == ROW_DISPUTE, debit, net).astype(np.int64),
+        method=np.full(len(mask), M_NONE, dtype=np.int8),
+        order_id=TextRef(text(rec["order_id"]), first),
+        utr=_settlement_utr(ctx, first),
+        created_at=ints(rec["created_at"])[first],
+        created_at_null=nulls(rec["created_at"])[first],
+    )
+
+
+def _empty_part(entity_type: str, codes: tuple[str, ...]) -> Part:
+    empty_text = TextRef(pa.array([], type=pa.large_string()))
+    return Part(
+        entity_type=entity_type,
+        codes=codes,
+        entity_id=empty_text,
+        mask=np.zeros(0, dtype=np.int64),
+        pending=np.zeros(0, dtype=np.int8),
+        settlement_id=empty_text,
+        expected=np.zeros(0, dtype=np.int64),
+        actual=np.zeros(0, dtype=np.int64),
+        method=np.zeros(0, dtype=np.int8),
+        order_id=empty_text,
+        utr=empty_text,
+        created_at=np.zeros(0, dtype=np.int64),
+        created_at_null=np.zeros(0, dtype=bool),
+    )

@@ -1,0 +1,79 @@
+"""Store a run and its outcomes (the SQL is in core.db.runs)."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from core.db import runs as db_runs
+from core.engine.params import EngineParams
+from core.engine.part import AMOUNT_COLUMNS
+from core.engine.results import counts as outcome_counts
+
+
+def _column(series: pd.Series, name: str) -> list[Any]:
+    """A column as Python values with None for null, cheaply: repeated strings (status,
+    codes) are converted once per distinct value, not once per row."""
+    if name in AMOUNT_COLUMNS:
+        values: list[Any] = series.to_numpy(dtype=np.int64).tolist()
+        return values
+    if name in ("entity_created_at", "entity_id", "order_id", "utr", "settlement_id"):
+        loose: Any = series  # pandas-stubs do not accept na_value=None
+        return list(loose.to_numpy(dtype=object, na_value=None).tolist())
+    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    lookup = np.array([*uniques.tolist(), None], dtype=object)
+    return list(lookup[codes].tolist())
+
+
+def outcome_columns(outcomes: pd.DataFrame) -> list[list[Any]]:
+    """The outcomes as Python value lists, one per core.db.runs.OUTCOME_FIELDS entry."""
+    return [_column(outcomes[name], name) for name in db_runs.OUTCOME_FIELDS]
+
+
+def outcome_rows(outcomes: pd.DataFrame) -> Iterator[tuple[Any, ...]]:
+    """The outcomes as tuples in core.db.runs.OUTCOME_FIELDS order."""
+    return zip(*outcome_columns(outcomes), strict=True)
+
+
+def persist_run(
+    conn: sqlite3.Connection,
+    outcomes: pd.DataFrame,
+    *,
+    params: EngineParams,
+    as_of: int,
+    source: str,
+    input_hashes: dict[str, Any],
+    timings: dict[str, Any],
+) -> int:
+    """Store one run: a `runs` row (parameters, input hashes, timings, counts) and every
+    outcome. The run is committed as 'running' first; outcomes and the switch to
+    'completed' go in one transaction, so a crash leaves a recognisable 'running' run with
+    no outcomes. On an error the run is marked 'failed' and the error re-raised.
+    Returns the run id."""
+    began = time.perf_counter()
+    run_id = db_runs.start_run(
+        conn,
+        as_of=as_of,
+        source=source,
+        params=params.to_dict(),
+        input_hashes=input_hashes,
+    )
+    try:
+        db_runs.complete_run(
+            conn,
+            run_id,
+            columns=outcome_columns(outcomes),
+            timings=timings,
+            counts=outcome_counts(outcomes),
+        )
+    except BaseException as exc:
+        db_runs.fail_run(conn, run_id, f"{type(exc).__name__}: {exc}")
+        raise
+    all_timings = {**timings, "persist_s": round(time.perf_counter() - began, 3)}
+    db_runs.update_timings(conn, run_id, all_timings)
+    return run_id

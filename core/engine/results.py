@@ -1,0 +1,110 @@
+"""results.csv (spec section 7) and a short summary of a run's outcomes."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from core.engine import codes as C
+from core.engine.part import AMOUNT_COLUMNS, RESULT_COLUMNS
+from core.money import format_inr
+
+
+def results_table(outcomes: pd.DataFrame) -> pa.Table:
+    """The section 7 columns, in order, as an Arrow table (amounts int64)."""
+    columns = {}
+    for name in RESULT_COLUMNS:
+        series = outcomes[name]
+        if name in AMOUNT_COLUMNS:
+            columns[name] = pa.array(series.to_numpy(dtype="int64"), type=pa.int64())
+        else:
+            columns[name] = pa.array(series.array, type=pa.large_string())
+    return pa.table(columns)
+
+
+def write_results_csv(outcomes: pd.DataFrame, path: str | Path) -> None:
+    """Write `results.csv`: spec section 7's columns in their exact order, LF line ends,
+    quotes only where needed, empty for null. Written to a temporary file first and moved
+    into place, so a failure never leaves a half-written file."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=".results-", suffix=".csv", dir=target.parent)
+    os.close(handle)
+    try:
+        write_results_csv_to(outcomes, temporary)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def write_results_csv_to(outcomes: pd.DataFrame, path: str | Path) -> None:
+    """Write the CSV to `path` directly (no temporary file).
+
+    Plain CSV: no quotes unless a value needs them (then RFC 4180 quoting for the whole
+    file); null and empty both come out empty.
+    """
+    table = results_table(outcomes)
+    header = (",".join(RESULT_COLUMNS) + "\n").encode()
+    try:
+        _write(table, path, header, "none")
+    except pa.ArrowInvalid:  # a value holds a comma, quote or line break
+        _write(table, path, header, "needed")
+
+
+def _write(table: pa.Table, path: str | Path, header: bytes, quoting: str) -> None:
+    options = pacsv.WriteOptions(include_header=False, quoting_style=quoting)
+    with pa.OSFile(str(path), "wb") as sink:
+        sink.write(header)
+        pacsv.write_csv(table, sink, write_options=options)
+
+
+def counts(outcomes: pd.DataFrame) -> dict[str, object]:
+    """Counts per entity type and status, per reason code, and exposure per class (paise)."""
+    exceptions = outcomes[outcomes["status"] == C.EXCEPTION]
+    by_status = outcomes.groupby("status").size()
+    by_type = outcomes.groupby(["entity_type", "status"]).size()
+    by_code = exceptions.groupby("reason_code").size()
+    pending = outcomes[outcomes["status"] == C.PENDING].groupby("reason_code").size()
+    exposure = exceptions.groupby("exposure_class")["exposure_amount"].sum()
+    return {
+        "outcomes": len(outcomes),
+        "by_status": {str(k): int(v) for k, v in by_status.items()},
+        "by_entity_type": {
+            f"{t}:{s}": int(v)
+            for t, s, v in zip(
+                by_type.index.get_level_values(0),
+                by_type.index.get_level_values(1),
+                by_type.to_numpy(),
+                strict=True,
+            )
+        },
+        "by_code": {str(k): int(v) for k, v in by_code.items()},
+        "pending_by_reason": {str(k): int(v) for k, v in pending.items()},
+        "exposure_by_class": {str(k): int(v) for k, v in exposure.items()},
+    }
+
+
+def summary_lines(outcomes: pd.DataFrame) -> list[str]:
+    """A few human lines: counts per status, exceptions per code, exposure per class."""
+    facts = counts(outcomes)
+    by_status = facts["by_status"]
+    assert isinstance(by_status, dict)
+    lines = [
+        f"outcomes: {facts['outcomes']:,} "
+        + " ".join(f"{s}={by_status.get(s, 0):,}" for s in C.STATUSES)
+    ]
+    by_code = facts["by_code"]
+    assert isinstance(by_code, dict)
+    for code, number in sorted(by_code.items(), key=lambda kv: (-kv[1], kv[0])):
+        lines.append(f"  {code:<32} {number:>9,}")
+    exposure = facts["exposure_by_class"]
+    assert isinstance(exposure, dict)
+    for klass in C.EXPOSURE_CLASSES:
+        lines.append(f"exposure {klass:<20} {format_inr(int(exposure.get(klass, 0))):>20}")
+    return lines

@@ -1,0 +1,222 @@
+"""Import -> reconcile -> persist -> sync exceptions: the one path every caller takes.
+
+The CLI's `reconcile --db`, the app's bootstrap and its Data page all call these, so a run
+made from files and a run made from the database are recorded the same way: a `runs` row
+with parameters, input hashes, timings and counts, every outcome, and the exception queue
+brought up to date by `core.review.sync_exceptions`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from core.dataset import Dataset
+from core.db.runs import get_run, update_timings
+from core.engine import EngineParams, persist_run, reconcile
+from core.ingest.report import ImportReport
+
+# The files a dataset folder may hold (spec section 2); only these are read and hashed.
+DATASET_FILES: tuple[str, ...] = (
+    "payments.csv",
+    "payments.json",
+    "refunds.csv",
+    "refunds.json",
+    "settlements.csv",
+    "settlements.json",
+    "settlement_recon.csv",
+    "settlement_recon.json",
+    "bank_statement.csv",
+)
+
+
+@dataclass(frozen=True)
+class FolderRun:
+    """A dataset folder loaded and reconciled, nothing written yet.
+
+    folder: where the files were; dataset: what the importer made of them; report: the
+    importer's report; outcomes: the engine's frame; input_hashes: file name -> sha256
+    (plus 'dataset', the hash of all of them together); timings: step -> seconds.
+    """
+
+    folder: Path
+    dataset: Dataset
+    report: ImportReport
+    outcomes: pd.DataFrame
+    params: EngineParams
+    as_of: int
+    input_hashes: dict[str, str]
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """A run stored in the database.
+
+    run_id: the `runs` row; outcomes: the engine's frame; timings: step -> seconds;
+    sync: what `core.review.sync_exceptions` returned (opened / kept / cleared counts).
+    """
+
+    run_id: int
+    outcomes: pd.DataFrame
+    timings: dict[str, float]
+    input_hashes: dict[str, str]
+    sync: Any = None
+
+
+def file_hashes(folder: str | Path) -> dict[str, str]:
+    """sha256 of each dataset file present, and of all of them in name order ('dataset')."""
+    root = Path(folder)
+    hashes: dict[str, str] = {}
+    combined = hashlib.sha256()
+    for name in DATASET_FILES:
+        path = root / name
+        if path.is_file():
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            hashes[name] = digest
+            combined.update(f"{name}:{digest}\n".encode())
+    hashes["dataset"] = combined.hexdigest()
+    return hashes
+
+
+def dataset_hashes(dataset: Dataset) -> dict[str, str]:
+    """sha256 of each table's content (row order included) and of all of them together."""
+    hashes: dict[str, str] = {}
+    combined = hashlib.sha256()
+    for name in ("payments", "refunds", "settlements", "recon", "bank"):
+        frame: pd.DataFrame = getattr(dataset, name)
+        digest = hashlib.sha256(
+            pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes()
+            + ",".join(frame.columns).encode()
+        ).hexdigest()
+        hashes[name] = digest
+        combined.update(f"{name}:{digest}\n".encode())
+    combined.update(f"has_bank_statement:{dataset.has_bank_statement}".encode())
+    hashes["dataset"] = combined.hexdigest()
+    return hashes
+
+
+def reconcile_folder(
+    folder: str | Path, params: EngineParams, as_of: int, amount_unit: str = "auto"
+) -> FolderRun:
+    """Load a dataset folder (core.ingest) and reconcile it. Writes nothing; raises
+    InputError (file, line, column) on bad input."""
+    from core.ingest import load_dataset
+
+    began = time.perf_counter()
+    dataset, report = load_dataset(Path(folder), amount_unit)
+    loaded = time.perf_counter()
+    outcomes = reconcile(dataset, params, as_of)
+    done = time.perf_counter()
+    # The importer's content hash covers the files and the amount-unit setting.
+    hashes = {**file_hashes(folder), "import": report.content_hash}
+    return FolderRun(
+        folder=Path(folder),
+        dataset=dataset,
+        report=report,
+        outcomes=outcomes,
+        params=params,
+        as_of=as_of,
+        input_hashes=hashes,
+        timings={"load_s": round(loaded - began, 3), "reconcile_s": round(done - loaded, 3)},
+    )
+
+
+def store_folder_run(
+    conn: sqlite3.Connection, run: FolderRun, *, source: str = "files"
+) -> RunResult:
+    """Store a reconciled folder: the dataset (replacing the raw tables, so the database
+    holds what was reconciled), the run with its outcomes, then sync the exceptions."""
+    from core.ingest import store_dataset
+
+    began = time.perf_counter()
+    store_dataset(
+        conn,
+        run.dataset,
+        source=source,
+        location=str(run.folder),
+        content_hash=run.report.content_hash,
+        replace=True,
+        files=run.report.files,
+    )
+    timings = {**run.timings, "store_dataset_s": round(time.perf_counter() - began, 3)}
+    return _persist_and_sync(
+        conn, run.outcomes, run.params, run.as_of, source, run.input_hashes, timings
+    )
+
+
+def reconcile_folder_into_db(
+    conn: sqlite3.Connection,
+    folder: str | Path,
+    *,
+    params: EngineParams,
+    as_of: int,
+    amount_unit: str = "auto",
+    source: str = "files",
+) -> RunResult:
+    """Load, reconcile, store dataset and run, sync exceptions (nothing is written when the
+    input is bad)."""
+    return store_folder_run(
+        conn, reconcile_folder(folder, params, as_of, amount_unit), source=source
+    )
+
+
+def reconcile_database(
+    conn: sqlite3.Connection, params: EngineParams, as_of: int, source: str
+) -> RunResult:
+    """Reconcile the raw tables already in the database (any import or API sync), store the
+    run and sync the exceptions."""
+    from core.db.raw import read_dataset
+
+    began = time.perf_counter()
+    dataset = read_dataset(conn)
+    loaded = time.perf_counter()
+    outcomes = reconcile(dataset, params, as_of)
+    done = time.perf_counter()
+    timings = {"load_s": round(loaded - began, 3), "reconcile_s": round(done - loaded, 3)}
+    return _persist_and_sync(
+        conn, outcomes, params, as_of, source, dataset_hashes(dataset), timings
+    )
+
+
+def _persist_and_sync(
+    conn: sqlite3.Connection,
+    outcomes: pd.DataFrame,
+    params: EngineParams,
+    as_of: int,
+    source: str,
+    input_hashes: dict[str, str],
+    timings: dict[str, float],
+) -> RunResult:
+    from core.review import sync_exceptions
+
+    run_id = persist_run(
+        conn,
+        outcomes,
+        params=params,
+        as_of=as_of,
+        source=source,
+        input_hashes=input_hashes,
+        timings=timings,
+    )
+    began = time.perf_counter()
+    summary = sync_exceptions(conn, run_id)
+    stored = get_run(conn, run_id)
+    all_timings = {
+        **(stored.timings if stored and stored.timings else timings),
+        "sync_s": round(time.perf_counter() - began, 3),
+    }
+    update_timings(conn, run_id, all_timings)
+    return RunResult(
+        run_id=run_id,
+        outcomes=outcomes,
+        timings=all_timings,
+        input_hashes=input_hashes,
+        sync=summary,
+    )
