@@ -211,6 +211,8 @@ def default_builder(conn: sqlite3.Connection, work: Path, progress: ProgressFn) 
     # The labels leave the dataset folder before the importer opens it.
     labels = work / views.LABELS_FILE
     shutil.move(str(generated.ground_truth), labels)
+    meta = {"as_of": int(generated.as_of), "seed": BENCHMARK_SEED, "payments": BENCHMARK_PAYMENTS}
+    (work / views.LABELS_META).write_text(json.dumps(meta), encoding="utf-8")
     progress(0.2, "Importing the dataset")
     dataset, loaded = ingest.load_dataset(folder)
     ingest.store_dataset(

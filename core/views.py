@@ -44,6 +44,7 @@ AGE_BOUNDS_DAYS: tuple[int, ...] = (8, 16, 31, 61, 91)
 AGE_LABELS: tuple[str, ...] = ("0–7 d", "8–15 d", "16–30 d", "31–60 d", "61–90 d", "over 90 d")
 SYNTHETIC_SOURCES = frozenset({"benchmark"})
 LABELS_FILE = "ground_truth.csv"
+LABELS_META = "benchmark.json"  # beside the labels: the as-of they were written for
 SUMMARY_FORMAT = 1
 
 
@@ -708,6 +709,9 @@ def compute_evaluation(
     run = db.run_by_id(conn, run_id)
     if run is None or run["source"] not in SYNTHETIC_SOURCES or not labels.exists():
         return None
+    meta = labels.with_name(LABELS_META)
+    if meta.exists() and json.loads(meta.read_text(encoding="utf-8"))["as_of"] != run["as_of"]:
+        return None  # the labels describe the benchmark at its own as-of, not this run's
     evaluation = importlib.import_module("core.evaluation")
     benchmark = importlib.import_module("core.benchmark")
     truth = benchmark.read_ground_truth(labels)

@@ -14,8 +14,9 @@ if run is None:
 report = shell.read(views.evaluation_report, run.id)
 if report is None:
     st.info(
-        "Held-out evaluation needs the benchmark's labels, which only the synthetic benchmark "
-        "has. These data have none, so there is no accuracy to report."
+        "Held-out evaluation needs the benchmark's labels, and they describe the synthetic "
+        "benchmark at its own as-of date. The latest run is not such a run, so there is no "
+        "accuracy to report."
     )
     st.stop()
 st.info(

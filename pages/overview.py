@@ -84,8 +84,8 @@ st.subheader("Held-out accuracy")
 accuracy = shell.read(views.heldout_accuracy, run.id)
 if accuracy is None:
     st.caption(
-        "No held-out labels for these data: accuracy is measured only on the benchmark, "
-        "whose ground truth the engine never sees."
+        "Not measured for this run: accuracy is measured only on a run of the synthetic "
+        "benchmark at its own as-of date, against labels the engine never sees."
     )
 else:
     cols = st.columns(len(accuracy.metrics))
