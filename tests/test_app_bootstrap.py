@@ -164,3 +164,37 @@ def test_a_failing_build_leaves_the_database_empty(tmp_path: Path) -> None:
     assert _counts(path)["runs"] == 0
     assert not bootstrap.scratch_path(str(path)).exists()
     assert bootstrap.ensure_ready(path, builder=bootstrap_builder).status == "built"
+
+
+def test_the_real_cold_start_keeps_labels_apart_and_scores_only_its_own_run(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("core.benchmark")
+    pytest.importorskip("core.evaluation")
+    from core import views
+
+    path = tmp_path / "real.sqlite"
+    result = bootstrap.ensure_ready(path)
+    assert result.status == "built"
+    folder = bootstrap.dataset_folder(str(path))
+    assert (folder / "ground_truth.csv").exists() and (folder / "benchmark.json").exists()
+    assert not (folder / "dataset" / "ground_truth.csv").exists()  # never beside the data
+    conn = connect(path)
+    try:
+        run = views.latest_run(conn)
+        assert run is not None and run.is_synthetic and run.source == "benchmark"
+        accuracy = views.heldout_accuracy(conn, run.id)
+        assert accuracy is not None and accuracy.metrics["Accuracy"].endswith("%")
+        report = views.evaluation_report(conn, run.id)
+        assert report is not None and set(report.confusion.columns) == {
+            "Ground truth",
+            "Engine",
+            "Count",
+        }
+        assert int(report.confusion["Count"].sum()) == int(
+            report.headline["Records"].replace(",", "")
+        )
+        later = bootstrap.reconcile_stored(conn, as_of=run.as_of + 30 * 86_400)
+        assert views.heldout_accuracy(conn, later) is None  # labels are for the other as-of
+    finally:
+        conn.close()
