@@ -211,4 +211,4 @@ def test_upload_with_a_bad_cell_then_a_good_upload_then_reconcile(
     page.goto(server.url)
     wait_rendered(page)
     assert "Imported files" in page.inner_text('[data-testid="stSidebar"]')
-    assert "synthetic benchmark" not in page.inner_text('[data-testid="stMain"]')
+    assert "These data are the synthetic benchmark" not in page.inner_text("body")
