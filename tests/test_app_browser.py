@@ -185,7 +185,8 @@ def test_upload_with_a_bad_cell_then_a_good_upload_then_reconcile(
 
     uploader = page.locator('[data-testid="stFileUploader"] input[type="file"]')
     uploader.set_input_files(files)
-    page.wait_for_selector("text=bank_statement.csv", timeout=30_000)
+    page.get_by_role("button", name="Remove settlements.csv").wait_for(timeout=30_000)
+    wait_rendered(page)
     page.get_by_role("button", name="Import", exact=True).click()
     page.wait_for_selector("text=The import was refused", timeout=60_000)
     wait_rendered(page)
@@ -193,8 +194,12 @@ def test_upload_with_a_bad_cell_then_a_good_upload_then_reconcile(
     assert _count(database, "SELECT count(*) FROM imports") == 1  # only the cold start's
 
     page.get_by_role("button", name="Remove settlements.csv").click()
+    wait_rendered(page)
     uploader.set_input_files([str(SPEC_EXAMPLE / "dataset" / "settlements.csv")])
+    page.get_by_role("button", name="Remove settlements.csv").wait_for(timeout=30_000)
+    wait_rendered(page)
     page.get_by_text("Replace the data already imported").click()
+    wait_rendered(page)
     page.get_by_role("button", name="Import", exact=True).click()
     page.wait_for_selector("text=Imported. Run reconciliation", timeout=60_000)
     wait_rendered(page)
