@@ -246,7 +246,10 @@ def _settlement_utr(ctx: Context, recon_rows: IntArray) -> TextRef:
     rows = np.where(
         use_settlement, settlement, np.where(recon_rows >= 0, len(settlements_utr) + recon_rows, -1)
     )
-    return TextRef(pa.concat_arrays([settlements_utr, rows_utr]), rows.astype(np.int64))
+    key = (id(ctx.dataset.settlements), "utr+settlement_utr")
+    if key not in ctx._texts:
+        ctx._texts[key] = pa.concat_arrays([settlements_utr, rows_utr])
+    return TextRef(ctx._texts[key], rows.astype(np.int64))
 
 
 def check_refunds(ctx: Context) -> tuple[Part, IntArray]:
