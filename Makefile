@@ -23,9 +23,10 @@ $(DEV_STAMP): requirements.txt requirements-dev.txt $(RUNTIME_STAMP)
 ## venv: create or update .venv (quick when nothing changed)
 venv: $(DEV_STAMP)
 
-## run: start the app (loads and reconciles the benchmark on first start)
+## run: start the app (loads and reconciles the benchmark on first start) and, on the same
+##      port, the Razorpay webhook endpoint POST /api/webhooks/razorpay (serve.py)
 run: $(RUNTIME_STAMP)
-	$(VENV)/bin/streamlit run app.py --server.port $(PORT)
+	$(VENV)/bin/streamlit run serve.py --server.port $(PORT)
 
 ## test: every test, browser tests included
 test: $(DEV_STAMP)

@@ -337,3 +337,27 @@ def test_optional_files_may_be_absent(tmp_path: Path) -> None:
     assert len(dataset.refunds) == 0 and len(dataset.bank) == 0
     assert not dataset.has_bank_statement and not report.has_bank_statement
     assert "no bank statement" in "\n".join(report.lines())
+
+
+def test_hand_written_dashboard_export_reads_exact_paise_and_ist_times() -> None:
+    dataset, report = load_dataset(SPEC_EXAMPLE.parent / "dashboard_export")
+    payments = dataset.payments.set_index("id")
+    first = payments.loc["pay_Dash0000000001"]
+    assert (first["amount"], first["fee"], first["tax"], first["amount_refunded"]) == (
+        125050,
+        2501,
+        382,
+        10000,
+    )
+    assert first["status"] == "captured"  # 'Captured' in the export
+    assert first["created_at"] == int(dt.datetime(2026, 6, 1, 10, 15, 30, tzinfo=IST).timestamp())
+    assert payments.loc["pay_Dash0000000002", "amount"] == 99900  # '999' is rupees here too
+    assert pd.isna(payments.loc["pay_Dash0000000003", "fee"])
+    settlement = dataset.settlements.iloc[0]
+    recon = dataset.recon
+    assert settlement["amount"] == recon["credit"].sum() - recon["debit"].sum() == 212449
+    assert dataset.bank["credit"].tolist() == [212449]
+    assert dataset.bank["utr"].tolist() == [settlement["utr"]]
+    reasons = {f.file: f.unit_reason for f in report.files if f.kind != "bank_statement"}
+    assert reasons["payments.csv"] == "amount '1,250.50' on line 2 is written in rupees"
+    assert all(f.amount_unit == "rupees" for f in report.files)

@@ -83,7 +83,15 @@ ALIASES: dict[str, tuple[str, ...]] = {
     ),
     "balance": ("Closing Balance", "Balance", "Balance (INR )", "BAL", "Available Balance"),
     "amount": ("Amount", "Transaction Amount", "Amount (INR)", "Txn Amount"),
-    "direction": ("Dr/Cr", "Cr/Dr", "Dr / Cr", "Debit/Credit", "Txn Type", "Transaction Type"),
+    "direction": (
+        "Dr/Cr",
+        "Cr/Dr",
+        "Debit/Credit",
+        "Type",
+        "Txn Type",
+        "Transaction Type",
+        "Cr/Dr Indicator",
+    ),
 }
 
 # Header signatures of the layouts we know (keys as `header_key` makes them).
@@ -105,7 +113,9 @@ HEADER_SEARCH_RECORDS = 200
 DELIMITERS = (",", "\t", ";", "|")
 _SEPARATOR = re.compile(r"^[*\-=_~.#\s]+$")
 _DATE_LIKE = re.compile(r"^\d{1,4}[/\-. ]+(\d{1,2}|[A-Za-z]{3,9})[/\-. ,]+\d{2,4}")
-_SUFFIX = re.compile(r"\s*\(?\b(cr|dr)\b\.?\)?\s*$", re.I)
+_SUFFIX = re.compile(r"\s*\(?(?<![a-z])(cr|dr)\.?\)?\s*$", re.I)
+CREDIT_WORDS = frozenset({"cr", "c", "credit", "deposit"})
+DEBIT_WORDS = frozenset({"dr", "d", "debit", "withdrawal"})
 
 
 def header_key(name: str) -> str:
@@ -324,12 +334,14 @@ def parse_bank_statement(file: str, data: bytes) -> tuple[pd.DataFrame, FileRepo
         amounts = [a[1:] if s else a for a, s in zip(amounts, signs, strict=True)]
         parsed = convert.parse_rupees(_strings(amounts))
         report_bad("amount", parsed.bad)
-        directions = [d.lower() for d in column("direction")] if "direction" in f else [""] * n
+        directions = (
+            [d.lower().strip(". ") for d in column("direction")] if "direction" in f else [""] * n
+        )
         for row in range(n):
-            mark = marks[row] or directions[row][:2]
-            if mark in ("cr", "c"):
+            mark = marks[row] or directions[row]
+            if mark in CREDIT_WORDS:
                 credit[row] = parsed.values[row]
-            elif mark in ("dr", "d", "de") or signs[row]:
+            elif mark in DEBIT_WORDS or signs[row]:
                 debit[row] = parsed.values[row]
             elif parsed.present[row]:
                 problems.append(

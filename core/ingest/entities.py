@@ -202,11 +202,8 @@ def build_frame(
         out[col.name] = series
         presence[col.name] = present
         if col.required and col.name in columns:
-            missing = ~present
-            bad_parse = np.zeros(n, dtype=np.bool_)
-            raw_present = convert.valid_mask(columns[col.name])
-            bad_parse |= raw_present & ~present  # already reported by the converter
-            empty = missing & ~bad_parse
+            # Unreadable cells were reported by the converter; here only the empty ones.
+            empty = ~convert.valid_mask(columns[col.name])
             if empty.any():
                 rows = np.flatnonzero(empty)
                 log.cells(col.name, BadCells(rows, tuple(f"{col.name} is empty" for _ in rows)))
@@ -267,23 +264,24 @@ def _row_keys(columns: dict[str, pa.Array], n: int) -> pd.Series:
     Only rows whose entity_id repeats can share a key, so only they are counted (in Python).
     """
     empty = pa.nulls(n, type=pa.string())
-    entity = pc.fill_null(columns.get("entity_id", empty), "")
-    base = pc.binary_join_element_wise(
+    parts = [
         pc.fill_null(pc.utf8_lower(columns.get("type", empty)), ""),
-        entity,
+        pc.fill_null(columns.get("entity_id", empty), ""),
         pc.fill_null(columns.get("settlement_id", empty), ""),
-        ":",
-    )
+    ]
     occurrence = np.ones(n, dtype=np.int64)
-    repeated, _ = convert.duplicate_rows(entity)
+    # A duplicated recon row is a finding, not bad input, and real files have some: count
+    # repeats directly rather than test uniqueness first.
+    repeated, firsts = convert.duplicate_rows(parts[1], expect_repeats=True)
     if len(repeated):
-        repeated_ids = pc.unique(entity.take(pa.array(repeated)))
-        rows = np.flatnonzero(convert.to_bool_numpy(pc.is_in(entity, value_set=repeated_ids)))
+        rows = np.unique(np.concatenate([repeated, firsts]))
+        taken = pa.array(rows)
+        bases = pc.binary_join_element_wise(*(p.take(taken) for p in parts), ":").to_pylist()
         seen: dict[str, int] = {}
-        for row, key in zip(rows.tolist(), base.take(pa.array(rows)).to_pylist(), strict=True):
+        for row, key in zip(rows.tolist(), bases, strict=True):
             seen[key] = seen.get(key, 0) + 1
             occurrence[row] = seen[key]
-    keys = pc.binary_join_element_wise(base, pc.cast(pa.array(occurrence), pa.string()), ":")
+    keys = pc.binary_join_element_wise(*parts, pc.cast(pa.array(occurrence), pa.string()), ":")
     return string_series(keys)
 
 

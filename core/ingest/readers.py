@@ -118,11 +118,14 @@ def _header_of(text: str) -> tuple[int, list[str]]:
     return 0, []
 
 
-def read_csv_table(file: str, data: bytes, wanted: Sequence[str]) -> RawTable:
+def read_csv_table(
+    file: str, data: bytes, wanted: Sequence[str], reread: Callable[[], bytes] | None = None
+) -> RawTable:
     """Parse a CSV whose header holds API field names; keep the `wanted` columns as strings.
 
     Arrow parses the bytes (and validates UTF-8); the whole text is decoded in Python only
-    when a problem needs line numbers.
+    when a problem needs line numbers. `reread` gives the bytes again for that, so the caller
+    need not keep a large file in memory while its columns are converted.
     """
     body = pa.py_buffer(data)
     if data.startswith(UTF8_BOM):
@@ -144,8 +147,10 @@ def read_csv_table(file: str, data: bytes, wanted: Sequence[str]) -> RawTable:
     keep = [key for key in wanted if key in written]
     ignored = tuple(name for key, name in written.items() if key not in wanted)
 
+    source = reread or (lambda: data)
+
     def find_lines() -> npt.NDArray[np.int64]:
-        records = csv_record_lines(data.decode("utf-8-sig", errors="replace"))
+        records = csv_record_lines(source().decode("utf-8-sig", errors="replace"))
         starts = [start for start, _ in records if start > header_line]
         return np.asarray(starts, dtype=np.int64)
 
@@ -160,7 +165,7 @@ def read_csv_table(file: str, data: bytes, wanted: Sequence[str]) -> RawTable:
                 strings_can_be_null=True,
                 quoted_strings_can_be_null=True,
             ),
-            read_options=pa_csv.ReadOptions(block_size=1 << 24),
+            read_options=pa_csv.ReadOptions(block_size=1 << 20),
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         text = decode_text(file, data)  # raises with the position of any non-UTF-8 byte
@@ -288,21 +293,33 @@ def _cell_text(value: Any) -> str | None:
     return str(value)
 
 
+def _notes_texts(values: list[Any]) -> list[str | None]:
+    """Notes objects to JSON text. Notes repeat a lot ({}, Razorpay's [] and a few shapes), so
+    the text of each distinct flat object is made once."""
+    cache: dict[tuple[Any, ...], str] = {}
+    texts: list[str | None] = []
+    for value in values:
+        if value is None or isinstance(value, str):
+            texts.append(value)
+        elif isinstance(value, dict):
+            try:
+                # Types are part of the key: True == 1 but their JSON differs.
+                key = (*value.items(), *map(type, value.values()))
+                text = cache.get(key)
+                if text is None:
+                    text = cache[key] = _json_text(value)
+            except TypeError:  # nested values are unhashable
+                text = _json_text(value)
+            texts.append(text)
+        else:
+            texts.append(_json_text(value))
+    return texts
+
+
 def values_to_strings(values: list[Any], *, notes: bool = False) -> pa.Array:
     """Python values from JSON to an Arrow string array; objects become JSON text."""
     if notes:
-        # Empty notes ({} or Razorpay's []) are common: skip json.dumps for them.
-        return pa.array(
-            [
-                None
-                if v is None
-                else v
-                if isinstance(v, str)
-                else ("[]" if v == [] else "{}" if v == {} else _json_text(v))
-                for v in values
-            ],
-            type=pa.string(),
-        )
+        return pa.array(_notes_texts(values), type=pa.string())
     try:
         inferred = pa.array(values)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
@@ -344,9 +361,9 @@ def table_from_items(
                 for i in not_objects
             ]
         )
-    keys: dict[str, None] = {}
-    for item in items:
-        keys.update(dict.fromkeys(item))
+    all_keys: set[str] = set().union(*items) if items else set()
+    first = list(items[0]) if items else []
+    keys = first + sorted(k for k in all_keys if k not in set(first))
     seen: dict[str, str] = {}
     for key in keys:
         seen.setdefault(normalise_header(str(key)), str(key))
@@ -373,10 +390,17 @@ def table_from_items(
 
 
 def read_json_table(
-    file: str, data: bytes, wanted: Sequence[str], notes_columns: Sequence[str]
+    file: str,
+    data: bytes,
+    wanted: Sequence[str],
+    notes_columns: Sequence[str],
+    reread: Callable[[], bytes] | None = None,
 ) -> RawTable:
-    text = decode_text(file, data)
-    items = _json_items(file, text)
-    return table_from_items(
-        file, items, wanted, notes_columns, line_finder=lambda: json_item_lines(text), fmt="json"
-    )
+    """A collection envelope or a list of items; `reread` as for `read_csv_table`."""
+    items = _json_items(file, decode_text(file, data))
+    source = reread or (lambda: data)
+
+    def find_lines() -> npt.NDArray[np.int64]:
+        return json_item_lines(decode_text(file, source()))
+
+    return table_from_items(file, items, wanted, notes_columns, line_finder=find_lines, fmt="json")

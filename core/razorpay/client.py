@@ -1,0 +1,88 @@
+"""The four read calls the sync makes, through the official `razorpay` SDK.
+
+`RazorpayReader` exposes list calls only; it holds the SDK client privately and hands it a
+`RetryingSession`, which refuses anything but GET. Pagination is done here: `from`/`to`/
+`count`/`skip` with 100 per page for payments, refunds and settlements; `year`/`month`/`day`
+with 1,000 per page for the settlement recon report (`GET /v1/settlements/recon/combined`,
+the SDK's `settlement.report`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from typing import Any
+
+import razorpay
+import requests
+from razorpay.errors import BadRequestError, GatewayError, ServerError
+
+from core import __version__
+from core.calendar import IST
+from core.razorpay.config import RazorpaySettings
+from core.razorpay.errors import RazorpayAPIError
+from core.razorpay.http import RetryingSession
+
+ENTITY_PAGE_SIZE = 100  # Razorpay's maximum `count` for payments, refunds, settlements
+RECON_PAGE_SIZE = 1000  # and for the settlement recon report
+MAX_PAGES = 100_000  # a server that ignores `skip` must not loop us forever
+
+RESOURCES: tuple[str, ...] = ("payments", "refunds", "settlements", "settlement_recon")
+
+Item = dict[str, Any]
+
+
+def ist_day_bounds(day: dt.date) -> tuple[int, int]:
+    """Unix seconds of the first and last second of an IST calendar day (both inclusive)."""
+    start = dt.datetime.combine(day, dt.time(0, 0), tzinfo=IST)
+    return int(start.timestamp()), int(start.timestamp()) + 86_399
+
+
+class RazorpayReader:
+    """Read-only access to Razorpay: one method per synced resource, each returning every item
+    for one IST day (all pages).
+    """
+
+    def __init__(self, settings: RazorpaySettings, session: RetryingSession) -> None:
+        self.session = session
+        self._client = razorpay.Client(
+            session=session, auth=(settings.key_id, settings.key_secret), base_url=settings.base_url
+        )
+        self._client.set_app_details({"title": "RazorRecon", "version": __version__})
+
+    def fetch_day(self, resource: str, day: dt.date) -> list[Item]:
+        """Every item of `resource` for IST date `day`."""
+        if resource == "settlement_recon":
+            params: dict[str, Any] = {"year": day.year, "month": day.month, "day": day.day}
+            return self._pages(self._client.settlement.report, params, RECON_PAGE_SIZE)
+        start, end = ist_day_bounds(day)
+        call: Callable[..., Any] = {
+            "payments": self._client.payment.all,
+            "refunds": self._client.refund.all,
+            "settlements": self._client.settlement.all,
+        }[resource]
+        return self._pages(call, {"from": start, "to": end}, ENTITY_PAGE_SIZE)
+
+    def _pages(self, call: Callable[..., Any], params: dict[str, Any], size: int) -> list[Item]:
+        items: list[Item] = []
+        for _ in range(MAX_PAGES):
+            page = self._call(call, {**params, "count": size, "skip": len(items)})
+            batch = page.get("items")
+            if not isinstance(batch, list) or not all(isinstance(i, dict) for i in batch):
+                raise RazorpayAPIError(f"unexpected answer from Razorpay: {str(page)[:200]}")
+            items.extend(batch)
+            if len(batch) < size:
+                return items
+        raise RazorpayAPIError(f"more than {MAX_PAGES} pages for {params}: stopping")
+
+    @staticmethod
+    def _call(call: Callable[..., Any], params: dict[str, Any]) -> dict[str, Any]:
+        try:
+            answer = call(params)
+        except (BadRequestError, GatewayError, ServerError) as exc:
+            raise RazorpayAPIError(f"Razorpay refused the request: {exc}") from exc
+        except requests.RequestException as exc:  # e.g. a 4xx whose body is not JSON
+            raise RazorpayAPIError(f"unreadable answer from Razorpay: {exc}") from exc
+        if not isinstance(answer, dict):
+            raise RazorpayAPIError(f"unexpected answer from Razorpay: {str(answer)[:200]}")
+        return answer

@@ -1,0 +1,449 @@
+"""`python -m core sync`: pull payments, refunds, settlements and settlement recon from Razorpay.
+
+The unit of work is a *step*: one IST day. A step fetches every page of every resource for
+its day first, validates all items, then writes them, the watermarks and the run's counters
+in one transaction. So a sync that stops (Razorpay down past the retry budget, a crash,
+Ctrl-C) leaves only whole days behind, and the watermarks say which.
+
+Resume rule: when the previous sync of the *same* date range did not finish, each resource
+continues after its watermark (`done_through`); otherwise the whole range is fetched again,
+which picks up status changes of entities created in it (upserts are idempotent, so
+unchanged data stays unchanged). Only days that are over in IST (before today) advance a
+watermark: today's data can still grow, so a resumed sync fetches it again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import random
+import socket
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from core.calendar import ist_date
+from core.dataset import Dataset
+from core.db import razorpay as db
+from core.db import transaction
+from core.errors import ConfigError, RazorReconError, RefusedError
+from core.razorpay.client import RESOURCES, Item, RazorpayReader
+from core.razorpay.config import RazorpaySettings
+from core.razorpay.errors import RazorpayUnavailableError
+from core.razorpay.http import RetryEvent, RetryingSession
+from core.razorpay.status import run_process_alive
+
+SOURCE = "razorpay_api"
+MAX_RANGE_DAYS = 3660
+
+# resource -> (raw table, Dataset field)
+_TARGETS: dict[str, tuple[str, str]] = {
+    "payments": ("payments", "payments"),
+    "refunds": ("refunds", "refunds"),
+    "settlements": ("settlements", "settlements"),
+    "settlement_recon": ("recon_rows", "recon"),
+}
+
+
+@dataclass(frozen=True)
+class ResourceReport:
+    """What one sync did for one resource.
+
+    resource: payments, refunds, settlements or settlement_recon. first_day: the first IST day
+    fetched (after the watermark when resumed); None when nothing was left to fetch.
+    days: steps committed. items: items fetched in them. inserted: rows new to the database.
+    updated: stored rows whose values changed. resumed: continued an unfinished range.
+    """
+
+    resource: str
+    first_day: dt.date | None
+    days: int = 0
+    items: int = 0
+    inserted: int = 0
+    updated: int = 0
+    resumed: bool = False
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """The outcome of a completed sync run.
+
+    run_id: row in razorpay_sync_runs. date_from / date_to: the IST range. requests: HTTP
+    requests sent (retries included). retries: retries used of the budget.
+    resources: one report per resource, in RESOURCES order.
+    """
+
+    run_id: int
+    date_from: dt.date
+    date_to: dt.date
+    requests: int
+    retries: int
+    resources: tuple[ResourceReport, ...]
+
+    @property
+    def items(self) -> int:
+        return sum(r.items for r in self.resources)
+
+    @property
+    def inserted(self) -> int:
+        return sum(r.inserted for r in self.resources)
+
+    @property
+    def updated(self) -> int:
+        return sum(r.updated for r in self.resources)
+
+    @property
+    def resumed(self) -> bool:
+        return any(r.resumed for r in self.resources)
+
+
+def _now() -> int:
+    return int(time.time())
+
+
+def _days(first: dt.date, last: dt.date) -> list[dt.date]:
+    return [first + dt.timedelta(days=n) for n in range((last - first).days + 1)]
+
+
+def _plain(value: object) -> object:
+    """A frame cell as SQLite gives it back: None for missing, int for bools and numbers."""
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, bool | np.bool_):
+        return int(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+def _as_stored(table: str, frame: pd.DataFrame) -> list[tuple[str, tuple[object, ...]]]:
+    """(key, compared values) per frame row, in the form `db.stored_rows` returns them."""
+    key_column, columns = db.RAW_TABLES[table]
+    keys = [str(k) for k in frame[key_column].tolist()]
+    values = [[_plain(v) for v in frame[c].tolist()] for c in columns]
+    return list(zip(keys, zip(*values, strict=True), strict=True))
+
+
+def _fingerprint(rows: list[tuple[str, tuple[object, ...]]]) -> str:
+    canonical = json.dumps(rows, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _unique_by_id(items: list[Item]) -> list[Item]:
+    """Drop repeats of an id (a page boundary that shifted while paging); keep the last."""
+    by_id: dict[object, Item] = {}
+    for item in items:
+        by_id[item.get("id")] = item
+    return list(by_id.values()) if len(by_id) < len(items) else items
+
+
+class _Run:
+    """The bookkeeping of one sync run: its row, its session's counters, its error log."""
+
+    def __init__(self, conn: sqlite3.Connection, run_id: int) -> None:
+        self.conn = conn
+        self.run_id = run_id
+        self.session: RetryingSession | None = None
+        self.resource: str | None = None
+        self.day: dt.date | None = None
+
+    def on_retry(self, event: RetryEvent) -> None:
+        action = "gave up" if event.final else f"retrying in {event.delay:.2f}s"
+        db.record_sync_error(
+            self.conn,
+            self.run_id,
+            now=_now(),
+            resource=self.resource,
+            day=self.day.isoformat() if self.day else None,
+            kind="fatal" if event.final else "retried",
+            status_code=event.status_code,
+            message=f"{event.reason} on try {event.attempt} of {event.url}; {action}",
+        )
+
+    @property
+    def requests(self) -> int:
+        return self.session.requests_sent if self.session else 0
+
+    @property
+    def retries(self) -> int:
+        return self.session.retries_used if self.session else 0
+
+
+def _claim(
+    conn: sqlite3.Connection,
+    settings: RazorpaySettings,
+    date_from: dt.date,
+    date_to: dt.date,
+    restart: bool,
+) -> tuple[int, dict[str, tuple[dt.date, bool]]]:
+    """Start a run: retire dead runs, refuse if one is alive, decide where each resource
+    starts, reset the watermarks of resources that start afresh. One transaction.
+    """
+    range_from, range_to = date_from.isoformat(), date_to.isoformat()
+    now = _now()
+    with transaction(conn):
+        for row in db.running_sync_runs(conn):
+            if run_process_alive(int(row["pid"]), str(row["host"]), int(row["heartbeat_at"])):
+                raise RefusedError(
+                    f"sync run {row['id']} is still running (pid {row['pid']} on "
+                    f"{row['host']}); wait for it to finish"
+                )
+            db.finish_sync_run(
+                conn,
+                int(row["id"]),
+                status="interrupted",
+                now=now,
+                error="the process ended before the sync finished",
+            )
+        marks = db.watermarks(conn)
+        starts: dict[str, tuple[dt.date, bool]] = {}
+        unfinished: set[str] = set()
+        for resource in RESOURCES:
+            mark = marks.get(resource)
+            if (
+                not restart
+                and mark is not None
+                and mark["range_from"] == range_from
+                and mark["range_to"] == range_to
+                and not mark["complete"]
+            ):
+                unfinished.add(resource)
+                if mark["done_through"]:
+                    done = dt.date.fromisoformat(str(mark["done_through"]))
+                    starts[resource] = (done + dt.timedelta(days=1), True)
+                    continue
+            starts[resource] = (date_from, False)
+        run_id = db.start_sync_run(
+            conn,
+            now=now,
+            range_from=range_from,
+            range_to=range_to,
+            base_url=settings.base_url,
+            pid=os.getpid(),
+            host=socket.gethostname(),
+            resumed=any(resumed for _, resumed in starts.values()),
+        )
+        for resource in RESOURCES:
+            if resource not in unfinished:
+                db.reset_watermark(
+                    conn,
+                    resource,
+                    range_from=range_from,
+                    range_to=range_to,
+                    run_id=run_id,
+                    now=now,
+                )
+    return run_id, starts
+
+
+_EMPTY = Dataset()  # frames are never mutated; sharing the empty ones saves rebuilding them
+
+
+def _store_day(
+    conn: sqlite3.Connection,
+    run: _Run,
+    settings: RazorpaySettings,
+    day: dt.date,
+    fetched: dict[str, list[Item]],
+    *,
+    day_is_closed: bool,
+) -> dict[str, tuple[int, int]]:
+    """Write one step (a day) atomically: the rows that are new or changed (rows already
+    stored as they are stay untouched, import id included), each fetched resource's watermark
+    and the run's counters. Every item is validated before anything is written.
+    Returns (inserted, updated) per resource.
+    """
+    from core.ingest import frames_from_items, store_dataset
+
+    frames: dict[str, pd.DataFrame] = {}
+    for resource, items in fetched.items():
+        if resource != "settlement_recon":
+            items = fetched[resource] = _unique_by_id(items)
+        if items:  # an empty day has nothing to validate or write
+            frames[resource] = frames_from_items(
+                resource, items, f"razorpay:{resource}:{day.isoformat()}"
+            )
+    counts: dict[str, tuple[int, int]] = {resource: (0, 0) for resource in fetched}
+    with transaction(conn):
+        changed_frames: dict[str, pd.DataFrame] = {}
+        changed_rows: list[tuple[str, tuple[object, ...]]] = []
+        for resource, frame in frames.items():
+            table, field_name = _TARGETS[resource]
+            incoming = _as_stored(table, frame)
+            before = db.stored_rows(conn, table, (key for key, _ in incoming))
+            differs = [before.get(key) != values for key, values in incoming]
+            if not any(differs):
+                continue
+            changed = [row for row, flag in zip(incoming, differs, strict=True) if flag]
+            inserted = sum(1 for key, _ in changed if key not in before)
+            counts[resource] = (inserted, len(changed) - inserted)
+            changed_frames[field_name] = frame[differs].reset_index(drop=True)
+            changed_rows.extend(changed)
+        if changed_frames:
+            store_dataset(
+                conn,
+                Dataset(
+                    payments=changed_frames.get("payments", _EMPTY.payments),
+                    refunds=changed_frames.get("refunds", _EMPTY.refunds),
+                    settlements=changed_frames.get("settlements", _EMPTY.settlements),
+                    recon=changed_frames.get("recon", _EMPTY.recon),
+                ),
+                source=SOURCE,
+                location=f"{settings.base_url} {day.isoformat()}",
+                content_hash=_fingerprint(changed_rows),
+            )
+        for resource, items in fetched.items():
+            db.advance_watermark(
+                conn,
+                resource,
+                done_through=day.isoformat() if day_is_closed else None,
+                items=len(items),
+                run_id=run.run_id,
+                now=_now(),
+            )
+        db.record_sync_step(
+            conn,
+            run.run_id,
+            now=_now(),
+            requests=run.requests,
+            retries=run.retries,
+            items=sum(len(items) for items in fetched.values()),
+            inserted=sum(i for i, _ in counts.values()),
+            updated=sum(u for _, u in counts.values()),
+        )
+    return counts
+
+
+def sync(
+    conn: sqlite3.Connection,
+    settings: RazorpaySettings,
+    date_from: dt.date,
+    date_to: dt.date,
+    *,
+    restart: bool = False,
+    today: dt.date | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    rng: random.Random | None = None,
+    on_step: Callable[[str, dt.date, int], None] | None = None,
+) -> SyncReport:
+    """Sync every IST day of [date_from, date_to] for every resource; see the module doc.
+
+    `restart` ignores an unfinished range's watermarks. `today` (IST) decides which days are
+    over; `sleep`/`rng` drive the backoff (tests pass fakes). `on_step(resource, day, items)`
+    is called for each resource of a day once that day is committed (progress display).
+    Raises RazorpayUnavailableError, RazorpayAPIError, RazorpayAuthError or InputError (bad
+    data from the API); the run is then recorded as failed with its error, and every step
+    committed before it stays.
+    """
+    if date_from > date_to:
+        raise ConfigError(f"--from {date_from} is after --to {date_to}")
+    if (date_to - date_from).days >= MAX_RANGE_DAYS:
+        raise ConfigError(f"a sync covers at most {MAX_RANGE_DAYS} days; split the range")
+    current_day = today or ist_date(_now())
+    run_id, starts = _claim(conn, settings, date_from, date_to, restart)
+    run = _Run(conn, run_id)
+    reports = {
+        resource: ResourceReport(
+            resource,
+            first_day=start if start <= date_to else None,
+            resumed=resumed,
+        )
+        for resource, (start, resumed) in starts.items()
+    }
+    try:
+        run.session = RetryingSession(settings.retry, on_retry=run.on_retry, sleep=sleep, rng=rng)
+        reader = RazorpayReader(settings, run.session)
+        for day in _days(date_from, date_to):
+            fetched: dict[str, list[Item]] = {}
+            run.day = day
+            for resource in RESOURCES:
+                if day >= starts[resource][0]:
+                    run.resource = resource
+                    fetched[resource] = reader.fetch_day(resource, day)
+            if not fetched:
+                continue
+            run.resource = None
+            counts = _store_day(conn, run, settings, day, fetched, day_is_closed=day < current_day)
+            for resource, (inserted, updated) in counts.items():
+                previous = reports[resource]
+                reports[resource] = replace(
+                    previous,
+                    days=previous.days + 1,
+                    items=previous.items + len(fetched[resource]),
+                    inserted=previous.inserted + inserted,
+                    updated=previous.updated + updated,
+                )
+            if on_step is not None:
+                for resource, items in fetched.items():
+                    on_step(resource, day, len(items))
+        run.resource = run.day = None
+        with transaction(conn):
+            for resource in RESOURCES:
+                db.complete_watermark(conn, resource, run_id=run_id, now=_now())
+            db.finish_sync_run(
+                conn,
+                run_id,
+                status="completed",
+                now=_now(),
+                requests=run.requests,
+                retries=run.retries,
+            )
+    except KeyboardInterrupt:
+        _fail(run, "interrupted", "interrupted by the user")
+        raise
+    except RazorReconError as exc:
+        _fail(run, "failed", str(exc), record=not isinstance(exc, RazorpayUnavailableError))
+        raise
+    except Exception as exc:
+        _fail(run, "failed", f"{type(exc).__name__}: {exc}")
+        raise
+    return SyncReport(
+        run_id=run_id,
+        date_from=date_from,
+        date_to=date_to,
+        requests=run.requests,
+        retries=run.retries,
+        resources=tuple(reports[r] for r in RESOURCES),
+    )
+
+
+def _fail(run: _Run, status: str, message: str, *, record: bool = True) -> None:
+    """Close the run as failed/interrupted; the error goes to the errors log unless the
+    session has logged it already (a final retry event).
+    """
+    if record:
+        db.record_sync_error(
+            run.conn,
+            run.run_id,
+            now=_now(),
+            resource=run.resource,
+            day=run.day.isoformat() if run.day else None,
+            kind="fatal",
+            status_code=None,
+            message=message,
+        )
+    db.finish_sync_run(
+        run.conn,
+        run.run_id,
+        status=status,
+        now=_now(),
+        requests=run.requests,
+        retries=run.retries,
+        error=message,
+    )
+
+
+def sync_settings_summary(settings: RazorpaySettings) -> dict[str, Any]:
+    """What the CLI prints about the connection (never the secret)."""
+    return {
+        "base_url": settings.base_url,
+        "key_id": settings.key_id,
+        "mode": "test" if settings.is_test_key else "live",
+    }

@@ -1,0 +1,382 @@
+"""A stand-in for Razorpay's API on 127.0.0.1: a real threaded HTTP server, Basic auth,
+pagination, and injectable 429s, 5xx storms, slow answers and dropped connections.
+
+Endpoints (the ones `razorpay` 2.0.1 calls for the sync):
+- GET /v1/payments, /v1/refunds, /v1/settlements: `from`/`to` (inclusive, on created_at),
+  `count` (at most 100, like Razorpay), `skip`; newest first, then by id.
+- GET /v1/settlements/recon/combined: `year`, `month`, optional `day`, `count` (at most
+  1,000), `skip`. A recon row belongs to the IST day of its `settled_at`, or of its
+  `created_at` when it was not settled (the real API lists only settled rows; the fake serves
+  every row so a dataset round-trips whole).
+Anything else (and any method but GET) answers 404/405 and is recorded, so tests can prove the
+client never tried.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import datetime as dt
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+from zoneinfo import ZoneInfo
+
+IST = ZoneInfo("Asia/Kolkata")
+KEY_ID = "rzp_test_FakeKey000001"
+KEY_SECRET = "fake_secret_for_tests"
+
+
+def ist_day(unix_seconds: int) -> dt.date:
+    return dt.datetime.fromtimestamp(int(unix_seconds), tz=IST).date()
+
+
+@dataclass
+class Fault:
+    """An injected failure. `status` answers with that code (JSON error body unless
+    `html_body`); `delay` sleeps first (longer than the client's read timeout = a timeout);
+    `drop` closes the connection without an answer. Applies to requests whose path starts
+    with `path` (and, if given, whose query contains `query`), `times` times (None: forever),
+    after `after` matching requests have passed.
+    """
+
+    status: int | None = None
+    delay: float = 0.0
+    drop: bool = False
+    path: str = "/"
+    query: dict[str, str] = field(default_factory=dict)
+    times: int | None = 1
+    after: int = 0
+    retry_after: str | None = None
+    html_body: bool = False
+
+
+@dataclass
+class Logged:
+    method: str
+    path: str
+    query: dict[str, str]
+    status: int
+
+
+@dataclass
+class FakeState:
+    payments: list[dict[str, Any]] = field(default_factory=list)
+    refunds: list[dict[str, Any]] = field(default_factory=list)
+    settlements: list[dict[str, Any]] = field(default_factory=list)
+    recon: list[dict[str, Any]] = field(default_factory=list)
+    faults: list[Fault] = field(default_factory=list)
+    rate_limit_every: int = 0  # every Nth request answers 429 (0: never)
+    log: list[Logged] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    served: int = 0
+    on_request: Callable[[int], None] | None = None
+
+
+def _error(code: str, description: str) -> bytes:
+    return json.dumps({"error": {"code": code, "description": description}}).encode()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out in separate writes
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self.wfile.write(body)
+
+    def _record(self, path: str, query: dict[str, str], status: int) -> None:
+        state = self.server.state
+        with state.lock:
+            state.log.append(Logged(self.command, path, query, status))
+
+    def do_POST(self) -> None:
+        self._refuse()
+
+    def do_PUT(self) -> None:
+        self._refuse()
+
+    def do_PATCH(self) -> None:
+        self._refuse()
+
+    def do_DELETE(self) -> None:
+        self._refuse()
+
+    def _refuse(self) -> None:
+        parts = urlsplit(self.path)
+        self._record(parts.path, {}, 405)
+        self._send(405, _error("BAD_REQUEST_ERROR", "the fake is read-only"))
+
+    def do_GET(self) -> None:
+        state = self.server.state
+        parts = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        with state.lock:
+            state.served += 1
+            number = state.served
+            fault = self._pick_fault(parts.path, query)
+        if state.on_request is not None:
+            state.on_request(number)
+        if not self._authorised():
+            self._record(parts.path, query, 401)
+            self._send(401, _error("BAD_REQUEST_ERROR", "The api key provided is invalid"))
+            return
+        if fault is not None:
+            if fault.delay:
+                time.sleep(fault.delay)
+            if fault.drop:
+                self._record(parts.path, query, 0)
+                self.close_connection = True
+                self.connection.close()
+                return
+            if fault.status is not None:
+                self._record(parts.path, query, fault.status)
+                body = (
+                    b"<html><body>502 Bad Gateway</body></html>"
+                    if fault.html_body
+                    else _error("SERVER_ERROR", f"injected {fault.status}")
+                )
+                headers = {"Retry-After": fault.retry_after} if fault.retry_after else {}
+                self._send(fault.status, body, headers)
+                return
+        if state.rate_limit_every and number % state.rate_limit_every == 0:
+            self._record(parts.path, query, 429)
+            self._send(
+                429,
+                _error("BAD_REQUEST_ERROR", "Too many requests"),
+                {"Retry-After": "0"},
+            )
+            return
+        try:
+            status, payload = self._route(parts.path, query)
+        except ValueError as exc:
+            status, payload = 400, {"error": {"code": "BAD_REQUEST_ERROR", "description": str(exc)}}
+        self._record(parts.path, query, status)
+        self._send(status, json.dumps(payload).encode())
+
+    def _pick_fault(self, path: str, query: dict[str, str]) -> Fault | None:
+        state = self.server.state
+        for fault in state.faults:
+            if not path.startswith(fault.path):
+                continue
+            if any(query.get(k) != v for k, v in fault.query.items()):
+                continue
+            if fault.after > 0:
+                fault.after -= 1
+                continue
+            if fault.times is not None:
+                if fault.times <= 0:
+                    continue
+                fault.times -= 1
+            return fault
+        return None
+
+    def _authorised(self) -> bool:
+        header = self.headers.get("Authorization", "")
+        if not header.startswith("Basic "):
+            return False
+        try:
+            decoded = base64.b64decode(header[6:]).decode()
+        except ValueError:
+            return False
+        return decoded == f"{self.server.key_id}:{self.server.key_secret}"
+
+    def _route(self, path: str, query: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        state = self.server.state
+        lists = {
+            "/v1/payments": state.payments,
+            "/v1/refunds": state.refunds,
+            "/v1/settlements": state.settlements,
+        }
+        if path in lists:
+            count = int(query.get("count", "10"))
+            if count > 100:
+                raise ValueError("The count may not be greater than 100.")
+            low = int(query.get("from", "0"))
+            high = int(query.get("to", str(2**40)))
+            skip = int(query.get("skip", "0"))
+            chosen = [i for i in lists[path] if low <= int(i["created_at"]) <= high]
+            chosen.sort(key=lambda i: (-int(i["created_at"]), str(i["id"])))
+            return 200, _collection(chosen[skip : skip + count])
+        if path == "/v1/settlements/recon/combined":
+            count = int(query.get("count", "1000"))
+            if count > 1000:
+                raise ValueError("The count may not be greater than 1000.")
+            year, month = int(query["year"]), int(query["month"])
+            day = int(query["day"]) if "day" in query else None
+            skip = int(query.get("skip", "0"))
+            chosen = []
+            for row in state.recon:
+                when = ist_day(int(row.get("settled_at") or row["created_at"]))
+                if (when.year, when.month) == (year, month) and day in (None, when.day):
+                    chosen.append(row)
+            return 200, _collection(chosen[skip : skip + count])
+        return 404, {"error": {"code": "BAD_REQUEST_ERROR", "description": "no such URL"}}
+
+
+def _collection(items: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"entity": "collection", "count": len(items), "items": items}
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, state: FakeState, key_id: str, key_secret: str) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.state = state
+        self.key_id = key_id
+        self.key_secret = key_secret
+
+
+class FakeRazorpay:
+    """Start with `with FakeRazorpay() as fake:`; `fake.base_url` is what RAZORPAY_BASE_URL
+    should be. Data lives in `fake.state` (lists of API-shaped dicts).
+    """
+
+    def __init__(self, key_id: str = KEY_ID, key_secret: str = KEY_SECRET) -> None:
+        self.state = FakeState()
+        self.key_id = key_id
+        self.key_secret = key_secret
+        self._server = _Server(self.state, key_id, key_secret)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> FakeRazorpay:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def inject(self, fault: Fault) -> Fault:
+        with self.state.lock:
+            self.state.faults.append(fault)
+        return fault
+
+    def clear_faults(self) -> None:
+        with self.state.lock:
+            self.state.faults.clear()
+            self.state.rate_limit_every = 0
+
+    def requests(self, *, path: str | None = None, status: int | None = None) -> list[Logged]:
+        with self.state.lock:
+            log = list(self.state.log)
+        return [
+            r
+            for r in log
+            if (path is None or r.path == path) and (status is None or r.status == status)
+        ]
+
+    def load_dataset(self, folder: Path) -> None:
+        """Serve the spec-shaped dataset in `folder` (JSON envelopes or API-shaped CSV)."""
+        self.state.payments = read_items(folder, "payments")
+        self.state.refunds = read_items(folder, "refunds")
+        self.state.settlements = read_items(folder, "settlements")
+        self.state.recon = read_items(folder, "settlement_recon")
+
+
+_INT_FIELDS = {
+    "amount",
+    "fee",
+    "tax",
+    "fees",
+    "debit",
+    "credit",
+    "amount_refunded",
+    "created_at",
+    "settled_at",
+    "posted_at",
+}
+_BOOL_FIELDS = {"captured", "international", "on_hold", "settled"}
+
+
+def _typed(name: str, value: str) -> Any:
+    """A CSV cell as the API would send it (ints, booleans, JSON notes, null for empty)."""
+    if value == "":
+        return None
+    if name in _INT_FIELDS:
+        return int(value)
+    if name in _BOOL_FIELDS:
+        return value.strip().lower() in {"true", "1"}
+    if name == "notes":
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def read_items(folder: Path, name: str) -> list[dict[str, Any]]:
+    """The items of `<name>.json` or `<name>.csv` in `folder` ([] when absent)."""
+    import csv
+
+    json_path, csv_path = folder / f"{name}.json", folder / f"{name}.csv"
+    if json_path.exists():
+        data = json.loads(json_path.read_text(encoding="utf-8-sig"))
+        return list(data["items"] if isinstance(data, dict) else data)
+    if csv_path.exists():
+        with csv_path.open(encoding="utf-8-sig", newline="") as handle:
+            return [{k: _typed(k, v) for k, v in row.items()} for row in csv.DictReader(handle)]
+    return []
+
+
+SYNTHETIC_PREFIX = "pay_Synth"  # no spec example id starts so (match it with GLOB, not LIKE)
+
+
+def make_payments(count: int, *, day: dt.date, start_index: int = 0) -> list[dict[str, Any]]:
+    """`count` captured payments spread over one IST day, with distinct ids."""
+    base = int(dt.datetime.combine(day, dt.time(0, 0), tzinfo=IST).timestamp())
+    items = []
+    for n in range(start_index, start_index + count):
+        amount = 10_000 + (n * 7919) % 5_000_000
+        fee = amount * 2 // 100
+        items.append(
+            {
+                "id": f"{SYNTHETIC_PREFIX}{n:09d}",
+                "entity": "payment",
+                "amount": amount,
+                "currency": "INR",
+                "status": "captured",
+                "order_id": f"order_Synth{n:09d}",
+                "invoice_id": None,
+                "international": False,
+                "method": "upi",
+                "amount_refunded": 0,
+                "refund_status": None,
+                "captured": True,
+                "description": "Test order",
+                "email": f"c{n}@example.com",
+                "contact": "+919800000000",
+                "notes": {"n": str(n)},
+                "fee": fee,
+                "tax": fee * 18 // 118,
+                "error_code": None,
+                "created_at": base + (n * 37) % 86_400,
+            }
+        )
+    return items

@@ -1,0 +1,109 @@
+"""The vectorised cell converters: exact money, IST timestamps, booleans."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pyarrow as pa
+from hypothesis import given
+from hypothesis import strategies as st
+
+from core.ingest import convert
+from core.money import format_rupees
+
+IST = dt.timezone(dt.timedelta(hours=5, minutes=30))
+PAISE = st.integers(min_value=0, max_value=10**17 - 1)  # 15 rupee digits
+
+
+def _strings(values: list[str | None]) -> pa.Array:
+    return convert.clean_strings(pa.array(values, type=pa.string()))
+
+
+@given(st.lists(PAISE, min_size=1, max_size=50))
+def test_any_paise_amount_survives_rupee_formatting_and_vectorised_parsing(
+    amounts: list[int],
+) -> None:
+    texts: list[str | None] = [format_rupees(a, symbol=i % 2 == 0) for i, a in enumerate(amounts)]
+    parsed = convert.parse_rupees(_strings(texts))
+    assert parsed.values.tolist() == amounts
+    assert len(parsed.bad) == 0
+
+
+@given(st.lists(PAISE, min_size=1, max_size=50))
+def test_any_paise_amount_survives_as_a_whole_number(amounts: list[int]) -> None:
+    parsed = convert.parse_paise(_strings([str(a) for a in amounts]))
+    assert parsed.values.tolist() == amounts
+
+
+def test_rupee_shapes() -> None:
+    texts = ["1,35,000.00", "₹2,40,00,000", "Rs. 12.5", "INR 7", ".5", "0.01", None, "  9.90  "]
+    parsed = convert.parse_rupees(_strings(texts))
+    assert parsed.values.tolist() == [13500000, 2400000000, 1250, 700, 50, 1, 0, 990]
+    assert parsed.present.tolist() == [True] * 6 + [False, True]
+
+
+def test_bad_rupees_are_reported_not_guessed() -> None:
+    parsed = convert.parse_rupees(_strings(["1.234", "-5.00", "12a", "1.2.3", "--1", "10"]))
+    assert parsed.bad.rows.tolist() == [0, 1, 2, 3, 4]
+    assert parsed.bad.messages[1] == "negative amount '-5.00'"
+    assert parsed.values.tolist()[5] == 1000
+
+
+@given(st.integers(min_value=0, max_value=4_102_444_800))
+def test_dashboard_timestamps_are_ist(seconds: int) -> None:
+    text = dt.datetime.fromtimestamp(seconds, IST).strftime("%d/%m/%Y %H:%M:%S")
+    parsed = convert.parse_times(_strings([text]))
+    assert parsed.seconds.tolist() == [seconds]
+    assert len(parsed.bad) == 0
+
+
+def test_date_forms() -> None:
+    texts = [
+        "1780000000",
+        "01/06/2026",
+        "01-06-2026 10:30",
+        "01/06/26",
+        "2026-06-01",
+        "2026-06-01T04:30:00Z",
+        "2026-06-01 10:00:00+05:30",
+        "01 Jun 2026",
+        "1-JUN-26",
+        "01/06/2026 10:30:00 PM",
+    ]
+    parsed = convert.parse_times(_strings(texts))
+    midnight = int(dt.datetime(2026, 6, 1, tzinfo=IST).timestamp())
+    assert parsed.seconds.tolist() == [
+        1780000000,
+        midnight,
+        midnight + 10 * 3600 + 1800,
+        midnight,
+        midnight,
+        midnight + 10 * 3600,
+        midnight + 10 * 3600,
+        midnight,
+        midnight,
+        midnight + 22 * 3600 + 1800,
+    ]
+    assert len(parsed.bad) == 0
+    assert parsed.styles == {"unix", "dmy", "dmy_time", "iso", "dmony"}
+
+
+def test_impossible_dates_are_refused() -> None:
+    parsed = convert.parse_times(_strings(["29/02/2025", "29/02/2024", "31/04/2026", "13/13/2026"]))
+    assert parsed.bad.rows.tolist() == [0, 2, 3]
+    assert parsed.bad.messages[0] == "impossible date '29/02/2025'"
+
+
+def test_booleans() -> None:
+    values, present, bad = convert.parse_bools(_strings(["true", "FALSE", "1", "0", None, "maybe"]))
+    assert values.tolist()[:4] == [True, False, True, False]
+    assert present.tolist() == [True, True, True, True, False, False]
+    assert bad.messages == ("not a boolean 'maybe' (true/false/1/0)",)
+
+
+def test_milliseconds_and_negative_timestamps_are_refused() -> None:
+    parsed = convert.parse_times(_strings(["1780000000", "1780000000000", "-5"]))
+    assert parsed.seconds.tolist()[0] == 1780000000
+    assert parsed.bad.rows.tolist() == [1, 2]
+    assert "out of range" in parsed.bad.messages[0]
+    assert parsed.bad.messages[1] == "unparsable date '-5'"
