@@ -16,7 +16,7 @@ from core.engine import (
     persist_run,
     reconcile,
 )
-from core.engine.persist import outcome_rows
+from core.engine.persist import outcome_chunks, outcome_rows
 from tests.conftest import SPEC_EXAMPLE
 from tests.engine_support import load_example, ts
 
@@ -118,5 +118,16 @@ def test_complete_run_refuses_a_run_that_is_not_running(
 ) -> None:
     run_id = _persist(conn, outcomes)
     with pytest.raises(ValueError, match="not running"):
-        db_runs.complete_run(conn, run_id, columns=[[]] * 15, timings={}, counts={})
+        db_runs.complete_run(conn, run_id, chunks=[[[]] * 15], timings={}, counts={})
     assert db_runs.count_outcomes(conn, run_id) == len(outcomes)
+
+
+def test_outcomes_written_in_chunks_are_all_stored_in_order(
+    conn: sqlite3.Connection, outcomes: pd.DataFrame
+) -> None:
+    run_id = db_runs.start_run(conn, as_of=AS_OF, source="files", params={}, input_hashes={})
+    chunks = list(outcome_chunks(outcomes, size=50))
+    assert len(chunks) == -(-len(outcomes) // 50)
+    db_runs.complete_run(conn, run_id, chunks=chunks, timings={}, counts={})
+    stored = [tuple(r) for r in db_runs.read_outcomes(conn, run_id)]
+    assert stored == list(outcome_rows(outcomes))
