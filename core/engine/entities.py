@@ -360,9 +360,12 @@ def check_orphan_rows(ctx: Context, unknown_rows: IntArray) -> Part:
             "bits": bits,
             "debit": debit_all[rows],
             "net": ints(rec["credit"])[rows] - debit_all[rows],
+            "created_at": ints(rec["created_at"], fill=np.iinfo(np.int64).max)[rows],
         }
     )
-    frame = frame.sort_values(["entity_id", "settlement_id", "row"], na_position="last")
+    # The row that stands for an entity id is chosen by content, never by file order.
+    order = ["entity_id", "settlement_id", "created_at", "debit", "net", "row"]
+    frame = frame.sort_values(order, na_position="last")
     grouped = frame.groupby("entity_id", sort=True)
     first = grouped["row"].first().to_numpy(dtype=np.int64)
     mask = grouped["bits"].agg(np.bitwise_or.reduce).to_numpy(dtype=np.int64)
