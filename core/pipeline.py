@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from core.dataset import Dataset
-from core.db.runs import get_run, update_timings
+from core.db.runs import discard_stale_runs, get_run, update_timings
 from core.engine import EngineParams, persist_run, reconcile
 from core.ingest.report import ImportReport
 
@@ -196,6 +196,8 @@ def _persist_and_sync(
 ) -> RunResult:
     from core.review import sync_exceptions
 
+    # A run some crashed process left 'running' long ago is marked failed first.
+    discard_stale_runs(conn)
     run_id = persist_run(
         conn,
         outcomes,

@@ -220,3 +220,12 @@ def test_results_file_gets_ordinary_permissions(tmp_path: Path) -> None:
     os.umask(umask)
     assert out.stat().st_mode & 0o777 == 0o666 & ~umask
     assert [p.name for p in tmp_path.iterdir()] == ["results.csv"]
+
+
+def test_pipeline_marks_long_abandoned_runs_failed(conn: sqlite3.Connection) -> None:
+    crashed = db_runs.start_run(
+        conn, as_of=AS_OF, source="files", params={}, input_hashes={}, started_at=1_000
+    )
+    reconcile_folder_into_db(conn, DATASET, params=EngineParams(), as_of=AS_OF)
+    run = db_runs.get_run(conn, crashed)
+    assert run is not None and run.status == "failed"
