@@ -173,16 +173,22 @@ def reconcile_database(
     """Reconcile the raw tables already in the database (any import or API sync), store the
     run and sync the exceptions."""
     from core.db.raw import read_dataset
+    from core.razorpay.webhooks import clear_marks, open_marks
 
+    # Webhook marks up to here are answered by this run; later ones stay open.
+    marks_through = max((mark[0] for mark in open_marks(conn)), default=0)
     began = time.perf_counter()
     dataset = read_dataset(conn)
     loaded = time.perf_counter()
     outcomes = reconcile(dataset, params, as_of)
     done = time.perf_counter()
     timings = {"load_s": round(loaded - began, 3), "reconcile_s": round(done - loaded, 3)}
-    return _persist_and_sync(
+    result = _persist_and_sync(
         conn, outcomes, params, as_of, source, dataset_hashes(dataset), timings
     )
+    if marks_through:
+        clear_marks(conn, through_id=marks_through, run_id=result.run_id)
+    return result
 
 
 def _persist_and_sync(
