@@ -1,0 +1,1 @@
+"""`make bench`: speed and memory measurements (prints; asserts nothing)."""

@@ -1,0 +1,208 @@
+"""`make bench`: speed and memory of generate / reconcile / persist at 5k, 100k and 1M payments.
+
+Every step runs as its own `python -m core ...` process, exactly as a user runs it, and is
+measured from outside: wall seconds, and peak resident memory from the kernel's accounting
+of that one child (`os.wait4`). The 5,000-payment total (generate, import, reconcile,
+results.csv, persist) is also measured inside one process. Prints a table with the machine;
+asserts nothing.
+
+    python -m benchmarks.run [--sizes 5000,100000,1000000] [--seed 42] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_SIZES = (5_000, 100_000, 1_000_000)
+# The issue's targets, printed beside the measurements (never asserted).
+TARGETS = {
+    ("reconcile", 1_000_000): "<= 8 s, <= 2.5 GB",
+    ("persist", 1_000_000): "<= 25 s",
+    ("total", 5_000): "< 2 s",
+}
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One child process: wall seconds, CPU seconds (user + system), peak resident memory
+    (bytes), exit code, its stderr."""
+
+    seconds: float
+    cpu_seconds: float
+    peak_bytes: int
+    exit_code: int
+    error: str
+
+
+def measure(command: list[str], log_dir: Path) -> Measurement:
+    """Run `command` and measure it alone: wall time and the child's own peak RSS."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    out_path, err_path = log_dir / "stdout.txt", log_dir / "stderr.txt"
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        started = time.perf_counter()
+        process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=err)
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - started
+    code = os.waitstatus_to_exitcode(status)
+    process.returncode = code  # already reaped by wait4
+    peak = usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+    error = err_path.read_text(errors="replace").strip()[-400:] if code else ""
+    cpu = usage.ru_utime + usage.ru_stime
+    return Measurement(seconds, cpu, peak, code, error)
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    memory = ""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                memory = f", {int(line.split()[1]) / 1024 / 1024:.0f} GB RAM"
+                break
+    except OSError:
+        pass
+    return (
+        f"{cpu}, {os.cpu_count()} cores{memory}, {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}"
+    )
+
+
+def one_process(payments: int, seed: int, folder: Path) -> Measurement:
+    """generate + import + reconcile + results.csv + persist, timed inside one process."""
+    script = (
+        "import time, sys\n"
+        "from pathlib import Path\n"
+        "started = time.perf_counter()\n"
+        "from core.benchmark import generate\n"
+        "from core.db import connect, migrate\n"
+        "from core.evaluation import run_pipeline\n"
+        f"folder = Path({str(folder)!r})\n"
+        f"g = generate(folder / 'dataset', payments={payments}, seed={seed})\n"
+        "conn = connect(folder / 'bench.sqlite')\n"
+        "migrate(conn)\n"
+        "run_pipeline(conn, folder / 'dataset', g.as_of, folder / 'results.csv')\n"
+        "conn.close()\n"
+        "print(time.perf_counter() - started)\n"
+    )
+    return measure([sys.executable, "-c", script], folder / "log-one")
+
+
+def inside_seconds(folder: Path) -> float:
+    """The in-process total printed by `one_process` (imports included, interpreter start not)."""
+    return float((folder / "log-one" / "stdout.txt").read_text().split()[-1])
+
+
+def run_size(payments: int, seed: int, work: Path) -> dict[str, Measurement]:
+    from core.benchmark import DEFAULT_AS_OF
+
+    folder = work / f"p{payments}"
+    shutil.rmtree(folder, ignore_errors=True)
+    python = [sys.executable, "-m", "core"]
+    results: dict[str, Measurement] = {}
+    results["generate"] = measure(
+        [*python, "generate", str(folder), "--payments", str(payments), "--seed", str(seed)],
+        folder / "log-generate",
+    )
+    if results["generate"].exit_code:
+        return results
+    common = ["--as-of", DEFAULT_AS_OF]
+    results["reconcile"] = measure(
+        [*python, "reconcile", str(folder), "--out", str(folder / "results.csv"), *common],
+        folder / "log-reconcile",
+    )
+    database = folder / "bench.sqlite"
+    results["persist"] = measure(
+        [*python, "reconcile", str(folder), "--out", str(folder / "results-db.csv"), *common,
+         "--db", str(database)],
+        folder / "log-persist",
+    )  # fmt: skip
+    if payments <= 5_000:
+        whole = one_process(payments, seed, work / f"one{payments}")
+        results["process"] = whole
+        if whole.exit_code == 0:
+            inside = inside_seconds(work / f"one{payments}")
+            results["total"] = Measurement(inside, whole.cpu_seconds, whole.peak_bytes, 0, "")
+    return results
+
+
+def format_row(payments: int, step: str, m: Measurement) -> str:
+    label = {
+        "generate": "generate (files + labels)",
+        "reconcile": "reconcile (files -> results.csv)",
+        "persist": "reconcile --db (persisted)",
+        "process": "  same, process wall incl. interpreter",
+        "total": "generate+reconcile+persist, 1 process",
+    }[step]
+    target = TARGETS.get((step, payments), "")
+    if m.exit_code:
+        return (
+            f"{payments:>10,}  {label:<40} failed (exit {m.exit_code}): {m.error.splitlines()[-1:]}"
+        )
+    rate = payments / m.seconds if m.seconds else 0.0
+    return (
+        f"{payments:>10,}  {label:<40}{m.seconds:>9.2f}{m.cpu_seconds:>9.2f}{rate:>14,.0f}"
+        f"{m.peak_bytes / 2**20:>11,.0f}   {target}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__)
+    parser.add_argument(
+        "--sizes",
+        default=",".join(str(s) for s in DEFAULT_SIZES),
+        help="comma-separated payment counts (default 5000,100000,1000000)",
+    )
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--keep", metavar="DIR", help="keep the datasets and results in DIR")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="razorrecon-bench-"))
+    print(f"machine: {machine()}")
+    print(f"load average (1, 5, 15 min) at the start: {load_average()}")
+    print(
+        f"seed {args.seed}; each step is its own process; CPU = its user + system seconds; "
+        "peak = its max RSS; payments/s from wall seconds\n"
+    )
+    print(
+        f"{'payments':>10}  {'step':<40}{'wall s':>9}{'CPU s':>9}{'payments/s':>14}"
+        f"{'peak MB':>11}   target"
+    )
+    try:
+        for payments in sizes:
+            measured = run_size(payments, args.seed, work)
+            order = ["generate", "reconcile", "persist", "total", "process"]
+            for step in sorted(measured, key=order.index):
+                print(format_row(payments, step, measured[step]), flush=True)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"\nload average (1, 5, 15 min) at the end: {load_average()}")
+    return 0
+
+
+def load_average() -> str:
+    try:
+        return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

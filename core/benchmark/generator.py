@@ -1,0 +1,227 @@
+"""`generate()`: a seeded benchmark dataset and, kept apart, its ground truth.
+
+The dataset folder holds exactly the five files the importer reads (spec section 2);
+`ground_truth.csv` sits beside them and no importer or engine code opens it. The same
+(payments, seed, as_of, faults, bank_statement) always gives byte-identical files; the
+default `as_of` is fixed (DEFAULT_AS_OF) so that the default benchmark is reproducible.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from core.benchmark import bank, files, labels, world
+from core.benchmark.ids import IdFactory
+from core.calendar import IST
+from core.errors import ConfigError
+
+DEFAULT_AS_OF = "2026-06-30T23:59:59+05:30"
+GROUND_TRUTH_FILE = "ground_truth.csv"
+HELD_OUT_SHARE = 0.2
+DEVELOPMENT = "development"
+HELD_OUT = "held_out"
+GROUND_TRUTH_COLUMNS = (
+    "entity_type",
+    "entity_id",
+    "status",
+    "reason_code",
+    "reason_codes",
+    "match_method",
+    "exposure_class",
+    "root_cause",
+    "split",
+    "scenario",
+)
+# Independent random streams, so that changing one part of the story leaves the others be.
+STREAMS = (
+    "calendar",
+    "payments",
+    "faults",
+    "refunds",
+    "rows",
+    "settlements",
+    "bank",
+    "files",
+    "split",
+    "ids",
+)
+
+
+@dataclass(frozen=True)
+class GeneratedBenchmark:
+    """What `generate` wrote.
+
+    out_dir: the dataset folder. payments / seed / as_of (Unix seconds) / as_of_iso / faults /
+    bank_statement: the parameters that fix the data. files: the dataset files written (names
+    inside out_dir). ground_truth: path of the labels. fingerprint: sha256 over the dataset
+    files' names and bytes (not the labels). counts: rows per file and labels per split.
+    seconds: wall time of the generation.
+    """
+
+    out_dir: Path
+    payments: int
+    seed: int
+    as_of: int
+    as_of_iso: str
+    faults: bool
+    bank_statement: bool
+    files: tuple[str, ...]
+    ground_truth: Path
+    fingerprint: str
+    counts: Mapping[str, int]
+    seconds: float
+
+
+def parse_as_of(value: str | int | dt.datetime | None) -> int:
+    """An as-of instant as Unix seconds; ISO text without an offset is IST."""
+    if value is None:
+        value = DEFAULT_AS_OF
+    if isinstance(value, int):
+        return value
+    if isinstance(value, dt.datetime):
+        moment = value
+    else:
+        try:
+            moment = dt.datetime.fromisoformat(value)
+        except ValueError as exc:
+            raise ConfigError(f"as-of: not an ISO 8601 date-time: {value!r}") from exc
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=IST)
+    return int(moment.timestamp())
+
+
+def assign_split(scenario: pd.Series, rng: np.random.Generator) -> np.ndarray:
+    """development / held_out, 80/20 within each scenario; every scenario with two or more
+    entities has at least one in each split.
+    """
+    codes, _ = pd.factorize(scenario, sort=True)
+    n = len(codes)
+    counts = np.bincount(codes)
+    held = np.where(counts >= 2, np.clip(np.round(counts * HELD_OUT_SHARE), 1, counts - 1), 0)
+    order = np.lexsort((rng.random(n), codes))
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    sorted_codes = codes[order]
+    rank = np.arange(n) - starts[sorted_codes]
+    split = np.empty(n, dtype=object)
+    split[order] = np.where(rank < held[sorted_codes], HELD_OUT, DEVELOPMENT)
+    return split
+
+
+def fingerprint(out_dir: Path, names: tuple[str, ...]) -> str:
+    digest = hashlib.sha256()
+    for name in sorted(names):
+        digest.update(name.encode() + b"\0")
+        with open(out_dir / name, "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+def generate(
+    out_dir: str | Path,
+    payments: int = 5000,
+    seed: int = 42,
+    as_of: str | int | dt.datetime | None = None,
+    *,
+    faults: bool = True,
+    bank_statement: bool = True,
+) -> GeneratedBenchmark:
+    """Write a benchmark dataset into `out_dir` and its labels into `out_dir/ground_truth.csv`.
+
+    faults=False plants no faults: every entity is then MATCHED or PENDING. bank_statement=False
+    writes no statement, so processed settlements are matched with `no_bank_statement`.
+    """
+    started = time.perf_counter()
+    if payments < world.MIN_PAYMENTS:
+        raise world.GenerationError(f"at least {world.MIN_PAYMENTS} payments are needed")
+    as_of_ts = parse_as_of(as_of)
+    target = Path(out_dir)
+    target.mkdir(parents=True, exist_ok=True)
+    streams = dict(
+        zip(
+            STREAMS,
+            (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(len(STREAMS))),
+            strict=True,
+        )
+    )
+    ids = IdFactory(streams["ids"])
+    ids.take(bank.NOISE_NUMBER)
+
+    calendar = world.build_calendar(as_of_ts, streams["calendar"])
+    pays = world.build_payments(payments, calendar, ids, streams["payments"])
+    world.plant_payment_faults(pays, calendar, ids, streams["faults"], faults)
+    refunds = world.build_refunds(pays, calendar, ids, streams["refunds"], faults)
+    rows, planted = world.build_recon_rows(pays, refunds, calendar, ids, streams["rows"], faults)
+    world.balance_debits(rows, calendar)
+    settlements = world.build_settlements(
+        rows, calendar, ids, streams["settlements"], faults, bank_statement
+    )
+    statement = None
+    if bank_statement:
+        lines = bank.build_lines(settlements, calendar, ids, streams["bank"], faults)
+        statement = bank.render(lines, calendar, streams["bank"])
+
+    file_rng = streams["files"]
+    counts = {
+        files.PAYMENTS_FILE: files.write_payments(pays, target, file_rng),
+        files.REFUNDS_FILE: files.write_refunds(refunds, pays, target),
+        files.SETTLEMENTS_FILE: files.write_settlements(settlements, target),
+        files.RECON_FILE: files.write_recon(rows, settlements, calendar, target, file_rng),
+    }
+    if statement is not None:
+        bank.write(statement, target)
+        counts[bank.BANK_FILE] = len(statement.lines)
+    else:
+        (target / bank.BANK_FILE).unlink(missing_ok=True)
+
+    settlement_frame, bank_frame = labels.settlement_labels(settlements, statement)
+    truth = pd.concat(
+        [
+            frame
+            for frame in (
+                labels.payment_labels(pays, calendar),
+                labels.refund_labels(refunds, pays),
+                labels.recon_row_labels(planted),
+                settlement_frame,
+                bank_frame,
+            )
+            if len(frame)
+        ],
+        ignore_index=True,
+    )
+    truth = truth.sort_values(["entity_type", "entity_id"], kind="stable").reset_index(drop=True)
+    truth["split"] = assign_split(truth["scenario"], streams["split"])
+    truth = truth[list(GROUND_TRUTH_COLUMNS)]
+    truth_path = target / GROUND_TRUTH_FILE
+    files.write_frame(truth, truth_path)
+    counts["labels"] = len(truth)
+    counts["labels_held_out"] = int((truth["split"] == HELD_OUT).sum())
+
+    names = tuple(counts_name for counts_name in counts if counts_name.endswith(".csv"))
+    return GeneratedBenchmark(
+        out_dir=target,
+        payments=payments,
+        seed=seed,
+        as_of=as_of_ts,
+        as_of_iso=dt.datetime.fromtimestamp(as_of_ts, tz=IST).isoformat(),
+        faults=faults,
+        bank_statement=bank_statement,
+        files=names,
+        ground_truth=truth_path,
+        fingerprint=fingerprint(target, names),
+        counts=counts,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def read_ground_truth(path: str | Path) -> pd.DataFrame:
+    """The labels file as written by `generate` (every column a string; empty = "")."""
+    return pd.read_csv(path, dtype=str, keep_default_na=False)

@@ -1,0 +1,491 @@
+"""Scoring the engine against the benchmark's ground truth (the full and held-out reports).
+
+`run_evaluation()` generates a benchmark into a temporary folder, moves its labels out of the
+dataset folder before anything reads it, runs the whole pipeline (import into an isolated
+in-memory SQLite database, reconcile, write `results.csv`, persist the run), and only then
+reads the labels back and joins them to the results *as written*. The engine never sees the
+labels: they are not in the folder it imports, and `core.engine` / `core.ingest` import
+nothing from `core.benchmark` (a test checks both).
+
+Definitions (docs/benchmark.md):
+- A record is one entity in the ground truth, plus any entity the engine gave an outcome
+  that the labels say should have none (those count in the full report only).
+- An outcome is right when status, reason_code and the set of reason_codes equal the label,
+  and, where either side names a spec fallback (fuzzy_utr, consolidated, no_bank_statement),
+  the match_method too. accuracy = right / records.
+- Exception detection counts a true positive when the engine reports an EXCEPTION with the
+  label's primary reason_code. precision = TP / reported exceptions, recall = TP / labelled
+  exceptions; a reported exception with the wrong code is both a false positive and a false
+  negative.
+- throughput = payments / pipeline seconds (import, reconcile, results.csv, persist), measured
+  in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from core.benchmark import rules
+from core.benchmark.generator import (
+    DEFAULT_AS_OF,
+    GROUND_TRUTH_FILE,
+    HELD_OUT,
+    generate,
+    read_ground_truth,
+)
+
+NONE = "(none)"
+OUTCOME_FIELDS = ("status", "reason_code", "reason_codes", "match_method")
+
+# The investigator's root-cause predictions: given the database and the run id, a frame with
+# entity_type, entity_id, root_cause for (some of) the run's exceptions. Supplied by
+# core.investigate; the evaluation scores it against the labels' root_cause.
+RootCausePredictor = Callable[[sqlite3.Connection, int], pd.DataFrame]
+
+
+@dataclass(frozen=True)
+class CodeScore:
+    """One reason code: how many entities carry it in the labels and in the engine's output,
+    how many of those agree, and the engine's exposure for it (paise)."""
+
+    expected: int
+    reported: int
+    correct: int
+    precision: float | None
+    recall: float | None
+    exposure: int
+
+
+@dataclass(frozen=True)
+class ClassScore:
+    """One exposure class: labelled and reported exceptions and the engine's exposure (paise)."""
+
+    expected: int
+    reported: int
+    correct: int
+    exposure: int
+
+
+@dataclass(frozen=True)
+class SplitReport:
+    """The scores over one set of records (all, or the held-out split).
+
+    records / matched / pending / exceptions: records, and the engine's outcomes among them.
+    expected: the labels' counts by status. correct and accuracy: see the module docstring.
+    precision, recall, true_positives, false_positives, false_negatives: exception detection.
+    by_code / by_class: per reason code and per exposure class. throughput: payments per
+    second of the pipeline run that produced the results. root_cause_accuracy: share of
+    labelled exceptions whose predicted root cause equals the label (None until an
+    investigator is plugged in; see RootCausePredictor).
+    """
+
+    records: int
+    matched: int
+    pending: int
+    exceptions: int
+    expected: dict[str, int]
+    correct: int
+    accuracy: float
+    precision: float
+    recall: float
+    true_positives: int
+    false_positives: int
+    false_negatives: int
+    by_code: dict[str, CodeScore]
+    by_class: dict[str, ClassScore]
+    throughput: float
+    root_cause_accuracy: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class EvaluationReport:
+    """One evaluation run.
+
+    full / held_out: the two reports. confusion: labels (rows) against the engine's outcomes
+    (columns) by outcome key (MATCHED, PENDING:<reason>, EXCEPTION:<code>, or "(none)" for
+    no outcome). disagreements: every record whose outcome is not right, label beside
+    outcome. timings: seconds per pipeline step. fingerprint: of the generated dataset.
+    """
+
+    payments: int
+    seed: int
+    as_of: str
+    fingerprint: str
+    full: SplitReport
+    held_out: SplitReport
+    confusion: pd.DataFrame
+    disagreements: pd.DataFrame
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `--json` shape: {"full": {...}, "held_out": {...}} plus the run's context."""
+        return {
+            "full": self.full.to_dict(),
+            "held_out": self.held_out.to_dict(),
+            "payments": self.payments,
+            "seed": self.seed,
+            "as_of": self.as_of,
+            "fingerprint": self.fingerprint,
+            "timings": self.timings,
+        }
+
+
+def outcome_key(status: pd.Series, reason: pd.Series) -> pd.Series:
+    """MATCHED / PENDING:<reason> / EXCEPTION:<code> / (none)."""
+    key = status.where(status == rules.MATCHED, status + ":" + reason)
+    return key.where(status != "", NONE)
+
+
+def _codes(text: str) -> frozenset[str]:
+    return frozenset(code for code in text.split(";") if code)
+
+
+def _same_codes(left: pd.Series, right: pd.Series) -> pd.Series:
+    """Whether two `;`-joined code lists hold the same codes (order aside)."""
+    same = left == right
+    differ = ~same
+    if differ.any():
+        same[differ] = left[differ].map(_codes) == right[differ].map(_codes)
+    return same
+
+
+def join_outcomes(outcomes: pd.DataFrame, truth: pd.DataFrame) -> pd.DataFrame:
+    """Labels beside outcomes, one row per entity in either (missing side = empty strings).
+
+    `outcomes` needs entity_type, entity_id, status, reason_code, reason_codes, match_method,
+    exposure_class and exposure_amount (as in results.csv); `truth` is ground_truth.csv.
+    """
+    engine = outcomes[
+        ["entity_type", "entity_id", *OUTCOME_FIELDS, "exposure_class", "exposure_amount"]
+    ].copy()
+    for column in (*OUTCOME_FIELDS, "exposure_class"):
+        engine[column] = engine[column].fillna("").astype(str)
+    engine["exposure_amount"] = (
+        pd.to_numeric(engine["exposure_amount"], errors="coerce").fillna(0).astype("int64")
+    )
+    engine = engine.rename(
+        columns={c: f"engine_{c}" for c in (*OUTCOME_FIELDS, "exposure_class", "exposure_amount")}
+    )
+    labels = truth.rename(columns={c: f"label_{c}" for c in (*OUTCOME_FIELDS, "exposure_class")})
+    joined = labels.merge(engine, on=["entity_type", "entity_id"], how="outer", indicator=True)
+    text_columns = [c for c in joined.columns if c not in ("engine_exposure_amount", "_merge")]
+    joined[text_columns] = joined[text_columns].fillna("").astype(str)
+    joined["engine_exposure_amount"] = joined["engine_exposure_amount"].fillna(0).astype("int64")
+    joined["labelled"] = joined["_merge"] != "right_only"
+    joined = joined.drop(columns="_merge")
+    same = (
+        (joined["label_status"] == joined["engine_status"])
+        & (joined["label_reason_code"] == joined["engine_reason_code"])
+        & _same_codes(joined["label_reason_codes"], joined["engine_reason_codes"])
+    )
+    fallback = joined["label_match_method"].isin(rules.FALLBACK_METHODS) | joined[
+        "engine_match_method"
+    ].isin(rules.FALLBACK_METHODS)
+    same &= ~fallback | (joined["label_match_method"] == joined["engine_match_method"])
+    joined["correct"] = same
+    joined["label_key"] = outcome_key(joined["label_status"], joined["label_reason_code"])
+    joined["engine_key"] = outcome_key(joined["engine_status"], joined["engine_reason_code"])
+    return joined.sort_values(["entity_type", "entity_id"], kind="stable").reset_index(drop=True)
+
+
+def _ratio(numerator: int, denominator: int) -> float | None:
+    return numerator / denominator if denominator else None
+
+
+def score(
+    joined: pd.DataFrame, *, throughput: float, root_causes: pd.DataFrame | None = None
+) -> SplitReport:
+    """The report over the rows of `joined` (from join_outcomes)."""
+    label_exc = joined["label_status"] == rules.EXCEPTION
+    engine_exc = joined["engine_status"] == rules.EXCEPTION
+    hit = label_exc & engine_exc & (joined["label_reason_code"] == joined["engine_reason_code"])
+    tp = int(hit.sum())
+    reported = int(engine_exc.sum())
+    labelled = int(label_exc.sum())
+    codes = list(rules.ALL_EXCEPTION_CODES)
+    codes += sorted(set(joined.loc[engine_exc, "engine_reason_code"]) - set(codes))
+    by_code: dict[str, CodeScore] = {}
+    for code in codes:
+        expected = label_exc & (joined["label_reason_code"] == code)
+        got = engine_exc & (joined["engine_reason_code"] == code)
+        correct = int((expected & got).sum())
+        by_code[code] = CodeScore(
+            expected=int(expected.sum()),
+            reported=int(got.sum()),
+            correct=correct,
+            precision=_ratio(correct, int(got.sum())),
+            recall=_ratio(correct, int(expected.sum())),
+            exposure=int(joined.loc[got, "engine_exposure_amount"].sum()),
+        )
+    classes = list(rules.EXPOSURE_CLASSES)
+    classes += sorted(set(joined.loc[engine_exc, "engine_exposure_class"]) - set(classes) - {""})
+    by_class: dict[str, ClassScore] = {}
+    for name in classes:
+        expected = label_exc & (joined["label_exposure_class"] == name)
+        got = engine_exc & (joined["engine_exposure_class"] == name)
+        by_class[name] = ClassScore(
+            expected=int(expected.sum()),
+            reported=int(got.sum()),
+            correct=int((expected & got & hit).sum()),
+            exposure=int(joined.loc[got, "engine_exposure_amount"].sum()),
+        )
+    records = len(joined)
+    correct_count = int(joined["correct"].sum())
+    return SplitReport(
+        records=records,
+        matched=int((joined["engine_status"] == rules.MATCHED).sum()),
+        pending=int((joined["engine_status"] == rules.PENDING).sum()),
+        exceptions=reported,
+        expected={
+            status.lower(): int((joined["label_status"] == status).sum())
+            for status in (rules.MATCHED, rules.PENDING, rules.EXCEPTION)
+        },
+        correct=correct_count,
+        accuracy=correct_count / records if records else 0.0,
+        precision=tp / reported if reported else 1.0,
+        recall=tp / labelled if labelled else 1.0,
+        true_positives=tp,
+        false_positives=reported - tp,
+        false_negatives=labelled - tp,
+        by_code=by_code,
+        by_class=by_class,
+        throughput=throughput,
+        root_cause_accuracy=root_cause_accuracy(joined, root_causes),
+    )
+
+
+def root_cause_accuracy(joined: pd.DataFrame, predictions: pd.DataFrame | None) -> float | None:
+    """Share of labelled exceptions whose predicted root cause equals the label's; an
+    exception with no prediction counts as wrong. None when there are no predictions."""
+    if predictions is None:
+        return None
+    exceptions = joined[joined["label_status"] == rules.EXCEPTION]
+    if exceptions.empty:
+        return None
+    predicted = predictions[["entity_type", "entity_id", "root_cause"]].rename(
+        columns={"root_cause": "predicted_root_cause"}
+    )
+    merged = exceptions.merge(predicted, on=["entity_type", "entity_id"], how="left")
+    right = merged["predicted_root_cause"].fillna("") == merged["root_cause"]
+    return float(right.mean())
+
+
+def confusion_by_code(joined: pd.DataFrame) -> pd.DataFrame:
+    """Counts of labels (rows) against the engine's outcomes (columns), by outcome key."""
+    table = pd.crosstab(joined["label_key"], joined["engine_key"])
+    table.index.name = "label"
+    table.columns.name = "engine"
+    return table
+
+
+@dataclass(frozen=True)
+class PipelineRun:
+    """What one pipeline run produced: the results file, the run id, seconds per step."""
+
+    results_csv: Path
+    run_id: int
+    timings: dict[str, float]
+    payments: int
+
+
+def run_pipeline(
+    conn: sqlite3.Connection, dataset_dir: Path, as_of: int, results_csv: Path
+) -> PipelineRun:
+    """The path `python -m core reconcile DIR --out results.csv --db DB` takes (core.pipeline):
+    import and reconcile the folder, write results.csv, store the dataset and the run, sync
+    the exception queue. Timed per step."""
+    from core.engine import EngineParams, write_results_csv
+    from core.pipeline import reconcile_folder, store_folder_run
+
+    began = time.perf_counter()
+    folder_run = reconcile_folder(dataset_dir, EngineParams(), as_of)
+    timings = {
+        "import": float(folder_run.timings["load_s"]),
+        "reconcile": float(folder_run.timings["reconcile_s"]),
+    }
+    step = time.perf_counter()
+    write_results_csv(folder_run.outcomes, results_csv)
+    timings["results_csv"] = time.perf_counter() - step
+    step = time.perf_counter()
+    stored = store_folder_run(conn, folder_run, source="benchmark")
+    timings["persist"] = time.perf_counter() - step
+    timings["pipeline"] = time.perf_counter() - began
+    return PipelineRun(results_csv, stored.run_id, timings, len(folder_run.dataset.payments))
+
+
+def read_results(path: Path) -> pd.DataFrame:
+    """results.csv as written, every column a string (empty = "")."""
+    return pd.read_csv(path, dtype=str, keep_default_na=False)
+
+
+def run_evaluation(
+    payments: int = 5000,
+    seed: int = 42,
+    as_of: str | None = None,
+    *,
+    root_cause_predictor: RootCausePredictor | None = None,
+    work_dir: str | Path | None = None,
+) -> EvaluationReport:
+    """Generate, run the pipeline in an in-memory database, then score against the labels.
+
+    work_dir: keep the dataset, labels and results.csv there (default: a temporary folder
+    removed afterwards).
+    """
+    from core.db import connect, migrate
+
+    with tempfile.TemporaryDirectory(prefix="razorrecon-eval-") as scratch:
+        root = Path(work_dir) if work_dir is not None else Path(scratch)
+        dataset_dir = root / "dataset"
+        started = time.perf_counter()
+        generated = generate(dataset_dir, payments=payments, seed=seed, as_of=as_of)
+        generate_seconds = time.perf_counter() - started
+        # The labels leave the dataset folder before the importer opens it.
+        labels_path = root / GROUND_TRUTH_FILE
+        shutil.move(str(generated.ground_truth), labels_path)
+        conn = connect(":memory:")
+        try:
+            migrate(conn)
+            run = run_pipeline(conn, dataset_dir, generated.as_of, root / "results.csv")
+            predictions = root_cause_predictor(conn, run.run_id) if root_cause_predictor else None
+        finally:
+            conn.close()
+        # Only now, with results.csv written and the run stored, are the labels read.
+        truth = read_ground_truth(labels_path)
+        joined = join_outcomes(read_results(run.results_csv), truth)
+    throughput = run.payments / run.timings["pipeline"] if run.timings["pipeline"] else 0.0
+    timings = {"generate": generate_seconds, **run.timings}
+    held = joined[joined["split"] == HELD_OUT]
+    wrong = joined[~joined["correct"]]
+    return EvaluationReport(
+        payments=payments,
+        seed=seed,
+        as_of=generated.as_of_iso,
+        fingerprint=generated.fingerprint,
+        full=score(joined, throughput=throughput, root_causes=predictions),
+        held_out=score(held, throughput=throughput, root_causes=predictions),
+        confusion=confusion_by_code(joined),
+        disagreements=wrong[
+            [
+                "entity_type",
+                "entity_id",
+                "split",
+                "scenario",
+                "label_status",
+                "label_reason_code",
+                "label_reason_codes",
+                "label_match_method",
+                "engine_status",
+                "engine_reason_code",
+                "engine_reason_codes",
+                "engine_match_method",
+            ]
+        ].reset_index(drop=True),
+        timings=timings,
+    )
+
+
+def _percent(value: float | None) -> str:
+    return "   -  " if value is None else f"{100 * value:6.2f}%"
+
+
+def format_split(title: str, report: SplitReport) -> str:
+    """A plain-text report for one split."""
+    from core.money import format_inr
+
+    lines = [
+        title,
+        f"  records {report.records:,}   matched {report.matched:,}   "
+        f"pending {report.pending:,}   exceptions {report.exceptions:,}",
+        f"  accuracy {_percent(report.accuracy)}  ({report.correct:,} of {report.records:,} right)",
+        f"  exception detection: precision {_percent(report.precision)}  "
+        f"recall {_percent(report.recall)}  false positives {report.false_positives:,}  "
+        f"false negatives {report.false_negatives:,}",
+        f"  throughput {report.throughput:,.0f} payments/s (measured in this run)",
+        "  root-cause accuracy "
+        + (
+            "not measured (no investigator plugged in)"
+            if report.root_cause_accuracy is None
+            else _percent(report.root_cause_accuracy)
+        ),
+        "",
+        f"  {'reason code':<34}{'labelled':>9}{'reported':>9}{'right':>7}"
+        f"{'precision':>10}{'recall':>9}  {'exposure':>18}",
+    ]
+    for code, s in report.by_code.items():
+        if not (s.expected or s.reported):
+            continue
+        lines.append(
+            f"  {code:<34}{s.expected:>9,}{s.reported:>9,}{s.correct:>7,}"
+            f"{_percent(s.precision):>10}{_percent(s.recall):>9}  {format_inr(s.exposure):>18}"
+        )
+    lines += [
+        "",
+        f"  {'exposure class':<34}{'labelled':>9}{'reported':>9}{'right':>7}  {'exposure':>37}",
+    ]
+    for name, c in report.by_class.items():
+        exposure = format_inr(c.exposure)
+        lines.append(f"  {name:<34}{c.expected:>9,}{c.reported:>9,}{c.correct:>7,}  {exposure:>37}")
+    return "\n".join(lines)
+
+
+def format_report(report: EvaluationReport) -> str:
+    steps = "  ".join(f"{k} {v:.2f}s" for k, v in report.timings.items())
+    head = [
+        f"RazorRecon evaluation: {report.payments:,} payments, seed {report.seed}, "
+        f"as of {report.as_of}",
+        f"dataset fingerprint {report.fingerprint[:16]}…   {steps}",
+        "Scored on the seeded SYNTHETIC benchmark: its labels come from how the data were",
+        "generated. This measures conformance to the spec, not accuracy on production data.",
+        "",
+    ]
+    body = [format_split("FULL", report.full), "", format_split("HELD-OUT (20%)", report.held_out)]
+    if len(report.disagreements):
+        body += ["", f"disagreements ({len(report.disagreements)}; first 20):"]
+        body.append(report.disagreements.head(20).to_string(index=False))
+    return "\n".join(head + body)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="evaluation.py",
+        description="Generate the benchmark, reconcile it in an in-memory database, and score "
+        "the outcomes against the ground truth (full and held-out reports).",
+    )
+    parser.add_argument("--payments", type=int, default=5000, help="payments (default 5000)")
+    parser.add_argument("--seed", type=int, default=42, help="seed (default 42)")
+    parser.add_argument(
+        "--as-of", default=None, metavar="ISO", help=f"as-of instant (default {DEFAULT_AS_OF})"
+    )
+    parser.add_argument("--json", action="store_true", help="print the reports as JSON")
+    args = parser.parse_args(argv)
+    from core.errors import RazorReconError
+
+    try:
+        from core.investigate.evaluation import predict_root_causes
+
+        report = run_evaluation(
+            args.payments, args.seed, args.as_of, root_cause_predictor=predict_root_causes
+        )
+    except RazorReconError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2, sort_keys=True))
+    else:
+        print(format_report(report))
+    return 0
