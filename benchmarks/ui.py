@@ -99,6 +99,7 @@ def measure_pages(database: Path, repeats: int = 5) -> dict[str, Any]:
             at.run()
 
         result["overview_charts_rebuilt_s"] = _median_seconds(uncached, repeats)
+        result["overview_cards_rendered"] = len(at.metric)  # proof the page had content
         at.switch_page("pages/exceptions.py")
         result["exceptions_first_render_s"] = _median_seconds(at.run, 1)
         result["exceptions_rerun_s"] = _median_seconds(at.run, repeats)
@@ -120,6 +121,7 @@ def measure_pages(database: Path, repeats: int = 5) -> dict[str, Any]:
             box.input("" if box.value else "pay_0000000050").run()
 
         result["exceptions_search_s"] = _median_seconds(search, repeats)
+        result["exceptions_rows_rendered"] = len(at.dataframe[0].value) if at.dataframe else 0
         errors = [e.value for e in at.exception]
         result["errors"] = errors
         return result
