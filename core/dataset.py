@@ -86,6 +86,20 @@ BANK_COLUMNS: dict[str, str] = {
     "balance": "Int64",
 }
 
+BANK_FILE = "bank_statement.csv"
+# The files a dataset folder may hold (spec section 2); only these are ever read.
+DATASET_FILES: tuple[str, ...] = (
+    "payments.csv",
+    "payments.json",
+    "refunds.csv",
+    "refunds.json",
+    "settlements.csv",
+    "settlements.json",
+    "settlement_recon.csv",
+    "settlement_recon.json",
+    BANK_FILE,
+)
+
 PAYMENT_STATUSES = frozenset({"created", "authorized", "captured", "refunded", "failed"})
 REFUND_STATUSES = frozenset({"pending", "processed", "failed"})
 SETTLEMENT_STATUSES = frozenset({"created", "processed", "failed"})

@@ -17,23 +17,10 @@ from typing import Any
 
 import pandas as pd
 
-from core.dataset import Dataset
+from core.dataset import DATASET_FILES, Dataset
 from core.db.runs import discard_stale_runs, get_run, update_timings
 from core.engine import EngineParams, persist_run, reconcile
 from core.ingest.report import ImportReport
-
-# The files a dataset folder may hold (spec section 2); only these are read and hashed.
-DATASET_FILES: tuple[str, ...] = (
-    "payments.csv",
-    "payments.json",
-    "refunds.csv",
-    "refunds.json",
-    "settlements.csv",
-    "settlements.json",
-    "settlement_recon.csv",
-    "settlement_recon.json",
-    "bank_statement.csv",
-)
 
 
 @dataclass(frozen=True)

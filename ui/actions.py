@@ -15,22 +15,13 @@ from typing import Any
 
 from core import bootstrap
 from core.calendar import IST, CalendarParams
+from core.dataset import DATASET_FILES
 from core.db import database_path
 from core.errors import InputError, Problem
 from ui import shell
 from ui.widgets import module
 
-DATASET_NAMES = (
-    "payments.csv",
-    "payments.json",
-    "refunds.csv",
-    "refunds.json",
-    "settlements.csv",
-    "settlements.json",
-    "settlement_recon.csv",
-    "settlement_recon.json",
-    "bank_statement.csv",
-)
+DATASET_NAMES = DATASET_FILES
 Progress = Callable[[float, str], None]
 
 

@@ -14,25 +14,10 @@ from typing import Any
 import pandas as pd
 
 from core.calendar import IST
-from core.money import format_inr, format_inr_short
+from core.money import MONEY_FIELDS, format_inr, format_inr_short
 from core.views import QueueItem
 
-BASE_MONEY_FIELDS = frozenset(
-    {
-        "amount",
-        "fee",
-        "fees",
-        "tax",
-        "credit",
-        "debit",
-        "balance",
-        "amount_refunded",
-        "expected_amount",
-        "actual_amount",
-        "difference",
-        "exposure_amount",
-    }
-)
+BASE_MONEY_FIELDS = MONEY_FIELDS
 TIME_FIELDS = frozenset(
     {
         "created_at",

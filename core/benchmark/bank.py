@@ -19,9 +19,9 @@ import numpy as np
 
 from core.benchmark.ids import IdFactory
 from core.benchmark.world import Calendar, Settlements
+from core.dataset import BANK_FILE
 from core.money import format_rupees
 
-BANK_FILE = "bank_statement.csv"
 HEADER = [
     "Date",
     "Narration",

@@ -21,6 +21,7 @@ import pandas as pd
 from core.benchmark import bank, files, labels, world
 from core.benchmark.ids import IdFactory
 from core.calendar import IST
+from core.dataset import BANK_FILE
 from core.errors import ConfigError
 
 DEFAULT_AS_OF = "2026-06-30T23:59:59+05:30"
@@ -178,9 +179,9 @@ def generate(
     }
     if statement is not None:
         bank.write(statement, target)
-        counts[bank.BANK_FILE] = len(statement.lines)
+        counts[BANK_FILE] = len(statement.lines)
     else:
-        (target / bank.BANK_FILE).unlink(missing_ok=True)
+        (target / BANK_FILE).unlink(missing_ok=True)
 
     settlement_frame, bank_frame = labels.settlement_labels(settlements, statement)
     truth = pd.concat(
