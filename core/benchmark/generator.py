@@ -29,18 +29,7 @@ GROUND_TRUTH_FILE = "ground_truth.csv"
 HELD_OUT_SHARE = 0.2
 DEVELOPMENT = "development"
 HELD_OUT = "held_out"
-GROUND_TRUTH_COLUMNS = (
-    "entity_type",
-    "entity_id",
-    "status",
-    "reason_code",
-    "reason_codes",
-    "match_method",
-    "exposure_class",
-    "root_cause",
-    "split",
-    "scenario",
-)
+GROUND_TRUTH_COLUMNS = (*labels.LABEL_COLUMNS[:-1], "split", labels.LABEL_COLUMNS[-1])
 # Independent random streams, so that changing one part of the story leaves the others be.
 STREAMS = (
     "calendar",

@@ -17,25 +17,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from core.dataset import OUTCOME_COLUMNS as OUTCOME_FIELDS
 from core.db.connection import transaction
 
-OUTCOME_FIELDS: tuple[str, ...] = (
-    "entity_type",
-    "entity_id",
-    "status",
-    "reason_code",
-    "reason_codes",
-    "settlement_id",
-    "expected_amount",
-    "actual_amount",
-    "difference",
-    "exposure_class",
-    "exposure_amount",
-    "match_method",
-    "order_id",
-    "utr",
-    "entity_created_at",
-)
 _INSERT_OUTCOME = (
     f"INSERT INTO outcomes (run_id, {', '.join(OUTCOME_FIELDS)}) "
     f"VALUES (?, {', '.join('?' for _ in OUTCOME_FIELDS)})"

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.dataset import OUTCOME_COLUMNS
 from core.db import runs as db_runs
 from core.engine.params import EngineParams
 from core.engine.part import AMOUNT_COLUMNS
@@ -34,8 +35,8 @@ def _column(series: pd.Series, name: str) -> list[Any]:
 
 
 def outcome_columns(outcomes: pd.DataFrame) -> list[list[Any]]:
-    """The outcomes as Python value lists, one per core.db.runs.OUTCOME_FIELDS entry."""
-    return [_column(outcomes[name], name) for name in db_runs.OUTCOME_FIELDS]
+    """The outcomes as Python value lists, one per OUTCOME_COLUMNS entry."""
+    return [_column(outcomes[name], name) for name in OUTCOME_COLUMNS]
 
 
 def outcome_chunks(outcomes: pd.DataFrame, size: int = CHUNK_ROWS) -> Iterator[list[list[Any]]]:

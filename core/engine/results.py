@@ -9,8 +9,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from core.dataset import RESULT_COLUMNS
 from core.engine import codes as C
-from core.engine.part import AMOUNT_COLUMNS, RESULT_COLUMNS
+from core.engine.part import AMOUNT_COLUMNS
 from core.money import format_inr
 
 
