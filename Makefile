@@ -32,9 +32,13 @@ run: $(RUNTIME_STAMP)
 test: $(DEV_STAMP)
 	$(PY) -m pytest
 
-## bench: speed and memory at 5k, 100k and 1M payments (prints; asserts nothing)
+## bench: speed and memory at 5k, 100k and 1M payments, then the app's cold start and page
+##        times on the 1M database, then exception sync at 1M (prints; asserts nothing)
+BENCH_DIR ?= bench-out
 bench: $(DEV_STAMP)
-	$(PY) -m benchmarks.run
+	$(PY) -m benchmarks.run --keep $(BENCH_DIR)
+	$(PY) -m benchmarks.ui --db $(BENCH_DIR)/p1000000/bench.sqlite
+	$(PY) -m benchmarks.review_sync
 
 ## lint: ruff everywhere, mypy strict on core/
 lint: $(DEV_STAMP)

@@ -86,6 +86,50 @@ BANK_COLUMNS: dict[str, str] = {
     "balance": "Int64",
 }
 
+# results.csv columns, in order (spec section 7), and the context columns the engine adds
+# for the queue (stored in `outcomes`, never written to results.csv).
+RESULT_COLUMNS: tuple[str, ...] = (
+    "entity_type",
+    "entity_id",
+    "status",
+    "reason_code",
+    "reason_codes",
+    "settlement_id",
+    "expected_amount",
+    "actual_amount",
+    "difference",
+    "exposure_class",
+    "exposure_amount",
+    "match_method",
+)
+CONTEXT_COLUMNS: tuple[str, ...] = ("order_id", "utr", "entity_created_at")
+OUTCOME_COLUMNS: tuple[str, ...] = RESULT_COLUMNS + CONTEXT_COLUMNS
+
+# The bank statement layout the generator and the export write (HDFC's, spec section 3).
+HDFC_HEADER: tuple[str, ...] = (
+    "Date",
+    "Narration",
+    "Chq./Ref.No.",
+    "Value Dt",
+    "Withdrawal Amt.",
+    "Deposit Amt.",
+    "Closing Balance",
+)
+
+BANK_FILE = "bank_statement.csv"
+# The files a dataset folder may hold (spec section 2); only these are ever read.
+DATASET_FILES: tuple[str, ...] = (
+    "payments.csv",
+    "payments.json",
+    "refunds.csv",
+    "refunds.json",
+    "settlements.csv",
+    "settlements.json",
+    "settlement_recon.csv",
+    "settlement_recon.json",
+    BANK_FILE,
+)
+
 PAYMENT_STATUSES = frozenset({"created", "authorized", "captured", "refunded", "failed"})
 REFUND_STATUSES = frozenset({"pending", "processed", "failed"})
 SETTLEMENT_STATUSES = frozenset({"created", "processed", "failed"})

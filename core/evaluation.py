@@ -449,6 +449,8 @@ def format_report(report: EvaluationReport) -> str:
         f"RazorRecon evaluation: {report.payments:,} payments, seed {report.seed}, "
         f"as of {report.as_of}",
         f"dataset fingerprint {report.fingerprint[:16]}…   {steps}",
+        "Scored on the seeded SYNTHETIC benchmark: its labels come from how the data were",
+        "generated. This measures conformance to the spec, not accuracy on production data.",
         "",
     ]
     body = [format_split("FULL", report.full), "", format_split("HELD-OUT (20%)", report.held_out)]
@@ -474,7 +476,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from core.errors import RazorReconError
 
     try:
-        report = run_evaluation(args.payments, args.seed, args.as_of)
+        from core.investigate.evaluation import predict_root_causes
+
+        report = run_evaluation(
+            args.payments, args.seed, args.as_of, root_cause_predictor=predict_root_causes
+        )
     except RazorReconError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code

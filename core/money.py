@@ -13,6 +13,24 @@ PAISE_PER_RUPEE = 100
 PAISE_PER_LAKH = 100_000 * PAISE_PER_RUPEE
 PAISE_PER_CRORE = 10_000_000 * PAISE_PER_RUPEE
 
+# Column and record fields that hold integer paise across the raw tables and outcomes.
+MONEY_FIELDS = frozenset(
+    {
+        "amount",
+        "fee",
+        "fees",
+        "tax",
+        "credit",
+        "debit",
+        "balance",
+        "amount_refunded",
+        "expected_amount",
+        "actual_amount",
+        "difference",
+        "exposure_amount",
+    }
+)
+
 _RUPEE_NOISE = re.compile(r"[₹,\s]|^INR|^Rs\.?", re.IGNORECASE)
 _RUPEE_SHAPE = re.compile(r"^[+-]?(\d+(\.\d{0,2})?|\.\d{1,2})$")
 _PAISE_SHAPE = re.compile(r"^[+-]?\d+$")

@@ -17,23 +17,10 @@ from typing import Any
 
 import pandas as pd
 
-from core.dataset import Dataset
-from core.db.runs import get_run, update_timings
+from core.dataset import DATASET_FILES, Dataset
+from core.db.runs import discard_stale_runs, get_run, update_timings
 from core.engine import EngineParams, persist_run, reconcile
 from core.ingest.report import ImportReport
-
-# The files a dataset folder may hold (spec section 2); only these are read and hashed.
-DATASET_FILES: tuple[str, ...] = (
-    "payments.csv",
-    "payments.json",
-    "refunds.csv",
-    "refunds.json",
-    "settlements.csv",
-    "settlements.json",
-    "settlement_recon.csv",
-    "settlement_recon.json",
-    "bank_statement.csv",
-)
 
 
 @dataclass(frozen=True)
@@ -173,16 +160,22 @@ def reconcile_database(
     """Reconcile the raw tables already in the database (any import or API sync), store the
     run and sync the exceptions."""
     from core.db.raw import read_dataset
+    from core.razorpay.webhooks import clear_marks, open_marks
 
+    # Webhook marks up to here are answered by this run; later ones stay open.
+    marks_through = max((mark[0] for mark in open_marks(conn)), default=0)
     began = time.perf_counter()
     dataset = read_dataset(conn)
     loaded = time.perf_counter()
     outcomes = reconcile(dataset, params, as_of)
     done = time.perf_counter()
     timings = {"load_s": round(loaded - began, 3), "reconcile_s": round(done - loaded, 3)}
-    return _persist_and_sync(
+    result = _persist_and_sync(
         conn, outcomes, params, as_of, source, dataset_hashes(dataset), timings
     )
+    if marks_through:
+        clear_marks(conn, through_id=marks_through, run_id=result.run_id)
+    return result
 
 
 def _persist_and_sync(
@@ -196,6 +189,8 @@ def _persist_and_sync(
 ) -> RunResult:
     from core.review import sync_exceptions
 
+    # A run some crashed process left 'running' long ago is marked failed first.
+    discard_stale_runs(conn)
     run_id = persist_run(
         conn,
         outcomes,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -210,3 +211,21 @@ def test_reconcile_folder_into_db_stores_and_syncs(conn: sqlite3.Connection) -> 
     assert conn.execute("SELECT COUNT(*) FROM exceptions").fetchone()[0] == exceptions
     assert db_runs.count_outcomes(conn, result.run_id) == len(result.outcomes)
     assert result.timings["sync_s"] >= 0
+
+
+def test_results_file_gets_ordinary_permissions(tmp_path: Path) -> None:
+    out = tmp_path / "results.csv"
+    assert main(["reconcile", str(DATASET), "--out", str(out), "--as-of", AS_OF_TEXT]) == 0
+    umask = os.umask(0)
+    os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~umask
+    assert [p.name for p in tmp_path.iterdir()] == ["results.csv"]
+
+
+def test_pipeline_marks_long_abandoned_runs_failed(conn: sqlite3.Connection) -> None:
+    crashed = db_runs.start_run(
+        conn, as_of=AS_OF, source="files", params={}, input_hashes={}, started_at=1_000
+    )
+    reconcile_folder_into_db(conn, DATASET, params=EngineParams(), as_of=AS_OF)
+    run = db_runs.get_run(conn, crashed)
+    assert run is not None and run.status == "failed"

@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+import importlib
+import shutil
 import sqlite3
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from core.db import connect
 from core.db import runs as db_runs
 from core.engine import (
     EngineParams,
@@ -16,11 +20,13 @@ from core.engine import (
     persist_run,
     reconcile,
 )
-from core.engine.persist import outcome_rows
+from core.engine.persist import outcome_chunks, outcome_rows
 from tests.conftest import SPEC_EXAMPLE
 from tests.engine_support import load_example, ts
 
 AS_OF = ts("2026-06-30T23:59:59+05:30")
+# The module, not the function `core.db.migrate` that the package re-exports.
+migrate_module = importlib.import_module("core.db.migrate")
 
 
 @pytest.fixture(scope="module")
@@ -118,5 +124,68 @@ def test_complete_run_refuses_a_run_that_is_not_running(
 ) -> None:
     run_id = _persist(conn, outcomes)
     with pytest.raises(ValueError, match="not running"):
-        db_runs.complete_run(conn, run_id, columns=[[]] * 15, timings={}, counts={})
+        db_runs.complete_run(conn, run_id, chunks=[[[]] * 15], timings={}, counts={})
     assert db_runs.count_outcomes(conn, run_id) == len(outcomes)
+
+
+def test_outcomes_written_in_chunks_are_all_stored_in_order(
+    conn: sqlite3.Connection, outcomes: pd.DataFrame
+) -> None:
+    run_id = db_runs.start_run(conn, as_of=AS_OF, source="files", params={}, input_hashes={})
+    chunks = list(outcome_chunks(outcomes, size=50))
+    assert len(chunks) == -(-len(outcomes) // 50)
+    db_runs.complete_run(conn, run_id, chunks=chunks, timings={}, counts={})
+    stored = [tuple(r) for r in db_runs.read_outcomes(conn, run_id)]
+    assert stored == list(outcome_rows(outcomes))
+
+
+def test_outcomes_survive_the_0021_rebuild(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, outcomes: pd.DataFrame
+) -> None:
+    # A database migrated up to 0020 with a stored run keeps every outcome through 0021.
+    early = tmp_path / "early"
+    early.mkdir()
+    for name in ("0001_base.sql", "0020_outcomes_clustered.sql"):
+        shutil.copy(migrate_module.MIGRATIONS_DIR / name, early / name)
+    full = migrate_module.MIGRATIONS_DIR
+    monkeypatch.setattr(migrate_module, "MIGRATIONS_DIR", early)
+    conn = connect(tmp_path / "old.sqlite")
+    try:
+        migrate_module.migrate(conn)
+        run_id = _persist(conn, outcomes)
+        monkeypatch.setattr(migrate_module, "MIGRATIONS_DIR", full)
+        assert "0021_outcomes_status_check" in migrate_module.migrate(conn)
+        assert db_runs.count_outcomes(conn, run_id) == len(outcomes)
+        schema = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'outcomes'").fetchone()
+        assert "status = 'PENDING'" in schema[0] and "WITHOUT ROWID" in schema[0]
+        with pytest.raises(sqlite3.IntegrityError):
+            db_runs.complete_run(
+                conn,
+                db_runs.start_run(conn, as_of=0, source="x", params={}, input_hashes={}),
+                chunks=[
+                    [
+                        [v]
+                        for v in (
+                            "payment",
+                            "pay_X",
+                            "BOGUS",
+                            "",
+                            "",
+                            None,
+                            0,
+                            0,
+                            0,
+                            "",
+                            0,
+                            "",
+                            None,
+                            None,
+                            None,
+                        )
+                    ]
+                ],
+                timings={},
+                counts={},
+            )
+    finally:
+        conn.close()

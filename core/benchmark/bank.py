@@ -19,18 +19,10 @@ import numpy as np
 
 from core.benchmark.ids import IdFactory
 from core.benchmark.world import Calendar, Settlements
+from core.dataset import BANK_FILE, HDFC_HEADER
 from core.money import format_rupees
 
-BANK_FILE = "bank_statement.csv"
-HEADER = [
-    "Date",
-    "Narration",
-    "Chq./Ref.No.",
-    "Value Dt",
-    "Withdrawal Amt.",
-    "Deposit Amt.",
-    "Closing Balance",
-]
+HEADER = list(HDFC_HEADER)
 OPENING_BALANCE = 25_00_000_00
 UNMATCHED_CREDITS = 3
 NOISE_PER_DAY = 2.2

@@ -21,6 +21,7 @@ import pandas as pd
 from core.benchmark import bank, files, labels, world
 from core.benchmark.ids import IdFactory
 from core.calendar import IST
+from core.dataset import BANK_FILE
 from core.errors import ConfigError
 
 DEFAULT_AS_OF = "2026-06-30T23:59:59+05:30"
@@ -28,18 +29,7 @@ GROUND_TRUTH_FILE = "ground_truth.csv"
 HELD_OUT_SHARE = 0.2
 DEVELOPMENT = "development"
 HELD_OUT = "held_out"
-GROUND_TRUTH_COLUMNS = (
-    "entity_type",
-    "entity_id",
-    "status",
-    "reason_code",
-    "reason_codes",
-    "match_method",
-    "exposure_class",
-    "root_cause",
-    "split",
-    "scenario",
-)
+GROUND_TRUTH_COLUMNS = (*labels.LABEL_COLUMNS[:-1], "split", labels.LABEL_COLUMNS[-1])
 # Independent random streams, so that changing one part of the story leaves the others be.
 STREAMS = (
     "calendar",
@@ -178,9 +168,9 @@ def generate(
     }
     if statement is not None:
         bank.write(statement, target)
-        counts[bank.BANK_FILE] = len(statement.lines)
+        counts[BANK_FILE] = len(statement.lines)
     else:
-        (target / bank.BANK_FILE).unlink(missing_ok=True)
+        (target / BANK_FILE).unlink(missing_ok=True)
 
     settlement_frame, bank_frame = labels.settlement_labels(settlements, statement)
     truth = pd.concat(

@@ -13,29 +13,13 @@ import itertools
 import json
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from core.dataset import OUTCOME_COLUMNS as OUTCOME_FIELDS
 from core.db.connection import transaction
 
-OUTCOME_FIELDS: tuple[str, ...] = (
-    "entity_type",
-    "entity_id",
-    "status",
-    "reason_code",
-    "reason_codes",
-    "settlement_id",
-    "expected_amount",
-    "actual_amount",
-    "difference",
-    "exposure_class",
-    "exposure_amount",
-    "match_method",
-    "order_id",
-    "utr",
-    "entity_created_at",
-)
 _INSERT_OUTCOME = (
     f"INSERT INTO outcomes (run_id, {', '.join(OUTCOME_FIELDS)}) "
     f"VALUES (?, {', '.join('?' for _ in OUTCOME_FIELDS)})"
@@ -121,7 +105,7 @@ def complete_run(
     conn: sqlite3.Connection,
     run_id: int,
     *,
-    columns: Sequence[Sequence[Any]],
+    chunks: Iterable[Sequence[Sequence[Any]]],
     timings: dict[str, Any],
     counts: dict[str, Any],
     finished_at: int | None = None,
@@ -129,11 +113,9 @@ def complete_run(
     """Insert the run's outcomes and mark it completed, in one transaction: either every
     outcome is there and the run is 'completed', or nothing changed.
 
-    columns: one sequence of values per OUTCOME_FIELDS entry, all of one length (column
-    lists bind faster than row tuples built elsewhere).
+    chunks: the outcomes in pieces, each piece one sequence of values per OUTCOME_FIELDS
+    entry (column lists bind fast; pieces keep the Python objects of a big run small).
     """
-    if len(columns) != len(OUTCOME_FIELDS):
-        raise ValueError(f"expected {len(OUTCOME_FIELDS)} columns, got {len(columns)}")
     previous_cache = conn.execute("PRAGMA cache_size").fetchone()[0]
     conn.execute(f"PRAGMA cache_size = {-_BULK_CACHE_KIB}")
     try:
@@ -141,7 +123,10 @@ def complete_run(
             state = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
             if state is None or state["status"] != "running":
                 raise ValueError(f"run {run_id} is not running")
-            conn.executemany(_INSERT_OUTCOME, zip(itertools.repeat(run_id), *columns))
+            for columns in chunks:
+                if len(columns) != len(OUTCOME_FIELDS):
+                    raise ValueError(f"expected {len(OUTCOME_FIELDS)} columns, got {len(columns)}")
+                conn.executemany(_INSERT_OUTCOME, zip(itertools.repeat(run_id), *columns))
             conn.execute(
                 "UPDATE runs SET status = 'completed', finished_at = ?, timings_json = ?,"
                 " counts_json = ? WHERE id = ?",

@@ -5,9 +5,9 @@
 outcomes. See docs/engine.md for the decisions taken where the spec is silent.
 """
 
+from core.dataset import OUTCOME_COLUMNS, RESULT_COLUMNS
 from core.db.runs import RunRecord, discard_stale_runs, latest_completed_run
 from core.engine.params import EngineParams
-from core.engine.part import OUTCOME_COLUMNS, RESULT_COLUMNS
 from core.engine.persist import persist_run
 from core.engine.reconcile import reconcile
 from core.engine.results import counts, summary_lines, write_results_csv

@@ -89,12 +89,13 @@ def _bank_days(bank: pd.DataFrame) -> DayArray:
     return result
 
 
-def _tokens(bank: pd.DataFrame, lines: IntArray, min_length: int) -> pd.DataFrame:
+def _tokens(ctx: Context, lines: IntArray, min_length: int) -> pd.DataFrame:
     """(line, token) pairs: every string on a credit line that could be a UTR."""
+    bank = ctx.dataset.bank
     index = pa.array(lines, type=pa.int64())
-    utr = text(bank["utr"]).take(index)
-    reference = text(bank["reference"]).take(index)
-    narration = text(bank["narration"]).take(index)
+    utr = ctx.text(bank, "utr").take(index)
+    reference = ctx.text(bank, "reference").take(index)
+    narration = ctx.text(bank, "narration").take(index)
     local = np.arange(len(lines), dtype=np.int64)
     pieces: list[tuple[IntArray, pa.Array]] = [
         (local, normalise_utrs(utr)),
@@ -121,12 +122,12 @@ def link_bank(ctx: Context) -> BankLinks:
     st, bank = ds.settlements, ds.bank
     m, b = len(st), len(bank)
     s_amount = ints(st["amount"])
-    s_ids = text(st["id"])
+    s_ids = ctx.text(st, "id")
     s_utr = normalise_utrs(st["utr"])
     processed = _status_is(st, "processed")
     credit = ints(bank["credit"])
     credit_lines = np.flatnonzero(credit > 0).astype(np.int64)
-    tokens = _tokens(bank, credit_lines, params.utr_min_length)
+    tokens = _tokens(ctx, credit_lines, params.utr_min_length)
 
     line_link = np.full(b, -1, dtype=np.int64)
     line_method = np.full(b, M_NONE, dtype=np.int8)
@@ -347,7 +348,7 @@ def check_settlements(ctx: Context, links: BankLinks | None) -> Part:
     actual = np.where(primary == S_SUM, amount, actual)
     actual = np.where((primary == S_FAILED) | (primary == S_MISSING_BANK), 0, actual)
     actual = np.where(pending > 0, 0, actual)
-    ids = text(st["id"])
+    ids = ctx.text(st, "id")
     return Part(
         entity_type="settlement",
         codes=C.SETTLEMENT_CODES,
@@ -359,7 +360,7 @@ def check_settlements(ctx: Context, links: BankLinks | None) -> Part:
         actual=actual.astype(np.int64),
         method=method,
         order_id=nulls_ref(m),
-        utr=TextRef(text(st["utr"])),
+        utr=TextRef(ctx.text(st, "utr")),
         created_at=created,
         created_at_null=np.zeros(m, dtype=bool),
     )
@@ -379,7 +380,7 @@ def check_bank_lines(ctx: Context, links: BankLinks) -> Part:
     lines = np.flatnonzero((credit > 0) & (linked | mentions)).astype(np.int64)
 
     s_amount = ints(st["amount"])
-    s_ids = text(st["id"])
+    s_ids = ctx.text(st, "id")
     link = links.line[lines]
     expected = gather(s_amount, link)
     settlement_id = take_text(s_ids, link)
@@ -394,8 +395,8 @@ def check_bank_lines(ctx: Context, links: BankLinks) -> Part:
         settlement_id = pa.array(names, type=pa.large_string())
 
     index = pa.array(lines, type=pa.int64())
-    own_utr = normalise_utrs(text(bank["utr"]).take(index))
-    linked_utr = normalise_utrs(take_text(text(st["utr"]), link))
+    own_utr = normalise_utrs(ctx.text(bank, "utr").take(index))
+    linked_utr = normalise_utrs(take_text(ctx.text(st, "utr"), link))
     exact = links.line_method[lines] == M_UTR
     utr = pc.if_else(pa.array(exact), linked_utr, pc.coalesce(own_utr, linked_utr))
     day = _bank_days(bank)[lines].astype(np.int64) * SECONDS_PER_DAY - IST_OFFSET_SECONDS
@@ -403,7 +404,7 @@ def check_bank_lines(ctx: Context, links: BankLinks) -> Part:
     return Part(
         entity_type="bank_entry",
         codes=C.BANK_ENTRY_CODES,
-        entity_id=TextRef(text(bank["id"]).take(index)),
+        entity_id=TextRef(ctx.text(bank, "id").take(index)),
         mask=mask,
         pending=np.zeros(len(lines), dtype=np.int8),
         settlement_id=TextRef(settlement_id),

@@ -12,7 +12,6 @@ import argparse
 import datetime as dt
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -97,7 +96,7 @@ def params_from_args(args: argparse.Namespace) -> EngineParams:
 
 
 def run(args: argparse.Namespace) -> int:
-    from core.engine.results import summary_lines, write_results_csv_to
+    from core.engine.results import summary_lines, temporary_path, write_results_csv_to
     from core.pipeline import reconcile_folder, store_folder_run
 
     as_of = parse_as_of(args.as_of)
@@ -108,8 +107,7 @@ def run(args: argparse.Namespace) -> int:
 
     out: Path = args.out
     out.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=".results-", suffix=".csv", dir=out.parent)
-    os.close(handle)
+    temporary = temporary_path(out)
     run_id: int | None = None
     timings = dict(folder_run.timings)
     try:
@@ -125,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
             timings = {**stored.timings, **timings}
         os.replace(temporary, out)
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise
 
     report = sys.stdout

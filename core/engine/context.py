@@ -3,10 +3,11 @@ computed once (recon row type, the settlement each recon row names)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -33,6 +34,7 @@ class Context:
     as_of_day: np.datetime64
     recon_type: pa.Array
     recon_settlement: IntArray
+    _texts: dict[tuple[int, str], pa.Array] = field(default_factory=dict)
 
     @classmethod
     def build(cls, dataset: Dataset, params: EngineParams, as_of: int) -> Context:
@@ -45,6 +47,13 @@ class Context:
             recon_type=pc.utf8_lower(text(recon["type"])),
             recon_settlement=lookup(recon["settlement_id"], dataset.settlements["id"]),
         )
+
+    def text(self, frame: pd.DataFrame, column: str) -> pa.Array:
+        """`frame[column]` as one large_string Arrow array, converted once per run."""
+        key = (id(frame), column)
+        if key not in self._texts:
+            self._texts[key] = text(frame[column])
+        return self._texts[key]
 
     def recon_rows_of_type(self, kind: str) -> IntArray:
         """Row numbers of the recon rows of one type (payment, refund, transfer, adjustment)."""

@@ -26,7 +26,6 @@ from core.engine.columns import (
     nulls,
     present,
     sum_by,
-    text,
 )
 from core.engine.context import Context
 from core.engine.part import (
@@ -114,10 +113,10 @@ def check_payments(ctx: Context) -> tuple[Part, IntArray]:
     pay, rec = ds.payments, ds.recon
     cal = ctx.params.calendar
     n = len(pay)
-    ids = text(pay["id"])
+    ids = ctx.text(pay, "id")
 
     rows = ctx.recon_rows_of_type("payment")
-    entity = _select_rows(text(rec["entity_id"]), rows)
+    entity = _select_rows(ctx.text(rec, "entity_id"), rows)
     pos = lookup(entity, ids)
     known = pos >= 0
     unknown_rows = rows[~known]
@@ -129,7 +128,7 @@ def check_payments(ctx: Context) -> tuple[Part, IntArray]:
     fee_null = nulls(pay["fee"])
     created = ints(pay["created_at"])
     international = bools(pay["international"])
-    status = pc.utf8_lower(text(pay["status"]))
+    status = pc.utf8_lower(ctx.text(pay, "status"))
     in_captured_status = pc.is_in(status, value_set=pa.array(CAPTURED_STATUSES))
     captured = bools(pay["captured"]) | np.asarray(
         in_captured_status.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool
@@ -145,10 +144,10 @@ def check_payments(ctx: Context) -> tuple[Part, IntArray]:
     r_settlement = ctx.recon_settlement[rows]
 
     # 2 WRONG_MAPPING: the row names another payment, or another order.
-    r_payment_id = _select_rows(text(rec["payment_id"]), rows)
+    r_payment_id = _select_rows(ctx.text(rec, "payment_id"), rows)
     wrong = present(r_payment_id) & differs(r_payment_id, entity)
-    r_order = _select_rows(text(rec["order_id"]), rows)
-    p_order = _select_rows(text(pay["order_id"]), pos)
+    r_order = _select_rows(ctx.text(rec, "order_id"), rows)
+    p_order = _select_rows(ctx.text(pay, "order_id"), pos)
     wrong |= present(r_order) & present(p_order) & differs(r_order, p_order)
     # 3 AMOUNT_MISMATCH / 4 SETTLEMENT_AMOUNT_DISCREPANCY (fee includes GST: net = amount - fee).
     amount_differs = r_amount != amount[pos]
@@ -190,7 +189,7 @@ def check_payments(ctx: Context) -> tuple[Part, IntArray]:
         count,
         rows,
         {
-            "settlement_id": text(rec["settlement_id"]),
+            "settlement_id": ctx.text(rec, "settlement_id"),
             "settled_at": np.where(r_settled_at_null, np.iinfo(np.int64).max, r_settled_at),
             "amount": r_amount,
             "credit": r_credit,
@@ -220,11 +219,11 @@ def check_payments(ctx: Context) -> tuple[Part, IntArray]:
         entity_id=TextRef(ids, keep),
         mask=mask[keep],
         pending=pending[keep],
-        settlement_id=TextRef(text(rec["settlement_id"]), rep_row[keep]),
+        settlement_id=TextRef(ctx.text(rec, "settlement_id"), rep_row[keep]),
         expected=expected[keep],
         actual=actual[keep],
         method=np.full(len(keep), M_NONE, dtype=np.int8),
-        order_id=TextRef(text(pay["order_id"]), keep),
+        order_id=TextRef(ctx.text(pay, "order_id"), keep),
         utr=_settlement_utr(ctx, rep_row[keep]),
         created_at=created[keep],
         created_at_null=np.zeros(len(keep), dtype=bool),
@@ -239,15 +238,18 @@ def _as_series(values: pa.Array) -> pd.Series:
 def _settlement_utr(ctx: Context, recon_rows: IntArray) -> TextRef:
     """The UTR of the settlement a recon row names (the settlement's own when it is in the
     dataset and has one, else the row's `settlement_utr`); null for row -1."""
-    settlements_utr = text(ctx.dataset.settlements["utr"])
-    rows_utr = text(ctx.dataset.recon["settlement_utr"])
+    settlements_utr = ctx.text(ctx.dataset.settlements, "utr")
+    rows_utr = ctx.text(ctx.dataset.recon, "settlement_utr")
     has_utr = ~np.asarray(pc.is_null(settlements_utr).to_numpy(zero_copy_only=False), dtype=bool)
     settlement = gather(ctx.recon_settlement, recon_rows, -1)
     use_settlement = gather(has_utr, settlement, False)
     rows = np.where(
         use_settlement, settlement, np.where(recon_rows >= 0, len(settlements_utr) + recon_rows, -1)
     )
-    return TextRef(pa.concat_arrays([settlements_utr, rows_utr]), rows.astype(np.int64))
+    key = (id(ctx.dataset.settlements), "utr+settlement_utr")
+    if key not in ctx._texts:
+        ctx._texts[key] = pa.concat_arrays([settlements_utr, rows_utr])
+    return TextRef(ctx._texts[key], rows.astype(np.int64))
 
 
 def check_refunds(ctx: Context) -> tuple[Part, IntArray]:
@@ -256,10 +258,10 @@ def check_refunds(ctx: Context) -> tuple[Part, IntArray]:
     ref, rec = ds.refunds, ds.recon
     cal = ctx.params.calendar
     n = len(ref)
-    ids = text(ref["id"])
+    ids = ctx.text(ref, "id")
 
     rows = ctx.recon_rows_of_type("refund")
-    entity = _select_rows(text(rec["entity_id"]), rows)
+    entity = _select_rows(ctx.text(rec, "entity_id"), rows)
     pos = lookup(entity, ids)
     known = pos >= 0
     unknown_rows = rows[~known]
@@ -268,7 +270,7 @@ def check_refunds(ctx: Context) -> tuple[Part, IntArray]:
     amount = ints(ref["amount"])
     created = ints(ref["created_at"])
     processed = np.asarray(
-        pc.equal(pc.utf8_lower(text(ref["status"])), "processed")
+        pc.equal(pc.utf8_lower(ctx.text(ref, "status")), "processed")
         .fill_null(False)
         .to_numpy(zero_copy_only=False),
         dtype=bool,
@@ -276,8 +278,8 @@ def check_refunds(ctx: Context) -> tuple[Part, IntArray]:
     r_debit = ints(rec["debit"])[rows]
     r_fee = ints(rec["fee"])[rows]
 
-    r_payment_id = _select_rows(text(rec["payment_id"]), rows)
-    f_payment_id = _select_rows(text(ref["payment_id"]), pos)
+    r_payment_id = _select_rows(ctx.text(rec, "payment_id"), rows)
+    f_payment_id = _select_rows(ctx.text(ref, "payment_id"), pos)
     wrong = present(r_payment_id) & differs(r_payment_id, f_payment_id)
     amount_differs = r_debit != amount[pos] + r_fee
     row_bits = (wrong.astype(np.int64) << REF_WRONG) | (
@@ -297,7 +299,7 @@ def check_refunds(ctx: Context) -> tuple[Part, IntArray]:
         count,
         rows,
         {
-            "settlement_id": text(rec["settlement_id"]),
+            "settlement_id": ctx.text(rec, "settlement_id"),
             "debit": r_debit,
             "fee": r_fee,
         },
@@ -319,11 +321,11 @@ def check_refunds(ctx: Context) -> tuple[Part, IntArray]:
         entity_id=TextRef(ids, keep),
         mask=mask[keep],
         pending=pending[keep],
-        settlement_id=TextRef(text(rec["settlement_id"]), rep_row[keep]),
+        settlement_id=TextRef(ctx.text(rec, "settlement_id"), rep_row[keep]),
         expected=expected[keep],
         actual=actual[keep],
         method=np.full(len(keep), M_NONE, dtype=np.int8),
-        order_id=TextRef(text(rec["order_id"]), rep_row[keep]),
+        order_id=TextRef(ctx.text(rec, "order_id"), rep_row[keep]),
         utr=_settlement_utr(ctx, rep_row[keep]),
         created_at=created[keep],
         created_at_null=np.zeros(len(keep), dtype=bool),
@@ -338,7 +340,8 @@ def check_orphan_rows(ctx: Context, unknown_rows: IntArray) -> Part:
     adjustments = ctx.recon_rows_of_type("adjustment")
     debit_all = ints(rec["debit"])
     disputes = adjustments[
-        present(_select_rows(text(rec["dispute_id"]), adjustments)) & (debit_all[adjustments] > 0)
+        present(_select_rows(ctx.text(rec, "dispute_id"), adjustments))
+        & (debit_all[adjustments] > 0)
     ]
     rows = np.concatenate([unknown_rows, disputes]).astype(np.int64)
     bits = np.concatenate(
@@ -351,15 +354,18 @@ def check_orphan_rows(ctx: Context, unknown_rows: IntArray) -> Part:
         return _empty_part("recon_row", C.RECON_ROW_CODES)
     frame = pd.DataFrame(
         {
-            "entity_id": _as_series(_select_rows(text(rec["entity_id"]), rows)),
-            "settlement_id": _as_series(_select_rows(text(rec["settlement_id"]), rows)),
+            "entity_id": _as_series(_select_rows(ctx.text(rec, "entity_id"), rows)),
+            "settlement_id": _as_series(_select_rows(ctx.text(rec, "settlement_id"), rows)),
             "row": rows,
             "bits": bits,
             "debit": debit_all[rows],
             "net": ints(rec["credit"])[rows] - debit_all[rows],
+            "created_at": ints(rec["created_at"], fill=np.iinfo(np.int64).max)[rows],
         }
     )
-    frame = frame.sort_values(["entity_id", "settlement_id", "row"], na_position="last")
+    # The row that stands for an entity id is chosen by content, never by file order.
+    order = ["entity_id", "settlement_id", "created_at", "debit", "net", "row"]
+    frame = frame.sort_values(order, na_position="last")
     grouped = frame.groupby("entity_id", sort=True)
     first = grouped["row"].first().to_numpy(dtype=np.int64)
     mask = grouped["bits"].agg(np.bitwise_or.reduce).to_numpy(dtype=np.int64)
@@ -373,11 +379,11 @@ def check_orphan_rows(ctx: Context, unknown_rows: IntArray) -> Part:
         entity_id=TextRef(entity_ids),
         mask=mask,
         pending=np.zeros(len(mask), dtype=np.int8),
-        settlement_id=TextRef(text(rec["settlement_id"]), first),
+        settlement_id=TextRef(ctx.text(rec, "settlement_id"), first),
         expected=np.zeros(len(mask), dtype=np.int64),
         actual=np.where(primary == ROW_DISPUTE, debit, net).astype(np.int64),
         method=np.full(len(mask), M_NONE, dtype=np.int8),
-        order_id=TextRef(text(rec["order_id"]), first),
+        order_id=TextRef(ctx.text(rec, "order_id"), first),
         utr=_settlement_utr(ctx, first),
         created_at=ints(rec["created_at"])[first],
         created_at_null=nulls(rec["created_at"])[first],

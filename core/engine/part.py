@@ -16,6 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from core.dataset import OUTCOME_COLUMNS
 from core.engine import codes as C
 from core.engine.columns import IntArray
 from core.errors import InputError, Problem
@@ -37,22 +38,6 @@ METHODS: tuple[str, ...] = (
 )
 M_NONE, M_UTR, M_FUZZY, M_CONSOLIDATED, M_NO_BANK = range(5)
 
-RESULT_COLUMNS: tuple[str, ...] = (
-    "entity_type",
-    "entity_id",
-    "status",
-    "reason_code",
-    "reason_codes",
-    "settlement_id",
-    "expected_amount",
-    "actual_amount",
-    "difference",
-    "exposure_class",
-    "exposure_amount",
-    "match_method",
-)
-CONTEXT_COLUMNS: tuple[str, ...] = ("order_id", "utr", "entity_created_at")
-OUTCOME_COLUMNS: tuple[str, ...] = RESULT_COLUMNS + CONTEXT_COLUMNS
 STRING_COLUMNS: tuple[str, ...] = (
     "entity_type",
     "entity_id",

@@ -205,6 +205,44 @@ def build(payments: int, seed: int = 7) -> Dataset:
     )
 
 
+def write_files(dataset: Dataset, folder: Path) -> None:
+    """Write the dataset as API-shaped CSV files (paise) plus an HDFC-style bank statement
+    (rupees), so the whole CLI (`python -m core reconcile`) can be timed on it."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    folder.mkdir(parents=True, exist_ok=True)
+    tables = {
+        "payments.csv": dataset.payments,
+        "refunds.csv": dataset.refunds,
+        "settlements.csv": dataset.settlements,
+        "settlement_recon.csv": dataset.recon.drop(columns=["row_key"]),
+    }
+    for name, frame in tables.items():
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        pacsv.write_csv(table, folder / name)
+    bank = dataset.bank
+    days = pd.to_datetime(bank["txn_date"]).dt.strftime("%d/%m/%y")
+
+    def rupees(paise: pd.Series) -> pd.Series:
+        values = paise.to_numpy(dtype=np.int64)
+        text = pd.Series([f"{v // 100}.{v % 100:02d}" for v in values.tolist()], dtype="string")
+        return text.where(values > 0, "")
+
+    statement = pd.DataFrame(
+        {
+            "Date": days,
+            "Narration": bank["narration"],
+            "Chq./Ref.No.": bank["reference"],
+            "Value Dt": days,
+            "Withdrawal Amt.": rupees(bank["debit"]),
+            "Deposit Amt.": rupees(bank["credit"]),
+            "Closing Balance": "0.00",
+        }
+    )
+    statement.to_csv(folder / "bank_statement.csv", index=False)
+
+
 def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -214,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--payments", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--db", action="store_true", help="also time persist_run")
+    parser.add_argument("--write", type=Path, help="write the dataset files here and stop")
     args = parser.parse_args(argv)
 
     from core.engine import EngineParams, reconcile
@@ -227,6 +266,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(dataset.settlements):,} settlements, {len(dataset.bank):,} bank lines "
         f"in {built:.2f} s; peak RSS so far {_peak_rss_mb():,.0f} MB"
     )
+    if args.write is not None:
+        write_files(dataset, args.write)
+        print(f"written to {args.write}; reconcile it as of 2026-07-20")
+        return 0
     as_of = START + 200 * DAY
     outcomes = pd.DataFrame()
     for _ in range(args.repeat):

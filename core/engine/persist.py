@@ -10,10 +10,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.dataset import OUTCOME_COLUMNS
 from core.db import runs as db_runs
 from core.engine.params import EngineParams
 from core.engine.part import AMOUNT_COLUMNS
 from core.engine.results import counts as outcome_counts
+
+# Rows converted to Python values at a time while persisting (bounds memory on big runs).
+CHUNK_ROWS = 100_000
 
 
 def _column(series: pd.Series, name: str) -> list[Any]:
@@ -31,8 +35,14 @@ def _column(series: pd.Series, name: str) -> list[Any]:
 
 
 def outcome_columns(outcomes: pd.DataFrame) -> list[list[Any]]:
-    """The outcomes as Python value lists, one per core.db.runs.OUTCOME_FIELDS entry."""
-    return [_column(outcomes[name], name) for name in db_runs.OUTCOME_FIELDS]
+    """The outcomes as Python value lists, one per OUTCOME_COLUMNS entry."""
+    return [_column(outcomes[name], name) for name in OUTCOME_COLUMNS]
+
+
+def outcome_chunks(outcomes: pd.DataFrame, size: int = CHUNK_ROWS) -> Iterator[list[list[Any]]]:
+    """`outcome_columns` over consecutive slices of `size` rows (slices share the data)."""
+    for start in range(0, len(outcomes), size):
+        yield outcome_columns(outcomes.iloc[start : start + size])
 
 
 def outcome_rows(outcomes: pd.DataFrame) -> Iterator[tuple[Any, ...]]:
@@ -67,7 +77,7 @@ def persist_run(
         db_runs.complete_run(
             conn,
             run_id,
-            columns=outcome_columns(outcomes),
+            chunks=outcome_chunks(outcomes),
             timings=timings,
             counts=outcome_counts(outcomes),
         )

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from core.dataset import RESULT_COLUMNS
 from core.engine import codes as C
-from core.engine.part import AMOUNT_COLUMNS, RESULT_COLUMNS
+from core.engine.part import AMOUNT_COLUMNS
 from core.money import format_inr
 
 
@@ -27,19 +27,24 @@ def results_table(outcomes: pd.DataFrame) -> pa.Table:
     return pa.table(columns)
 
 
+def temporary_path(target: Path) -> Path:
+    """A sibling of `target` to write first and move into place (same file system, so the
+    move is atomic; normal permissions, unlike mkstemp's 0600)."""
+    return target.with_name(f".{target.name}.{os.getpid()}.tmp")
+
+
 def write_results_csv(outcomes: pd.DataFrame, path: str | Path) -> None:
     """Write `results.csv`: spec section 7's columns in their exact order, LF line ends,
-    quotes only where needed, empty for null. Written to a temporary file first and moved
-    into place, so a failure never leaves a half-written file."""
+    empty for null. Written to a temporary file first and moved into place, so a failure
+    never leaves a half-written file."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=".results-", suffix=".csv", dir=target.parent)
-    os.close(handle)
+    temporary = temporary_path(target)
     try:
         write_results_csv_to(outcomes, temporary)
         os.replace(temporary, target)
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise
 
 

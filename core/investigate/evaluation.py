@@ -129,6 +129,19 @@ def root_cause_accuracy(
     )
 
 
+def predict_root_causes(conn: sqlite3.Connection, run_id: int) -> pd.DataFrame:
+    """The deterministic investigator's root cause for every EXCEPTION outcome of a run,
+    as a frame (entity_type, entity_id, root_cause). It reads no labels: the evaluation
+    joins them afterwards (`core.evaluation.run_evaluation(root_cause_predictor=...)`)."""
+    rows: list[tuple[str, str, str]] = []
+    with db.read_only(conn) as ro:
+        tools = EvidenceTools(ro, context=run_context(ro, run_id))
+        for outcome in db.exception_outcomes(ro, run_id):
+            named = explain(gather(tools, _as_record(outcome))).root_cause
+            rows.append((str(outcome["entity_type"]), str(outcome["entity_id"]), named))
+    return pd.DataFrame(rows, columns=list(REQUIRED_COLUMNS), dtype="string")
+
+
 def _as_record(outcome: dict[str, Any]) -> dict[str, Any]:
     """An outcome row in the shape of an exception record (no exception id: no related
     exceptions are looked up, which keeps the score independent of review state)."""

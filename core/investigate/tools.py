@@ -16,25 +16,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from core import money
 from core.calendar import CalendarParams, WorkingCalendar, ist_date
 from core.dataset import normalise_utr
 from core.db import investigate as db
 from core.errors import RefusedError
 
-MONEY_FIELDS = frozenset(
+MONEY_FIELDS = money.MONEY_FIELDS | frozenset(
     {
-        "amount",
-        "fee",
-        "fees",
-        "tax",
-        "credit",
-        "debit",
-        "balance",
-        "amount_refunded",
-        "expected_amount",
-        "actual_amount",
-        "difference",
-        "exposure_amount",
         "expected_net_credit",
         "implied_deduction",
         "sum_credit",

@@ -33,31 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.dataset import BANK_FILE, DATASET_FILES, HDFC_HEADER
 from core.db import razorpay as db
 from core.errors import NotFoundError, RefusedError
 from core.money import format_rupees
 
-BANK_FILE = "bank_statement.csv"
-DATASET_FILES = (
-    "payments.csv",
-    "payments.json",
-    "refunds.csv",
-    "refunds.json",
-    "settlements.csv",
-    "settlements.json",
-    "settlement_recon.csv",
-    "settlement_recon.json",
-    BANK_FILE,
-)
-HDFC_HEADER = (
-    "Date",
-    "Narration",
-    "Chq./Ref.No.",
-    "Value Dt",
-    "Withdrawal Amt.",
-    "Deposit Amt.",
-    "Closing Balance",
-)
 _SEPARATOR = ("********",) * len(HDFC_HEADER)
 _BLANK = ("",) * len(HDFC_HEADER)
 

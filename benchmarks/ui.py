@@ -1,0 +1,196 @@
+"""UI speed, measured (never asserted): `python -m benchmarks.ui [--payments N] [--db PATH]`.
+
+1. Cold start: an empty database, `streamlit run app.py`, a headless Chromium opening it;
+   seconds until the Overview's KPI cards are on screen (the 5,000-payment benchmark is
+   generated, imported, reconciled and published in between). Also the server-side
+   `core.bootstrap` timings.
+2. Server time of page renders at scale (Streamlit's AppTest runs the real app.py in
+   process): the Overview, the Exceptions page's first render, a filter change, a next
+   page, and a search. `--db` measures an existing database (for example the benchmark
+   helper's 1M-payment run); otherwise one is written with the test data builder.
+
+`measure_pages(db)` and `measure_cold_start(folder)` return dicts for `benchmarks/run.py`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def _median_seconds(fn: Callable[[], object], repeats: int) -> float:
+    samples = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - started)
+    return round(statistics.median(samples), 3)
+
+
+def build_database(path: Path, payments: int) -> dict[str, Any]:
+    """A database with `payments` payments, written by the test data builder."""
+    from core.db import connect, migrate
+    from tests.app_builder import build
+
+    conn = connect(path)
+    try:
+        migrate(conn)
+        started = time.perf_counter()
+        built = build(conn, payments=payments, per_settlement=400)
+        seconds = time.perf_counter() - started
+    finally:
+        conn.close()
+    return {"payments": built.payments, "exceptions": built.exceptions, "build_s": seconds}
+
+
+def measure_pages(database: Path, repeats: int = 5) -> dict[str, Any]:
+    """Median server seconds per interaction, on an existing database."""
+    import streamlit as st
+    from streamlit.runtime.pages_manager import PagesManager
+    from streamlit.testing.v1 import AppTest
+
+    from core import views
+    from core.db import connect
+    from ui import keys
+
+    os.environ["DATABASE_URL"] = str(database)
+    original = PagesManager.__init__
+
+    def init(self: PagesManager, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False  # as the server does after app.py runs
+
+    PagesManager.__init__ = init  # type: ignore[method-assign]
+    try:
+        conn = connect(database)
+        run = views.latest_run(conn)
+        assert run is not None, "the database has no completed run"
+        started = time.perf_counter()
+        views.run_summary(conn, run.id)  # the once-per-run figures, if not cached yet
+        summary_s = time.perf_counter() - started
+        payments = conn.execute("SELECT count(*) FROM payments").fetchone()[0]
+        first = views.queue(conn, views.QueueFilter(), page_size=1)
+        open_exceptions = first.total
+        term = first.items[0].entity_id if first.items else "pay_"
+        codes = views.queue_options(conn).codes
+        conn.close()
+
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+        at.run()
+        result: dict[str, Any] = {
+            "payments": int(payments),
+            "open_exceptions": open_exceptions,
+            "summary_first_compute_s": round(summary_s, 3),
+        }
+        result["overview_s"] = _median_seconds(at.run, repeats)
+
+        def uncached() -> None:
+            st.cache_data.clear()  # chart specs rebuilt, as after any change of figures
+            at.run()
+
+        result["overview_charts_rebuilt_s"] = _median_seconds(uncached, repeats)
+        result["overview_cards_rendered"] = len(at.metric)  # proof the page had content
+        at.switch_page("pages/exceptions.py")
+        result["exceptions_first_render_s"] = _median_seconds(at.run, 1)
+        result["exceptions_rerun_s"] = _median_seconds(at.run, repeats)
+
+        def filter_change() -> None:
+            box = at.multiselect(key=keys.QUEUE_CODES)
+            box.set_value([] if box.value else [codes[0]]).run()
+
+        result["exceptions_filter_change_s"] = _median_seconds(filter_change, repeats)
+
+        def next_page() -> None:
+            pager = next(p for p in at.get("pagination") if p.key.startswith(keys.QUEUE_PAGE))
+            pager.set_value(2 if pager.value == 1 else 1).run()
+
+        result["exceptions_next_page_s"] = _median_seconds(next_page, repeats)
+
+        def search() -> None:
+            box = at.text_input(key=keys.QUEUE_SEARCH)
+            box.input("" if box.value else term).run()
+
+        result["exceptions_search_s"] = _median_seconds(search, repeats)
+        result["exceptions_rows_after_search"] = len(at.dataframe[0].value) if at.dataframe else 0
+        errors = [e.value for e in at.exception]
+        result["errors"] = errors
+        return result
+    finally:
+        PagesManager.__init__ = original  # type: ignore[method-assign]
+
+
+def measure_cold_start(folder: Path) -> dict[str, Any]:
+    """Seconds from opening the app on an empty database to the Overview's KPI cards."""
+    from playwright.sync_api import sync_playwright
+
+    from core.db import connect
+    from tests.app_browser import CHROMIUM, CHROMIUM_ARGS, running_server, wait_rendered
+
+    database = folder / "cold.sqlite"
+    marks: dict[str, float] = {}
+    with (
+        running_server(database, folder / "streamlit.log") as server,
+        sync_playwright() as p,
+    ):
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        started = time.perf_counter()
+        page.goto(server.url)
+        for name, selector in (
+            ("frontend_loaded_s", '[data-testid="stApp"]'),
+            ("progress_shown_s", '[data-testid="stProgress"], [data-testid="stMetric"]'),
+            ("kpi_cards_shown_s", '[data-testid="stMetric"]'),
+            ("charts_shown_s", '[data-testid="stVegaLiteChart"]'),
+        ):
+            page.wait_for_selector(selector, timeout=300_000)
+            marks[name] = round(time.perf_counter() - started, 2)
+        wait_rendered(page)
+        started = time.perf_counter()
+        page.reload()
+        page.wait_for_selector('[data-testid="stVegaLiteChart"]', timeout=60_000)
+        marks["warm_reload_charts_shown_s"] = round(time.perf_counter() - started, 2)
+        browser.close()
+    conn = connect(database)
+    run = conn.execute("SELECT timings_json FROM runs").fetchone()
+    payments = conn.execute("SELECT count(*) FROM payments").fetchone()[0]
+    conn.close()
+    return {"payments": int(payments), **marks, "run_timings": json.loads(run[0] or "{}")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.ui", description=__doc__)
+    parser.add_argument("--payments", type=int, default=1_000_000)
+    parser.add_argument("--db", type=Path, help="measure this database instead of building one")
+    parser.add_argument("--skip-cold-start", action="store_true")
+    parser.add_argument("--skip-pages", action="store_true")
+    args = parser.parse_args(argv)
+    report: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="razorrecon-ui-bench-") as tmp:
+        folder = Path(tmp)
+        if not args.skip_cold_start:
+            report["cold_start"] = measure_cold_start(folder)
+            print(json.dumps({"cold_start": report["cold_start"]}, indent=2), flush=True)
+        if not args.skip_pages:
+            database = args.db
+            if database is None:
+                database = folder / "big.sqlite"
+                report["build"] = build_database(database, args.payments)
+            report["pages"] = measure_pages(database)
+            print(json.dumps({"pages": report["pages"]}, indent=2), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

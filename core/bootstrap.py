@@ -1,0 +1,332 @@
+"""Cold start: an empty database gets the seeded 5,000-payment benchmark, reconciled, once.
+
+Every session (and every process) calls `ensure_ready`. The first to find the database
+empty takes a file lock (`<db>.bootstrap.lock`, `flock`, so it holds across processes and
+is released by the kernel if the process dies) and builds the benchmark in a scratch file
+(`<db>.bootstrap-build`): generate -> import -> reconcile -> persist the run -> open
+exceptions -> held-out evaluation. Only a finished build is copied into the real database,
+in one step (SQLite's backup API: one write transaction). So a start killed midway leaves
+its 'running' run and partial import in the scratch file only; the next start, holding the
+lock, recognises that leftover from its run record, discards it and rebuilds. Readers of
+the real database never see half a start. Sessions that arrive meanwhile wait on the lock,
+reading the builder's progress from `<db>.bootstrap.json`, then see the result.
+
+A database holding data that did not come from a cold start (imports from files or the
+Razorpay API, audit entries) is never replaced: it is reported as `needs_run` when it has
+no completed run yet.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import importlib
+import json
+import os
+import shutil
+import sqlite3
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core import views
+from core.db import connect, database_path, migrate
+from core.db import views as db
+from core.errors import ConfigError
+
+ProgressFn = Callable[[float, str], None]
+Builder = Callable[[sqlite3.Connection, Path, ProgressFn], None]
+
+BENCHMARK_PAYMENTS = 5000
+BENCHMARK_SEED = 42
+POLL_SECONDS = 0.2
+DATASET_FOLDER_SUFFIX = ".benchmark"
+
+_ready_paths: set[str] = set()
+_ready_guard = threading.Lock()
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    """How `ensure_ready` left the database.
+
+    status: 'ready' (a completed run was already there), 'built' (this call built the
+    benchmark), 'waited' (another session built it while this one waited), 'needs_run'
+    (data are present but were never reconciled: the Data page runs them).
+    run_id: the newest completed run, if any. seconds: wall time of this call.
+    discarded: leftovers of a half-finished start that were thrown away.
+    timings: seconds per build stage (only when built).
+    """
+
+    status: str
+    run_id: int | None
+    seconds: float
+    discarded: tuple[str, ...] = ()
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _noop(_fraction: float, _message: str) -> None:
+    return None
+
+
+def lock_path(path: str) -> Path:
+    return Path(f"{path}.bootstrap.lock")
+
+
+def progress_path(path: str) -> Path:
+    return Path(f"{path}.bootstrap.json")
+
+
+def scratch_path(path: str) -> Path:
+    return Path(f"{path}.bootstrap-build")
+
+
+def dataset_folder(path: str) -> Path:
+    """Where the cold start keeps the generated benchmark: `dataset/` and, beside it (never
+    inside the folder the importer reads), the labels `ground_truth.csv`."""
+    return Path(f"{path}{DATASET_FOLDER_SUFFIX}")
+
+
+def _state(conn: sqlite3.Connection) -> tuple[str, int | None]:
+    """('ready', run) | ('empty', None) | ('leftover', None) | ('needs_run', None)."""
+    run = db.latest_completed_run(conn)
+    if run is not None:
+        return "ready", int(run["id"])
+    imports = db.count_rows(conn, "imports")
+    foreign = imports - len(db.imports_by_source(conn, "benchmark"))
+    if foreign or db.count_rows(conn, "audit_log") or db.count_rows(conn, "exceptions"):
+        return "needs_run", None
+    if imports or db.count_rows(conn, "runs") or db.count_rows(conn, "payments"):
+        return "leftover", None
+    return "empty", None
+
+
+@contextlib.contextmanager
+def _file_lock(path: str, on_wait: Callable[[], None]) -> Iterator[bool]:
+    """Hold the bootstrap lock; yields True when this caller had to wait for it."""
+    target = lock_path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(target, "a+")  # noqa: SIM115 - held for the whole block
+    waited = False
+    try:
+        while True:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                waited = True
+                on_wait()
+                time.sleep(POLL_SECONDS)
+        yield waited
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        handle.close()
+
+
+def read_progress(path: str) -> tuple[float, str] | None:
+    """The builder's last reported progress, for sessions waiting on the lock."""
+    try:
+        data = json.loads(progress_path(path).read_text(encoding="utf-8"))
+        return float(data["fraction"]), str(data["message"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _write_progress(path: str, fraction: float, message: str) -> None:
+    target = progress_path(path)
+    payload = json.dumps({"fraction": fraction, "message": message, "pid": os.getpid()})
+    tmp = target.with_suffix(".tmp")
+    tmp.write_text(payload, encoding="utf-8")
+    os.replace(tmp, target)
+
+
+def _remove_database_files(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(FileNotFoundError):
+            Path(f"{path}{suffix}").unlink()
+
+
+def _describe_scratch(path: Path) -> str:
+    """What a dead start left behind, from its run record (for the result and the log)."""
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        conn.row_factory = sqlite3.Row
+        try:
+            runs = db.recent_runs(conn, limit=100)
+            imports = db.count_rows(conn, "imports")
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return f"unreadable half-built file {path.name}"
+    states = ", ".join(f"run {r['id']} {r['status']}" for r in reversed(runs)) or "no run"
+    return f"half-finished start in {path.name}: {imports} import(s), {states}"
+
+
+def _module(name: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:  # a part of the product is not installed
+        raise ConfigError(f"cannot build the benchmark: {exc}") from exc
+
+
+def reconcile_stored(
+    conn: sqlite3.Connection,
+    *,
+    as_of: int,
+    params: Any = None,
+    progress: ProgressFn = _noop,
+) -> int:
+    """Reconcile the imported data as of `as_of` through `core.pipeline` (persist the run,
+    sync the exception queue), then precompute the run's summary. Returns the run id."""
+    engine, pipeline = _module("core.engine"), _module("core.pipeline")
+    latest = db.latest_import(conn)
+    if latest is None:
+        raise ConfigError("nothing to reconcile: import a dataset first")
+    progress(0.1, "Reconciling, saving the run and updating the exception queue")
+    result = pipeline.reconcile_database(
+        conn,
+        params if params is not None else engine.EngineParams(),
+        as_of,
+        str(latest["source"]),
+    )
+    progress(0.85, "Summarising the run")
+    views.run_summary(conn, int(result.run_id))
+    return int(result.run_id)
+
+
+def default_builder(conn: sqlite3.Connection, work: Path, progress: ProgressFn) -> None:
+    """Generate the seeded benchmark into `work`; import, reconcile, open exceptions.
+
+    The run's as-of is the benchmark's own, so the result is the same on every machine.
+    """
+    benchmark, ingest = _module("core.benchmark"), _module("core.ingest")
+    progress(0.02, f"Generating the {BENCHMARK_PAYMENTS:,}-payment synthetic benchmark")
+    folder = work / "dataset"
+    generated = benchmark.generate(folder, payments=BENCHMARK_PAYMENTS, seed=BENCHMARK_SEED)
+    # The labels leave the dataset folder before the importer opens it.
+    labels = work / views.LABELS_FILE
+    shutil.move(str(generated.ground_truth), labels)
+    meta = {"as_of": int(generated.as_of), "seed": BENCHMARK_SEED, "payments": BENCHMARK_PAYMENTS}
+    (work / views.LABELS_META).write_text(json.dumps(meta), encoding="utf-8")
+    progress(0.2, "Importing the dataset")
+    dataset, loaded = ingest.load_dataset(folder)
+    ingest.store_dataset(
+        conn,
+        dataset,
+        source="benchmark",
+        location=f"seed {BENCHMARK_SEED}, {BENCHMARK_PAYMENTS:,} payments",
+        content_hash=loaded.content_hash,
+        files=loaded.files,
+    )
+
+    def later(fraction: float, message: str) -> None:
+        progress(0.25 + 0.6 * fraction, message)
+
+    run_id = reconcile_stored(conn, as_of=int(generated.as_of), progress=later)
+    progress(0.88, "Scoring the run against the held-out labels")
+    views.store_evaluation(conn, run_id, labels)
+
+
+def ensure_ready(
+    database: str | Path | None = None,
+    *,
+    progress: ProgressFn | None = None,
+    builder: Builder | None = None,
+) -> BootstrapResult:
+    """Make sure the database has a completed run to show; build the benchmark if empty."""
+    started = time.monotonic()
+    path = database_path(str(database) if database is not None else None)
+    report = progress or _noop
+    key = os.path.abspath(path)
+    if key in _ready_paths and Path(path).exists():
+        return BootstrapResult("ready", None, 0.0)
+    conn = connect(path)
+    try:
+        migrate(conn)
+        state, run_id = _state(conn)
+    finally:
+        conn.close()
+    if state in ("ready", "needs_run"):
+        if state == "ready":
+            with _ready_guard:
+                _ready_paths.add(key)
+        return BootstrapResult(state, run_id, time.monotonic() - started)
+
+    def on_wait() -> None:
+        seen = read_progress(path)
+        fraction, message = seen if seen else (0.0, "Starting")
+        report(fraction, f"Another session is preparing the data: {message}")
+
+    with _file_lock(path, on_wait) as waited:
+        return _build_locked(path, key, started, waited, report, builder or default_builder)
+
+
+def _build_locked(
+    path: str,
+    key: str,
+    started: float,
+    waited: bool,
+    report: ProgressFn,
+    builder: Builder,
+) -> BootstrapResult:
+    conn = connect(path)
+    try:
+        state, run_id = _state(conn)
+        if state in ("ready", "needs_run"):
+            if state == "ready":
+                with _ready_guard:
+                    _ready_paths.add(key)
+            status = "waited" if waited and state == "ready" else state
+            return BootstrapResult(status, run_id, time.monotonic() - started)
+        discarded: list[str] = []
+        scratch = scratch_path(path)
+        if scratch.exists():
+            discarded.append(_describe_scratch(scratch))
+        _remove_database_files(scratch)
+        if state == "leftover":
+            discarded.append(f"{db.count_rows(conn, 'runs')} run(s) without a result in {path}")
+
+        def step(fraction: float, message: str) -> None:
+            _write_progress(path, fraction, message)
+            report(fraction, message)
+
+        timings: dict[str, float] = {}
+        step(0.0, "Preparing the benchmark dataset")
+        folder = dataset_folder(path)
+        work = Path(tempfile.mkdtemp(prefix=".bootstrap-", dir=Path(key).parent))
+        try:
+            build_conn = connect(scratch)
+            try:
+                migrate(build_conn)
+                t0 = time.monotonic()
+                builder(build_conn, work, step)
+                timings["build"] = time.monotonic() - t0
+                if db.latest_completed_run(build_conn) is None:
+                    raise ConfigError("the benchmark build finished without a completed run")
+                db.checkpoint(build_conn)
+                step(0.95, "Publishing the result")
+                t0 = time.monotonic()
+                build_conn.backup(conn)  # one write transaction on the real database
+                timings["publish"] = time.monotonic() - t0
+            finally:
+                build_conn.close()
+            if folder.exists():
+                shutil.rmtree(folder)
+            os.replace(work, folder)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+            _remove_database_files(scratch)
+        step(1.0, "Ready")
+        _, run_id = _state(conn)
+        with _ready_guard:
+            _ready_paths.add(key)
+        return BootstrapResult(
+            "built", run_id, time.monotonic() - started, tuple(discarded), timings
+        )
+    finally:
+        conn.close()

@@ -1,0 +1,558 @@
+"""SQL for the app's read models (`core.views`) and its cold start (`core.bootstrap`).
+
+Reads only, except the per-run summary cache (`app_run_summaries`), the discarding of a
+dead half-finished run, and `insert_rows` (the test and benchmark data builder).
+The queue query is assembled from fixed fragments; every value is a bound parameter.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from core.db.connection import transaction
+
+Row = dict[str, Any]
+
+OPEN_STATUSES: tuple[str, ...] = ("OPEN", "ASSIGNED", "INVESTIGATED", "ESCALATED")
+ALL_STATUSES: tuple[str, ...] = (*OPEN_STATUSES, "RESOLVED", "AUTO_CLEARED")
+SECONDS_PER_DAY = 86_400
+IST_OFFSET_SECONDS = 19_800
+
+QUEUE_SORTS: dict[str, str] = {
+    "exposure_desc": "exposure_amount DESC, id",
+    "exposure_asc": "exposure_amount ASC, id",
+    "oldest": "entity_created_at ASC, id",
+    "newest": "entity_created_at DESC, id",
+    "code": "reason_code ASC, exposure_amount DESC, id",
+    "updated": "updated_at DESC, id",
+    "id": "id ASC",
+}
+
+QUEUE_COLUMNS = (
+    "id, entity_type, entity_id, reason_code, reason_codes, exposure_class, exposure_amount, "
+    "expected_amount, actual_amount, difference, settlement_id, order_id, utr, "
+    "entity_created_at, status, assignee, due_date, version, updated_at"
+)
+
+# Tables the data builder may fill (tests and the UI benchmark); nothing else is writable here.
+BUILDER_TABLES = frozenset(
+    {
+        "imports",
+        "payments",
+        "refunds",
+        "settlements",
+        "recon_rows",
+        "bank_lines",
+        "runs",
+        "outcomes",
+        "exceptions",
+    }
+)
+COUNTABLE_TABLES = BUILDER_TABLES | {"audit_log", "exception_events"}
+
+
+def _one(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> Row | None:
+    row = conn.execute(sql, params).fetchone()
+    return dict(row) if row is not None else None
+
+
+def _all(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+    return [dict(r) for r in conn.execute(sql, params).fetchall()]
+
+
+# --- runs and data source -------------------------------------------------------------
+
+
+def latest_completed_run(conn: sqlite3.Connection) -> Row | None:
+    return _one(conn, "SELECT * FROM runs WHERE status = 'completed' ORDER BY id DESC LIMIT 1")
+
+
+def run_by_id(conn: sqlite3.Connection, run_id: int) -> Row | None:
+    return _one(conn, "SELECT * FROM runs WHERE id = ?", (run_id,))
+
+
+def runs_by_status(conn: sqlite3.Connection, status: str) -> list[Row]:
+    return _all(conn, "SELECT * FROM runs WHERE status = ? ORDER BY id", (status,))
+
+
+def recent_runs(conn: sqlite3.Connection, limit: int = 20) -> list[Row]:
+    return _all(conn, "SELECT * FROM runs ORDER BY id DESC LIMIT ?", (limit,))
+
+
+def latest_import(conn: sqlite3.Connection) -> Row | None:
+    return _one(conn, "SELECT * FROM imports ORDER BY id DESC LIMIT 1")
+
+
+def imports_by_source(conn: sqlite3.Connection, source: str) -> list[Row]:
+    return _all(conn, "SELECT * FROM imports WHERE source = ? ORDER BY id", (source,))
+
+
+def count_rows(conn: sqlite3.Connection, table: str) -> int:
+    if table not in COUNTABLE_TABLES:
+        raise ValueError(f"not a countable table: {table}")
+    row = conn.execute(f"SELECT count(*) FROM {table}").fetchone()
+    return int(row[0])
+
+
+def data_version(conn: sqlite3.Connection) -> str:
+    """Changes whenever an import is added or removed (raw data changed)."""
+    row = conn.execute("SELECT count(*), coalesce(max(id), 0) FROM imports").fetchone()
+    return f"{int(row[0])}:{int(row[1])}"
+
+
+def discard_running_runs(conn: sqlite3.Connection) -> int:
+    """Delete runs left 'running' by a process that died; their outcomes cascade."""
+    with transaction(conn):
+        cursor = conn.execute("DELETE FROM runs WHERE status = 'running'")
+    return int(cursor.rowcount)
+
+
+# --- per-run summary (immutable outcomes) ---------------------------------------------
+
+
+def captured_totals(conn: sqlite3.Connection) -> Row:
+    row = _one(
+        conn,
+        "SELECT count(*) AS n, coalesce(sum(amount), 0) AS amount FROM payments "
+        "WHERE captured = 1 OR status IN ('captured', 'refunded')",
+    )
+    assert row is not None
+    return row
+
+
+def settled_totals(conn: sqlite3.Connection) -> Row:
+    row = _one(
+        conn,
+        "SELECT count(*) AS n, coalesce(sum(amount), 0) AS amount FROM settlements "
+        "WHERE status = 'processed'",
+    )
+    assert row is not None
+    return row
+
+
+def bank_credited_totals(conn: sqlite3.Connection, run_id: int) -> Row:
+    """Bank credits the run linked to a settlement (by UTR or a fallback)."""
+    row = _one(
+        conn,
+        "SELECT count(*) AS n, coalesce(sum(b.credit), 0) AS amount "
+        "FROM outcomes o JOIN bank_lines b ON b.id = o.entity_id "
+        "WHERE o.run_id = ? AND o.entity_type = 'bank_entry' AND o.status = 'MATCHED'",
+        (run_id,),
+    )
+    assert row is not None
+    return row
+
+
+def pending_by_reason(conn: sqlite3.Connection, run_id: int) -> list[Row]:
+    return _all(
+        conn,
+        "SELECT entity_type, reason_code, count(*) AS n, "
+        "coalesce(sum(expected_amount), 0) AS amount "
+        "FROM outcomes WHERE run_id = ? AND status = 'PENDING' "
+        "GROUP BY entity_type, reason_code ORDER BY entity_type, reason_code",
+        (run_id,),
+    )
+
+
+def outcome_counts(conn: sqlite3.Connection, run_id: int) -> list[Row]:
+    return _all(
+        conn,
+        "SELECT entity_type, status, count(*) AS n FROM outcomes WHERE run_id = ? "
+        "GROUP BY entity_type, status ORDER BY entity_type, status",
+        (run_id,),
+    )
+
+
+def match_rate_by_settlement_day(conn: sqlite3.Connection, run_id: int) -> list[Row]:
+    """Per IST date of settlement creation: payments in those settlements, and matched."""
+    return _all(
+        conn,
+        "SELECT date(s.created_at + ?, 'unixepoch') AS day, sum(p.n) AS payments, "
+        "sum(p.matched) AS matched FROM ("
+        "  SELECT settlement_id, count(*) AS n, sum(status = 'MATCHED') AS matched "
+        "  FROM outcomes WHERE run_id = ? AND entity_type = 'payment' "
+        "  AND settlement_id IS NOT NULL GROUP BY settlement_id"
+        ") p JOIN settlements s ON s.id = p.settlement_id GROUP BY day ORDER BY day",
+        (IST_OFFSET_SECONDS, run_id),
+    )
+
+
+def get_run_summary(conn: sqlite3.Connection, run_id: int) -> Row | None:
+    return _one(conn, "SELECT * FROM app_run_summaries WHERE run_id = ?", (run_id,))
+
+
+def put_run_summary(
+    conn: sqlite3.Connection, run_id: int, version: str, computed_at: int, summary_json: str
+) -> None:
+    with transaction(conn):
+        conn.execute(
+            "INSERT INTO app_run_summaries (run_id, data_version, computed_at, summary_json) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET "
+            "data_version = excluded.data_version, computed_at = excluded.computed_at, "
+            "summary_json = excluded.summary_json",
+            (run_id, version, computed_at, summary_json),
+        )
+
+
+def get_evaluation(conn: sqlite3.Connection, run_id: int) -> Row | None:
+    return _one(conn, "SELECT * FROM app_evaluations WHERE run_id = ?", (run_id,))
+
+
+def put_evaluation(
+    conn: sqlite3.Connection, run_id: int, labels_hash: str, computed_at: int, report_json: str
+) -> None:
+    with transaction(conn):
+        conn.execute(
+            "INSERT INTO app_evaluations (run_id, labels_hash, computed_at, report_json) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET "
+            "labels_hash = excluded.labels_hash, computed_at = excluded.computed_at, "
+            "report_json = excluded.report_json",
+            (run_id, labels_hash, computed_at, report_json),
+        )
+
+
+def outcomes_frame(conn: sqlite3.Connection, run_id: int) -> pd.DataFrame:
+    """A run's outcomes in results.csv's terms (for scoring against labels)."""
+    cursor = conn.execute(
+        "SELECT entity_type, entity_id, status, reason_code, reason_codes, match_method, "
+        "exposure_class, exposure_amount FROM outcomes WHERE run_id = ? "
+        "ORDER BY entity_type, entity_id",
+        (run_id,),
+    )
+    columns = [d[0] for d in cursor.description]
+    frame = pd.DataFrame(cursor.fetchall(), columns=columns)
+    frame["exposure_amount"] = frame["exposure_amount"].astype("int64")
+    return frame
+
+
+def database_file(conn: sqlite3.Connection) -> str:
+    """The file of the connection's main database ('' for an in-memory one)."""
+    for row in conn.execute("PRAGMA database_list"):
+        if row[1] == "main":
+            return str(row[2] or "")
+    return ""
+
+
+# --- live exception figures -----------------------------------------------------------
+
+
+def _in(values: Sequence[str]) -> str:
+    return ", ".join("?" for _ in values)
+
+
+def exception_status_counts(conn: sqlite3.Connection) -> list[Row]:
+    return _all(
+        conn,
+        "SELECT status, count(*) AS n, coalesce(sum(exposure_amount), 0) AS exposure "
+        "FROM exceptions GROUP BY status",
+    )
+
+
+def exposure_by_class_and_code(
+    conn: sqlite3.Connection, statuses: Sequence[str] = OPEN_STATUSES
+) -> list[Row]:
+    """Count and exposure per (class, code). Grouped by status first, in the covering
+    index's order (no temporary sort), then folded here: the result has a few rows."""
+    rows = _all(
+        conn,
+        "SELECT exposure_class, reason_code, count(*) AS n, "
+        "coalesce(sum(exposure_amount), 0) AS exposure FROM exceptions "
+        f"WHERE status IN ({_in(statuses)}) GROUP BY status, exposure_class, reason_code",
+        tuple(statuses),
+    )
+    folded: dict[tuple[str, str], Row] = {}
+    for r in rows:
+        key = (r["exposure_class"], r["reason_code"])
+        if key in folded:
+            folded[key]["n"] += r["n"]
+            folded[key]["exposure"] += r["exposure"]
+        else:
+            folded[key] = dict(r)
+    return sorted(folded.values(), key=lambda r: (-r["exposure"], r["reason_code"]))
+
+
+def age_distribution(
+    conn: sqlite3.Connection,
+    as_of: int,
+    bounds_days: Sequence[int],
+    statuses: Sequence[str] = OPEN_STATUSES,
+) -> list[Row]:
+    """Count and exposure per age bucket; bucket i holds ages < bounds_days[i] (days)."""
+    cases = " ".join(
+        f"WHEN entity_created_at > ? - {int(days) * SECONDS_PER_DAY} THEN {i}"
+        for i, days in enumerate(bounds_days)
+    )
+    params: list[Any] = [as_of] * len(bounds_days)
+    return _all(
+        conn,
+        f"SELECT CASE WHEN entity_created_at IS NULL THEN -1 {cases} "
+        f"ELSE {len(bounds_days)} END AS bucket, count(*) AS n, "
+        "coalesce(sum(exposure_amount), 0) AS exposure FROM exceptions "
+        f"WHERE status IN ({_in(statuses)}) GROUP BY bucket ORDER BY bucket",
+        (*params, *statuses),
+    )
+
+
+# --- the queue ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QueueFilter:
+    """What the reviewer asks the queue for. Empty tuples and None mean 'any'.
+
+    codes / classes / statuses: reason codes, exposure classes, lifecycle states.
+    settlement_id: exactly this settlement. min_age_days / max_age_days: days between the
+    entity's creation and `as_of` (inclusive bounds). min_exposure / max_exposure: paise,
+    inclusive. assignee: exactly this reviewer; "" means unassigned. search: a payment,
+    refund or settlement id, order id or UTR, matched as a prefix.
+    """
+
+    codes: tuple[str, ...] = ()
+    classes: tuple[str, ...] = ()
+    statuses: tuple[str, ...] = OPEN_STATUSES
+    settlement_id: str | None = None
+    min_age_days: int | None = None
+    max_age_days: int | None = None
+    min_exposure: int | None = None
+    max_exposure: int | None = None
+    assignee: str | None = None
+    search: str | None = None
+
+
+def _glob_prefix(text: str) -> str:
+    escaped = "".join(f"[{ch}]" if ch in "*?[]" else ch for ch in text)
+    return escaped + "*"
+
+
+def _where(flt: QueueFilter, as_of: int) -> tuple[str, list[Any]]:
+    clauses: list[str] = []
+    params: list[Any] = []
+    for column, values in (
+        ("reason_code", flt.codes),
+        ("exposure_class", flt.classes),
+        ("status", flt.statuses),
+    ):
+        if values:
+            clauses.append(f"{column} IN ({_in(values)})")
+            params.extend(values)
+    if flt.settlement_id:
+        clauses.append("settlement_id = ?")
+        params.append(flt.settlement_id.strip())
+    if flt.min_age_days is not None:
+        clauses.append("entity_created_at <= ?")
+        params.append(as_of - flt.min_age_days * SECONDS_PER_DAY)
+    if flt.max_age_days is not None:
+        clauses.append("entity_created_at > ?")
+        params.append(as_of - (flt.max_age_days + 1) * SECONDS_PER_DAY)
+    if flt.min_exposure is not None:
+        clauses.append("exposure_amount >= ?")
+        params.append(flt.min_exposure)
+    if flt.max_exposure is not None:
+        clauses.append("exposure_amount <= ?")
+        params.append(flt.max_exposure)
+    if flt.assignee is not None:
+        if flt.assignee == "":
+            clauses.append("assignee IS NULL")
+        else:
+            clauses.append("assignee = ?")
+            params.append(flt.assignee)
+    term = (flt.search or "").strip()
+    if term:
+        upper = term.upper().replace(" ", "").replace("-", "").replace("/", "")
+        clauses.append(
+            "(entity_id GLOB ? OR order_id GLOB ? OR utr GLOB ? OR utr GLOB ? "
+            "OR settlement_id GLOB ?)"
+        )
+        params.extend(
+            [
+                _glob_prefix(term),
+                _glob_prefix(term),
+                _glob_prefix(term),
+                _glob_prefix(upper),
+                _glob_prefix(term),
+            ]
+        )
+    return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+
+def queue_count(conn: sqlite3.Connection, flt: QueueFilter, as_of: int) -> Row:
+    where, params = _where(flt, as_of)
+    row = _one(
+        conn,
+        f"SELECT count(*) AS n, coalesce(sum(exposure_amount), 0) AS exposure "
+        f"FROM exceptions{where}",
+        params,
+    )
+    assert row is not None
+    return row
+
+
+def queue_page(
+    conn: sqlite3.Connection, flt: QueueFilter, as_of: int, sort: str, limit: int, offset: int
+) -> list[Row]:
+    where, params = _where(flt, as_of)
+    order = QUEUE_SORTS[sort]
+    return _all(
+        conn,
+        f"SELECT {QUEUE_COLUMNS} FROM exceptions{where} ORDER BY {order} LIMIT ? OFFSET ?",
+        (*params, limit, offset),
+    )
+
+
+def queue_iter(
+    conn: sqlite3.Connection, flt: QueueFilter, as_of: int, sort: str, batch: int = 5000
+) -> Iterator[list[Row]]:
+    """The whole filtered set, in batches (CSV export)."""
+    where, params = _where(flt, as_of)
+    cursor = conn.execute(
+        f"SELECT {QUEUE_COLUMNS} FROM exceptions{where} ORDER BY {QUEUE_SORTS[sort]}", params
+    )
+    while chunk := cursor.fetchmany(batch):
+        yield [dict(r) for r in chunk]
+
+
+def distinct_codes(conn: sqlite3.Connection) -> list[str]:
+    return [r[0] for r in conn.execute("SELECT DISTINCT reason_code FROM exceptions ORDER BY 1")]
+
+
+def distinct_assignees(conn: sqlite3.Connection) -> list[str]:
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT DISTINCT assignee FROM exceptions WHERE assignee IS NOT NULL ORDER BY 1"
+        )
+    ]
+
+
+def exception_by_id(conn: sqlite3.Connection, exception_id: int) -> Row | None:
+    return _one(conn, "SELECT * FROM exceptions WHERE id = ?", (exception_id,))
+
+
+def exception_events(conn: sqlite3.Connection, exception_id: int) -> list[Row]:
+    return _all(
+        conn,
+        "SELECT * FROM exception_events WHERE exception_id = ? ORDER BY id",
+        (exception_id,),
+    )
+
+
+# --- one settlement -------------------------------------------------------------------
+
+
+def settlement_by_id(conn: sqlite3.Connection, settlement_id: str) -> Row | None:
+    return _one(conn, "SELECT * FROM settlements WHERE id = ?", (settlement_id,))
+
+
+def settlement_breakdown(conn: sqlite3.Connection, settlement_id: str) -> list[Row]:
+    return _all(
+        conn,
+        "SELECT type, count(*) AS n, coalesce(sum(amount), 0) AS amount, "
+        "coalesce(sum(credit), 0) AS credit, coalesce(sum(debit), 0) AS debit, "
+        "coalesce(sum(fee), 0) AS fee, coalesce(sum(tax), 0) AS tax "
+        "FROM recon_rows WHERE settlement_id = ? GROUP BY type ORDER BY type",
+        (settlement_id,),
+    )
+
+
+def settlement_recon_rows(conn: sqlite3.Connection, settlement_id: str, limit: int) -> list[Row]:
+    return _all(
+        conn,
+        "SELECT row_key, type, entity_id, payment_id, order_id, amount, fee, tax, credit, "
+        "debit, on_hold, settled, settled_at FROM recon_rows WHERE settlement_id = ? "
+        "ORDER BY type, entity_id LIMIT ?",
+        (settlement_id, limit),
+    )
+
+
+def bank_lines_for_settlement(
+    conn: sqlite3.Connection, utr: str | None, settlement_id: str, run_id: int | None
+) -> list[Row]:
+    """Lines carrying the settlement's UTR, plus lines the run linked to it by a fallback."""
+    return _all(
+        conn,
+        "SELECT b.*, o.status AS outcome_status, o.match_method AS match_method "
+        "FROM bank_lines b LEFT JOIN outcomes o ON o.run_id = ? "
+        "AND o.entity_type = 'bank_entry' AND o.entity_id = b.id "
+        "WHERE b.utr = ? OR b.id IN (SELECT entity_id FROM outcomes WHERE run_id = ? "
+        "AND entity_type = 'bank_entry' AND settlement_id = ?) ORDER BY b.txn_date, b.id",
+        (run_id, utr, run_id, settlement_id),
+    )
+
+
+def outcome_for(
+    conn: sqlite3.Connection, run_id: int, entity_type: str, entity_id: str
+) -> Row | None:
+    return _one(
+        conn,
+        "SELECT * FROM outcomes WHERE run_id = ? AND entity_type = ? AND entity_id = ?",
+        (run_id, entity_type, entity_id),
+    )
+
+
+def settlement_choices(conn: sqlite3.Connection, search: str, limit: int) -> list[Row]:
+    """Settlements whose id or UTR starts with `search`; those with open exposure first."""
+    term = _glob_prefix(search.strip()) if search.strip() else "*"
+    return _all(
+        conn,
+        "SELECT s.id, s.amount, s.status, s.utr, s.created_at, "
+        "coalesce(e.exposure, 0) AS exposure FROM settlements s LEFT JOIN ("
+        f"  SELECT settlement_id, sum(exposure_amount) AS exposure FROM exceptions "
+        f"  WHERE status IN ({_in(OPEN_STATUSES)}) GROUP BY settlement_id"
+        ") e ON e.settlement_id = s.id WHERE s.id GLOB ? OR s.utr GLOB ? "
+        "ORDER BY coalesce(e.exposure, 0) DESC, s.created_at DESC LIMIT ?",
+        (*OPEN_STATUSES, term, term, limit),
+    )
+
+
+# --- raw entities (evidence when the investigator is not installed) -------------------
+
+
+def payment_by_id(conn: sqlite3.Connection, payment_id: str) -> Row | None:
+    return _one(conn, "SELECT * FROM payments WHERE id = ?", (payment_id,))
+
+
+def refund_by_id(conn: sqlite3.Connection, refund_id: str) -> Row | None:
+    return _one(conn, "SELECT * FROM refunds WHERE id = ?", (refund_id,))
+
+
+def bank_line_by_id(conn: sqlite3.Connection, line_id: str) -> Row | None:
+    return _one(conn, "SELECT * FROM bank_lines WHERE id = ?", (line_id,))
+
+
+def recon_rows_for_entity(conn: sqlite3.Connection, entity_id: str) -> list[Row]:
+    return _all(conn, "SELECT * FROM recon_rows WHERE entity_id = ? ORDER BY row_key", (entity_id,))
+
+
+def recon_row_by_key(conn: sqlite3.Connection, row_key: str) -> Row | None:
+    return _one(conn, "SELECT * FROM recon_rows WHERE row_key = ?", (row_key,))
+
+
+# --- the data builder (tests and the UI benchmark only) -------------------------------
+
+
+def insert_rows(
+    conn: sqlite3.Connection, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+) -> None:
+    """Bulk insert into a raw, run or exception table. Column names must be identifiers."""
+    if table not in BUILDER_TABLES:
+        raise ValueError(f"not a builder table: {table}")
+    if not all(c.isidentifier() for c in columns):
+        raise ValueError("column names must be identifiers")
+    sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({_in(columns)})"
+    with transaction(conn):
+        conn.executemany(sql, rows)
+
+
+def checkpoint(conn: sqlite3.Connection) -> None:
+    """Fold the WAL into the main file (before copying the database elsewhere)."""
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def analyse(conn: sqlite3.Connection) -> None:
+    """Refresh the planner's statistics after a bulk load."""
+    conn.execute("ANALYZE")

@@ -1,0 +1,127 @@
+"""Data: import files, run reconciliation, sync from the Razorpay API."""
+
+import datetime as dt
+
+import streamlit as st
+
+from core import views
+from core.calendar import IST, CalendarParams
+from core.errors import InputError
+from ui import actions, keys, shell, widgets
+from ui.format import ist
+
+shell.require_frame()
+st.title("Data")
+upload_tab, run_tab, sync_tab, runs_tab = st.tabs(
+    ["Import files", "Reconcile", "Razorpay API", "Runs"]
+)
+
+with upload_tab:
+    st.caption("Dataset files: " + ", ".join(actions.DATASET_NAMES))
+    uploads = st.file_uploader(
+        "Dataset files", type=["csv", "json"], accept_multiple_files=True, key=keys.UPLOAD_FILES
+    )
+    left, right = st.columns(2)
+    unit = left.radio(
+        "Amounts in", ["auto", "paise", "rupees"], horizontal=True, key=keys.UPLOAD_UNIT
+    )
+    replace = right.checkbox("Replace the data already imported", key=keys.UPLOAD_REPLACE)
+    if st.button("Import", key=keys.UPLOAD_IMPORT, type="primary", disabled=not uploads):
+        try:
+            report = actions.import_uploads(uploads, unit, replace)
+            st.session_state[keys.UPLOAD_RESULT] = ("ok", report.lines())
+        except InputError as exc:
+            rows = [vars(p) for p in exc.problems]
+            st.session_state[keys.UPLOAD_RESULT] = ("problems", rows)
+        except Exception as exc:
+            shell.show_error(exc)
+    outcome = st.session_state.get(keys.UPLOAD_RESULT)
+    if outcome and outcome[0] == "ok":
+        st.success("Imported. Run reconciliation to see the result.")
+        st.code("\n".join(outcome[1]), language=None)
+    elif outcome:
+        st.error(f"The import was refused: {len(outcome[1])} problem(s); nothing was written.")
+        st.dataframe(outcome[1], hide_index=True, width="stretch", key=keys.UPLOAD_PROBLEMS)
+
+with run_tab:
+    now = dt.datetime.now(tz=IST)
+    cols = st.columns(2)
+    day = cols[0].date_input("As of (IST date)", value=now.date(), key=keys.RUN_AS_OF_DATE)
+    moment = cols[1].time_input("As of (IST time)", value=dt.time(23, 59), key=keys.RUN_AS_OF_TIME)
+    cols = st.columns(4)
+    calendar = CalendarParams(
+        settlement_days=int(
+            cols[0].number_input("Settlement T+N", 0, 30, 2, key=keys.RUN_SETTLEMENT_DAYS)
+        ),
+        international_days=int(
+            cols[1].number_input("International T+N", 0, 60, 7, key=keys.RUN_INTERNATIONAL_DAYS)
+        ),
+        grace_days=int(cols[2].number_input("Grace days", 0, 30, 1, key=keys.RUN_GRACE_DAYS)),
+        bank_days=int(cols[3].number_input("Bank days", 0, 30, 1, key=keys.RUN_BANK_DAYS)),
+    )
+    holidays = st.text_area(
+        "Holidays (one ISO date per line)", key=keys.RUN_HOLIDAYS, placeholder="2026-08-15"
+    )
+    if st.button("Run reconciliation", key=keys.RUN_START, type="primary"):
+        bar = st.progress(0.0, text="Starting")
+        with shell.guarded():
+            calendar = CalendarParams(
+                **{**vars(calendar), "holidays": actions.parse_holidays(holidays)}
+            )
+            as_of = actions.as_of_seconds(day, moment)
+            run_id = actions.reconcile(
+                calendar, as_of, lambda f, m: bar.progress(min(1.0, f), text=m)
+            )
+            bar.progress(1.0, text="Done")
+            shell.flash("success", f"Reconciliation finished: run #{run_id}.")
+            st.rerun()
+
+with sync_tab:
+    with shell.guarded():
+        status = actions.razorpay_status()
+        st.markdown(f"**State:** {status.state}")
+        if status.last_run:
+            run = status.last_run
+            st.caption(
+                f"Last sync #{run.id}: {run.range_from} → {run.range_to}, {run.items:,} items, "
+                f"{run.requests} requests ({run.retries} retries), started {ist(run.started_at)}"
+            )
+        widgets.records_table(
+            [vars(w) for w in status.watermarks], keys.SYNC_WATERMARKS, "No watermarks yet."
+        )
+        if status.recent_errors:
+            st.markdown("**Recent errors**")
+            widgets.records_table(
+                [vars(e) for e in status.recent_errors], keys.SYNC_ERRORS, "No errors."
+            )
+    cols = st.columns(3)
+    today = dt.datetime.now(tz=IST).date()
+    start = cols[0].date_input("From", today - dt.timedelta(days=7), key=keys.SYNC_FROM)
+    end = cols[1].date_input("To", today - dt.timedelta(days=1), key=keys.SYNC_TO)
+    if cols[2].button("Start sync", key=keys.SYNC_START):
+        bar = st.progress(0.0, text="Connecting to Razorpay")
+        with shell.guarded():
+            report = actions.razorpay_sync(
+                start, end, lambda f, m: bar.progress(min(1.0, f), text=m)
+            )
+            shell.flash("success", f"Synced {report.items:,} items. Reconcile to use them.")
+            st.rerun()
+
+with runs_tab:
+    runs = shell.read(views.recent_runs)
+    widgets.records_table(
+        [
+            {
+                "run": r.id,
+                "status": r.status,
+                "source": r.source,
+                "as_of": r.as_of,
+                "started_at": r.started_at,
+                "finished_at": r.finished_at,
+                "error": r.error,
+            }
+            for r in runs
+        ],
+        keys.RUNS_TABLE,
+        "No runs yet.",
+    )

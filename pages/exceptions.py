@@ -1,0 +1,116 @@
+"""Exceptions: the review queue, filtered, sorted and paged in the database."""
+
+import streamlit as st
+
+from core import views
+from ui import keys, shell, widgets
+from ui.format import inr, queue_frame
+
+shell.require_frame()
+st.title("Exceptions")
+options = shell.read(views.queue_options)
+flt, sort, size = widgets.queue_filters(options)
+
+# The page widget's key carries the query, so a new filter or sort starts at page 1.
+query_sig = widgets.signature(flt, sort, size)
+page_key = f"{keys.QUEUE_PAGE}-{query_sig}"
+page = shell.read(
+    views.queue, flt, sort=sort, page=int(st.session_state.get(page_key, 1)), page_size=size
+)
+
+st.markdown(
+    f"**{page.total:,}** exceptions match, exposure **{inr(page.total_paise)}**"
+    f" · page {page.page} of {page.pages}"
+)
+if not page.items:
+    st.info("Nothing matches these filters.")
+    st.stop()
+
+table_key = f"{keys.QUEUE_TABLE}-{widgets.signature(query_sig, page.page, page.items)}"
+event = st.dataframe(
+    queue_frame(page.items),
+    hide_index=True,
+    width="stretch",
+    height=min(35 * (len(page.items) + 1) + 3, 640),
+    on_select="rerun",
+    selection_mode="multi-row",
+    key=table_key,
+)
+st.pagination(page.pages, key=page_key, max_visible_pages=7)
+selected = [page.items[i] for i in event.selection.rows if i < len(page.items)]
+
+open_col, assign_col, escalate_col, export_col = st.columns([3, 3, 3, 2])
+with open_col:
+    labels = {i.id: f"#{i.id} · {i.reason_code} · {i.entity_id}" for i in page.items}
+    default = selected[0].id if len(selected) == 1 else page.items[0].id
+    choice = st.selectbox(
+        "Open an exception",
+        list(labels),
+        index=list(labels).index(default),
+        format_func=labels.get,
+        key=keys.QUEUE_OPEN_CHOICE,
+    )
+    if st.button("Investigate", key=keys.QUEUE_OPEN, type="primary", icon=":material/search:"):
+        st.session_state[keys.SELECTED_EXCEPTION] = int(choice)
+        st.switch_page("pages/investigation.py")
+
+versions = {i.id: i.version for i in selected}
+with assign_col:
+    assignee = st.text_input("Assign selected to", key=keys.QUEUE_ASSIGN_TO)
+    if st.button(
+        f"Assign {len(selected)} selected",
+        key=keys.QUEUE_ASSIGN,
+        disabled=not selected or not assignee.strip(),
+    ):
+        with shell.guarded(), shell.connection() as conn:
+            review = widgets.module("core.review", "Review")
+            result = review.bulk_assign(
+                conn,
+                list(versions),
+                actor=shell.reviewer(),
+                assignee=assignee.strip(),
+                request_id=shell.request_id("bulk_assign"),
+                expected_versions=versions,
+            )
+            shell.done("bulk_assign")
+            skipped = "; ".join(f"#{i}: {why}" for i, why in result.skipped)
+            shell.flash(
+                "warning" if result.skipped else "success",
+                f"Assigned {len(result.applied)} to {assignee.strip()}."
+                + (f" Skipped {skipped}" if skipped else ""),
+            )
+            st.rerun()
+with escalate_col:
+    note = st.text_input("Escalation note (required)", key=keys.QUEUE_ESCALATE_NOTE)
+    if st.button(
+        f"Escalate {len(selected)} selected",
+        key=keys.QUEUE_ESCALATE,
+        disabled=not selected or not note.strip(),
+    ):
+        with shell.guarded(), shell.connection() as conn:
+            review = widgets.module("core.review", "Review")
+            result = review.bulk_escalate(
+                conn,
+                list(versions),
+                actor=shell.reviewer(),
+                note=note.strip(),
+                request_id=shell.request_id("bulk_escalate"),
+                expected_versions=versions,
+            )
+            shell.done("bulk_escalate")
+            skipped = "; ".join(f"#{i}: {why}" for i, why in result.skipped)
+            shell.flash(
+                "warning" if result.skipped else "success",
+                f"Escalated {len(result.applied)}." + (f" Skipped {skipped}" if skipped else ""),
+            )
+            st.rerun()
+with export_col:
+    st.download_button(
+        f"CSV ({page.total:,})",
+        data=lambda: shell.read(views.queue_csv, flt, sort=sort),
+        file_name="exceptions.csv",
+        mime="text/csv",
+        key=keys.QUEUE_EXPORT,
+        on_click="ignore",
+        icon=":material/download:",
+    )

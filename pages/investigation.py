@@ -1,0 +1,102 @@
+"""Investigation: an exception's evidence, the investigator's answer, the human decision."""
+
+import streamlit as st
+
+from core import views
+from core.db import database_path
+from ui import keys, shell, widgets
+from ui.format import class_label, inr, ist
+
+shell.require_frame()
+st.title("Investigation")
+st.session_state[keys.INVESTIGATE_ID] = shell.selected_exception()
+chosen = st.columns([1, 3])[0].number_input(
+    "Exception id",
+    min_value=1,
+    step=1,
+    key=keys.INVESTIGATE_ID,
+    on_change=shell.follow,
+    args=(keys.INVESTIGATE_ID, keys.SELECTED_EXCEPTION),
+)
+if chosen is None:
+    st.info("No exception to investigate: the queue is empty.")
+    st.stop()
+exception_id = int(chosen)
+item = shell.read(views.exception, exception_id)
+if item is None:
+    st.error(f"There is no exception #{exception_id}.")
+    st.stop()
+
+st.subheader(f"#{item['id']} · {item['reason_code']}")
+widgets.facts(
+    [
+        ("Exposure", inr(item["exposure_amount"])),
+        ("Class", class_label(item["exposure_class"])),
+        ("Status", item["status"]),
+        ("Assignee", item["assignee"] or "—"),
+        ("Due", item["due_date"] or "—"),
+    ]
+)
+st.caption(
+    f"{item['entity_type']} **{item['entity_id']}** · codes {item['reason_codes']} · "
+    f"expected {inr(item['expected_amount'])}, actual {inr(item['actual_amount'])}, "
+    f"difference {inr(item['difference'])} · created {ist(item['entity_created_at'])}"
+)
+if item["settlement_id"] and st.button(
+    f"Open settlement {item['settlement_id']}", key=keys.INVESTIGATE_TO_SETTLEMENT
+):
+    st.session_state[keys.SELECTED_SETTLEMENT] = item["settlement_id"]
+    st.switch_page("pages/settlement.py")
+
+evidence_col, answer_col = st.columns([3, 2])
+with evidence_col:
+    st.markdown("#### Evidence (read only)")
+    for n, section in enumerate(shell.read(views.evidence, exception_id)):
+        with st.expander(f"{section.title} ({len(section.records)})", expanded=n < 3):
+            if section.note:
+                st.caption(section.note)
+            widgets.records_table(section.records, f"{keys.EVIDENCE_TABLE}-{n}", "Nothing found.")
+
+with answer_col:
+    st.markdown("#### Investigator")
+    answers = st.session_state.setdefault(keys.INVESTIGATE_ANSWER, {})
+    if st.button("Ask the investigator", key=keys.INVESTIGATE_ASK, icon=":material/psychology:"):
+        with shell.guarded(), st.spinner("Investigating…"):
+            investigate = widgets.module("core.investigate", "The investigator")
+            answers[exception_id] = investigate.investigate(database_path(), exception_id)
+    answer = answers.get(exception_id)
+    if answer is None:
+        st.caption("Ask for an explanation: it cites only records from the evidence.")
+    else:
+        st.markdown(f"**Root cause:** {answer.root_cause} · confidence {answer.confidence:.0%}")
+        st.markdown(answer.summary)
+        st.markdown(f"**Recommendation:** {answer.recommendation}")
+        if answer.requires_human_review:
+            st.warning("A person must decide this one.", icon=":material/person_alert:")
+        st.caption(f"Source: {answer.source_label}")
+        st.caption("Citations (checked against the evidence): " + ", ".join(answer.citations))
+
+    st.markdown("#### Decision")
+    st.text_area("Note (required)", key=keys.DECISION_NOTE, height=90)
+    resolve_col, escalate_col = st.columns(2)
+    version, status = int(item["version"]), item["status"]
+    resolve_col.button(
+        "Resolve",
+        key=keys.DECISION_RESOLVE,
+        type="primary",
+        disabled=status in ("RESOLVED", "AUTO_CLEARED"),
+        on_click=shell.decide,
+        args=("resolve", exception_id, version),
+    )
+    escalate_col.button(
+        "Escalate",
+        key=keys.DECISION_ESCALATE,
+        disabled=status in ("RESOLVED", "AUTO_CLEARED", "ESCALATED"),
+        on_click=shell.decide,
+        args=("escalate", exception_id, version),
+    )
+
+st.markdown("#### History")
+widgets.records_table(
+    shell.read(views.exception_history, exception_id), keys.HISTORY_TABLE, "No actions yet."
+)

@@ -1,0 +1,95 @@
+"""Overview: what the latest run established, and what is still open."""
+
+import streamlit as st
+
+from core import views
+from ui import charts, keys, shell
+from ui.format import class_label, inr, inr_short
+
+shell.require_frame()
+st.title("Overview")
+ov = shell.read(views.overview)
+if ov is None:
+    st.info("No completed reconciliation yet. Import data and run it on the Data page.")
+    st.page_link("pages/data.py", label="Go to Data", icon=":material/upload_file:")
+    st.stop()
+
+run, summary = ov.run, ov.summary
+if run.is_synthetic:
+    st.info(
+        "**These data are the synthetic benchmark**: seeded, generated payments with known "
+        "faults, not a merchant's books. Figures and accuracy below describe the benchmark, "
+        "not production.",
+        icon=":material/science:",
+    )
+
+cards = st.columns(5)
+kpis = (
+    ("Captured", summary.captured, "captured payments"),
+    ("Settled", summary.settled, "processed settlements"),
+    ("Credited in bank", summary.credited, "bank credits linked to a settlement"),
+    ("Pending", summary.pending, "payments not yet due or held by the gateway"),
+)
+for column, (label, total, what) in zip(cards, kpis, strict=False):
+    column.metric(
+        label,
+        inr_short(total.paise),
+        f"{total.count:,} {what.split(' ')[0]}" if total.count else None,
+        delta_color="off",
+        delta_arrow="off",
+        help=f"{inr(total.paise)} across {total.count:,} {what}.",
+        border=True,
+    )
+cards[4].metric(
+    "Open exceptions",
+    f"{ov.open_exceptions.count:,}",
+    f"{inr_short(ov.open_exceptions.paise)} exposure",
+    delta_color="off",
+    delta_arrow="off",
+    help=f"{inr(ov.open_exceptions.paise)} at stake over the exceptions not yet closed.",
+    border=True,
+)
+
+st.subheader("Open exposure by class")
+class_cards = st.columns(len(ov.exposure_by_class))
+for column, (cls, total) in zip(class_cards, ov.exposure_by_class.items(), strict=True):
+    column.metric(
+        class_label(cls),
+        inr_short(total.paise) if cls != "structural" else f"{total.count:,} open",
+        f"{total.count:,} open" if cls != "structural" else "no money at stake",
+        delta_color="off",
+        delta_arrow="off",
+        help=f"{inr(total.paise)} over {total.count:,} open exceptions.",
+        border=True,
+    )
+
+left, right = st.columns(2)
+with left:
+    exposure = charts.spec("exposure_by_class", ov.exposure_by_class)
+    st.vega_lite_chart(exposure, width="stretch", key=keys.OVERVIEW_CLASS_CHART)
+    st.vega_lite_chart(
+        charts.spec("ageing", ov.ageing), width="stretch", key=keys.OVERVIEW_AGE_CHART
+    )
+with right:
+    if ov.exposure_by_code:
+        by_code = charts.spec("exposure_by_code", ov.exposure_by_code)
+        st.vega_lite_chart(by_code, width="stretch", key=keys.OVERVIEW_CODE_CHART)
+    else:
+        st.success("No open exceptions.")
+    if summary.match_rate:
+        rates = charts.spec("match_rate", summary.match_rate)
+        st.vega_lite_chart(rates, width="stretch", key=keys.OVERVIEW_MATCH_CHART)
+
+st.subheader("Held-out accuracy")
+accuracy = shell.read(views.heldout_accuracy, run.id)
+if accuracy is None:
+    st.caption(
+        "Not measured for this run: accuracy is measured only on a run of the synthetic "
+        "benchmark at its own as-of date, against labels the engine never sees."
+    )
+else:
+    cols = st.columns(len(accuracy.metrics))
+    for column, (name, value) in zip(cols, accuracy.metrics.items(), strict=True):
+        column.metric(name, value, border=True)
+    st.caption(accuracy.caption)
+    st.page_link("pages/evaluation.py", label="Full report", icon=":material/fact_check:")

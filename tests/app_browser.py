@@ -1,0 +1,139 @@
+"""Drive the real app: `streamlit run app.py` on 127.0.0.1 and Debian's Chromium.
+
+Used by the browser tests and by `benchmarks/ui.py`. The server gets its own database
+(DATABASE_URL) and a free port; `stop()` ends exactly the process group it started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCREENSHOTS = ROOT / "test-artifacts" / "screenshots"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+PAGE_PATHS = {
+    "overview": "",
+    "exceptions": "exceptions",
+    "settlement": "settlement",
+    "investigation": "investigation",
+    "data": "data",
+    "evaluation": "evaluation",
+    "audit": "audit",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    """A running `streamlit run app.py`."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+    log: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(10)
+
+
+def start_server(database: Path, log: Path, extra_env: dict[str, str] | None = None) -> Server:
+    port = free_port()
+    env = {**os.environ, "DATABASE_URL": str(database), **(extra_env or {})}
+    handle = open(log, "wb")  # noqa: SIM115 - the server writes to it until stopped
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            str(ROOT / "app.py"),
+            "--server.address=127.0.0.1",
+            f"--server.port={port}",
+            "--server.headless=true",
+            "--server.fileWatcherType=none",
+            "--browser.gatherUsageStats=false",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=handle,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    server = Server(process, port, log)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"streamlit exited: {log.read_text(errors='replace')[-2000:]}")
+        with (
+            contextlib.suppress(OSError),
+            urllib.request.urlopen(f"{server.url}/_stcore/health", timeout=2) as r,
+        ):
+            if r.status == 200:
+                return server
+        time.sleep(0.2)
+    server.stop()
+    raise RuntimeError("streamlit did not become healthy within 60 s")
+
+
+@contextlib.contextmanager
+def running_server(
+    database: Path, log: Path, extra_env: dict[str, str] | None = None
+) -> Iterator[Server]:
+    server = start_server(database, log, extra_env)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def wait_rendered(page: object, timeout_ms: int = 60_000) -> None:
+    """Wait until the script run is over: a title is shown and nothing is running."""
+    page.wait_for_selector("h1", timeout=timeout_ms)  # type: ignore[attr-defined]
+    page.wait_for_function(  # type: ignore[attr-defined]
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+        " || !document.querySelector('[data-testid=\"stStatusWidget\"]').innerText"
+        ".includes('Running')",
+        timeout=timeout_ms,
+    )
+    page.wait_for_timeout(300)  # type: ignore[attr-defined]
+
+
+def screen_errors(page: object) -> list[str]:
+    """Tracebacks and error boxes on the screen (an empty list means a clean page)."""
+    found = []
+    for selector in ('[data-testid="stException"]', '[data-testid="stAlertContentError"]'):
+        found += [el.inner_text() for el in page.query_selector_all(selector)]  # type: ignore[attr-defined]
+    return found

@@ -1,0 +1,115 @@
+"""What the Data page starts, called as the page calls it (uploads are in-memory files)."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from core.calendar import IST, CalendarParams
+from core.db import connect, migrate
+from core.errors import InputError
+from tests.conftest import SPEC_EXAMPLE
+from ui import actions
+
+
+@dataclass(frozen=True)
+class Upload:
+    """The part of Streamlit's UploadedFile the importer uses."""
+
+    name: str
+    data: bytes
+
+    def getvalue(self) -> bytes:
+        return self.data
+
+
+def _uploads(folder: Path) -> list[Upload]:
+    return [Upload(p.name, p.read_bytes()) for p in sorted(folder.iterdir())]
+
+
+@pytest.fixture
+def database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "data.sqlite"
+    conn = connect(path)
+    migrate(conn)
+    conn.close()
+    monkeypatch.setenv("DATABASE_URL", str(path))
+    return path
+
+
+def test_uploading_the_example_dataset_imports_every_file(database: Path) -> None:
+    report = actions.import_uploads(_uploads(SPEC_EXAMPLE / "dataset"), "auto", False)
+    assert report.import_id is not None and report.has_bank_statement
+    assert report.location.startswith("upload: bank_statement.csv, payments.json")
+    conn = connect(database)
+    payments = conn.execute("SELECT count(*) FROM payments").fetchone()[0]
+    conn.close()
+    assert payments == report.written["payments"] > 0
+
+
+def test_a_bad_cell_is_refused_with_file_line_and_column(database: Path) -> None:
+    files = _uploads(SPEC_EXAMPLE / "dataset")
+    settlements = next(f for f in files if f.name == "settlements.csv")
+    lines = settlements.data.decode("utf-8-sig").splitlines()
+    cells = lines[1].split(",")
+    cells[2] = "twelve"
+    lines[1] = ",".join(cells)
+    broken = Upload("settlements.csv", "\n".join(lines).encode())
+    with pytest.raises(InputError) as refused:
+        actions.import_uploads([*(f for f in files if f is not settlements), broken], "auto", False)
+    problem = refused.value.problems[0]
+    assert (problem.file, problem.line, problem.column) == ("settlements.csv", 2, "amount")
+    conn = connect(database)
+    assert conn.execute("SELECT count(*) FROM imports").fetchone()[0] == 0
+    conn.close()
+
+
+def test_an_unknown_file_name_is_refused_before_reading(database: Path) -> None:
+    with pytest.raises(InputError, match="not a dataset file name"):
+        actions.import_uploads([Upload("payments (1).csv", b"id\n")], "auto", False)
+
+
+def test_a_file_uploaded_twice_is_refused(database: Path) -> None:
+    files = _uploads(SPEC_EXAMPLE / "dataset")
+    with pytest.raises(InputError, match=r"refunds\.csv:0:: uploaded twice"):
+        actions.import_uploads([*files, files[2]], "auto", False)
+
+
+def test_holidays_and_as_of_parse_in_ist() -> None:
+    assert actions.parse_holidays("2026-08-15\n# note\n\n2026-10-02") == frozenset(
+        {dt.date(2026, 8, 15), dt.date(2026, 10, 2)}
+    )
+    with pytest.raises(InputError, match="holidays:2:1"):
+        actions.parse_holidays("2026-08-15\n15/08/2026")
+    seconds = actions.as_of_seconds(dt.date(2026, 6, 30), dt.time(23, 59, 59))
+    assert dt.datetime.fromtimestamp(seconds, tz=IST).isoformat() == "2026-06-30T23:59:59+05:30"
+
+
+def test_reconciling_the_upload_persists_a_run_and_opens_exceptions(database: Path) -> None:
+    pytest.importorskip("core.engine")
+    from core import views
+    from core.db import views as db
+
+    actions.import_uploads(_uploads(SPEC_EXAMPLE / "dataset"), "auto", False)
+    as_of = actions.as_of_seconds(dt.date(2026, 6, 30), dt.time(23, 59, 59))
+    progress: list[str] = []
+    run_id = actions.reconcile(CalendarParams(), as_of, lambda f, m: progress.append(m))
+    conn = connect(database)
+    try:
+        run = views.latest_run(conn)
+        assert run is not None and run.id == run_id and run.as_of == as_of
+        assert run.source == "files" and run.location.startswith("upload: ")
+        expected = list(csv.DictReader((SPEC_EXAMPLE / "expected_outcomes.csv").open()))
+        exceptions = sum(1 for row in expected if row["status"] == "EXCEPTION")
+        assert views.queue(conn, views.QueueFilter()).total == exceptions > 0
+        assert db.get_run_summary(conn, run_id) is not None
+    finally:
+        conn.close()
+    assert progress == [
+        "Reconciling, saving the run and updating the exception queue",
+        "Summarising the run",
+    ]

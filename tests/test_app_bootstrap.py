@@ -1,0 +1,200 @@
+"""Cold start: one build per empty database, across threads and processes; dead starts are
+discarded and rebuilt; data that did not come from a cold start are never replaced."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from core import bootstrap
+from core.db import connect, migrate
+from tests.app_builder import bootstrap_builder, build
+from tests.conftest import ROOT
+
+
+def _counts(path: Path) -> dict[str, int]:
+    conn = connect(path)
+    try:
+        return {
+            "runs": conn.execute("SELECT count(*) FROM runs").fetchone()[0],
+            "completed": conn.execute(
+                "SELECT count(*) FROM runs WHERE status = 'completed'"
+            ).fetchone()[0],
+            "imports": conn.execute("SELECT count(*) FROM imports").fetchone()[0],
+            "payments": conn.execute("SELECT count(*) FROM payments").fetchone()[0],
+        }
+    finally:
+        conn.close()
+
+
+def _start_in_subprocess(path: Path, builder: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    code = (
+        "import sys; from core import bootstrap; from tests import app_builder as b; "
+        f"r = bootstrap.ensure_ready(sys.argv[1], builder=b.{builder}); print(r.status)"
+    )
+    return subprocess.Popen(
+        [sys.executable, "-c", code, str(path)],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_empty_database_is_built_once_then_ready(tmp_path: Path) -> None:
+    path = tmp_path / "cold.sqlite"
+    messages: list[str] = []
+    first = bootstrap.ensure_ready(
+        path, builder=bootstrap_builder, progress=lambda f, m: messages.append(m)
+    )
+    assert first.status == "built" and first.run_id is not None
+    assert _counts(path) == {"runs": 1, "completed": 1, "imports": 1, "payments": 300}
+    assert "Ready" in messages and "Writing synthetic rows" in messages
+    assert not bootstrap.scratch_path(str(path)).exists()
+    assert bootstrap.ensure_ready(path, builder=bootstrap_builder).status == "ready"
+    assert _counts(path)["runs"] == 1
+
+
+def test_concurrent_sessions_build_once_and_waiters_see_progress(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BUILDER_DELAY", "0.6")
+    path = tmp_path / "cold.sqlite"
+    results: list[str] = []
+    waiting_messages: list[str] = []
+
+    def session() -> None:
+        result = bootstrap.ensure_ready(
+            path, builder=bootstrap_builder, progress=lambda f, m: waiting_messages.append(m)
+        )
+        results.append(result.status)
+
+    threads = [threading.Thread(target=session) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(results).count("built") == 1 and len(results) == 8
+    assert set(results) <= {"built", "waited", "ready"}
+    assert any(m.startswith("Another session is preparing the data") for m in waiting_messages)
+    assert _counts(path) == {"runs": 1, "completed": 1, "imports": 1, "payments": 300}
+
+
+def test_concurrent_processes_build_once(tmp_path: Path) -> None:
+    path = tmp_path / "cold.sqlite"
+    procs = [
+        _start_in_subprocess(path, "bootstrap_builder", {"BUILDER_DELAY": "0.5"}) for _ in range(4)
+    ]
+    statuses = [p.communicate(timeout=120)[0].strip() for p in procs]
+    assert all(p.returncode == 0 for p in procs), [p.stderr for p in procs]
+    assert statuses.count("built") == 1
+    assert _counts(path) == {"runs": 1, "completed": 1, "imports": 1, "payments": 300}
+
+
+def test_start_killed_midway_is_discarded_and_rebuilt(tmp_path: Path) -> None:
+    path = tmp_path / "cold.sqlite"
+    dying = _start_in_subprocess(path, "dying_builder", {})
+    dying.communicate(timeout=60)
+    assert dying.returncode == -9
+    assert bootstrap.scratch_path(str(path)).exists()  # the half-built file was left behind
+    assert _counts(path)["runs"] == 0  # and the real database never saw any of it
+    result = bootstrap.ensure_ready(path, builder=bootstrap_builder)
+    assert result.status == "built"
+    assert any("run 1 running" in d and "1 import(s)" in d for d in result.discarded)
+    assert _counts(path) == {"runs": 1, "completed": 1, "imports": 1, "payments": 300}
+    assert not bootstrap.scratch_path(str(path)).exists()
+
+
+def test_a_running_run_left_in_the_database_is_replaced(tmp_path: Path) -> None:
+    path = tmp_path / "cold.sqlite"
+    conn = connect(path)
+    migrate(conn)
+    conn.execute(
+        "INSERT INTO imports (source, location, content_hash, imported_at, report_json) "
+        "VALUES ('benchmark', 'seed=42', 'h', 0, '{}')"
+    )
+    conn.execute(
+        "INSERT INTO runs (started_at, status, as_of, source, params_json, input_hashes_json) "
+        "VALUES (0, 'running', 0, 'benchmark', '{}', '{}')"
+    )
+    conn.close()
+    result = bootstrap.ensure_ready(path, builder=bootstrap_builder)
+    assert result.status == "built" and result.discarded
+    assert _counts(path) == {"runs": 1, "completed": 1, "imports": 1, "payments": 300}
+
+
+def test_imported_files_without_a_run_are_never_replaced(tmp_path: Path) -> None:
+    path = tmp_path / "mine.sqlite"
+    conn = connect(path)
+    migrate(conn)
+    conn.execute(
+        "INSERT INTO imports (source, location, content_hash, imported_at, report_json) "
+        "VALUES ('files', '/data/june', 'h', 0, '{}')"
+    )
+    conn.close()
+    result = bootstrap.ensure_ready(path, builder=bootstrap_builder)
+    assert result.status == "needs_run"
+    assert _counts(path) == {"runs": 0, "completed": 0, "imports": 1, "payments": 0}
+
+
+def test_a_database_with_a_completed_run_is_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "done.sqlite"
+    conn = connect(path)
+    migrate(conn)
+    build(conn, payments=50, source="files")
+    conn.close()
+    result = bootstrap.ensure_ready(path, builder=bootstrap_builder)
+    assert result.status == "ready" and result.run_id == 1
+    assert _counts(path)["payments"] == 50
+
+
+def test_a_failing_build_leaves_the_database_empty(tmp_path: Path) -> None:
+    path = tmp_path / "cold.sqlite"
+
+    def broken(conn: object, work: object, progress: object) -> None:
+        raise RuntimeError("generator exploded")
+
+    with pytest.raises(RuntimeError, match="exploded"):
+        bootstrap.ensure_ready(path, builder=broken)
+    assert _counts(path)["runs"] == 0
+    assert not bootstrap.scratch_path(str(path)).exists()
+    assert bootstrap.ensure_ready(path, builder=bootstrap_builder).status == "built"
+
+
+def test_the_real_cold_start_keeps_labels_apart_and_scores_only_its_own_run(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("core.benchmark")
+    pytest.importorskip("core.evaluation")
+    from core import views
+
+    path = tmp_path / "real.sqlite"
+    result = bootstrap.ensure_ready(path)
+    assert result.status == "built"
+    folder = bootstrap.dataset_folder(str(path))
+    assert (folder / "ground_truth.csv").exists() and (folder / "benchmark.json").exists()
+    assert not (folder / "dataset" / "ground_truth.csv").exists()  # never beside the data
+    conn = connect(path)
+    try:
+        run = views.latest_run(conn)
+        assert run is not None and run.is_synthetic and run.source == "benchmark"
+        accuracy = views.heldout_accuracy(conn, run.id)
+        assert accuracy is not None and accuracy.metrics["Accuracy"].endswith("%")
+        report = views.evaluation_report(conn, run.id)
+        assert report is not None and set(report.confusion.columns) == {
+            "Ground truth",
+            "Engine",
+            "Count",
+        }
+        assert int(report.confusion["Count"].sum()) == int(
+            report.headline["Records"].replace(",", "")
+        )
+        later = bootstrap.reconcile_stored(conn, as_of=run.as_of + 30 * 86_400)
+        assert views.heldout_accuracy(conn, later) is None  # labels are for the other as-of
+    finally:
+        conn.close()

@@ -1,0 +1,356 @@
+"""The app's pages under Streamlit's AppTest, on a real SQLite file filled by the builder."""
+
+from __future__ import annotations
+
+import ast
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from streamlit.runtime.pages_manager import PagesManager
+from streamlit.testing.v1 import AppTest
+
+from core import views
+from core.db import connect, migrate
+from core.db.views import QueueFilter
+from tests.app_builder import Built, build
+from tests.conftest import ROOT
+from ui import keys
+
+PAGES = (
+    "pages/overview.py",
+    "pages/exceptions.py",
+    "pages/settlement.py",
+    "pages/investigation.py",
+    "pages/data.py",
+    "pages/evaluation.py",
+    "pages/audit.py",
+)
+WIDGETS = {
+    "button",
+    "checkbox",
+    "data_editor",
+    "date_input",
+    "download_button",
+    "file_uploader",
+    "multiselect",
+    "number_input",
+    "pagination",
+    "radio",
+    "selectbox",
+    "slider",
+    "text_area",
+    "text_input",
+    "time_input",
+    "toggle",
+}
+
+
+@pytest.fixture(autouse=True)
+def _navigation_v2(monkeypatch: pytest.MonkeyPatch) -> None:
+    """AppTest resets Streamlit's 'pages/ folder means v1 multipage app' flag before every
+    run; the real server clears it once app.py has called st.navigation. Do the same."""
+    original = PagesManager.__init__
+
+    def init(self: PagesManager, *args: object, **kwargs: object) -> None:
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", init)
+
+
+@pytest.fixture
+def app_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, Built]]:
+    path = tmp_path / "app.sqlite"
+    conn = connect(path)
+    migrate(conn)
+    built = build(conn, payments=1500, seed=11)
+    conn.close()
+    monkeypatch.setenv("DATABASE_URL", str(path))
+    yield path, built
+
+
+def _app(page: str | None = None) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    if page:
+        at.switch_page(page)
+        at.run()
+    return at
+
+
+def _no_exception(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def _open_count(path: Path) -> int:
+    conn = connect(path)
+    try:
+        return views.queue(conn, QueueFilter()).total
+    finally:
+        conn.close()
+
+
+def test_every_page_renders_without_an_exception(app_db: tuple[Path, Built]) -> None:
+    at = _app()
+    for page in PAGES:
+        at.switch_page(page)
+        at.run()
+        _no_exception(at)
+        assert at.title, page
+
+
+def test_overview_shows_rupee_kpis_and_says_the_data_are_synthetic(
+    app_db: tuple[Path, Built],
+) -> None:
+    at = _app()
+    _no_exception(at)
+    metrics = {m.label: m.value for m in at.metric}
+    for label in ("Captured", "Settled", "Credited in bank", "Pending"):
+        assert metrics[label].startswith("₹"), (label, metrics[label])
+    assert metrics["Open exceptions"] == f"{app_db[1].exceptions:,}"
+    assert metrics["Awaiting settlement"].startswith("₹")
+    assert metrics["Captured"].endswith(("Cr", "L"))
+    assert any("synthetic benchmark" in i.value for i in at.info)
+    assert "Synthetic benchmark" in " ".join(m.value for m in at.sidebar.markdown)
+
+
+def test_filtering_the_queue_by_code_and_search(app_db: tuple[Path, Built]) -> None:
+    path, built = app_db
+    at = _app("pages/exceptions.py")
+    _no_exception(at)
+    assert f"**{built.exceptions:,}** exceptions match" in at.markdown[0].value
+    at.multiselect(key=keys.QUEUE_CODES).select("AMOUNT_MISMATCH").run()
+    table = at.dataframe[0].value
+    assert set(table["Reason"]) == {"AMOUNT_MISMATCH"}
+    conn = connect(path)
+    expected = views.queue(conn, QueueFilter(codes=("AMOUNT_MISMATCH",))).total
+    conn.close()
+    assert f"**{expected:,}** exceptions match" in at.markdown[0].value
+    target = table["Entity"].iloc[0].split(": ", 1)[1]
+    at.text_input(key=keys.QUEUE_SEARCH).input(target).run()
+    assert list(at.dataframe[0].value["Entity"]) == [f"payment: {target}"]
+
+
+def test_queue_shows_one_page_and_pages_on(app_db: tuple[Path, Built]) -> None:
+    at = _app("pages/exceptions.py")
+    first = at.dataframe[0].value
+    assert len(first) == 50  # the default page size; the rest stays in the database
+    pager = next(p for p in at.get("pagination") if p.key.startswith(keys.QUEUE_PAGE))
+    pager.set_value(2).run()
+    second = at.dataframe[0].value
+    assert len(second) > 0 and not set(first["Id"]) & set(second["Id"])
+
+
+def test_a_bad_amount_filter_is_a_message_not_a_traceback(app_db: tuple[Path, Built]) -> None:
+    at = _app("pages/exceptions.py")
+    at.text_input(key=keys.QUEUE_MIN_AMOUNT).input("12.345").run()
+    _no_exception(at)
+    assert any("Not an amount in rupees" in e.value for e in at.error)
+
+
+def test_opening_an_exception_from_the_queue(app_db: tuple[Path, Built]) -> None:
+    at = _app("pages/exceptions.py")
+    at.multiselect(key=keys.QUEUE_CODES).select("SETTLEMENT_AMOUNT_DISCREPANCY").run()
+    chosen = at.selectbox(key=keys.QUEUE_OPEN_CHOICE).options[1]
+    exception_id = int(chosen.split(" ")[0].lstrip("#"))
+    at.selectbox(key=keys.QUEUE_OPEN_CHOICE).select(exception_id).run()
+    at.button(key=keys.QUEUE_OPEN).click().run()
+    _no_exception(at)
+    assert at.title[0].value == "Investigation"
+    assert at.subheader[0].value.startswith(f"#{exception_id} · SETTLEMENT_AMOUNT_DISCREPANCY")
+    labels = [e.label for e in at.expander]
+    assert any(label.startswith("Payment") for label in labels), labels
+
+
+def test_the_investigator_answers_with_source_and_citations(
+    app_db: tuple[Path, Built], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("GEMINI_API_KEY", "LLM_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    at = _app("pages/investigation.py")
+    at.button(key=keys.INVESTIGATE_ASK).click().run()
+    _no_exception(at)
+    captions = " ".join(c.value for c in at.caption)
+    assert "Source: deterministic" in captions
+    entity = at.subheader[0].value  # '#id · CODE'
+    assert "Citations (checked against the evidence):" in captions
+    assert any("Root cause:" in m.value for m in at.markdown), entity
+
+
+def test_resolving_needs_a_note(app_db: tuple[Path, Built]) -> None:
+    path, _ = app_db
+    at = _app("pages/investigation.py")
+    before = _open_count(path)
+    at.button(key=keys.DECISION_RESOLVE).click().run()
+    _no_exception(at)
+    assert any("Write a note first" in e.value for e in at.error)
+    assert _open_count(path) == before
+
+
+def test_resolving_an_exception_closes_it_and_audits_it(app_db: tuple[Path, Built]) -> None:
+    pytest.importorskip("core.review")
+    path, _ = app_db
+    at = _app("pages/investigation.py")
+    exception_id = int(at.number_input(key=keys.INVESTIGATE_ID).value)
+    at.text_area(key=keys.DECISION_NOTE).input("Bank confirmed the credit by phone.").run()
+    at.button(key=keys.DECISION_RESOLVE).click().run()
+    _no_exception(at)
+    assert any(f"#{exception_id} is now RESOLVED" in s.value for s in at.success)
+    assert at.text_area(key=keys.DECISION_NOTE).value == ""
+    assert at.button(key=keys.DECISION_RESOLVE).disabled
+    conn = connect(path)
+    conn.row_factory = sqlite3.Row
+    row = conn.execute("SELECT status FROM exceptions WHERE id = ?", (exception_id,)).fetchone()
+    audited = conn.execute(
+        "SELECT count(*) FROM audit_log WHERE entity_id = ?", (str(exception_id),)
+    ).fetchone()[0]
+    conn.close()
+    assert row["status"] == "RESOLVED" and audited >= 1
+    at.switch_page("pages/audit.py")
+    at.run()
+    _no_exception(at)
+    assert str(exception_id) in " ".join(at.dataframe[0].value["entity"])
+
+
+def test_a_decision_on_a_stale_page_is_refused_with_a_message(
+    app_db: tuple[Path, Built],
+) -> None:
+    from core import review
+
+    path, _ = app_db
+    at = _app("pages/investigation.py")
+    exception_id = int(at.number_input(key=keys.INVESTIGATE_ID).value)
+    conn = connect(path)
+    review.resolve(
+        conn, exception_id, actor="someone else", note="settled by phone", request_id="other-1"
+    )
+    conn.close()
+    at.text_area(key=keys.DECISION_NOTE).input("Escalating to the bank")
+    at.button(key=keys.DECISION_ESCALATE).click().run()  # one round trip, as a browser does
+    _no_exception(at)
+    assert any(w.value.startswith("Not done:") for w in at.warning)
+    conn = connect(path)
+    status = conn.execute("SELECT status FROM exceptions WHERE id = ?", (exception_id,)).fetchone()
+    conn.close()
+    assert status[0] == "RESOLVED"
+
+
+def test_settlement_page_checks_the_arithmetic(app_db: tuple[Path, Built]) -> None:
+    at = _app("pages/settlement.py")
+    _no_exception(at)
+    lines = at.dataframe[0].value
+    assert "Net settlement (Σ credit − Σ debit)" in set(lines["Line"])
+    assert any("Settlement amount = Σ credit − Σ debit" in m.value for m in at.markdown)
+
+
+def test_a_missing_database_directory_is_a_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("DATABASE_URL", str(blocker / "db.sqlite"))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    _no_exception(at)
+    assert at.error
+
+
+def _calls(path: Path) -> list[ast.Call]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+
+
+def test_every_widget_has_a_key_from_the_keys_module() -> None:
+    missing, literal = [], []
+    for path in [*sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "ui").glob("*.py"))]:
+        for call in _calls(path):
+            name = call.func.attr if isinstance(call.func, ast.Attribute) else ""
+            if name not in WIDGETS:
+                continue
+            key = next((k.value for k in call.keywords if k.arg == "key"), None)
+            if key is None:
+                missing.append(f"{path.name}:{call.lineno} {name}")
+            elif isinstance(key, ast.Constant):
+                literal.append(f"{path.name}:{call.lineno} {name}")
+    assert missing == [] and literal == []
+
+
+def test_audit_export_holds_the_filtered_trail_and_reverifies(app_db: tuple[Path, Built]) -> None:
+    import csv
+    import io
+
+    from core.db import views as db
+    from ui import audit
+
+    path, _ = app_db
+    at = _app("pages/investigation.py")
+    exception_id = int(at.number_input(key=keys.INVESTIGATE_ID).value)
+    at.text_area(key=keys.DECISION_NOTE).input("Duplicate of a settled payment.").run()
+    at.button(key=keys.DECISION_ESCALATE).click().run()
+    assert any(f"#{exception_id} is now ESCALATED" in s.value for s in at.success)
+    rows = list(
+        csv.DictReader(
+            io.StringIO(
+                audit.export(audit.make_filter(entity_id=str(exception_id)), "csv").decode()
+            )
+        )
+    )
+    assert rows and {r["entity_id"] for r in rows} == {str(exception_id)}
+    conn = connect(path)
+    total = db.count_rows(conn, "audit_log")
+    conn.close()
+    everything = audit.export(audit.make_filter(), "jsonl").decode().splitlines()
+    assert len(everything) == total
+    assert audit.verify().ok
+
+
+def test_assigning_and_escalating_selected_rows(app_db: tuple[Path, Built]) -> None:
+    path, _ = app_db
+    at = _app("pages/exceptions.py")
+    table = at.dataframe[0]
+    chosen = [int(i) for i in table.value["Id"].iloc[:3]]
+    at.session_state[table.key] = {"selection": {"rows": [0, 1, 2], "columns": []}}
+    at.text_input(key=keys.QUEUE_ASSIGN_TO).input("asha").run()
+    at.button(key=keys.QUEUE_ASSIGN).click().run()
+    _no_exception(at)
+    assert any("Assigned 3 to asha" in s.value for s in at.success)
+    conn = connect(path)
+    assigned = {
+        r[0]: (r[1], r[2])
+        for r in conn.execute("SELECT id, assignee, status FROM exceptions WHERE assignee = 'asha'")
+    }
+    conn.close()
+    assert assigned == {i: ("asha", "ASSIGNED") for i in chosen}
+
+    at.selectbox(key=keys.QUEUE_ASSIGNEE).select("asha").run()
+    assert {int(i) for i in at.dataframe[0].value["Id"]} == set(chosen)
+    at.session_state[at.dataframe[0].key] = {"selection": {"rows": [0], "columns": []}}
+    at.text_input(key=keys.QUEUE_ESCALATE_NOTE).input("Needs the bank's confirmation").run()
+    at.button(key=keys.QUEUE_ESCALATE).click().run()
+    _no_exception(at)
+    assert any("Escalated 1." in s.value for s in at.success)
+
+
+def test_session_state_is_keyed_only_through_the_keys_module() -> None:
+    literal = []
+    for path in [*sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "ui").glob("*.py"))]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Subscript)
+                and isinstance(node.value, ast.Attribute)
+                and node.value.attr == "session_state"
+                and isinstance(node.slice, ast.Constant)
+            ):
+                literal.append(f"{path.name}:{node.lineno}")
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Attribute)
+                and node.func.value.attr == "session_state"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
+                literal.append(f"{path.name}:{node.lineno}")
+    assert literal == []

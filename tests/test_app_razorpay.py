@@ -1,0 +1,83 @@
+"""The Data page's Razorpay tab against the fake Razorpay API on 127.0.0.1 (real SDK)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from streamlit.runtime.pages_manager import PagesManager
+from streamlit.testing.v1 import AppTest
+
+from core.db import connect, migrate
+from tests.app_builder import build
+from tests.conftest import ROOT
+from ui import keys
+
+fake_razorpay = pytest.importorskip("tests.fake_razorpay")
+support = pytest.importorskip("tests.razorpay_support")
+
+
+@pytest.fixture(autouse=True)
+def _navigation_v2(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = PagesManager.__init__
+
+    def init(self: PagesManager, *args: object, **kwargs: object) -> None:
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", init)
+
+
+@pytest.fixture
+def database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "app.sqlite"
+    conn = connect(path)
+    migrate(conn)
+    build(conn, payments=200, source="files")
+    conn.close()
+    monkeypatch.setenv("DATABASE_URL", str(path))
+    for name in ("RAZORPAY_KEY_ID", "RAZORPAY_KEY_SECRET", "RAZORPAY_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    return path
+
+
+@pytest.fixture
+def fake() -> Iterator[object]:
+    with fake_razorpay.FakeRazorpay() as server:
+        server.load_dataset(support.SPEC_DATASET)
+        yield server
+
+
+def _data_page() -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page("pages/data.py")
+    at.run()
+    return at
+
+
+def test_sync_without_keys_says_which_variables_to_set(database: Path) -> None:
+    at = _data_page()
+    assert any("**State:** never" in m.value for m in at.markdown)
+    at.button(key=keys.SYNC_START).click().run()
+    assert not at.exception
+    assert any("RAZORPAY_KEY_ID" in e.value for e in at.error)
+
+
+def test_sync_from_the_data_page_fills_the_raw_tables_and_the_status(
+    database: Path, fake: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in support.sync_env(fake, database).items():
+        monkeypatch.setenv(name, value)
+    at = _data_page()
+    at.date_input(key=keys.SYNC_FROM).set_value(support.SPEC_FROM)
+    at.date_input(key=keys.SYNC_TO).set_value(support.SPEC_TO)
+    at.button(key=keys.SYNC_START).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(s.value.startswith("Synced ") for s in at.success), [e.value for e in at.error]
+    assert any("**State:** completed" in m.value for m in at.markdown)
+    conn = connect(database)
+    synced = conn.execute("SELECT count(*) FROM payments WHERE id NOT GLOB 'pay_0*'").fetchone()
+    conn.close()
+    assert synced[0] > 0

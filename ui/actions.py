@@ -1,0 +1,118 @@
+"""What the Data page starts: import uploaded files, run reconciliation, sync Razorpay.
+
+Each function calls the core module that owns the work; the page only collects inputs and
+shows the answer. Uploaded files are written to a private temporary folder under their
+own names (the importer recognises the five dataset file names) and removed afterwards.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from core import bootstrap
+from core.calendar import IST, CalendarParams
+from core.dataset import DATASET_FILES
+from core.db import database_path
+from core.errors import InputError, Problem
+from ui import shell
+from ui.widgets import module
+
+DATASET_NAMES = DATASET_FILES
+Progress = Callable[[float, str], None]
+
+
+def import_uploads(uploads: Iterable[Any], amount_unit: str, replace: bool) -> Any:
+    """Write the uploaded files to a temporary folder and import it; the ImportReport."""
+    files = list(uploads)
+    unknown = [f.name for f in files if Path(f.name).name.lower() not in DATASET_NAMES]
+    if unknown:
+        raise InputError(
+            [
+                Problem(
+                    name,
+                    0,
+                    "",
+                    "not a dataset file name; expected one of " + ", ".join(DATASET_NAMES),
+                )
+                for name in unknown
+            ]
+        )
+    names = sorted(Path(f.name).name.lower() for f in files)
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError(
+            [Problem(n, 0, "", "uploaded twice; remove one of the two") for n in twice]
+        )
+    ingest = module("core.ingest", "The importer")
+    with tempfile.TemporaryDirectory(prefix="razorrecon-upload-") as folder:
+        for f in files:
+            (Path(folder) / Path(f.name).name.lower()).write_bytes(f.getvalue())
+        dataset, loaded = ingest.load_dataset(folder, amount_unit)
+    with shell.connection() as conn:
+        return ingest.store_dataset(
+            conn,
+            dataset,
+            source="files",
+            location="upload: " + ", ".join(names),
+            content_hash=loaded.content_hash,
+            replace=replace,
+            files=loaded.files,
+        )
+
+
+def parse_holidays(text: str) -> frozenset[dt.date]:
+    days: set[dt.date] = set()
+    problems: list[Problem] = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        value = raw.split("#", 1)[0].strip()
+        if not value:
+            continue
+        try:
+            days.add(dt.date.fromisoformat(value))
+        except ValueError:
+            problems.append(Problem("holidays", number, "1", f"not an ISO date: {value!r}"))
+    if problems:
+        raise InputError(problems)
+    return frozenset(days)
+
+
+def as_of_seconds(day: dt.date, moment: dt.time) -> int:
+    return int(dt.datetime.combine(day, moment, tzinfo=IST).timestamp())
+
+
+def reconcile(calendar: CalendarParams, as_of: int, progress: Progress) -> Any:
+    """Reconcile the raw tables as of `as_of`: persist the run, open exceptions."""
+    engine = module("core.engine", "The engine")
+    params = engine.EngineParams(calendar=calendar)
+    with shell.connection() as conn:
+        return bootstrap.reconcile_stored(conn, as_of=as_of, params=params, progress=progress)
+
+
+def razorpay_status() -> Any:
+    razorpay = module("core.razorpay", "Razorpay sync")
+    return shell.read(razorpay.sync_status)
+
+
+def razorpay_sync(date_from: dt.date, date_to: dt.date, progress: Progress) -> Any:
+    """Read the range from the Razorpay API into the raw tables (read-only keys from env)."""
+    config = module("core.razorpay.config", "Razorpay sync")
+    syncing = module("core.razorpay.sync", "Razorpay sync")
+    settings = config.settings_from_env()
+    days = max(1, (date_to - date_from).days + 1) * 4
+
+    steps = {"n": 0}
+
+    def on_step(resource: str, day: dt.date, items: int) -> None:
+        steps["n"] += 1
+        progress(min(0.99, steps["n"] / days), f"{resource} {day.isoformat()}: {items} items")
+
+    with shell.connection() as conn:
+        return syncing.sync(conn, settings, date_from, date_to, on_step=on_step)
+
+
+def database_name() -> str:
+    return Path(database_path()).name

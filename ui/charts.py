@@ -1,0 +1,183 @@
+"""Altair charts over the read models. Axes carry whole rupees (int64, from paise);
+tooltips carry the exact amounts as text."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from core.views import AgeBucket, CodeExposure, DayMatchRate, Total
+from ui.format import class_label, inr
+
+CLASS_COLOURS = {
+    "Amount at risk": "#C0392B",
+    "Awaiting settlement": "#E67E22",
+    "Disputed": "#8E44AD",
+    "Structural": "#7F8C8D",
+}
+
+
+# Axis labels in lakh and crore, computed by Vega in the browser from whole rupees.
+INDIAN_SHORT = (
+    "datum.value >= 1e7 ? format(datum.value / 1e7, '.2~f') + ' Cr'"
+    " : datum.value >= 1e5 ? format(datum.value / 1e5, '.2~f') + ' L'"
+    " : format(datum.value, ',')"
+)
+
+
+def _rupees(paise: int) -> int:
+    return int(paise) // 100
+
+
+def _colour(*, legend: bool) -> alt.Color:
+    # A legend above or below a fixed-height chart squeezes the bars to nothing in
+    # Streamlit; on the right it does not.
+    return alt.Color(
+        "Class:N",
+        scale=alt.Scale(domain=list(CLASS_COLOURS), range=list(CLASS_COLOURS.values())),
+        legend=alt.Legend(orient="right", title=None) if legend else None,
+    )
+
+
+def _categories(field: str) -> alt.Y:
+    return alt.Y(field, sort="-x", title=None, axis=alt.Axis(labelLimit=260))
+
+
+def exposure_by_class(totals: dict[str, Total]) -> alt.Chart:
+    frame = pd.DataFrame(
+        {
+            "Class": [class_label(k) for k in totals],
+            "Rupees": pd.array([_rupees(t.paise) for t in totals.values()], dtype="int64"),
+            "Exposure": [inr(t.paise) for t in totals.values()],
+            "Open": pd.array([t.count for t in totals.values()], dtype="int64"),
+        }
+    )
+    return (
+        alt.Chart(frame, title="Open exposure by class")
+        .mark_bar()
+        .encode(
+            x=alt.X("Rupees:Q", title="₹", axis=alt.Axis(labelExpr=INDIAN_SHORT)),
+            y=_categories("Class:N"),
+            color=_colour(legend=False),
+            tooltip=["Class", "Exposure", "Open"],
+        )
+        .properties(height=90 + 34 * len(totals))
+    )
+
+
+def exposure_by_code(codes: tuple[CodeExposure, ...]) -> alt.Chart:
+    frame = pd.DataFrame(
+        {
+            "Code": [c.reason_code for c in codes],
+            "Class": [class_label(c.exposure_class) for c in codes],
+            "Rupees": pd.array([_rupees(c.paise) for c in codes], dtype="int64"),
+            "Exposure": [inr(c.paise) for c in codes],
+            "Open": pd.array([c.count for c in codes], dtype="int64"),
+        }
+    )
+    return (
+        alt.Chart(frame, title="Open exceptions by reason code")
+        .mark_bar()
+        .encode(
+            x=alt.X("Open:Q", title="Open exceptions"),
+            y=_categories("Code:N"),
+            color=_colour(legend=True),
+            tooltip=["Code", "Class", "Open", "Exposure"],
+        )
+        .properties(height=90 + 30 * len(codes))
+    )
+
+
+def ageing(buckets: tuple[AgeBucket, ...]) -> alt.Chart:
+    frame = pd.DataFrame(
+        {
+            "Age": [b.label for b in buckets],
+            "Open": pd.array([b.count for b in buckets], dtype="int64"),
+            "Exposure": [inr(b.paise) for b in buckets],
+        }
+    )
+    return (
+        alt.Chart(frame, title="Age of open exceptions at the run's as-of")
+        .mark_bar(color="#2B59C3")
+        .encode(
+            x=alt.X(
+                "Age:N",
+                sort=[b.label for b in buckets],
+                title=None,
+                axis=alt.Axis(labelAngle=0),
+            ),
+            y=alt.Y("Open:Q", title="Open exceptions"),
+            tooltip=["Age", "Open", "Exposure"],
+        )
+        .properties(height=260)
+    )
+
+
+def match_rate(days: tuple[DayMatchRate, ...]) -> alt.Chart:
+    frame = pd.DataFrame(
+        {
+            "Day": pd.to_datetime([d.day for d in days]),
+            "Match rate": [d.rate for d in days],
+            "Payments": pd.array([d.payments for d in days], dtype="int64"),
+            "Matched": pd.array([d.matched for d in days], dtype="int64"),
+        }
+    )
+    return (
+        alt.Chart(frame, title="Payments matched, by settlement day")
+        .mark_line(point=True, color="#2B59C3")
+        .encode(
+            x=alt.X("Day:T", title=None),
+            y=alt.Y(
+                "Match rate:Q", axis=alt.Axis(format="%"), scale=alt.Scale(zero=False), title=None
+            ),
+            tooltip=[
+                alt.Tooltip("Day:T"),
+                alt.Tooltip("Match rate:Q", format=".1%"),
+                "Payments",
+                "Matched",
+            ],
+        )
+        .properties(height=260)
+    )
+
+
+def confusion(frame: pd.DataFrame, *, actual: str, predicted: str, count: str) -> alt.Chart:
+    """A heatmap of a long-format confusion matrix (one row per actual/predicted pair)."""
+    axis = alt.Axis(labelOverlap=False, labelLimit=320)
+    base = alt.Chart(frame, title="Confusion matrix by outcome (held-out split)").encode(
+        x=alt.X(
+            f"{predicted}:N",
+            title="Engine said",
+            axis=alt.Axis(labelOverlap=False, labelLimit=320, labelAngle=-50),
+        ),
+        y=alt.Y(f"{actual}:N", title="Ground truth", axis=axis),
+    )
+    cells = base.mark_rect().encode(
+        color=alt.Color(f"{count}:Q", scale=alt.Scale(scheme="blues", type="log"), legend=None),
+        tooltip=[actual, predicted, count],
+    )
+    labels = base.mark_text(fontSize=11).encode(
+        text=f"{count}:Q",
+        color=alt.condition(alt.datum[count] > 100, alt.value("white"), alt.value("#1f2937")),
+    )
+    return (cells + labels).properties(height=alt.Step(24), width=alt.Step(30))
+
+
+BUILDERS: dict[str, Callable[[Any], alt.TopLevelMixin]] = {
+    "exposure_by_class": exposure_by_class,
+    "exposure_by_code": exposure_by_code,
+    "ageing": ageing,
+    "match_rate": match_rate,
+}
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def spec(kind: str, data: Any) -> dict[str, Any]:
+    """The Vega-Lite spec of a chart, cached on its data: unchanged figures cost nothing
+    on a rerun (building and validating a spec is most of a chart's server time)."""
+    built: dict[str, Any] = BUILDERS[kind](data).to_dict()
+    return built

@@ -1,0 +1,126 @@
+"""Display formatting: rupees from paise, IST times, and frames of display strings.
+
+Money reaches the browser as text (₹1,35,000.00) formatted from integer paise; nothing
+here computes a total. Building a DataFrame from a list of records is not aggregation.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from core.calendar import IST
+from core.money import MONEY_FIELDS, format_inr, format_inr_short
+from core.views import QueueItem
+
+BASE_MONEY_FIELDS = MONEY_FIELDS
+TIME_FIELDS = frozenset(
+    {
+        "created_at",
+        "settled_at",
+        "entity_created_at",
+        "started_at",
+        "finished_at",
+        "as_of",
+        "opened_at",
+        "updated_at",
+        "closed_at",
+        "imported_at",
+    }
+)
+CLASS_LABELS = {
+    "amount_at_risk": "Amount at risk",
+    "awaiting_settlement": "Awaiting settlement",
+    "disputed": "Disputed",
+    "structural": "Structural",
+}
+SORT_LABELS = {
+    "exposure_desc": "Exposure, largest first",
+    "exposure_asc": "Exposure, smallest first",
+    "oldest": "Oldest first",
+    "newest": "Newest first",
+    "code": "Reason code",
+    "updated": "Recently updated",
+    "id": "Exception id",
+}
+
+
+def inr(paise: int | None) -> str:
+    return "—" if paise is None else format_inr(int(paise))
+
+
+def inr_short(paise: int | None) -> str:
+    return "—" if paise is None else format_inr_short(int(paise))
+
+
+def ist(seconds: int | None, *, with_time: bool = True) -> str:
+    if seconds is None:
+        return "—"
+    moment = dt.datetime.fromtimestamp(int(seconds), tz=IST)
+    return moment.strftime("%d %b %Y, %H:%M IST" if with_time else "%d %b %Y")
+
+
+def class_label(name: str) -> str:
+    return CLASS_LABELS.get(name, name.replace("_", " ").capitalize() or "—")
+
+
+def code_label(code: str) -> str:
+    return code.replace("_", " ").capitalize() if code else "—"
+
+
+@functools.cache
+def money_fields() -> frozenset[str]:
+    """Fields holding integer paise, with the investigator's evidence fields (sum_credit,
+    ...); imported on first use, so the cold start does not pay for the investigator."""
+    try:
+        from core.investigate.tools import MONEY_FIELDS
+    except ImportError:  # pragma: no cover - the investigator is part of the product
+        return BASE_MONEY_FIELDS
+    return BASE_MONEY_FIELDS | MONEY_FIELDS
+
+
+def cell(key: str, value: Any) -> Any:
+    """One record value for display: paise as rupees, Unix seconds as IST time."""
+    if value is None:
+        return ""
+    if key in money_fields() and isinstance(value, int) and not isinstance(value, bool):
+        return format_inr(value)
+    if key in TIME_FIELDS and isinstance(value, int) and not isinstance(value, bool):
+        return ist(value)
+    if isinstance(value, (dict, list, tuple)):
+        return str(value)
+    return value
+
+
+def records_frame(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Records (dicts) as a frame of display values, columns in first-seen order."""
+    rows = [{k: cell(k, v) for k, v in r.items()} for r in records]
+    return pd.DataFrame(rows).astype("string") if rows else pd.DataFrame()
+
+
+def queue_frame(items: Iterable[QueueItem]) -> pd.DataFrame:
+    rows = [
+        {
+            "Id": str(i.id),
+            "Reason": i.reason_code,
+            "Class": class_label(i.exposure_class),
+            "Exposure": inr(i.exposure_paise),
+            "Difference": inr(i.difference_paise),
+            "Entity": f"{i.entity_type}: {i.entity_id}",
+            "Settlement": i.settlement_id or "",
+            "Order": i.order_id or "",
+            "UTR": i.utr or "",
+            "Age (days)": "" if i.age_days is None else str(i.age_days),
+            "Status": i.status,
+            "Assignee": i.assignee or "",
+            "Due": i.due_date or "",
+        }
+        for i in items
+    ]
+    columns = ["Id", "Reason", "Class", "Exposure", "Difference", "Entity", "Settlement"]
+    columns += ["Order", "UTR", "Age (days)", "Status", "Assignee", "Due"]
+    return pd.DataFrame(rows, columns=columns).astype("string")

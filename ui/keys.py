@@ -1,0 +1,102 @@
+"""Every session-state key and widget key the app uses, in one place.
+
+A widget's key is also its session-state key, so two pages never collide and tests can
+find a widget by name (`at.text_input(key=keys.QUEUE_SEARCH)`).
+"""
+
+# --- shared state ---------------------------------------------------------------------
+REVIEWER = "reviewer_name"  # who acts; recorded in the audit trail
+SELECTED_EXCEPTION = "selected_exception_id"  # the exception the Investigation page shows
+SELECTED_SETTLEMENT = "selected_settlement_id"  # the settlement the Settlement page shows
+FLASH = "flash_message"  # (kind, text) shown once on the next page render
+DEEP_LINK = "deep_link_exception"  # the ?exception= value already applied
+REQUEST_IDS = "request_ids"  # action name -> idempotency key of the pending request
+
+# --- Overview page --------------------------------------------------------------------
+OVERVIEW_CLASS_CHART = "overview_class_chart"
+OVERVIEW_CODE_CHART = "overview_code_chart"
+OVERVIEW_AGE_CHART = "overview_age_chart"
+OVERVIEW_MATCH_CHART = "overview_match_chart"
+
+# --- Exceptions page ------------------------------------------------------------------
+QUEUE_CODES = "queue_codes"
+QUEUE_CLASSES = "queue_classes"
+QUEUE_STATUSES = "queue_statuses"
+QUEUE_SETTLEMENT = "queue_settlement"
+QUEUE_MIN_AGE = "queue_min_age"
+QUEUE_MAX_AGE = "queue_max_age"
+QUEUE_MIN_AMOUNT = "queue_min_amount"
+QUEUE_MAX_AMOUNT = "queue_max_amount"
+QUEUE_ASSIGNEE = "queue_assignee"
+QUEUE_SEARCH = "queue_search"
+QUEUE_SORT = "queue_sort"
+QUEUE_PAGE_SIZE = "queue_page_size"
+QUEUE_PAGE = "queue_page"  # prefix: suffixed with a digest of the filter and sort
+QUEUE_TABLE = "queue_table"  # prefix: suffixed with a digest of the rows shown
+QUEUE_OPEN_CHOICE = "queue_open_choice"
+QUEUE_OPEN = "queue_open"
+QUEUE_ASSIGN_TO = "queue_assign_to"
+QUEUE_ASSIGN = "queue_assign"
+QUEUE_ESCALATE_NOTE = "queue_escalate_note"
+QUEUE_ESCALATE = "queue_escalate"
+QUEUE_EXPORT = "queue_export"
+QUEUE_RESET = "queue_reset"
+
+# --- Settlement page ------------------------------------------------------------------
+SETTLEMENT_SEARCH = "settlement_search"
+SETTLEMENT_CHOICE = "settlement_choice"
+SETTLEMENT_OPEN_EXCEPTION = "settlement_open_exception"
+SETTLEMENT_INVESTIGATE = "settlement_investigate"
+SETTLEMENT_LINES = "settlement_lines"
+SETTLEMENT_BANK = "settlement_bank"
+SETTLEMENT_ROWS = "settlement_rows"
+SETTLEMENT_QUEUE = "settlement_queue"
+
+# --- Investigation page ---------------------------------------------------------------
+INVESTIGATE_ID = "investigate_id"
+INVESTIGATE_ASK = "investigate_ask"
+INVESTIGATE_ANSWER = "investigate_answer"  # exception id -> Investigation shown
+DECISION_NOTE = "decision_note"
+DECISION_RESOLVE = "decision_resolve"
+DECISION_ESCALATE = "decision_escalate"
+EVIDENCE_TABLE = "evidence_table"  # prefix: one table per evidence section
+HISTORY_TABLE = "history_table"
+INVESTIGATE_TO_SETTLEMENT = "investigate_to_settlement"
+
+# --- Data page ------------------------------------------------------------------------
+UPLOAD_FILES = "upload_files"
+UPLOAD_UNIT = "upload_unit"
+UPLOAD_REPLACE = "upload_replace"
+UPLOAD_IMPORT = "upload_import"
+UPLOAD_RESULT = "upload_result"
+UPLOAD_PROBLEMS = "upload_problems"
+RUN_AS_OF_DATE = "run_as_of_date"
+RUN_AS_OF_TIME = "run_as_of_time"
+RUN_SETTLEMENT_DAYS = "run_settlement_days"
+RUN_INTERNATIONAL_DAYS = "run_international_days"
+RUN_GRACE_DAYS = "run_grace_days"
+RUN_BANK_DAYS = "run_bank_days"
+RUN_HOLIDAYS = "run_holidays"
+RUN_START = "run_start"
+RUNS_TABLE = "runs_table"
+SYNC_FROM = "sync_from"
+SYNC_TO = "sync_to"
+SYNC_START = "sync_start"
+SYNC_WATERMARKS = "sync_watermarks"
+SYNC_ERRORS = "sync_errors"
+
+# --- Evaluation page ------------------------------------------------------------------
+EVALUATION_BY_CODE = "evaluation_by_code"
+EVALUATION_CONFUSION = "evaluation_confusion"
+
+# --- Audit page -----------------------------------------------------------------------
+AUDIT_ACTOR = "audit_actor"
+AUDIT_ACTION = "audit_action"
+AUDIT_ENTITY_TYPE = "audit_entity_type"
+AUDIT_ENTITY_ID = "audit_entity_id"
+AUDIT_LIMIT = "audit_limit"
+AUDIT_VERIFY = "audit_verify"
+AUDIT_VERIFY_RESULT = "audit_verify_result"
+AUDIT_EXPORT = "audit_export"
+AUDIT_EXPORT_FORMAT = "audit_export_format"
+AUDIT_TABLE = "audit_table"

@@ -1,0 +1,138 @@
+"""Widgets shared by pages: the queue's filter panel, rupee inputs, record tables."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+from collections.abc import Iterable, Mapping
+from types import ModuleType
+from typing import Any
+
+import streamlit as st
+
+from core.errors import ConfigError
+from core.money import MoneyFormatError, parse_rupees
+from core.views import OPEN_STATUSES, QueueFilter, QueueOptions
+from ui import keys
+from ui.format import SORT_LABELS, class_label, records_frame
+
+ANY, UNASSIGNED = "Anyone", "Unassigned"
+
+
+def module(name: str, what: str) -> ModuleType:
+    """Import a core module that another area provides; a clear error if it is absent."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        raise ConfigError(f"{what} is not available in this installation ({exc.name}).") from exc
+
+
+def rupees_input(label: str, key: str, column: Any) -> int | None:
+    """A text box for an amount in rupees; returns paise, or None when empty or invalid."""
+    text = column.text_input(label, key=key, placeholder="₹", persist_state="session")
+    if not text or not text.strip():
+        return None
+    try:
+        return parse_rupees(text)
+    except MoneyFormatError:
+        column.error(f"Not an amount in rupees: {text!r}")
+        return None
+
+
+def queue_filters(options: QueueOptions) -> tuple[QueueFilter, str, int]:
+    """The filter panel; returns the filter, the sort key and the page size."""
+    st.session_state.setdefault(keys.QUEUE_STATUSES, list(OPEN_STATUSES))
+    with st.container(border=True):
+        row = st.columns([2, 2, 2, 2])
+        search = row[0].text_input(
+            "Search",
+            key=keys.QUEUE_SEARCH,
+            placeholder="payment / refund id, order id, UTR",
+            persist_state="session",
+        )
+        codes = row[1].multiselect(
+            "Reason code", options.codes, key=keys.QUEUE_CODES, persist_state="session"
+        )
+        classes = row[2].multiselect(
+            "Exposure class",
+            options.classes,
+            format_func=class_label,
+            key=keys.QUEUE_CLASSES,
+            persist_state="session",
+        )
+        statuses = row[3].multiselect(
+            "Status", options.statuses, key=keys.QUEUE_STATUSES, persist_state="session"
+        )
+        row = st.columns([2, 2, 1, 1, 1, 1])
+        settlement = row[0].text_input(
+            "Settlement id", key=keys.QUEUE_SETTLEMENT, persist_state="session"
+        )
+        assignee = row[1].selectbox(
+            "Assignee",
+            [ANY, UNASSIGNED, *options.assignees],
+            key=keys.QUEUE_ASSIGNEE,
+            persist_state="session",
+        )
+        min_age = row[2].number_input(
+            "Age from (days)",
+            min_value=0,
+            value=None,
+            step=1,
+            key=keys.QUEUE_MIN_AGE,
+            persist_state="session",
+        )
+        max_age = row[3].number_input(
+            "Age to (days)",
+            min_value=0,
+            value=None,
+            step=1,
+            key=keys.QUEUE_MAX_AGE,
+            persist_state="session",
+        )
+        min_amount = rupees_input("Exposure from (₹)", keys.QUEUE_MIN_AMOUNT, row[4])
+        max_amount = rupees_input("Exposure to (₹)", keys.QUEUE_MAX_AMOUNT, row[5])
+    row = st.columns([3, 1, 4])
+    sort = row[0].selectbox(
+        "Sort by",
+        list(options.sorts),
+        format_func=lambda s: SORT_LABELS.get(s, s),
+        key=keys.QUEUE_SORT,
+        persist_state="session",
+    )
+    size = row[1].selectbox(
+        "Per page", [25, 50, 100], index=1, key=keys.QUEUE_PAGE_SIZE, persist_state="session"
+    )
+    flt = QueueFilter(
+        codes=tuple(codes),
+        classes=tuple(classes),
+        statuses=tuple(statuses),
+        settlement_id=settlement.strip() or None,
+        min_age_days=None if min_age is None else int(min_age),
+        max_age_days=None if max_age is None else int(max_age),
+        min_exposure=min_amount,
+        max_exposure=max_amount,
+        assignee=None if assignee == ANY else ("" if assignee == UNASSIGNED else assignee),
+        search=search.strip() or None,
+    )
+    return flt, sort, int(size)
+
+
+def signature(*parts: Any) -> str:
+    """A short stable digest of the parts (to key widgets that must reset together)."""
+    return hashlib.sha1(repr(parts).encode()).hexdigest()[:10]
+
+
+def records_table(records: Iterable[Mapping[str, Any]], key: str, empty: str) -> None:
+    frame = records_frame(records)
+    if frame.empty:
+        st.caption(empty)
+    else:
+        st.dataframe(frame, hide_index=True, width="stretch", key=key)
+
+
+def facts(pairs: Iterable[tuple[str, str]]) -> None:
+    """Short labelled values in a row (metrics would truncate long ids and amounts)."""
+    items = list(pairs)
+    for column, (label, value) in zip(st.columns(len(items)), items, strict=True):
+        column.caption(label)
+        column.markdown(f"**{value}**")
