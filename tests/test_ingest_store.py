@@ -351,3 +351,21 @@ def test_read_dataset_returns_awkward_text_and_large_integers_exactly(
     pd.testing.assert_frame_equal(stored.payments, payments.reset_index(drop=True))
     for name in ("refunds", "settlements", "recon", "bank"):
         pd.testing.assert_frame_equal(getattr(stored, name), getattr(Dataset(), name), obj=name)
+
+
+def test_a_frame_of_other_dtypes_is_stored_as_the_column_types_say(
+    conn: sqlite3.Connection,
+) -> None:
+    loaded, _ = load_dataset(DATASET)
+    payments = loaded.payments.head(3).copy()
+    payments["description"] = pd.Series([0, "x", None], dtype=object)  # not the string dtype
+    payments["fee"] = pd.Series([0, None, 7], dtype=object)
+    store_dataset(conn, Dataset(payments=payments), source="t", location="t", content_hash="h")
+    rows = conn.execute(
+        "SELECT description, typeof(description), fee, typeof(fee) FROM payments ORDER BY rowid"
+    ).fetchall()
+    assert [tuple(r) for r in rows] == [
+        ("0", "text", 0, "integer"),
+        ("x", "text", None, "null"),
+        (None, "null", 7, "integer"),
+    ]

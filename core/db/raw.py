@@ -148,18 +148,23 @@ TEXT_NULL = 0
 INTEGER_NULL = ""
 
 
-def _values(series: pd.Series) -> np.ndarray[Any, np.dtype[np.object_]]:
-    """A column as an object array of Python int / str values, missing values as sentinels."""
-    dtype = str(series.dtype)
+def _values(series: pd.Series, dtype: str) -> np.ndarray[Any, np.dtype[np.object_]]:
+    """A column as an object array of Python int / str values for a column of Dataset dtype
+    `dtype`, missing values as that column's sentinel. A Series of another dtype is cast
+    first, so a sentinel is never confused with a value of the wrong type."""
     if dtype in ("int64", "bool"):
         return series.to_numpy(dtype=np.int64).astype(object)
-    missing = series.isna().to_numpy()
     if dtype == "Int64":
+        if str(series.dtype) != "Int64":
+            series = series.astype("Int64")
         values = series.to_numpy(dtype=np.int64, na_value=0).astype(object)
         sentinel: int | str = INTEGER_NULL
     else:
+        if not isinstance(series.dtype, pd.StringDtype):
+            series = series.astype("string")
         values = series.to_numpy(dtype=object, na_value=None)  # type: ignore[call-overload]
         sentinel = TEXT_NULL
+    missing = series.isna().to_numpy()
     if missing.any():
         values[missing] = sentinel
     return values  # type: ignore[no-any-return]
@@ -176,7 +181,7 @@ def _bound_value(dtype: str) -> str:
 
 def _parameters(
     frame: pd.DataFrame,
-    columns: list[str],
+    columns: dict[str, str],
     import_id: int,
     rows: range,
     rows_per_statement: int,
@@ -184,14 +189,14 @@ def _parameters(
     """Flat parameter lists of `rows_per_statement` rows each (every column, then import_id),
     for the frame rows in `rows`. Converted a batch at a time, so only one batch of Python
     objects is alive while sqlite3 consumes them."""
-    series = [frame[c] for c in columns]
+    series = [(frame[name], dtype) for name, dtype in columns.items()]
     width = len(columns) + 1
     step = BATCH_ROWS - BATCH_ROWS % rows_per_statement
     for start in range(rows.start, rows.stop, step):
         stop = min(start + step, rows.stop)
         block = np.empty((stop - start, width), dtype=object)
-        for j, column in enumerate(series):
-            block[:, j] = _values(column.iloc[start:stop])
+        for j, (column, dtype) in enumerate(series):
+            block[:, j] = _values(column.iloc[start:stop], dtype)
         block[:, -1] = import_id
         yield from block.reshape(-1, rows_per_statement * width).tolist()
 
@@ -225,7 +230,7 @@ def _insert_rows(
 ) -> None:
     """Every row of the frame, ROWS_PER_STATEMENT rows per statement (fewer statements to step
     through from Python), the remainder one row at a time; rows keep the frame's order."""
-    columns = list(RAW_TABLES[attribute][2])
+    columns = RAW_TABLES[attribute][2]
     whole = len(frame) - len(frame) % ROWS_PER_STATEMENT
     if whole:
         conn.executemany(
