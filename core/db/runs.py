@@ -9,7 +9,6 @@ marks failed.
 
 from __future__ import annotations
 
-import itertools
 import json
 import sqlite3
 import time
@@ -17,13 +16,21 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from core.dataset import OUTCOME_COLUMNS as OUTCOME_FIELDS
 from core.db.connection import transaction
 
-_INSERT_OUTCOME = (
-    f"INSERT INTO outcomes (run_id, {', '.join(OUTCOME_FIELDS)}) "
-    f"VALUES (?, {', '.join('?' for _ in OUTCOME_FIELDS)})"
-)
+# Rows per INSERT statement: sqlite3 steps one statement per 256 rows instead of one per
+# row (as core.db.raw does for the raw tables).
+ROWS_PER_STATEMENT = 256
+# sqlite3 binds None several times slower than an int or a str, so a missing value is bound
+# as a sentinel of the other type and the statement's nullif() turns it back into NULL: 0 in
+# a text column, '' in an integer column (SQLite never finds an integer equal to a text).
+TEXT_NULL = 0
+INTEGER_NULL = ""
+# One column of outcomes: a list, or a numpy array (binds without a list in between).
+OutcomeColumn = Sequence[Any] | np.ndarray[Any, Any]
 # Bulk inserts touch three B-trees; a bigger page cache keeps the random-order one
 # (by settlement) in memory. Negative = KiB.
 _BULK_CACHE_KIB = 262_144
@@ -101,11 +108,74 @@ def start_run(
     return int(run_id)
 
 
+def _integer_fields(conn: sqlite3.Connection) -> frozenset[str]:
+    """The outcome fields stored as INTEGER (their NULL sentinel is INTEGER_NULL)."""
+    return frozenset(
+        str(r["name"])
+        for r in conn.execute("PRAGMA table_info(outcomes)")
+        if str(r["type"]).upper() == "INTEGER"
+    )
+
+
+def _insert_statement(rows: int, nullable: dict[str, int | str]) -> str:
+    """INSERT of `rows` outcomes (run_id, then every OUTCOME_FIELDS entry). A field in
+    `nullable` holds missing values as the given sentinel, turned back into NULL by
+    nullif(); other fields bind plainly (a function call per value costs time)."""
+
+    def bound(name: str) -> str:
+        if name not in nullable:
+            return "?"
+        sentinel = nullable[name]
+        return f"nullif(?, {sentinel!r})" if isinstance(sentinel, str) else f"nullif(?, {sentinel})"
+
+    row = "(" + ", ".join(["?", *(bound(name) for name in OUTCOME_FIELDS)]) + ")"
+    return (
+        f"INSERT INTO outcomes (run_id, {', '.join(OUTCOME_FIELDS)}) "
+        f"VALUES {', '.join([row] * rows)}"
+    )
+
+
+def _insert_outcomes(
+    conn: sqlite3.Connection,
+    run_id: int,
+    columns: Sequence[OutcomeColumn],
+    integer_fields: frozenset[str],
+) -> None:
+    """One piece of outcomes (one value sequence per OUTCOME_FIELDS entry, None for NULL;
+    lists or numpy arrays), ROWS_PER_STATEMENT rows per statement, the remainder one row
+    at a time, in order."""
+    count = len(columns[0]) if columns else 0
+    if any(len(column) != count for column in columns):
+        raise ValueError("outcome columns differ in length")
+    block = np.empty((count, len(OUTCOME_FIELDS) + 1), dtype=object)
+    block[:, 0] = run_id
+    nullable: dict[str, int | str] = {}
+    for j, (name, column) in enumerate(zip(OUTCOME_FIELDS, columns, strict=True), start=1):
+        if isinstance(column, np.ndarray) and column.dtype.kind in "iu":
+            block[:, j] = column.tolist()  # Python ints; an integer array holds no NULL
+            continue
+        block[:, j] = column
+        missing = np.equal(block[:, j], None)  # type: ignore[call-overload]  # stubs lack None
+        if missing.any():
+            sentinel = INTEGER_NULL if name in integer_fields else TEXT_NULL
+            block[missing, j] = sentinel
+            nullable[name] = sentinel
+    whole = count - count % ROWS_PER_STATEMENT
+    width = ROWS_PER_STATEMENT * block.shape[1]
+    if whole:
+        conn.executemany(
+            _insert_statement(ROWS_PER_STATEMENT, nullable),
+            block[:whole].reshape(-1, width).tolist(),
+        )
+    if whole < count:
+        conn.executemany(_insert_statement(1, nullable), block[whole:].tolist())
+
+
 def complete_run(
     conn: sqlite3.Connection,
     run_id: int,
     *,
-    chunks: Iterable[Sequence[Sequence[Any]]],
+    chunks: Iterable[Sequence[OutcomeColumn]],
     timings: dict[str, Any],
     counts: dict[str, Any],
     finished_at: int | None = None,
@@ -114,7 +184,8 @@ def complete_run(
     outcome is there and the run is 'completed', or nothing changed.
 
     chunks: the outcomes in pieces, each piece one sequence of values per OUTCOME_FIELDS
-    entry (column lists bind fast; pieces keep the Python objects of a big run small).
+    entry, None for NULL (lists or numpy arrays; pieces keep the Python objects of a big
+    run small). Rows go ROWS_PER_STATEMENT per INSERT, NULLs as sentinels (see above).
     """
     previous_cache = conn.execute("PRAGMA cache_size").fetchone()[0]
     conn.execute(f"PRAGMA cache_size = {-_BULK_CACHE_KIB}")
@@ -123,10 +194,11 @@ def complete_run(
             state = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
             if state is None or state["status"] != "running":
                 raise ValueError(f"run {run_id} is not running")
+            integer_fields = _integer_fields(conn)
             for columns in chunks:
                 if len(columns) != len(OUTCOME_FIELDS):
                     raise ValueError(f"expected {len(OUTCOME_FIELDS)} columns, got {len(columns)}")
-                conn.executemany(_INSERT_OUTCOME, zip(itertools.repeat(run_id), *columns))
+                _insert_outcomes(conn, run_id, columns, integer_fields)
             conn.execute(
                 "UPDATE runs SET status = 'completed', finished_at = ?, timings_json = ?,"
                 " counts_json = ? WHERE id = ?",
