@@ -62,24 +62,12 @@ with assign_col:
         key=keys.QUEUE_ASSIGN,
         disabled=not selected or not assignee.strip(),
     ):
-        with shell.guarded(), shell.connection() as conn:
-            review = widgets.module("core.review", "Review")
-            result = review.bulk_assign(
-                conn,
-                list(versions),
-                actor=shell.reviewer(),
-                assignee=assignee.strip(),
-                request_id=shell.request_id("bulk_assign"),
-                expected_versions=versions,
-            )
-            shell.done("bulk_assign")
-            skipped = "; ".join(f"#{i}: {why}" for i, why in result.skipped)
-            shell.flash(
-                "warning" if result.skipped else "success",
-                f"Assigned {len(result.applied)} to {assignee.strip()}."
-                + (f" Skipped {skipped}" if skipped else ""),
-            )
-            st.rerun()
+        shell.bulk_decision(
+            "bulk_assign",
+            versions,
+            f"Assigned {{n}} to {assignee.strip()}.",
+            assignee=assignee.strip(),
+        )
 with escalate_col:
     note = st.text_input("Escalation note (required)", key=keys.QUEUE_ESCALATE_NOTE)
     if st.button(
@@ -87,23 +75,7 @@ with escalate_col:
         key=keys.QUEUE_ESCALATE,
         disabled=not selected or not note.strip(),
     ):
-        with shell.guarded(), shell.connection() as conn:
-            review = widgets.module("core.review", "Review")
-            result = review.bulk_escalate(
-                conn,
-                list(versions),
-                actor=shell.reviewer(),
-                note=note.strip(),
-                request_id=shell.request_id("bulk_escalate"),
-                expected_versions=versions,
-            )
-            shell.done("bulk_escalate")
-            skipped = "; ".join(f"#{i}: {why}" for i, why in result.skipped)
-            shell.flash(
-                "warning" if result.skipped else "success",
-                f"Escalated {len(result.applied)}." + (f" Skipped {skipped}" if skipped else ""),
-            )
-            st.rerun()
+        shell.bulk_decision("bulk_escalate", versions, "Escalated {n}.", note=note.strip())
 with export_col:
     st.download_button(
         f"CSV ({page.total:,})",

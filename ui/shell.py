@@ -117,6 +117,30 @@ def decide(action: str, exception_id: int, version: int) -> None:
     flash("success", f"Exception #{exception_id} is now {result.to_status}.")
 
 
+def bulk_decision(action: str, versions: dict[int, int], message: str, **fields: str) -> None:
+    """Apply `core.review.<action>` (bulk_assign, bulk_escalate) to the selected exceptions
+    at the versions the reviewer saw; `message` takes `{n}`, the number applied."""
+    from ui.widgets import module
+
+    with guarded(), connection() as conn:
+        result = getattr(module("core.review", "Review"), action)(
+            conn,
+            list(versions),
+            actor=reviewer(),
+            request_id=request_id(action),
+            expected_versions=versions,
+            **fields,
+        )
+        done(action)
+        skipped = "; ".join(f"#{i}: {why}" for i, why in result.skipped)
+        flash(
+            "warning" if result.skipped else "success",
+            message.replace("{n}", str(len(result.applied)))
+            + (f" Skipped {skipped}" if skipped else ""),
+        )
+        st.rerun()
+
+
 def reviewer() -> str:
     return str(st.session_state.get(keys.REVIEWER) or "reviewer").strip() or "reviewer"
 
