@@ -107,6 +107,18 @@ def _select_rows(values: pa.Array, rows: IntArray) -> pa.Array:
     return values.take(pa.array(rows, type=pa.int64()))
 
 
+def _rows_of_known_entities(
+    ctx: Context, row_type: str, ids: pa.Array
+) -> tuple[IntArray, IntArray, pa.Array, IntArray]:
+    """The recon rows of `row_type` whose entity_id is in `ids`: their row indexes, the
+    position of their entity in `ids`, their entity ids; and the rows with no known entity."""
+    rows = ctx.recon_rows_of_type(row_type)
+    entity = _select_rows(ctx.text(ctx.dataset.recon, "entity_id"), rows)
+    pos = lookup(entity, ids)
+    known = pos >= 0
+    return rows[known], pos[known], entity.filter(pa.array(known)), rows[~known]
+
+
 def check_payments(ctx: Context) -> tuple[Part, IntArray]:
     """Outcomes of payments, and the recon payment rows whose payment is unknown."""
     ds = ctx.dataset
@@ -115,13 +127,7 @@ def check_payments(ctx: Context) -> tuple[Part, IntArray]:
     n = len(pay)
     ids = ctx.text(pay, "id")
 
-    rows = ctx.recon_rows_of_type("payment")
-    entity = _select_rows(ctx.text(rec, "entity_id"), rows)
-    pos = lookup(entity, ids)
-    known = pos >= 0
-    unknown_rows = rows[~known]
-    rows, pos = rows[known], pos[known]
-    entity = entity.filter(pa.array(known))
+    rows, pos, entity, unknown_rows = _rows_of_known_entities(ctx, "payment", ids)
 
     amount = ints(pay["amount"])
     fee = ints(pay["fee"])
@@ -260,12 +266,7 @@ def check_refunds(ctx: Context) -> tuple[Part, IntArray]:
     n = len(ref)
     ids = ctx.text(ref, "id")
 
-    rows = ctx.recon_rows_of_type("refund")
-    entity = _select_rows(ctx.text(rec, "entity_id"), rows)
-    pos = lookup(entity, ids)
-    known = pos >= 0
-    unknown_rows = rows[~known]
-    rows, pos = rows[known], pos[known]
+    rows, pos, _, unknown_rows = _rows_of_known_entities(ctx, "refund", ids)
 
     amount = ints(ref["amount"])
     created = ints(ref["created_at"])
