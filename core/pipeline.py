@@ -22,9 +22,9 @@ import pandas as pd
 from core.dataset import DATASET_FILES, Dataset
 from core.db.connection import background_checkpoints
 from core.db.runs import discard_stale_runs, get_run, update_timings
-from core.db.staging import StagedFile, staging_directory
+from core.db.staging import staging_directory
 from core.engine import EngineParams, persist_run, reconcile
-from core.engine.persist import STAGING_MIN_ROWS, stage_outcomes
+from core.engine.persist import STAGING_MIN_ROWS, StagedOutcomes, stage_outcomes
 from core.ingest.report import ImportReport
 from core.ingest.stage import RawStaging
 
@@ -182,10 +182,10 @@ def store_folder_run(
                 return store_folder_run(conn, run, source=source, staging=started)
     began = time.perf_counter()
     with ExitStack() as stack:
-        staged: StagedFile | None = None
+        staged: StagedOutcomes | None = None
         if len(run.outcomes) >= STAGING_MIN_ROWS and not conn.in_transaction:
             folder = stack.enter_context(staging_directory())
-            staged = stage_outcomes(run.outcomes, folder / "outcomes.sqlite")
+            staged = stage_outcomes(conn, run.outcomes, folder / "outcomes.sqlite")
             stack.enter_context(background_checkpoints(conn))
         store_dataset(
             conn,
@@ -252,7 +252,7 @@ def _persist_and_sync(
     source: str,
     input_hashes: dict[str, str],
     timings: dict[str, float],
-    staged: StagedFile | None = None,
+    staged: StagedOutcomes | None = None,
 ) -> RunResult:
     from core.review import sync_exceptions
 

@@ -341,3 +341,40 @@ def test_background_checkpoints_leave_an_in_memory_database_alone() -> None:
         conn.execute("CREATE TABLE t (n)")
     assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == before
     conn.close()
+
+
+def test_outcomes_staged_under_a_run_id_taken_meanwhile_get_the_new_runs_id(
+    benchmark_folder: tuple[Path, int], tmp_path: Path, private_tmp: Path
+) -> None:
+    from core.db.staging import staging_directory
+    from core.engine import persist_run, reconcile
+
+    folder, as_of = benchmark_folder
+    dataset, _ = load_dataset(folder)
+    outcomes = reconcile(dataset, EngineParams(), as_of)
+    conn = _database(tmp_path / "db.sqlite")
+    with staging_directory() as staging:
+        staged = engine_persist.stage_outcomes(conn, outcomes, staging / "outcomes.sqlite")
+        assert staged.run_id == 1
+        other = connect(tmp_path / "db.sqlite")  # another process starts a run meanwhile
+        other.execute(
+            "INSERT INTO runs (started_at, status, as_of, source, params_json,"
+            " input_hashes_json) VALUES (0, 'failed', 0, 'files', '{}', '{}')"
+        )
+        other.close()
+        run_id = persist_run(
+            conn,
+            outcomes,
+            params=EngineParams(),
+            as_of=as_of,
+            source="files",
+            input_hashes={},
+            timings={},
+            staged=staged,
+        )
+    assert run_id == 2
+    stored = conn.execute("SELECT run_id, count(*) FROM outcomes GROUP BY run_id").fetchall()
+    assert [tuple(r) for r in stored] == [(2, len(outcomes))]
+    assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    assert conn.execute("SELECT status FROM runs WHERE id = 2").fetchone()[0] == "completed"
+    conn.close()

@@ -20,6 +20,7 @@ import numpy as np
 
 from core.dataset import OUTCOME_COLUMNS as OUTCOME_FIELDS
 from core.db.connection import transaction
+from core.db.staging import copy_table
 
 # Rows per INSERT statement: sqlite3 steps one statement per 256 rows instead of one per
 # row (as core.db.raw does for the raw tables).
@@ -89,13 +90,17 @@ def start_run(
     params: dict[str, Any],
     input_hashes: dict[str, Any],
     started_at: int | None = None,
+    run_id: int | None = None,
 ) -> int:
-    """Record a new run as 'running' and commit; returns its id."""
+    """Record a new run as 'running' and commit; returns its id. With `run_id` (outcomes
+    were staged under the id `next_run_id` promised) that id is taken, or
+    sqlite3.IntegrityError raised when another run took it meanwhile."""
     with transaction(conn):
         cursor = conn.execute(
-            "INSERT INTO runs (started_at, status, as_of, source, params_json, input_hashes_json)"
-            " VALUES (?, 'running', ?, ?, ?, ?)",
+            "INSERT INTO runs (id, started_at, status, as_of, source, params_json,"
+            " input_hashes_json) VALUES (?, ?, 'running', ?, ?, ?, ?)",
             (
+                run_id,
                 int(time.time() if started_at is None else started_at),
                 int(as_of),
                 source,
@@ -103,9 +108,14 @@ def start_run(
                 _json(input_hashes),
             ),
         )
-        run_id = cursor.lastrowid
-    assert run_id is not None
-    return int(run_id)
+        stored = cursor.lastrowid
+    assert stored is not None
+    return int(stored)
+
+
+def next_run_id(conn: sqlite3.Connection) -> int:
+    """The id the next `runs` row will get (INTEGER PRIMARY KEY: one above the largest)."""
+    return int(conn.execute("SELECT coalesce(max(id), 0) + 1 FROM runs").fetchone()[0])
 
 
 def _integer_fields(conn: sqlite3.Connection) -> frozenset[str]:
@@ -171,13 +181,13 @@ def _insert_outcomes(
         conn.executemany(_insert_statement(1, nullable), block[whole:].tolist())
 
 
-# The table staged outcomes are copied from (core.db.staging): OUTCOME_FIELDS, in order.
+# The staged outcomes table (core.db.staging) has the house table's name and shape.
 STAGED_OUTCOMES = "outcomes"
 
 
-def staged_outcomes_schema() -> tuple[str, ...]:
-    """How a staging file holds a run's outcomes: one plain table of OUTCOME_FIELDS."""
-    return (f"CREATE TABLE {STAGED_OUTCOMES} ({', '.join(OUTCOME_FIELDS)})",)
+def outcome_table_columns(conn: sqlite3.Connection) -> list[str]:
+    """The columns of `outcomes` in table order (run_id, then the OUTCOME_FIELDS)."""
+    return [str(r[1]) for r in conn.execute("PRAGMA table_info(outcomes)")]
 
 
 def complete_run(
@@ -185,7 +195,7 @@ def complete_run(
     run_id: int,
     *,
     chunks: Iterable[Sequence[OutcomeColumn]] = (),
-    staged: str | None = None,
+    staged: tuple[str, int] | None = None,
     timings: dict[str, Any],
     counts: dict[str, Any],
     finished_at: int | None = None,
@@ -193,8 +203,9 @@ def complete_run(
     """Insert the run's outcomes and mark it completed, in one transaction: either every
     outcome is there and the run is 'completed', or nothing changed.
 
-    staged: the alias of an attached staging file whose STAGED_OUTCOMES table holds the
-    outcomes (copied in one statement, in their order); and/or
+    staged: (alias, run id) of an attached staging file whose STAGED_OUTCOMES table holds
+    the outcomes under that run id, copied in one statement: whole records when they carry
+    this run's id, `outcomes` is empty and foreign keys are off (core.db.staging); and/or
     chunks: the outcomes in pieces, each piece one sequence of values per OUTCOME_FIELDS
     entry, None for NULL (lists or numpy arrays; pieces keep the Python objects of a big
     run small). Rows go ROWS_PER_STATEMENT per INSERT, NULLs as sentinels (see above).
@@ -207,14 +218,18 @@ def complete_run(
             if state is None or state["status"] != "running":
                 raise ValueError(f"run {run_id} is not running")
             if staged is not None:
-                if not staged.isidentifier():
-                    raise ValueError(f"bad alias {staged!r}")
-                fields = ", ".join(OUTCOME_FIELDS)
-                conn.execute(
-                    f"INSERT INTO outcomes (run_id, {fields}) SELECT ?, {fields}"
-                    f" FROM {staged}.{STAGED_OUTCOMES} ORDER BY rowid",
-                    (run_id,),
-                )
+                alias, staged_run = staged
+                if not alias.isidentifier():
+                    raise ValueError(f"bad alias {alias!r}")
+                if staged_run == run_id:
+                    copy_table(conn, alias, STAGED_OUTCOMES)
+                else:  # staged under an id another run took: every row gets this one
+                    fields = ", ".join(OUTCOME_FIELDS)
+                    conn.execute(
+                        f"INSERT INTO outcomes (run_id, {fields}) SELECT ?, {fields}"
+                        f" FROM {alias}.{STAGED_OUTCOMES}",
+                        (run_id,),
+                    )
             integer_fields = _integer_fields(conn)
             for columns in chunks:
                 if len(columns) != len(OUTCOME_FIELDS):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,9 @@ from core.db.staging import (
     StagedFile,
     StagedTable,
     attached,
+    foreign_keys_off,
     staging_directory,
+    table_schema,
     write_staged_file,
 )
 from core.engine.params import EngineParams
@@ -87,14 +90,25 @@ def _arrow_column(series: pd.Series, name: str) -> pa.Array:
     return pa.array(series.astype("string"), type=pa.large_string())
 
 
-def stage_outcomes(outcomes: pd.DataFrame, path: Path) -> StagedFile:
-    """Write the outcomes to a new staging file (core.db.staging) for `persist_run`."""
-    rows = pa.Table.from_arrays(
-        [_arrow_column(outcomes[name], name) for name in OUTCOME_COLUMNS],
-        names=list(OUTCOME_COLUMNS),
-    )
-    table = StagedTable(db_runs.STAGED_OUTCOMES, db_runs.staged_outcomes_schema(), rows)
-    return write_staged_file(path, [table])
+@dataclass(frozen=True)
+class StagedOutcomes:
+    """A run's outcomes in a staging file (core.db.staging), in the house table's shape,
+    every row under `run_id` (the id `next_run_id` promised when they were staged)."""
+
+    file: StagedFile
+    run_id: int
+
+
+def stage_outcomes(conn: sqlite3.Connection, outcomes: pd.DataFrame, path: Path) -> StagedOutcomes:
+    """Write the outcomes to a new staging file for `persist_run`, under the next run id."""
+    run_id = db_runs.next_run_id(conn)
+    arrays = {name: _arrow_column(outcomes[name], name) for name in OUTCOME_COLUMNS}
+    arrays["run_id"] = pa.array(np.full(len(outcomes), run_id, dtype=np.int64))
+    columns = db_runs.outcome_table_columns(conn)
+    rows = pa.Table.from_arrays([arrays[c] for c in columns], names=columns)
+    schema = table_schema(conn, db_runs.STAGED_OUTCOMES)
+    table = StagedTable(db_runs.STAGED_OUTCOMES, schema, rows)
+    return StagedOutcomes(write_staged_file(path, [table]), run_id)
 
 
 def persist_run(
@@ -106,7 +120,7 @@ def persist_run(
     source: str,
     input_hashes: dict[str, Any],
     timings: dict[str, Any],
-    staged: StagedFile | None = None,
+    staged: StagedOutcomes | None = None,
 ) -> int:
     """Store one run: a `runs` row (parameters, input hashes, timings, counts) and every
     outcome. The run is committed as 'running' first; outcomes and the switch to
@@ -115,11 +129,11 @@ def persist_run(
     Returns the run id.
 
     Outside a caller's transaction a large run's outcomes are staged first and copied in
-    one statement (core.db.staging); `staged` passes a file `stage_outcomes` wrote already.
+    one statement (core.db.staging); `staged` passes what `stage_outcomes` wrote already.
     """
     if staged is None and not conn.in_transaction and len(outcomes) >= STAGING_MIN_ROWS:
         with staging_directory() as folder:
-            staged = stage_outcomes(outcomes, folder / "outcomes.sqlite")
+            staged = stage_outcomes(conn, outcomes, folder / "outcomes.sqlite")
             return persist_run(
                 conn,
                 outcomes,
@@ -131,13 +145,7 @@ def persist_run(
                 staged=staged,
             )
     began = time.perf_counter()
-    run_id = db_runs.start_run(
-        conn,
-        as_of=as_of,
-        source=source,
-        params=params.to_dict(),
-        input_hashes=input_hashes,
-    )
+    run_id = _start_run(conn, params, as_of, source, input_hashes, staged)
     try:
         if staged is None:
             db_runs.complete_run(
@@ -148,11 +156,13 @@ def persist_run(
                 counts=outcome_counts(outcomes),
             )
         else:
-            with attached(conn, {"staged_outcomes": staged.path}):
+            # Keys off so SQLite copies whole records: the staged rows carry this run's id
+            # (or get it in the copy), so they reference this run by construction.
+            with attached(conn, {"staged_outcomes": staged.file.path}), foreign_keys_off(conn):
                 db_runs.complete_run(
                     conn,
                     run_id,
-                    staged="staged_outcomes",
+                    staged=("staged_outcomes", staged.run_id),
                     timings=timings,
                     counts=outcome_counts(outcomes),
                 )
@@ -162,3 +172,31 @@ def persist_run(
     all_timings = {**timings, "persist_s": round(time.perf_counter() - began, 3)}
     db_runs.update_timings(conn, run_id, all_timings)
     return run_id
+
+
+def _start_run(
+    conn: sqlite3.Connection,
+    params: EngineParams,
+    as_of: int,
+    source: str,
+    input_hashes: dict[str, Any],
+    staged: StagedOutcomes | None,
+) -> int:
+    """Record the run as 'running', under the id its staged outcomes carry while free."""
+
+    def start(run_id: int | None) -> int:
+        return db_runs.start_run(
+            conn,
+            as_of=as_of,
+            source=source,
+            params=params.to_dict(),
+            input_hashes=input_hashes,
+            run_id=run_id,
+        )
+
+    if staged is not None:
+        try:
+            return start(staged.run_id)
+        except sqlite3.IntegrityError:
+            pass  # another run took the id meanwhile: complete_run relabels the rows
+    return start(None)
