@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,9 +20,13 @@ from typing import Any
 import pandas as pd
 
 from core.dataset import DATASET_FILES, Dataset
+from core.db.connection import background_checkpoints
 from core.db.runs import discard_stale_runs, get_run, update_timings
+from core.db.staging import StagedFile, staging_directory
 from core.engine import EngineParams, persist_run, reconcile
+from core.engine.persist import STAGING_MIN_ROWS, stage_outcomes
 from core.ingest.report import ImportReport
+from core.ingest.stage import RawStaging
 
 
 @dataclass(frozen=True)
@@ -57,15 +63,16 @@ class RunResult:
     sync: Any = None
 
 
-def file_hashes(folder: str | Path) -> dict[str, str]:
-    """sha256 of each dataset file present, and of all of them in name order ('dataset')."""
+def file_hashes(folder: str | Path, known: dict[str, str] | None = None) -> dict[str, str]:
+    """sha256 of each dataset file present, and of all of them in name order ('dataset').
+    known: file name -> sha256 already computed (the importer hashes what it reads)."""
     root = Path(folder)
     hashes: dict[str, str] = {}
     combined = hashlib.sha256()
     for name in DATASET_FILES:
         path = root / name
         if path.is_file():
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            digest = (known or {}).get(name) or hashlib.sha256(path.read_bytes()).hexdigest()
             hashes[name] = digest
             combined.update(f"{name}:{digest}\n".encode())
     hashes["dataset"] = combined.hexdigest()
@@ -89,53 +96,111 @@ def dataset_hashes(dataset: Dataset) -> dict[str, str]:
     return hashes
 
 
-def reconcile_folder(
-    folder: str | Path, params: EngineParams, as_of: int, amount_unit: str = "auto"
-) -> FolderRun:
-    """Load a dataset folder (core.ingest) and reconcile it. Writes nothing; raises
-    InputError (file, line, column) on bad input."""
+@dataclass(frozen=True)
+class LoadedFolder:
+    """A dataset folder read and validated, not reconciled yet: folder, dataset, the
+    importer's report, input_hashes (as FolderRun's) and timings ('load_s')."""
+
+    folder: Path
+    dataset: Dataset
+    report: ImportReport
+    input_hashes: dict[str, str]
+    timings: dict[str, float]
+
+
+def load_folder(folder: str | Path, amount_unit: str = "auto") -> LoadedFolder:
+    """Load a dataset folder (core.ingest). Writes nothing; raises InputError (file, line,
+    column) on bad input."""
     from core.ingest import load_dataset
 
     began = time.perf_counter()
     dataset, report = load_dataset(Path(folder), amount_unit)
     loaded = time.perf_counter()
-    outcomes = reconcile(dataset, params, as_of)
-    done = time.perf_counter()
     # The importer's content hash covers the files and the amount-unit setting.
-    hashes = {**file_hashes(folder), "import": report.content_hash}
+    read = {f.file: f.sha256 for f in report.files if f.sha256}
+    hashes = {**file_hashes(folder, read), "import": report.content_hash}
+    return LoadedFolder(Path(folder), dataset, report, hashes, {"load_s": round(loaded - began, 3)})
+
+
+def reconcile_loaded(loaded: LoadedFolder, params: EngineParams, as_of: int) -> FolderRun:
+    """Reconcile a loaded folder. Writes nothing."""
+    began = time.perf_counter()
+    outcomes = reconcile(loaded.dataset, params, as_of)
+    done = time.perf_counter()
     return FolderRun(
-        folder=Path(folder),
-        dataset=dataset,
-        report=report,
+        folder=loaded.folder,
+        dataset=loaded.dataset,
+        report=loaded.report,
         outcomes=outcomes,
         params=params,
         as_of=as_of,
-        input_hashes=hashes,
-        timings={"load_s": round(loaded - began, 3), "reconcile_s": round(done - loaded, 3)},
+        input_hashes=loaded.input_hashes,
+        timings={**loaded.timings, "reconcile_s": round(done - began, 3)},
     )
+
+
+def reconcile_folder(
+    folder: str | Path, params: EngineParams, as_of: int, amount_unit: str = "auto"
+) -> FolderRun:
+    """Load a dataset folder (core.ingest) and reconcile it. Writes nothing; raises
+    InputError (file, line, column) on bad input."""
+    return reconcile_loaded(load_folder(folder, amount_unit), params, as_of)
+
+
+@contextmanager
+def staging_folder(
+    conn: sqlite3.Connection, loaded: LoadedFolder | FolderRun
+) -> Iterator[RawStaging | None]:
+    """Start staging a folder's raw tables for `store_folder_run` on worker threads (see
+    core.ingest.stage), so that they are written while this thread reconciles."""
+    from core.ingest.stage import staging_raw_tables
+
+    with staging_raw_tables(
+        conn, loaded.dataset, loaded.report.content_hash, replace=True
+    ) as staging:
+        yield staging
 
 
 def store_folder_run(
-    conn: sqlite3.Connection, run: FolderRun, *, source: str = "files"
+    conn: sqlite3.Connection,
+    run: FolderRun,
+    *,
+    source: str = "files",
+    staging: RawStaging | None = None,
 ) -> RunResult:
     """Store a reconciled folder: the dataset (replacing the raw tables, so the database
-    holds what was reconciled), the run with its outcomes, then sync the exceptions."""
+    holds what was reconciled), the run with its outcomes, then sync the exceptions.
+
+    A large run is staged (core.db.staging): the raw tables on worker threads (`staging`,
+    when the caller started it before reconciling; else started here) while this thread
+    stages the outcomes, then each is copied in."""
     from core.ingest import store_dataset
 
+    if staging is None and not conn.in_transaction:
+        with staging_folder(conn, run) as started:
+            if started is not None:
+                return store_folder_run(conn, run, source=source, staging=started)
     began = time.perf_counter()
-    store_dataset(
-        conn,
-        run.dataset,
-        source=source,
-        location=str(run.folder),
-        content_hash=run.report.content_hash,
-        replace=True,
-        files=run.report.files,
-    )
-    timings = {**run.timings, "store_dataset_s": round(time.perf_counter() - began, 3)}
-    return _persist_and_sync(
-        conn, run.outcomes, run.params, run.as_of, source, run.input_hashes, timings
-    )
+    with ExitStack() as stack:
+        staged: StagedFile | None = None
+        if len(run.outcomes) >= STAGING_MIN_ROWS and not conn.in_transaction:
+            folder = stack.enter_context(staging_directory())
+            staged = stage_outcomes(run.outcomes, folder / "outcomes.sqlite")
+            stack.enter_context(background_checkpoints(conn))
+        store_dataset(
+            conn,
+            run.dataset,
+            source=source,
+            location=str(run.folder),
+            content_hash=run.report.content_hash,
+            replace=True,
+            files=run.report.files,
+            staging=staging,
+        )
+        timings = {**run.timings, "store_dataset_s": round(time.perf_counter() - began, 3)}
+        return _persist_and_sync(
+            conn, run.outcomes, run.params, run.as_of, source, run.input_hashes, timings, staged
+        )
 
 
 def reconcile_folder_into_db(
@@ -148,10 +213,11 @@ def reconcile_folder_into_db(
     source: str = "files",
 ) -> RunResult:
     """Load, reconcile, store dataset and run, sync exceptions (nothing is written when the
-    input is bad)."""
-    return store_folder_run(
-        conn, reconcile_folder(folder, params, as_of, amount_unit), source=source
-    )
+    input is bad). The raw tables are staged while the engine runs."""
+    loaded = load_folder(folder, amount_unit)
+    with staging_folder(conn, loaded) as staging:
+        run = reconcile_loaded(loaded, params, as_of)
+        return store_folder_run(conn, run, source=source, staging=staging)
 
 
 def reconcile_database(
@@ -186,6 +252,7 @@ def _persist_and_sync(
     source: str,
     input_hashes: dict[str, str],
     timings: dict[str, float],
+    staged: StagedFile | None = None,
 ) -> RunResult:
     from core.review import sync_exceptions
 
@@ -199,6 +266,7 @@ def _persist_and_sync(
         source=source,
         input_hashes=input_hashes,
         timings=timings,
+        staged=staged,
     )
     began = time.perf_counter()
     summary = sync_exceptions(conn, run_id)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -93,3 +94,48 @@ def open_database(path: str | Path | None = None) -> Iterator[sqlite3.Connection
         yield conn
     finally:
         conn.close()
+
+
+# How often the background checkpointer looks for committed pages to move (seconds).
+CHECKPOINT_INTERVAL_S = 0.05
+
+
+@contextmanager
+def background_checkpoints(conn: sqlite3.Connection) -> Iterator[None]:
+    """Move committed WAL pages into the database file on a second connection and thread
+    while `conn` goes on working.
+
+    In WAL mode the connection that commits normally copies the WAL into the database itself
+    (an automatic checkpoint, about 1 s per 500 MB), stalling its next step. For large
+    writes `conn`'s automatic checkpoints are switched off and a passive checkpoint runs
+    every CHECKPOINT_INTERVAL_S on another connection instead; SQLite releases the GIL while
+    it copies, and a passive checkpoint never blocks writers or readers. On exit the thread
+    stops and `conn`'s setting is restored. A database not in WAL mode (`:memory:`) is left
+    as it is.
+    """
+    row = conn.execute("PRAGMA database_list").fetchone()
+    path = str(row[2] or "") if row is not None else ""
+    mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+    if not path or mode != "wal":
+        yield
+        return
+    previous = int(conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    stop = threading.Event()
+
+    def checkpoint() -> None:
+        helper = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        try:
+            while not stop.wait(CHECKPOINT_INTERVAL_S):
+                helper.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        finally:
+            helper.close()
+
+    worker = threading.Thread(target=checkpoint, name="wal-checkpoint", daemon=True)
+    worker.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        worker.join()
+        conn.execute(f"PRAGMA wal_autocheckpoint = {previous}")

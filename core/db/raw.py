@@ -28,6 +28,7 @@ from core.dataset import (
     Dataset,
 )
 from core.db.connection import transaction
+from core.db.staging import StagedTable, copy_table, table_schema
 
 # Dataset attribute -> (table, primary key, columns). Column names are fixed identifiers
 # from core.dataset, never user input, so building the statement text from them is safe.
@@ -72,6 +73,17 @@ def latest_import(conn: sqlite3.Connection) -> ImportRecord | None:
     )
 
 
+def holds_import(conn: sqlite3.Connection, content_hash: str, *, replace: bool) -> bool:
+    """Whether storing content `content_hash` again would change nothing: the latest import
+    has that content, and (for a replace) the raw tables held only it right after."""
+    latest = latest_import(conn)
+    return (
+        latest is not None
+        and latest.content_hash == content_hash
+        and (latest.exclusive or not replace)
+    )
+
+
 def raw_tables_empty(conn: sqlite3.Connection) -> bool:
     return all(_table_empty(conn, table) for table, _, _ in RAW_TABLES.values())
 
@@ -91,6 +103,11 @@ class SchemaObject:
 
 
 _CREATE_ORDER = {"table": 0, "index": 1, "trigger": 2}
+
+
+def next_import_id(conn: sqlite3.Connection) -> int:
+    """The id the next `imports` row will get (INTEGER PRIMARY KEY: one above the largest)."""
+    return int(conn.execute("SELECT coalesce(max(id), 0) + 1 FROM imports").fetchone()[0])
 
 
 def _schema_objects(conn: sqlite3.Connection, table: str) -> list[SchemaObject]:
@@ -128,11 +145,15 @@ def insert_import(
     content_hash: str,
     imported_at: int,
     report_json: str,
+    import_id: int | None = None,
 ) -> int:
+    """Record an import; returns its id. With `import_id` (rows were staged under the id
+    `next_import_id` promised) that id is taken, or sqlite3.IntegrityError raised when
+    another import took it meanwhile."""
     cursor = conn.execute(
-        "INSERT INTO imports (source, location, content_hash, imported_at, report_json)"
-        " VALUES (?, ?, ?, ?, ?)",
-        (source, location, content_hash, imported_at, report_json),
+        "INSERT INTO imports (id, source, location, content_hash, imported_at, report_json)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        (import_id, source, location, content_hash, imported_at, report_json),
     )
     return int(cursor.lastrowid or 0)
 
@@ -297,6 +318,47 @@ def write_frame(
 
 
 _INTEGER_DTYPES = frozenset({"int64", "bool", "Int64"})
+
+# Raw tables are staged (core.db.staging) in two files written at once, on two threads:
+# payments in one, the rest (recon rows above all) in the other, about equal work each.
+STAGING_GROUPS: tuple[tuple[str, ...], ...] = (
+    ("payments",),
+    ("recon", "refunds", "settlements", "bank"),
+)
+
+
+def _arrow_column(series: pd.Series, dtype: str) -> pa.Array:
+    """A Dataset column as Arrow values of its SQLite type: integers (bools as 0/1) or text,
+    missing values as nulls."""
+    if dtype in ("int64", "bool"):
+        return pa.array(series.to_numpy(dtype=np.int64))
+    if dtype == "Int64":
+        return pa.array(series.astype("Int64"), type=pa.int64())
+    return pa.array(series.astype("string"), type=pa.large_string())
+
+
+def staged_raw_tables(
+    conn: sqlite3.Connection, dataset: Dataset, import_id: int
+) -> list[list[StagedTable]]:
+    """The dataset's raw tables as StagedTable groups (STAGING_GROUPS), each table with its
+    house schema and its rows in table column order, `import_id` on every row."""
+    groups: list[list[StagedTable]] = []
+    for group in STAGING_GROUPS:
+        tables: list[StagedTable] = []
+        for attribute in group:
+            table, _, columns = RAW_TABLES[attribute]
+            frame: pd.DataFrame = getattr(dataset, attribute)
+            arrays = [_arrow_column(frame[name], dtype) for name, dtype in columns.items()]
+            arrays.append(pa.array(np.full(len(frame), import_id, dtype=np.int64)))
+            rows = pa.Table.from_arrays(arrays, names=[*columns, "import_id"])
+            tables.append(StagedTable(table, table_schema(conn, table), rows))
+        groups.append(tables)
+    return groups
+
+
+def copy_staged_table(conn: sqlite3.Connection, alias: str, attribute: str) -> int:
+    """A staged raw table into its (empty) house table; returns the row count."""
+    return copy_table(conn, alias, RAW_TABLES[attribute][0])
 
 
 def _json_batch(lines: bytes, schema: pa.Schema) -> pa.Table:

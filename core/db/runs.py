@@ -171,11 +171,21 @@ def _insert_outcomes(
         conn.executemany(_insert_statement(1, nullable), block[whole:].tolist())
 
 
+# The table staged outcomes are copied from (core.db.staging): OUTCOME_FIELDS, in order.
+STAGED_OUTCOMES = "outcomes"
+
+
+def staged_outcomes_schema() -> tuple[str, ...]:
+    """How a staging file holds a run's outcomes: one plain table of OUTCOME_FIELDS."""
+    return (f"CREATE TABLE {STAGED_OUTCOMES} ({', '.join(OUTCOME_FIELDS)})",)
+
+
 def complete_run(
     conn: sqlite3.Connection,
     run_id: int,
     *,
-    chunks: Iterable[Sequence[OutcomeColumn]],
+    chunks: Iterable[Sequence[OutcomeColumn]] = (),
+    staged: str | None = None,
     timings: dict[str, Any],
     counts: dict[str, Any],
     finished_at: int | None = None,
@@ -183,6 +193,8 @@ def complete_run(
     """Insert the run's outcomes and mark it completed, in one transaction: either every
     outcome is there and the run is 'completed', or nothing changed.
 
+    staged: the alias of an attached staging file whose STAGED_OUTCOMES table holds the
+    outcomes (copied in one statement, in their order); and/or
     chunks: the outcomes in pieces, each piece one sequence of values per OUTCOME_FIELDS
     entry, None for NULL (lists or numpy arrays; pieces keep the Python objects of a big
     run small). Rows go ROWS_PER_STATEMENT per INSERT, NULLs as sentinels (see above).
@@ -194,6 +206,15 @@ def complete_run(
             state = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
             if state is None or state["status"] != "running":
                 raise ValueError(f"run {run_id} is not running")
+            if staged is not None:
+                if not staged.isidentifier():
+                    raise ValueError(f"bad alias {staged!r}")
+                fields = ", ".join(OUTCOME_FIELDS)
+                conn.execute(
+                    f"INSERT INTO outcomes (run_id, {fields}) SELECT ?, {fields}"
+                    f" FROM {staged}.{STAGED_OUTCOMES} ORDER BY rowid",
+                    (run_id,),
+                )
             integer_fields = _integer_fields(conn)
             for columns in chunks:
                 if len(columns) != len(OUTCOME_FIELDS):

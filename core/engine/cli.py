@@ -13,6 +13,7 @@ import datetime as dt
 import os
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -96,31 +97,38 @@ def params_from_args(args: argparse.Namespace) -> EngineParams:
 
 
 def run(args: argparse.Namespace) -> int:
+    from core.db import open_database
     from core.engine.results import summary_lines, temporary_path, write_results_csv_to
-    from core.pipeline import reconcile_folder, store_folder_run
+    from core.pipeline import load_folder, reconcile_loaded, staging_folder, store_folder_run
 
     as_of = parse_as_of(args.as_of)
     params = params_from_args(args)
     if not args.dataset_dir.is_dir():
         raise InputError([Problem(str(args.dataset_dir), 0, "", "not a dataset folder")])
-    folder_run = reconcile_folder(args.dataset_dir, params, as_of, args.amount_unit)
+    loaded = load_folder(args.dataset_dir, args.amount_unit)
 
     out: Path = args.out
     out.parent.mkdir(parents=True, exist_ok=True)
     temporary = temporary_path(out)
     run_id: int | None = None
-    timings = dict(folder_run.timings)
     try:
-        began = time.perf_counter()
-        write_results_csv_to(folder_run.outcomes, temporary)
-        timings["write_csv_s"] = round(time.perf_counter() - began, 3)
-        if args.db is not None:
-            from core.db import open_database
-
-            with open_database(args.db) as conn:
-                stored = store_folder_run(conn, folder_run)
-            run_id = stored.run_id
-            timings = {**stored.timings, **timings}
+        with ExitStack() as stack:
+            conn = None
+            staging = None
+            if args.db is not None:
+                # Opened only once the input is known good; the raw tables are staged on
+                # worker threads while this one reconciles and writes results.csv.
+                conn = stack.enter_context(open_database(args.db))
+                staging = stack.enter_context(staging_folder(conn, loaded))
+            folder_run = reconcile_loaded(loaded, params, as_of)
+            timings = dict(folder_run.timings)
+            began = time.perf_counter()
+            write_results_csv_to(folder_run.outcomes, temporary)
+            timings["write_csv_s"] = round(time.perf_counter() - began, 3)
+            if conn is not None:
+                stored = store_folder_run(conn, folder_run, staging=staging)
+                run_id = stored.run_id
+                timings = {**stored.timings, **timings}
         os.replace(temporary, out)
     except BaseException:
         temporary.unlink(missing_ok=True)

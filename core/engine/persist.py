@@ -5,19 +5,30 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from core.dataset import OUTCOME_COLUMNS
 from core.db import runs as db_runs
+from core.db.staging import (
+    StagedFile,
+    StagedTable,
+    attached,
+    staging_directory,
+    write_staged_file,
+)
 from core.engine.params import EngineParams
 from core.engine.part import AMOUNT_COLUMNS
 from core.engine.results import counts as outcome_counts
 
 # Rows converted to Python values at a time while persisting (bounds memory on big runs).
 CHUNK_ROWS = 100_000
+# From this many outcomes on, a staging file (core.db.staging) beats binding each value.
+STAGING_MIN_ROWS = 20_000
 
 
 def _column(series: pd.Series, name: str) -> list[Any]:
@@ -67,6 +78,25 @@ def outcome_rows(outcomes: pd.DataFrame) -> Iterator[tuple[Any, ...]]:
     return zip(*outcome_columns(outcomes), strict=True)
 
 
+def _arrow_column(series: pd.Series, name: str) -> pa.Array:
+    """An outcome column as Arrow values of its SQLite type, nulls for missing values."""
+    if name in AMOUNT_COLUMNS:
+        return pa.array(series.to_numpy(dtype=np.int64))
+    if name == "entity_created_at":
+        return pa.array(series.astype("Int64"), type=pa.int64())
+    return pa.array(series.astype("string"), type=pa.large_string())
+
+
+def stage_outcomes(outcomes: pd.DataFrame, path: Path) -> StagedFile:
+    """Write the outcomes to a new staging file (core.db.staging) for `persist_run`."""
+    rows = pa.Table.from_arrays(
+        [_arrow_column(outcomes[name], name) for name in OUTCOME_COLUMNS],
+        names=list(OUTCOME_COLUMNS),
+    )
+    table = StagedTable(db_runs.STAGED_OUTCOMES, db_runs.staged_outcomes_schema(), rows)
+    return write_staged_file(path, [table])
+
+
 def persist_run(
     conn: sqlite3.Connection,
     outcomes: pd.DataFrame,
@@ -76,12 +106,30 @@ def persist_run(
     source: str,
     input_hashes: dict[str, Any],
     timings: dict[str, Any],
+    staged: StagedFile | None = None,
 ) -> int:
     """Store one run: a `runs` row (parameters, input hashes, timings, counts) and every
     outcome. The run is committed as 'running' first; outcomes and the switch to
     'completed' go in one transaction, so a crash leaves a recognisable 'running' run with
     no outcomes. On an error the run is marked 'failed' and the error re-raised.
-    Returns the run id."""
+    Returns the run id.
+
+    Outside a caller's transaction a large run's outcomes are staged first and copied in
+    one statement (core.db.staging); `staged` passes a file `stage_outcomes` wrote already.
+    """
+    if staged is None and not conn.in_transaction and len(outcomes) >= STAGING_MIN_ROWS:
+        with staging_directory() as folder:
+            staged = stage_outcomes(outcomes, folder / "outcomes.sqlite")
+            return persist_run(
+                conn,
+                outcomes,
+                params=params,
+                as_of=as_of,
+                source=source,
+                input_hashes=input_hashes,
+                timings=timings,
+                staged=staged,
+            )
     began = time.perf_counter()
     run_id = db_runs.start_run(
         conn,
@@ -91,13 +139,23 @@ def persist_run(
         input_hashes=input_hashes,
     )
     try:
-        db_runs.complete_run(
-            conn,
-            run_id,
-            chunks=outcome_chunks(outcomes),
-            timings=timings,
-            counts=outcome_counts(outcomes),
-        )
+        if staged is None:
+            db_runs.complete_run(
+                conn,
+                run_id,
+                chunks=outcome_chunks(outcomes),
+                timings=timings,
+                counts=outcome_counts(outcomes),
+            )
+        else:
+            with attached(conn, {"staged_outcomes": staged.path}):
+                db_runs.complete_run(
+                    conn,
+                    run_id,
+                    staged="staged_outcomes",
+                    timings=timings,
+                    counts=outcome_counts(outcomes),
+                )
     except BaseException as exc:
         db_runs.fail_run(conn, run_id, f"{type(exc).__name__}: {exc}")
         raise

@@ -18,11 +18,13 @@ import pandas as pd
 
 from core.dataset import Dataset
 from core.db import raw, transaction
+from core.db.staging import StagedFile, attached, foreign_keys_off
 from core.errors import ConfigError, InputError, Problem
 from core.ingest.bank import parse_bank_statement
 from core.ingest.entities import UNITS, build_frame
 from core.ingest.readers import RawTable, ReadFailure, read_csv_table, read_json_table
 from core.ingest.report import FileReport, ImportReport
+from core.ingest.stage import RawStaging, staging_raw_tables
 from core.ingest.tables import DATASET_FIELD, TABLES, TableSpec
 
 BANK_STEM = "bank_statement"
@@ -125,7 +127,7 @@ def load_dataset(folder: str | Path, amount_unit: str = "auto") -> tuple[Dataset
         problems.extend(result.problems)
         if result.frame is not None and result.report is not None:
             frames[result.attribute] = result.frame
-            reports.append(result.report)
+            reports.append(dataclasses.replace(result.report, sha256=result.sha256))
     if problems:
         raise InputError(problems)
     has_bank = bank_path is not None
@@ -149,6 +151,7 @@ def store_dataset(
     content_hash: str,
     replace: bool = False,
     files: tuple[FileReport, ...] = (),
+    staging: RawStaging | None = None,
 ) -> ImportReport:
     """Write a dataset's raw tables in one transaction and record the import.
 
@@ -156,6 +159,10 @@ def store_dataset(
     that also hold other imports). Rows are upserted by primary key, so nothing is ever
     duplicated. `replace=True` empties the five raw tables first (never exceptions, runs or
     the audit trail).
+
+    Into empty tables (a replace, or a first import) a large dataset is staged first
+    (core.ingest.stage) and copied in whole; `staging` passes one already started for this
+    dataset. Outside a caller's transaction only: SQLite attaches files outside one.
     """
     report = ImportReport(
         source=source,
@@ -164,30 +171,58 @@ def store_dataset(
         files=files,
         has_bank_statement=dataset.has_bank_statement,
     )
+    if staging is not None:
+        return _store_staged(conn, dataset, report, replace, staging)
+    with staging_raw_tables(conn, dataset, content_hash, replace=replace) as started:
+        if started is None:
+            return _store(conn, dataset, report, replace, None)
+        return _store_staged(conn, dataset, report, replace, started)
+
+
+def _store_staged(
+    conn: sqlite3.Connection,
+    dataset: Dataset,
+    report: ImportReport,
+    replace: bool,
+    staging: RawStaging,
+) -> ImportReport:
+    """`_store` with the staged tables attached. Foreign keys are off while the rows are
+    copied (SQLite copies whole records only then); every staged row carries the import id
+    this transaction records, so the keys hold by construction."""
+    if staging.content_hash != report.content_hash:
+        raise ValueError("the staging was started for other content")
+    files = staging.files()
+    aliases = {f"staged{i}": staged for i, staged in enumerate(files)}
+    paths = {alias: staged.path for alias, staged in aliases.items()}
+    with attached(conn, paths), foreign_keys_off(conn):
+        return _store(conn, dataset, report, replace, (staging.import_id, aliases))
+
+
+def _store(
+    conn: sqlite3.Connection,
+    dataset: Dataset,
+    report: ImportReport,
+    replace: bool,
+    staged: tuple[int, dict[str, StagedFile]] | None,
+) -> ImportReport:
     with transaction(conn):
         latest = raw.latest_import(conn)
-        if (
-            latest is not None
-            and latest.content_hash == content_hash
-            and (latest.exclusive or not replace)
-        ):
+        if latest is not None and raw.holds_import(conn, report.content_hash, replace=replace):
             return dataclasses.replace(report, import_id=latest.id, already_imported=True)
         if replace:
             raw.clear_raw_tables(conn)
         exclusive = replace or raw.raw_tables_empty(conn)
-        import_id = raw.insert_import(
-            conn,
-            source=source,
-            location=location,
-            content_hash=content_hash,
-            imported_at=int(time.time()),
-            report_json="{}",
-        )
+        import_id = _insert_import(conn, report, staged[0] if staged and exclusive else None)
+        copied = staged is not None and exclusive and import_id == staged[0]
         written: dict[str, int] = {}
         with raw.bulk_writes(conn):
             for attribute, (table, _, _) in raw.RAW_TABLES.items():
-                frame = getattr(dataset, attribute)
-                written[table] = raw.write_frame(conn, attribute, frame, import_id)
+                alias = _staged_alias(staged, table) if copied and staged else None
+                if alias is not None:
+                    written[table] = raw.copy_staged_table(conn, alias, attribute)
+                else:
+                    frame = getattr(dataset, attribute)
+                    written[table] = raw.write_frame(conn, attribute, frame, import_id)
         report = dataclasses.replace(
             report, import_id=import_id, replaced=replace, written=MappingProxyType(written)
         )
@@ -195,6 +230,37 @@ def store_dataset(
         record["exclusive"] = exclusive
         raw.update_import_report(conn, import_id, json.dumps(record, sort_keys=True))
     return report
+
+
+def _insert_import(conn: sqlite3.Connection, report: ImportReport, wanted: int | None) -> int:
+    """Record the import, under the id its staged rows carry when that id is still free."""
+
+    def insert(import_id: int | None) -> int:
+        return raw.insert_import(
+            conn,
+            source=report.source,
+            location=report.location,
+            content_hash=report.content_hash,
+            imported_at=int(time.time()),
+            report_json="{}",
+            import_id=import_id,
+        )
+
+    if wanted is not None:
+        try:
+            with transaction(conn):
+                return insert(wanted)
+        except sqlite3.IntegrityError:
+            pass  # another import took the id meanwhile: the rows are written directly
+    return insert(None)
+
+
+def _staged_alias(staged: tuple[int, dict[str, StagedFile]], table: str) -> str | None:
+    """The alias of the staging file holding `table` complete, if one does."""
+    for alias, file in staged[1].items():
+        if table in file.tables:
+            return alias
+    return None
 
 
 def import_dataset(

@@ -21,6 +21,7 @@ class FileReport:
     bank_layout: HDFC, ICICI, SBI, Axis or generic (bank statements only).
     ignored_columns: columns present but not read.
     warnings: anything a reviewer should know (skipped lines, derived values).
+    sha256: of the file's bytes as read ('' for API items).
     """
 
     kind: str
@@ -33,6 +34,7 @@ class FileReport:
     bank_layout: str | None = None
     ignored_columns: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    sha256: str = ""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,64 @@
+"""A dataset's raw tables written to staging files on worker threads (core.db.staging), so
+that storing a large dataset costs the caller's thread a page copy, not a bind per value."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from core.dataset import Dataset
+from core.db import raw
+from core.db.staging import StagedFile, staging_directory, write_staged_file
+
+# Below this many raw rows the staging file costs more than binding the rows directly.
+STAGING_MIN_ROWS = 20_000
+
+
+@dataclass(frozen=True)
+class RawStaging:
+    """Raw tables being staged: `import_id` is the id their rows carry (the one
+    `raw.next_import_id` promised when staging began); `files()` waits for the writers."""
+
+    import_id: int
+    content_hash: str
+    pending: tuple[Future[StagedFile], ...]
+
+    def files(self) -> list[StagedFile]:
+        return [future.result() for future in self.pending]
+
+
+def _worth_staging(
+    conn: sqlite3.Connection, dataset: Dataset, content_hash: str, replace: bool
+) -> bool:
+    """Whether `store_dataset` would copy staged tables: outside a transaction, a dataset
+    large enough, going into empty tables, and not the content stored already."""
+    if conn.in_transaction:
+        return False
+    if sum(len(getattr(dataset, a)) for a in raw.RAW_TABLES) < STAGING_MIN_ROWS:
+        return False
+    if raw.holds_import(conn, content_hash, replace=replace):
+        return False
+    return replace or raw.raw_tables_empty(conn)
+
+
+@contextmanager
+def staging_raw_tables(
+    conn: sqlite3.Connection, dataset: Dataset, content_hash: str, *, replace: bool
+) -> Iterator[RawStaging | None]:
+    """Start staging the dataset's raw tables on worker threads and yield at once (None when
+    staging would not pay, see `_worth_staging`); on exit wait for the writers and remove
+    their files. Pass what it yields to `store_dataset` inside."""
+    if not _worth_staging(conn, dataset, content_hash, replace):
+        yield None
+        return
+    import_id = raw.next_import_id(conn)
+    groups = raw.staged_raw_tables(conn, dataset, import_id)
+    with staging_directory() as folder, ThreadPoolExecutor(len(groups), "staging") as pool:
+        pending = tuple(
+            pool.submit(write_staged_file, folder / f"raw{i}.sqlite", group)
+            for i, group in enumerate(groups)
+        )
+        yield RawStaging(import_id, content_hash, pending)

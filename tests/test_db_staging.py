@@ -1,0 +1,343 @@
+"""Bulk writes through staging files (core.db.staging): the database ends up holding exactly
+what binding every value directly would have written, and nothing else."""
+
+from __future__ import annotations
+
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.benchmark.generator import generate
+from core.db import connect, migrate
+from core.db.connection import background_checkpoints
+from core.engine import EngineParams
+from core.engine import persist as engine_persist
+from core.ingest import load_dataset, store_dataset
+from core.ingest import stage as ingest_stage
+from core.ingest.stage import staging_raw_tables
+from core.pipeline import reconcile_folder_into_db
+
+RAW_TABLES = ("payments", "refunds", "settlements", "recon_rows", "bank_lines")
+
+
+@pytest.fixture(scope="module")
+def benchmark_folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    """A generated dataset with every column kind: NULLs, notes JSON, non-ASCII text."""
+    folder = tmp_path_factory.mktemp("bench") / "dataset"
+    result = generate(folder, payments=1_500, seed=11)
+    return folder, int(result.as_of)
+
+
+@pytest.fixture
+def staged_always(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ingest_stage, "STAGING_MIN_ROWS", 0)
+    monkeypatch.setattr(engine_persist, "STAGING_MIN_ROWS", 0)
+    monkeypatch.setattr("core.pipeline.STAGING_MIN_ROWS", 0)
+
+
+@pytest.fixture
+def staged_never(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ingest_stage, "STAGING_MIN_ROWS", 10**12)
+    monkeypatch.setattr(engine_persist, "STAGING_MIN_ROWS", 10**12)
+    monkeypatch.setattr("core.pipeline.STAGING_MIN_ROWS", 10**12)
+
+
+@pytest.fixture
+def staged_files(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The tables of every staging file written (so a test knows staging really happened)."""
+    written: list[str] = []
+
+    def spy(module: Any) -> None:
+        real = module.write_staged_file
+
+        def recording(path: Path, tables: Any) -> Any:
+            written.extend(t.name for t in tables)
+            return real(path, tables)
+
+        monkeypatch.setattr(module, "write_staged_file", recording)
+
+    spy(ingest_stage)
+    spy(engine_persist)
+    return written
+
+
+@pytest.fixture
+def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Staging files go here, so a test can see that none is left behind."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
+def _database(path: Path) -> sqlite3.Connection:
+    conn = connect(path)
+    migrate(conn)
+    return conn
+
+
+def _rows(conn: sqlite3.Connection, table: str) -> list[tuple[Any, ...]]:
+    """Every value of every row with its SQLite storage class, in rowid order (outcomes, a
+    WITHOUT ROWID table: in key order)."""
+    names = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+    columns = ", ".join(f"{n}, typeof({n})" for n in names)
+    if table == "outcomes":
+        query = f"SELECT {columns} FROM outcomes ORDER BY run_id, entity_type, entity_id"
+    else:
+        query = f"SELECT rowid, {columns} FROM {table} ORDER BY rowid"
+    return [tuple(r) for r in conn.execute(query)]
+
+
+def _store(path: Path, folder: Path) -> sqlite3.Connection:
+    conn = _database(path)
+    dataset, report = load_dataset(folder)
+    store_dataset(
+        conn,
+        dataset,
+        source="files",
+        location=str(folder),
+        content_hash=report.content_hash,
+        replace=True,
+        files=report.files,
+    )
+    return conn
+
+
+@pytest.fixture
+def direct_store(
+    benchmark_folder: tuple[Path, int], tmp_path: Path, staged_never: None
+) -> Iterator[sqlite3.Connection]:
+    conn = _store(tmp_path / "direct.sqlite", benchmark_folder[0])
+    yield conn
+    conn.close()
+
+
+def test_staged_raw_tables_hold_exactly_what_direct_binding_writes(
+    benchmark_folder: tuple[Path, int],
+    tmp_path: Path,
+    direct_store: sqlite3.Connection,
+    monkeypatch: pytest.MonkeyPatch,
+    private_tmp: Path,
+    staged_files: list[str],
+) -> None:
+    monkeypatch.setattr(ingest_stage, "STAGING_MIN_ROWS", 0)
+    staged = _store(tmp_path / "staged.sqlite", benchmark_folder[0])
+    assert sorted(staged_files) == sorted(RAW_TABLES)
+    for table in RAW_TABLES:
+        assert _rows(staged, table) == _rows(direct_store, table), table
+    assert _rows(staged, "payments")  # the comparison compared something
+    assert staged.execute("PRAGMA foreign_key_check").fetchall() == []
+    assert staged.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert staged.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert list(private_tmp.iterdir()) == []  # staging files removed
+    staged.close()
+
+
+def test_a_staged_table_with_a_repeated_key_is_written_by_upserts_instead(
+    tmp_path: Path, staged_always: None, private_tmp: Path, staged_files: list[str]
+) -> None:
+    from .conftest import SPEC_EXAMPLE
+
+    dataset, _ = load_dataset(SPEC_EXAMPLE / "dataset")
+    twice = dataset.payments.iloc[[0, 1, 0]].reset_index(drop=True)
+    twice.loc[2, "amount"] = 4242
+    doubled = type(dataset)(
+        payments=twice,
+        refunds=dataset.refunds,
+        settlements=dataset.settlements,
+        recon=dataset.recon,
+        bank=dataset.bank,
+        has_bank_statement=True,
+    )
+    conn = _database(tmp_path / "db.sqlite")
+    written = store_dataset(
+        conn, doubled, source="files", location="x", content_hash="h", replace=True
+    )
+    rows = conn.execute("SELECT id, amount FROM payments ORDER BY rowid").fetchall()
+    assert [tuple(r) for r in rows] == [
+        (twice.loc[0, "id"], 4242),  # the last row for the key wins, as with direct upserts
+        (twice.loc[1, "id"], int(twice.loc[1, "amount"])),
+    ]
+    assert written.written["payments"] == 3
+    assert "payments" in staged_files
+    assert conn.execute("SELECT count(*) FROM recon_rows").fetchone()[0] == len(dataset.recon)
+    assert list(private_tmp.iterdir()) == []
+    conn.close()
+
+
+def test_an_import_id_taken_while_staging_falls_back_to_direct_writes(
+    benchmark_folder: tuple[Path, int],
+    tmp_path: Path,
+    direct_store: sqlite3.Connection,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(ingest_stage, "STAGING_MIN_ROWS", 0)
+    conn = _database(tmp_path / "db.sqlite")
+    dataset, report = load_dataset(benchmark_folder[0])
+    with staging_raw_tables(conn, dataset, report.content_hash, replace=True) as staging:
+        assert staging is not None and staging.import_id == 1
+        other = connect(tmp_path / "db.sqlite")  # another writer records an import meanwhile
+        other.execute(
+            "INSERT INTO imports (source, location, content_hash, imported_at, report_json)"
+            " VALUES ('files', 'elsewhere', 'other', 0, '{}')"
+        )
+        other.close()
+        stored = store_dataset(
+            conn,
+            dataset,
+            source="files",
+            location="x",
+            content_hash=report.content_hash,
+            replace=True,
+            staging=staging,
+        )
+    assert stored.import_id == 2
+    ids = conn.execute("SELECT DISTINCT import_id FROM payments").fetchall()
+    assert [r[0] for r in ids] == [2]
+    assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    for table in RAW_TABLES:
+        strip = [row[:-2] for row in _rows(conn, table)]  # all but import_id and its type
+        assert strip == [row[:-2] for row in _rows(direct_store, table)], table
+    conn.close()
+
+
+def test_a_failed_staging_writes_nothing(
+    benchmark_folder: tuple[Path, int],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    private_tmp: Path,
+) -> None:
+    monkeypatch.setattr(ingest_stage, "STAGING_MIN_ROWS", 0)
+
+    def broken(path: Path, tables: object) -> None:
+        path.write_bytes(b"half a file")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(ingest_stage, "write_staged_file", broken)
+    conn = _database(tmp_path / "db.sqlite")
+    dataset, report = load_dataset(benchmark_folder[0])
+    with pytest.raises(OSError, match="disk full"):
+        store_dataset(conn, dataset, source="files", location="x", content_hash=report.content_hash)
+    for table in (*RAW_TABLES, "imports"):
+        assert conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert list(private_tmp.iterdir()) == []
+    conn.close()
+
+
+def test_storing_the_same_content_again_stages_nothing(
+    benchmark_folder: tuple[Path, int],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(ingest_stage, "STAGING_MIN_ROWS", 0)
+    conn = _store(tmp_path / "db.sqlite", benchmark_folder[0])
+    dataset, report = load_dataset(benchmark_folder[0])
+    with staging_raw_tables(conn, dataset, report.content_hash, replace=True) as staging:
+        assert staging is None
+    again = store_dataset(
+        conn, dataset, source="files", location="x", content_hash=report.content_hash, replace=True
+    )
+    assert again.already_imported
+    conn.close()
+
+
+def _run_tables(conn: sqlite3.Connection) -> dict[str, list[tuple[Any, ...]]]:
+    """What a pipeline run leaves, without its clock readings."""
+    return {
+        "outcomes": _rows(conn, "outcomes"),
+        "exceptions": [
+            tuple(r)
+            for r in conn.execute(
+                "SELECT id, entity_type, entity_id, reason_code, status, exposure_class,"
+                " exposure_amount, last_run_id FROM exceptions ORDER BY id"
+            )
+        ],
+        "audit": [tuple(r) for r in conn.execute("SELECT action, entity_id FROM audit_log")],
+        "runs": [tuple(r) for r in conn.execute("SELECT id, status, counts_json FROM runs")],
+        **{table: _rows(conn, table) for table in RAW_TABLES},
+    }
+
+
+def _pipeline(path: Path, folder: Path, as_of: int) -> dict[str, list[tuple[Any, ...]]]:
+    conn = _database(path)
+    reconcile_folder_into_db(conn, folder, params=EngineParams(), as_of=as_of)
+    assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    tables = _run_tables(conn)
+    conn.close()
+    return tables
+
+
+def test_a_staged_pipeline_run_stores_what_a_direct_one_does(
+    benchmark_folder: tuple[Path, int],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    private_tmp: Path,
+    staged_files: list[str],
+) -> None:
+    folder, as_of = benchmark_folder
+    for module in (ingest_stage, engine_persist):
+        monkeypatch.setattr(module, "STAGING_MIN_ROWS", 10**12)
+    monkeypatch.setattr("core.pipeline.STAGING_MIN_ROWS", 10**12)
+    direct = _pipeline(tmp_path / "direct.sqlite", folder, as_of)
+    assert staged_files == []
+    for module in (ingest_stage, engine_persist):
+        monkeypatch.setattr(module, "STAGING_MIN_ROWS", 0)
+    monkeypatch.setattr("core.pipeline.STAGING_MIN_ROWS", 0)
+    staged = _pipeline(tmp_path / "staged.sqlite", folder, as_of)
+    assert sorted(staged_files) == sorted([*RAW_TABLES, "outcomes"])
+    assert len(staged["outcomes"]) > 1_500 and staged["exceptions"]
+    for name, rows in direct.items():
+        assert staged[name] == rows, name
+    assert list(private_tmp.iterdir()) == []
+
+
+def test_persisting_a_run_again_after_staging_keeps_earlier_runs(
+    benchmark_folder: tuple[Path, int], tmp_path: Path, staged_always: None
+) -> None:
+    folder, as_of = benchmark_folder
+    conn = _database(tmp_path / "db.sqlite")
+    first = reconcile_folder_into_db(conn, folder, params=EngineParams(), as_of=as_of)
+    second = reconcile_folder_into_db(conn, folder, params=EngineParams(), as_of=as_of + 86_400)
+    counts = dict(conn.execute("SELECT run_id, count(*) FROM outcomes GROUP BY run_id").fetchall())
+    assert counts == {first.run_id: len(first.outcomes), second.run_id: len(second.outcomes)}
+    conn.close()
+
+
+def test_background_checkpoints_restore_the_connection_and_keep_every_commit(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "db.sqlite"
+    conn = _database(path)
+    conn.execute("CREATE TABLE filler (n INTEGER, text TEXT)")
+    with background_checkpoints(conn):
+        assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+        for start in range(0, 40_000, 10_000):
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany(
+                "INSERT INTO filler VALUES (?, ?)",
+                ((n, "x" * 200) for n in range(start, start + 10_000)),
+            )
+            conn.execute("COMMIT")
+    assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000
+    conn.close()
+    reader = sqlite3.connect(path)
+    assert reader.execute("SELECT count(*), sum(n) FROM filler").fetchone() == (
+        40_000,
+        sum(range(40_000)),
+    )
+    assert reader.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    reader.close()
+
+
+def test_background_checkpoints_leave_an_in_memory_database_alone() -> None:
+    conn = connect(":memory:")
+    before = conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
+    with background_checkpoints(conn):
+        conn.execute("CREATE TABLE t (n)")
+    assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == before
+    conn.close()
