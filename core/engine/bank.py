@@ -5,8 +5,10 @@ UTRs are found by tokenising each credit's UTR field, reference and narration (w
 split at dashes and slashes, and as alphanumeric runs), normalised the way spec section 3
 says. A credit is linked to a settlement when one of its tokens *equals* the settlement's
 normalised UTR, so a UTR inside a narration (`IMPS/KKBKH.../RAZORPAY/SETTLEMENT`) counts
-even when the reference column holds another number. The fallbacks run only over the
-few settlements and credits left unlinked; they are the only loops in the engine.
+even when the reference column holds another number; a credit no token links is then
+searched for a UTR anywhere inside its normalised text (glued to other words, zero-padded).
+The fallbacks run only over the few settlements and credits left unlinked; they and that
+search are the only loops in the engine.
 """
 
 from __future__ import annotations
@@ -144,6 +146,9 @@ def link_bank(ctx: Context) -> BankLinks:
         }
     )
     exact = tokens.merge(known, on="token", how="inner")[["line", "settlement"]]
+    untouched = np.setdiff1d(credit_lines, exact["line"].to_numpy(dtype=np.int64))
+    inside = _utrs_inside_text(ctx, untouched, known, params.utr_min_length)
+    exact = pd.concat([exact, inside], ignore_index=True)
     if len(exact):
         # A line that names two settlements counts for the one whose amount it pays, else
         # for the first by id: one credit pays one settlement.
@@ -223,6 +228,29 @@ def link_bank(ctx: Context) -> BankLinks:
         utr_credits=utr_credits,
         utr_credit_sum=utr_credit_sum,
     )
+
+
+def _utrs_inside_text(
+    ctx: Context, lines: IntArray, known: pd.DataFrame, min_length: int
+) -> pd.DataFrame:
+    """(line, settlement) pairs where a settlement's UTR sits inside a credit's normalised
+    narration or reference without being a word of its own (`RTGS CR-AXISCN123RAZORPAY`,
+    a zero-padded `0000612345678901`). Only credits no token linked are searched: few."""
+    by_length: dict[int, dict[str, list[int]]] = {}
+    for utr, settlement in zip(known["token"].tolist(), known["settlement"].tolist(), strict=True):
+        if len(utr) >= min_length:
+            by_length.setdefault(len(utr), {}).setdefault(utr, []).append(int(settlement))
+    pairs: list[tuple[int, int]] = []
+    if by_length and len(lines):
+        index = pa.array(lines, type=pa.int64())
+        for column in ("narration", "reference"):
+            values = normalise_utrs(ctx.text(ctx.dataset.bank, column).take(index)).to_pylist()
+            for line, value in zip(lines.tolist(), values, strict=True):
+                for length, utrs in by_length.items():
+                    for start in range(len(value or "") - length + 1):
+                        for settlement in utrs.get(value[start : start + length], ()):
+                            pairs.append((line, settlement))
+    return pd.DataFrame(pairs, columns=["line", "settlement"], dtype=np.int64)
 
 
 def _consolidate(
