@@ -12,6 +12,7 @@ import hashlib
 import sqlite3
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,12 @@ from core.db.connection import background_checkpoints
 from core.db.runs import discard_stale_runs, get_run, update_timings
 from core.db.staging import staging_directory
 from core.engine import EngineParams, persist_run, reconcile
-from core.engine.persist import STAGING_MIN_ROWS, StagedOutcomes, stage_outcomes
+from core.engine.persist import (
+    STAGING_MIN_ROWS,
+    StagedOutcomes,
+    outcomes_to_stage,
+    write_staged_outcomes,
+)
 from core.ingest.report import ImportReport
 from core.ingest.stage import RawStaging
 
@@ -182,10 +188,14 @@ def store_folder_run(
                 return store_folder_run(conn, run, source=source, staging=started)
     began = time.perf_counter()
     with ExitStack() as stack:
-        staged: StagedOutcomes | None = None
+        staging_outcomes: Future[StagedOutcomes] | None = None
         if len(run.outcomes) >= STAGING_MIN_ROWS and not conn.in_transaction:
+            # Written on a worker thread while this one copies the raw tables in.
             folder = stack.enter_context(staging_directory())
-            staged = stage_outcomes(conn, run.outcomes, folder / "outcomes.sqlite")
+            worker = stack.enter_context(ThreadPoolExecutor(1, "staging-outcomes"))
+            table = outcomes_to_stage(conn, run.outcomes)
+            path = folder / "outcomes.sqlite"
+            staging_outcomes = worker.submit(write_staged_outcomes, table, path)
             stack.enter_context(background_checkpoints(conn))
         store_dataset(
             conn,
@@ -198,6 +208,7 @@ def store_folder_run(
             staging=staging,
         )
         timings = {**run.timings, "store_dataset_s": round(time.perf_counter() - began, 3)}
+        staged = staging_outcomes.result() if staging_outcomes is not None else None
         return _persist_and_sync(
             conn, run.outcomes, run.params, run.as_of, source, run.input_hashes, timings, staged
         )

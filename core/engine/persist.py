@@ -99,16 +99,27 @@ class StagedOutcomes:
     run_id: int
 
 
-def stage_outcomes(conn: sqlite3.Connection, outcomes: pd.DataFrame, path: Path) -> StagedOutcomes:
-    """Write the outcomes to a new staging file for `persist_run`, under the next run id."""
+def outcomes_to_stage(conn: sqlite3.Connection, outcomes: pd.DataFrame) -> StagedTable:
+    """The outcomes as the staged table `stage_outcomes` writes, every row under the id
+    `next_run_id` promises (reads `conn`: build it on the connection's thread)."""
     run_id = db_runs.next_run_id(conn)
     arrays = {name: _arrow_column(outcomes[name], name) for name in OUTCOME_COLUMNS}
     arrays["run_id"] = pa.array(np.full(len(outcomes), run_id, dtype=np.int64))
     columns = db_runs.outcome_table_columns(conn)
     rows = pa.Table.from_arrays([arrays[c] for c in columns], names=columns)
-    schema = table_schema(conn, db_runs.STAGED_OUTCOMES)
-    table = StagedTable(db_runs.STAGED_OUTCOMES, schema, rows)
+    return StagedTable(db_runs.STAGED_OUTCOMES, table_schema(conn, db_runs.STAGED_OUTCOMES), rows)
+
+
+def write_staged_outcomes(table: StagedTable, path: Path) -> StagedOutcomes:
+    """Write `outcomes_to_stage`'s table to a new staging file (any thread: touches no
+    house connection)."""
+    run_id = int(table.rows.column("run_id")[0].as_py()) if table.rows.num_rows else 0
     return StagedOutcomes(write_staged_file(path, [table]), run_id)
+
+
+def stage_outcomes(conn: sqlite3.Connection, outcomes: pd.DataFrame, path: Path) -> StagedOutcomes:
+    """Write the outcomes to a new staging file for `persist_run`, under the next run id."""
+    return write_staged_outcomes(outcomes_to_stage(conn, outcomes), path)
 
 
 def persist_run(
