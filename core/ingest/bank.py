@@ -2,8 +2,9 @@
 
 The parser finds the header row below any banner lines, maps columns by their names
 (case-, space- and punctuation-insensitive), skips separator rows (`********`), blank
-lines and the summary footer, and reads rupee amounts with Indian digit grouping and
-optional `Cr`/`Dr` suffixes. Each transaction line keeps the id `<file name>:<line>`
+lines, the summary footer, and the page furniture of multi-page exports (the header line
+repeated exactly, `Page 2 of 5` lines), and reads rupee amounts with Indian digit grouping
+and optional `Cr`/`Dr` suffixes. Each transaction line keeps the id `<file name>:<line>`
 where line is the 1-based physical line of the file, counting banner and header lines
 and every line of a quoted cell that spans lines.
 """
@@ -113,6 +114,8 @@ HEADER_SEARCH_RECORDS = 200
 DELIMITERS = (",", "\t", ";", "|")
 _SEPARATOR = re.compile(r"^[*\-=_~.#\s]+$")
 _DATE_LIKE = re.compile(r"^\d{1,4}[/\-. ]+(\d{1,2}|[A-Za-z]{3,9})[/\-. ,]+\d{2,4}")
+# A line that only numbers the printed page: 'Page 2 of 5', 'Page No .: 2', 'PAGE 3/7'.
+_PAGE_NUMBER = re.compile(r"^page(\s*no)?[\s.:#-]*\d+(\s*(of|/)\s*\d+)?$", re.I)
 _SUFFIX = re.compile(r"\s*\(?(?<![a-z])(cr|dr)\.?\)?\s*$", re.I)
 CREDIT_WORDS = frozenset({"cr", "c", "credit", "deposit"})
 DEBIT_WORDS = frozenset({"dr", "d", "debit", "withdrawal"})
@@ -196,6 +199,63 @@ def _is_separator(cells: list[str]) -> bool:
     return bool(filled) and all(_SEPARATOR.match(c) for c in filled)
 
 
+def _header_keys(cells: list[str]) -> tuple[str, ...]:
+    """The cells as `header_key` makes them, without trailing empty cells (padding)."""
+    keys = [header_key(c) for c in cells]
+    while keys and not keys[-1]:
+        keys.pop()
+    return tuple(keys)
+
+
+def _is_page_number(cells: list[str]) -> bool:
+    return bool(_PAGE_NUMBER.match(" ".join(c.strip() for c in cells if c.strip())))
+
+
+def _near_header_problem(
+    file: str, line: int, cells: list[str], header: BankHeader, header_cells: list[str]
+) -> Problem | None:
+    """A line that repeats most of the header but not all of it, named at its first differing
+    cell; None when the line does not look like the header."""
+    keys = _header_keys(cells)
+    expected = _header_keys(header_cells)
+    same = sum(1 for a, b in zip(keys, expected, strict=False) if a and a == b)
+    if same < 2 or 2 * same < sum(1 for b in expected if b):
+        return None
+    width = max(len(keys), len(expected))
+    differing = [
+        i
+        for i in range(width)
+        if (keys[i] if i < len(keys) else "") != (expected[i] if i < len(expected) else "")
+    ]
+    if not differing:
+        return None
+    position = differing[0]
+    found = _cell(cells, position)
+    wanted = _cell(header_cells, position)
+    column = wanted or str(position + 1)
+    if not wanted:
+        detail = f"an extra cell {found!r}"
+    elif not found:
+        detail = f"an empty cell where the header has {wanted!r}"
+    else:
+        detail = f"{found!r} where the header has {wanted!r}"
+    more = f" (and {len(differing) - 1} more differing cell(s))" if len(differing) > 1 else ""
+    message = (
+        f"not a transaction: repeats the header of line {header.line} but has {detail}{more}; "
+        "only an exact repeat of the header is skipped"
+    )
+    return Problem(file, line, column, message)
+
+
+def _line_list(lines: list[int], limit: int = 10) -> str:
+    shown = ", ".join(str(n) for n in lines[:limit])
+    return shown + (f" and {len(lines) - limit} more" if len(lines) > limit else "")
+
+
+def _counted(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _split_suffix(values: list[str]) -> tuple[list[str], list[str]]:
     """'1,000.00 Cr' -> ('1,000.00', 'cr'); no suffix -> ''."""
     amounts: list[str] = []
@@ -245,14 +305,22 @@ def parse_bank_statement(file: str, data: bytes) -> tuple[pd.DataFrame, FileRepo
     warnings: list[str] = []
 
     # Classify every record below the header.
+    header_cells = records[header.index][1]
+    header_keys = _header_keys(header_cells)
     body = records[header.index + 1 :]
-    kinds: list[str] = []  # 'txn', 'skip', 'text'
+    kinds: list[str] = []  # 'txn', 'skip', 'header', 'page', 'text'
     for _, cells in body:
+        date_text = _cell(cells, f["txn_date"])
         if not any(c.strip() for c in cells) or _is_separator(cells):
             kinds.append("skip")
-            continue
-        date_text = _cell(cells, f["txn_date"])
-        kinds.append("txn" if date_text and _DATE_LIKE.match(date_text) else "text")
+        elif date_text and _DATE_LIKE.match(date_text):
+            kinds.append("txn")
+        elif _header_keys(cells) == header_keys:
+            kinds.append("header")  # printed again at the top of each page
+        elif _is_page_number(cells):
+            kinds.append("page")
+        else:
+            kinds.append("text")
     txn_positions = [i for i, k in enumerate(kinds) if k == "txn"]
     first = txn_positions[0] if txn_positions else len(body)
     last = txn_positions[-1] if txn_positions else -1
@@ -261,24 +329,50 @@ def parse_bank_statement(file: str, data: bytes) -> tuple[pd.DataFrame, FileRepo
     rows: list[int] = []
     continuation: dict[int, list[str]] = {}
     skipped_outside: list[int] = []
+    skipped_inside: list[int] = []
+    repeated_headers: list[int] = []
+    page_numbers: list[int] = []
     for i, ((line, cells), kind) in enumerate(zip(body, kinds, strict=True)):
         if kind == "txn":
             rows.append(i)
+        elif kind == "header":
+            repeated_headers.append(line)
+        elif kind == "page":
+            page_numbers.append(line)
         elif kind == "text":
-            if first < i < last:
-                if any(_cell(cells, f[k]) for k in amount_fields):
-                    date_text = _cell(cells, f["txn_date"])
+            if not first < i < last:
+                skipped_outside.append(line)
+                continue
+            date_text = _cell(cells, f["txn_date"])
+            extra = _cell(cells, f.get("narration"))
+            if any(_cell(cells, f[k]) for k in amount_fields):
+                near_header = _near_header_problem(file, line, cells, header, header_cells)
+                if near_header is not None:
+                    problems.append(near_header)
+                else:
                     message = (
                         f"unparsable date {date_text!r}" if date_text else "amount without a date"
                     )
                     problems.append(Problem(file, line, labels["txn_date"], message))
-                else:
-                    # A narration that continues on its own line.
-                    extra = _cell(cells, f.get("narration"))
-                    if extra:
-                        continuation.setdefault(rows[-1], []).append(extra)
+            elif extra and not date_text:
+                # A narration that continues on its own line.
+                continuation.setdefault(rows[-1], []).append(extra)
             else:
-                skipped_outside.append(line)
+                skipped_inside.append(line)
+    if repeated_headers:
+        warnings.append(
+            f"skipped {_counted(len(repeated_headers), 'repeated header line')}: "
+            f"{_line_list(repeated_headers)}"
+        )
+    if page_numbers:
+        warnings.append(
+            f"skipped {_counted(len(page_numbers), 'page-number line')}: {_line_list(page_numbers)}"
+        )
+    if skipped_inside:
+        warnings.append(
+            f"skipped {_counted(len(skipped_inside), 'text line')} inside the table (no amount, "
+            f"and not a narration continuation): {_line_list(skipped_inside)}"
+        )
     if skipped_outside:
         shown = ", ".join(str(n) for n in skipped_outside[:5])
         more = f" and {len(skipped_outside) - 5} more" if len(skipped_outside) > 5 else ""
