@@ -22,6 +22,9 @@ class Problem:
     file: the file's name as the user gave it; line: 1-based physical line (0 when the
     whole file is at fault); column: the column's name or 1-based number ("" for a
     whole line); message: what is wrong, in plain words.
+
+    Printed `file:line:column: message`, or `file: message` for the whole file (a missing
+    or duplicated file, a folder that is not one): no line or column is invented for it.
     """
 
     file: str
@@ -29,8 +32,23 @@ class Problem:
     column: str
     message: str
 
+    @property
+    def whole_file(self) -> bool:
+        return self.line == 0
+
     def __str__(self) -> str:
+        if self.whole_file:
+            return f"{self.file}: {self.message}"
         return f"{self.file}:{self.line}:{self.column}: {self.message}"
+
+    def as_row(self) -> dict[str, str]:
+        """For a table of problems: line and column are blank for the whole file."""
+        return {
+            "file": self.file,
+            "line": "" if self.whole_file else str(self.line),
+            "column": self.column,
+            "message": self.message,
+        }
 
 
 class RazorReconError(Exception):

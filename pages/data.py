@@ -31,7 +31,7 @@ with upload_tab:
             report = actions.import_uploads(uploads, unit, replace)
             st.session_state[keys.UPLOAD_RESULT] = ("ok", report.lines())
         except InputError as exc:
-            rows = [vars(p) for p in exc.problems]
+            rows = [p.as_row() for p in exc.problems]
             st.session_state[keys.UPLOAD_RESULT] = ("problems", rows)
         except Exception as exc:
             shell.show_error(exc)

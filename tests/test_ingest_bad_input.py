@@ -47,7 +47,7 @@ def _problems(folder: Path, amount_unit: str = "auto") -> list[str]:
 def test_missing_required_file(folder: Path) -> None:
     (folder / "settlements.csv").unlink()
     assert _problems(folder) == [
-        "settlements.csv:0:: required file missing: settlements.csv or settlements.json"
+        "settlements.csv: required file missing: settlements.csv or settlements.json"
     ]
 
 
@@ -124,7 +124,7 @@ def test_bank_file_without_recognisable_header(folder: Path) -> None:
     )
     problems = _problems(folder)
     assert len(problems) == 1
-    assert problems[0].startswith("bank_statement.csv:0:: no recognisable header row")
+    assert problems[0].startswith("bank_statement.csv: no recognisable header row")
 
 
 def test_bank_amount_and_date_problems_point_at_physical_lines(folder: Path) -> None:
@@ -187,7 +187,62 @@ def test_two_versions_of_one_file_are_refused(folder: Path) -> None:
     (folder / "settlements.json").write_text("[]", encoding="utf-8")
     problems = _problems(folder)
     assert problems == [
-        "settlements.csv:0:: both settlements.csv and settlements.json exist: keep one"
+        "settlements.csv: settlements.json is in the folder too: keep only one of the two"
+    ]
+
+
+def test_two_versions_of_one_file_are_refused_by_the_cli_as_a_whole_file_problem(
+    folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (folder / "payments.csv").write_text("id,amount\n", encoding="utf-8")
+    db = tmp_path / "new.sqlite"
+    code = main(["import", str(folder), "--db", str(db)])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.err == (
+        "error: payments.csv: payments.json is in the folder too: keep only one of the two\n"
+    )
+    assert captured.out == ""
+    assert not db.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dataset"]
+
+
+def test_whole_file_problems_print_without_line_or_column_and_line_problems_keep_both(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (folder / "settlements.csv").unlink()
+    _edit_line(folder / "refunds.csv", 2, ",3681300,", ",-3681300,")
+    assert main(["import", str(folder), "--db", str(folder / "x.sqlite")]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "error: settlements.csv: required file missing: settlements.csv or settlements.json",
+        "refunds.csv:2:amount: negative amount '-3681300'",
+    ]
+    assert not (folder / "x.sqlite").exists()
+    with pytest.raises(InputError) as caught:
+        load_dataset(folder.parent / "no-such-folder")
+    assert str(caught.value) == f"{folder.parent / 'no-such-folder'}: not a folder"
+
+
+def test_the_data_page_rows_leave_line_and_column_blank_for_a_whole_file_problem(
+    folder: Path,
+) -> None:
+    (folder / "refunds.json").write_text("[]", encoding="utf-8")
+    _edit_line(folder / "settlements.csv", 3, ",149577183,", ",149577183x,")
+    with pytest.raises(InputError) as caught:
+        load_dataset(folder)
+    assert [p.as_row() for p in caught.value.problems] == [
+        {
+            "file": "refunds.csv",
+            "line": "",
+            "column": "",
+            "message": "refunds.json is in the folder too: keep only one of the two",
+        },
+        {
+            "file": "settlements.csv",
+            "line": "3",
+            "column": "amount",
+            "message": "malformed amount '149577183x'",
+        },
     ]
 
 

@@ -38,8 +38,8 @@ def _files_by_name(folder: Path) -> dict[str, Path]:
 def _locate(spec_stem: str, files: dict[str, Path]) -> tuple[list[Path], list[Problem]]:
     found = [files[n] for n in (f"{spec_stem}.csv", f"{spec_stem}.json") if n in files]
     if len(found) > 1:
-        names = " and ".join(p.name for p in found)
-        return [], [Problem(found[0].name, 0, "", f"both {names} exist: keep one")]
+        message = f"{found[1].name} is in the folder too: keep only one of the two"
+        return [], [Problem(found[0].name, 0, "", message)]
     return found, []
 
 
