@@ -23,8 +23,9 @@ class Problem:
     whole file is at fault); column: the column's name or 1-based number ("" for a
     whole line); message: what is wrong, in plain words.
 
-    Printed `file:line:column: message`, or `file: message` for the whole file (a missing
-    or duplicated file, a folder that is not one): no line or column is invented for it.
+    Printed `file:line:column: message`; with no line (0) `file: column: message`, or
+    `file: message` for the whole file (a missing or duplicated file, a folder that is not
+    one): no line or column is invented.
     """
 
     file: str
@@ -34,18 +35,19 @@ class Problem:
 
     @property
     def whole_file(self) -> bool:
-        return self.line == 0
+        return self.line == 0 and not self.column
 
     def __str__(self) -> str:
-        if self.whole_file:
-            return f"{self.file}: {self.message}"
+        if self.line == 0:
+            where = f"{self.file}: {self.column}" if self.column else self.file
+            return f"{where}: {self.message}"
         return f"{self.file}:{self.line}:{self.column}: {self.message}"
 
     def as_row(self) -> dict[str, str]:
         """For a table of problems: line and column are blank for the whole file."""
         return {
             "file": self.file,
-            "line": "" if self.whole_file else str(self.line),
+            "line": "" if self.line == 0 else str(self.line),
             "column": self.column,
             "message": self.message,
         }
