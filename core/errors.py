@@ -12,6 +12,7 @@ EXIT_OK = 0
 EXIT_FAILED_CHECK = 1
 EXIT_BAD_INPUT = 2
 EXIT_REFUSED = 3
+EXIT_STORAGE = 4
 MAX_PROBLEMS_SHOWN = 20
 
 
@@ -79,6 +80,13 @@ class RefusedError(RazorReconError):
     """A well-formed request that the rules refuse (stale version, conflicting request id)."""
 
     exit_code = EXIT_REFUSED
+
+
+class StorageError(RazorReconError):
+    """A file the work needs could not be written (disk full, no permission). Nothing was
+    stored: the database is as it was."""
+
+    exit_code = EXIT_STORAGE
 
 
 class NotFoundError(RazorReconError):

@@ -9,13 +9,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from core.benchmark.generator import generate
 from core.db import connect, migrate
 from core.db.connection import background_checkpoints
+from core.db.staging import StagedTable, write_staged_file
 from core.engine import EngineParams
 from core.engine import persist as engine_persist
+from core.errors import StorageError
 from core.ingest import load_dataset, store_dataset
 from core.ingest import stage as ingest_stage
 from core.ingest.stage import staging_raw_tables
@@ -205,26 +208,53 @@ def test_an_import_id_taken_while_staging_falls_back_to_direct_writes(
     conn.close()
 
 
-def test_a_failed_staging_writes_nothing(
+def test_a_staging_folder_that_cannot_be_made_fails_closed_naming_tmpdir(
+    benchmark_folder: tuple[Path, int],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(ingest_stage, "STAGING_MIN_ROWS", 0)
+    not_a_folder = tmp_path / "tmp"
+    not_a_folder.write_text("a file where the temporary folder should be")
+    monkeypatch.setattr(tempfile, "tempdir", str(not_a_folder))
+    conn = _database(tmp_path / "db.sqlite")
+    dataset, report = load_dataset(benchmark_folder[0])
+    with pytest.raises(StorageError, match="TMPDIR") as raised:
+        store_dataset(conn, dataset, source="files", location="x", content_hash=report.content_hash)
+    assert raised.value.exit_code == 4
+    for table in (*RAW_TABLES, "imports"):
+        assert conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    conn.close()
+
+
+def test_a_staging_file_that_cannot_be_written_is_a_storage_error(tmp_path: Path) -> None:
+    table = StagedTable("t", ("CREATE TABLE t (n INTEGER)",), pa.table({"n": [1, 2]}))
+    with pytest.raises(StorageError, match="could not write the staging file"):
+        write_staged_file(tmp_path / "missing-folder" / "stage.sqlite", [table])
+
+
+def test_a_failed_writer_thread_leaves_the_database_and_temp_folder_clean(
     benchmark_folder: tuple[Path, int],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     private_tmp: Path,
 ) -> None:
     monkeypatch.setattr(ingest_stage, "STAGING_MIN_ROWS", 0)
+    real = ingest_stage.write_staged_file
 
-    def broken(path: Path, tables: object) -> None:
-        path.write_bytes(b"half a file")
-        raise OSError("disk full")
+    def second_fails(path: Path, tables: Any) -> Any:
+        if path.name == "raw1.sqlite":  # the recon group: a real ADBC failure, half-written
+            return real(path.parent / "gone" / path.name, tables)
+        return real(path, tables)
 
-    monkeypatch.setattr(ingest_stage, "write_staged_file", broken)
+    monkeypatch.setattr(ingest_stage, "write_staged_file", second_fails)
     conn = _database(tmp_path / "db.sqlite")
     dataset, report = load_dataset(benchmark_folder[0])
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(StorageError):
         store_dataset(conn, dataset, source="files", location="x", content_hash=report.content_hash)
     for table in (*RAW_TABLES, "imports"):
         assert conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
-    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     assert list(private_tmp.iterdir()) == []
     conn.close()
 

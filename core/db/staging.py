@@ -24,8 +24,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
+
+from core.errors import StorageError
 
 # Page cache of the staging connection while it loads and sorts (KiB, negative = size):
 # CREATE INDEX sorts in memory up to this size instead of spilling to temporary files.
@@ -85,6 +88,17 @@ def write_staged_file(path: Path, tables: Sequence[StagedTable]) -> StagedFile:
 
     if path.exists():
         raise FileExistsError(f"staging file {path} exists")
+    try:
+        return _write(adbc, path, tables)
+    except (OSError, adbc.OperationalError, adbc.InternalError) as error:
+        raise StorageError(f"could not write the staging file {path}: {error}{_ROOM}") from error
+
+
+# Where staging files go, for the messages that say they could not be written.
+_ROOM = " (staging files go to the system temporary folder: set TMPDIR to one with room)"
+
+
+def _write(adbc: Any, path: Path, tables: Sequence[StagedTable]) -> StagedFile:
     staged: set[str] = set()
     refused: dict[str, str] = {}
     with adbc.connect(str(path), autocommit=True) as conn, conn.cursor() as cursor:
@@ -113,7 +127,10 @@ def write_staged_file(path: Path, tables: Sequence[StagedTable]) -> StagedFile:
 @contextmanager
 def staging_directory() -> Iterator[Path]:
     """A private temporary folder for staging files, removed with everything in it."""
-    folder = Path(tempfile.mkdtemp(prefix="razorrecon-staging-"))
+    try:
+        folder = Path(tempfile.mkdtemp(prefix="razorrecon-staging-"))
+    except OSError as error:
+        raise StorageError(f"could not create a staging folder: {error}{_ROOM}") from error
     try:
         yield folder
     finally:
