@@ -408,3 +408,40 @@ def test_outcomes_staged_under_a_run_id_taken_meanwhile_get_the_new_runs_id(
     assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
     assert conn.execute("SELECT status FROM runs WHERE id = 2").fetchone()[0] == "completed"
     conn.close()
+
+
+def _cli_reconcile(folder: Path, as_of: int, out: Path, db: Path) -> dict[str, Any]:
+    import datetime as dt
+
+    from core.__main__ import main
+
+    when = dt.datetime.fromtimestamp(as_of, tz=dt.UTC).isoformat()
+    code = main(["reconcile", str(folder), "--out", str(out), "--db", str(db), "--as-of", when])
+    assert code == 0
+    conn = connect(db)
+    tables = _run_tables(conn)
+    conn.close()
+    return tables
+
+
+def test_the_reconcile_command_stores_the_same_whether_staged_or_not(
+    benchmark_folder: tuple[Path, int],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    staged_files: list[str],
+    private_tmp: Path,
+) -> None:
+    folder, as_of = benchmark_folder
+    for value in (10**12, 0):
+        for module in (ingest_stage, engine_persist):
+            monkeypatch.setattr(module, "STAGING_MIN_ROWS", value)
+        monkeypatch.setattr("core.pipeline.STAGING_MIN_ROWS", value)
+        name = "staged" if value == 0 else "direct"
+        stored = _cli_reconcile(folder, as_of, tmp_path / f"{name}.csv", tmp_path / f"{name}.db")
+        if value:
+            direct, direct_csv = stored, (tmp_path / "direct.csv").read_bytes()
+            assert staged_files == []
+    assert sorted(staged_files) == sorted([*RAW_TABLES, "outcomes"])
+    assert stored == direct
+    assert (tmp_path / "staged.csv").read_bytes() == direct_csv
+    assert list(private_tmp.iterdir()) == []
