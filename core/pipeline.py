@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from core.calendar import WorkingCalendar
 from core.dataset import DATASET_FILES, Dataset
 from core.db.connection import background_checkpoints
 from core.db.runs import discard_stale_runs, get_run, update_timings
@@ -280,7 +281,8 @@ def _persist_and_sync(
         staged=staged,
     )
     began = time.perf_counter()
-    summary = sync_exceptions(conn, run_id)
+    # Due dates count the run's own working days: its holidays are no working days either.
+    summary = sync_exceptions(conn, run_id, calendar=WorkingCalendar(params.calendar.holidays))
     stored = get_run(conn, run_id)
     all_timings = {
         **(stored.timings if stored and stored.timings else timings),

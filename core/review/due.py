@@ -1,7 +1,7 @@
 """The due date of an exception, derived from its exposure.
 
-Rule (first match wins; working days are Monday to Friday, counted from the IST date
-the exception opened or reopened):
+Rule (first match wins; working days are Monday to Friday less the run's holidays, counted
+from the IST date the exception opened or reopened):
 
 | exposure class | exposure amount | due in |
 |---|---|---|
