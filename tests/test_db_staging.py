@@ -35,18 +35,24 @@ def benchmark_folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, in
     return folder, int(result.as_of)
 
 
+NEVER = 10**12
+
+
+def _stage_from(monkeypatch: pytest.MonkeyPatch, rows: int) -> None:
+    """Stage raw tables and outcomes from `rows` rows on (0: always; NEVER: never)."""
+    monkeypatch.setattr(ingest_stage, "STAGING_MIN_ROWS", rows)
+    monkeypatch.setattr(engine_persist, "STAGING_MIN_ROWS", rows)
+    monkeypatch.setattr("core.pipeline.STAGING_MIN_ROWS", rows)
+
+
 @pytest.fixture
 def staged_always(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ingest_stage, "STAGING_MIN_ROWS", 0)
-    monkeypatch.setattr(engine_persist, "STAGING_MIN_ROWS", 0)
-    monkeypatch.setattr("core.pipeline.STAGING_MIN_ROWS", 0)
+    _stage_from(monkeypatch, 0)
 
 
 @pytest.fixture
 def staged_never(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ingest_stage, "STAGING_MIN_ROWS", 10**12)
-    monkeypatch.setattr(engine_persist, "STAGING_MIN_ROWS", 10**12)
-    monkeypatch.setattr("core.pipeline.STAGING_MIN_ROWS", 10**12)
+    _stage_from(monkeypatch, NEVER)
 
 
 @pytest.fixture
@@ -293,13 +299,19 @@ def _run_tables(conn: sqlite3.Connection) -> dict[str, list[tuple[Any, ...]]]:
     }
 
 
-def _pipeline(path: Path, folder: Path, as_of: int) -> dict[str, list[tuple[Any, ...]]]:
-    conn = _database(path)
-    reconcile_folder_into_db(conn, folder, params=EngineParams(), as_of=as_of)
+def _tables_of(path: Path) -> dict[str, list[tuple[Any, ...]]]:
+    conn = connect(path)
     assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
     tables = _run_tables(conn)
     conn.close()
     return tables
+
+
+def _pipeline(path: Path, folder: Path, as_of: int) -> dict[str, list[tuple[Any, ...]]]:
+    conn = _database(path)
+    reconcile_folder_into_db(conn, folder, params=EngineParams(), as_of=as_of)
+    conn.close()
+    return _tables_of(path)
 
 
 def test_a_staged_pipeline_run_stores_what_a_direct_one_does(
@@ -310,14 +322,10 @@ def test_a_staged_pipeline_run_stores_what_a_direct_one_does(
     staged_files: list[str],
 ) -> None:
     folder, as_of = benchmark_folder
-    for module in (ingest_stage, engine_persist):
-        monkeypatch.setattr(module, "STAGING_MIN_ROWS", 10**12)
-    monkeypatch.setattr("core.pipeline.STAGING_MIN_ROWS", 10**12)
+    _stage_from(monkeypatch, NEVER)
     direct = _pipeline(tmp_path / "direct.sqlite", folder, as_of)
     assert staged_files == []
-    for module in (ingest_stage, engine_persist):
-        monkeypatch.setattr(module, "STAGING_MIN_ROWS", 0)
-    monkeypatch.setattr("core.pipeline.STAGING_MIN_ROWS", 0)
+    _stage_from(monkeypatch, 0)
     staged = _pipeline(tmp_path / "staged.sqlite", folder, as_of)
     assert sorted(staged_files) == sorted([*RAW_TABLES, "outcomes"])
     assert len(staged["outcomes"]) > 1_500 and staged["exceptions"]
@@ -418,10 +426,7 @@ def _cli_reconcile(folder: Path, as_of: int, out: Path, db: Path) -> dict[str, A
     when = dt.datetime.fromtimestamp(as_of, tz=dt.UTC).isoformat()
     code = main(["reconcile", str(folder), "--out", str(out), "--db", str(db), "--as-of", when])
     assert code == 0
-    conn = connect(db)
-    tables = _run_tables(conn)
-    conn.close()
-    return tables
+    return _tables_of(db)
 
 
 def test_the_reconcile_command_stores_the_same_whether_staged_or_not(
@@ -432,10 +437,8 @@ def test_the_reconcile_command_stores_the_same_whether_staged_or_not(
     private_tmp: Path,
 ) -> None:
     folder, as_of = benchmark_folder
-    for value in (10**12, 0):
-        for module in (ingest_stage, engine_persist):
-            monkeypatch.setattr(module, "STAGING_MIN_ROWS", value)
-        monkeypatch.setattr("core.pipeline.STAGING_MIN_ROWS", value)
+    for value in (NEVER, 0):
+        _stage_from(monkeypatch, value)
         name = "staged" if value == 0 else "direct"
         stored = _cli_reconcile(folder, as_of, tmp_path / f"{name}.csv", tmp_path / f"{name}.db")
         if value:
