@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from core.errors import Problem
+from core.ingest import json_index
 
 UTF8_BOM = b"\xef\xbb\xbf"
 
@@ -396,11 +397,48 @@ def read_json_table(
     notes_columns: Sequence[str],
     reread: Callable[[], bytes] | None = None,
 ) -> RawTable:
-    """A collection envelope or a list of items; `reread` as for `read_csv_table`."""
-    items = _json_items(file, decode_text(file, data))
+    """A collection envelope or a list of items; `reread` as for `read_csv_table`.
+
+    Files of `json_index.FAST_JSON_MIN_BYTES` or more are read by the vectorised reader when
+    it can vouch for them; otherwise (and for small files) `json.loads` reads them.
+    """
     source = reread or (lambda: data)
+    if len(data) >= json_index.FAST_JSON_MIN_BYTES:
+        fast = _read_json_fast(file, data, wanted, notes_columns, source)
+        if fast is not None:
+            return fast
+    items = _json_items(file, decode_text(file, data))
 
     def find_lines() -> npt.NDArray[np.int64]:
         return json_item_lines(decode_text(file, source()))
 
     return table_from_items(file, items, wanted, notes_columns, line_finder=find_lines, fmt="json")
+
+
+def _read_json_fast(
+    file: str,
+    data: bytes,
+    wanted: Sequence[str],
+    notes_columns: Sequence[str],
+    source: Callable[[], bytes],
+) -> RawTable | None:
+    """The vectorised reader's table, or None when it cannot vouch for the file."""
+    try:
+        fast = json_index.read_items_fast(data, wanted, notes_columns, normalise_header)
+    except json_index.NotFast:
+        return None
+    starts = fast.item_starts
+
+    def find_lines() -> npt.NDArray[np.int64]:
+        return json_index.item_lines(source(), starts)
+
+    return RawTable(
+        file=file,
+        fmt="json",
+        columns=fast.columns,
+        written_names=fast.written_names,
+        ignored=fast.ignored,
+        n_rows=fast.n_rows,
+        header_line=0,
+        line_finder=find_lines,
+    )

@@ -1,0 +1,669 @@
+"""A vectorised reader for large JSON entity files, exact to `readers.read_json_table`'s.
+
+`json.loads` builds a Python object for every value of a 1M-item file (tens of seconds). Here
+numpy indexes the bytes instead, simdjson-style: unescaped quotes delimit strings, the
+structural characters outside strings give the nesting depth, and every gap between two
+structurals must hold nothing, one string or one scalar. The whole grammar is checked on that
+token stream, so a file is read here only when `json.loads` would accept it; anything this
+reader cannot vouch for raises `NotFast` and the caller uses `json.loads`, the oracle.
+
+The file is indexed in chunks that end on an item boundary, so memory stays a few times the
+chunk size on top of the bytes and the columns. Cell texts are taken straight from the bytes
+(a number's text is what `parse_float=str` gives); strings with escapes and objects (notes)
+go through `json` once per distinct raw text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+FAST_JSON_MIN_BYTES = 1 << 20
+CHUNK_BYTES = 16 << 20
+MAX_DEPTH = 100  # deeper nesting: json.loads's recursion limit decides, so leave it to json
+MAX_WHITESPACE_RUN = 256
+MAX_SCALAR_CHARS = 4000  # int() refuses more than 4300 digits: leave those to json
+
+UTF8_BOM = b"\xef\xbb\xbf"
+WHITESPACE = b" \t\n\r"  # exactly json's whitespace
+
+# Token codes of the merged stream.
+OPEN_OBJ, CLOSE_OBJ, OPEN_ARR, CLOSE_ARR, COLON, COMMA, KEY, STRING, SCALAR = range(9)
+IN_OBJECT, IN_ARRAY, IN_ITEMS = range(3)
+
+_STRUCTURAL = np.full(256, -1, dtype=np.int8)
+for _code, _char in enumerate(b"{}[]:,"):
+    _STRUCTURAL[_char] = _code
+_IS_WHITESPACE = np.zeros(256, dtype=np.bool_)
+_IS_WHITESPACE[list(WHITESPACE)] = True
+_DEPTH_DELTA = np.array([1, -1, 1, -1, 0, 0, 0, 0, 0], dtype=np.int64)
+
+
+def _transitions() -> npt.NDArray[np.bool_]:
+    """valid[context, previous token, token]: json's grammar as pairs of neighbouring tokens."""
+    valid = np.zeros((3, 9, 9), dtype=np.bool_)
+    value_start = [OPEN_OBJ, OPEN_ARR, STRING, SCALAR]
+    value_end = [CLOSE_OBJ, CLOSE_ARR, STRING, SCALAR]
+    for prev in [OPEN_OBJ, *value_end]:
+        valid[IN_OBJECT, prev, CLOSE_OBJ] = True
+    for prev in (OPEN_OBJ, COMMA):
+        valid[IN_OBJECT, prev, KEY] = True
+    valid[IN_OBJECT, KEY, COLON] = True
+    for cur in value_start:
+        valid[IN_OBJECT, COLON, cur] = True
+    for prev in value_end:
+        valid[IN_OBJECT, prev, COMMA] = True
+    for prev in [OPEN_ARR, *value_end]:
+        valid[IN_ARRAY, prev, CLOSE_ARR] = True
+    for cur in value_start:
+        for prev in (OPEN_ARR, COMMA):
+            valid[IN_ARRAY, prev, cur] = True
+    for prev in value_end:
+        valid[IN_ARRAY, prev, COMMA] = True
+    # The items array: objects only (anything else is the oracle's problem to report).
+    valid[IN_ITEMS, OPEN_ARR, OPEN_OBJ] = valid[IN_ITEMS, COMMA, OPEN_OBJ] = True
+    valid[IN_ITEMS, CLOSE_OBJ, COMMA] = True
+    valid[IN_ITEMS, OPEN_ARR, CLOSE_ARR] = valid[IN_ITEMS, CLOSE_OBJ, CLOSE_ARR] = True
+    return valid
+
+
+_VALID = _transitions()
+_SCALAR_RE = r"^(?:-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null)$"
+
+# Cell kinds of item-level values.
+CELL_TEXT, CELL_ESCAPED, CELL_NULL, CELL_MINUS_ZERO, CELL_OBJECT = range(5)
+
+
+class NotFast(Exception):
+    """The fast reader cannot vouch for this input: read it with json.loads instead."""
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def spans_to_strings(
+    buffer: pa.Buffer,
+    starts: npt.NDArray[np.int64],
+    ends: npt.NDArray[np.int64],
+    valid: npt.NDArray[np.bool_] | None = None,
+) -> pa.Array:
+    """The byte spans [starts, ends) of one buffer as a string array, in one gather.
+
+    Spans must be in order and not overlap. The buffer is viewed as a string array whose
+    even elements are the spans and odd ones the bytes between them; taking the even ones
+    copies just the spans.
+    """
+    n = len(starts)
+    if n == 0:
+        return pa.array([], type=pa.string())
+    offsets = np.empty(2 * n + 1, dtype=np.int32)
+    offsets[0 : 2 * n : 2] = starts
+    offsets[1 : 2 * n : 2] = ends
+    offsets[2 * n] = ends[-1]
+    bitmap = None
+    if valid is not None and not valid.all():
+        bits = np.ones(2 * n, dtype=np.bool_)
+        bits[0::2] = valid
+        bitmap = pa.py_buffer(np.packbits(bits, bitorder="little"))
+    view = pa.StringArray.from_buffers(2 * n, pa.py_buffer(offsets), buffer, bitmap)
+    return view.take(pa.array(np.arange(0, 2 * n, 2, dtype=np.int64)))
+
+
+def _replace_rows(base: pa.Array, rows: npt.NDArray[np.int64], texts: pa.Array) -> pa.Array:
+    if len(rows) == 0:
+        return base
+    n = len(base)
+    index = np.arange(n, dtype=np.int64)
+    index[rows] = n + np.arange(len(rows), dtype=np.int64)
+    return pa.concat_arrays([base, texts.cast(pa.string())]).take(pa.array(index))
+
+
+def _decode_each_distinct(texts: pa.Array, decode: Callable[[str], str]) -> pa.Array:
+    """`decode` applied to every text, called once per distinct text."""
+    encoded = texts.dictionary_encode()
+    try:
+        decoded = [decode(text) for text in encoded.dictionary.to_pylist()]
+        for text in decoded:
+            text.encode("utf-8")  # a lone surrogate from \\ud800: leave it to the oracle
+    except (ValueError, RecursionError, UnicodeEncodeError) as exc:
+        raise NotFast(str(exc)) from None
+    return pa.array(decoded, type=pa.string()).take(encoded.indices)
+
+
+def _string_content(text: str) -> str:
+    value = json.loads('"' + text + '"')
+    assert isinstance(value, str)
+    return value
+
+
+def _notes_text(text: str) -> str:
+    return _json_text(json.loads(text, parse_float=str))
+
+
+def _skip_ws(data: bytes, pos: int) -> int:
+    while pos < len(data) and data[pos] in WHITESPACE:
+        pos += 1
+    return pos
+
+
+def _head_ends_with_items_key(head: str) -> bool:
+    """Whether `head` is `{` then members, ending with the key "items" and its colon."""
+    decoder = json.JSONDecoder()
+
+    def skip(pos: int) -> int:
+        while pos < len(head) and head[pos] in " \t\n\r":
+            pos += 1
+        return pos
+
+    pos = skip(0)
+    if pos >= len(head) or head[pos] != "{":
+        return False
+    pos = skip(pos + 1)
+    try:
+        while pos < len(head) and head[pos] == '"':
+            key, pos = decoder.raw_decode(head, pos)
+            pos = skip(pos)
+            if pos >= len(head) or head[pos] != ":":
+                return False
+            pos = skip(pos + 1)
+            if pos == len(head):
+                return bool(key == "items")
+            _, pos = decoder.raw_decode(head, pos)
+            pos = skip(pos)
+            if pos >= len(head) or head[pos] != ",":
+                return False
+            pos = skip(pos + 1)
+    except (ValueError, RecursionError):
+        return False
+    return False
+
+
+def _items_array_start(data: bytes, start: int) -> int:
+    """Position of the '[' that opens the items: the document itself or the envelope's."""
+    first = _skip_ws(data, start)
+    if first < len(data) and data[first : first + 1] == b"[":
+        return first
+    if first >= len(data) or data[first : first + 1] != b"{":
+        raise NotFast("neither a list nor an object")
+    search = first
+    for _ in range(8):
+        found = data.find(b'"items"', search)
+        if found < 0:
+            break
+        pos = _skip_ws(data, found + len(b'"items"'))
+        if data[pos : pos + 1] == b":":
+            pos = _skip_ws(data, pos + 1)
+            if data[pos : pos + 1] == b"[" and _head_ends_with_items_key(
+                data[:pos].decode("utf-8-sig")
+            ):
+                return pos
+        search = found + 1
+    raise NotFast('no "items" array found')
+
+
+def _check_envelope(data: bytes, items_open: int, items_close: int) -> None:
+    """The document with its items emptied must be valid JSON with exactly one "items"."""
+    text = (data[: items_open + 1] + data[items_close:]).decode("utf-8-sig")
+    objects: list[list[tuple[str, Any]]] = []
+
+    def keep_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        objects.append(pairs)
+        return dict(pairs)
+
+    try:
+        document = json.loads(text, parse_float=str, object_pairs_hook=keep_pairs)
+    except (ValueError, RecursionError) as exc:
+        raise NotFast(str(exc)) from None
+    if isinstance(document, list):
+        if document or data[_skip_ws(data, 3 if data.startswith(UTF8_BOM) else 0)] != 91:
+            raise NotFast("unexpected list")
+        return
+    if not isinstance(document, dict) or document.get("items") != []:
+        raise NotFast("unexpected envelope")
+    if sum(1 for key, _ in objects[-1] if key == "items") != 1:
+        raise NotFast('"items" more than once')
+
+
+def _check_utf8(data: bytes) -> None:
+    offsets = pa.py_buffer(np.array([0, len(data)], dtype=np.int64))
+    whole = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), 1, [None, offsets, pa.py_buffer(data)]
+    )
+    try:
+        whole.cast(pa.large_string())
+    except pa.ArrowInvalid as exc:
+        raise NotFast("not UTF-8") from exc
+
+
+def _skip_whitespace(
+    chunk: npt.NDArray[np.uint8],
+    begin: npt.NDArray[np.int64],
+    stop: npt.NDArray[np.int64],
+    step: int,
+) -> npt.NDArray[np.int64]:
+    """From each begin, step over whitespace towards stop: the first other byte, else stop.
+
+    Whitespace runs between tokens are short (an indentation), so this loops a few times over
+    ever fewer positions; a very long run is left to json.
+    """
+    position = begin.copy()
+    active = np.flatnonzero(position != stop)
+    for _ in range(MAX_WHITESPACE_RUN):
+        if active.size == 0:
+            return position
+        blank = _IS_WHITESPACE[chunk[position[active]]]
+        active = active[blank]
+        position[active] += step
+        active = active[position[active] != stop[active]]
+    if active.size:
+        raise NotFast("a very long run of whitespace")
+    return position
+
+
+@dataclass
+class _Chunk:
+    """The items of one chunk: their count, start positions and cells per wanted key id."""
+
+    n_items: int
+    item_starts: npt.NDArray[np.int64]
+    columns: dict[int, pa.Array] = field(default_factory=dict)
+
+
+@dataclass
+class _Keys:
+    """Every item-level key met so far, in order of first appearance, with its id."""
+
+    ids: dict[str, int] = field(default_factory=dict)
+    first_item: list[str] | None = None
+
+
+def _real_quotes(
+    chunk: npt.NDArray[np.uint8],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Positions of the quotes that delimit strings (not escaped), and of backslashes."""
+    quotes = np.flatnonzero(chunk == 34)
+    backslashes = np.flatnonzero(chunk == 92)
+    if backslashes.size == 0 or quotes.size == 0:
+        return quotes, backslashes
+    after = quotes[quotes > 0]
+    escaped_candidates = after[chunk[after - 1] == 92]
+    if escaped_candidates.size == 0:
+        return quotes, backslashes
+    run_first = np.ones(backslashes.size, dtype=np.bool_)
+    run_first[1:] = np.diff(backslashes) != 1
+    run_start = np.maximum.accumulate(np.where(run_first, np.arange(backslashes.size), 0))
+    last = np.searchsorted(backslashes, escaped_candidates - 1)
+    run_length = last - run_start[last] + 1
+    escaped = escaped_candidates[run_length % 2 == 1]
+    return np.setdiff1d(quotes, escaped, assume_unique=True), backslashes
+
+
+def _index_chunk(
+    data: bytes,
+    buffer: pa.Buffer,
+    whole: npt.NDArray[np.uint8],
+    start: int,
+    end: int,
+    after_item: bool,
+    keys: _Keys,
+    wanted: set[str],
+    notes: set[str],
+    normalise: Callable[[str], str],
+) -> tuple[_Chunk, int, bool] | None:
+    """Index the items that end in [start, end); None when none does (the chunk is too small).
+
+    Returns the chunk's items, the position after the last byte used, and whether the items
+    array ended there (its ']').
+    """
+    chunk = whole[start:end]
+    quotes, backslashes = _real_quotes(chunk)
+    structural = np.flatnonzero(
+        (chunk == 44)
+        | (chunk == 58)
+        | (chunk == 123)
+        | (chunk == 125)
+        | (chunk == 91)
+        | (chunk == 93)
+    )
+    outside = np.searchsorted(quotes, structural) % 2 == 0
+    structural = structural[outside]
+    codes = _STRUCTURAL[chunk[structural]].astype(np.int64)
+    depth = np.cumsum(_DEPTH_DELTA[codes])
+    below = np.flatnonzero(depth < 0)
+    if below.size:
+        cut = int(below[0])
+        if codes[cut] != CLOSE_ARR:
+            raise NotFast("unbalanced brackets")
+        ended = True
+    else:
+        item_ends = np.flatnonzero((codes == CLOSE_OBJ) & (depth == 0))
+        if item_ends.size == 0:
+            if end == len(whole):
+                raise NotFast("the items array never closes")
+            return None
+        cut = int(item_ends[-1])
+        ended = False
+    structural = structural[: cut + 1]
+    codes = codes[: cut + 1]
+    limit = int(structural[cut])  # local position of the last token used
+
+    quotes = quotes[quotes < limit]
+    if quotes.size % 2:
+        raise NotFast("unterminated string")
+    opens, closes = quotes[0::2], quotes[1::2]
+    backslashes = backslashes[backslashes < limit]
+    if np.any(np.searchsorted(quotes, backslashes) % 2 == 0):
+        raise NotFast("backslash outside a string")
+    controls = np.flatnonzero(chunk[:limit] < 32)
+    if np.any(np.searchsorted(quotes, controls) % 2 == 1):
+        raise NotFast("control character in a string")
+
+    # Gaps: gap g is the bytes before structural g (after structural g - 1). Each must hold
+    # whitespace around at most one value: exactly one string, or one scalar (checked below).
+    n_gaps = cut + 1
+    gap_lo = np.empty(n_gaps, dtype=np.int64)
+    gap_lo[0] = 0
+    gap_lo[1:] = structural[:-1] + 1
+    gap_hi = structural
+    first_sig = _skip_whitespace(chunk, gap_lo, gap_hi, 1)
+    last_sig = _skip_whitespace(chunk, gap_hi - 1, gap_lo - 1, -1)
+    string_gap = np.searchsorted(structural, opens)
+    if np.any(first_sig[string_gap] != opens) or np.any(last_sig[string_gap] != closes):
+        raise NotFast("stray characters around a string")
+    has_string = np.zeros(n_gaps, dtype=np.bool_)
+    has_string[string_gap] = True
+    scalar_gap = np.flatnonzero((first_sig < gap_hi) & ~has_string)
+    scalar_lo = first_sig[scalar_gap]
+    scalar_hi = last_sig[scalar_gap] + 1
+    scalars = spans_to_strings(buffer, scalar_lo + start, scalar_hi + start)
+    if len(scalars):
+        if not pc.all(pc.match_substring_regex(scalars, _SCALAR_RE)).as_py():
+            raise NotFast("not a JSON scalar")
+        if pc.max(pc.utf8_length(scalars)).as_py() > MAX_SCALAR_CHARS:
+            raise NotFast("a very long number")
+
+    # The merged token stream: each gap's value (if any) then its structural.
+    gap_value = np.full(n_gaps, -1, dtype=np.int64)
+    gap_value[string_gap] = STRING
+    gap_value[scalar_gap] = SCALAR
+    has_value = gap_value >= 0
+    values_through = np.cumsum(has_value)
+    structural_at = np.arange(n_gaps) + values_through
+    value_gaps = np.flatnonzero(has_value)
+    value_at = structural_at[value_gaps] - 1
+    n_tokens = n_gaps + value_gaps.size
+    kind = np.empty(n_tokens, dtype=np.int64)
+    kind[structural_at] = codes
+    kind[value_at] = gap_value[value_gaps]
+    token_lo = np.empty(n_tokens, dtype=np.int64)
+    token_hi = np.empty(n_tokens, dtype=np.int64)
+    token_lo[structural_at] = structural
+    token_hi[structural_at] = structural + 1
+    string_at = structural_at[string_gap] - 1
+    token_lo[string_at] = opens
+    token_hi[string_at] = closes + 1
+    scalar_at = structural_at[scalar_gap] - 1
+    token_lo[scalar_at] = scalar_lo
+    token_hi[scalar_at] = scalar_hi
+
+    depth_after = np.cumsum(_DEPTH_DELTA[kind])
+    depth_before = depth_after - _DEPTH_DELTA[kind]
+    if depth_after.max(initial=0) > MAX_DEPTH:
+        raise NotFast("deep nesting")
+    context = np.full(n_tokens, IN_ITEMS, dtype=np.int64)
+    openers = np.flatnonzero((kind == OPEN_OBJ) | (kind == OPEN_ARR))
+    for level in range(1, int(depth_after.max(initial=0)) + 1):
+        at_level = openers[depth_after[openers] == level]
+        inside = np.flatnonzero(depth_before == level)
+        owner = at_level[np.searchsorted(at_level, inside) - 1]
+        context[inside] = np.where(kind[owner] == OPEN_OBJ, IN_OBJECT, IN_ARRAY)
+    previous = np.empty(n_tokens, dtype=np.int64)
+    previous[0] = CLOSE_OBJ if after_item else OPEN_ARR
+    previous[1:] = kind[:-1]
+    is_key = (
+        (kind == STRING) & (context == IN_OBJECT) & ((previous == OPEN_OBJ) | (previous == COMMA))
+    )
+    kind[is_key] = KEY
+    previous[1:] = kind[:-1]
+    if not _VALID[context, previous, kind].all():
+        raise NotFast("not JSON")
+
+    # Strings with escapes: every one must decode (nested ones too, as json.loads checks).
+    escaped_string = np.zeros(opens.size, dtype=np.bool_)
+    if backslashes.size:
+        escaped_string[np.searchsorted(opens, backslashes, side="right") - 1] = True
+    token_string = np.full(n_tokens, -1, dtype=np.int64)
+    token_string[string_at] = np.arange(opens.size)
+    escaped_rows = np.flatnonzero(escaped_string)
+    decoded_escapes = _decode_each_distinct(
+        spans_to_strings(buffer, opens[escaped_rows] + 1 + start, closes[escaped_rows] + start),
+        _string_content,
+    )
+    escape_index = np.full(opens.size, -1, dtype=np.int64)
+    escape_index[escaped_rows] = np.arange(escaped_rows.size)
+
+    # Items and their top-level keys.
+    item_tokens = np.flatnonzero((kind == OPEN_OBJ) & (depth_before == 0))
+    n_items = item_tokens.size
+    key_tokens = np.flatnonzero((kind == KEY) & (depth_before == 1))
+    key_strings = token_string[key_tokens]
+    key_texts = spans_to_strings(
+        buffer, opens[key_strings] + 1 + start, closes[key_strings] + start
+    )
+    key_escaped = escape_index[key_strings]
+    if np.any(key_escaped >= 0):
+        rows = np.flatnonzero(key_escaped >= 0)
+        key_texts = _replace_rows(
+            key_texts, rows, decoded_escapes.take(pa.array(key_escaped[rows]))
+        )
+    encoded = key_texts.dictionary_encode()
+    local_ids = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    to_global = np.empty(len(encoded.dictionary), dtype=np.int64)
+    for local, name in enumerate(encoded.dictionary.to_pylist()):
+        to_global[local] = keys.ids.setdefault(name, len(keys.ids))
+    key_ids = to_global[local_ids] if local_ids.size else local_ids
+    key_item = np.searchsorted(item_tokens, key_tokens, side="right") - 1
+    if key_ids.size:
+        pairs = key_item * len(keys.ids) + key_ids
+        if np.bincount(pairs).max() > 1:
+            raise NotFast("a key repeated within an item")
+    if keys.first_item is None and n_items:
+        first = key_item == 0
+        keys.first_item = [str(k) for k in key_texts.filter(pa.array(first)).to_pylist()]
+
+    item_starts = token_lo[item_tokens] + start
+    result = _Chunk(n_items, item_starts)
+    names = {key_id: name for name, key_id in keys.ids.items()}
+    closers = np.flatnonzero(depth_after <= 1)
+    for key_id in np.unique(key_ids):
+        normal = normalise(names[int(key_id)])
+        if normal not in wanted:
+            continue
+        selected = np.flatnonzero(key_ids == key_id)
+        result.columns[int(key_id)] = _cells(
+            buffer,
+            start,
+            n_items,
+            item_starts,
+            key_item[selected],
+            key_tokens[selected] + 2,
+            kind,
+            token_lo,
+            token_hi,
+            closers,
+            chunk,
+            token_string,
+            escape_index,
+            decoded_escapes,
+            notes=normal in notes,
+        )
+    return result, start + limit + 1, ended
+
+
+def _cells(
+    buffer: pa.Buffer,
+    start: int,
+    n_items: int,
+    item_starts: npt.NDArray[np.int64],
+    rows: npt.NDArray[np.int64],
+    tokens: npt.NDArray[np.int64],
+    kind: npt.NDArray[np.int64],
+    token_lo: npt.NDArray[np.int64],
+    token_hi: npt.NDArray[np.int64],
+    closers: npt.NDArray[np.int64],
+    chunk: npt.NDArray[np.uint8],
+    token_string: npt.NDArray[np.int64],
+    escape_index: npt.NDArray[np.int64],
+    decoded_escapes: pa.Array,
+    *,
+    notes: bool,
+) -> pa.Array:
+    """One key's cells as the oracle's `values_to_strings` makes them."""
+    value_kind = kind[tokens]
+    lo = token_lo[tokens].copy()
+    hi = token_hi[tokens].copy()
+    is_string = value_kind == STRING
+    lo[is_string] += 1  # the content, between the quotes
+    hi[is_string] -= 1
+    is_container = (value_kind == OPEN_OBJ) | (value_kind == OPEN_ARR)
+    if is_container.any():
+        if not notes:
+            raise NotFast("an object in a column that is not notes")
+        ends = closers[np.searchsorted(closers, tokens[is_container], side="right")]
+        hi[is_container] = token_hi[ends]
+    cell = np.full(tokens.size, CELL_TEXT, dtype=np.int64)
+    cell[is_container] = CELL_OBJECT
+    escape_rows = np.full(tokens.size, -1, dtype=np.int64)
+    escape_rows[is_string] = escape_index[token_string[tokens[is_string]]]
+    cell[escape_rows >= 0] = CELL_ESCAPED
+    is_scalar = np.flatnonzero(value_kind == SCALAR)
+    first = chunk[lo[is_scalar]]
+    width = hi[is_scalar] - lo[is_scalar]
+    cell[is_scalar[first == ord("n")]] = CELL_NULL
+    minus_zero = (width == 2) & (first == ord("-")) & (chunk[lo[is_scalar] + 1] == ord("0"))
+    cell[is_scalar[minus_zero]] = CELL_MINUS_ZERO
+
+    starts = item_starts.copy()
+    ends_ = item_starts.copy()
+    valid = np.zeros(n_items, dtype=np.bool_)
+    plain = cell == CELL_TEXT
+    starts[rows[plain]] = lo[plain] + start
+    ends_[rows[plain]] = hi[plain] + start
+    valid[rows[plain]] = True
+    column = spans_to_strings(buffer, starts, ends_, valid)
+
+    special = np.flatnonzero(
+        (cell == CELL_ESCAPED) | (cell == CELL_MINUS_ZERO) | (cell == CELL_OBJECT)
+    )
+    if special.size == 0:
+        return column
+    texts: list[pa.Array] = []
+    order: list[npt.NDArray[np.int64]] = []
+    escaped = np.flatnonzero(cell == CELL_ESCAPED)
+    if escaped.size:
+        texts.append(decoded_escapes.take(pa.array(escape_rows[escaped])))
+        order.append(escaped)
+    zeros = np.flatnonzero(cell == CELL_MINUS_ZERO)
+    if zeros.size:
+        texts.append(pa.array(["0"] * zeros.size, type=pa.string()))
+        order.append(zeros)
+    objects = np.flatnonzero(cell == CELL_OBJECT)
+    if objects.size:
+        raw = spans_to_strings(buffer, lo[objects] + start, hi[objects] + start)
+        texts.append(_decode_each_distinct(raw, _notes_text))
+        order.append(objects)
+    which = np.concatenate(order)
+    return _replace_rows(column, rows[which], pa.concat_arrays(texts))
+
+
+@dataclass(frozen=True)
+class FastTable:
+    """What the fast reader found: per wanted name, the key it reads, and its cells.
+
+    columns: normalised name -> string array; written_names: normalised name -> key;
+    ignored: keys not read; n_rows: items; item_starts: byte offset of each item's '{'.
+    """
+
+    columns: dict[str, pa.Array]
+    written_names: dict[str, str]
+    ignored: tuple[str, ...]
+    n_rows: int
+    item_starts: npt.NDArray[np.int64]
+
+
+def read_items_fast(
+    data: bytes,
+    wanted: Sequence[str],
+    notes_columns: Sequence[str],
+    normalise: Callable[[str], str],
+) -> FastTable:
+    """The items of a collection envelope or list, as the oracle would read them.
+
+    Raises NotFast whenever the input is not something this reader handles with certainty.
+    """
+    if len(data) >= (1 << 31) - 1:
+        raise NotFast("over 2 GB")
+    _check_utf8(data)
+    begin = 3 if data.startswith(UTF8_BOM) else 0
+    items_open = _items_array_start(data, begin)
+    whole = np.frombuffer(data, dtype=np.uint8)
+    buffer = pa.py_buffer(data)
+    keys = _Keys()
+    wanted_set, notes_set = set(wanted), set(notes_columns)
+    chunks: list[_Chunk] = []
+    position, after_item, size = items_open + 1, False, CHUNK_BYTES
+    while True:
+        end = min(position + size, len(data))
+        indexed = _index_chunk(
+            data, buffer, whole, position, end, after_item, keys, wanted_set, notes_set, normalise
+        )
+        if indexed is None:
+            size *= 2
+            continue
+        chunk, position, ended = indexed
+        chunks.append(chunk)
+        after_item, size = True, CHUNK_BYTES
+        if ended:
+            break
+    _check_envelope(data, items_open, position - 1)
+
+    first = keys.first_item or []
+    ordered = first + sorted(k for k in keys.ids if k not in set(first))
+    seen: dict[str, str] = {}
+    for key in ordered:
+        seen.setdefault(normalise(key), key)
+    columns: dict[str, pa.Array] = {}
+    written: dict[str, str] = {}
+    for name in wanted:
+        source = seen.get(name)
+        if source is None:
+            continue
+        key_id = keys.ids[source]
+        parts = [c.columns.get(key_id, pa.nulls(c.n_items, type=pa.string())) for c in chunks]
+        columns[name] = pa.concat_arrays(parts) if parts else pa.array([], type=pa.string())
+        written[name] = source
+    ignored = tuple(key for normal, key in seen.items() if normal not in wanted_set)
+    starts = np.concatenate([c.item_starts for c in chunks]) if chunks else np.empty(0, np.int64)
+    return FastTable(columns, written, ignored, sum(c.n_items for c in chunks), starts)
+
+
+def item_lines(data: bytes, item_starts: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """1-based line of each item start: one plus the newlines before it."""
+    whole = np.frombuffer(data, dtype=np.uint8)
+    lines = np.empty(item_starts.size, dtype=np.int64)
+    before = 0
+    for lo in range(0, max(len(whole), 1), CHUNK_BYTES * 4):
+        hi = lo + CHUNK_BYTES * 4
+        newlines = np.flatnonzero(whole[lo:hi] == 10)
+        inside = (item_starts >= lo) & (item_starts < hi)
+        lines[inside] = 1 + before + np.searchsorted(newlines, item_starts[inside] - lo)
+        before += newlines.size
+    return lines
