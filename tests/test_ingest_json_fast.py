@@ -183,7 +183,7 @@ def test_json_fast_reader_accepts_a_mutated_document_only_when_json_loads_does(
         fast = None
     try:
         oracle: RawTable | None = _oracle(mutated)
-    except ReadFailure:
+    except (ReadFailure, UnicodeEncodeError):  # a split surrogate pair: the oracle fails too
         oracle = None
     if fast is not None:
         assert oracle is not None, mutated

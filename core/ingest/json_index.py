@@ -41,6 +41,14 @@ IN_OBJECT, IN_ARRAY, IN_ITEMS = range(3)
 _STRUCTURAL = np.full(256, -1, dtype=np.int8)
 for _code, _char in enumerate(b"{}[]:,"):
     _STRUCTURAL[_char] = _code
+_CLASSES = bytearray(256)
+for _code, _char in enumerate(b"{}[]:,"):
+    _CLASSES[_char] = _code + 1
+C_LAST_STRUCTURAL, C_QUOTE, C_BACKSLASH, C_WHITESPACE_CONTROL, C_CONTROL = 6, 7, 8, 9, 10
+_CLASSES[34], _CLASSES[92] = C_QUOTE, C_BACKSLASH
+for _char in range(32):
+    _CLASSES[_char] = C_WHITESPACE_CONTROL if _char in b"\t\n\r" else C_CONTROL
+_CLASS_TABLE = bytes(_CLASSES)
 _IS_WHITESPACE = np.zeros(256, dtype=np.bool_)
 _IS_WHITESPACE[list(WHITESPACE)] = True
 _DEPTH_DELTA = np.array([1, -1, 1, -1, 0, 0, 0, 0, 0], dtype=np.int64)
@@ -74,7 +82,7 @@ def _transitions() -> npt.NDArray[np.bool_]:
     return valid
 
 
-_VALID = _transitions()
+_VALID_FLAT = _transitions().ravel()
 _SCALAR_RE = r"^(?:-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null)$"
 
 # Cell kinds of item-level values.
@@ -274,7 +282,7 @@ class _Chunk:
 
     n_items: int
     item_starts: npt.NDArray[np.int64]
-    columns: dict[int, pa.Array] = field(default_factory=dict)
+    columns: dict[int, _CellPart] = field(default_factory=dict)
 
 
 @dataclass
@@ -283,6 +291,65 @@ class _Keys:
 
     ids: dict[str, int] = field(default_factory=dict)
     first_item: list[str] | None = None
+
+
+def _escaped(
+    chunk: npt.NDArray[np.uint8], quotes: npt.NDArray[np.int64], backslashes: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """Indexes into `quotes` of those escaped: after an odd run of backslashes."""
+    after = np.flatnonzero(quotes > 0)
+    candidates = after[chunk[quotes[after] - 1] == 92]
+    if candidates.size == 0:
+        return candidates
+    run_first = np.ones(backslashes.size, dtype=np.bool_)
+    run_first[1:] = np.diff(backslashes) != 1
+    run_start = np.maximum.accumulate(np.where(run_first, np.arange(backslashes.size), 0))
+    last = np.searchsorted(backslashes, quotes[candidates] - 1)
+    run_length = last - run_start[last] + 1
+    return candidates[run_length % 2 == 1]
+
+
+def _whitespace_around(
+    buffer: pa.Buffer, lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Leading and trailing whitespace bytes of each span [lo, hi) (adjacent, in order)."""
+    n = lo.size
+    offsets = np.empty(2 * n + 1, dtype=np.int32)
+    offsets[0 : 2 * n : 2] = lo
+    offsets[1 : 2 * n : 2] = hi
+    offsets[2 * n] = hi[-1]
+    view = pa.StringArray.from_buffers(2 * n, pa.py_buffer(offsets), buffer)
+    length = hi - lo
+    chars = WHITESPACE.decode()
+    lead = length - np.asarray(pc.binary_length(pc.ascii_ltrim(view, chars)))[0::2]
+    trail = length - np.asarray(pc.binary_length(pc.ascii_rtrim(view, chars)))[0::2]
+    return lead, trail
+
+
+def _contexts(
+    kind: npt.NDArray[np.int64], depth_after: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """The container (object, array or the items array) each token sits in or closes."""
+    delta = _DEPTH_DELTA[kind]
+    brackets = np.flatnonzero(delta)
+    bracket_kind = kind[brackets]
+    bracket_depth = depth_after[brackets]
+    openers = np.flatnonzero(delta[brackets] > 0)
+    # The container open just after each bracket: an opener's own, a closer's parent.
+    after = np.full(brackets.size + 1, IN_ITEMS, dtype=np.int64)
+    for level in range(1, int(bracket_depth.max(initial=0)) + 1):
+        at_level = openers[bracket_depth[openers] == level]
+        members = np.flatnonzero(bracket_depth == level)
+        owner = at_level[np.searchsorted(at_level, members, side="right") - 1]
+        after[members + 1] = np.where(bracket_kind[owner] == OPEN_OBJ, IN_OBJECT, IN_ARRAY)
+    latest = np.zeros(kind.size, dtype=np.int64)
+    latest[brackets] = np.arange(1, brackets.size + 1)
+    np.maximum.accumulate(latest, out=latest)
+    before = np.empty(kind.size, dtype=np.int64)
+    before[0] = 0
+    before[1:] = latest[:-1]
+    context: npt.NDArray[np.int64] = after[before]
+    return context
 
 
 def _real_quotes(
@@ -324,18 +391,19 @@ def _index_chunk(
     array ended there (its ']').
     """
     chunk = whole[start:end]
-    quotes, backslashes = _real_quotes(chunk)
-    structural = np.flatnonzero(
-        (chunk == 44)
-        | (chunk == 58)
-        | (chunk == 123)
-        | (chunk == 125)
-        | (chunk == 91)
-        | (chunk == 93)
-    )
-    outside = np.searchsorted(quotes, structural) % 2 == 0
-    structural = structural[outside]
-    codes = _STRUCTURAL[chunk[structural]].astype(np.int64)
+    classes = np.frombuffer(data[start:end].translate(_CLASS_TABLE), dtype=np.uint8)
+    marked = np.flatnonzero(classes)
+    mark = classes[marked]
+    is_quote = mark == C_QUOTE
+    if np.any(mark == C_BACKSLASH):
+        quote_marks = np.flatnonzero(is_quote)
+        is_quote[quote_marks[_escaped(chunk, marked[quote_marks], marked[mark == C_BACKSLASH])]] = (
+            False
+        )
+    in_string = (np.cumsum(is_quote, dtype=np.int32) & 1).astype(np.bool_)
+    is_structural = (mark <= C_LAST_STRUCTURAL) & ~in_string
+    structural = marked[is_structural]
+    codes = mark[is_structural].astype(np.int64) - 1
     depth = np.cumsum(_DEPTH_DELTA[codes])
     below = np.flatnonzero(depth < 0)
     if below.size:
@@ -355,16 +423,24 @@ def _index_chunk(
     codes = codes[: cut + 1]
     limit = int(structural[cut])  # local position of the last token used
 
-    quotes = quotes[quotes < limit]
+    used = int(np.searchsorted(marked, limit))
+    mark, in_string, is_quote, marked = (
+        mark[:used],
+        in_string[:used],
+        is_quote[:used],
+        marked[:used],
+    )
+    if np.any(mark == C_CONTROL):
+        raise NotFast("a control character")
+    if np.any((mark == C_WHITESPACE_CONTROL) & in_string):
+        raise NotFast("a control character in a string")
+    if np.any((mark == C_BACKSLASH) & ~in_string):
+        raise NotFast("a backslash outside a string")
+    quotes = marked[is_quote]
     if quotes.size % 2:
         raise NotFast("unterminated string")
     opens, closes = quotes[0::2], quotes[1::2]
-    backslashes = backslashes[backslashes < limit]
-    if np.any(np.searchsorted(quotes, backslashes) % 2 == 0):
-        raise NotFast("backslash outside a string")
-    controls = np.flatnonzero(chunk[:limit] < 32)
-    if np.any(np.searchsorted(quotes, controls) % 2 == 1):
-        raise NotFast("control character in a string")
+    backslashes = marked[mark == C_BACKSLASH]
 
     # Gaps: gap g is the bytes before structural g (after structural g - 1). Each must hold
     # whitespace around at most one value: exactly one string, or one scalar (checked below).
@@ -373,8 +449,9 @@ def _index_chunk(
     gap_lo[0] = 0
     gap_lo[1:] = structural[:-1] + 1
     gap_hi = structural
-    first_sig = _skip_whitespace(chunk, gap_lo, gap_hi, 1)
-    last_sig = _skip_whitespace(chunk, gap_hi - 1, gap_lo - 1, -1)
+    lead, trail = _whitespace_around(buffer, gap_lo + start, gap_hi + start)
+    first_sig = gap_lo + lead
+    last_sig = gap_hi - 1 - trail
     string_gap = np.searchsorted(structural, opens)
     if np.any(first_sig[string_gap] != opens) or np.any(last_sig[string_gap] != closes):
         raise NotFast("stray characters around a string")
@@ -418,13 +495,7 @@ def _index_chunk(
     depth_before = depth_after - _DEPTH_DELTA[kind]
     if depth_after.max(initial=0) > MAX_DEPTH:
         raise NotFast("deep nesting")
-    context = np.full(n_tokens, IN_ITEMS, dtype=np.int64)
-    openers = np.flatnonzero((kind == OPEN_OBJ) | (kind == OPEN_ARR))
-    for level in range(1, int(depth_after.max(initial=0)) + 1):
-        at_level = openers[depth_after[openers] == level]
-        inside = np.flatnonzero(depth_before == level)
-        owner = at_level[np.searchsorted(at_level, inside) - 1]
-        context[inside] = np.where(kind[owner] == OPEN_OBJ, IN_OBJECT, IN_ARRAY)
+    context = _contexts(kind, depth_after)
     previous = np.empty(n_tokens, dtype=np.int64)
     previous[0] = CLOSE_OBJ if after_item else OPEN_ARR
     previous[1:] = kind[:-1]
@@ -433,7 +504,7 @@ def _index_chunk(
     )
     kind[is_key] = KEY
     previous[1:] = kind[:-1]
-    if not _VALID[context, previous, kind].all():
+    if not _VALID_FLAT[(context * 9 + previous) * 9 + kind].all():
         raise NotFast("not JSON")
 
     # Strings with escapes: every one must decode (nested ones too, as json.loads checks).
@@ -488,11 +559,8 @@ def _index_chunk(
         if normal not in wanted:
             continue
         selected = np.flatnonzero(key_ids == key_id)
-        result.columns[int(key_id)] = _cells(
-            buffer,
+        result.columns[int(key_id)] = _cell_part(
             start,
-            n_items,
-            item_starts,
             key_item[selected],
             key_tokens[selected] + 2,
             kind,
@@ -508,11 +576,20 @@ def _index_chunk(
     return result, start + limit + 1, ended
 
 
-def _cells(
-    buffer: pa.Buffer,
+@dataclass(frozen=True)
+class _CellPart:
+    """One key's cells in one chunk: item rows (in the chunk), cell kinds, byte spans of the
+    texts (global positions), and the decoded texts of its escaped strings, in order."""
+
+    rows: npt.NDArray[np.int64]
+    cell: npt.NDArray[np.int8]
+    lo: npt.NDArray[np.int64]
+    hi: npt.NDArray[np.int64]
+    escaped: pa.Array
+
+
+def _cell_part(
     start: int,
-    n_items: int,
-    item_starts: npt.NDArray[np.int64],
     rows: npt.NDArray[np.int64],
     tokens: npt.NDArray[np.int64],
     kind: npt.NDArray[np.int64],
@@ -525,11 +602,11 @@ def _cells(
     decoded_escapes: pa.Array,
     *,
     notes: bool,
-) -> pa.Array:
-    """One key's cells as the oracle's `values_to_strings` makes them."""
+) -> _CellPart:
+    """Classify one key's values (`tokens`) as the oracle's `values_to_strings` reads them."""
     value_kind = kind[tokens]
-    lo = token_lo[tokens].copy()
-    hi = token_hi[tokens].copy()
+    lo = token_lo[tokens]
+    hi = token_hi[tokens]
     is_string = value_kind == STRING
     lo[is_string] += 1  # the content, between the quotes
     hi[is_string] -= 1
@@ -539,37 +616,43 @@ def _cells(
             raise NotFast("an object in a column that is not notes")
         ends = closers[np.searchsorted(closers, tokens[is_container], side="right")]
         hi[is_container] = token_hi[ends]
-    cell = np.full(tokens.size, CELL_TEXT, dtype=np.int64)
+    cell = np.full(tokens.size, CELL_TEXT, dtype=np.int8)
     cell[is_container] = CELL_OBJECT
     escape_rows = np.full(tokens.size, -1, dtype=np.int64)
     escape_rows[is_string] = escape_index[token_string[tokens[is_string]]]
-    cell[escape_rows >= 0] = CELL_ESCAPED
+    escaped = escape_rows >= 0
+    cell[escaped] = CELL_ESCAPED
     is_scalar = np.flatnonzero(value_kind == SCALAR)
     first = chunk[lo[is_scalar]]
     width = hi[is_scalar] - lo[is_scalar]
     cell[is_scalar[first == ord("n")]] = CELL_NULL
     minus_zero = (width == 2) & (first == ord("-")) & (chunk[lo[is_scalar] + 1] == ord("0"))
     cell[is_scalar[minus_zero]] = CELL_MINUS_ZERO
+    texts = decoded_escapes.take(pa.array(escape_rows[escaped]))
+    return _CellPart(rows, cell, lo + start, hi + start, texts)
 
+
+def _build_column(
+    buffer: pa.Buffer, item_starts: npt.NDArray[np.int64], parts: list[tuple[int, _CellPart]]
+) -> pa.Array:
+    """A key's cells over all chunks (`parts` with the row of each chunk's first item)."""
+    rows = np.concatenate([offset + part.rows for offset, part in parts])
+    cell = np.concatenate([part.cell for _, part in parts])
+    lo = np.concatenate([part.lo for _, part in parts])
+    hi = np.concatenate([part.hi for _, part in parts])
     starts = item_starts.copy()
-    ends_ = item_starts.copy()
-    valid = np.zeros(n_items, dtype=np.bool_)
+    ends = item_starts.copy()
+    valid = np.zeros(item_starts.size, dtype=np.bool_)
     plain = cell == CELL_TEXT
-    starts[rows[plain]] = lo[plain] + start
-    ends_[rows[plain]] = hi[plain] + start
+    starts[rows[plain]] = lo[plain]
+    ends[rows[plain]] = hi[plain]
     valid[rows[plain]] = True
-    column = spans_to_strings(buffer, starts, ends_, valid)
-
-    special = np.flatnonzero(
-        (cell == CELL_ESCAPED) | (cell == CELL_MINUS_ZERO) | (cell == CELL_OBJECT)
-    )
-    if special.size == 0:
-        return column
+    column = spans_to_strings(buffer, starts, ends, valid)
     texts: list[pa.Array] = []
     order: list[npt.NDArray[np.int64]] = []
     escaped = np.flatnonzero(cell == CELL_ESCAPED)
     if escaped.size:
-        texts.append(decoded_escapes.take(pa.array(escape_rows[escaped])))
+        texts.append(pa.concat_arrays([part.escaped for _, part in parts]))
         order.append(escaped)
     zeros = np.flatnonzero(cell == CELL_MINUS_ZERO)
     if zeros.size:
@@ -577,11 +660,12 @@ def _cells(
         order.append(zeros)
     objects = np.flatnonzero(cell == CELL_OBJECT)
     if objects.size:
-        raw = spans_to_strings(buffer, lo[objects] + start, hi[objects] + start)
+        raw = spans_to_strings(buffer, lo[objects], hi[objects])
         texts.append(_decode_each_distinct(raw, _notes_text))
         order.append(objects)
-    which = np.concatenate(order)
-    return _replace_rows(column, rows[which], pa.concat_arrays(texts))
+    if not texts:
+        return column
+    return _replace_rows(column, rows[np.concatenate(order)], pa.concat_arrays(texts))
 
 
 @dataclass(frozen=True)
@@ -640,6 +724,8 @@ def read_items_fast(
     seen: dict[str, str] = {}
     for key in ordered:
         seen.setdefault(normalise(key), key)
+    starts = np.concatenate([c.item_starts for c in chunks]) if chunks else np.empty(0, np.int64)
+    first_rows = np.cumsum([0] + [c.n_items for c in chunks])
     columns: dict[str, pa.Array] = {}
     written: dict[str, str] = {}
     for name in wanted:
@@ -647,11 +733,14 @@ def read_items_fast(
         if source is None:
             continue
         key_id = keys.ids[source]
-        parts = [c.columns.get(key_id, pa.nulls(c.n_items, type=pa.string())) for c in chunks]
-        columns[name] = pa.concat_arrays(parts) if parts else pa.array([], type=pa.string())
+        parts = [
+            (int(first_rows[i]), c.columns[key_id])
+            for i, c in enumerate(chunks)
+            if key_id in c.columns
+        ]
+        columns[name] = _build_column(buffer, starts, parts)
         written[name] = source
     ignored = tuple(key for normal, key in seen.items() if normal not in wanted_set)
-    starts = np.concatenate([c.item_starts for c in chunks]) if chunks else np.empty(0, np.int64)
     return FastTable(columns, written, ignored, sum(c.n_items for c in chunks), starts)
 
 
