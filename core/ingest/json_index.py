@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,8 +28,8 @@ import pyarrow.compute as pc
 
 FAST_JSON_MIN_BYTES = 1 << 20
 CHUNK_BYTES = 16 << 20
+INDEX_THREADS = 2  # numpy and Arrow release the GIL: chunks are checked two at a time
 MAX_DEPTH = 100  # deeper nesting: json.loads's recursion limit decides, so leave it to json
-MAX_WHITESPACE_RUN = 256
 MAX_SCALAR_CHARS = 4000  # int() refuses more than 4300 digits: leave those to json
 
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -49,8 +50,6 @@ _CLASSES[34], _CLASSES[92] = C_QUOTE, C_BACKSLASH
 for _char in range(32):
     _CLASSES[_char] = C_WHITESPACE_CONTROL if _char in b"\t\n\r" else C_CONTROL
 _CLASS_TABLE = bytes(_CLASSES)
-_IS_WHITESPACE = np.zeros(256, dtype=np.bool_)
-_IS_WHITESPACE[list(WHITESPACE)] = True
 _DEPTH_DELTA = np.array([1, -1, 1, -1, 0, 0, 0, 0, 0], dtype=np.int64)
 
 
@@ -251,46 +250,16 @@ def _check_utf8(data: bytes) -> None:
         raise NotFast("not UTF-8") from exc
 
 
-def _skip_whitespace(
-    chunk: npt.NDArray[np.uint8],
-    begin: npt.NDArray[np.int64],
-    stop: npt.NDArray[np.int64],
-    step: int,
-) -> npt.NDArray[np.int64]:
-    """From each begin, step over whitespace towards stop: the first other byte, else stop.
-
-    Whitespace runs between tokens are short (an indentation), so this loops a few times over
-    ever fewer positions; a very long run is left to json.
-    """
-    position = begin.copy()
-    active = np.flatnonzero(position != stop)
-    for _ in range(MAX_WHITESPACE_RUN):
-        if active.size == 0:
-            return position
-        blank = _IS_WHITESPACE[chunk[position[active]]]
-        active = active[blank]
-        position[active] += step
-        active = active[position[active] != stop[active]]
-    if active.size:
-        raise NotFast("a very long run of whitespace")
-    return position
-
-
 @dataclass
 class _Chunk:
-    """The items of one chunk: their count, start positions and cells per wanted key id."""
+    """The items of one chunk: their count, start positions, the keys met (in order of first
+    appearance), the first item's keys, and the cells of each wanted key."""
 
     n_items: int
     item_starts: npt.NDArray[np.int64]
-    columns: dict[int, _CellPart] = field(default_factory=dict)
-
-
-@dataclass
-class _Keys:
-    """Every item-level key met so far, in order of first appearance, with its id."""
-
-    ids: dict[str, int] = field(default_factory=dict)
-    first_item: list[str] | None = None
+    names: list[str]
+    first_keys: list[str] | None
+    columns: dict[str, _CellPart] = field(default_factory=dict)
 
 
 def _escaped(
@@ -298,7 +267,7 @@ def _escaped(
 ) -> npt.NDArray[np.int64]:
     """Indexes into `quotes` of those escaped: after an odd run of backslashes."""
     after = np.flatnonzero(quotes > 0)
-    candidates = after[chunk[quotes[after] - 1] == 92]
+    candidates: npt.NDArray[np.int64] = after[chunk[quotes[after] - 1] == 92]
     if candidates.size == 0:
         return candidates
     run_first = np.ones(backslashes.size, dtype=np.bool_)
@@ -306,7 +275,8 @@ def _escaped(
     run_start = np.maximum.accumulate(np.where(run_first, np.arange(backslashes.size), 0))
     last = np.searchsorted(backslashes, quotes[candidates] - 1)
     run_length = last - run_start[last] + 1
-    return candidates[run_length % 2 == 1]
+    escaped: npt.NDArray[np.int64] = candidates[run_length % 2 == 1]
+    return escaped
 
 
 def _whitespace_around(
@@ -352,44 +322,25 @@ def _contexts(
     return context
 
 
-def _real_quotes(
-    chunk: npt.NDArray[np.uint8],
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Positions of the quotes that delimit strings (not escaped), and of backslashes."""
-    quotes = np.flatnonzero(chunk == 34)
-    backslashes = np.flatnonzero(chunk == 92)
-    if backslashes.size == 0 or quotes.size == 0:
-        return quotes, backslashes
-    after = quotes[quotes > 0]
-    escaped_candidates = after[chunk[after - 1] == 92]
-    if escaped_candidates.size == 0:
-        return quotes, backslashes
-    run_first = np.ones(backslashes.size, dtype=np.bool_)
-    run_first[1:] = np.diff(backslashes) != 1
-    run_start = np.maximum.accumulate(np.where(run_first, np.arange(backslashes.size), 0))
-    last = np.searchsorted(backslashes, escaped_candidates - 1)
-    run_length = last - run_start[last] + 1
-    escaped = escaped_candidates[run_length % 2 == 1]
-    return np.setdiff1d(quotes, escaped, assume_unique=True), backslashes
+@dataclass(frozen=True)
+class _Scan:
+    """A chunk's bytes [start, start + limit] classified: the marked bytes (quotes,
+    backslashes, structurals, control characters) with whether each is in a string, and the
+    structurals outside strings up to the last complete item (or the items' ']')."""
+
+    start: int
+    limit: int
+    ended: bool
+    marked: npt.NDArray[np.int64]
+    mark: npt.NDArray[np.uint8]
+    in_string: npt.NDArray[np.bool_]
+    is_quote: npt.NDArray[np.bool_]
+    structural: npt.NDArray[np.int64]
+    codes: npt.NDArray[np.int64]
 
 
-def _index_chunk(
-    data: bytes,
-    buffer: pa.Buffer,
-    whole: npt.NDArray[np.uint8],
-    start: int,
-    end: int,
-    after_item: bool,
-    keys: _Keys,
-    wanted: set[str],
-    notes: set[str],
-    normalise: Callable[[str], str],
-) -> tuple[_Chunk, int, bool] | None:
-    """Index the items that end in [start, end); None when none does (the chunk is too small).
-
-    Returns the chunk's items, the position after the last byte used, and whether the items
-    array ended there (its ']').
-    """
+def _scan_chunk(data: bytes, whole: npt.NDArray[np.uint8], start: int, end: int) -> _Scan | None:
+    """Scan [start, end) up to its last complete item; None when no item ends in it."""
     chunk = whole[start:end]
     classes = np.frombuffer(data[start:end].translate(_CLASS_TABLE), dtype=np.uint8)
     marked = np.flatnonzero(classes)
@@ -423,6 +374,35 @@ def _index_chunk(
     codes = codes[: cut + 1]
     limit = int(structural[cut])  # local position of the last token used
 
+    used = int(np.searchsorted(marked, limit))
+    return _Scan(
+        start,
+        limit,
+        ended,
+        marked[:used],
+        mark[:used],
+        in_string[:used],
+        is_quote[:used],
+        structural,
+        codes,
+    )
+
+
+def _index_chunk(
+    scan: _Scan,
+    buffer: pa.Buffer,
+    whole: npt.NDArray[np.uint8],
+    after_item: bool,
+    wanted: set[str],
+    notes: set[str],
+    normalise: Callable[[str], str],
+) -> _Chunk:
+    """Check a scanned chunk is JSON and classify its items' top-level cells."""
+    start, limit = scan.start, scan.limit
+    chunk = whole[start : start + limit + 1]
+    marked, mark, in_string, is_quote = scan.marked, scan.mark, scan.in_string, scan.is_quote
+    structural, codes = scan.structural, scan.codes
+    cut = structural.size - 1
     used = int(np.searchsorted(marked, limit))
     mark, in_string, is_quote, marked = (
         mark[:used],
@@ -536,30 +516,23 @@ def _index_chunk(
             key_texts, rows, decoded_escapes.take(pa.array(key_escaped[rows]))
         )
     encoded = key_texts.dictionary_encode()
-    local_ids = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-    to_global = np.empty(len(encoded.dictionary), dtype=np.int64)
-    for local, name in enumerate(encoded.dictionary.to_pylist()):
-        to_global[local] = keys.ids.setdefault(name, len(keys.ids))
-    key_ids = to_global[local_ids] if local_ids.size else local_ids
+    key_ids = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    names: list[str] = encoded.dictionary.to_pylist()
     key_item = np.searchsorted(item_tokens, key_tokens, side="right") - 1
-    if key_ids.size:
-        pairs = key_item * len(keys.ids) + key_ids
-        if np.bincount(pairs).max() > 1:
-            raise NotFast("a key repeated within an item")
-    if keys.first_item is None and n_items:
-        first = key_item == 0
-        keys.first_item = [str(k) for k in key_texts.filter(pa.array(first)).to_pylist()]
+    if key_ids.size and np.bincount(key_item * len(names) + key_ids).max() > 1:
+        raise NotFast("a key repeated within an item")
+    first_keys = [names[i] for i in key_ids[key_item == 0]] if n_items else None
 
     item_starts = token_lo[item_tokens] + start
-    result = _Chunk(n_items, item_starts)
-    names = {key_id: name for name, key_id in keys.ids.items()}
+    result = _Chunk(n_items, item_starts, names, first_keys)
     closers = np.flatnonzero(depth_after <= 1)
     for key_id in np.unique(key_ids):
-        normal = normalise(names[int(key_id)])
+        name = names[int(key_id)]
+        normal = normalise(name)
         if normal not in wanted:
             continue
         selected = np.flatnonzero(key_ids == key_id)
-        result.columns[int(key_id)] = _cell_part(
+        result.columns[name] = _cell_part(
             start,
             key_item[selected],
             key_tokens[selected] + 2,
@@ -573,7 +546,7 @@ def _index_chunk(
             decoded_escapes,
             notes=normal in notes,
         )
-    return result, start + limit + 1, ended
+    return result
 
 
 @dataclass(frozen=True)
@@ -700,27 +673,42 @@ def read_items_fast(
     items_open = _items_array_start(data, begin)
     whole = np.frombuffer(data, dtype=np.uint8)
     buffer = pa.py_buffer(data)
-    keys = _Keys()
     wanted_set, notes_set = set(wanted), set(notes_columns)
-    chunks: list[_Chunk] = []
-    position, after_item, size = items_open + 1, False, CHUNK_BYTES
-    while True:
-        end = min(position + size, len(data))
-        indexed = _index_chunk(
-            data, buffer, whole, position, end, after_item, keys, wanted_set, notes_set, normalise
-        )
-        if indexed is None:
-            size *= 2
-            continue
-        chunk, position, ended = indexed
-        chunks.append(chunk)
-        after_item, size = True, CHUNK_BYTES
-        if ended:
-            break
+    pending: list[Future[_Chunk]] = []
+    position, size = items_open + 1, CHUNK_BYTES
+    with ThreadPoolExecutor(max_workers=INDEX_THREADS) as pool:
+        try:
+            while True:
+                scan = _scan_chunk(data, whole, position, min(position + size, len(data)))
+                if scan is None:
+                    size *= 2
+                    continue
+                pending.append(
+                    pool.submit(
+                        _index_chunk,
+                        scan,
+                        buffer,
+                        whole,
+                        bool(pending),
+                        wanted_set,
+                        notes_set,
+                        normalise,
+                    )
+                )
+                position, size = scan.start + scan.limit + 1, CHUNK_BYTES
+                if scan.ended:
+                    break
+            chunks = [future.result() for future in pending]
+        finally:
+            for future in pending:
+                future.cancel()
     _check_envelope(data, items_open, position - 1)
 
-    first = keys.first_item or []
-    ordered = first + sorted(k for k in keys.ids if k not in set(first))
+    key_order: dict[str, None] = {}
+    for chunk in chunks:
+        key_order.update(dict.fromkeys(chunk.names))
+    first = next((c.first_keys for c in chunks if c.first_keys is not None), [])
+    ordered = first + sorted(k for k in key_order if k not in set(first))
     seen: dict[str, str] = {}
     for key in ordered:
         seen.setdefault(normalise(key), key)
@@ -732,11 +720,10 @@ def read_items_fast(
         source = seen.get(name)
         if source is None:
             continue
-        key_id = keys.ids[source]
         parts = [
-            (int(first_rows[i]), c.columns[key_id])
+            (int(first_rows[i]), c.columns[source])
             for i, c in enumerate(chunks)
-            if key_id in c.columns
+            if source in c.columns
         ]
         columns[name] = _build_column(buffer, starts, parts)
         written[name] = source
