@@ -262,18 +262,24 @@ class _Chunk:
     columns: dict[str, _CellPart] = field(default_factory=dict)
 
 
-def _escaped(
-    chunk: npt.NDArray[np.uint8], quotes: npt.NDArray[np.int64], backslashes: npt.NDArray[np.int64]
+def _escaped_quotes(
+    marked: npt.NDArray[np.int64],
+    mark: npt.NDArray[np.uint8],
+    backslash_marks: npt.NDArray[np.int64],
 ) -> npt.NDArray[np.int64]:
-    """Indexes into `quotes` of those escaped: after an odd run of backslashes."""
-    after = np.flatnonzero(quotes > 0)
-    candidates: npt.NDArray[np.int64] = after[chunk[quotes[after] - 1] == 92]
+    """Indexes (into `marked`) of the quotes escaped by an odd run of backslashes before them."""
+    following = backslash_marks + 1
+    following = following[following < marked.size]
+    before = following - 1
+    quoted = (mark[following] == C_QUOTE) & (marked[following] == marked[before] + 1)
+    candidates = following[quoted]
     if candidates.size == 0:
         return candidates
-    run_first = np.ones(backslashes.size, dtype=np.bool_)
-    run_first[1:] = np.diff(backslashes) != 1
-    run_start = np.maximum.accumulate(np.where(run_first, np.arange(backslashes.size), 0))
-    last = np.searchsorted(backslashes, quotes[candidates] - 1)
+    positions = marked[backslash_marks]
+    run_first = np.ones(positions.size, dtype=np.bool_)
+    run_first[1:] = np.diff(positions) != 1
+    run_start = np.maximum.accumulate(np.where(run_first, np.arange(positions.size), 0))
+    last = np.searchsorted(backslash_marks, candidates - 1)
     run_length = last - run_start[last] + 1
     escaped: npt.NDArray[np.int64] = candidates[run_length % 2 == 1]
     return escaped
@@ -341,16 +347,13 @@ class _Scan:
 
 def _scan_chunk(data: bytes, whole: npt.NDArray[np.uint8], start: int, end: int) -> _Scan | None:
     """Scan [start, end) up to its last complete item; None when no item ends in it."""
-    chunk = whole[start:end]
     classes = np.frombuffer(data[start:end].translate(_CLASS_TABLE), dtype=np.uint8)
-    marked = np.flatnonzero(classes)
+    marked = np.flatnonzero(classes.view(np.bool_))  # any non-zero byte counts as true
     mark = classes[marked]
     is_quote = mark == C_QUOTE
-    if np.any(mark == C_BACKSLASH):
-        quote_marks = np.flatnonzero(is_quote)
-        is_quote[quote_marks[_escaped(chunk, marked[quote_marks], marked[mark == C_BACKSLASH])]] = (
-            False
-        )
+    backslash_marks = np.flatnonzero(mark == C_BACKSLASH)
+    if backslash_marks.size:
+        is_quote[_escaped_quotes(marked, mark, backslash_marks)] = False
     in_string = (np.cumsum(is_quote, dtype=np.int32) & 1).astype(np.bool_)
     is_structural = (mark <= C_LAST_STRUCTURAL) & ~in_string
     structural = marked[is_structural]
@@ -679,6 +682,8 @@ def read_items_fast(
     with ThreadPoolExecutor(max_workers=INDEX_THREADS) as pool:
         try:
             while True:
+                if len(pending) > INDEX_THREADS:
+                    pending[-INDEX_THREADS - 1].result()  # bound the scans held in memory
                 scan = _scan_chunk(data, whole, position, min(position + size, len(data)))
                 if scan is None:
                     size *= 2
