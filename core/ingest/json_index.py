@@ -29,15 +29,15 @@ import pyarrow.compute as pc
 FAST_JSON_MIN_BYTES = 1 << 20
 CHUNK_BYTES = 16 << 20
 INDEX_THREADS = 2  # numpy and Arrow release the GIL: chunks are checked two at a time
-MAX_DEPTH = 100  # deeper nesting: json.loads's recursion limit decides, so leave it to json
-MAX_SCALAR_CHARS = 4000  # int() refuses more than 4300 digits: leave those to json
+MAX_SCALAR_CHARS = 1000  # int() refuses over 4300 digits: long numbers are left to json
+MAX_BLANK_RUN = 64
+NESTED_LEVELS = 2  # values may nest two levels (notes {"a": {"b": 1}}); deeper is left to json
 
 UTF8_BOM = b"\xef\xbb\xbf"
 WHITESPACE = b" \t\n\r"  # exactly json's whitespace
 
-# Token codes of the merged stream.
-OPEN_OBJ, CLOSE_OBJ, OPEN_ARR, CLOSE_ARR, COLON, COMMA, KEY, STRING, SCALAR = range(9)
-IN_OBJECT, IN_ARRAY, IN_ITEMS = range(3)
+# Structural characters, in the order of their codes.
+OPEN_OBJ, CLOSE_OBJ, OPEN_ARR, CLOSE_ARR, COLON, COMMA = range(6)
 
 _STRUCTURAL = np.full(256, -1, dtype=np.int8)
 for _code, _char in enumerate(b"{}[]:,"):
@@ -45,44 +45,43 @@ for _code, _char in enumerate(b"{}[]:,"):
 _CLASSES = bytearray(256)
 for _code, _char in enumerate(b"{}[]:,"):
     _CLASSES[_char] = _code + 1
-C_LAST_STRUCTURAL, C_QUOTE, C_BACKSLASH, C_WHITESPACE_CONTROL, C_CONTROL = 6, 7, 8, 9, 10
+C_LAST_STRUCTURAL, C_QUOTE, C_BACKSLASH = 6, 7, 8
 _CLASSES[34], _CLASSES[92] = C_QUOTE, C_BACKSLASH
-for _char in range(32):
-    _CLASSES[_char] = C_WHITESPACE_CONTROL if _char in b"\t\n\r" else C_CONTROL
 _CLASS_TABLE = bytes(_CLASSES)
+_IS_BLANK = np.zeros(256, dtype=np.bool_)
+_IS_BLANK[list(WHITESPACE)] = True
 _DEPTH_DELTA = np.array([1, -1, 1, -1, 0, 0, 0, 0, 0], dtype=np.int64)
 
 
-def _transitions() -> npt.NDArray[np.bool_]:
-    """valid[context, previous token, token]: json's grammar as pairs of neighbouring tokens."""
-    valid = np.zeros((3, 9, 9), dtype=np.bool_)
-    value_start = [OPEN_OBJ, OPEN_ARR, STRING, SCALAR]
-    value_end = [CLOSE_OBJ, CLOSE_ARR, STRING, SCALAR]
-    for prev in [OPEN_OBJ, *value_end]:
-        valid[IN_OBJECT, prev, CLOSE_OBJ] = True
-    for prev in (OPEN_OBJ, COMMA):
-        valid[IN_OBJECT, prev, KEY] = True
-    valid[IN_OBJECT, KEY, COLON] = True
-    for cur in value_start:
-        valid[IN_OBJECT, COLON, cur] = True
-    for prev in value_end:
-        valid[IN_OBJECT, prev, COMMA] = True
-    for prev in [OPEN_ARR, *value_end]:
-        valid[IN_ARRAY, prev, CLOSE_ARR] = True
-    for cur in value_start:
-        for prev in (OPEN_ARR, COMMA):
-            valid[IN_ARRAY, prev, cur] = True
-    for prev in value_end:
-        valid[IN_ARRAY, prev, COMMA] = True
-    # The items array: objects only (anything else is the oracle's problem to report).
-    valid[IN_ITEMS, OPEN_ARR, OPEN_OBJ] = valid[IN_ITEMS, COMMA, OPEN_OBJ] = True
-    valid[IN_ITEMS, CLOSE_OBJ, COMMA] = True
-    valid[IN_ITEMS, OPEN_ARR, CLOSE_ARR] = valid[IN_ITEMS, CLOSE_OBJ, CLOSE_ARR] = True
-    return valid
+_BLANK = r"[ \t\n\r]*"
+_STRING = r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
+_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?"
+_SCALAR = f"(?:{_STRING}|{_NUMBER}|true|false|null)"
 
 
-_VALID_FLAT = _transitions().ravel()
-_SCALAR_RE = r"^(?:-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null)$"
+def _object_re(value: str) -> str:
+    member = f"{_STRING}{_BLANK}:{_BLANK}{value}{_BLANK}"
+    return rf"\{{{_BLANK}(?:{member}(?:,{_BLANK}{member})*)?\}}"
+
+
+def _array_re(value: str) -> str:
+    element = f"{value}{_BLANK}"
+    return rf"\[{_BLANK}(?:{element}(?:,{_BLANK}{element})*)?\]"
+
+
+def _item_re(levels: int) -> str:
+    """json's grammar for an object whose values nest at most `levels` deep (RE2 has no
+    recursion: each level repeats the one below)."""
+    value = _SCALAR
+    for _ in range(levels):
+        value = f"(?:{_SCALAR}|{_object_re(value)}|{_array_re(value)})"
+    return f"^{_object_re(value)}$"
+
+
+ITEM_RE = _item_re(NESTED_LEVELS)
+SEPARATOR_RE = f"^{_BLANK},{_BLANK}$"
+BLANK_RE = f"^{_BLANK}$"
+LONG_DIGITS_RE = "[0-9]{1000}"  # int() refuses over 4300 digits: such files are json's
 
 # Cell kinds of item-level values.
 CELL_TEXT, CELL_ESCAPED, CELL_NULL, CELL_MINUS_ZERO, CELL_OBJECT = range(5)
@@ -272,7 +271,7 @@ def _escaped_quotes(
     following = following[following < marked.size]
     before = following - 1
     quoted = (mark[following] == C_QUOTE) & (marked[following] == marked[before] + 1)
-    candidates = following[quoted]
+    candidates: npt.NDArray[np.int64] = following[quoted]
     if candidates.size == 0:
         return candidates
     positions = marked[backslash_marks]
@@ -283,49 +282,6 @@ def _escaped_quotes(
     run_length = last - run_start[last] + 1
     escaped: npt.NDArray[np.int64] = candidates[run_length % 2 == 1]
     return escaped
-
-
-def _whitespace_around(
-    buffer: pa.Buffer, lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64]
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Leading and trailing whitespace bytes of each span [lo, hi) (adjacent, in order)."""
-    n = lo.size
-    offsets = np.empty(2 * n + 1, dtype=np.int32)
-    offsets[0 : 2 * n : 2] = lo
-    offsets[1 : 2 * n : 2] = hi
-    offsets[2 * n] = hi[-1]
-    view = pa.StringArray.from_buffers(2 * n, pa.py_buffer(offsets), buffer)
-    length = hi - lo
-    chars = WHITESPACE.decode()
-    lead = length - np.asarray(pc.binary_length(pc.ascii_ltrim(view, chars)))[0::2]
-    trail = length - np.asarray(pc.binary_length(pc.ascii_rtrim(view, chars)))[0::2]
-    return lead, trail
-
-
-def _contexts(
-    kind: npt.NDArray[np.int64], depth_after: npt.NDArray[np.int64]
-) -> npt.NDArray[np.int64]:
-    """The container (object, array or the items array) each token sits in or closes."""
-    delta = _DEPTH_DELTA[kind]
-    brackets = np.flatnonzero(delta)
-    bracket_kind = kind[brackets]
-    bracket_depth = depth_after[brackets]
-    openers = np.flatnonzero(delta[brackets] > 0)
-    # The container open just after each bracket: an opener's own, a closer's parent.
-    after = np.full(brackets.size + 1, IN_ITEMS, dtype=np.int64)
-    for level in range(1, int(bracket_depth.max(initial=0)) + 1):
-        at_level = openers[bracket_depth[openers] == level]
-        members = np.flatnonzero(bracket_depth == level)
-        owner = at_level[np.searchsorted(at_level, members, side="right") - 1]
-        after[members + 1] = np.where(bracket_kind[owner] == OPEN_OBJ, IN_OBJECT, IN_ARRAY)
-    latest = np.zeros(kind.size, dtype=np.int64)
-    latest[brackets] = np.arange(1, brackets.size + 1)
-    np.maximum.accumulate(latest, out=latest)
-    before = np.empty(kind.size, dtype=np.int64)
-    before[0] = 0
-    before[1:] = latest[:-1]
-    context: npt.NDArray[np.int64] = after[before]
-    return context
 
 
 @dataclass(frozen=True)
@@ -391,167 +347,6 @@ def _scan_chunk(data: bytes, whole: npt.NDArray[np.uint8], start: int, end: int)
     )
 
 
-def _index_chunk(
-    scan: _Scan,
-    buffer: pa.Buffer,
-    whole: npt.NDArray[np.uint8],
-    after_item: bool,
-    wanted: set[str],
-    notes: set[str],
-    normalise: Callable[[str], str],
-) -> _Chunk:
-    """Check a scanned chunk is JSON and classify its items' top-level cells."""
-    start, limit = scan.start, scan.limit
-    chunk = whole[start : start + limit + 1]
-    marked, mark, in_string, is_quote = scan.marked, scan.mark, scan.in_string, scan.is_quote
-    structural, codes = scan.structural, scan.codes
-    cut = structural.size - 1
-    used = int(np.searchsorted(marked, limit))
-    mark, in_string, is_quote, marked = (
-        mark[:used],
-        in_string[:used],
-        is_quote[:used],
-        marked[:used],
-    )
-    if np.any(mark == C_CONTROL):
-        raise NotFast("a control character")
-    if np.any((mark == C_WHITESPACE_CONTROL) & in_string):
-        raise NotFast("a control character in a string")
-    if np.any((mark == C_BACKSLASH) & ~in_string):
-        raise NotFast("a backslash outside a string")
-    quotes = marked[is_quote]
-    if quotes.size % 2:
-        raise NotFast("unterminated string")
-    opens, closes = quotes[0::2], quotes[1::2]
-    backslashes = marked[mark == C_BACKSLASH]
-
-    # Gaps: gap g is the bytes before structural g (after structural g - 1). Each must hold
-    # whitespace around at most one value: exactly one string, or one scalar (checked below).
-    n_gaps = cut + 1
-    gap_lo = np.empty(n_gaps, dtype=np.int64)
-    gap_lo[0] = 0
-    gap_lo[1:] = structural[:-1] + 1
-    gap_hi = structural
-    lead, trail = _whitespace_around(buffer, gap_lo + start, gap_hi + start)
-    first_sig = gap_lo + lead
-    last_sig = gap_hi - 1 - trail
-    string_gap = np.searchsorted(structural, opens)
-    if np.any(first_sig[string_gap] != opens) or np.any(last_sig[string_gap] != closes):
-        raise NotFast("stray characters around a string")
-    has_string = np.zeros(n_gaps, dtype=np.bool_)
-    has_string[string_gap] = True
-    scalar_gap = np.flatnonzero((first_sig < gap_hi) & ~has_string)
-    scalar_lo = first_sig[scalar_gap]
-    scalar_hi = last_sig[scalar_gap] + 1
-    scalars = spans_to_strings(buffer, scalar_lo + start, scalar_hi + start)
-    if len(scalars):
-        if not pc.all(pc.match_substring_regex(scalars, _SCALAR_RE)).as_py():
-            raise NotFast("not a JSON scalar")
-        if pc.max(pc.utf8_length(scalars)).as_py() > MAX_SCALAR_CHARS:
-            raise NotFast("a very long number")
-
-    # The merged token stream: each gap's value (if any) then its structural.
-    gap_value = np.full(n_gaps, -1, dtype=np.int64)
-    gap_value[string_gap] = STRING
-    gap_value[scalar_gap] = SCALAR
-    has_value = gap_value >= 0
-    values_through = np.cumsum(has_value)
-    structural_at = np.arange(n_gaps) + values_through
-    value_gaps = np.flatnonzero(has_value)
-    value_at = structural_at[value_gaps] - 1
-    n_tokens = n_gaps + value_gaps.size
-    kind = np.empty(n_tokens, dtype=np.int64)
-    kind[structural_at] = codes
-    kind[value_at] = gap_value[value_gaps]
-    token_lo = np.empty(n_tokens, dtype=np.int64)
-    token_hi = np.empty(n_tokens, dtype=np.int64)
-    token_lo[structural_at] = structural
-    token_hi[structural_at] = structural + 1
-    string_at = structural_at[string_gap] - 1
-    token_lo[string_at] = opens
-    token_hi[string_at] = closes + 1
-    scalar_at = structural_at[scalar_gap] - 1
-    token_lo[scalar_at] = scalar_lo
-    token_hi[scalar_at] = scalar_hi
-
-    depth_after = np.cumsum(_DEPTH_DELTA[kind])
-    depth_before = depth_after - _DEPTH_DELTA[kind]
-    if depth_after.max(initial=0) > MAX_DEPTH:
-        raise NotFast("deep nesting")
-    context = _contexts(kind, depth_after)
-    previous = np.empty(n_tokens, dtype=np.int64)
-    previous[0] = CLOSE_OBJ if after_item else OPEN_ARR
-    previous[1:] = kind[:-1]
-    is_key = (
-        (kind == STRING) & (context == IN_OBJECT) & ((previous == OPEN_OBJ) | (previous == COMMA))
-    )
-    kind[is_key] = KEY
-    previous[1:] = kind[:-1]
-    if not _VALID_FLAT[(context * 9 + previous) * 9 + kind].all():
-        raise NotFast("not JSON")
-
-    # Strings with escapes: every one must decode (nested ones too, as json.loads checks).
-    escaped_string = np.zeros(opens.size, dtype=np.bool_)
-    if backslashes.size:
-        escaped_string[np.searchsorted(opens, backslashes, side="right") - 1] = True
-    token_string = np.full(n_tokens, -1, dtype=np.int64)
-    token_string[string_at] = np.arange(opens.size)
-    escaped_rows = np.flatnonzero(escaped_string)
-    decoded_escapes = _decode_each_distinct(
-        spans_to_strings(buffer, opens[escaped_rows] + 1 + start, closes[escaped_rows] + start),
-        _string_content,
-    )
-    escape_index = np.full(opens.size, -1, dtype=np.int64)
-    escape_index[escaped_rows] = np.arange(escaped_rows.size)
-
-    # Items and their top-level keys.
-    item_tokens = np.flatnonzero((kind == OPEN_OBJ) & (depth_before == 0))
-    n_items = item_tokens.size
-    key_tokens = np.flatnonzero((kind == KEY) & (depth_before == 1))
-    key_strings = token_string[key_tokens]
-    key_texts = spans_to_strings(
-        buffer, opens[key_strings] + 1 + start, closes[key_strings] + start
-    )
-    key_escaped = escape_index[key_strings]
-    if np.any(key_escaped >= 0):
-        rows = np.flatnonzero(key_escaped >= 0)
-        key_texts = _replace_rows(
-            key_texts, rows, decoded_escapes.take(pa.array(key_escaped[rows]))
-        )
-    encoded = key_texts.dictionary_encode()
-    key_ids = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-    names: list[str] = encoded.dictionary.to_pylist()
-    key_item = np.searchsorted(item_tokens, key_tokens, side="right") - 1
-    if key_ids.size and np.bincount(key_item * len(names) + key_ids).max() > 1:
-        raise NotFast("a key repeated within an item")
-    first_keys = [names[i] for i in key_ids[key_item == 0]] if n_items else None
-
-    item_starts = token_lo[item_tokens] + start
-    result = _Chunk(n_items, item_starts, names, first_keys)
-    closers = np.flatnonzero(depth_after <= 1)
-    for key_id in np.unique(key_ids):
-        name = names[int(key_id)]
-        normal = normalise(name)
-        if normal not in wanted:
-            continue
-        selected = np.flatnonzero(key_ids == key_id)
-        result.columns[name] = _cell_part(
-            start,
-            key_item[selected],
-            key_tokens[selected] + 2,
-            kind,
-            token_lo,
-            token_hi,
-            closers,
-            chunk,
-            token_string,
-            escape_index,
-            decoded_escapes,
-            notes=normal in notes,
-        )
-    return result
-
-
 @dataclass(frozen=True)
 class _CellPart:
     """One key's cells in one chunk: item rows (in the chunk), cell kinds, byte spans of the
@@ -564,48 +359,162 @@ class _CellPart:
     escaped: pa.Array
 
 
-def _cell_part(
-    start: int,
-    rows: npt.NDArray[np.int64],
-    tokens: npt.NDArray[np.int64],
-    kind: npt.NDArray[np.int64],
-    token_lo: npt.NDArray[np.int64],
-    token_hi: npt.NDArray[np.int64],
-    closers: npt.NDArray[np.int64],
-    chunk: npt.NDArray[np.uint8],
-    token_string: npt.NDArray[np.int64],
-    escape_index: npt.NDArray[np.int64],
-    decoded_escapes: pa.Array,
-    *,
-    notes: bool,
-) -> _CellPart:
-    """Classify one key's values (`tokens`) as the oracle's `values_to_strings` reads them."""
-    value_kind = kind[tokens]
-    lo = token_lo[tokens]
-    hi = token_hi[tokens]
-    is_string = value_kind == STRING
-    lo[is_string] += 1  # the content, between the quotes
-    hi[is_string] -= 1
-    is_container = (value_kind == OPEN_OBJ) | (value_kind == OPEN_ARR)
-    if is_container.any():
-        if not notes:
-            raise NotFast("an object in a column that is not notes")
-        ends = closers[np.searchsorted(closers, tokens[is_container], side="right")]
-        hi[is_container] = token_hi[ends]
-    cell = np.full(tokens.size, CELL_TEXT, dtype=np.int8)
+def _index_chunk(
+    scan: _Scan,
+    buffer: pa.Buffer,
+    whole: npt.NDArray[np.uint8],
+    after_item: bool,
+    wanted: set[str],
+    notes: set[str],
+    normalise: Callable[[str], str],
+) -> _Chunk:
+    """Check a scanned chunk is JSON and classify its items' top-level cells.
+
+    Each item must match `ITEM_RE` (json's grammar, nesting bounded) and the bytes between
+    items a comma in whitespace; once that holds, the scan's structurals are json's, and each
+    top-level value is the bytes between its key's ':' and the next ',' or '}' of the item.
+    """
+    start, limit = scan.start, scan.limit
+    chunk = whole[start : start + limit + 1]
+    structural, codes = scan.structural, scan.codes
+    delta = _DEPTH_DELTA[codes]
+    depth_after = np.cumsum(delta)
+    depth_before = depth_after - delta
+    top = depth_before == 0
+    item_open = np.flatnonzero(top & (codes == OPEN_OBJ))
+    item_close = np.flatnonzero((depth_after == 0) & (codes == CLOSE_OBJ))
+    if np.any(top & (codes != OPEN_OBJ) & (codes != COMMA) & (codes != CLOSE_ARR)):
+        raise NotFast("an item that is not an object")
+    if item_open.size != item_close.size:
+        raise NotFast("unbalanced items")
+    item_lo = structural[item_open]
+    item_hi = structural[item_close] + 1
+    n_items = item_open.size
+
+    # The chunk as gap, item, gap, item, ..., gap: items objects, gaps ', ' (or blank).
+    bounds = np.empty(2 * n_items + 2, dtype=np.int64)
+    bounds[0] = 0
+    bounds[1 : 2 * n_items : 2] = item_lo
+    bounds[2 : 2 * n_items + 1 : 2] = item_hi
+    bounds[-1] = limit if scan.ended else limit + 1
+    parts = spans_to_strings(buffer, bounds[:-1] + start, bounds[1:] + start)
+    gaps = parts.take(pa.array(np.arange(0, 2 * n_items + 1, 2)))
+    expected = np.full(n_items + 1, True)
+    if not after_item:
+        expected[0] = False  # right after the items' '['
+    expected[-1] = False  # before the items' ']', or empty (the chunk ends with an item)
+    separated = np.asarray(pc.match_substring_regex(gaps, SEPARATOR_RE))
+    blank = np.asarray(pc.match_substring_regex(gaps, BLANK_RE))
+    if not np.all(np.where(expected, separated, blank)):
+        raise NotFast("something between items")
+    if n_items:
+        items = parts.take(pa.array(np.arange(1, 2 * n_items, 2)))
+        if not pc.all(pc.match_substring_regex(items, ITEM_RE)).as_py():
+            raise NotFast("an item that is not JSON (or nests too deep)")
+
+    # Top-level members: key ':' value, value up to the next ',' or '}' of the item.
+    member = depth_before == 1
+    colon_at = np.flatnonzero(member & (codes == COLON))
+    separator_at = np.flatnonzero(member & ((codes == COMMA) | (codes == CLOSE_OBJ)))
+    colons = structural[colon_at]
+    separators = structural[separator_at[np.searchsorted(separator_at, colon_at)]]
+    quotes = scan.marked[scan.is_quote]
+    backslashes = scan.marked[scan.mark == C_BACKSLASH]
+    close_index = np.searchsorted(quotes, colons) - 1
+    key_lo = quotes[close_index - 1] + 1
+    key_hi = quotes[close_index]
+    key_item = np.searchsorted(item_lo, colons, side="right") - 1
+    value_lo = _skip_blank(chunk, colons + 1, separators, 1)
+    value_hi = _skip_blank(chunk, separators - 1, colons, -1) + 1
+
+    # Keys (decoded when escaped); no key twice in an item.
+    key_escaped = np.searchsorted(backslashes, key_hi) > np.searchsorted(backslashes, key_lo)
+    key_texts = spans_to_strings(buffer, key_lo + start, key_hi + start)
+    if key_escaped.any():
+        rows = np.flatnonzero(key_escaped)
+        decoded = _decode_each_distinct(key_texts.take(pa.array(rows)), _string_content)
+        key_texts = _replace_rows(key_texts, rows, decoded)
+    encoded = key_texts.dictionary_encode()
+    key_ids = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    names: list[str] = encoded.dictionary.to_pylist()
+    if key_ids.size and np.bincount(key_item * len(names) + key_ids).max() > 1:
+        raise NotFast("a key repeated within an item")
+    first_keys = [names[i] for i in key_ids[key_item == 0]] if n_items else None
+
+    # Values: what the oracle's json.loads would have made of each.
+    first = chunk[value_lo]
+    is_string = first == ord('"')
+    is_container = (first == ord("{")) | (first == ord("["))
+    is_number = ~is_string & ~is_container & (first != ord("n")) & (first != ord("t"))
+    is_number &= first != ord("f")
+    if np.any(is_number & (value_hi - value_lo > MAX_SCALAR_CHARS)):
+        raise NotFast("a very long number")
+    containers = np.flatnonzero(is_container)
+    if containers.size:
+        raw = spans_to_strings(buffer, value_lo[containers] + start, value_hi[containers] + start)
+        if pc.any(pc.match_substring_regex(raw, LONG_DIGITS_RE)).as_py():
+            raise NotFast("a very long number")
+    text_lo = np.where(is_string, value_lo + 1, value_lo)
+    text_hi = np.where(is_string, value_hi - 1, value_hi)
+    escaped = is_string & (
+        np.searchsorted(backslashes, text_hi) > np.searchsorted(backslashes, text_lo)
+    )
+    cell = np.full(colons.size, CELL_TEXT, dtype=np.int8)
+    cell[first == ord("n")] = CELL_NULL
     cell[is_container] = CELL_OBJECT
-    escape_rows = np.full(tokens.size, -1, dtype=np.int64)
-    escape_rows[is_string] = escape_index[token_string[tokens[is_string]]]
-    escaped = escape_rows >= 0
     cell[escaped] = CELL_ESCAPED
-    is_scalar = np.flatnonzero(value_kind == SCALAR)
-    first = chunk[lo[is_scalar]]
-    width = hi[is_scalar] - lo[is_scalar]
-    cell[is_scalar[first == ord("n")]] = CELL_NULL
-    minus_zero = (width == 2) & (first == ord("-")) & (chunk[lo[is_scalar] + 1] == ord("0"))
-    cell[is_scalar[minus_zero]] = CELL_MINUS_ZERO
-    texts = decoded_escapes.take(pa.array(escape_rows[escaped]))
-    return _CellPart(rows, cell, lo + start, hi + start, texts)
+    minus_zero = (value_hi - value_lo == 2) & (first == ord("-"))
+    minus_zero &= chunk[np.minimum(value_lo + 1, limit)] == ord("0")
+    cell[minus_zero] = CELL_MINUS_ZERO
+
+    item_starts = item_lo + start
+    result = _Chunk(n_items, item_starts, names, first_keys)
+    for key_id in np.unique(key_ids):
+        name = names[int(key_id)]
+        normal = normalise(name)
+        if normal not in wanted:
+            continue
+        selected = np.flatnonzero(key_ids == key_id)
+        if normal not in notes and np.any(is_container[selected]):
+            raise NotFast("an object in a column that is not notes")
+        chosen_escaped = selected[escaped[selected]]
+        texts = _decode_each_distinct(
+            spans_to_strings(
+                buffer, text_lo[chosen_escaped] + start, text_hi[chosen_escaped] + start
+            ),
+            _string_content,
+        )
+        result.columns[name] = _CellPart(
+            key_item[selected],
+            cell[selected],
+            text_lo[selected] + start,
+            text_hi[selected] + start,
+            texts,
+        )
+    return result
+
+
+def _skip_blank(
+    chunk: npt.NDArray[np.uint8],
+    begin: npt.NDArray[np.int64],
+    stop: npt.NDArray[np.int64],
+    step: int,
+) -> npt.NDArray[np.int64]:
+    """From each begin, step over whitespace towards stop: the first other byte, else stop.
+
+    Whitespace around a value is short (a space, an indentation), so this loops a few times
+    over ever fewer positions; a very long run is left to json.
+    """
+    position = begin.copy()
+    active = np.flatnonzero(position != stop)
+    for _ in range(MAX_BLANK_RUN):
+        if active.size == 0:
+            return position
+        blank = _IS_BLANK[chunk[position[active]]]
+        active = active[blank]
+        position[active] += step
+        active = active[position[active] != stop[active]]
+    raise NotFast("a very long run of whitespace")
 
 
 def _build_column(
