@@ -141,7 +141,7 @@ def documents(draw: st.DrawFn) -> bytes:
 # --- properties ----------------------------------------------------------------------------
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(documents())
 def test_json_fast_reader_reads_every_valid_document_exactly_as_json_loads(data: bytes) -> None:
     oracle = _oracle(data)
@@ -168,7 +168,7 @@ _MUTATIONS = [
 _MUTATIONS += ["NaN", "tru", "\u00e9", "\n", "\t"]
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(documents(), st.data())
 def test_json_fast_reader_accepts_a_mutated_document_only_when_json_loads_does(
     data: bytes, draw: st.DataObject

@@ -299,6 +299,7 @@ class _Scan:
     is_quote: npt.NDArray[np.bool_]
     structural: npt.NDArray[np.int64]
     codes: npt.NDArray[np.int64]
+    depth: npt.NDArray[np.int64]
 
 
 def _scan_chunk(data: bytes, whole: npt.NDArray[np.uint8], start: int, end: int) -> _Scan | None:
@@ -344,6 +345,7 @@ def _scan_chunk(data: bytes, whole: npt.NDArray[np.uint8], start: int, end: int)
         is_quote[:used],
         structural,
         codes,
+        depth[: cut + 1],
     )
 
 
@@ -377,9 +379,10 @@ def _index_chunk(
     start, limit = scan.start, scan.limit
     chunk = whole[start : start + limit + 1]
     structural, codes = scan.structural, scan.codes
-    delta = _DEPTH_DELTA[codes]
-    depth_after = np.cumsum(delta)
-    depth_before = depth_after - delta
+    depth_after = scan.depth
+    depth_before = np.empty_like(depth_after)
+    depth_before[0] = 0
+    depth_before[1:] = depth_after[:-1]
     top = depth_before == 0
     item_open = np.flatnonzero(top & (codes == OPEN_OBJ))
     item_close = np.flatnonzero((depth_after == 0) & (codes == CLOSE_OBJ))
@@ -428,7 +431,7 @@ def _index_chunk(
     value_hi = _skip_blank(chunk, separators - 1, colons, -1) + 1
 
     # Keys (decoded when escaped); no key twice in an item.
-    key_escaped = np.searchsorted(backslashes, key_hi) > np.searchsorted(backslashes, key_lo)
+    key_escaped = _holds_any(key_lo, key_hi, backslashes)
     key_texts = spans_to_strings(buffer, key_lo + start, key_hi + start)
     if key_escaped.any():
         rows = np.flatnonzero(key_escaped)
@@ -456,9 +459,7 @@ def _index_chunk(
             raise NotFast("a very long number")
     text_lo = np.where(is_string, value_lo + 1, value_lo)
     text_hi = np.where(is_string, value_hi - 1, value_hi)
-    escaped = is_string & (
-        np.searchsorted(backslashes, text_hi) > np.searchsorted(backslashes, text_lo)
-    )
+    escaped = is_string & _holds_any(text_lo, text_hi, backslashes)
     cell = np.full(colons.size, CELL_TEXT, dtype=np.int8)
     cell[first == ord("n")] = CELL_NULL
     cell[is_container] = CELL_OBJECT
@@ -492,6 +493,18 @@ def _index_chunk(
             texts,
         )
     return result
+
+
+def _holds_any(
+    lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64], points: npt.NDArray[np.int64]
+) -> npt.NDArray[np.bool_]:
+    """Whether each span [lo, hi) (in order, disjoint) holds one of the sorted `points`."""
+    holds = np.zeros(lo.size, dtype=np.bool_)
+    if points.size and lo.size:
+        span = np.searchsorted(lo, points, side="right") - 1
+        inside = (span >= 0) & (points < hi[np.maximum(span, 0)])
+        holds[span[inside]] = True
+    return holds
 
 
 def _skip_blank(
@@ -585,37 +598,43 @@ def read_items_fast(
     items_open = _items_array_start(data, begin)
     whole = np.frombuffer(data, dtype=np.uint8)
     buffer = pa.py_buffer(data)
+    pool = ThreadPoolExecutor(max_workers=INDEX_THREADS)
+    try:
+        return _read_items(data, whole, buffer, items_open, wanted, notes_columns, normalise, pool)
+    finally:
+        pool.shutdown(cancel_futures=True)
+
+
+def _read_items(
+    data: bytes,
+    whole: npt.NDArray[np.uint8],
+    buffer: pa.Buffer,
+    items_open: int,
+    wanted: Sequence[str],
+    notes_columns: Sequence[str],
+    normalise: Callable[[str], str],
+    pool: ThreadPoolExecutor,
+) -> FastTable:
+    """Scan chunks in order; check and classify them, then build the columns, on `pool`."""
     wanted_set, notes_set = set(wanted), set(notes_columns)
     pending: list[Future[_Chunk]] = []
     position, size = items_open + 1, CHUNK_BYTES
-    with ThreadPoolExecutor(max_workers=INDEX_THREADS) as pool:
-        try:
-            while True:
-                if len(pending) > INDEX_THREADS:
-                    pending[-INDEX_THREADS - 1].result()  # bound the scans held in memory
-                scan = _scan_chunk(data, whole, position, min(position + size, len(data)))
-                if scan is None:
-                    size *= 2
-                    continue
-                pending.append(
-                    pool.submit(
-                        _index_chunk,
-                        scan,
-                        buffer,
-                        whole,
-                        bool(pending),
-                        wanted_set,
-                        notes_set,
-                        normalise,
-                    )
-                )
-                position, size = scan.start + scan.limit + 1, CHUNK_BYTES
-                if scan.ended:
-                    break
-            chunks = [future.result() for future in pending]
-        finally:
-            for future in pending:
-                future.cancel()
+    while True:
+        if len(pending) > INDEX_THREADS:
+            pending[-INDEX_THREADS - 1].result()  # bound the scans held in memory
+        scan = _scan_chunk(data, whole, position, min(position + size, len(data)))
+        if scan is None:
+            size *= 2
+            continue
+        pending.append(
+            pool.submit(
+                _index_chunk, scan, buffer, whole, bool(pending), wanted_set, notes_set, normalise
+            )
+        )
+        position, size = scan.start + scan.limit + 1, CHUNK_BYTES
+        if scan.ended:
+            break
+    chunks = [future.result() for future in pending]
     _check_envelope(data, items_open, position - 1)
 
     key_order: dict[str, None] = {}
@@ -628,7 +647,7 @@ def read_items_fast(
         seen.setdefault(normalise(key), key)
     starts = np.concatenate([c.item_starts for c in chunks]) if chunks else np.empty(0, np.int64)
     first_rows = np.cumsum([0] + [c.n_items for c in chunks])
-    columns: dict[str, pa.Array] = {}
+    builds: dict[str, Future[pa.Array]] = {}
     written: dict[str, str] = {}
     for name in wanted:
         source = seen.get(name)
@@ -639,8 +658,9 @@ def read_items_fast(
             for i, c in enumerate(chunks)
             if source in c.columns
         ]
-        columns[name] = _build_column(buffer, starts, parts)
+        builds[name] = pool.submit(_build_column, buffer, starts, parts)
         written[name] = source
+    columns = {name: build.result() for name, build in builds.items()}
     ignored = tuple(key for normal, key in seen.items() if normal not in wanted_set)
     return FastTable(columns, written, ignored, sum(c.n_items for c in chunks), starts)
 
