@@ -286,17 +286,15 @@ def _escaped_quotes(
 
 @dataclass(frozen=True)
 class _Scan:
-    """A chunk's bytes [start, start + limit] classified: the marked bytes (quotes,
-    backslashes, structurals, control characters) with whether each is in a string, and the
-    structurals outside strings up to the last complete item (or the items' ']')."""
+    """A chunk's bytes [start, start + limit] scanned: its real quotes (not escaped), its
+    backslashes, and the structurals outside strings up to the last complete item (or the
+    items' ']') with their codes and the depth after each."""
 
     start: int
     limit: int
     ended: bool
-    marked: npt.NDArray[np.int64]
-    mark: npt.NDArray[np.uint8]
-    in_string: npt.NDArray[np.bool_]
-    is_quote: npt.NDArray[np.bool_]
+    quotes: npt.NDArray[np.int64]
+    backslashes: npt.NDArray[np.int64]
     structural: npt.NDArray[np.int64]
     codes: npt.NDArray[np.int64]
     depth: npt.NDArray[np.int64]
@@ -335,14 +333,13 @@ def _scan_chunk(data: bytes, whole: npt.NDArray[np.uint8], start: int, end: int)
     limit = int(structural[cut])  # local position of the last token used
 
     used = int(np.searchsorted(marked, limit))
+    marked, mark, is_quote = marked[:used], mark[:used], is_quote[:used]
     return _Scan(
         start,
         limit,
         ended,
-        marked[:used],
-        mark[:used],
-        in_string[:used],
-        is_quote[:used],
+        marked[is_quote],
+        marked[mark == C_BACKSLASH],
         structural,
         codes,
         depth[: cut + 1],
@@ -354,10 +351,10 @@ class _CellPart:
     """One key's cells in one chunk: item rows (in the chunk), cell kinds, byte spans of the
     texts (global positions), and the decoded texts of its escaped strings, in order."""
 
-    rows: npt.NDArray[np.int64]
+    rows: npt.NDArray[np.int32]
     cell: npt.NDArray[np.int8]
-    lo: npt.NDArray[np.int64]
-    hi: npt.NDArray[np.int64]
+    lo: npt.NDArray[np.int32]
+    hi: npt.NDArray[np.int32]
     escaped: pa.Array
 
 
@@ -421,8 +418,7 @@ def _index_chunk(
     separator_at = np.flatnonzero(member & ((codes == COMMA) | (codes == CLOSE_OBJ)))
     colons = structural[colon_at]
     separators = structural[separator_at[np.searchsorted(separator_at, colon_at)]]
-    quotes = scan.marked[scan.is_quote]
-    backslashes = scan.marked[scan.mark == C_BACKSLASH]
+    quotes, backslashes = scan.quotes, scan.backslashes
     close_index = np.searchsorted(quotes, colons) - 1
     key_lo = quotes[close_index - 1] + 1
     key_hi = quotes[close_index]
@@ -485,11 +481,11 @@ def _index_chunk(
             ),
             _string_content,
         )
-        result.columns[name] = _CellPart(
-            key_item[selected],
+        result.columns[name] = _CellPart(  # int32: positions are under 2 GB
+            key_item[selected].astype(np.int32),
             cell[selected],
-            text_lo[selected] + start,
-            text_hi[selected] + start,
+            (text_lo[selected] + start).astype(np.int32),
+            (text_hi[selected] + start).astype(np.int32),
             texts,
         )
     return result
@@ -534,10 +530,10 @@ def _build_column(
     buffer: pa.Buffer, item_starts: npt.NDArray[np.int64], parts: list[tuple[int, _CellPart]]
 ) -> pa.Array:
     """A key's cells over all chunks (`parts` with the row of each chunk's first item)."""
-    rows = np.concatenate([offset + part.rows for offset, part in parts])
+    rows = np.concatenate([offset + part.rows.astype(np.int64) for offset, part in parts])
     cell = np.concatenate([part.cell for _, part in parts])
-    lo = np.concatenate([part.lo for _, part in parts])
-    hi = np.concatenate([part.hi for _, part in parts])
+    lo = np.concatenate([part.lo for _, part in parts]).astype(np.int64)
+    hi = np.concatenate([part.hi for _, part in parts]).astype(np.int64)
     starts = item_starts.copy()
     ends = item_starts.copy()
     valid = np.zeros(item_starts.size, dtype=np.bool_)
