@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.ingest import json_index
+from core.errors import InputError
+from core.ingest import json_index, load_dataset
 from core.ingest.readers import RawTable, ReadFailure, normalise_header, read_json_table
 from core.ingest.tables import TABLES
 
@@ -310,3 +312,35 @@ def test_spans_to_strings_gathers_spans_with_nulls() -> None:
     valid = np.array([True, False, True, True])
     result = json_index.spans_to_strings(buffer, starts, ends, valid)
     assert result.to_pylist() == ["ab", None, "de", "gh"]
+
+
+def test_json_fast_reader_steps_aside_for_deep_nesting_and_long_numbers() -> None:
+    deep = '[{"id": "pay_1", "notes": {"a": {"b": {"c": 1}}}}]'
+    long_number = '[{"id": "pay_1", "fee": ' + "7" * 1200 + "}]"
+    nested_long = '[{"id": "pay_1", "extra": [' + "7" * 1200 + "]}]"
+    for text in (deep, long_number, nested_long):
+        with pytest.raises(json_index.NotFast):
+            _fast(text.encode())
+        assert read_json_table("payments.json", text.encode(), WANTED, NOTES).n_rows == 1
+
+
+def test_import_problems_name_the_same_lines_with_the_fast_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "dataset"
+    shutil.copytree(SPEC_EXAMPLE / "dataset", folder)
+    path = folder / "payments.json"
+    document = json.loads(path.read_text(encoding="utf-8"))
+    document["items"][4]["amount"] = "12x"
+    document["items"][250]["created_at"] = "soon"
+    path.write_text(json.dumps(document, indent=2, ensure_ascii=False), encoding="utf-8")
+
+    def problems(threshold: int) -> list[str]:
+        monkeypatch.setattr(json_index, "FAST_JSON_MIN_BYTES", threshold)
+        with pytest.raises(InputError) as caught:
+            load_dataset(folder)
+        return [str(p) for p in caught.value.problems]
+
+    expected = problems(1 << 62)
+    assert len(expected) == 2 and all(p.startswith("payments.json:") for p in expected)
+    assert problems(0) == expected
