@@ -236,7 +236,7 @@ def test_json_reader_uses_the_fast_reader_above_the_threshold(
 def test_json_fast_reader_spans_many_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     items = [
         {"id": f"pay_{i}", "amount": i * 100 - 5, "notes": {"k": 'v"' * (i % 3)}, "fee": None}
-        for i in range(2000)
+        for i in range(300)
     ]
     data = json.dumps({"entity": "collection", "items": items}, indent=2).encode()
     monkeypatch.setattr(json_index, "CHUNK_BYTES", 1000)
