@@ -324,6 +324,17 @@ def test_json_fast_reader_steps_aside_for_deep_nesting_and_long_numbers() -> Non
         assert read_json_table("payments.json", text.encode(), WANTED, NOTES).n_rows == 1
 
 
+def test_json_fast_reader_steps_aside_for_bytes_that_are_not_utf8(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    data = b'[\n  {"id": "pay_\xff"}\n]'
+    with pytest.raises(json_index.NotFast):
+        _fast(data)
+    assert _problems(data, fast=True, monkeypatch=monkeypatch) == _problems(
+        data, fast=False, monkeypatch=monkeypatch
+    )
+
+
 def test_import_problems_name_the_same_lines_with_the_fast_reader(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

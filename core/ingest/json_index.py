@@ -1,16 +1,17 @@
 """A vectorised reader for large JSON entity files, exact to `readers.read_json_table`'s.
 
 `json.loads` builds a Python object for every value of a 1M-item file (tens of seconds). Here
-numpy indexes the bytes instead, simdjson-style: unescaped quotes delimit strings, the
-structural characters outside strings give the nesting depth, and every gap between two
-structurals must hold nothing, one string or one scalar. The whole grammar is checked on that
-token stream, so a file is read here only when `json.loads` would accept it; anything this
-reader cannot vouch for raises `NotFast` and the caller uses `json.loads`, the oracle.
+numpy indexes the bytes instead, simdjson-style: quotes not escaped delimit strings, and the
+structural characters outside strings give the nesting depth, hence the items. Each item must
+then match json's grammar as an RE2 regular expression (nesting bounded), and the bytes
+between items a comma, so a file is read here only when `json.loads` would accept it; the
+envelope around the items goes through `json.loads` itself. Anything this reader cannot
+vouch for raises `NotFast` and the caller uses `json.loads`, the oracle.
 
-The file is indexed in chunks that end on an item boundary, so memory stays a few times the
-chunk size on top of the bytes and the columns. Cell texts are taken straight from the bytes
-(a number's text is what `parse_float=str` gives); strings with escapes and objects (notes)
-go through `json` once per distinct raw text.
+The file is indexed in chunks that end on an item, so memory stays a few times the chunk
+size on top of the bytes and the columns. A top-level value is the bytes between its key's
+':' and the next ',' or '}' of the item: a number's text is what `parse_float=str` gives;
+strings with escapes and objects (notes) go through `json` once per distinct raw text.
 """
 
 from __future__ import annotations
@@ -39,9 +40,6 @@ WHITESPACE = b" \t\n\r"  # exactly json's whitespace
 # Structural characters, in the order of their codes.
 OPEN_OBJ, CLOSE_OBJ, OPEN_ARR, CLOSE_ARR, COLON, COMMA = range(6)
 
-_STRUCTURAL = np.full(256, -1, dtype=np.int8)
-for _code, _char in enumerate(b"{}[]:,"):
-    _STRUCTURAL[_char] = _code
 _CLASSES = bytearray(256)
 for _code, _char in enumerate(b"{}[]:,"):
     _CLASSES[_char] = _code + 1
@@ -50,7 +48,7 @@ _CLASSES[34], _CLASSES[92] = C_QUOTE, C_BACKSLASH
 _CLASS_TABLE = bytes(_CLASSES)
 _IS_BLANK = np.zeros(256, dtype=np.bool_)
 _IS_BLANK[list(WHITESPACE)] = True
-_DEPTH_DELTA = np.array([1, -1, 1, -1, 0, 0, 0, 0, 0], dtype=np.int64)
+_DEPTH_DELTA = np.array([1, -1, 1, -1, 0, 0], dtype=np.int64)  # by structural code
 
 
 _BLANK = r"[ \t\n\r]*"
