@@ -395,6 +395,8 @@ def _index_chunk(
     bounds[1 : 2 * n_items : 2] = item_lo
     bounds[2 : 2 * n_items + 1 : 2] = item_hi
     bounds[-1] = limit if scan.ended else limit + 1
+    if np.any(np.diff(bounds) < 0):  # a broken document: spans must stay in order for Arrow
+        raise NotFast("items out of order")
     parts = spans_to_strings(buffer, bounds[:-1] + start, bounds[1:] + start)
     gaps = parts.take(pa.array(np.arange(0, 2 * n_items + 1, 2)))
     expected = np.full(n_items + 1, True)
