@@ -48,7 +48,7 @@ _CLASSES[34], _CLASSES[92] = C_QUOTE, C_BACKSLASH
 _CLASS_TABLE = bytes(_CLASSES)
 _IS_BLANK = np.zeros(256, dtype=np.bool_)
 _IS_BLANK[list(WHITESPACE)] = True
-_DEPTH_DELTA = np.array([1, -1, 1, -1, 0, 0], dtype=np.int64)  # by structural code
+_DEPTH_DELTA = np.array([1, -1, 1, -1, 0, 0], dtype=np.int8)  # by structural code
 
 
 _BLANK = r"[ \t\n\r]*"
@@ -294,8 +294,8 @@ class _Scan:
     quotes: npt.NDArray[np.int64]
     backslashes: npt.NDArray[np.int64]
     structural: npt.NDArray[np.int64]
-    codes: npt.NDArray[np.int64]
-    depth: npt.NDArray[np.int64]
+    codes: npt.NDArray[np.uint8]
+    depth: npt.NDArray[np.int32]
 
 
 def _scan_chunk(data: bytes, whole: npt.NDArray[np.uint8], start: int, end: int) -> _Scan | None:
@@ -307,11 +307,11 @@ def _scan_chunk(data: bytes, whole: npt.NDArray[np.uint8], start: int, end: int)
     backslash_marks = np.flatnonzero(mark == C_BACKSLASH)
     if backslash_marks.size:
         is_quote[_escaped_quotes(marked, mark, backslash_marks)] = False
-    in_string = (np.cumsum(is_quote, dtype=np.int32) & 1).astype(np.bool_)
+    in_string = np.logical_xor.accumulate(is_quote)  # odd number of quotes so far
     is_structural = (mark <= C_LAST_STRUCTURAL) & ~in_string
     structural = marked[is_structural]
-    codes = mark[is_structural].astype(np.int64) - 1
-    depth = np.cumsum(_DEPTH_DELTA[codes])
+    codes = mark[is_structural] - 1
+    depth = np.cumsum(_DEPTH_DELTA[codes], dtype=np.int32)
     below = np.flatnonzero(depth < 0)
     if below.size:
         cut = int(below[0])
@@ -397,7 +397,9 @@ def _index_chunk(
     bounds[-1] = limit if scan.ended else limit + 1
     if np.any(np.diff(bounds) < 0):  # a broken document: spans must stay in order for Arrow
         raise NotFast("items out of order")
-    parts = spans_to_strings(buffer, bounds[:-1] + start, bounds[1:] + start)
+    parts = pa.StringArray.from_buffers(  # a view: the parts tile the chunk
+        2 * n_items + 1, pa.py_buffer((bounds + start).astype(np.int32)), buffer
+    )
     gaps = parts.take(pa.array(np.arange(0, 2 * n_items + 1, 2)))
     expected = np.full(n_items + 1, True)
     if not after_item:
@@ -408,8 +410,8 @@ def _index_chunk(
     if not np.all(np.where(expected, separated, blank)):
         raise NotFast("something between items")
     if n_items:
-        items = parts.take(pa.array(np.arange(1, 2 * n_items, 2)))
-        if not pc.all(pc.match_substring_regex(items, ITEM_RE)).as_py():
+        matched = np.asarray(pc.match_substring_regex(parts, ITEM_RE))  # a gap fails at once
+        if not matched[1::2].all():
             raise NotFast("an item that is not JSON (or nests too deep)")
 
     # Top-level members: key ':' value, value up to the next ',' or '}' of the item.
