@@ -10,10 +10,17 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
 from core.errors import RazorReconError
+
+# A command allocates gigabytes once and exits. NumPy's huge-page advice makes the kernel
+# compact memory at first touch (measured here: 1 GB touched in 1.06 s with it, 0.50 s
+# without; the 1M reconcile 0.65 s faster on average), and the run ends before fewer TLB
+# misses could pay that back. Set before NumPy is imported; an explicit setting wins.
+os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
 
 COMMAND_MODULES: dict[str, str] = {
     "import": "core.ingest.cli",
