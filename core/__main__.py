@@ -16,11 +16,15 @@ from collections.abc import Sequence
 
 from core.errors import RazorReconError
 
-# A command allocates gigabytes once and exits. NumPy's huge-page advice makes the kernel
-# compact memory at first touch (measured here: 1 GB touched in 1.06 s with it, 0.50 s
-# without; the 1M reconcile 0.65 s faster on average), and the run ends before fewer TLB
-# misses could pay that back. Set before NumPy is imported; an explicit setting wins.
+# A command allocates gigabytes once and exits; both settings below are about that, set
+# before NumPy and Arrow are imported, and an explicit setting wins.
+# NumPy's huge-page advice makes the kernel compact memory at first touch (measured here:
+# 1 GB touched in 1.06 s with it, 0.50 s without).
 os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
+# Arrow's allocator: jemalloc instead of the default mimalloc. 1M reconcile, five runs each
+# alternated: files -> results.csv 6.59 s mean (6.00-7.27) against 7.57 s (6.65-8.63); with
+# --db 16.6 s and 1.84 GB peak against 18.4 s and 2.0-2.2 GB.
+os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
 
 COMMAND_MODULES: dict[str, str] = {
     "import": "core.ingest.cli",
