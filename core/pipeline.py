@@ -24,10 +24,9 @@ from core.calendar import WorkingCalendar
 from core.dataset import DATASET_FILES, Dataset
 from core.db.connection import background_checkpoints
 from core.db.runs import discard_stale_runs, get_run, update_timings
-from core.db.staging import staging_directory
+from core.db.staging import staging_directory, worth_staging
 from core.engine import EngineParams, persist_run, reconcile
 from core.engine.persist import (
-    STAGING_MIN_ROWS,
     StagedOutcomes,
     outcomes_to_stage,
     write_staged_outcomes,
@@ -190,7 +189,7 @@ def store_folder_run(
     began = time.perf_counter()
     with ExitStack() as stack:
         staging_outcomes: Future[StagedOutcomes] | None = None
-        if len(run.outcomes) >= STAGING_MIN_ROWS and not conn.in_transaction:
+        if worth_staging(conn, len(run.outcomes)):
             # Written on a worker thread while this one copies the raw tables in.
             folder = stack.enter_context(staging_directory())
             worker = stack.enter_context(ThreadPoolExecutor(1, "staging-outcomes"))

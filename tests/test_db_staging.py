@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from core.benchmark.generator import generate
-from core.db import connect, migrate
+from core.db import connect, migrate, staging
 from core.db.connection import background_checkpoints
 from core.db.staging import StagedTable, write_staged_file
 from core.engine import EngineParams
@@ -40,9 +40,7 @@ NEVER = 10**12
 
 def _stage_from(monkeypatch: pytest.MonkeyPatch, rows: int) -> None:
     """Stage raw tables and outcomes from `rows` rows on (0: always; NEVER: never)."""
-    monkeypatch.setattr(ingest_stage, "STAGING_MIN_ROWS", rows)
-    monkeypatch.setattr(engine_persist, "STAGING_MIN_ROWS", rows)
-    monkeypatch.setattr("core.pipeline.STAGING_MIN_ROWS", rows)
+    monkeypatch.setattr(staging, "STAGING_MIN_ROWS", rows)
 
 
 @pytest.fixture
@@ -133,7 +131,7 @@ def test_staged_raw_tables_hold_exactly_what_direct_binding_writes(
     private_tmp: Path,
     staged_files: list[str],
 ) -> None:
-    monkeypatch.setattr(ingest_stage, "STAGING_MIN_ROWS", 0)
+    _stage_from(monkeypatch, 0)
     staged = _store(tmp_path / "staged.sqlite", benchmark_folder[0])
     assert sorted(staged_files) == sorted(RAW_TABLES)
     for table in RAW_TABLES:
@@ -184,7 +182,7 @@ def test_an_import_id_taken_while_staging_falls_back_to_direct_writes(
     direct_store: sqlite3.Connection,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(ingest_stage, "STAGING_MIN_ROWS", 0)
+    _stage_from(monkeypatch, 0)
     conn = _database(tmp_path / "db.sqlite")
     dataset, report = load_dataset(benchmark_folder[0])
     with staging_raw_tables(conn, dataset, report.content_hash, replace=True) as staging:
@@ -219,7 +217,7 @@ def test_a_staging_folder_that_cannot_be_made_fails_closed_naming_tmpdir(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(ingest_stage, "STAGING_MIN_ROWS", 0)
+    _stage_from(monkeypatch, 0)
     not_a_folder = tmp_path / "tmp"
     not_a_folder.write_text("a file where the temporary folder should be")
     monkeypatch.setattr(tempfile, "tempdir", str(not_a_folder))
@@ -246,7 +244,7 @@ def test_a_failed_writer_thread_leaves_the_database_and_temp_folder_clean(
     monkeypatch: pytest.MonkeyPatch,
     private_tmp: Path,
 ) -> None:
-    monkeypatch.setattr(ingest_stage, "STAGING_MIN_ROWS", 0)
+    _stage_from(monkeypatch, 0)
     real = ingest_stage.write_staged_file
 
     def second_fails(path: Path, tables: Any) -> Any:
@@ -270,7 +268,7 @@ def test_storing_the_same_content_again_stages_nothing(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(ingest_stage, "STAGING_MIN_ROWS", 0)
+    _stage_from(monkeypatch, 0)
     conn = _store(tmp_path / "db.sqlite", benchmark_folder[0])
     dataset, report = load_dataset(benchmark_folder[0])
     with staging_raw_tables(conn, dataset, report.content_hash, replace=True) as staging:

@@ -30,6 +30,8 @@ import pyarrow as pa
 
 from core.errors import StorageError
 
+# Below this many rows a staging file costs more than binding the rows directly.
+STAGING_MIN_ROWS = 20_000
 # Page cache of the staging connection while it loads and sorts (KiB, negative = size):
 # CREATE INDEX sorts in memory up to this size instead of spilling to temporary files.
 STAGING_CACHE_KIB = 262_144
@@ -62,6 +64,12 @@ class StagedFile:
     path: Path
     tables: frozenset[str]
     refused: Mapping[str, str] = field(default_factory=dict)
+
+
+def worth_staging(conn: sqlite3.Connection, rows: int) -> bool:
+    """Whether `rows` rows should go through a staging file: enough of them, and `conn` not
+    inside a transaction (SQLite attaches files outside one only)."""
+    return rows >= STAGING_MIN_ROWS and not conn.in_transaction
 
 
 def table_schema(conn: sqlite3.Connection, table: str) -> tuple[str, ...]:

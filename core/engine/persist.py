@@ -22,6 +22,7 @@ from core.db.staging import (
     foreign_keys_off,
     staging_directory,
     table_schema,
+    worth_staging,
     write_staged_file,
 )
 from core.engine.params import EngineParams
@@ -30,8 +31,6 @@ from core.engine.results import counts as outcome_counts
 
 # Rows converted to Python values at a time while persisting (bounds memory on big runs).
 CHUNK_ROWS = 100_000
-# From this many outcomes on, a staging file (core.db.staging) beats binding each value.
-STAGING_MIN_ROWS = 20_000
 
 
 def _column(series: pd.Series, name: str) -> list[Any]:
@@ -142,7 +141,7 @@ def persist_run(
     Outside a caller's transaction a large run's outcomes are staged first and copied in
     one statement (core.db.staging); `staged` passes what `stage_outcomes` wrote already.
     """
-    if staged is None and not conn.in_transaction and len(outcomes) >= STAGING_MIN_ROWS:
+    if staged is None and worth_staging(conn, len(outcomes)):
         with staging_directory() as folder:
             staged = stage_outcomes(conn, outcomes, folder / "outcomes.sqlite")
             return persist_run(

@@ -11,10 +11,7 @@ from dataclasses import dataclass
 
 from core.dataset import Dataset
 from core.db import raw
-from core.db.staging import StagedFile, staging_directory, write_staged_file
-
-# Below this many raw rows the staging file costs more than binding the rows directly.
-STAGING_MIN_ROWS = 20_000
+from core.db.staging import StagedFile, staging_directory, worth_staging, write_staged_file
 
 
 @dataclass(frozen=True)
@@ -35,9 +32,7 @@ def _worth_staging(
 ) -> bool:
     """Whether `store_dataset` would copy staged tables: outside a transaction, a dataset
     large enough, going into empty tables, and not the content stored already."""
-    if conn.in_transaction:
-        return False
-    if sum(len(getattr(dataset, a)) for a in raw.RAW_TABLES) < STAGING_MIN_ROWS:
+    if not worth_staging(conn, sum(len(getattr(dataset, a)) for a in raw.RAW_TABLES)):
         return False
     if raw.holds_import(conn, content_hash, replace=replace):
         return False
