@@ -177,15 +177,11 @@ def store_folder_run(
     """Store a reconciled folder: the dataset (replacing the raw tables, so the database
     holds what was reconciled), the run with its outcomes, then sync the exceptions.
 
-    A large run is staged (core.db.staging): the raw tables on worker threads (`staging`,
-    when the caller started it before reconciling; else started here) while this thread
-    stages the outcomes, then each is copied in."""
+    A large run is staged (core.db.staging): the outcomes on a worker thread, the raw
+    tables on two more (`staging`, when the caller started them before reconciling; else
+    `store_dataset` starts them), then each is copied in."""
     from core.ingest import store_dataset
 
-    if staging is None and not conn.in_transaction:
-        with staging_folder(conn, run) as started:
-            if started is not None:
-                return store_folder_run(conn, run, source=source, staging=started)
     began = time.perf_counter()
     with ExitStack() as stack:
         staging_outcomes: Future[StagedOutcomes] | None = None
@@ -193,9 +189,9 @@ def store_folder_run(
             # Written on a worker thread while this one copies the raw tables in.
             folder = stack.enter_context(staging_directory())
             worker = stack.enter_context(ThreadPoolExecutor(1, "staging-outcomes"))
-            table = outcomes_to_stage(conn, run.outcomes)
+            table, run_id = outcomes_to_stage(conn, run.outcomes)
             path = folder / "outcomes.sqlite"
-            staging_outcomes = worker.submit(write_staged_outcomes, table, path)
+            staging_outcomes = worker.submit(write_staged_outcomes, table, run_id, path)
             stack.enter_context(background_checkpoints(conn))
         store_dataset(
             conn,

@@ -28,7 +28,7 @@ from core.dataset import (
     Dataset,
 )
 from core.db.connection import transaction
-from core.db.staging import StagedTable, copy_table, table_schema
+from core.db.staging import StagedTable, arrow_column, copy_table, table_schema
 
 # Dataset attribute -> (table, primary key, columns). Column names are fixed identifiers
 # from core.dataset, never user input, so building the statement text from them is safe.
@@ -327,16 +327,6 @@ STAGING_GROUPS: tuple[tuple[str, ...], ...] = (
 )
 
 
-def _arrow_column(series: pd.Series, dtype: str) -> pa.Array:
-    """A Dataset column as Arrow values of its SQLite type: integers (bools as 0/1) or text,
-    missing values as nulls."""
-    if dtype in ("int64", "bool"):
-        return pa.array(series.to_numpy(dtype=np.int64))
-    if dtype == "Int64":
-        return pa.array(series.astype("Int64"), type=pa.int64())
-    return pa.array(series.astype("string"), type=pa.large_string())
-
-
 def staged_raw_tables(
     conn: sqlite3.Connection, dataset: Dataset, import_id: int
 ) -> list[list[StagedTable]]:
@@ -348,7 +338,7 @@ def staged_raw_tables(
         for attribute in group:
             table, _, columns = RAW_TABLES[attribute]
             frame: pd.DataFrame = getattr(dataset, attribute)
-            arrays = [_arrow_column(frame[name], dtype) for name, dtype in columns.items()]
+            arrays = [arrow_column(frame[name], dtype) for name, dtype in columns.items()]
             arrays.append(pa.array(np.full(len(frame), import_id, dtype=np.int64)))
             rows = pa.Table.from_arrays(arrays, names=[*columns, "import_id"])
             tables.append(StagedTable(table, table_schema(conn, table), rows))

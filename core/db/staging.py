@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import pyarrow as pa
 
 from core.errors import StorageError
@@ -64,6 +66,16 @@ class StagedFile:
     path: Path
     tables: frozenset[str]
     refused: Mapping[str, str] = field(default_factory=dict)
+
+
+def arrow_column(series: pd.Series, dtype: str) -> pa.Array:
+    """A column of Dataset dtype `dtype` as Arrow values of its SQLite storage class:
+    integers (bools as 0/1) or text, missing values as nulls."""
+    if dtype in ("int64", "bool"):
+        return pa.array(series.to_numpy(dtype=np.int64))
+    if dtype == "Int64":
+        return pa.array(series.astype("Int64"), type=pa.int64())
+    return pa.array(series.astype("string"), type=pa.large_string())
 
 
 def worth_staging(conn: sqlite3.Connection, rows: int) -> bool:

@@ -18,6 +18,7 @@ from core.db import runs as db_runs
 from core.db.staging import (
     StagedFile,
     StagedTable,
+    arrow_column,
     attached,
     foreign_keys_off,
     staging_directory,
@@ -80,13 +81,11 @@ def outcome_rows(outcomes: pd.DataFrame) -> Iterator[tuple[Any, ...]]:
     return zip(*outcome_columns(outcomes), strict=True)
 
 
-def _arrow_column(series: pd.Series, name: str) -> pa.Array:
-    """An outcome column as Arrow values of its SQLite type, nulls for missing values."""
+def _dtype(name: str) -> str:
+    """The Dataset-style dtype an outcome column is stored as (see core.db.staging)."""
     if name in AMOUNT_COLUMNS:
-        return pa.array(series.to_numpy(dtype=np.int64))
-    if name == "entity_created_at":
-        return pa.array(series.astype("Int64"), type=pa.int64())
-    return pa.array(series.astype("string"), type=pa.large_string())
+        return "int64"
+    return "Int64" if name == "entity_created_at" else "string"
 
 
 @dataclass(frozen=True)
@@ -98,27 +97,28 @@ class StagedOutcomes:
     run_id: int
 
 
-def outcomes_to_stage(conn: sqlite3.Connection, outcomes: pd.DataFrame) -> StagedTable:
-    """The outcomes as the staged table `stage_outcomes` writes, every row under the id
-    `next_run_id` promises (reads `conn`: build it on the connection's thread)."""
+def outcomes_to_stage(conn: sqlite3.Connection, outcomes: pd.DataFrame) -> tuple[StagedTable, int]:
+    """The outcomes as the staged table `stage_outcomes` writes, and the run id every row
+    carries (the one `next_run_id` promises). Reads `conn`: call it on the connection's
+    thread."""
     run_id = db_runs.next_run_id(conn)
-    arrays = {name: _arrow_column(outcomes[name], name) for name in OUTCOME_COLUMNS}
+    arrays = {name: arrow_column(outcomes[name], _dtype(name)) for name in OUTCOME_COLUMNS}
     arrays["run_id"] = pa.array(np.full(len(outcomes), run_id, dtype=np.int64))
     columns = db_runs.outcome_table_columns(conn)
     rows = pa.Table.from_arrays([arrays[c] for c in columns], names=columns)
-    return StagedTable(db_runs.STAGED_OUTCOMES, table_schema(conn, db_runs.STAGED_OUTCOMES), rows)
+    schema = table_schema(conn, db_runs.STAGED_OUTCOMES)
+    return StagedTable(db_runs.STAGED_OUTCOMES, schema, rows), run_id
 
 
-def write_staged_outcomes(table: StagedTable, path: Path) -> StagedOutcomes:
+def write_staged_outcomes(table: StagedTable, run_id: int, path: Path) -> StagedOutcomes:
     """Write `outcomes_to_stage`'s table to a new staging file (any thread: touches no
     house connection)."""
-    run_id = int(table.rows.column("run_id")[0].as_py()) if table.rows.num_rows else 0
     return StagedOutcomes(write_staged_file(path, [table]), run_id)
 
 
 def stage_outcomes(conn: sqlite3.Connection, outcomes: pd.DataFrame, path: Path) -> StagedOutcomes:
     """Write the outcomes to a new staging file for `persist_run`, under the next run id."""
-    return write_staged_outcomes(outcomes_to_stage(conn, outcomes), path)
+    return write_staged_outcomes(*outcomes_to_stage(conn, outcomes), path)
 
 
 def persist_run(
