@@ -26,6 +26,11 @@ PAYMENT_COLUMNS: dict[str, str] = {
     "amount_refunded": "int64",
     "international": "bool",
     "created_at": "int64",
+    # INR paise Razorpay credited for a payment in another currency (its conversion); null
+    # for INR payments or when the source does not give it.
+    "base_amount": "Int64",
+    # Who settles the payment: null or 'Razorpay' means a Razorpay settlement is expected.
+    "settled_by": "string",
     "email": "string",
     "contact": "string",
     "description": "string",
@@ -38,6 +43,8 @@ REFUND_COLUMNS: dict[str, str] = {
     "currency": "string",
     "status": "string",
     "created_at": "int64",
+    "base_amount": "Int64",  # INR paise of a refund in another currency, converted at refund time
+    "settled_by": "string",
     "notes": "string",
 }
 SETTLEMENT_COLUMNS: dict[str, str] = {
@@ -69,8 +76,63 @@ RECON_COLUMNS: dict[str, str] = {
     "order_id": "string",
     "method": "string",
     "dispute_id": "string",
+    "transfer_id": "string",  # a transfer reversal row: the transfer it reverses
+    "settled_by": "string",
     "description": "string",
     "notes": "string",
+}
+# Instant (on-demand) settlements, `settlement.ondemand` (setlod_...), and their payouts
+# (`settlement.ondemand_payout`, setlodp_...), each paid to the bank under its own UTR.
+INSTANT_SETTLEMENT_COLUMNS: dict[str, str] = {
+    "id": "string",
+    "amount_requested": "int64",
+    "amount_settled": "Int64",
+    "amount_pending": "Int64",
+    "amount_reversed": "Int64",
+    "fees": "Int64",  # fee including GST
+    "tax": "Int64",
+    "currency": "string",
+    "status": "string",
+    "created_at": "int64",
+}
+INSTANT_PAYOUT_COLUMNS: dict[str, str] = {
+    "id": "string",
+    "instant_settlement_id": "string",
+    "amount": "int64",
+    "amount_settled": "Int64",
+    "fees": "Int64",
+    "tax": "Int64",
+    "utr": "string",
+    "status": "string",
+    "created_at": "int64",
+    "processed_at": "Int64",
+    "reversed_at": "Int64",
+}
+DISPUTE_COLUMNS: dict[str, str] = {
+    "id": "string",
+    "payment_id": "string",
+    "amount": "int64",
+    "currency": "string",
+    "amount_deducted": "Int64",
+    "status": "string",
+    "phase": "string",
+    "reason_code": "string",
+    "respond_by": "Int64",
+    "created_at": "int64",
+}
+# Route transfers from the merchant's balance to linked accounts (trf_...).
+TRANSFER_COLUMNS: dict[str, str] = {
+    "id": "string",
+    "source": "string",  # the payment (or order) the transfer was made from
+    "recipient": "string",
+    "amount": "int64",
+    "currency": "string",
+    "amount_reversed": "Int64",
+    "status": "string",
+    "on_hold": "bool",
+    "on_hold_until": "Int64",
+    "recipient_settlement_id": "string",
+    "created_at": "int64",
 }
 BANK_COLUMNS: dict[str, str] = {
     "id": "string",  # '<file name>:<physical line number>'
@@ -128,12 +190,30 @@ DATASET_FILES: tuple[str, ...] = (
     "settlement_recon.csv",
     "settlement_recon.json",
     BANK_FILE,
+    "instant_settlements.csv",
+    "instant_settlements.json",
+    "instant_settlement_payouts.csv",
+    "instant_settlement_payouts.json",
+    "disputes.csv",
+    "disputes.json",
+    "transfers.csv",
+    "transfers.json",
 )
 
 PAYMENT_STATUSES = frozenset({"created", "authorized", "captured", "refunded", "failed"})
 REFUND_STATUSES = frozenset({"pending", "processed", "failed"})
 SETTLEMENT_STATUSES = frozenset({"created", "processed", "failed"})
-RECON_TYPES = frozenset({"payment", "refund", "transfer", "adjustment"})
+RECON_TYPES = frozenset({"payment", "refund", "transfer", "adjustment", "reversal"})
+INSTANT_SETTLEMENT_STATUSES = frozenset(
+    {"created", "initiated", "partially_processed", "processed", "reversed", "failed"}
+)
+INSTANT_PAYOUT_STATUSES = frozenset(
+    {"created", "initiated", "processing", "processed", "reversed", "failed"}
+)
+DISPUTE_STATUSES = frozenset({"open", "under_review", "won", "lost", "closed"})
+TRANSFER_STATUSES = frozenset(
+    {"created", "pending", "processed", "failed", "reversed", "partially_reversed"}
+)
 
 
 def empty_frame(columns: dict[str, str]) -> pd.DataFrame:
@@ -144,7 +224,9 @@ def empty_frame(columns: dict[str, str]) -> pd.DataFrame:
 @dataclass(frozen=True)
 class Dataset:
     """One dataset, validated. `has_bank_statement` is False when no bank file was given:
-    then the engine makes no bank checks (spec section 5).
+    then the engine makes no bank checks (spec section 5). Disputes and transfers are
+    optional tables: while one is empty, the recon rows that would name its entities are
+    checked as the spec says for recon rows alone (docs/engine.md).
     """
 
     payments: pd.DataFrame = field(default_factory=lambda: empty_frame(PAYMENT_COLUMNS))
@@ -153,6 +235,14 @@ class Dataset:
     recon: pd.DataFrame = field(default_factory=lambda: empty_frame(RECON_COLUMNS))
     bank: pd.DataFrame = field(default_factory=lambda: empty_frame(BANK_COLUMNS))
     has_bank_statement: bool = False
+    instant_settlements: pd.DataFrame = field(
+        default_factory=lambda: empty_frame(INSTANT_SETTLEMENT_COLUMNS)
+    )
+    instant_payouts: pd.DataFrame = field(
+        default_factory=lambda: empty_frame(INSTANT_PAYOUT_COLUMNS)
+    )
+    disputes: pd.DataFrame = field(default_factory=lambda: empty_frame(DISPUTE_COLUMNS))
+    transfers: pd.DataFrame = field(default_factory=lambda: empty_frame(TRANSFER_COLUMNS))
 
 
 def normalise_utr(value: str | None) -> str | None:

@@ -38,6 +38,7 @@ EXPOSURE_CLASSES: tuple[str, ...] = (
     "amount_at_risk",
     "awaiting_settlement",
     "disputed",
+    "realised_loss",
     "structural",
 )
 AGE_BOUNDS_DAYS: tuple[int, ...] = (8, 16, 31, 61, 91)

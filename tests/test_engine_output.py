@@ -166,6 +166,9 @@ def test_every_code_the_engine_emits_has_a_class() -> None:
         + C.RECON_ROW_CODES
         + C.SETTLEMENT_CODES
         + C.BANK_ENTRY_CODES
+        + C.DISPUTE_CODES
+        + C.INSTANT_SETTLEMENT_CODES
+        + C.TRANSFER_CODES
     )
     assert emitted == set(C.EXPOSURE_CLASS)
 

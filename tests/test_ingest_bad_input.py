@@ -96,7 +96,7 @@ def test_unknown_status_and_unknown_recon_type(folder: Path) -> None:
     assert _problems(folder) == [
         "refunds.csv:3:status: unknown status 'done' (expected one of: failed, pending, processed)",
         "settlement_recon.csv:5:type: unknown type 'payout'"
-        " (expected one of: adjustment, payment, refund, transfer)",
+        " (expected one of: adjustment, payment, refund, reversal, transfer)",
     ]
 
 

@@ -21,10 +21,14 @@ import pyarrow.json as pa_json
 
 from core.dataset import (
     BANK_COLUMNS,
+    DISPUTE_COLUMNS,
+    INSTANT_PAYOUT_COLUMNS,
+    INSTANT_SETTLEMENT_COLUMNS,
     PAYMENT_COLUMNS,
     RECON_COLUMNS,
     REFUND_COLUMNS,
     SETTLEMENT_COLUMNS,
+    TRANSFER_COLUMNS,
     Dataset,
 )
 from core.db.connection import transaction
@@ -38,6 +42,10 @@ RAW_TABLES: dict[str, tuple[str, str, dict[str, str]]] = {
     "settlements": ("settlements", "id", SETTLEMENT_COLUMNS),
     "recon": ("recon_rows", "row_key", RECON_COLUMNS),
     "bank": ("bank_lines", "id", BANK_COLUMNS),
+    "instant_settlements": ("instant_settlements", "id", INSTANT_SETTLEMENT_COLUMNS),
+    "instant_payouts": ("instant_payouts", "id", INSTANT_PAYOUT_COLUMNS),
+    "disputes": ("disputes", "id", DISPUTE_COLUMNS),
+    "transfers": ("transfers", "id", TRANSFER_COLUMNS),
 }
 BATCH_ROWS = 50_000
 # Rows per INSERT statement: one statement step from Python per 64 rows instead of per row
@@ -123,7 +131,7 @@ def _schema_objects(conn: sqlite3.Connection, table: str) -> list[SchemaObject]:
 
 
 def clear_raw_tables(conn: sqlite3.Connection) -> None:
-    """Empty the five raw tables. Exceptions, runs and the audit trail are untouched.
+    """Empty the raw tables. Exceptions, runs and the audit trail are untouched.
 
     Each table is dropped and created again from its own schema text (indexes and triggers
     included), inside the caller's transaction. With foreign keys on, `DELETE FROM` would
@@ -323,7 +331,16 @@ _INTEGER_DTYPES = frozenset({"int64", "bool", "Int64"})
 # payments in one, the rest (recon rows above all) in the other, about equal work each.
 STAGING_GROUPS: tuple[tuple[str, ...], ...] = (
     ("payments",),
-    ("recon", "refunds", "settlements", "bank"),
+    (
+        "recon",
+        "refunds",
+        "settlements",
+        "bank",
+        "instant_settlements",
+        "instant_payouts",
+        "disputes",
+        "transfers",
+    ),
 )
 
 
@@ -442,11 +459,4 @@ def read_dataset(conn: sqlite3.Connection) -> Dataset:
         }
         bank = _frame(conn, "bank_lines", BANK_COLUMNS, "file, line_no")
         has_bank = len(bank) > 0 or bank_statement_in_raw_tables(conn)
-    return Dataset(
-        payments=frames["payments"],
-        refunds=frames["refunds"],
-        settlements=frames["settlements"],
-        recon=frames["recon"],
-        bank=bank,
-        has_bank_statement=has_bank,
-    )
+    return Dataset(**frames, bank=bank, has_bank_statement=has_bank)

@@ -36,6 +36,16 @@ DUPLICATE_BANK_CREDIT = "DUPLICATE_BANK_CREDIT"
 BANK_UTR_AMOUNT_MISMATCH = "BANK_UTR_AMOUNT_MISMATCH"
 MISSING_BANK_ENTRY = "MISSING_BANK_ENTRY"
 UNMATCHED_BANK_CREDIT = "UNMATCHED_BANK_CREDIT"
+# Codes of Razorpay's wider money model (docs/engine.md; the spec is silent on them).
+DISPUTE_OPEN = "DISPUTE_OPEN"
+DISPUTE_LOST = "DISPUTE_LOST"
+DISPUTE_REVERSAL_MISSING = "DISPUTE_REVERSAL_MISSING"
+INSTANT_PAYOUT_REVERSED = "INSTANT_PAYOUT_REVERSED"
+TRANSFER_AMOUNT_MISMATCH = "TRANSFER_AMOUNT_MISMATCH"
+TRANSFER_REVERSAL_MISMATCH = "TRANSFER_REVERSAL_MISMATCH"
+
+# Pending reasons of the wider model.
+DISPUTE_UNDER_REVIEW = "DISPUTE_UNDER_REVIEW"
 
 # Priority order per entity type (spec section 5).
 PAYMENT_CODES: tuple[str, ...] = (
@@ -63,12 +73,33 @@ SETTLEMENT_CODES: tuple[str, ...] = (
     MISSING_BANK_ENTRY,
 )
 BANK_ENTRY_CODES: tuple[str, ...] = (UNMATCHED_BANK_CREDIT,)
+# A dispute (disp_...) from a disputes file; its recon adjustment rows are its evidence.
+DISPUTE_CODES: tuple[str, ...] = (
+    DISPUTE_LOST,  # a realised loss: only ever alone
+    DISPUTE_REVERSAL_MISSING,
+    DISPUTE_OPEN,
+)
+# An instant settlement (setlod_...): its payouts' UTRs against the bank's credits.
+INSTANT_SETTLEMENT_CODES: tuple[str, ...] = (
+    INSTANT_PAYOUT_REVERSED,
+    DUPLICATE_BANK_CREDIT,
+    BANK_UTR_AMOUNT_MISMATCH,
+    MISSING_BANK_ENTRY,
+)
+# A Route transfer (trf_...) from a transfers file, against its recon rows.
+TRANSFER_CODES: tuple[str, ...] = (
+    DUPLICATE_RECONCILIATION_RECORD,
+    TRANSFER_AMOUNT_MISMATCH,
+    TRANSFER_REVERSAL_MISMATCH,
+    MISSING_RECONCILIATION_RECORD,
+)
 
 # Exposure classes (spec section 6).
 AMOUNT_AT_RISK = "amount_at_risk"
 AWAITING = "awaiting_settlement"
 STRUCTURAL = "structural"
 DISPUTED = "disputed"
+REALISED_LOSS = "realised_loss"  # money gone for good (a lost dispute): book it, do not chase it
 
 EXPOSURE_CLASS: dict[str, str] = {
     AMOUNT_MISMATCH: AMOUNT_AT_RISK,
@@ -88,8 +119,14 @@ EXPOSURE_CLASS: dict[str, str] = {
     TIMING_WINDOW_EXCEEDED: STRUCTURAL,
     PAYMENT_ID_MISMATCH: STRUCTURAL,
     DISPUTE_DEBIT: DISPUTED,
+    DISPUTE_OPEN: DISPUTED,
+    DISPUTE_LOST: REALISED_LOSS,
+    DISPUTE_REVERSAL_MISSING: AWAITING,
+    INSTANT_PAYOUT_REVERSED: AWAITING,
+    TRANSFER_AMOUNT_MISMATCH: AMOUNT_AT_RISK,
+    TRANSFER_REVERSAL_MISMATCH: AMOUNT_AT_RISK,
 }
-EXPOSURE_CLASSES: tuple[str, ...] = (AMOUNT_AT_RISK, AWAITING, STRUCTURAL, DISPUTED)
+EXPOSURE_CLASSES: tuple[str, ...] = (AMOUNT_AT_RISK, AWAITING, STRUCTURAL, DISPUTED, REALISED_LOSS)
 
 
 def exposure_class(code: str) -> str:
@@ -98,13 +135,14 @@ def exposure_class(code: str) -> str:
 
 
 def exposure_amount(code: str, expected: int, actual: int) -> int:
-    """Spec section 6: |difference|, the expected amount, 0, or the debit (`actual`)."""
+    """Spec section 6: |difference|, the expected amount, 0, or the debit (`actual`); a
+    realised loss is the amount lost (`actual`)."""
     klass = exposure_class(code)
     if klass == AWAITING:
         return expected
     if klass == STRUCTURAL:
         return 0
-    if klass == DISPUTED:
+    if klass in (DISPUTED, REALISED_LOSS):
         return actual
     return abs(actual - expected)
 
@@ -114,3 +152,4 @@ METHOD_UTR = "utr"
 METHOD_FUZZY_UTR = "fuzzy_utr"
 METHOD_CONSOLIDATED = "consolidated"
 METHOD_NO_BANK_STATEMENT = "no_bank_statement"
+METHOD_DIRECT = "direct"  # settled by someone other than Razorpay (`settled_by`)

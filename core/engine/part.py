@@ -26,8 +26,11 @@ PENDING_REASONS: tuple[str, ...] = (
     C.AWAITING_SETTLEMENT,
     C.ON_HOLD,
     C.AWAITING_BANK_CREDIT,
+    C.DISPUTE_UNDER_REVIEW,
 )
-NO_PENDING, P_AWAITING_SETTLEMENT, P_ON_HOLD, P_AWAITING_BANK_CREDIT = range(4)
+NO_PENDING, P_AWAITING_SETTLEMENT, P_ON_HOLD, P_AWAITING_BANK_CREDIT, P_DISPUTE_UNDER_REVIEW = (
+    range(5)
+)
 
 METHODS: tuple[str, ...] = (
     "",
@@ -35,8 +38,9 @@ METHODS: tuple[str, ...] = (
     C.METHOD_FUZZY_UTR,
     C.METHOD_CONSOLIDATED,
     C.METHOD_NO_BANK_STATEMENT,
+    C.METHOD_DIRECT,
 )
-M_NONE, M_UTR, M_FUZZY, M_CONSOLIDATED, M_NO_BANK = range(5)
+M_NONE, M_UTR, M_FUZZY, M_CONSOLIDATED, M_NO_BANK, M_DIRECT = range(6)
 
 STRING_COLUMNS: tuple[str, ...] = (
     "entity_type",
@@ -171,6 +175,9 @@ TABLES = {
     "refund": "refunds",
     "settlement": "settlements",
     "bank_entry": "bank_statement",
+    "instant_settlement": "instant_settlements",
+    "dispute": "disputes",
+    "transfer": "transfers",
 }
 
 
@@ -213,8 +220,9 @@ def _columns(part: Part) -> dict[str, pa.Array | np.ndarray]:
             class_key == classes.index(C.AMOUNT_AT_RISK),
             class_key == classes.index(C.AWAITING),
             class_key == classes.index(C.DISPUTED),
+            class_key == classes.index(C.REALISED_LOSS),
         ],
-        [np.abs(difference), expected, actual],
+        [np.abs(difference), expected, actual, actual],
         default=0,
     ).astype(np.int64)
 

@@ -157,7 +157,7 @@ def store_dataset(
 
     The same content as the latest import is a no-op (unless `replace` asks to rebuild tables
     that also hold other imports). Rows are upserted by primary key, so nothing is ever
-    duplicated. `replace=True` empties the five raw tables first (never exceptions, runs or
+    duplicated. `replace=True` empties the raw tables first (never exceptions, runs or
     the audit trail).
 
     Into empty tables (a replace, or a first import) a large dataset is staged first

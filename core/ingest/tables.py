@@ -8,6 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.dataset import (
+    DISPUTE_COLUMNS,
+    DISPUTE_STATUSES,
+    INSTANT_PAYOUT_COLUMNS,
+    INSTANT_PAYOUT_STATUSES,
+    INSTANT_SETTLEMENT_COLUMNS,
+    INSTANT_SETTLEMENT_STATUSES,
     PAYMENT_COLUMNS,
     PAYMENT_STATUSES,
     RECON_COLUMNS,
@@ -16,6 +22,8 @@ from core.dataset import (
     REFUND_STATUSES,
     SETTLEMENT_COLUMNS,
     SETTLEMENT_STATUSES,
+    TRANSFER_COLUMNS,
+    TRANSFER_STATUSES,
 )
 
 
@@ -75,6 +83,8 @@ PAYMENTS = TableSpec(
         ColumnSpec("amount_refunded", "money", default=0),
         ColumnSpec("international", "bool", default=False),
         ColumnSpec("created_at", "time", required=True),
+        ColumnSpec("base_amount", "money"),
+        ColumnSpec("settled_by", "text"),
         ColumnSpec("email", "text"),
         ColumnSpec("contact", "text"),
         ColumnSpec("description", "text"),
@@ -95,6 +105,8 @@ REFUNDS = TableSpec(
         ColumnSpec("currency", "text", default="INR"),
         ColumnSpec("status", "choice", required=True, choices=REFUND_STATUSES),
         ColumnSpec("created_at", "time", required=True),
+        ColumnSpec("base_amount", "money"),
+        ColumnSpec("settled_by", "text"),
         ColumnSpec("notes", "notes"),
     ),
     dtypes=REFUND_COLUMNS,
@@ -141,6 +153,8 @@ RECON = TableSpec(
         ColumnSpec("order_id", "text"),
         ColumnSpec("method", "text"),
         ColumnSpec("dispute_id", "text"),
+        ColumnSpec("transfer_id", "text"),
+        ColumnSpec("settled_by", "text"),
         ColumnSpec("description", "text"),
         ColumnSpec("notes", "notes"),
     ),
@@ -148,11 +162,109 @@ RECON = TableSpec(
     unique=None,  # a duplicated recon row is a finding, not bad input
 )
 
-TABLES: dict[str, TableSpec] = {t.kind: t for t in (PAYMENTS, REFUNDS, SETTLEMENTS, RECON)}
+INSTANT_SETTLEMENTS = TableSpec(
+    kind="instant_settlements",
+    stem="instant_settlements",
+    required_file=False,
+    columns=(
+        ColumnSpec("id", "text", required=True),
+        ColumnSpec("amount_requested", "money", required=True),
+        ColumnSpec("amount_settled", "money"),
+        ColumnSpec("amount_pending", "money"),
+        ColumnSpec("amount_reversed", "money"),
+        ColumnSpec("fees", "money"),
+        ColumnSpec("tax", "money"),
+        ColumnSpec("currency", "text", default="INR"),
+        ColumnSpec("status", "choice", required=True, choices=INSTANT_SETTLEMENT_STATUSES),
+        ColumnSpec("created_at", "time", required=True),
+    ),
+    dtypes=INSTANT_SETTLEMENT_COLUMNS,
+    unique="id",
+)
+
+INSTANT_PAYOUTS = TableSpec(
+    kind="instant_payouts",
+    stem="instant_settlement_payouts",
+    required_file=False,
+    columns=(
+        ColumnSpec("id", "text", required=True),
+        ColumnSpec("instant_settlement_id", "text", required=True),
+        ColumnSpec("amount", "money", required=True),
+        ColumnSpec("amount_settled", "money"),
+        ColumnSpec("fees", "money"),
+        ColumnSpec("tax", "money"),
+        ColumnSpec("utr", "text"),
+        ColumnSpec("status", "choice", required=True, choices=INSTANT_PAYOUT_STATUSES),
+        ColumnSpec("created_at", "time", required=True),
+        ColumnSpec("processed_at", "time"),
+        ColumnSpec("reversed_at", "time"),
+    ),
+    dtypes=INSTANT_PAYOUT_COLUMNS,
+    unique="id",
+)
+
+DISPUTES = TableSpec(
+    kind="disputes",
+    stem="disputes",
+    required_file=False,
+    columns=(
+        ColumnSpec("id", "text", required=True),
+        ColumnSpec("payment_id", "text", required=True),
+        ColumnSpec("amount", "money", required=True),
+        ColumnSpec("currency", "text", default="INR"),
+        ColumnSpec("amount_deducted", "money"),
+        ColumnSpec("status", "choice", required=True, choices=DISPUTE_STATUSES),
+        ColumnSpec("phase", "text"),
+        ColumnSpec("reason_code", "text"),
+        ColumnSpec("respond_by", "time"),
+        ColumnSpec("created_at", "time", required=True),
+    ),
+    dtypes=DISPUTE_COLUMNS,
+    unique="id",
+)
+
+TRANSFERS = TableSpec(
+    kind="transfers",
+    stem="transfers",
+    required_file=False,
+    columns=(
+        ColumnSpec("id", "text", required=True),
+        ColumnSpec("source", "text"),
+        ColumnSpec("recipient", "text"),
+        ColumnSpec("amount", "money", required=True),
+        ColumnSpec("currency", "text", default="INR"),
+        ColumnSpec("amount_reversed", "money"),
+        ColumnSpec("status", "choice", required=True, choices=TRANSFER_STATUSES),
+        ColumnSpec("on_hold", "bool", default=False),
+        ColumnSpec("on_hold_until", "time"),
+        ColumnSpec("recipient_settlement_id", "text"),
+        ColumnSpec("created_at", "time", required=True),
+    ),
+    dtypes=TRANSFER_COLUMNS,
+    unique="id",
+)
+
+TABLES: dict[str, TableSpec] = {
+    t.kind: t
+    for t in (
+        PAYMENTS,
+        REFUNDS,
+        SETTLEMENTS,
+        RECON,
+        INSTANT_SETTLEMENTS,
+        INSTANT_PAYOUTS,
+        DISPUTES,
+        TRANSFERS,
+    )
+}
 # Dataset attribute for each kind.
 DATASET_FIELD = {
     "payments": "payments",
     "refunds": "refunds",
     "settlements": "settlements",
     "settlement_recon": "recon",
+    "instant_settlements": "instant_settlements",
+    "instant_payouts": "instant_payouts",
+    "disputes": "disputes",
+    "transfers": "transfers",
 }
