@@ -163,3 +163,23 @@ def test_direction_words_and_unspaced_suffixes() -> None:
     assert frame["balance"].tolist()[:2] == [100000, 99000]
     assert [str(p) for p in problems] == ["bank.csv:6:Amount: cannot tell debit from credit"]
     assert report.bank_layout == "generic"
+
+
+@pytest.mark.parametrize(
+    ("narration", "reference", "utr"),
+    [
+        ("NEFT DR-HDFC0000240-ACME DISTRIBUTORS-A/C 50200012345678", "", None),
+        ("FUNDS TRF TO A/C NO: 50200012345678 UTR: HDFCN57935380338", "", "HDFCN57935380338"),
+        ("IMPS/P2A/623412341234/TO A/C XXXXXX12345678/VENDOR", "", "623412341234"),
+        ("TO A/C XXXXXXXX5678 NEFT HDFCN57935380338", "", "HDFCN57935380338"),
+        ("TRANSFER FROM AC NO 50200012345678", "AXISCN1153863727", "AXISCN1153863727"),
+        ("ACCOUNT NO. 50200012345678 RAZORPAY SETTLEMENT", "", None),
+        ("ACCT 50200012345678-RTGS CR-HDFCR52026060300012345", "", "HDFCR52026060300012345"),
+        ("BY CLG A/C50200012345678 ACC NO-918020012345678", "", None),
+        ("UPI/612345678901/A/C 50200012345678/razorpay@icici", "", "612345678901"),
+    ],
+)  # fmt: skip
+def test_an_account_number_in_the_narration_is_never_the_utr(
+    narration: str, reference: str, utr: str | None
+) -> None:
+    assert extract_utr(narration, reference) == utr
