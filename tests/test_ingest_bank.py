@@ -25,6 +25,10 @@ LAYOUTS = {
     "sbi.csv": "SBI",
     "axis.csv": "Axis",
     "generic_amount_drcr.csv": "generic",
+    "kotak.csv": "Kotak",
+    "hdfc_delimited.txt": "HDFC",
+    "hdfc_netbanking.xlsx": "HDFC",
+    "icici_sheet.xls": "ICICI",
 }
 
 
@@ -39,7 +43,7 @@ def test_bank_statement_matches_its_golden_file(name: str) -> None:
     assert problems == []
     assert layout == LAYOUTS[name]
     expected = pd.read_csv(
-        BANK / name.replace(".csv", ".expected.csv"), dtype=str, keep_default_na=False
+        BANK / f"{Path(name).stem}.expected.csv", dtype=str, keep_default_na=False
     )
     actual = frame.drop(columns=["file"]).astype(object).where(frame.notna(), "").astype(str)
     actual = actual.drop(columns=["file"], errors="ignore").reset_index(drop=True)
