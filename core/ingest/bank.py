@@ -589,6 +589,17 @@ class HeaderGuess:
     cells: tuple[str, ...]
 
 
+def header_row(file: str, data: bytes) -> HeaderGuess | None:
+    """The statement's header row: the recognised one, else the best guess (below), else
+    None. What a column mapping for this file is made from."""
+    _, sets = record_sets(file, data)
+    found = find_header(sets)
+    if found is not None:
+        header, records = found
+        return HeaderGuess(file, header.line, tuple(c.strip() for c in records[header.index][1]))
+    return unrecognised_header(file, data)
+
+
 def unrecognised_header(
     file: str, data: bytes, mappings: Sequence[BankMapping] = ()
 ) -> HeaderGuess | None:
