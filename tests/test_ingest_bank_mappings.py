@@ -120,3 +120,29 @@ def test_cli_saves_lists_and_imports_with_a_mapping(
     assert "layout saved mapping 'custom_mapped.csv' v1" in capsys.readouterr().out
     bad = ["bank-mapping", "save", "--db", db, "--file", str(CUSTOM), "--map", "Details"]
     assert main(bad) == 2
+
+
+class _Upload:
+    def __init__(self, name: str, data: bytes) -> None:
+        self.name = name
+        self._data = data
+
+    def getvalue(self) -> bytes:
+        return self._data
+
+
+def test_data_page_offers_the_form_for_an_unknown_statement_and_saves_its_mapping(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ui import actions
+
+    monkeypatch.setenv("DATABASE_URL", str(db_path))
+    uploads = [_Upload("Bank_Statement.csv", CUSTOM.read_bytes())]
+    found = actions.unmapped_statement(uploads)
+    assert found is not None
+    name, data, guess = found
+    assert name == "bank_statement.csv" and guess.cells[:2] == ("Posted On", "Details")
+    saved = actions.save_bank_mapping(name, data, ASSIGNMENTS, "coop")
+    assert saved.name == "coop" and saved.version == 1
+    assert actions.unmapped_statement(uploads) is None
+    assert actions.unmapped_statement([_Upload("payments.csv", b"id\n")]) is None
