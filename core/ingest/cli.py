@@ -15,7 +15,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="validate a dataset folder and store it in the database",
         description=(
             "Read payments, refunds, settlements, settlement_recon (CSV or JSON) and "
-            "bank_statement.csv from DATASET_DIR, validate every cell, and store them in one "
+            "a bank_statement (.csv, .txt, .xlsx or .xls) from DATASET_DIR, validate every "
+            "cell, and store them in one "
             "transaction. Bad input: exit 2, one line per problem, nothing written."
         ),
     )
