@@ -28,6 +28,7 @@ os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
 
 COMMAND_MODULES: dict[str, str] = {
     "import": "core.ingest.cli",
+    "bank-mapping": "core.ingest.cli",
     "generate": "core.benchmark.cli",
     "reconcile": "core.engine.cli",
     "exceptions": "core.review.cli",

@@ -7,7 +7,7 @@ import streamlit as st
 from core import views
 from core.calendar import IST, CalendarParams
 from core.errors import InputError
-from ui import actions, keys, shell, widgets
+from ui import actions, bank_mapping, keys, shell, widgets
 from ui.format import ist
 
 shell.require_frame()
@@ -19,7 +19,10 @@ upload_tab, run_tab, sync_tab, runs_tab = st.tabs(
 with upload_tab:
     st.caption("Dataset files: " + ", ".join(actions.DATASET_NAMES))
     uploads = st.file_uploader(
-        "Dataset files", type=["csv", "json"], accept_multiple_files=True, key=keys.UPLOAD_FILES
+        "Dataset files",
+        type=actions.UPLOAD_TYPES,
+        accept_multiple_files=True,
+        key=keys.UPLOAD_FILES,
     )
     left, right = st.columns(2)
     unit = left.radio(
@@ -42,6 +45,9 @@ with upload_tab:
     elif outcome:
         st.error(f"The import was refused: {len(outcome[1])} problem(s); nothing was written.")
         st.dataframe(outcome[1], hide_index=True, width="stretch", key=keys.UPLOAD_PROBLEMS)
+    if uploads:
+        with shell.guarded():
+            bank_mapping.mapping_form(uploads)
 
 with run_tab:
     now = dt.datetime.now(tz=IST)

@@ -25,6 +25,10 @@ LAYOUTS = {
     "sbi.csv": "SBI",
     "axis.csv": "Axis",
     "generic_amount_drcr.csv": "generic",
+    "kotak.csv": "Kotak",
+    "hdfc_delimited.txt": "HDFC",
+    "hdfc_netbanking.xlsx": "HDFC",
+    "icici_sheet.xls": "ICICI",
 }
 
 
@@ -39,7 +43,7 @@ def test_bank_statement_matches_its_golden_file(name: str) -> None:
     assert problems == []
     assert layout == LAYOUTS[name]
     expected = pd.read_csv(
-        BANK / name.replace(".csv", ".expected.csv"), dtype=str, keep_default_na=False
+        BANK / f"{Path(name).stem}.expected.csv", dtype=str, keep_default_na=False
     )
     actual = frame.drop(columns=["file"]).astype(object).where(frame.notna(), "").astype(str)
     actual = actual.drop(columns=["file"], errors="ignore").reset_index(drop=True)
@@ -163,3 +167,23 @@ def test_direction_words_and_unspaced_suffixes() -> None:
     assert frame["balance"].tolist()[:2] == [100000, 99000]
     assert [str(p) for p in problems] == ["bank.csv:6:Amount: cannot tell debit from credit"]
     assert report.bank_layout == "generic"
+
+
+@pytest.mark.parametrize(
+    ("narration", "reference", "utr"),
+    [
+        ("NEFT DR-HDFC0000240-ACME DISTRIBUTORS-A/C 50200012345678", "", None),
+        ("FUNDS TRF TO A/C NO: 50200012345678 UTR: HDFCN57935380338", "", "HDFCN57935380338"),
+        ("IMPS/P2A/623412341234/TO A/C XXXXXX12345678/VENDOR", "", "623412341234"),
+        ("TO A/C XXXXXXXX5678 NEFT HDFCN57935380338", "", "HDFCN57935380338"),
+        ("TRANSFER FROM AC NO 50200012345678", "AXISCN1153863727", "AXISCN1153863727"),
+        ("ACCOUNT NO. 50200012345678 RAZORPAY SETTLEMENT", "", None),
+        ("ACCT 50200012345678-RTGS CR-HDFCR52026060300012345", "", "HDFCR52026060300012345"),
+        ("BY CLG A/C50200012345678 ACC NO-918020012345678", "", None),
+        ("UPI/612345678901/A/C 50200012345678/razorpay@icici", "", "612345678901"),
+    ],
+)  # fmt: skip
+def test_an_account_number_in_the_narration_is_never_the_utr(
+    narration: str, reference: str, utr: str | None
+) -> None:
+    assert extract_utr(narration, reference) == utr

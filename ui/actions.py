@@ -21,7 +21,15 @@ from core.errors import InputError, Problem
 from ui import shell
 from ui.widgets import module
 
-DATASET_NAMES = DATASET_FILES
+# The dataset files, and the bank statement in every format the importer reads.
+BANK_NAMES = (
+    "bank_statement.csv",
+    "bank_statement.txt",
+    "bank_statement.xlsx",
+    "bank_statement.xls",
+)
+DATASET_NAMES = tuple(dict.fromkeys((*DATASET_FILES, *BANK_NAMES)))
+UPLOAD_TYPES = ["csv", "json", "txt", "xlsx", "xls"]
 Progress = Callable[[float, str], None]
 
 
@@ -48,10 +56,12 @@ def import_uploads(uploads: Iterable[Any], amount_unit: str, replace: bool) -> A
             [Problem(n, 0, "", "uploaded twice; remove one of the two") for n in twice]
         )
     ingest = module("core.ingest", "The importer")
+    mappings = module("core.ingest.mappings", "The importer")
+    saved = shell.read(mappings.saved_mappings)
     with tempfile.TemporaryDirectory(prefix="razorrecon-upload-") as folder:
         for f in files:
             (Path(folder) / Path(f.name).name.lower()).write_bytes(f.getvalue())
-        dataset, loaded = ingest.load_dataset(folder, amount_unit)
+        dataset, loaded = ingest.load_dataset(folder, amount_unit, saved)
     with shell.connection() as conn:
         return ingest.store_dataset(
             conn,
@@ -116,3 +126,29 @@ def razorpay_sync(date_from: dt.date, date_to: dt.date, progress: Progress) -> A
 
 def database_name() -> str:
     return Path(database_path()).name
+
+
+def unmapped_statement(uploads: Iterable[Any]) -> Any:
+    """The uploaded bank statement whose header no layout and no saved mapping recognises:
+    (file name, bytes, HeaderGuess), or None."""
+    bank = module("core.ingest.bank", "The importer")
+    mappings = module("core.ingest.mappings", "The importer")
+    saved = shell.read(mappings.saved_mappings)
+    for f in uploads:
+        name = Path(f.name).name.lower()
+        if name in BANK_NAMES:
+            try:
+                guess = bank.unrecognised_header(name, f.getvalue(), saved)
+            except Exception:
+                return None  # unreadable: the import's problems say why
+            return (name, f.getvalue(), guess) if guess is not None else None
+    return None
+
+
+def save_bank_mapping(name: str, data: bytes, assignments: dict[str, str], label: str) -> Any:
+    """Check the mapping against the statement and save it (audited as the reviewer)."""
+    mappings = module("core.ingest.mappings", "The importer")
+    with shell.connection() as conn:
+        return mappings.save_statement_mapping(
+            conn, name, data, assignments, name=label, actor=shell.reviewer()
+        )

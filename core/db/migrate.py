@@ -2,7 +2,7 @@
 
 Each migration runs in its own transaction and is recorded in `schema_migrations`, so
 starting the app or a CLI command on an up-to-date database changes nothing.
-Number ranges by area, so parallel work never collides: 0001-0009 base, 0010 ingest,
+Number ranges by area, so parallel work never collides: 0001-0009 base, 0010-0019 ingest,
 0020 engine, 0030 benchmark, 0040 review and audit, 0050 investigator, 0060 Razorpay,
 0070 app.
 """

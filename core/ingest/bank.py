@@ -1,4 +1,12 @@
-"""Bank statement CSVs (spec section 3): HDFC, ICICI, SBI, Axis and look-alikes.
+"""Bank statements (spec section 3): HDFC, ICICI, SBI, Axis, Kotak and look-alikes, as CSV,
+delimited text (HDFC NetBanking "Delimited" `.txt`), XLSX or XLS; any other layout through a
+column mapping the user saved once (core.ingest.mappings).
+
+Every format becomes the same records, (line, cells): CSV and text through `csv` (line: the
+1-based physical line), sheets through core.ingest.sheets (line: the 1-based sheet row). A
+cell written as an Excel text formula, `="12345"` (Kotak), is unwrapped to `12345`
+everywhere, and cells are compared and read stripped of padding (HDFC Delimited pads every
+cell with spaces). From there one parser does the rest:
 
 The parser finds the header row below any banner lines, maps columns by their names
 (case-, space- and punctuation-insensitive), skips separator rows (`********`), blank
@@ -14,6 +22,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,8 +33,11 @@ import pyarrow as pa
 from core.dataset import BANK_COLUMNS
 from core.errors import Problem
 from core.ingest import convert
+from core.ingest.headers import header_key, header_signature
+from core.ingest.mappings import BankMapping
 from core.ingest.readers import ReadFailure, decode_text
 from core.ingest.report import FileReport
+from core.ingest.sheets import is_sheet, read_sheet
 from core.ingest.utr import extract_utr
 
 # Field -> header names seen in real exports, compared after `header_key`.
@@ -39,7 +51,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "Txn Posted Date",
         "Posting Date",
     ),
-    "value_date": ("Value Date", "Value Dt"),
+    "value_date": ("Value Date", "Value Dt", "Value Dat"),
     "narration": (
         "Narration",
         "Description",
@@ -61,6 +73,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "Ref No.",
         "Reference No.",
         "Chq/Ref Number",
+        "Chq / Ref No.",
     ),
     "credit": (
         "Deposit Amt.",
@@ -86,6 +99,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "amount": ("Amount", "Transaction Amount", "Amount (INR)", "Txn Amount"),
     "direction": (
         "Dr/Cr",
+        "Dr / Cr",
         "Cr/Dr",
         "Debit/Credit",
         "Type",
@@ -98,6 +112,11 @@ ALIASES: dict[str, tuple[str, ...]] = {
 # Header signatures of the layouts we know (keys as `header_key` makes them).
 LAYOUTS: tuple[tuple[str, frozenset[str]], ...] = (
     ("HDFC", frozenset({"narration", "chq/refno", "valuedt"})),
+    # NetBanking "Delimited" text: 'Value Dat' (cut to 9 characters) and 'Chq/Ref Number'.
+    ("HDFC", frozenset({"narration", "valuedat", "chq/refnumber"})),
+    # Kotak: one Amount column with 'Dr / Cr' beside it, 'Chq / Ref No.', 'Sl. No.'.
+    ("Kotak", frozenset({"slno", "chq/refno", "amount", "dr/cr"})),
+    ("Kotak", frozenset({"description", "chq/refno", "amount", "dr/cr"})),
     ("ICICI", frozenset({"transactionremarks"})),
     ("ICICI", frozenset({"withdrawalamountinr", "depositamountinr"})),
     ("SBI", frozenset({"txndate", "refno/chequeno"})),
@@ -109,6 +128,7 @@ BANNERS = (
     ("ICICI", re.compile(r"\bICICI\s+BANK\b", re.I)),
     ("SBI", re.compile(r"\bSTATE\s+BANK\s+OF\s+INDIA\b|\bSBI\b", re.I)),
     ("Axis", re.compile(r"\bAXIS\s+BANK\b", re.I)),
+    ("Kotak", re.compile(r"\bKOTAK\s+MAHINDRA\b", re.I)),
 )
 HEADER_SEARCH_RECORDS = 200
 DELIMITERS = (",", "\t", ";", "|")
@@ -119,11 +139,21 @@ _PAGE_NUMBER = re.compile(r"^page(\s*no)?[\s.:#-]*\d+(\s*(of|/)\s*\d+)?$", re.I)
 _SUFFIX = re.compile(r"\s*\(?(?<![a-z])(cr|dr)\.?\)?\s*$", re.I)
 CREDIT_WORDS = frozenset({"cr", "c", "credit", "deposit"})
 DEBIT_WORDS = frozenset({"dr", "d", "debit", "withdrawal"})
+# An Excel text formula as a CSV cell: ="12345" (quotes inside doubled).
+_FORMULA_TEXT = re.compile(r'^\s*="(.*)"\s*$', re.S)
+NO_HEADER_MESSAGE = (
+    "no recognisable header row: expected a date column and a credit/amount column named as "
+    "in HDFC, ICICI, SBI, Axis or Kotak exports (e.g. Date, Narration, Chq./Ref.No., Value Dt, "
+    "Withdrawal Amt., Deposit Amt., Closing Balance), or a column mapping saved for this header "
+    "(Data page, or `python -m core bank-mapping save`)"
+)
+Record = tuple[int, list[str]]
 
 
-def header_key(name: str) -> str:
-    """'Deposit Amount (INR )' -> 'depositamountinr'; 'Chq./Ref.No.' -> 'chq/refno'."""
-    return re.sub(r"[^a-z0-9/]", "", name.replace("\ufeff", "").lower())
+def unwrap_cell(cell: str) -> str:
+    """'="00123"' -> '00123' (Kotak writes every cell so); any other cell as it is."""
+    match = _FORMULA_TEXT.match(cell)
+    return match.group(1).replace('""', '"') if match else cell
 
 
 FIELD_OF: dict[str, str] = {header_key(a): f for f, names in ALIASES.items() for a in names}
@@ -139,6 +169,7 @@ class BankHeader:
     fields: dict[str, int]  # field -> column position
     labels: dict[str, str]  # field -> header text as written
     keys: frozenset[str]
+    mapping: BankMapping | None = None  # the saved mapping that read this header, if any
 
 
 def _map_header(cells: list[str]) -> tuple[dict[str, int], dict[str, str]]:
@@ -155,21 +186,69 @@ def _map_header(cells: list[str]) -> tuple[dict[str, int], dict[str, str]]:
     return fields, labels
 
 
-def _records(text: str, delimiter: str) -> list[tuple[int, list[str]]]:
+def _quote_formula_cells(text: str, delimiter: str) -> str:
+    """Kotak writes cells as unquoted text formulas, `="1,35,000.00"`, so the delimiter inside
+    one would split it: each such cell (at the start of a field, up to the closing quote
+    before the next delimiter or line end) becomes a quoted CSV cell, `"1,35,000.00"`.
+    Doubled quotes inside stay doubled, which CSV reads as one. No line is added or removed."""
+    if '="' not in text:
+        return text
+    d = re.escape(delimiter)
+    pattern = re.compile(rf'(?:(?<={d})|(?<=^)|(?<=\n))="((?:[^"\r\n]|"")*)"(?={d}|\r|\n|$)')
+    return pattern.sub(lambda m: f'"{m.group(1)}"', text)
+
+
+def _records(text: str, delimiter: str) -> list[Record]:
+    text = _quote_formula_cells(text, delimiter)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-    records: list[tuple[int, list[str]]] = []
+    records: list[Record] = []
     previous_end = 0
     for cells in reader:
         start = previous_end + 1
         previous_end = reader.line_num
-        records.append((start, cells))
+        records.append((start, [unwrap_cell(c) for c in cells]))
     return records
 
 
-def find_header(text: str) -> tuple[BankHeader, list[tuple[int, list[str]]]] | None:
-    for delimiter in DELIMITERS:
-        records = _records(text, delimiter)
+def record_sets(file: str, data: bytes) -> tuple[str, list[tuple[str, list[Record]]]]:
+    """(format, [(delimiter, records), ...]) to try in order: one set for a sheet, one per
+    delimiter for text."""
+    if is_sheet(file):
+        sheet = read_sheet(file, data)
+        records = [(line, [unwrap_cell(c) for c in cells]) for line, cells in sheet.rows]
+        return file.rsplit(".", 1)[-1].lower(), [("", records)]
+    text = decode_text(file, data)
+    fmt = "txt" if file.lower().endswith(".txt") else "csv"
+    return fmt, [(d, _records(text, d)) for d in DELIMITERS]
+
+
+def _mapped_header(
+    index: int, line: int, delimiter: str, cells: list[str], mapping: BankMapping
+) -> BankHeader:
+    positions = {header_key(c): i for i, c in reversed(list(enumerate(cells)))}
+    fields: dict[str, int] = {}
+    labels: dict[str, str] = {}
+    for field, name in mapping.fields:
+        fields[field] = positions[header_key(name)]
+        labels[field] = cells[fields[field]].strip()
+    if "txn_date" not in fields and "value_date" in fields:
+        fields["txn_date"] = fields["value_date"]
+        labels["txn_date"] = labels["value_date"]
+    keys = frozenset(header_key(c) for c in cells)
+    return BankHeader(index, line, delimiter, fields, labels, keys, mapping)
+
+
+def find_header(
+    sets: list[tuple[str, list[Record]]], mappings: Sequence[BankMapping] = ()
+) -> tuple[BankHeader, list[Record]] | None:
+    """The header row: one a saved mapping names exactly (its header signature), else the
+    first row with a date column, a credit/amount column and three recognised columns."""
+    by_signature = {m.signature: m for m in mappings}
+    for delimiter, records in sets:
         for index, (line, cells) in enumerate(records[:HEADER_SEARCH_RECORDS]):
+            mapping = by_signature.get(_header_keys(cells)) if by_signature else None
+            if mapping is not None:
+                return _mapped_header(index, line, delimiter, cells, mapping), records
             fields, labels = _map_header(cells)
             has_amount = "credit" in fields or "amount" in fields
             if "txn_date" in fields and has_amount and len(fields) >= 3:
@@ -178,7 +257,14 @@ def find_header(text: str) -> tuple[BankHeader, list[tuple[int, list[str]]]] | N
     return None
 
 
+def mapping_layout(mapping: BankMapping) -> str:
+    """The layout name a file read through a saved mapping reports."""
+    return f"saved mapping {mapping.name!r} v{mapping.version}"
+
+
 def detect_layout(header: BankHeader, banner: str) -> str:
+    if header.mapping is not None:
+        return mapping_layout(header.mapping)
     for name, signature in LAYOUTS:
         if signature <= header.keys:
             return name
@@ -200,11 +286,7 @@ def _is_separator(cells: list[str]) -> bool:
 
 
 def _header_keys(cells: list[str]) -> tuple[str, ...]:
-    """The cells as `header_key` makes them, without trailing empty cells (padding)."""
-    keys = [header_key(c) for c in cells]
-    while keys and not keys[-1]:
-        keys.pop()
-    return tuple(keys)
+    return header_signature(cells)
 
 
 def _is_page_number(cells: list[str]) -> bool:
@@ -279,23 +361,23 @@ def _iso_dates(days: np.ndarray[Any, Any]) -> list[str]:
     return [str(d) for d in days.astype("datetime64[D]")]
 
 
-def parse_bank_statement(file: str, data: bytes) -> tuple[pd.DataFrame, FileReport, list[Problem]]:
-    """Parse one bank statement. Problems are returned (all of them), not raised."""
-    text = decode_text(file, data)
-    found = find_header(text)
+def parse_bank_statement(
+    file: str, data: bytes, mappings: Sequence[BankMapping] = ()
+) -> tuple[pd.DataFrame, FileReport, list[Problem]]:
+    """Parse one bank statement (CSV, text, XLSX or XLS by its name). `mappings`: the saved
+    column mappings; one whose header signature a row matches reads the file. Problems are
+    returned (all of them), not raised; a file that cannot be read at all raises ReadFailure."""
+    fmt, sets = record_sets(file, data)
+    found = find_header(sets, mappings)
     if found is None:
-        raise ReadFailure(
-            [
-                Problem(
-                    file,
-                    0,
-                    "",
-                    "no recognisable header row: expected a date column and a credit/amount "
-                    "column named as in HDFC, ICICI, SBI or Axis exports (e.g. Date, Narration, "
-                    "Chq./Ref.No., Value Dt, Withdrawal Amt., Deposit Amt., Closing Balance)",
-                )
-            ]
-        )
+        raise ReadFailure([Problem(file, 0, "", NO_HEADER_MESSAGE)])
+    return parse_bank_records(file, fmt, found)
+
+
+def parse_bank_records(
+    file: str, fmt: str, found: tuple[BankHeader, list[Record]]
+) -> tuple[pd.DataFrame, FileReport, list[Problem]]:
+    """The parser proper, from the header found and the file's records."""
     header, records = found
     banner = " ".join(" ".join(cells) for _, cells in records[: header.index])
     layout = detect_layout(header, banner)
@@ -445,6 +527,18 @@ def parse_bank_statement(file: str, data: bytes) -> tuple[pd.DataFrame, FileRepo
     balance = pd.array([None] * n, dtype="Int64")
     if "balance" in f:
         raw_balance, marks = _split_suffix(column("balance"))
+        # Kotak: a second 'Dr / Cr' column right after the balance gives its sign.
+        after = f["balance"] + 1
+        if (
+            after != f.get("direction")
+            and after < len(header_cells)
+            and FIELD_OF.get(header_key(header_cells[after])) == "direction"
+        ):
+            signs_after = [_cell(cells, after).lower().strip(". ") for cells in cells_of]
+            marks = [
+                m or ("dr" if s in DEBIT_WORDS else "")
+                for m, s in zip(marks, signs_after, strict=True)
+            ]
         negative = [b.startswith("-") or m == "dr" for b, m in zip(raw_balance, marks, strict=True)]
         unsigned = [b[1:] if b.startswith("-") else b for b in raw_balance]
         parsed = convert.parse_rupees(_strings(unsigned))
@@ -472,7 +566,7 @@ def parse_bank_statement(file: str, data: bytes) -> tuple[pd.DataFrame, FileRepo
     report = FileReport(
         kind="bank_statement",
         file=file,
-        fmt="csv",
+        fmt=fmt,
         rows=n,
         amount_unit="rupees",
         unit_reason="bank statements are in rupees",
@@ -484,3 +578,54 @@ def parse_bank_statement(file: str, data: bytes) -> tuple[pd.DataFrame, FileRepo
         warnings=tuple(warnings),
     )
     return frame, report, problems
+
+
+@dataclass(frozen=True)
+class HeaderGuess:
+    """The row that most likely heads an unrecognised statement: its line and cells."""
+
+    file: str
+    line: int
+    cells: tuple[str, ...]
+
+
+def header_row(file: str, data: bytes) -> HeaderGuess | None:
+    """The statement's header row: the recognised one, else the best guess (below), else
+    None. What a column mapping for this file is made from."""
+    _, sets = record_sets(file, data)
+    found = find_header(sets)
+    if found is not None:
+        header, records = found
+        return HeaderGuess(file, header.line, tuple(c.strip() for c in records[header.index][1]))
+    return unrecognised_header(file, data)
+
+
+def unrecognised_header(
+    file: str, data: bytes, mappings: Sequence[BankMapping] = ()
+) -> HeaderGuess | None:
+    """None when the statement's header is recognised (by name or a saved mapping); else the
+    row a user should map: the first row of three or more non-empty cells, none of them a
+    date, that a row holding a date follows, else the first
+    row with the most non-empty cells. Raises ReadFailure when the file cannot be read."""
+    _, sets = record_sets(file, data)
+    if find_header(sets, mappings) is not None:
+        return None
+    best: HeaderGuess | None = None
+    best_width = 0
+    for _, records in sets:
+        window = records[:HEADER_SEARCH_RECORDS]
+        for position, (line, cells) in enumerate(window):
+            filled = [c.strip() for c in cells if c.strip()]
+            if len(filled) < 3 or any(_DATE_LIKE.match(c) for c in filled):
+                continue
+            following = next(
+                (r for _, r in window[position + 1 :] if any(c.strip() for c in r)), []
+            )
+            if any(_DATE_LIKE.match(c.strip()) for c in following):
+                return HeaderGuess(file, line, tuple(c.strip() for c in cells))
+            if len(filled) > best_width:
+                best, best_width = (
+                    HeaderGuess(file, line, tuple(c.strip() for c in cells)),
+                    len(filled),
+                )
+    return best

@@ -1,8 +1,10 @@
-"""`python -m core import DATASET_DIR --db PATH [--amount-unit auto|paise|rupees] [--replace]`."""
+"""`python -m core import DATASET_DIR --db PATH [--amount-unit auto|paise|rupees] [--replace]`
+and `python -m core bank-mapping save|list`."""
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from core.errors import EXIT_OK
 
@@ -13,7 +15,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="validate a dataset folder and store it in the database",
         description=(
             "Read payments, refunds, settlements, settlement_recon (CSV or JSON) and "
-            "bank_statement.csv from DATASET_DIR, validate every cell, and store them in one "
+            "a bank_statement (.csv, .txt, .xlsx or .xls) from DATASET_DIR, validate every "
+            "cell, and store them in one "
             "transaction. Bad input: exit 2, one line per problem, nothing written."
         ),
     )
@@ -31,6 +34,84 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="empty the raw tables first (exceptions and the audit trail are kept)",
     )
     parser.set_defaults(func=run)
+    register_bank_mapping(subparsers)
+
+
+def register_bank_mapping(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> None:
+    parser = subparsers.add_parser(
+        "bank-mapping",
+        help="save or list column mappings for bank statement layouts",
+        description=(
+            "A statement whose header is not recognised is read through a column mapping "
+            "saved once: each --map names a header cell and one of our fields "
+            "(txn_date, value_date, narration, reference, credit, debit, amount, direction, "
+            "balance). Later imports whose header matches use it automatically."
+        ),
+    )
+    actions = parser.add_subparsers(dest="mapping_command", metavar="ACTION")
+    actions.required = True
+    save = actions.add_parser("save", help="check a mapping against a statement and save it")
+    save.add_argument("--db", metavar="PATH", help="SQLite file (default: DATABASE_URL)")
+    save.add_argument("--file", required=True, metavar="STATEMENT", help="a statement file")
+    save.add_argument(
+        "--map", action="append", default=[], metavar="'Header=field'", help="repeatable"
+    )
+    save.add_argument("--name", default="", help="a name for the layout (default: file name)")
+    save.add_argument("--actor", default="cli", help="who saves it (audit trail)")
+    save.set_defaults(func=run_mapping_save)
+    listing = actions.add_parser("list", help="the saved mappings (latest versions)")
+    listing.add_argument("--db", metavar="PATH", help="SQLite file (default: DATABASE_URL)")
+    listing.add_argument("--all", action="store_true", help="every version")
+    listing.set_defaults(func=run_mapping_list)
+
+
+def run_mapping_save(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from core.db import open_database
+    from core.errors import InputError, Problem
+    from core.ingest.mappings import mapping_for_statement, parse_assignments, save_mapping
+
+    path = Path(args.file)
+    if not path.is_file():
+        raise InputError([Problem(args.file, 0, "", "no such file")])
+    mapping = mapping_for_statement(
+        path.name, path.read_bytes(), parse_assignments(args.map), name=args.name
+    )
+    with open_database(args.db) as conn:
+        saved = save_mapping(conn, mapping, actor=args.actor)
+    print(f"Saved mapping {saved.describe()}")
+    return EXIT_OK
+
+
+def run_mapping_list(args: argparse.Namespace) -> int:
+    from core.db import open_database
+    from core.ingest.mappings import mapping_history, saved_mappings
+
+    with open_database(args.db) as conn:
+        mappings = mapping_history(conn) if args.all else saved_mappings(conn)
+    for mapping in mappings:
+        print(mapping.describe())
+        print(f"  header: {', '.join(mapping.header)}")
+    if not mappings:
+        print("No saved bank mappings.")
+    return EXIT_OK
+
+
+def _saved_mappings(db: str | None) -> tuple[Any, ...]:
+    """The mappings saved in an existing database; none when the file does not exist yet
+    (a refused import must not create it)."""
+    from pathlib import Path
+
+    from core.db import database_path, open_database
+    from core.ingest.mappings import saved_mappings
+
+    if not Path(database_path(db)).is_file():
+        return ()
+    with open_database(db) as conn:
+        return saved_mappings(conn)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     from core.ingest.load import load_dataset, store_dataset
 
     # Validate before opening the database, so a refused import never touches the file.
-    dataset, loaded = load_dataset(args.dataset_dir, args.amount_unit)
+    dataset, loaded = load_dataset(args.dataset_dir, args.amount_unit, _saved_mappings(args.db))
     with open_database(args.db) as conn:
         report = store_dataset(
             conn,

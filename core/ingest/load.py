@@ -8,7 +8,7 @@ import hashlib
 import json
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,14 +20,18 @@ from core.dataset import Dataset
 from core.db import raw, transaction
 from core.db.staging import StagedFile, attached, foreign_keys_off
 from core.errors import ConfigError, InputError, Problem
-from core.ingest.bank import parse_bank_statement
+from core.ingest.bank import mapping_layout, parse_bank_statement
 from core.ingest.entities import UNITS, build_frame
+from core.ingest.mappings import BankMapping
 from core.ingest.readers import RawTable, ReadFailure, read_csv_table, read_json_table
 from core.ingest.report import FileReport, ImportReport
 from core.ingest.stage import RawStaging, staging_raw_tables
 from core.ingest.tables import DATASET_FIELD, TABLES, TableSpec
 
 BANK_STEM = "bank_statement"
+# A bank statement may come as any one of these (HDFC's NetBanking "Delimited" is a .txt).
+BANK_SUFFIXES = (".csv", ".txt", ".xlsx", ".xls")
+BANK_FILES = tuple(f"{BANK_STEM}{suffix}" for suffix in BANK_SUFFIXES)
 LOAD_THREADS = 2
 
 
@@ -62,6 +66,7 @@ class _FileResult:
     frame: pd.DataFrame | None
     report: FileReport | None
     problems: list[Problem]
+    mapping: str | None = None  # the saved mapping that read a bank statement, if one did
 
 
 def _load_entity_file(spec: TableSpec, path: Path, amount_unit: str) -> _FileResult:
@@ -77,21 +82,38 @@ def _load_entity_file(spec: TableSpec, path: Path, amount_unit: str) -> _FileRes
     return _FileResult(attribute, path.name, sha, frame, report, problems)
 
 
-def _load_bank_file(path: Path) -> _FileResult:
+def _locate_bank(files: dict[str, Path]) -> tuple[Path | None, list[Problem]]:
+    found = [files[n] for n in BANK_FILES if n in files]
+    if len(found) > 1:
+        others = ", ".join(p.name for p in found[1:])
+        message = f"{others} {'is' if len(found) == 2 else 'are'} in the folder too: keep only one"
+        return None, [Problem(found[0].name, 0, "", message)]
+    return (found[0] if found else None), []
+
+
+def _load_bank_file(path: Path, mappings: tuple[BankMapping, ...]) -> _FileResult:
     data = path.read_bytes()
     sha = hashlib.sha256(data).hexdigest()
     try:
-        frame, report, problems = parse_bank_statement(path.name, data)
+        frame, report, problems = parse_bank_statement(path.name, data, mappings)
     except ReadFailure as failure:
         return _FileResult("bank", path.name, sha, None, None, failure.problems)
-    return _FileResult("bank", path.name, sha, frame, report, problems)
+    used = next((m for m in mappings if report.bank_layout == mapping_layout(m)), None)
+    described = json.dumps([used.signature_text, used.fields]) if used else None
+    return _FileResult("bank", path.name, sha, frame, report, problems, described)
 
 
-def load_dataset(folder: str | Path, amount_unit: str = "auto") -> tuple[Dataset, ImportReport]:
+def load_dataset(
+    folder: str | Path,
+    amount_unit: str = "auto",
+    bank_mappings: Sequence[BankMapping] = (),
+) -> tuple[Dataset, ImportReport]:
     """Read and validate a dataset folder (spec sections 2-3).
 
     amount_unit: 'auto' decides paise or rupees per file; 'paise' or 'rupees' forces it for
-    the Razorpay files (bank statements are always rupees). Raises InputError with every
+    the Razorpay files (bank statements are always rupees). bank_mappings: saved column
+    mappings (core.ingest.mappings.saved_mappings(conn)) for statements whose layout is not
+    recognised by name; no database is needed without them. Raises InputError with every
     problem found (file:line:column) and returns nothing partial.
 
     Files are read concurrently: Arrow's kernels and hashlib release the GIL, so the big
@@ -113,9 +135,10 @@ def load_dataset(folder: str | Path, amount_unit: str = "auto") -> tuple[Dataset
         elif spec.required_file and not located:
             message = f"required file missing: {spec.stem}.csv or {spec.stem}.json"
             problems.append(Problem(f"{spec.stem}.csv", 0, "", message))
-    bank_path = files.get(f"{BANK_STEM}.csv")
+    bank_path, bank_located = _locate_bank(files)
+    problems.extend(bank_located)
     if bank_path is not None:
-        jobs.append(functools.partial(_load_bank_file, bank_path))
+        jobs.append(functools.partial(_load_bank_file, bank_path, tuple(bank_mappings)))
     with ThreadPoolExecutor(max_workers=LOAD_THREADS) as pool:
         results = list(pool.map(lambda job: job(), jobs))
 
@@ -124,6 +147,8 @@ def load_dataset(folder: str | Path, amount_unit: str = "auto") -> tuple[Dataset
     digest = hashlib.sha256(f"amount_unit={amount_unit}\n".encode())
     for result in results:  # in the fixed order of `jobs`
         digest.update(f"{result.name}\0{result.sha256}\n".encode())
+        if result.mapping is not None:  # the same bytes read through another mapping differ
+            digest.update(f"mapping\0{result.mapping}\n".encode())
         problems.extend(result.problems)
         if result.frame is not None and result.report is not None:
             frames[result.attribute] = result.frame
@@ -266,8 +291,11 @@ def _staged_alias(staged: tuple[int, dict[str, StagedFile]], table: str) -> str 
 def import_dataset(
     conn: sqlite3.Connection, folder: str | Path, amount_unit: str = "auto", replace: bool = False
 ) -> ImportReport:
-    """load_dataset + store_dataset: nothing is written unless every file is valid."""
-    dataset, loaded = load_dataset(folder, amount_unit)
+    """load_dataset (with the mappings saved in `conn`) + store_dataset: nothing is written
+    unless every file is valid."""
+    from core.ingest.mappings import saved_mappings
+
+    dataset, loaded = load_dataset(folder, amount_unit, saved_mappings(conn))
     return store_dataset(
         conn,
         dataset,

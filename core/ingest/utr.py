@@ -9,6 +9,13 @@ Rule, in order:
    UTR that starts with that token (the narration was truncated), the reference wins.
 3. Otherwise the reference column, if it is UTR-shaped.
 
+An account number is never a UTR: before step 1 and 2, an account number written after an
+account label (`A/C 50200012345678`, `A/C NO: ...`, `AC NO ...`, `ACCOUNT NO ...`,
+`ACCT ...`, `ACC NO ...`, masked `TO A/C XXXXXXXX5678`) is taken out of the narration, so
+the real UTR elsewhere in the line is still found and a line that carries only an account
+number has no UTR from its narration. The same number written elsewhere in the narration
+without its label is taken out too. A token of zeros only is never a UTR.
+
 UTR-shaped: 12 to 22 digits, or 4 letters then 6 to 18 letters/digits holding at least 6
 digits (NEFT `HDFCN57935380338`, RTGS `HDFCR52026...`, also truncated ones), never an IFSC
 (`UTIB0000123`: 4 letters, a zero, 6 characters). The result is normalised with
@@ -26,9 +33,19 @@ _SPLIT = re.compile(r"[-/*:|,\s]+")
 _DIGITS = re.compile(r"^\d{12,22}$")
 _BANK_STYLE = re.compile(r"^[A-Z]{4}[A-Z0-9]{6,18}$")
 _IFSC = re.compile(r"^[A-Z]{4}0[A-Z0-9]{6}$")
+_ZEROS = re.compile(r"^0+$")
+# An account label, an optional 'NO'/'NUMBER', optional punctuation, then the number (digits,
+# or digits masked with X or *), ending at a non-alphanumeric character.
+_ACCOUNT = re.compile(
+    r"(?<![A-Z0-9])(?:A/C|A/CS|AC|ACC|ACCT|ACCOUNT)\.?"
+    r"(?:\s*(?:NO|NUMBER|NUM|NBR)\.?)?\s*[:#.\-]?\s*"
+    r"[0-9X*]*[0-9][0-9X*]*(?![A-Z0-9])"
+)
 
 
 def is_utr_shaped(token: str) -> bool:
+    if _ZEROS.match(token):
+        return False  # banks write zeros for "no reference"
     if _DIGITS.match(token):
         return True
     if not _BANK_STYLE.match(token) or _IFSC.match(token):
@@ -36,10 +53,21 @@ def is_utr_shaped(token: str) -> bool:
     return sum(ch.isdigit() for ch in token) >= 6
 
 
+def without_account_numbers(text: str) -> str:
+    """The (upper-case) narration with every labelled account number replaced by a space,
+    and every other occurrence of such a number too (HDFC writes `FT - DR - 50200012345678 -
+    NAME A/C 50200012345678`)."""
+    numbers = {re.sub(r"\D", "", m.group(0)) for m in _ACCOUNT.finditer(text)}
+    text = _ACCOUNT.sub(" ", text)
+    for number in sorted(n for n in numbers if len(n) >= 6 and not _ZEROS.match(n)):
+        text = re.sub(rf"(?<![A-Z0-9]){number}(?![A-Z0-9])", " ", text)
+    return text
+
+
 def utr_in_narration(narration: str | None) -> str | None:
     if not narration:
         return None
-    text = narration.upper()
+    text = without_account_numbers(narration.upper())
     labelled = _LABELLED.search(text)
     if labelled and is_utr_shaped(labelled.group(1)):
         return labelled.group(1)
