@@ -200,6 +200,19 @@ DATASET_FILES: tuple[str, ...] = (
     "transfers.json",
 )
 
+# The Dataset's tables, by attribute name, in a fixed order (hashes, stores, exports).
+DATASET_TABLES: tuple[str, ...] = (
+    "payments",
+    "refunds",
+    "settlements",
+    "recon",
+    "bank",
+    "instant_settlements",
+    "instant_payouts",
+    "disputes",
+    "transfers",
+)
+
 PAYMENT_STATUSES = frozenset({"created", "authorized", "captured", "refunded", "failed"})
 REFUND_STATUSES = frozenset({"pending", "processed", "failed"})
 SETTLEMENT_STATUSES = frozenset({"created", "processed", "failed"})

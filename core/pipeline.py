@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from core.calendar import WorkingCalendar
-from core.dataset import DATASET_FILES, Dataset
+from core.dataset import DATASET_FILES, DATASET_TABLES, Dataset
 from core.db.connection import background_checkpoints
 from core.db.runs import discard_stale_runs, get_run, update_timings
 from core.db.staging import staging_directory, worth_staging
@@ -31,6 +31,7 @@ from core.engine.persist import (
     outcomes_to_stage,
     write_staged_outcomes,
 )
+from core.ingest.mappings import BankMapping
 from core.ingest.report import ImportReport
 from core.ingest.stage import RawStaging
 
@@ -75,7 +76,8 @@ def file_hashes(folder: str | Path, known: dict[str, str] | None = None) -> dict
     root = Path(folder)
     hashes: dict[str, str] = {}
     combined = hashlib.sha256()
-    for name in DATASET_FILES:
+    names = sorted({*DATASET_FILES, *(known or {})})  # spreadsheets and .txt statements too
+    for name in names:
         path = root / name
         if path.is_file():
             digest = (known or {}).get(name) or hashlib.sha256(path.read_bytes()).hexdigest()
@@ -89,7 +91,7 @@ def dataset_hashes(dataset: Dataset) -> dict[str, str]:
     """sha256 of each table's content (row order included) and of all of them together."""
     hashes: dict[str, str] = {}
     combined = hashlib.sha256()
-    for name in ("payments", "refunds", "settlements", "recon", "bank"):
+    for name in DATASET_TABLES:
         frame: pd.DataFrame = getattr(dataset, name)
         digest = hashlib.sha256(
             pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes()
@@ -114,13 +116,15 @@ class LoadedFolder:
     timings: dict[str, float]
 
 
-def load_folder(folder: str | Path, amount_unit: str = "auto") -> LoadedFolder:
+def load_folder(
+    folder: str | Path, amount_unit: str = "auto", bank_mappings: Sequence[BankMapping] = ()
+) -> LoadedFolder:
     """Load a dataset folder (core.ingest). Writes nothing; raises InputError (file, line,
-    column) on bad input."""
+    column) on bad input. bank_mappings: saved statement column mappings to apply."""
     from core.ingest import load_dataset
 
     began = time.perf_counter()
-    dataset, report = load_dataset(Path(folder), amount_unit)
+    dataset, report = load_dataset(Path(folder), amount_unit, bank_mappings)
     loaded = time.perf_counter()
     # The importer's content hash covers the files and the amount-unit setting.
     read = {f.file: f.sha256 for f in report.files if f.sha256}
@@ -220,8 +224,11 @@ def reconcile_folder_into_db(
     source: str = "files",
 ) -> RunResult:
     """Load, reconcile, store dataset and run, sync exceptions (nothing is written when the
-    input is bad). The raw tables are staged while the engine runs."""
-    loaded = load_folder(folder, amount_unit)
+    input is bad). The raw tables are staged while the engine runs; the statement column
+    mappings saved in the database apply."""
+    from core.ingest.mappings import saved_mappings
+
+    loaded = load_folder(folder, amount_unit, saved_mappings(conn))
     with staging_folder(conn, loaded) as staging:
         run = reconcile_loaded(loaded, params, as_of)
         return store_folder_run(conn, run, source=source, staging=staging)

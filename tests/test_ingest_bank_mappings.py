@@ -122,6 +122,24 @@ def test_cli_saves_lists_and_imports_with_a_mapping(
     assert main(bad) == 2
 
 
+def test_reconcile_with_db_applies_the_mappings_saved_in_that_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "run.sqlite")
+    folder = tmp_path / "dataset"
+    shutil.copytree(SPEC_EXAMPLE / "dataset", folder)
+    shutil.copy(CUSTOM, folder / "bank_statement.csv")
+    run = ["reconcile", str(folder), "--out", str(tmp_path / "r.csv"), "--as-of", "2026-06-30"]
+    assert main([*run, "--db", db]) == 2  # unknown layout and nothing saved yet
+    maps = [a for column, field in ASSIGNMENTS.items() for a in ("--map", f"{column}={field}")]
+    assert main(["bank-mapping", "save", "--db", db, "--file", str(CUSTOM), *maps]) == 0
+    capsys.readouterr()
+    assert main([*run, "--db", db]) == 0
+    results = (tmp_path / "r.csv").read_text()
+    # The mapped statement's RAZORPAY credit (line 3) was read and reconciled.
+    assert "bank_entry,bank_statement.csv:3,EXCEPTION,UNMATCHED_BANK_CREDIT" in results
+
+
 class _Upload:
     def __init__(self, name: str, data: bytes) -> None:
         self.name = name

@@ -105,7 +105,11 @@ def run(args: argparse.Namespace) -> int:
     params = params_from_args(args)
     if not args.dataset_dir.is_dir():
         raise InputError([Problem(str(args.dataset_dir), 0, "", "not a dataset folder")])
-    loaded = load_folder(args.dataset_dir, args.amount_unit)
+    from core.ingest.mappings import saved_mappings_in
+
+    # Statement column mappings saved in the database apply (read before anything is written).
+    mappings = saved_mappings_in(args.db) if args.db is not None else ()
+    loaded = load_folder(args.dataset_dir, args.amount_unit, mappings)
 
     out: Path = args.out
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -101,17 +101,9 @@ def run_mapping_list(args: argparse.Namespace) -> int:
 
 
 def _saved_mappings(db: str | None) -> tuple[Any, ...]:
-    """The mappings saved in an existing database; none when the file does not exist yet
-    (a refused import must not create it)."""
-    from pathlib import Path
+    from core.ingest.mappings import saved_mappings_in
 
-    from core.db import database_path, open_database
-    from core.ingest.mappings import saved_mappings
-
-    if not Path(database_path(db)).is_file():
-        return ()
-    with open_database(db) as conn:
-        return saved_mappings(conn)
+    return saved_mappings_in(db)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ import sqlite3
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from core.errors import InputError, Problem
 from core.ingest.headers import header_key, header_signature
@@ -206,6 +207,17 @@ def saved_mappings(conn: sqlite3.Connection) -> tuple[BankMapping, ...]:
     from core.db.bank_mappings import latest_versions
 
     return tuple(_from_row(r) for r in latest_versions(conn))
+
+
+def saved_mappings_in(db: str | Path | None) -> tuple[BankMapping, ...]:
+    """The mappings saved in an existing database file; none when it does not exist yet (a
+    refused import or run must not create it)."""
+    from core.db import database_path, open_database
+
+    if db is None or not Path(database_path(str(db))).is_file():
+        return ()
+    with open_database(str(db)) as conn:
+        return saved_mappings(conn)
 
 
 def mapping_history(conn: sqlite3.Connection) -> tuple[BankMapping, ...]:
