@@ -157,3 +157,33 @@ def test_exported_items_keep_the_api_shape(synced_db: Path, tmp_path: Path) -> N
     assert isinstance(first["amount"], int)
     assert all("row_key" not in row for row in recon["items"])
     assert {type(row["on_hold"]) for row in recon["items"]} == {bool}
+
+
+REAL_EXPORTS = Path(__file__).parent / "fixtures" / "real_exports" / "api_json"
+
+
+def test_disputes_transfers_and_instant_settlements_survive_import_and_export(
+    conn: sqlite3.Connection, tmp_path: Path
+) -> None:
+    original, _ = load_dataset(REAL_EXPORTS)
+    assert len(original.disputes) and len(original.transfers) and len(original.instant_payouts)
+    import_dataset(conn, REAL_EXPORTS)
+    out = tmp_path / "export"
+    report = export_dataset(conn, out)
+    assert {
+        "instant_settlements.json",
+        "instant_settlement_payouts.json",
+        "disputes.json",
+        "transfers.json",
+    } <= set(report.files)
+    shutil.copy(REAL_EXPORTS / "bank_statement.csv", out / "bank_statement.csv")
+    again, _ = load_dataset(out)
+    for table in ("payments", "refunds", "instant_settlements", "instant_payouts", "disputes"):
+        pd.testing.assert_frame_equal(
+            sorted_frame(getattr(again, table), "id"),
+            sorted_frame(getattr(original, table), "id"),
+            obj=table,
+        )
+    pd.testing.assert_frame_equal(
+        sorted_frame(again.transfers, "id"), sorted_frame(original.transfers, "id")
+    )

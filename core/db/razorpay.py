@@ -12,61 +12,34 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 
-# raw table -> (key column, modelled columns: compared to decide whether a stored row changed)
+from core.dataset import (
+    DISPUTE_COLUMNS,
+    INSTANT_PAYOUT_COLUMNS,
+    INSTANT_SETTLEMENT_COLUMNS,
+    PAYMENT_COLUMNS,
+    RECON_COLUMNS,
+    REFUND_COLUMNS,
+    SETTLEMENT_COLUMNS,
+    TRANSFER_COLUMNS,
+)
+
+
+# raw table -> (key column, modelled columns: compared to decide whether a stored row changed).
+# The Dataset's columns (core.dataset), so a column the importer stores is also compared and
+# exported.
+def _modelled(columns: dict[str, str], key: str) -> tuple[str, ...]:
+    return tuple(c for c in columns if c != key)
+
+
 RAW_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "payments": (
-        "id",
-        (
-            "amount",
-            "currency",
-            "status",
-            "captured",
-            "order_id",
-            "method",
-            "fee",
-            "tax",
-            "amount_refunded",
-            "international",
-            "created_at",
-            "email",
-            "contact",
-            "description",
-            "notes",
-        ),
-    ),
-    "refunds": (
-        "id",
-        ("payment_id", "amount", "currency", "status", "created_at", "notes"),
-    ),
-    "settlements": (
-        "id",
-        ("amount", "status", "fees", "tax", "utr", "created_at"),
-    ),
-    "recon_rows": (
-        "row_key",
-        (
-            "entity_id",
-            "type",
-            "debit",
-            "credit",
-            "amount",
-            "currency",
-            "fee",
-            "tax",
-            "on_hold",
-            "settled",
-            "created_at",
-            "settled_at",
-            "settlement_id",
-            "settlement_utr",
-            "payment_id",
-            "order_id",
-            "method",
-            "dispute_id",
-            "description",
-            "notes",
-        ),
-    ),
+    "payments": ("id", _modelled(PAYMENT_COLUMNS, "id")),
+    "refunds": ("id", _modelled(REFUND_COLUMNS, "id")),
+    "settlements": ("id", _modelled(SETTLEMENT_COLUMNS, "id")),
+    "recon_rows": ("row_key", _modelled(RECON_COLUMNS, "row_key")),
+    "instant_settlements": ("id", _modelled(INSTANT_SETTLEMENT_COLUMNS, "id")),
+    "instant_payouts": ("id", _modelled(INSTANT_PAYOUT_COLUMNS, "id")),
+    "disputes": ("id", _modelled(DISPUTE_COLUMNS, "id")),
+    "transfers": ("id", _modelled(TRANSFER_COLUMNS, "id")),
 }
 
 # export: table -> (columns read, ORDER BY)
@@ -75,6 +48,10 @@ EXPORT_QUERIES: dict[str, tuple[tuple[str, ...], str]] = {
     "refunds": (("id", *RAW_TABLES["refunds"][1], "extra_json"), "created_at, id"),
     "settlements": (("id", *RAW_TABLES["settlements"][1], "extra_json"), "created_at, id"),
     "recon_rows": (("row_key", *RAW_TABLES["recon_rows"][1], "extra_json"), "rowid"),
+    **{
+        table: (("id", *RAW_TABLES[table][1], "extra_json"), "created_at, id")
+        for table in ("instant_settlements", "instant_payouts", "disputes", "transfers")
+    },
     "bank_lines": (
         (
             "id",

@@ -1,7 +1,9 @@
 """`python -m core export OUT_DIR`: write the stored data back out as a dataset (spec section 2).
 
 Razorpay entities are written as the API's collection envelopes in integer paise
-(`payments.json`, `refunds.json`, `settlements.json`, `settlement_recon.json`), each item
+(`payments.json`, `refunds.json`, `settlements.json`, `settlement_recon.json`, and when
+stored `instant_settlements.json`, `instant_settlement_payouts.json`, `disputes.json`,
+`transfers.json`), each item
 rebuilt from its modelled columns plus the fields kept in `extra_json`, so `python -m core
 reconcile OUT_DIR` reads exactly what the database holds.
 
@@ -43,6 +45,13 @@ _BLANK = ("",) * len(HDFC_HEADER)
 
 _BOOLEAN_COLUMNS = frozenset({"captured", "international", "on_hold", "settled"})
 _ENTITY_NAMES = {"payments": "payment", "refunds": "refund", "settlements": "settlement"}
+# The wider money model's tables (docs/engine.md): written only when they hold rows.
+_OPTIONAL_TABLES = {
+    "instant_settlements": ("instant_settlements.json", "settlement.ondemand"),
+    "instant_payouts": ("instant_settlement_payouts.json", "settlement.ondemand_payout"),
+    "disputes": ("disputes.json", "dispute"),
+    "transfers": ("transfers.json", "transfer"),
+}
 
 
 @dataclass(frozen=True)
@@ -175,6 +184,10 @@ def export_dataset(
         outputs[f"{table}.json"] = (_collection(items), len(items))
     recon = [_item(r, None, skip=("row_key",)) for r in db.export_rows(conn, "recon_rows")]
     outputs["settlement_recon.json"] = (_collection(recon), len(recon))
+    for table, (name, entity) in _OPTIONAL_TABLES.items():
+        if counts[table]:
+            items = [_item(r, entity) for r in db.export_rows(conn, table)]
+            outputs[name] = (_collection(items), len(items))
     bank_rows = db.export_rows(conn, "bank_lines")
     preserved: bool | None = None
     if bank_rows:
