@@ -13,8 +13,9 @@ from typing import Any
 class FileReport:
     """One file read.
 
-    kind: payments, refunds, settlements, settlement_recon or bank_statement.
-    file: the file's name; fmt: csv, json or items (API dicts).
+    kind: a table kind (payments, refunds, settlements, settlement_recon, instant_settlements,
+        instant_payouts, disputes, transfers), reversals or bank_statement.
+    file: the file's name; fmt: csv, json, xlsx, xls or items (API dicts).
     rows: data rows read (bank: transaction lines).
     amount_unit: paise or rupees, as decided for this file; unit_reason: why.
     date_style: how its dates were written (e.g. 'Unix seconds', 'dd/mm/YYYY HH:MM:SS (IST)').
