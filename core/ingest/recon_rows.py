@@ -28,14 +28,11 @@ ONDEMAND_NOTE = "instant settlement (settlement.ondemand)"
 
 
 def _subset(raw: RawTable, keep: npt.NDArray[np.bool_]) -> RawTable:
-    rows = pa.array(np.flatnonzero(keep))
-    finder = raw.line_finder
     index = np.flatnonzero(keep)
+    rows = pa.array(index)
 
     def lines() -> npt.NDArray[np.int64]:
-        return np.asarray(raw.lines() if raw._lines is not None else finder(), dtype=np.int64)[
-            index
-        ]
+        return np.asarray(raw.lines(), dtype=np.int64)[index]
 
     return replace(
         raw,
