@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 from core.errors import InputError, Problem
 from core.ingest import convert
 from core.ingest.convert import BadCells
+from core.ingest.layouts import FEE_EXCLUSIVE_TAX, REFUND_PROCESSED_AT, REFUND_SETTLED_AT
 from core.ingest.readers import RawTable, ReadFailure, table_from_items
 from core.ingest.report import FileReport
 from core.ingest.tables import TABLES, ColumnSpec, TableSpec
@@ -46,7 +47,7 @@ class ProblemLog:
         found = list(self._fixed)
         if self._cells:
             lines = self.raw.lines()
-            prefix_items = self.raw.fmt != "csv"
+            prefix_items = not self.raw.by_line
             for column, bad in self._cells:
                 label = self.raw.column_label(column)
                 for row, message in zip(bad.rows.tolist(), bad.messages, strict=True):
@@ -76,7 +77,7 @@ def decide_unit(
 
     def where(row: int) -> str:
         nonlocal lines
-        if raw.fmt == "csv":
+        if raw.by_line:
             lines = raw.lines() if lines is None else lines
             return f"line {int(lines[row])}"
         return f"item {row + 1}"
@@ -186,8 +187,18 @@ def build_frame(
         numeric = kinds.get(name) in ("money", "time") and casts(values) is not None
         columns[name] = values if numeric else convert.clean_strings(values)
     warnings: list[str] = []
+    if "settled_by" in columns:
+        columns["settled_by"] = _razorpay_is_default(columns["settled_by"])
+    if spec.kind == "refunds" and "status" not in columns and n > 0:
+        columns["status"], note = _refund_status_from_dates(columns, n)
+        warnings.append(note)
+    if spec.kind == "transfers" and "status" not in columns and n > 0:
+        # The Transfers report has no Status column (Reports Data Schema): a listed transfer
+        # was made, so it reads as processed; reversals show in Amount Reversed.
+        columns["status"] = pa.array(["processed"] * n, type=pa.string())
+        warnings.append("no 'status' column: transfers read as processed")
     for col in spec.columns:
-        if col.required and col.name not in columns and (raw.fmt == "csv" or n > 0):
+        if col.required and col.name not in columns and (raw.by_line or n > 0):
             log.add(
                 Problem(
                     raw.file, raw.header_line, col.name, f"required column {col.name!r} is missing"
@@ -215,7 +226,7 @@ def build_frame(
             ids = columns[spec.unique].take(pa.array(repeated)).to_pylist()
             where = (
                 [f"line {int(lines[f])}" for f in firsts.tolist()]
-                if raw.fmt == "csv"
+                if raw.by_line
                 else [f"item {f + 1}" for f in firsts.tolist()]
             )
             log.cells(
@@ -240,6 +251,18 @@ def build_frame(
                 np.where(given, out["captured"].to_numpy(), derived), dtype="bool"
             )
     if spec.kind == "settlement_recon":
+        if FEE_EXCLUSIVE_TAX in columns and "fee" not in columns:
+            excl = convert.parse_money(columns[FEE_EXCLUSIVE_TAX], unit, casts)
+            log.cells(FEE_EXCLUSIVE_TAX, excl.bad)
+            # The report's fee is before GST; the API's `fee` includes it: fee = fee_excl + tax,
+            # exactly in paise. An empty cell of either counts as zero (as an empty fee or
+            # tax cell does anywhere in this table).
+            out["fee"] = pd.Series(excl.values + out["tax"].to_numpy(dtype=np.int64), dtype="int64")
+            warnings.append("fee = 'fee (exclusive tax)' + tax (the API's fee includes GST)")
+        if "settled" not in columns and n > 0:
+            settled = presence["settled_at"] | presence["settlement_id"]
+            out["settled"] = pd.Series(settled, dtype="bool")
+            warnings.append("no 'settled' column: a row with a settlement id or date is settled")
         out["row_key"] = _row_keys(columns, n)
 
     frame = pd.DataFrame({name: out[name] for name in spec.dtypes})
@@ -256,6 +279,30 @@ def build_frame(
         warnings=tuple(warnings),
     )
     return frame, report, log.problems() if log else []
+
+
+def _razorpay_is_default(values: pa.Array) -> pa.Array:
+    """settled_by 'Razorpay' is what an empty settled_by means (the API leaves it out): kept
+    empty, so only other settlers (a partner bank's direct settlement) carry a value."""
+    default = convert.to_bool_numpy(pc.equal(pc.utf8_lower(values), "razorpay"))
+    if not default.any():
+        return values
+    return pc.if_else(pa.array(default), pa.scalar(None, pa.string()), values)
+
+
+def _refund_status_from_dates(columns: dict[str, pa.Array], n: int) -> tuple[pa.Array, str]:
+    """A refunds report without a Status column: a refund with a processed or settled date is
+    processed; one without is pending (Razorpay has not reported it done)."""
+    dated = np.zeros(n, dtype=np.bool_)
+    for name in (REFUND_PROCESSED_AT, REFUND_SETTLED_AT):
+        if name in columns:
+            dated |= convert.valid_mask(columns[name])
+    status = pa.array(np.where(dated, "processed", "pending"), type=pa.string())
+    note = (
+        f"no 'status' column: {int(dated.sum())} refunds with a processed/settled date read as"
+        f" processed, {int(n - dated.sum())} without one as pending"
+    )
+    return status, note
 
 
 def _row_keys(columns: dict[str, pa.Array], n: int) -> pd.Series:

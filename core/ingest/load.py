@@ -14,19 +14,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
+import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from core.dataset import Dataset
 from core.db import raw, transaction
 from core.db.staging import StagedFile, attached, foreign_keys_off
 from core.errors import ConfigError, InputError, Problem
+from core.ingest import instant
 from core.ingest.bank import mapping_layout, parse_bank_statement
 from core.ingest.entities import UNITS, build_frame
+from core.ingest.layouts import ALIASES, EXTRA_COLUMNS, layout_name
 from core.ingest.mappings import BankMapping
-from core.ingest.readers import RawTable, ReadFailure, read_csv_table, read_json_table
+from core.ingest.readers import (
+    RawTable,
+    ReadFailure,
+    read_csv_table,
+    read_json_table,
+    read_sheet_table,
+)
+from core.ingest.recon_rows import cross_check_settlements, split_recon_rows
 from core.ingest.report import FileReport, ImportReport
 from core.ingest.stage import RawStaging, staging_raw_tables
-from core.ingest.tables import DATASET_FIELD, TABLES, TableSpec
+from core.ingest.tables import DATASET_FIELD, SETTLEMENTS, TABLES, TableSpec
 
 BANK_STEM = "bank_statement"
 # A bank statement may come as any one of these (HDFC's NetBanking "Delimited" is a .txt).
@@ -39,20 +50,37 @@ def _files_by_name(folder: Path) -> dict[str, Path]:
     return {p.name.lower(): p for p in folder.iterdir() if p.is_file()}
 
 
+ENTITY_SUFFIXES = (".csv", ".json", ".xlsx", ".xls")
+REVERSALS_STEM = "reversals"
+
+
 def _locate(spec_stem: str, files: dict[str, Path]) -> tuple[list[Path], list[Problem]]:
-    found = [files[n] for n in (f"{spec_stem}.csv", f"{spec_stem}.json") if n in files]
+    found = [files[n] for n in (f"{spec_stem}{ext}" for ext in ENTITY_SUFFIXES) if n in files]
     if len(found) > 1:
-        message = f"{found[1].name} is in the folder too: keep only one of the two"
+        others = ", ".join(p.name for p in found[1:])
+        message = (
+            f"{others} is in the folder too: keep only one of the two"
+            if len(found) == 2
+            else f"{others} are in the folder too: keep only one of them"
+        )
         return [], [Problem(found[0].name, 0, "", message)]
     return found, []
 
 
+def _wanted(spec: TableSpec) -> list[str]:
+    return [c.name for c in spec.columns] + list(EXTRA_COLUMNS.get(spec.kind, ()))
+
+
 def _read_entity_file(spec: TableSpec, path: Path, data: bytes) -> RawTable:
-    wanted = [c.name for c in spec.columns]
+    wanted = _wanted(spec)
     notes = [c.name for c in spec.columns if c.kind == "notes"]
-    if path.suffix.lower() == ".json":
+    aliases = ALIASES.get(spec.kind)
+    suffix = path.suffix.lower()
+    if suffix == ".json":
         return read_json_table(path.name, data, wanted, notes, reread=path.read_bytes)
-    return read_csv_table(path.name, data, wanted, reread=path.read_bytes)
+    if suffix in (".xlsx", ".xls"):
+        return read_sheet_table(path.name, data, wanted, aliases, fmt=suffix[1:])
+    return read_csv_table(path.name, data, wanted, reread=path.read_bytes, aliases=aliases)
 
 
 @dataclass(frozen=True)
@@ -66,6 +94,8 @@ class _FileResult:
     frame: pd.DataFrame | None
     report: FileReport | None
     problems: list[Problem]
+    routed: tuple[tuple[str, pd.DataFrame], ...] = ()  # frames for other tables (attribute)
+    settlement_rows: tuple[pd.DataFrame, npt.NDArray[np.int64]] | None = None
     mapping: str | None = None  # the saved mapping that read a bank statement, if one did
 
 
@@ -73,13 +103,68 @@ def _load_entity_file(spec: TableSpec, path: Path, amount_unit: str) -> _FileRes
     data = path.read_bytes()
     sha = hashlib.sha256(data).hexdigest()
     attribute = DATASET_FIELD[spec.kind]
+    routed: list[tuple[str, pd.DataFrame]] = []
+    problems: list[Problem] = []
+    settlement_rows = None
     try:
-        table = _read_entity_file(spec, path, data)
+        if path.suffix.lower() == ".json" and spec.kind in instant.NESTED_KINDS:
+            table, extra = instant.read_with_instant(spec, path.name, data, _wanted)
+            for extra_spec, extra_raw in extra:
+                extra_frame, _, extra_problems = build_frame(extra_spec, extra_raw, amount_unit)
+                problems.extend(extra_problems)
+                routed.append((DATASET_FIELD[extra_spec.kind], extra_frame))
+        else:
+            table = _read_entity_file(spec, path, data)
     except ReadFailure as failure:
         return _FileResult(attribute, path.name, sha, None, None, failure.problems)
     del data  # parsed: free the bytes before the columns are converted
-    frame, report, problems = build_frame(spec, table, amount_unit)
-    return _FileResult(attribute, path.name, sha, frame, report, problems)
+    rows_table = None
+    if spec.kind == "settlement_recon":
+        table, rows_table = split_recon_rows(table)
+    frame, report, found = build_frame(spec, table, amount_unit)
+    problems = found + problems
+    if rows_table is not None:
+        rows_frame, _, row_problems = build_frame(SETTLEMENTS, rows_table, report.amount_unit)
+        problems.extend(row_problems)
+        settlement_rows = (rows_frame, rows_table.lines())
+    layout = layout_name(spec.kind, table.fmt, table.written_names, table.aliased)
+    report = dataclasses.replace(report, layout=layout)
+    if routed:
+        moved = ", ".join(f"{len(f)} to {name}" for name, f in routed)
+        report = dataclasses.replace(report, warnings=(*report.warnings, f"nested items: {moved}"))
+    return _FileResult(
+        attribute, path.name, sha, frame, report, problems, tuple(routed), settlement_rows
+    )
+
+
+def _load_reversals_file(path: Path) -> _FileResult:
+    """Route reversals are read for reference only: the engine sees them as recon rows."""
+    data = path.read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
+    wanted = ["id", "transfer_id", "amount"]
+    try:
+        suffix = path.suffix.lower()
+        if suffix == ".json":
+            table = read_json_table(path.name, data, wanted, [])
+        elif suffix in (".xlsx", ".xls"):
+            aliases = {"reversal_id": "id"}
+            table = read_sheet_table(path.name, data, wanted, aliases, fmt=suffix[1:])
+        else:
+            table = read_csv_table(path.name, data, wanted, aliases={"reversal_id": "id"})
+    except ReadFailure as failure:
+        return _FileResult("reversals", path.name, sha, None, None, failure.problems)
+    report = FileReport(
+        kind=REVERSALS_STEM,
+        file=path.name,
+        fmt=table.fmt,
+        rows=table.n_rows,
+        amount_unit="-",
+        unit_reason="not read",
+        layout=layout_name(REVERSALS_STEM, table.fmt, table.written_names, table.aliased),
+        ignored_columns=table.ignored,
+        warnings=("reversals file read for reference only",),
+    )
+    return _FileResult("reversals", path.name, sha, None, report, [])
 
 
 def _locate_bank(files: dict[str, Path]) -> tuple[Path | None, list[Problem]]:
@@ -100,7 +185,7 @@ def _load_bank_file(path: Path, mappings: tuple[BankMapping, ...]) -> _FileResul
         return _FileResult("bank", path.name, sha, None, None, failure.problems)
     used = next((m for m in mappings if report.bank_layout == mapping_layout(m)), None)
     described = json.dumps([used.signature_text, used.fields]) if used else None
-    return _FileResult("bank", path.name, sha, frame, report, problems, described)
+    return _FileResult("bank", path.name, sha, frame, report, problems, mapping=described)
 
 
 def load_dataset(
@@ -135,6 +220,10 @@ def load_dataset(
         elif spec.required_file and not located:
             message = f"required file missing: {spec.stem}.csv or {spec.stem}.json"
             problems.append(Problem(f"{spec.stem}.csv", 0, "", message))
+    reversals, located = _locate(REVERSALS_STEM, files)
+    problems.extend(located)
+    if reversals:
+        jobs.append(functools.partial(_load_reversals_file, reversals[0]))
     bank_path, bank_located = _locate_bank(files)
     problems.extend(bank_located)
     if bank_path is not None:
@@ -145,14 +234,29 @@ def load_dataset(
     frames: dict[str, pd.DataFrame] = {}
     reports: list[FileReport] = []
     digest = hashlib.sha256(f"amount_unit={amount_unit}\n".encode())
+    routed: list[tuple[str, pd.DataFrame]] = []
     for result in results:  # in the fixed order of `jobs`
         digest.update(f"{result.name}\0{result.sha256}\n".encode())
         if result.mapping is not None:  # the same bytes read through another mapping differ
             digest.update(f"mapping\0{result.mapping}\n".encode())
         problems.extend(result.problems)
+        if result.report is not None:
+            reports.append(dataclasses.replace(result.report, sha256=result.sha256))
         if result.frame is not None and result.report is not None:
             frames[result.attribute] = result.frame
-            reports.append(dataclasses.replace(result.report, sha256=result.sha256))
+        routed.extend(result.routed)
+    if problems:
+        raise InputError(problems)
+    problems.extend(instant.merge_routed(frames, routed))
+    for result in results:
+        if result.settlement_rows is not None:
+            rows, lines = result.settlement_rows
+            check = cross_check_settlements(frames.get("settlements"), rows, lines, result.name)
+            frames["settlements"] = check.settlements
+            at = next(i for i, r in enumerate(reports) if r.file == result.name)
+            reports[at] = dataclasses.replace(
+                reports[at], warnings=(*reports[at].warnings, *check.warnings)
+            )
     if problems:
         raise InputError(problems)
     has_bank = bank_path is not None
@@ -182,7 +286,7 @@ def store_dataset(
 
     The same content as the latest import is a no-op (unless `replace` asks to rebuild tables
     that also hold other imports). Rows are upserted by primary key, so nothing is ever
-    duplicated. `replace=True` empties the raw tables first (never exceptions, runs or
+    duplicated. `replace=True` empties the five raw tables first (never exceptions, runs or
     the audit trail).
 
     Into empty tables (a replace, or a first import) a large dataset is staged first

@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,12 +58,18 @@ class RawTable:
     n_rows: int
     header_line: int
     line_finder: Callable[[], npt.NDArray[np.int64]]
+    aliased: bool = False  # some header was a dashboard name mapped to an API field
     _lines: npt.NDArray[np.int64] | None = field(default=None, repr=False)
 
     def lines(self) -> npt.NDArray[np.int64]:
         if self._lines is None:
             self._lines = self.line_finder()
         return self._lines
+
+    @property
+    def by_line(self) -> bool:
+        """Rows are lines of a text or sheet (else items of a JSON list)."""
+        return self.fmt not in ("json", "items")
 
     def column_label(self, name: str) -> str:
         return self.written_names.get(name, name)
@@ -119,8 +125,75 @@ def _header_of(text: str) -> tuple[int, list[str]]:
     return 0, []
 
 
+def header_keys(
+    header: Sequence[str], wanted: Sequence[str], aliases: Mapping[str, str] | None
+) -> tuple[dict[str, int], dict[str, str], tuple[str, ...], bool]:
+    """Map a header row to wanted fields: (field -> cell index, field -> written name,
+    ignored names, whether a dashboard alias was used). Blank header cells are skipped."""
+    index: dict[str, int] = {}
+    written: dict[str, str] = {}
+    ignored: list[str] = []
+    aliased = False
+    for position, name in enumerate(header):
+        normal = normalise_header(name)
+        if not normal:
+            continue
+        key = (aliases or {}).get(normal, normal)
+        if key in wanted and key not in index:
+            index[key] = position
+            written[key] = name
+            aliased = aliased or key != normal
+        elif key not in wanted:
+            ignored.append(name)
+    return index, written, tuple(ignored), aliased
+
+
+def read_sheet_table(
+    file: str,
+    data: bytes,
+    wanted: Sequence[str],
+    aliases: Mapping[str, str] | None = None,
+    fmt: str = "xlsx",
+) -> RawTable:
+    """The first sheet of a workbook: the header is the first row naming two or more wanted
+    fields (banner rows above it are skipped); blank leading columns are ignored."""
+    from core.ingest.sheets import read_sheet  # sheets imports this module's ReadFailure
+
+    rows = read_sheet(file, data).rows  # an unreadable workbook raises ReadFailure
+    if not rows:
+        raise ReadFailure([Problem(file, 0, "", "the sheet is empty: no header row")])
+    header_at = 0
+    for position, (_, cells) in enumerate(rows[:50]):
+        if len(header_keys(cells, wanted, aliases)[0]) >= 2:
+            header_at = position
+            break
+    header_line, header = rows[header_at]
+    index, written, ignored, aliased = header_keys(header, wanted, aliases)
+    body = rows[header_at + 1 :]
+    columns: dict[str, pa.Array] = {}
+    for key, position in index.items():
+        values = [cells[position] if position < len(cells) else "" for _, cells in body]
+        columns[key] = pa.array([v if v != "" else None for v in values], type=pa.string())
+    lines = np.asarray([line for line, _ in body], dtype=np.int64)
+    return RawTable(
+        file=file,
+        fmt=fmt,
+        columns=columns,
+        written_names=written,
+        ignored=ignored,
+        n_rows=len(body),
+        header_line=header_line,
+        line_finder=lambda: lines,
+        aliased=aliased,
+    )
+
+
 def read_csv_table(
-    file: str, data: bytes, wanted: Sequence[str], reread: Callable[[], bytes] | None = None
+    file: str,
+    data: bytes,
+    wanted: Sequence[str],
+    reread: Callable[[], bytes] | None = None,
+    aliases: Mapping[str, str] | None = None,
 ) -> RawTable:
     """Parse a CSV whose header holds API field names; keep the `wanted` columns as strings.
 
@@ -140,13 +213,8 @@ def read_csv_table(
         for _ in range(header_line - 1):
             offset = data.index(b"\n", offset) + 1
         body = pa.py_buffer(data)[offset:]
-    written: dict[str, str] = {}
-    for name in header:
-        key = normalise_header(name)
-        if key and key not in written:
-            written[key] = name
+    _, written, ignored, aliased = header_keys(header, wanted, aliases)
     keep = [key for key in wanted if key in written]
-    ignored = tuple(name for key, name in written.items() if key not in wanted)
 
     source = reread or (lambda: data)
 
@@ -181,6 +249,7 @@ def read_csv_table(
         n_rows=table.num_rows,
         header_line=header_line,
         line_finder=find_lines,
+        aliased=aliased,
     )
 
 

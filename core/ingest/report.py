@@ -13,8 +13,9 @@ from typing import Any
 class FileReport:
     """One file read.
 
-    kind: payments, refunds, settlements, settlement_recon or bank_statement.
-    file: the file's name; fmt: csv, json or items (API dicts).
+    kind: a table kind (payments, refunds, settlements, settlement_recon, instant_settlements,
+        instant_payouts, disputes, transfers), reversals or bank_statement.
+    file: the file's name; fmt: csv, json, xlsx, xls or items (API dicts).
     rows: data rows read (bank: transaction lines).
     amount_unit: paise or rupees, as decided for this file; unit_reason: why.
     date_style: how its dates were written (e.g. 'Unix seconds', 'dd/mm/YYYY HH:MM:SS (IST)').
@@ -22,6 +23,8 @@ class FileReport:
     ignored_columns: columns present but not read.
     warnings: anything a reviewer should know (skipped lines, derived values).
     sha256: of the file's bytes as read ('' for API items).
+    layout: the layout recognised (e.g. 'Razorpay API JSON', 'Razorpay dashboard: Payments
+        report'); '' when not recorded (older imports, bank statements).
     """
 
     kind: str
@@ -35,6 +38,7 @@ class FileReport:
     ignored_columns: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     sha256: str = ""
+    layout: str = ""
 
 
 @dataclass(frozen=True)
@@ -79,12 +83,16 @@ class ImportReport:
         out = [f"Import from {self.location} ({self.source}), content {self.content_hash[:12]}"]
         for f in self.files:
             detail = f"{f.rows} rows, {f.fmt}"
-            if f.kind == "bank_statement":
+            if f.kind == "reversals":
+                pass
+            elif f.kind == "bank_statement":
                 detail += f", layout {f.bank_layout}, amounts in rupees"
             else:
                 detail += f", amounts in {f.amount_unit} ({f.unit_reason})"
             if f.date_style:
                 detail += f", dates {f.date_style}"
+            if f.layout:
+                detail += f"; layout {f.layout}"
             out.append(f"  {f.file}: {detail}")
             if f.ignored_columns:
                 out.append(f"    ignored columns: {', '.join(f.ignored_columns)}")
