@@ -468,7 +468,11 @@ class EvidenceTools:
             )
             if source is None:
                 return ToolResult("calendar_status", args, (), f"{entity_type} not found")
-            international = bool(source.get("international"))
+            # Another currency follows the international cycle too (docs/engine.md).
+            currency = str(source.get("currency") or "INR").strip().upper()
+            international = bool(source.get("international")) or currency not in ("", "INR")
+            if entity_type == "refund":
+                international = False  # refunds follow the domestic cycle
             days = (
                 ctx.calendar.international_days if international else ctx.calendar.settlement_days
             )
