@@ -526,7 +526,8 @@ def _dispute_open(ev: Evidence, exc: Record, c: _Cite) -> Finding:
         "DISPUTE_AWAITING_RESPONSE",
         HIGH,
         f"Dispute {c.id(record['id'])} on payment {c.opt(record.get('payment_id'))} is open "
-        f"(respond by {deadline or 'an unknown date'}): {stake}.",
+        f"(respond by {deadline or 'an unknown date'}): {stake}."
+        + (f" Its money: {_dispute_money(record, c)}." if record.get("rows") else ""),
         advice,
     )
 
