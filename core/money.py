@@ -103,3 +103,48 @@ def format_inr_short(paise: int) -> str:
             hundredths = _round_half_up(value * 100, unit)
             return f"{sign}₹{hundredths // 100}.{hundredths % 100:02d} {label}"
     return f"{sign}₹{group_indian(_round_half_up(value, PAISE_PER_RUPEE))}"
+
+
+# Decimal places of each currency's minor unit (ISO 4217): Razorpay amounts are integers in
+# the minor unit (cents, yen, fils). Used to show an amount and an implied rate, never to
+# decide an outcome.
+MINOR_UNIT_EXPONENT: dict[str, int] = {
+    "JPY": 0,
+    "BHD": 3,
+    "KWD": 3,
+    "OMR": 3,
+    "JOD": 3,
+    "TND": 3,
+}
+DEFAULT_MINOR_UNIT_EXPONENT = 2
+
+
+def minor_unit_exponent(currency: str | None) -> int:
+    """Decimal places of `currency`'s minor unit (2 when unknown or absent)."""
+    code = (currency or "").strip().upper()
+    return MINOR_UNIT_EXPONENT.get(code, DEFAULT_MINOR_UNIT_EXPONENT)
+
+
+def minor_to_decimal(amount: int, currency: str | None) -> Decimal:
+    """6000 USD cents -> Decimal('60.00'); 6000 JPY -> Decimal('6000'); exact."""
+    exponent = minor_unit_exponent(currency)
+    return Decimal(int(amount)).scaleb(-exponent)
+
+
+def format_minor(amount: int, currency: str | None) -> str:
+    """A minor-unit amount of any currency, exactly: 'USD 60.00', 'JPY 6000', 'KWD 1.234';
+    INR with Indian grouping ('₹1,35,000.00')."""
+    code = (currency or "INR").strip().upper() or "INR"
+    if code == "INR":
+        return format_inr(int(amount))
+    return f"{code} {minor_to_decimal(amount, code):f}"
+
+
+def implied_rate(amount: int, currency: str | None, base_amount_paise: int) -> Decimal | None:
+    """Rupees per unit of `currency` implied by a conversion (`base_amount` in INR paise),
+    to six decimal places; None when the foreign amount is 0."""
+    foreign = minor_to_decimal(amount, currency)
+    if foreign == 0:
+        return None
+    rupees = Decimal(int(base_amount_paise)).scaleb(-2)
+    return (rupees / foreign).quantize(Decimal("0.000001"))

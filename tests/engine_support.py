@@ -17,6 +17,7 @@ import pandas as pd
 
 from core.dataset import (
     BANK_COLUMNS,
+    DISPUTE_COLUMNS,
     PAYMENT_COLUMNS,
     RECON_COLUMNS,
     REFUND_COLUMNS,
@@ -60,6 +61,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "settled": True,
     },
     "bank": {"debit": 0, "credit": 0},
+    "disputes": {"currency": "INR", "phase": "chargeback"},
 }
 COLUMNS = {
     "payments": PAYMENT_COLUMNS,
@@ -67,6 +69,7 @@ COLUMNS = {
     "settlements": SETTLEMENT_COLUMNS,
     "recon": RECON_COLUMNS,
     "bank": BANK_COLUMNS,
+    "disputes": DISPUTE_COLUMNS,
 }
 
 
@@ -102,9 +105,11 @@ def dataset(
     settlements: list[dict[str, Any]] = (),  # type: ignore[assignment]
     recon: list[dict[str, Any]] = (),  # type: ignore[assignment]
     bank: list[dict[str, Any]] | None = None,
+    disputes: list[dict[str, Any]] = (),  # type: ignore[assignment]
 ) -> Dataset:
     """A Dataset from lists of dicts; `bank=None` means no bank statement was given."""
     return Dataset(
+        disputes=frame("disputes", list(disputes)),
         payments=frame("payments", list(payments)),
         refunds=frame("refunds", list(refunds)),
         settlements=frame("settlements", list(settlements)),
@@ -316,6 +321,7 @@ def build(tables: dict[str, list[dict[str, Any]]], *, bank: bool = True) -> Data
         settlements=tables["settlements"],
         recon=tables["recon"],
         bank=tables["bank"] if bank else None,
+        disputes=tables.get("disputes", []),
     )
 
 

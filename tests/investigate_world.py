@@ -399,6 +399,76 @@ def build(conn: sqlite3.Connection) -> dict[str, int]:
         exposure="disputed",
     )
 
+    # Disputes in a disputes file (entity type `dispute`): lost, won but not reversed, open.
+    def dispute_case(did: str, status: str, moves: list[tuple[int, int]], **extra: Any) -> None:
+        _insert(
+            conn,
+            "disputes",
+            {
+                "id": did,
+                "payment_id": f"pay_{did[5:]}",
+                "amount": 40000,
+                "currency": "INR",
+                "amount_deducted": extra.pop("amount_deducted", 0),
+                "status": status,
+                "phase": "chargeback",
+                "respond_by": ts("2026-07-03", 23),
+                "created_at": ts("2026-06-20"),
+            },
+        )
+        for number, (debit, credit) in enumerate(moves):
+            row = {
+                "row_key": f"adjustment:adj_{did[5:]}{number}:setl_GOOD01:0",
+                "entity_id": f"adj_{did[5:]}{number}",
+                "type": "adjustment",
+                "debit": debit,
+                "credit": credit,
+                "amount": debit or credit,
+                "fee": 0,
+                "tax": 0,
+                "settled": 1,
+                "settlement_id": "setl_GOOD01",
+                "dispute_id": did,
+                "created_at": ts("2026-06-21", 9 + number),
+                "settled_at": ts("2026-06-24", 9),
+            }
+            _insert(conn, "recon_rows", row)
+            good_rows.append(row)
+
+    dispute_case("disp_LOST01", "lost", [(30000, 0)], amount_deducted=30000)
+    ids["DISPUTE_LOST_FUNDS"] = exception(
+        conn,
+        "dispute",
+        "disp_LOST01",
+        "DISPUTE_LOST",
+        expected=0,
+        actual=30000,
+        settlement_id="setl_GOOD01",
+        exposure="realised_loss",
+    )
+    dispute_case("disp_WONX01", "won", [(25000, 0), (0, 5000)])
+    ids["DISPUTE_REVERSAL_NOT_CREDITED"] = exception(
+        conn,
+        "dispute",
+        "disp_WONX01",
+        "DISPUTE_REVERSAL_MISSING",
+        expected=20000,
+        actual=0,
+        settlement_id="setl_GOOD01",
+        exposure="awaiting_settlement",
+    )
+    dispute_case("disp_OPEN01", "open", [(12000, 0)])
+    ids["DISPUTE_AWAITING_RESPONSE"] = exception(
+        conn,
+        "dispute",
+        "disp_OPEN01",
+        "DISPUTE_OPEN",
+        expected=0,
+        actual=12000,
+        settlement_id="setl_GOOD01",
+        exposure="disputed",
+    )
+
     good_amount = sum(int(r["credit"]) - int(r["debit"]) for r in good_rows)
     settlement(conn, "setl_GOOD01", good_amount, "AXISCN0000000001")
     bank(conn, 10, good_amount, "AXISCN0000000001")

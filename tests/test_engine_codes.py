@@ -773,6 +773,430 @@ CASES: list[tuple[str, Any, int, tuple[str, str], dict[str, Any]]] = [
 ]
 
 
+# --- Razorpay's money model beyond the spec (docs/engine.md) ------------------------------
+
+
+def foreign_payment(pid: str, currency: str, amount: int, base: int | None, /, **row: Any) -> Any:
+    """A payment in another currency settled in S1: `base` INR paise, fee 10,000 paise; the
+    recon row's amounts are INR (`row` overrides them)."""
+    inr = base if base is not None else 501_000
+    return both(
+        add(
+            "payments",
+            {
+                "id": pid,
+                "amount": amount,
+                "currency": currency,
+                "base_amount": base,
+                "fee": 10_000,
+                "tax": 1_525,
+                "international": True,
+                "created_at": ts("2026-06-01T10:00"),
+            },
+        ),
+        add(
+            "recon",
+            {
+                "entity_id": pid,
+                "type": "payment",
+                "amount": inr,
+                "credit": inr - 10_000,
+                "fee": 10_000,
+                "tax": 1_525,
+                "currency": "INR",
+                "created_at": ts("2026-06-01T10:00"),
+                "settled_at": ts("2026-06-03T12:00"),
+                "settlement_id": "setl_S1",
+                **row,
+            },
+        ),
+    )
+
+
+def foreign_refund(currency: str, amount: int, base: int | None, /, **row: Any) -> Any:
+    return both(
+        add(
+            "refunds",
+            {
+                "id": "rfnd_RU",
+                "payment_id": "pay_P0",
+                "amount": amount,
+                "currency": currency,
+                "base_amount": base,
+                "created_at": ts("2026-06-01T11:00"),
+            },
+        ),
+        add(
+            "recon",
+            {
+                "entity_id": "rfnd_RU",
+                "type": "refund",
+                "amount": 83_500,
+                "debit": 83_500,
+                "currency": "INR",
+                "settled_at": ts("2026-06-03T12:00"),
+                "settlement_id": "setl_S1",
+                "payment_id": "pay_P0",
+                **row,
+            },
+        ),
+    )
+
+
+def dispute_row(entity_id: str, *, debit: int = 0, credit: int = 0, **row: Any) -> Any:
+    return add(
+        "recon",
+        {
+            "entity_id": entity_id,
+            "type": "adjustment",
+            "amount": debit or credit,
+            "debit": debit,
+            "credit": credit,
+            "dispute_id": "disp_1",
+            "settlement_id": "setl_S1",
+            "created_at": ts("2026-06-02T10:00"),
+            **row,
+        },
+    )
+
+
+def dispute(status: str, **fields: Any) -> Any:
+    """disp_1 (₹150 disputed on P1) in a disputes file."""
+
+    def apply(tables: Any) -> None:
+        tables.setdefault("disputes", []).append(
+            {
+                "id": "disp_1",
+                "payment_id": "pay_P1",
+                "amount": 15_000,
+                "amount_deducted": 0,
+                "status": status,
+                "respond_by": ts("2026-06-09T23:59"),
+                "created_at": ts("2026-06-02T09:00"),
+                **fields,
+            }
+        )
+
+    return apply
+
+
+DEBIT = dispute_row("adj_D1", debit=12_000)
+REVERSAL = dispute_row("adj_R1", credit=12_000, created_at=ts("2026-06-20T10:00"))
+USD = ("payment", "pay_USD")
+DISP = ("dispute", "disp_1")
+RU = ("refund", "rfnd_RU")
+
+CASES += [
+    # --- international payments: compared in INR ----------------------------------------
+    (
+        "international_usd_matches_in_inr",
+        foreign_payment("pay_USD", "USD", 6_000, 501_000),
+        AS_OF,
+        USD,
+        {
+            "status": "MATCHED",
+            "reason_codes": "",
+            "expected_amount": 491_000,
+            "actual_amount": 491_000,
+        },
+    ),
+    (
+        "international_usd_real_inr_amount_mismatch",
+        foreign_payment("pay_USD", "USD", 6_000, 501_000, amount=500_000, credit=490_000),
+        AS_OF,
+        USD,
+        {
+            "status": "EXCEPTION",
+            "reason_codes": "AMOUNT_MISMATCH",
+            "expected_amount": 501_000,
+            "actual_amount": 500_000,
+            "exposure_amount": 1_000,
+        },
+    ),
+    (
+        "international_usd_credit_discrepancy_in_inr",
+        foreign_payment("pay_USD", "USD", 6_000, 501_000, credit=490_000),
+        AS_OF,
+        USD,
+        {
+            "reason_codes": "SETTLEMENT_AMOUNT_DISCREPANCY",
+            "expected_amount": 491_000,
+            "actual_amount": 490_000,
+        },
+    ),
+    (
+        "international_without_base_amount_uses_the_row_inr_amount",
+        foreign_payment("pay_USD", "USD", 6_000, None),
+        AS_OF,
+        USD,
+        {"status": "MATCHED", "expected_amount": 491_000, "actual_amount": 491_000},
+    ),
+    (
+        "international_without_base_amount_or_row_has_no_inr_amount",
+        both(foreign_payment("pay_USD", "USD", 6_000, None), drop("recon", entity_id="pay_USD")),
+        AS_OF,
+        USD,
+        {"reason_code": "MISSING_RECONCILIATION_RECORD", "expected_amount": 0},
+    ),
+    (
+        "foreign_currency_follows_the_international_cycle_without_the_flag",
+        both(
+            foreign_payment("pay_USD", "USD", 6_000, 501_000, settled_at=ts("2026-06-10T12:00")),
+            change("payments", {"id": "pay_USD"}, international=False),
+        ),
+        AS_OF,
+        USD,
+        {"status": "MATCHED"},
+    ),
+    (
+        "foreign_currency_late_after_the_international_cycle",
+        foreign_payment("pay_USD", "USD", 6_000, 501_000, settled_at=ts("2026-06-12T12:00")),
+        AS_OF,
+        USD,
+        {"reason_codes": "TIMING_WINDOW_EXCEEDED"},
+    ),
+    (
+        "jpy_zero_decimal_payment_matches_in_inr",
+        foreign_payment("pay_JPY", "JPY", 6_000, 334_000, amount=334_000, credit=324_000),
+        AS_OF,
+        ("payment", "pay_JPY"),
+        {"status": "MATCHED", "expected_amount": 324_000},
+    ),
+    (
+        "kwd_three_decimal_payment_matches_in_inr",
+        foreign_payment("pay_KWD", "kwd", 1_234, 33_500, amount=33_500, credit=23_500),
+        AS_OF,
+        ("payment", "pay_KWD"),
+        {"status": "MATCHED", "expected_amount": 23_500},
+    ),
+    (
+        "kwd_three_decimal_payment_inr_mismatch",
+        foreign_payment("pay_KWD", "KWD", 1_234, 33_500, amount=33_000, credit=23_000),
+        AS_OF,
+        ("payment", "pay_KWD"),
+        {"reason_codes": "AMOUNT_MISMATCH", "expected_amount": 33_500, "actual_amount": 33_000},
+    ),
+    (
+        "foreign_refund_compared_in_inr",
+        foreign_refund("USD", 1_000, 83_500),
+        AS_OF,
+        RU,
+        {"status": "MATCHED", "expected_amount": 83_500, "actual_amount": 83_500},
+    ),
+    (
+        "foreign_refund_without_base_amount_uses_the_row_amount",
+        foreign_refund("USD", 1_000, None, fee=100, debit=83_600),
+        AS_OF,
+        RU,
+        {"status": "MATCHED", "expected_amount": 83_600},
+    ),
+    (
+        "foreign_refund_inr_mismatch",
+        foreign_refund("USD", 1_000, 83_500, debit=83_000),
+        AS_OF,
+        RU,
+        {
+            "reason_codes": "REFUND_AMOUNT_MISMATCH",
+            "expected_amount": 83_500,
+            "actual_amount": 83_000,
+        },
+    ),
+    # --- settled by someone other than Razorpay -----------------------------------------
+    (
+        "settled_by_other_without_row_is_matched_direct",
+        both(
+            drop("recon", **P1),
+            change("payments", {"id": "pay_P1"}, settled_by="HDFC Bank"),
+        ),
+        AS_OF,
+        PAY,
+        {"status": "MATCHED", "match_method": "direct", "reason_codes": "", "actual_amount": 0},
+    ),
+    (
+        "settled_by_other_on_the_row_skips_missing_settlement_and_timing",
+        change("recon", P1, settled_by="ICICI", settlement_id=None, settled_at=ts("2026-06-20")),
+        AS_OF,
+        PAY,
+        {"status": "MATCHED", "match_method": "direct", "actual_amount": 98_000},
+    ),
+    (
+        "settled_by_razorpay_any_case_is_razorpay",
+        both(drop("recon", **P1), change("payments", {"id": "pay_P1"}, settled_by=" RAZORPAY")),
+        AS_OF,
+        PAY,
+        {"reason_code": "MISSING_RECONCILIATION_RECORD", "match_method": ""},
+    ),
+    (
+        "settled_by_other_still_gets_codes_1_to_4",
+        both(
+            change("recon", P1, amount=99_000),
+            change("payments", {"id": "pay_P1"}, settled_by="Acme Bank"),
+        ),
+        AS_OF,
+        PAY,
+        {"reason_codes": "AMOUNT_MISMATCH", "match_method": ""},
+    ),
+    (
+        "refund_settled_by_other_without_row_is_matched_direct",
+        both(drop("recon", **R1), change("refunds", {"id": "rfnd_R1"}, settled_by="Bank")),
+        AS_OF,
+        REF,
+        {"status": "MATCHED", "match_method": "direct", "reason_codes": ""},
+    ),
+    # --- holds released into a later settlement ----------------------------------------
+    (
+        "released_hold_row_is_not_a_duplicate",
+        duplicate(
+            "recon",
+            P1,
+            on_hold=True,
+            settled=False,
+            settlement_id=None,
+            settled_at=None,
+            credit=0,
+        ),
+        AS_OF,
+        PAY,
+        {"status": "MATCHED", "reason_codes": "", "actual_amount": 98_000},
+    ),
+    # --- disputes without a disputes file ------------------------------------------------
+    (
+        "dispute_debit_reversed_is_matched",
+        both(DEBIT, REVERSAL),
+        AS_OF,
+        ("recon_row", "adj_D1"),
+        {"status": "MATCHED", "reason_codes": "", "expected_amount": 12_000},
+    ),
+    (
+        "dispute_reversal_credit_is_matched",
+        both(DEBIT, REVERSAL),
+        AS_OF,
+        ("recon_row", "adj_R1"),
+        {"status": "MATCHED", "actual_amount": 12_000},
+    ),
+    (
+        "dispute_partly_reversed_stays_dispute_debit",
+        both(DEBIT, dispute_row("adj_R1", credit=2_000)),
+        AS_OF,
+        ("recon_row", "adj_D1"),
+        {"reason_codes": "DISPUTE_DEBIT", "actual_amount": 12_000},
+    ),
+    (
+        "dispute_not_in_the_disputes_file_stays_a_recon_row",
+        both(DEBIT, dispute("lost", id="disp_OTHER")),
+        AS_OF,
+        ("recon_row", "adj_D1"),
+        {"reason_codes": "DISPUTE_DEBIT"},
+    ),
+    # --- disputes in a disputes file ------------------------------------------------------
+    (
+        "dispute_lost",
+        both(DEBIT, dispute("lost", amount_deducted=12_000)),
+        AS_OF,
+        DISP,
+        {
+            "status": "EXCEPTION",
+            "reason_code": "DISPUTE_LOST",
+            "reason_codes": "DISPUTE_LOST",
+            "exposure_class": "realised_loss",
+            "expected_amount": 0,
+            "actual_amount": 12_000,
+            "exposure_amount": 12_000,
+            "settlement_id": "setl_S1",
+            "order_id": "order_1",
+            "utr": UTR1,
+        },
+    ),
+    (
+        "dispute_lost_loss_is_what_was_not_reversed",
+        both(DEBIT, dispute_row("adj_R1", credit=2_000), dispute("lost")),
+        AS_OF,
+        DISP,
+        {"reason_code": "DISPUTE_LOST", "actual_amount": 10_000, "exposure_amount": 10_000},
+    ),
+    (
+        "dispute_lost_loss_is_at_least_amount_deducted",
+        dispute("lost", amount_deducted=15_000),
+        AS_OF,
+        DISP,
+        {"reason_code": "DISPUTE_LOST", "actual_amount": 15_000, "settlement_id": None},
+    ),
+    (
+        "dispute_won_and_reversed_is_matched",
+        both(DEBIT, REVERSAL, dispute("won")),
+        AS_OF,
+        DISP,
+        {
+            "status": "MATCHED",
+            "reason_codes": "",
+            "expected_amount": 12_000,
+            "actual_amount": 12_000,
+        },
+    ),
+    (
+        "dispute_won_without_reversal",
+        both(DEBIT, dispute("won")),
+        AS_OF,
+        DISP,
+        {
+            "status": "EXCEPTION",
+            "reason_code": "DISPUTE_REVERSAL_MISSING",
+            "exposure_class": "awaiting_settlement",
+            "expected_amount": 12_000,
+            "actual_amount": 0,
+            "exposure_amount": 12_000,
+        },
+    ),
+    (
+        "dispute_closed_partly_reversed",
+        both(DEBIT, dispute_row("adj_R1", credit=2_000), dispute("closed")),
+        AS_OF,
+        DISP,
+        {"reason_code": "DISPUTE_REVERSAL_MISSING", "expected_amount": 10_000},
+    ),
+    (
+        "dispute_closed_without_money_taken_is_matched",
+        dispute("closed"),
+        AS_OF,
+        DISP,
+        {"status": "MATCHED", "expected_amount": 0, "actual_amount": 0},
+    ),
+    (
+        "dispute_open_with_money_taken",
+        both(DEBIT, dispute("open")),
+        AS_OF,
+        DISP,
+        {
+            "status": "EXCEPTION",
+            "reason_code": "DISPUTE_OPEN",
+            "exposure_class": "disputed",
+            "actual_amount": 12_000,
+            "exposure_amount": 12_000,
+        },
+    ),
+    (
+        "dispute_open_without_money_taken_is_the_disputed_amount",
+        dispute("open"),
+        AS_OF,
+        DISP,
+        {"reason_code": "DISPUTE_OPEN", "actual_amount": 15_000, "settlement_id": None},
+    ),
+    (
+        "dispute_under_review_is_pending",
+        both(DEBIT, dispute("under_review")),
+        AS_OF,
+        DISP,
+        {
+            "status": "PENDING",
+            "reason_code": "DISPUTE_UNDER_REVIEW",
+            "reason_codes": "DISPUTE_UNDER_REVIEW",
+            "exposure_class": "",
+            "exposure_amount": 0,
+        },
+    ),
+]
+
+
 @pytest.mark.parametrize(
     ("mutation", "as_of", "entity", "expected"),
     [case[1:] for case in CASES],
@@ -800,18 +1224,10 @@ def test_clean_world_is_all_matched() -> None:
     [
         (change("payments", {"id": "pay_P1"}, status="failed", captured=False), "pay_P1"),
         (change("refunds", {"id": "rfnd_R1"}, status="pending"), "rfnd_R1"),
+        (dispute_row("adj_F2", credit=500, dispute_id="disp_2"), "adj_F2"),
         (
-            add(
-                "recon",
-                {
-                    "entity_id": "adj_F2",
-                    "type": "adjustment",
-                    "amount": 500,
-                    "credit": 500,
-                    "dispute_id": "disp_2",
-                },
-            ),
-            "adj_F2",
+            both(dispute_row("adj_F4", debit=900), dispute_row("adj_F5", credit=400)),
+            "adj_F5",
         ),
         (
             add(
@@ -827,7 +1243,8 @@ def test_clean_world_is_all_matched() -> None:
     ids=[
         "not_captured_without_row",
         "refund_not_processed",
-        "dispute_adjustment_that_credits",
+        "dispute_credit_without_debit",
+        "dispute_credit_of_a_partial_reversal",
         "adjustment_without_dispute",
         "transfer_row",
     ],
@@ -876,3 +1293,11 @@ def test_duplicate_unknown_rows_make_one_recon_row_outcome() -> None:
     outcomes = reconcile(build(tables), EngineParams(), AS_OF)
     ghost = outcome(outcomes, "recon_row", "pay_GHOST")
     assert (ghost["reason_code"], ghost["actual_amount"]) == ("PAYMENT_ID_MISMATCH", 10_000)
+
+
+def test_recon_rows_of_a_dispute_in_the_disputes_file_get_no_outcome() -> None:
+    tables = copy.deepcopy(world())
+    both(DEBIT, dispute_row("adj_R1", credit=2_000), dispute("open"))(tables)
+    outcomes = reconcile(build(tables), EngineParams(), AS_OF)
+    assert not {"adj_D1", "adj_R1"} & set(outcomes["entity_id"])
+    assert outcome(outcomes, *DISP)["actual_amount"] == 10_000

@@ -171,3 +171,34 @@ def test_root_cause_accuracy_refuses_a_frame_without_labels(
     conn, _ = seeded
     with pytest.raises(InputError, match="root_cause"):
         root_cause_accuracy(conn, pd.DataFrame({"entity_type": [], "entity_id": []}))
+
+
+def test_dispute_rules_cite_the_dispute_its_rows_and_the_money(
+    seeded: tuple[sqlite3.Connection, dict[str, int]],
+) -> None:
+    conn, ids = seeded
+    lost = investigate(conn, ids["DISPUTE_LOST_FUNDS"], client_config=NO_MODEL)
+    assert "Dispute disp_LOST01 on payment pay_LOST01" in lost.summary
+    assert "was lost: ₹300.00 debited and not reversed" in lost.summary
+    assert "adjustment:adj_LOST010:setl_GOOD01:0" in lost.citations
+    assert 30000 in lost.cited_amounts
+    won = investigate(conn, ids["DISPUTE_REVERSAL_NOT_CREDITED"], client_config=NO_MODEL)
+    assert "of ₹250.00 debited only ₹50.00 was reversed: ₹200.00 is still owed" in won.summary
+    opened = investigate(conn, ids["DISPUTE_AWAITING_RESPONSE"], client_config=NO_MODEL)
+    assert "is open (respond by 2026-07-03): ₹120.00 has been debited" in opened.summary
+    assert "by 2026-07-03" in opened.recommendation
+    for answer in (lost, won, opened):
+        assert answer.requires_human_review
+
+
+def test_a_dispute_without_its_record_is_explained_from_the_exception_alone() -> None:
+    exception = {
+        "entity_type": "dispute",
+        "entity_id": "disp_GONE0001",
+        "reason_code": "DISPUTE_OPEN",
+        "expected_amount": 0,
+        "actual_amount": 5000,
+    }
+    answer = explain(Evidence(exception=exception, items=()))
+    assert answer.root_cause == "DISPUTE_AWAITING_RESPONSE"
+    assert answer.confidence < 0.8

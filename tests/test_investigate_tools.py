@@ -38,6 +38,7 @@ def test_the_allow_list_is_exactly_the_read_only_evidence_tools() -> None:
         "settlement",
         "recon_rows",
         "bank_lines",
+        "dispute",
         "settlement_arithmetic",
         "calendar_status",
         "related_exceptions",

@@ -1,14 +1,20 @@
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from core.money import (
+    MINOR_UNIT_EXPONENT,
     MoneyFormatError,
     format_inr,
     format_inr_short,
+    format_minor,
     format_rupees,
+    implied_rate,
+    minor_to_decimal,
     parse_paise,
     parse_rupees,
 )
@@ -76,3 +82,37 @@ def test_format_inr_short_uses_lakh_and_crore(paise: int, text: str) -> None:
 def test_any_paise_amount_survives_format_then_parse(paise: int) -> None:
     assert parse_rupees(format_rupees(paise)) == paise
     assert parse_rupees(format_inr(paise)) == paise
+
+
+@pytest.mark.parametrize(
+    ("amount", "currency", "text"),
+    [
+        (6_000, "USD", "USD 60.00"),
+        (6_000, "jpy", "JPY 6000"),
+        (1_234, "KWD", "KWD 1.234"),
+        (5, "BHD", "BHD 0.005"),
+        (-5, "EUR", "EUR -0.05"),
+        (13_500_000, "INR", "₹1,35,000.00"),
+        (100, None, "₹1.00"),
+    ],
+)
+def test_format_minor_shows_any_currency_exactly(amount: int, currency: str, text: str) -> None:
+    assert format_minor(amount, currency) == text
+
+
+def test_minor_unit_exponents() -> None:
+    assert MINOR_UNIT_EXPONENT["JPY"] == 0
+    assert {MINOR_UNIT_EXPONENT[c] for c in ("BHD", "KWD", "OMR", "JOD", "TND")} == {3}
+    assert minor_to_decimal(6_000, "USD") == Decimal("60.00")
+    assert implied_rate(6_000, "USD", 501_000) == Decimal("83.500000")
+    assert implied_rate(0, "USD", 501_000) is None
+
+
+@given(
+    st.integers(min_value=-(10**15), max_value=10**15),
+    st.sampled_from(["USD", "JPY", "KWD", "EUR", "OMR"]),
+)
+def test_minor_amounts_round_trip_exactly(amount: int, currency: str) -> None:
+    text = format_minor(amount, currency)
+    exponent = MINOR_UNIT_EXPONENT.get(currency, 2)
+    assert int(Decimal(text.split(" ")[1]).scaleb(exponent)) == amount

@@ -26,6 +26,10 @@ _PAYMENT_COLUMNS = (
 )
 _REFUND_COLUMNS = "id, payment_id, amount, currency, status, created_at, notes"
 _SETTLEMENT_COLUMNS = "id, amount, status, fees, tax, utr, created_at"
+_DISPUTE_COLUMNS = (
+    "id, payment_id, amount, currency, amount_deducted, status, phase, reason_code,"
+    " respond_by, created_at"
+)
 _RECON_COLUMNS = (
     "row_key, entity_id, type, debit, credit, amount, currency, fee, tax, on_hold, settled,"
     " created_at, settled_at, settlement_id, settlement_utr, payment_id, order_id, method,"
@@ -134,6 +138,23 @@ def payments_for_order(conn: sqlite3.Connection, order_id: str) -> list[Record]:
 
 def get_refund(conn: sqlite3.Connection, refund_id: str) -> Record | None:
     return _one(conn.execute(f"SELECT {_REFUND_COLUMNS} FROM refunds WHERE id = ?", (refund_id,)))
+
+
+def get_dispute(conn: sqlite3.Connection, dispute_id: str) -> Record | None:
+    return _one(
+        conn.execute(f"SELECT {_DISPUTE_COLUMNS} FROM disputes WHERE id = ?", (dispute_id,))
+    )
+
+
+def recon_rows_for_dispute(conn: sqlite3.Connection, dispute_id: str) -> list[Record]:
+    """The adjustment rows that move a dispute's money (debits and reversal credits)."""
+    return _rows(
+        conn.execute(
+            f"SELECT {_RECON_COLUMNS} FROM recon_rows WHERE dispute_id = ?"
+            " ORDER BY created_at, row_key LIMIT ?",
+            (dispute_id, MAX_ROWS),
+        )
+    )
 
 
 def get_settlement(conn: sqlite3.Connection, settlement_id: str) -> Record | None:

@@ -97,7 +97,14 @@ def _due_case(rules: DueRules, alias: str) -> tuple[str, list[Any]]:
                 f"WHEN {alias}.exposure_class = ? AND ABS({alias}.exposure_amount) >= ? THEN ?"
             )
             params.extend([cls, minimum, day])
-    return "CASE " + " ".join(parts) + " END", params
+    by_rule = "CASE " + " ".join(parts) + " END"
+    # An open dispute is due on its `respond_by` (IST date), from the disputes raw table.
+    respond_by = (
+        f"CASE WHEN {alias}.entity_type = 'dispute' AND {alias}.reason_code = 'DISPUTE_OPEN'"
+        " THEN (SELECT date(d.respond_by + 19800, 'unixepoch') FROM disputes d"
+        f" WHERE d.id = {alias}.entity_id AND d.respond_by IS NOT NULL) END"
+    )
+    return f"COALESCE({respond_by}, {by_rule})", params
 
 
 # -- runs ---------------------------------------------------------------------------------

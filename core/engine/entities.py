@@ -28,7 +28,10 @@ from core.engine.columns import (
     sum_by,
 )
 from core.engine.context import Context
+from core.engine.dispute_rows import dispute_recon_rows
+from core.engine.money_model import foreign_currency, inr_amounts, settled_elsewhere
 from core.engine.part import (
+    M_DIRECT,
     M_NONE,
     NO_PENDING,
     P_AWAITING_SETTLEMENT,
@@ -128,8 +131,13 @@ def check_payments(ctx: Context) -> tuple[Part, IntArray]:
     ids = ctx.text(pay, "id")
 
     rows, pos, entity, unknown_rows = _rows_of_known_entities(ctx, "payment", ids)
+    rows, pos, entity = _without_released_holds(ctx, rows, pos, entity, n)
 
     amount = ints(pay["amount"])
+    # Another currency is compared in INR (base_amount, else the row's INR amount).
+    foreign = foreign_currency(ctx.text(pay, "currency"))
+    base = ints(pay["base_amount"])
+    base_null = nulls(pay["base_amount"])
     fee = ints(pay["fee"])
     fee_null = nulls(pay["fee"])
     created = ints(pay["created_at"])
@@ -156,12 +164,13 @@ def check_payments(ctx: Context) -> tuple[Part, IntArray]:
     p_order = _select_rows(ctx.text(pay, "order_id"), pos)
     wrong |= present(r_order) & present(p_order) & differs(r_order, p_order)
     # 3 AMOUNT_MISMATCH / 4 SETTLEMENT_AMOUNT_DISCREPANCY (fee includes GST: net = amount - fee).
-    amount_differs = r_amount != amount[pos]
+    row_inr = inr_amounts(amount[pos], foreign[pos], base[pos], base_null[pos], r_amount)
+    amount_differs = r_amount != row_inr
     fee_used = np.where(fee_null[pos], r_fee, fee[pos])
-    fee_differs = ~amount_differs & (r_credit != amount[pos] - fee_used)
+    fee_differs = ~amount_differs & (r_credit != row_inr - fee_used)
     # 5 MISSING_SETTLEMENT / 6 TIMING_WINDOW_EXCEEDED never apply to a row the gateway holds.
     no_settlement = ~r_held & (r_settlement < 0)
-    settle_days = np.where(international, cal.international_days, cal.settlement_days)
+    settle_days = np.where(international | foreign, cal.international_days, cal.settlement_days)
     deadline = ctx.deadline(created, (settle_days + cal.grace_days).astype(np.int64))
     late = (
         ~r_held
@@ -181,6 +190,11 @@ def check_payments(ctx: Context) -> tuple[Part, IntArray]:
     overdue = ctx.as_of_day > deadline
     mask |= (count >= 2).astype(np.int64) << PAY_DUP
     mask |= ((count == 0) & overdue).astype(np.int64) << PAY_MISSING
+    # Settled by someone other than Razorpay: no Razorpay settlement is expected.
+    elsewhere = settled_elsewhere(ctx.text(pay, "settled_by")) | any_by(
+        pos, settled_elsewhere(_select_rows(ctx.text(rec, "settled_by"), rows)), n
+    )
+    mask &= ~np.where(elsewhere, bit(PAY_NO_SETTLEMENT) | bit(PAY_LATE) | bit(PAY_MISSING), 0)
     # A payment that is not captured has an outcome only when money was settled for it.
     mask = np.where(captured, mask, np.where(count > 0, bit(PAY_STATUS), 0)).astype(np.int64)
     held_any = any_by(pos, r_held, n)
@@ -188,7 +202,9 @@ def check_payments(ctx: Context) -> tuple[Part, IntArray]:
         captured & (count == 0) & ~overdue,
         P_AWAITING_SETTLEMENT,
         np.where(captured & held_any & (mask == 0), P_ON_HOLD, NO_PENDING),
-    ).astype(np.int8)
+    )
+    pending = np.where(elsewhere, NO_PENDING, pending).astype(np.int8)
+    direct = elsewhere & captured & (mask == 0)
 
     rep = _representative(
         pos,
@@ -209,9 +225,12 @@ def check_payments(ctx: Context) -> tuple[Part, IntArray]:
     credit_sum = sum_by(pos, r_credit, n)
 
     primary = primary_index(mask, len(C.PAYMENT_CODES))
-    expected = amount - np.where(fee_null, rep_fee, fee)
-    actual = np.where(rep_settled, rep_credit, 0)
-    expected = np.where(primary == PAY_AMOUNT, amount, expected)
+    inr = inr_amounts(amount, foreign, base, base_null, rep_amount)
+    # A foreign payment with no base_amount and no recon row has no known INR amount.
+    inr_known = ~foreign | ~base_null | (count > 0)
+    expected = np.where(inr_known, inr - np.where(fee_null, rep_fee, fee), 0)
+    actual = np.where(rep_settled | (direct & (count > 0)), rep_credit, 0)
+    expected = np.where(primary == PAY_AMOUNT, inr, expected)
     actual = np.where(primary == PAY_AMOUNT, rep_amount, actual)
     actual = np.where(primary == PAY_FEE, rep_credit, actual)
     actual = np.where((primary == PAY_DUP) | (primary == PAY_STATUS), credit_sum, actual)
@@ -228,13 +247,29 @@ def check_payments(ctx: Context) -> tuple[Part, IntArray]:
         settlement_id=TextRef(ctx.text(rec, "settlement_id"), rep_row[keep]),
         expected=expected[keep],
         actual=actual[keep],
-        method=np.full(len(keep), M_NONE, dtype=np.int8),
+        method=np.where(direct, M_DIRECT, M_NONE).astype(np.int8)[keep],
         order_id=TextRef(ctx.text(pay, "order_id"), keep),
         utr=_settlement_utr(ctx, rep_row[keep]),
         created_at=created[keep],
         created_at_null=np.zeros(len(keep), dtype=bool),
     )
     return part, unknown_rows
+
+
+def _without_released_holds(
+    ctx: Context, rows: IntArray, pos: IntArray, entity: pa.Array, size: int
+) -> tuple[IntArray, IntArray, pa.Array]:
+    """Drop a held row (on_hold, not settled, no settlement) of an entity that also has
+    a settled row: the hold was released into that settlement (docs/engine.md)."""
+    rec = ctx.dataset.recon
+    has_settlement = present(_select_rows(ctx.text(rec, "settlement_id"), rows))
+    settled = bools(rec["settled"])[rows]
+    held = bools(rec["on_hold"])[rows] & ~settled & ~has_settlement
+    released = any_by(pos, ~held & (settled | has_settlement), size)
+    keep = ~(held & released[pos])
+    if keep.all():
+        return rows, pos, entity
+    return rows[keep], pos[keep], entity.filter(pa.array(keep))
 
 
 def _as_series(values: pa.Array) -> pd.Series:
@@ -269,6 +304,9 @@ def check_refunds(ctx: Context) -> tuple[Part, IntArray]:
     rows, pos, _, unknown_rows = _rows_of_known_entities(ctx, "refund", ids)
 
     amount = ints(ref["amount"])
+    foreign = foreign_currency(ctx.text(ref, "currency"))
+    base = ints(ref["base_amount"])
+    base_null = nulls(ref["base_amount"])
     created = ints(ref["created_at"])
     processed = np.asarray(
         pc.equal(pc.utf8_lower(ctx.text(ref, "status")), "processed")
@@ -278,11 +316,13 @@ def check_refunds(ctx: Context) -> tuple[Part, IntArray]:
     )
     r_debit = ints(rec["debit"])[rows]
     r_fee = ints(rec["fee"])[rows]
+    r_amount = ints(rec["amount"])[rows]
 
     r_payment_id = _select_rows(ctx.text(rec, "payment_id"), rows)
     f_payment_id = _select_rows(ctx.text(ref, "payment_id"), pos)
     wrong = present(r_payment_id) & differs(r_payment_id, f_payment_id)
-    amount_differs = r_debit != amount[pos] + r_fee
+    row_inr = inr_amounts(amount[pos], foreign[pos], base[pos], base_null[pos], r_amount)
+    amount_differs = r_debit != row_inr + r_fee
     row_bits = (wrong.astype(np.int64) << REF_WRONG) | (
         amount_differs.astype(np.int64) << REF_AMOUNT
     )
@@ -293,7 +333,14 @@ def check_refunds(ctx: Context) -> tuple[Part, IntArray]:
     overdue = ctx.as_of_day > deadline
     mask |= (count >= 2).astype(np.int64) << REF_DUP
     mask |= ((count == 0) & overdue).astype(np.int64) << REF_MISSING
-    pending = np.where((count == 0) & ~overdue, P_AWAITING_SETTLEMENT, NO_PENDING).astype(np.int8)
+    elsewhere = settled_elsewhere(ctx.text(ref, "settled_by")) | any_by(
+        pos, settled_elsewhere(_select_rows(ctx.text(rec, "settled_by"), rows)), n
+    )
+    mask &= ~np.where(elsewhere, bit(REF_MISSING), 0)
+    pending = np.where(
+        (count == 0) & ~overdue & ~elsewhere, P_AWAITING_SETTLEMENT, NO_PENDING
+    ).astype(np.int8)
+    direct = elsewhere & (mask == 0)
 
     rep = _representative(
         pos,
@@ -308,10 +355,13 @@ def check_refunds(ctx: Context) -> tuple[Part, IntArray]:
     )
     rep_debit = gather(r_debit, rep)
     rep_fee = gather(r_fee, rep)
+    rep_amount = gather(r_amount, rep)
     debit_sum = sum_by(pos, r_debit, n)
 
     primary = primary_index(mask, len(C.REFUND_CODES))
-    expected = amount + rep_fee
+    inr = inr_amounts(amount, foreign, base, base_null, rep_amount)
+    inr_known = ~foreign | ~base_null | (count > 0)
+    expected = np.where(inr_known, inr + rep_fee, 0)
     actual = np.where(primary == REF_DUP, debit_sum, rep_debit)
 
     rep_row = gather(rows, rep, -1)
@@ -325,7 +375,7 @@ def check_refunds(ctx: Context) -> tuple[Part, IntArray]:
         settlement_id=TextRef(ctx.text(rec, "settlement_id"), rep_row[keep]),
         expected=expected[keep],
         actual=actual[keep],
-        method=np.full(len(keep), M_NONE, dtype=np.int8),
+        method=np.where(direct, M_DIRECT, M_NONE).astype(np.int8)[keep],
         order_id=TextRef(ctx.text(rec, "order_id"), rep_row[keep]),
         utr=_settlement_utr(ctx, rep_row[keep]),
         created_at=created[keep],
@@ -335,20 +385,18 @@ def check_refunds(ctx: Context) -> tuple[Part, IntArray]:
 
 
 def check_orphan_rows(ctx: Context, unknown_rows: IntArray) -> Part:
-    """Recon rows without a known entity (PAYMENT_ID_MISMATCH) and dispute debits
-    (DISPUTE_DEBIT), one outcome per recon `entity_id`."""
+    """Recon rows without a known entity (PAYMENT_ID_MISMATCH), dispute debits
+    (DISPUTE_DEBIT) and reversed dispute rows (MATCHED) of disputes not in a disputes file,
+    one outcome per recon `entity_id`."""
     rec = ctx.dataset.recon
-    adjustments = ctx.recon_rows_of_type("adjustment")
     debit_all = ints(rec["debit"])
-    disputes = adjustments[
-        present(_select_rows(ctx.text(rec, "dispute_id"), adjustments))
-        & (debit_all[adjustments] > 0)
-    ]
-    rows = np.concatenate([unknown_rows, disputes]).astype(np.int64)
+    disputes, reversed_rows = dispute_recon_rows(ctx)
+    rows = np.concatenate([unknown_rows, disputes, reversed_rows]).astype(np.int64)
     bits = np.concatenate(
         [
             np.full(len(unknown_rows), bit(ROW_UNKNOWN), dtype=np.int64),
             np.full(len(disputes), bit(ROW_DISPUTE), dtype=np.int64),
+            np.zeros(len(reversed_rows), dtype=np.int64),
         ]
     )
     if len(rows) == 0:
@@ -361,6 +409,7 @@ def check_orphan_rows(ctx: Context, unknown_rows: IntArray) -> Part:
             "bits": bits,
             "debit": debit_all[rows],
             "net": ints(rec["credit"])[rows] - debit_all[rows],
+            "gross": ints(rec["credit"])[rows] + debit_all[rows],
             "created_at": ints(rec["created_at"], fill=np.iinfo(np.int64).max)[rows],
         }
     )
@@ -372,6 +421,7 @@ def check_orphan_rows(ctx: Context, unknown_rows: IntArray) -> Part:
     mask = grouped["bits"].agg(np.bitwise_or.reduce).to_numpy(dtype=np.int64)
     debit = grouped["debit"].sum().to_numpy(dtype=np.int64)
     net = grouped["net"].sum().to_numpy(dtype=np.int64)
+    gross = grouped["gross"].sum().to_numpy(dtype=np.int64)
     entity_ids = pa.array(grouped["row"].first().index.to_numpy(dtype=object), pa.large_string())
     primary = primary_index(mask, len(C.RECON_ROW_CODES))
     return Part(
@@ -381,8 +431,11 @@ def check_orphan_rows(ctx: Context, unknown_rows: IntArray) -> Part:
         mask=mask,
         pending=np.zeros(len(mask), dtype=np.int8),
         settlement_id=TextRef(ctx.text(rec, "settlement_id"), first),
-        expected=np.zeros(len(mask), dtype=np.int64),
-        actual=np.where(primary == ROW_DISPUTE, debit, net).astype(np.int64),
+        # A reversed dispute's rows (MATCHED): the money moved, both ways.
+        expected=np.where(mask == 0, gross, 0).astype(np.int64),
+        actual=np.where(primary == ROW_DISPUTE, debit, np.where(mask == 0, gross, net)).astype(
+            np.int64
+        ),
         method=np.full(len(mask), M_NONE, dtype=np.int8),
         order_id=TextRef(ctx.text(rec, "order_id"), first),
         utr=_settlement_utr(ctx, first),

@@ -8,6 +8,7 @@ import pandas as pd
 from core.dataset import Dataset
 from core.engine.bank import check_bank_lines, check_settlements, link_bank
 from core.engine.context import Context
+from core.engine.disputes import check_disputes
 from core.engine.entities import check_orphan_rows, check_payments, check_refunds
 from core.engine.params import EngineParams
 from core.engine.part import Part, assemble
@@ -29,6 +30,7 @@ def reconcile(dataset: Dataset, params: EngineParams, as_of: int) -> pd.DataFram
     )
     links = link_bank(ctx) if dataset.has_bank_statement else None
     parts: list[Part] = [payments, refunds, orphans, check_settlements(ctx, links)]
+    parts.append(check_disputes(ctx))
     if links is not None:
         parts.append(check_bank_lines(ctx, links))
     return assemble(parts)

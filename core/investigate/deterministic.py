@@ -445,6 +445,93 @@ def _dispute(ev: Evidence, exc: Record, c: _Cite) -> Finding:
     )
 
 
+def _dispute_record(ev: Evidence, exc: Record) -> Record | None:
+    return _first(ev.records("dispute", dispute_id=str(exc["entity_id"])))
+
+
+def _dispute_money(record: Record, c: _Cite) -> str:
+    """'debited ₹120.00 in adj_1 (setl_1), reversed ₹20.00 in adj_2 (setl_2)'."""
+    parts = []
+    for row in record.get("rows") or []:
+        debit, credit = int(row.get("debit") or 0), int(row.get("credit") or 0)
+        verb = "debited" if debit else "reversed"
+        parts.append(
+            f"{verb} {c.inr(debit or credit)} in {c.id(row['row_key'])} "
+            f"({c.opt(row.get('settlement_id'))})"
+        )
+    return "; ".join(parts) if parts else "no recon adjustment row moved its money"
+
+
+def _dispute_lost(ev: Evidence, exc: Record, c: _Cite) -> Finding:
+    advice = (
+        "Book the loss against the order (write-off or recovery from the customer); the "
+        "money will not come back through a settlement."
+    )
+    record = _dispute_record(ev, exc)
+    if record is None:
+        return "DISPUTE_LOST_FUNDS", LOW, _missing(exc, c, "the dispute"), advice
+    _, loss, _ = _amounts(exc)
+    deducted = record.get("amount_deducted")
+    basis = (
+        f"{c.inr(record['outstanding'])} debited and not reversed"
+        if loss is None or int(record["outstanding"]) >= loss or deducted is None
+        else f"{c.inr(deducted)} deducted by Razorpay"
+    )
+    return (
+        "DISPUTE_LOST_FUNDS",
+        HIGH,
+        f"Dispute {c.id(record['id'])} on payment {c.opt(record.get('payment_id'))} "
+        f"(disputed {c.inr(record.get('amount') or 0)}) was lost: {basis}. Its money: "
+        f"{_dispute_money(record, c)}.",
+        advice,
+    )
+
+
+def _dispute_reversal_missing(ev: Evidence, exc: Record, c: _Cite) -> Finding:
+    advice = (
+        "Ask Razorpay support for the reversal of the dispute debit, quoting the dispute and "
+        "the adjustment row; it should arrive as a credit in a later settlement."
+    )
+    record = _dispute_record(ev, exc)
+    if record is None:
+        return "DISPUTE_REVERSAL_NOT_CREDITED", LOW, _missing(exc, c, "the dispute"), advice
+    return (
+        "DISPUTE_REVERSAL_NOT_CREDITED",
+        HIGH,
+        f"Dispute {c.id(record['id'])} on payment {c.opt(record.get('payment_id'))} is "
+        f"'{record.get('status')}', yet of {c.inr(record['debited'])} debited only "
+        f"{c.inr(record['reversed'])} was reversed: {c.inr(record['outstanding'])} is still "
+        f"owed. Its money: {_dispute_money(record, c)}.",
+        advice,
+    )
+
+
+def _dispute_open(ev: Evidence, exc: Record, c: _Cite) -> Finding:
+    record = _dispute_record(ev, exc)
+    deadline = record.get("respond_by_date") if record else None
+    advice = (
+        "Submit evidence (invoice, delivery proof) in the Razorpay dashboard "
+        + (f"by {deadline}" if deadline else "before the response deadline")
+        + "; accept the dispute if the claim is right."
+    )
+    if record is None:
+        return "DISPUTE_AWAITING_RESPONSE", LOW, _missing(exc, c, "the dispute"), advice
+    outstanding = int(record["outstanding"])
+    stake = (
+        f"{c.inr(outstanding)} has been debited and not reversed"
+        if outstanding > 0
+        else f"{c.inr(record.get('amount') or 0)} is disputed and nothing has been debited yet"
+    )
+    return (
+        "DISPUTE_AWAITING_RESPONSE",
+        HIGH,
+        f"Dispute {c.id(record['id'])} on payment {c.opt(record.get('payment_id'))} is open "
+        f"(respond by {deadline or 'an unknown date'}): {stake}."
+        + (f" Its money: {_dispute_money(record, c)}." if record.get("rows") else ""),
+        advice,
+    )
+
+
 def _sum_mismatch(ev: Evidence, exc: Record, c: _Cite) -> Finding:
     sid = str(exc["entity_id"])
     arithmetic = _arithmetic(ev, sid)
@@ -601,6 +688,9 @@ RULES: dict[str, Rule] = {
     "REFUND_AMOUNT_MISMATCH": _refund_amount,
     "PAYMENT_ID_MISMATCH": _unknown_entity,
     "DISPUTE_DEBIT": _dispute,
+    "DISPUTE_LOST": _dispute_lost,
+    "DISPUTE_REVERSAL_MISSING": _dispute_reversal_missing,
+    "DISPUTE_OPEN": _dispute_open,
     "SETTLEMENT_SUM_MISMATCH": _sum_mismatch,
     "DUPLICATE_BANK_CREDIT": _duplicate_bank,
     "BANK_UTR_AMOUNT_MISMATCH": _bank_amount,

@@ -191,6 +191,12 @@ def gather(tools: EvidenceTools, exception: Mapping[str, Any]) -> Evidence:
             if row.get("payment_id") and row.get("payment_id") != target:
                 plan.one("payment", payment_id=str(row["payment_id"]))
         plan.settlements_of(rows)
+    elif entity_type == "dispute":
+        record = plan.one("dispute", dispute_id=entity_id)
+        if record and record.get("payment_id"):
+            plan.one("payment", payment_id=str(record["payment_id"]))
+        if record:
+            plan.settlements_of(list(record.get("rows") or []))
     elif entity_type == "bank_entry":
         line = plan.one("bank_lines", line_id=entity_id)
         if line and line.get("utr"):

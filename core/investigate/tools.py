@@ -32,6 +32,10 @@ MONEY_FIELDS = money.MONEY_FIELDS | frozenset(
         "settlement_amount",
         "bank_credit_total",
         "bank_difference",
+        "amount_deducted",
+        "debited",
+        "reversed",
+        "outstanding",
     }
 )
 """Record fields that hold integer paise (what a citation of an amount is checked against)."""
@@ -160,6 +164,12 @@ TOOL_SPECS: dict[str, ToolSpec] = {
             ),
         ),
         ToolSpec(
+            "dispute",
+            "A dispute by id with its recon adjustment rows and their totals (debited, "
+            "reversed, outstanding).",
+            _schema({"dispute_id": _STR}, required=("dispute_id",)),
+        ),
+        ToolSpec(
             "settlement_arithmetic",
             "A settlement's amount against the sum of its recon rows and its bank credits.",
             _schema({"settlement_id": _STR}, required=("settlement_id",)),
@@ -274,6 +284,7 @@ class EvidenceTools:
             "settlement": self._settlement,
             "recon_rows": self._recon_rows,
             "bank_lines": self._bank_lines,
+            "dispute": self._dispute,
             "settlement_arithmetic": self._settlement_arithmetic,
             "calendar_status": self._calendar_status,
             "related_exceptions": self._related_exceptions,
@@ -391,6 +402,26 @@ class EvidenceTools:
             note = "no bank statement in the data"
         return ToolResult("bank_lines", args, records, note)
 
+    def _dispute(self, dispute_id: str) -> ToolResult:
+        args = {"dispute_id": dispute_id}
+        found = _clean(db.get_dispute(self.__conn, dispute_id))
+        rows = [r for r in map(_clean, db.recon_rows_for_dispute(self.__conn, dispute_id)) if r]
+        if found is None and not rows:
+            return ToolResult("dispute", args, (), "not found")
+        debited = sum(int(r.get("debit") or 0) for r in rows)
+        reversed_ = sum(int(r.get("credit") or 0) for r in rows)
+        record: dict[str, Any] = dict(found or {"id": dispute_id, "status": None})
+        record.update(
+            respond_by_date=_iso(record.get("respond_by")),
+            created_date=_iso(record.get("created_at")),
+            debited=debited,
+            reversed=reversed_,
+            outstanding=debited - reversed_,
+            rows=[_with_row_facts(r) for r in rows],
+        )
+        note = "" if found else "dispute not in the disputes file; its recon rows only"
+        return ToolResult("dispute", args, (record,), note)
+
     def _settlement_arithmetic(self, settlement_id: str) -> ToolResult:
         settlement = db.get_settlement(self.__conn, settlement_id)
         args = {"settlement_id": settlement_id}
@@ -437,7 +468,11 @@ class EvidenceTools:
             )
             if source is None:
                 return ToolResult("calendar_status", args, (), f"{entity_type} not found")
-            international = bool(source.get("international"))
+            # Another currency follows the international cycle too (docs/engine.md).
+            currency = str(source.get("currency") or "INR").strip().upper()
+            international = bool(source.get("international")) or currency not in ("", "INR")
+            if entity_type == "refund":
+                international = False  # refunds follow the domestic cycle
             days = (
                 ctx.calendar.international_days if international else ctx.calendar.settlement_days
             )

@@ -12,6 +12,10 @@ from the IST date the exception opened or reopened):
 | awaiting_settlement | >= ₹1,00,000 | 2 working days |
 | awaiting_settlement | below ₹1,00,000 | 5 working days |
 | structural | any | 10 working days |
+
+Except: an open dispute (entity type `dispute`, DISPUTE_OPEN) is due on its `respond_by`
+IST date, read from the disputes raw table when the queue is synced (`core.db.review`);
+without a `respond_by` the rules above apply.
 """
 
 from __future__ import annotations
