@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core.benchmark import bank, files, labels, world
+from core.benchmark import bank, files, labels, money, world
 from core.benchmark.ids import IdFactory
 from core.calendar import IST
 from core.dataset import BANK_FILE
@@ -43,6 +43,65 @@ STREAMS = (
     "split",
     "ids",
 )
+# The money model's own streams (drawn only with money_model=True, so the default dataset is
+# unchanged): entities, and ids.
+MONEY_STREAM_KEY = 20261201
+MONEY_FILES: dict[str, tuple[str, ...]] = {
+    "instant_settlements.csv": (
+        "id",
+        "entity",
+        "amount_requested",
+        "amount_settled",
+        "amount_pending",
+        "amount_reversed",
+        "fees",
+        "tax",
+        "currency",
+        "status",
+        "created_at",
+    ),
+    "instant_settlement_payouts.csv": (
+        "id",
+        "entity",
+        "instant_settlement_id",
+        "amount",
+        "amount_settled",
+        "fees",
+        "tax",
+        "utr",
+        "status",
+        "created_at",
+        "processed_at",
+        "reversed_at",
+    ),
+    "disputes.csv": (
+        "id",
+        "entity",
+        "payment_id",
+        "amount",
+        "currency",
+        "amount_deducted",
+        "status",
+        "phase",
+        "reason_code",
+        "respond_by",
+        "created_at",
+    ),
+    "transfers.csv": (
+        "id",
+        "entity",
+        "source",
+        "recipient",
+        "amount",
+        "currency",
+        "amount_reversed",
+        "status",
+        "on_hold",
+        "on_hold_until",
+        "recipient_settlement_id",
+        "created_at",
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -63,6 +122,7 @@ class GeneratedBenchmark:
     as_of_iso: str
     faults: bool
     bank_statement: bool
+    money_model: bool
     files: tuple[str, ...]
     ground_truth: Path
     fingerprint: str
@@ -123,11 +183,15 @@ def generate(
     *,
     faults: bool = True,
     bank_statement: bool = True,
+    money_model: bool = False,
 ) -> GeneratedBenchmark:
     """Write a benchmark dataset into `out_dir` and its labels into `out_dir/ground_truth.csv`.
 
     faults=False plants no faults: every entity is then MATCHED or PENDING. bank_statement=False
     writes no statement, so processed settlements are matched with `no_bank_statement`.
+    money_model=True also plants Razorpay's money model beyond the spec (international
+    payments and refunds, settled-by-others, released holds, disputes, Route transfers,
+    instant settlements; docs/benchmark.md) and writes the four optional files.
     """
     started = time.perf_counter()
     if payments < world.MIN_PAYMENTS:
@@ -150,22 +214,56 @@ def generate(
     world.plant_payment_faults(pays, calendar, ids, streams["faults"], faults)
     refunds = world.build_refunds(pays, calendar, ids, streams["refunds"], faults)
     rows, planted = world.build_recon_rows(pays, refunds, calendar, ids, streams["rows"], faults)
+    mm: money.MoneyModel | None = None
+    if money_model:
+        mm_rng, mm_id_rng = (
+            np.random.default_rng(s)
+            for s in np.random.SeedSequence([seed, MONEY_STREAM_KEY]).spawn(2)
+        )
+        mm_ids = IdFactory(mm_id_rng, taken=ids.taken)
+        rows, mm = money.plant(pays, rows, calendar, mm_ids, mm_rng, faults)
     world.balance_debits(rows, calendar)
     settlements = world.build_settlements(
         rows, calendar, ids, streams["settlements"], faults, bank_statement
     )
+    if mm is not None:
+        money.finish(mm, rows, settlements, calendar, mm_ids, mm_rng, faults, bank_statement)
     statement = None
     if bank_statement:
         lines = bank.build_lines(settlements, calendar, ids, streams["bank"], faults)
+        if mm is not None:
+            lines += mm.bank_lines
         statement = bank.render(lines, calendar, streams["bank"])
 
     file_rng = streams["files"]
     counts = {
-        files.PAYMENTS_FILE: files.write_payments(pays, target, file_rng),
-        files.REFUNDS_FILE: files.write_refunds(refunds, pays, target),
+        files.PAYMENTS_FILE: files.write_payments(
+            pays, target, file_rng, mm.payments if mm is not None else None
+        ),
+        files.REFUNDS_FILE: files.write_refunds(
+            refunds, pays, target, mm.refunds if mm is not None else None
+        ),
         files.SETTLEMENTS_FILE: files.write_settlements(settlements, target),
         files.RECON_FILE: files.write_recon(rows, settlements, calendar, target, file_rng),
     }
+    for name in MONEY_FILES:
+        (target / name).unlink(missing_ok=True)
+    if mm is not None:
+        entity = {
+            "instant_settlements.csv": "settlement.ondemand",
+            "instant_settlement_payouts.csv": "settlement.ondemand_payout",
+            "disputes.csv": "dispute",
+            "transfers.csv": "transfer",
+        }
+        tables = {
+            "instant_settlements.csv": mm.instant_settlements,
+            "instant_settlement_payouts.csv": mm.instant_payouts,
+            "disputes.csv": mm.disputes,
+            "transfers.csv": mm.transfers,
+        }
+        for name, columns in MONEY_FILES.items():
+            records = [{**r, "entity": entity[name]} for r in tables[name]]
+            counts[name] = files.write_records(records, columns, target / name)
     if statement is not None:
         bank.write(statement, target)
         counts[BANK_FILE] = len(statement.lines)
@@ -182,6 +280,7 @@ def generate(
                 labels.recon_row_labels(planted),
                 settlement_frame,
                 bank_frame,
+                labels.money_model_labels(mm) if mm is not None else pd.DataFrame(),
             )
             if len(frame)
         ],
@@ -204,6 +303,7 @@ def generate(
         as_of_iso=dt.datetime.fromtimestamp(as_of_ts, tz=IST).isoformat(),
         faults=faults,
         bank_statement=bank_statement,
+        money_model=money_model,
         files=names,
         ground_truth=truth_path,
         fingerprint=fingerprint(target, names),
