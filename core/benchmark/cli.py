@@ -40,6 +40,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "settlements (off by default until the engine handles them)"
         ),
     )
+    parser.add_argument(
+        "--layout",
+        choices=("api", "dashboard", "dashboard-xlsx"),
+        default="api",
+        help=(
+            "api: API field names, paise, Unix seconds (default); dashboard: Razorpay "
+            "Dashboard reports (rupees, dd/mm/YYYY HH:MM:SS IST, display headers); "
+            "dashboard-xlsx: the same as .xlsx workbooks"
+        ),
+    )
     parser.set_defaults(func=run)
 
 
@@ -55,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
             faults=not args.no_faults,
             bank_statement=not args.no_bank_statement,
             money_model=args.money_model,
+            layout=args.layout,
         )
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc

@@ -62,6 +62,8 @@ def nulls(n: int) -> pa.Array:
 
 def _cells(column: pa.Array) -> pa.Array:
     """A column as CSV cell text: quoted only when the value needs it (RFC 4180)."""
+    if pa.types.is_large_string(column.type):
+        column = pc.cast(column, pa.string())
     if not pa.types.is_string(column.type):
         return pc.cast(column, pa.string())  # ints as digits, booleans as true/false
     needs = pc.match_substring_regex(column, '[",\r\n]')

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core.benchmark import bank, files, labels, money, world
+from core.benchmark import bank, dashboard, files, labels, money, world
 from core.benchmark.ids import IdFactory
 from core.calendar import IST
 from core.dataset import BANK_FILE
@@ -43,6 +43,7 @@ STREAMS = (
     "split",
     "ids",
 )
+LAYOUTS = ("api", "dashboard", "dashboard-xlsx")
 # The money model's own streams (drawn only with money_model=True, so the default dataset is
 # unchanged): entities, and ids.
 MONEY_STREAM_KEY = 20261201
@@ -123,6 +124,7 @@ class GeneratedBenchmark:
     faults: bool
     bank_statement: bool
     money_model: bool
+    layout: str
     files: tuple[str, ...]
     ground_truth: Path
     fingerprint: str
@@ -184,6 +186,7 @@ def generate(
     faults: bool = True,
     bank_statement: bool = True,
     money_model: bool = False,
+    layout: str = "api",
 ) -> GeneratedBenchmark:
     """Write a benchmark dataset into `out_dir` and its labels into `out_dir/ground_truth.csv`.
 
@@ -192,10 +195,14 @@ def generate(
     money_model=True also plants Razorpay's money model beyond the spec (international
     payments and refunds, settled-by-others, released holds, disputes, Route transfers,
     instant settlements; docs/benchmark.md) and writes the four optional files.
+    layout "dashboard" / "dashboard-xlsx" writes the files as Razorpay Dashboard reports
+    (rupees, IST dates, display headers; CSV or one workbook per file).
     """
     started = time.perf_counter()
     if payments < world.MIN_PAYMENTS:
         raise world.GenerationError(f"at least {world.MIN_PAYMENTS} payments are needed")
+    if layout not in LAYOUTS:
+        raise ConfigError(f"layout: one of {', '.join(LAYOUTS)}, not {layout!r}")
     as_of_ts = parse_as_of(as_of)
     target = Path(out_dir)
     target.mkdir(parents=True, exist_ok=True)
@@ -295,6 +302,15 @@ def generate(
     counts["labels_held_out"] = int((truth["split"] == HELD_OUT).sum())
 
     names = tuple(counts_name for counts_name in counts if counts_name.endswith(".csv"))
+    for name in dashboard.LAYOUTS:
+        (target / name).with_suffix(".xlsx").unlink(missing_ok=True)
+    if layout != "api":
+        renamed = dashboard.rewrite(target, names, xlsx=layout == "dashboard-xlsx")
+        counts = {
+            **{new: counts[old] for old, new in zip(names, renamed, strict=True)},
+            **{k: v for k, v in counts.items() if not k.endswith(".csv")},
+        }
+        names = renamed
     return GeneratedBenchmark(
         out_dir=target,
         payments=payments,
@@ -304,6 +320,7 @@ def generate(
         faults=faults,
         bank_statement=bank_statement,
         money_model=money_model,
+        layout=layout,
         files=names,
         ground_truth=truth_path,
         fingerprint=fingerprint(target, names),
