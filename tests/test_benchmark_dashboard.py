@@ -104,3 +104,17 @@ def test_xlsx_holds_the_same_table(layouts: dict[str, Path]) -> None:
     text = _csv(layouts["dashboard"], "settlements.csv").iloc[0]
     assert f"{first[1]:.2f}" == text["Amount"]
     assert first[-1] == text["Created At"]
+
+
+def test_xlsx_bytes_are_reproducible(tmp_path: Path) -> None:
+    first = generate(tmp_path / "a", payments=250, seed=1, layout="dashboard-xlsx")
+    second = generate(tmp_path / "b", payments=250, seed=1, layout="dashboard-xlsx")
+    assert first.fingerprint == second.fingerprint
+    assert "payments.xlsx" in first.files and first.counts["payments.xlsx"] == 250
+
+
+def test_unknown_layout_is_refused(tmp_path: Path) -> None:
+    from core.errors import ConfigError
+
+    with pytest.raises(ConfigError):
+        generate(tmp_path, payments=250, layout="pdf")

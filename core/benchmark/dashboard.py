@@ -15,6 +15,9 @@ those facts are kept as three trailing columns so that the dataset loses nothing
 
 from __future__ import annotations
 
+import io
+import re
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -255,7 +258,34 @@ def write_xlsx(frame: pd.DataFrame, layout: tuple[Column, ...], path: Path) -> N
             else:
                 cells.append(value)
         sheet.append(cells)
-    book.save(path)
+    buffer = io.BytesIO()
+    book.save(buffer)
+    path.write_bytes(_stable_zip(buffer.getvalue()))
+
+
+FIXED_TIME = "2000-01-01T00:00:00Z"
+
+
+def _stable_zip(data: bytes) -> bytes:
+    """The workbook with fixed zip entry times and document dates, so that the same
+    dataset gives the same bytes (openpyxl stamps both with the current time)."""
+    source = zipfile.ZipFile(io.BytesIO(data))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            content = source.read(info.filename)
+            if info.filename == "docProps/core.xml":
+                text = content.decode("utf-8")
+                text = re.sub(
+                    r"(<dcterms:(created|modified)[^>]*>)[^<]*(</dcterms:)",
+                    rf"\g<1>{FIXED_TIME}\g<3>",
+                    text,
+                )
+                content = text.encode("utf-8")
+            entry = zipfile.ZipInfo(info.filename, date_time=(2000, 1, 1, 0, 0, 0))
+            entry.compress_type = zipfile.ZIP_DEFLATED
+            target.writestr(entry, content)
+    return out.getvalue()
 
 
 def _with_refund_fees(refunds: pd.DataFrame, recon: pd.DataFrame | None) -> pd.DataFrame:
