@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+from pyarrow import csv as pacsv
 
 from core.benchmark import files
 
@@ -187,13 +189,17 @@ def rupees(values: pd.Series, exponent: np.ndarray | int = 2) -> pd.Series:
     empty = values == ""
     number = pd.to_numeric(values.where(~empty, "0")).astype("int64").to_numpy()
     exp = np.broadcast_to(np.asarray(exponent, dtype=np.int64), number.shape)
-    scale = 10**exp
-    whole = np.abs(number) // scale
-    frac = np.abs(number) % scale
-    sign = np.where(number < 0, "-", "")
-    out = []
-    for s, w, f, e in zip(sign, whole, frac, exp, strict=True):
-        out.append(f"{s}{w}.{f:0{e}d}" if e else f"{s}{w}")
+    out = np.empty(len(number), dtype=object)
+    for e in np.unique(exp):
+        mine = exp == e
+        scale = 10 ** int(e)
+        whole = (np.abs(number[mine]) // scale).astype(str).astype(object)
+        sign = np.where(number[mine] < 0, "-", "").astype(object)
+        if e:
+            frac = np.char.zfill((np.abs(number[mine]) % scale).astype(str), int(e))
+            out[mine] = sign + whole + "." + frac.astype(object)
+        else:
+            out[mine] = sign + whole
     return pd.Series(out, index=values.index).where(~empty, "")
 
 
@@ -288,6 +294,22 @@ def _stable_zip(data: bytes) -> bytes:
     return out.getvalue()
 
 
+def _read_strings(path: Path) -> pd.DataFrame:
+    """An API file as strings ("" for empty), through Arrow's CSV reader."""
+    with open(path, encoding="utf-8") as handle:
+        header = handle.readline().rstrip("\n").split(",")
+    table = pacsv.read_csv(
+        path,
+        convert_options=pacsv.ConvertOptions(
+            column_types={name: pa.string() for name in header},
+            strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+        ),
+    )
+    frame: pd.DataFrame = table.to_pandas().astype(object)
+    return frame
+
+
 def _with_refund_fees(refunds: pd.DataFrame, recon: pd.DataFrame | None) -> pd.DataFrame:
     """The refund's fee and tax (the API refund entity has none; its recon row does); 0 for
     a refund without a row."""
@@ -314,7 +336,7 @@ def rewrite(out_dir: Path, names: tuple[str, ...], *, xlsx: bool) -> tuple[str, 
             written.append(name)
             continue
         path = out_dir / name
-        api = pd.read_csv(path, dtype=str, keep_default_na=False)
+        api = _read_strings(path)
         if name == "refunds.csv":
             api = _with_refund_fees(api, recon)
         frame = convert(api, layout)

@@ -600,7 +600,7 @@ def finish(
 
     days = np.flatnonzero(calendar.working & ~calendar.bank_pending_day)
     days = days[days >= 10]
-    chosen = iter(rng.permutation(days).tolist())
+
     for scenario in (
         "instant_clean",
         "instant_short_payout",
@@ -608,7 +608,7 @@ def finish(
         "instant_reversed",
     ):
         for k in range(_count(scenario, mm.n_payments, faults)):
-            day = calendar.days[int(next(chosen))]
+            day = calendar.days[int(days[int(rng.integers(0, len(days)))])]
             created = int(ist_midnight(np.array([day]))[0]) + 13 * 3600 + int(rng.integers(0, 3600))
             payouts = (
                 2
