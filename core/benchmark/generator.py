@@ -1,6 +1,7 @@
 """`generate()`: a seeded benchmark dataset and, kept apart, its ground truth.
 
-The dataset folder holds exactly the five files the importer reads (spec section 2);
+The dataset folder holds exactly the five files the importer reads (spec section 2), plus
+with money_model the four optional ones (instant settlements, payouts, disputes, transfers);
 `ground_truth.csv` sits beside them and no importer or engine code opens it. The same
 (payments, seed, as_of, faults, bank_statement) always gives byte-identical files; the
 default `as_of` is fixed (DEFAULT_AS_OF) so that the default benchmark is reproducible.
