@@ -79,13 +79,30 @@ class ClassScore:
 
 
 @dataclass(frozen=True)
+class TypeScore:
+    """One entity type (payment, refund, settlement, dispute, instant_settlement, ...):
+    records, right outcomes and accuracy; labelled and reported exceptions and the true
+    positives among them."""
+
+    records: int
+    correct: int
+    accuracy: float
+    expected_exceptions: int
+    reported_exceptions: int
+    true_positives: int
+
+
+@dataclass(frozen=True)
 class SplitReport:
     """The scores over one set of records (all, or the held-out split).
 
     records / matched / pending / exceptions: records, and the engine's outcomes among them.
     expected: the labels' counts by status. correct and accuracy: see the module docstring.
     precision, recall, true_positives, false_positives, false_negatives: exception detection.
-    by_code / by_class: per reason code and per exposure class. throughput: payments per
+    by_code / by_class: per reason code and per exposure class (every spec code, and every
+    other code the labels or the engine name). by_pending: per pending reason (a CodeScore
+    whose precision/recall are over PENDING outcomes). by_entity_type: per entity type.
+    throughput: payments per
     second of the pipeline run that produced the results. root_cause_accuracy: share of
     labelled exceptions whose predicted root cause equals the label (None until an
     investigator is plugged in; see RootCausePredictor).
@@ -107,6 +124,8 @@ class SplitReport:
     by_class: dict[str, ClassScore]
     throughput: float
     root_cause_accuracy: float | None = None
+    by_pending: dict[str, CodeScore] = field(default_factory=dict)
+    by_entity_type: dict[str, TypeScore] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -193,7 +212,8 @@ def join_outcomes(outcomes: pd.DataFrame, truth: pd.DataFrame) -> pd.DataFrame:
         & (joined["label_reason_code"] == joined["engine_reason_code"])
         & _same_codes(joined["label_reason_codes"], joined["engine_reason_codes"])
     )
-    fallback = joined["label_match_method"].isin(rules.FALLBACK_METHODS) | joined[
+    # `direct` (settled by someone else) is compared when the labels name it.
+    fallback = joined["label_match_method"].isin(rules.LABELLED_METHODS) | joined[
         "engine_match_method"
     ].isin(rules.FALLBACK_METHODS)
     same &= ~fallback | (joined["label_match_method"] == joined["engine_match_method"])
@@ -218,7 +238,13 @@ def score(
     reported = int(engine_exc.sum())
     labelled = int(label_exc.sum())
     codes = list(rules.ALL_EXCEPTION_CODES)
-    codes += sorted(set(joined.loc[engine_exc, "engine_reason_code"]) - set(codes))
+    codes += sorted(
+        (
+            set(joined.loc[engine_exc, "engine_reason_code"])
+            | set(joined.loc[label_exc, "label_reason_code"])
+        )
+        - set(codes)
+    )
     by_code: dict[str, CodeScore] = {}
     for code in codes:
         expected = label_exc & (joined["label_reason_code"] == code)
@@ -233,7 +259,14 @@ def score(
             exposure=int(joined.loc[got, "engine_exposure_amount"].sum()),
         )
     classes = list(rules.EXPOSURE_CLASSES)
-    classes += sorted(set(joined.loc[engine_exc, "engine_exposure_class"]) - set(classes) - {""})
+    classes += sorted(
+        (
+            set(joined.loc[engine_exc, "engine_exposure_class"])
+            | set(joined.loc[label_exc, "label_exposure_class"])
+        )
+        - set(classes)
+        - {""}
+    )
     by_class: dict[str, ClassScore] = {}
     for name in classes:
         expected = label_exc & (joined["label_exposure_class"] == name)
@@ -243,6 +276,42 @@ def score(
             reported=int(got.sum()),
             correct=int((expected & got & hit).sum()),
             exposure=int(joined.loc[got, "engine_exposure_amount"].sum()),
+        )
+    label_pending = joined["label_status"] == rules.PENDING
+    engine_pending = joined["engine_status"] == rules.PENDING
+    reasons = list(rules.PENDING_REASONS)
+    reasons += sorted(
+        (
+            set(joined.loc[label_pending, "label_reason_code"])
+            | set(joined.loc[engine_pending, "engine_reason_code"])
+        )
+        - set(reasons)
+    )
+    by_pending: dict[str, CodeScore] = {}
+    for reason in reasons:
+        expected = label_pending & (joined["label_reason_code"] == reason)
+        got = engine_pending & (joined["engine_reason_code"] == reason)
+        correct = int((expected & got).sum())
+        by_pending[reason] = CodeScore(
+            expected=int(expected.sum()),
+            reported=int(got.sum()),
+            correct=correct,
+            precision=_ratio(correct, int(got.sum())),
+            recall=_ratio(correct, int(expected.sum())),
+            exposure=0,
+        )
+    by_entity_type: dict[str, TypeScore] = {}
+    for entity_type in sorted(set(joined["entity_type"])):
+        mine = joined["entity_type"] == entity_type
+        right = int((mine & joined["correct"]).sum())
+        count = int(mine.sum())
+        by_entity_type[entity_type] = TypeScore(
+            records=count,
+            correct=right,
+            accuracy=right / count if count else 0.0,
+            expected_exceptions=int((mine & label_exc).sum()),
+            reported_exceptions=int((mine & engine_exc).sum()),
+            true_positives=int((mine & hit).sum()),
         )
     records = len(joined)
     correct_count = int(joined["correct"].sum())
@@ -266,6 +335,8 @@ def score(
         by_class=by_class,
         throughput=throughput,
         root_cause_accuracy=root_cause_accuracy(joined, root_causes),
+        by_pending=by_pending,
+        by_entity_type=by_entity_type,
     )
 
 
@@ -340,11 +411,13 @@ def run_evaluation(
     *,
     root_cause_predictor: RootCausePredictor | None = None,
     work_dir: str | Path | None = None,
+    money_model: bool = False,
 ) -> EvaluationReport:
     """Generate, run the pipeline in an in-memory database, then score against the labels.
 
     work_dir: keep the dataset, labels and results.csv there (default: a temporary folder
-    removed afterwards).
+    removed afterwards). money_model: generate with Razorpay's money model beyond the spec
+    (docs/benchmark.md) too.
     """
     from core.db import connect, migrate
 
@@ -352,7 +425,9 @@ def run_evaluation(
         root = Path(work_dir) if work_dir is not None else Path(scratch)
         dataset_dir = root / "dataset"
         started = time.perf_counter()
-        generated = generate(dataset_dir, payments=payments, seed=seed, as_of=as_of)
+        generated = generate(
+            dataset_dir, payments=payments, seed=seed, as_of=as_of, money_model=money_model
+        )
         generate_seconds = time.perf_counter() - started
         # The labels leave the dataset folder before the importer opens it.
         labels_path = root / GROUND_TRUTH_FILE
@@ -433,6 +508,22 @@ def format_split(title: str, report: SplitReport) -> str:
             f"  {code:<34}{s.expected:>9,}{s.reported:>9,}{s.correct:>7,}"
             f"{_percent(s.precision):>10}{_percent(s.recall):>9}  {format_inr(s.exposure):>18}"
         )
+    pending = [(r, s) for r, s in report.by_pending.items() if s.expected or s.reported]
+    if pending:
+        lines += ["", f"  {'pending reason':<34}{'labelled':>9}{'reported':>9}{'right':>7}"]
+        for reason, s in pending:
+            lines.append(f"  {reason:<34}{s.expected:>9,}{s.reported:>9,}{s.correct:>7,}")
+    if report.by_entity_type:
+        lines += [
+            "",
+            f"  {'entity type':<34}{'records':>9}{'right':>7}{'accuracy':>10}"
+            f"{'exc. labelled':>15}{'reported':>9}{'right':>7}",
+        ]
+        for name, t in report.by_entity_type.items():
+            lines.append(
+                f"  {name:<34}{t.records:>9,}{t.correct:>7,}{_percent(t.accuracy):>10}"
+                f"{t.expected_exceptions:>15,}{t.reported_exceptions:>9,}{t.true_positives:>7,}"
+            )
     lines += [
         "",
         f"  {'exposure class':<34}{'labelled':>9}{'reported':>9}{'right':>7}  {'exposure':>37}",
@@ -472,6 +563,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--as-of", default=None, metavar="ISO", help=f"as-of instant (default {DEFAULT_AS_OF})"
     )
     parser.add_argument("--json", action="store_true", help="print the reports as JSON")
+    parser.add_argument(
+        "--money-model",
+        action="store_true",
+        help="also plant Razorpay's money model beyond the spec (disputes, transfers, ...)",
+    )
     args = parser.parse_args(argv)
     from core.errors import RazorReconError
 
@@ -479,7 +575,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from core.investigate.evaluation import predict_root_causes
 
         report = run_evaluation(
-            args.payments, args.seed, args.as_of, root_cause_predictor=predict_root_causes
+            args.payments,
+            args.seed,
+            args.as_of,
+            root_cause_predictor=predict_root_causes,
+            money_model=args.money_model,
         )
     except RazorReconError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -31,6 +31,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--no-faults", action="store_true", help="plant no faults")
     parser.add_argument("--no-bank-statement", action="store_true", help="write no bank statement")
+    parser.add_argument(
+        "--money-model",
+        action="store_true",
+        help=(
+            "also plant Razorpay's money model beyond the spec: international payments and "
+            "refunds, settled_by others, released holds, disputes, Route transfers, instant "
+            "settlements (off by default until the engine handles them)"
+        ),
+    )
+    parser.add_argument(
+        "--layout",
+        choices=("api", "dashboard", "dashboard-xlsx"),
+        default="api",
+        help=(
+            "api: API field names, paise, Unix seconds (default); dashboard: Razorpay "
+            "Dashboard reports (rupees, dd/mm/YYYY HH:MM:SS IST, display headers); "
+            "dashboard-xlsx: the same as .xlsx workbooks"
+        ),
+    )
     parser.set_defaults(func=run)
 
 
@@ -45,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
             as_of=args.as_of,
             faults=not args.no_faults,
             bank_statement=not args.no_bank_statement,
+            money_model=args.money_model,
+            layout=args.layout,
         )
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc

@@ -62,6 +62,8 @@ def nulls(n: int) -> pa.Array:
 
 def _cells(column: pa.Array) -> pa.Array:
     """A column as CSV cell text: quoted only when the value needs it (RFC 4180)."""
+    if pa.types.is_large_string(column.type):
+        column = pc.cast(column, pa.string())
     if not pa.types.is_string(column.type):
         return pc.cast(column, pa.string())  # ints as digits, booleans as true/false
     needs = pc.match_substring_regex(column, '[",\r\n]')
@@ -97,7 +99,58 @@ def write_frame(frame: pd.DataFrame, path: Path) -> None:
     _write(pa.Table.from_pandas(frame.astype(str), preserve_index=False), path)
 
 
-def write_payments(p: Payments, out_dir: Path, rng: np.random.Generator) -> int:
+def _with_money_columns(
+    columns: dict[str, pa.Array], n: int, *, before: str = "created_at"
+) -> dict[str, pa.Array]:
+    """The API columns plus `base_amount` and `settled_by` (null for the world's own rows),
+    placed before `before`."""
+    out: dict[str, pa.Array] = {}
+    for name, column in columns.items():
+        if name == before:
+            out["base_amount"] = pa.nulls(n, type=pa.int64())
+            out["settled_by"] = nulls(n)
+        out[name] = column
+    return out
+
+
+def _append(
+    table: pa.Table, records: list[dict[str, object]], defaults: dict[str, object]
+) -> pa.Table:
+    """`table` with `records` (dicts of API fields; missing fields from `defaults`, else
+    null) appended as rows of the same schema."""
+    if not records:
+        return table
+    extra = pa.table(
+        {
+            field.name: pa.array(
+                [r.get(field.name, defaults.get(field.name)) for r in records], type=field.type
+            )
+            for field in table.schema
+        }
+    )
+    return pa.concat_tables([table, extra])
+
+
+def write_records(records: list[dict[str, object]], columns: tuple[str, ...], path: Path) -> int:
+    """Plain records (None = empty, booleans as true/false) as CSV with the given columns."""
+    cells: dict[str, pa.Array] = {}
+    for name in columns:
+        values = [r.get(name) for r in records]
+        text_values = [
+            None if v is None else ("true" if v is True else "false" if v is False else str(v))
+            for v in values
+        ]
+        cells[name] = pa.array(text_values, type=pa.string())
+    _write(pa.table(cells), path)
+    return len(records)
+
+
+def write_payments(
+    p: Payments,
+    out_dir: Path,
+    rng: np.random.Generator,
+    extra: list[dict[str, object]] | None = None,
+) -> int:
     n = len(p.id)
     captured = p.captured
     refunded = p.amount_refunded > 0
@@ -141,11 +194,27 @@ def write_payments(p: Payments, out_dir: Path, rng: np.random.Generator) -> int:
             "created_at": integers(p.created_at),
         }
     )
+    if extra is not None:
+        columns = dict(zip(table.column_names, table.columns, strict=True))
+        table = pa.table(_with_money_columns(columns, n))
+        defaults = {
+            "entity": "payment",
+            "captured": True,
+            "description": DESCRIPTIONS[0],
+            "email": "customer.intl@example.com",
+            "contact": "+919800000000",
+            "notes": "{}",
+        }
+        for record in extra:
+            record.setdefault("refund_status", "partial" if record.get("amount_refunded") else None)
+        table = _append(table, extra, defaults)
     _write(table, out_dir / PAYMENTS_FILE)
-    return n
+    return int(table.num_rows)
 
 
-def write_refunds(r: Refunds, p: Payments, out_dir: Path) -> int:
+def write_refunds(
+    r: Refunds, p: Payments, out_dir: Path, extra: list[dict[str, object]] | None = None
+) -> int:
     n = len(r.id)
     table = pa.table(
         {
@@ -163,8 +232,22 @@ def write_refunds(r: Refunds, p: Payments, out_dir: Path) -> int:
             "speed_processed": pa.array(r.speed.astype(str)),
         }
     )
+    if extra is not None:
+        columns = dict(zip(table.column_names, table.columns, strict=True))
+        columns["base_amount"] = pa.nulls(n, type=pa.int64())
+        columns["settled_by"] = nulls(n)
+        table = _append(
+            pa.table(columns),
+            extra,
+            {
+                "entity": "refund",
+                "notes": "{}",
+                "speed_requested": "normal",
+                "speed_processed": "normal",
+            },
+        )
     _write(table, out_dir / REFUNDS_FILE)
-    return n
+    return int(table.num_rows)
 
 
 def write_settlements(s: Settlements, out_dir: Path) -> int:
@@ -242,5 +325,8 @@ def write_recon(
             "dispute_id": text(col(rows["dispute_id"])),
         }
     )
+    if "transfer_id" in rows:  # the money model's columns
+        table = table.append_column("transfer_id", text(col(rows["transfer_id"])))
+        table = table.append_column("settled_by", text(col(rows["settled_by"])))
     _write(table, out_dir / RECON_FILE)
     return n

@@ -1,6 +1,7 @@
 """`generate()`: a seeded benchmark dataset and, kept apart, its ground truth.
 
-The dataset folder holds exactly the five files the importer reads (spec section 2);
+The dataset folder holds exactly the five files the importer reads (spec section 2), plus
+with money_model the four optional ones (instant settlements, payouts, disputes, transfers);
 `ground_truth.csv` sits beside them and no importer or engine code opens it. The same
 (payments, seed, as_of, faults, bank_statement) always gives byte-identical files; the
 default `as_of` is fixed (DEFAULT_AS_OF) so that the default benchmark is reproducible.
@@ -18,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core.benchmark import bank, files, labels, world
+from core.benchmark import bank, dashboard, files, labels, money, world
 from core.benchmark.ids import IdFactory
 from core.calendar import IST
 from core.dataset import BANK_FILE
@@ -43,6 +44,66 @@ STREAMS = (
     "split",
     "ids",
 )
+LAYOUTS = ("api", "dashboard", "dashboard-xlsx")
+# The money model's own streams (drawn only with money_model=True, so the default dataset is
+# unchanged): entities, and ids.
+MONEY_STREAM_KEY = 20261201
+MONEY_FILES: dict[str, tuple[str, ...]] = {
+    "instant_settlements.csv": (
+        "id",
+        "entity",
+        "amount_requested",
+        "amount_settled",
+        "amount_pending",
+        "amount_reversed",
+        "fees",
+        "tax",
+        "currency",
+        "status",
+        "created_at",
+    ),
+    "instant_settlement_payouts.csv": (
+        "id",
+        "entity",
+        "instant_settlement_id",
+        "amount",
+        "amount_settled",
+        "fees",
+        "tax",
+        "utr",
+        "status",
+        "created_at",
+        "processed_at",
+        "reversed_at",
+    ),
+    "disputes.csv": (
+        "id",
+        "entity",
+        "payment_id",
+        "amount",
+        "currency",
+        "amount_deducted",
+        "status",
+        "phase",
+        "reason_code",
+        "respond_by",
+        "created_at",
+    ),
+    "transfers.csv": (
+        "id",
+        "entity",
+        "source",
+        "recipient",
+        "amount",
+        "currency",
+        "amount_reversed",
+        "status",
+        "on_hold",
+        "on_hold_until",
+        "recipient_settlement_id",
+        "created_at",
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -63,6 +124,8 @@ class GeneratedBenchmark:
     as_of_iso: str
     faults: bool
     bank_statement: bool
+    money_model: bool
+    layout: str
     files: tuple[str, ...]
     ground_truth: Path
     fingerprint: str
@@ -123,15 +186,24 @@ def generate(
     *,
     faults: bool = True,
     bank_statement: bool = True,
+    money_model: bool = False,
+    layout: str = "api",
 ) -> GeneratedBenchmark:
     """Write a benchmark dataset into `out_dir` and its labels into `out_dir/ground_truth.csv`.
 
     faults=False plants no faults: every entity is then MATCHED or PENDING. bank_statement=False
     writes no statement, so processed settlements are matched with `no_bank_statement`.
+    money_model=True also plants Razorpay's money model beyond the spec (international
+    payments and refunds, settled-by-others, released holds, disputes, Route transfers,
+    instant settlements; docs/benchmark.md) and writes the four optional files.
+    layout "dashboard" / "dashboard-xlsx" writes the files as Razorpay Dashboard reports
+    (rupees, IST dates, display headers; CSV or one workbook per file).
     """
     started = time.perf_counter()
     if payments < world.MIN_PAYMENTS:
         raise world.GenerationError(f"at least {world.MIN_PAYMENTS} payments are needed")
+    if layout not in LAYOUTS:
+        raise ConfigError(f"layout: one of {', '.join(LAYOUTS)}, not {layout!r}")
     as_of_ts = parse_as_of(as_of)
     target = Path(out_dir)
     target.mkdir(parents=True, exist_ok=True)
@@ -150,22 +222,56 @@ def generate(
     world.plant_payment_faults(pays, calendar, ids, streams["faults"], faults)
     refunds = world.build_refunds(pays, calendar, ids, streams["refunds"], faults)
     rows, planted = world.build_recon_rows(pays, refunds, calendar, ids, streams["rows"], faults)
+    mm: money.MoneyModel | None = None
+    if money_model:
+        mm_rng, mm_id_rng = (
+            np.random.default_rng(s)
+            for s in np.random.SeedSequence([seed, MONEY_STREAM_KEY]).spawn(2)
+        )
+        mm_ids = IdFactory(mm_id_rng, taken=ids.taken)
+        rows, mm = money.plant(pays, rows, calendar, mm_ids, mm_rng, faults)
     world.balance_debits(rows, calendar)
     settlements = world.build_settlements(
         rows, calendar, ids, streams["settlements"], faults, bank_statement
     )
+    if mm is not None:
+        money.finish(mm, rows, settlements, calendar, mm_ids, mm_rng, faults, bank_statement)
     statement = None
     if bank_statement:
         lines = bank.build_lines(settlements, calendar, ids, streams["bank"], faults)
+        if mm is not None:
+            lines += mm.bank_lines
         statement = bank.render(lines, calendar, streams["bank"])
 
     file_rng = streams["files"]
     counts = {
-        files.PAYMENTS_FILE: files.write_payments(pays, target, file_rng),
-        files.REFUNDS_FILE: files.write_refunds(refunds, pays, target),
+        files.PAYMENTS_FILE: files.write_payments(
+            pays, target, file_rng, mm.payments if mm is not None else None
+        ),
+        files.REFUNDS_FILE: files.write_refunds(
+            refunds, pays, target, mm.refunds if mm is not None else None
+        ),
         files.SETTLEMENTS_FILE: files.write_settlements(settlements, target),
         files.RECON_FILE: files.write_recon(rows, settlements, calendar, target, file_rng),
     }
+    for name in MONEY_FILES:
+        (target / name).unlink(missing_ok=True)
+    if mm is not None:
+        entity = {
+            "instant_settlements.csv": "settlement.ondemand",
+            "instant_settlement_payouts.csv": "settlement.ondemand_payout",
+            "disputes.csv": "dispute",
+            "transfers.csv": "transfer",
+        }
+        tables = {
+            "instant_settlements.csv": mm.instant_settlements,
+            "instant_settlement_payouts.csv": mm.instant_payouts,
+            "disputes.csv": mm.disputes,
+            "transfers.csv": mm.transfers,
+        }
+        for name, columns in MONEY_FILES.items():
+            records = [{**r, "entity": entity[name]} for r in tables[name]]
+            counts[name] = files.write_records(records, columns, target / name)
     if statement is not None:
         bank.write(statement, target)
         counts[BANK_FILE] = len(statement.lines)
@@ -182,6 +288,7 @@ def generate(
                 labels.recon_row_labels(planted),
                 settlement_frame,
                 bank_frame,
+                labels.money_model_labels(mm) if mm is not None else pd.DataFrame(),
             )
             if len(frame)
         ],
@@ -196,6 +303,15 @@ def generate(
     counts["labels_held_out"] = int((truth["split"] == HELD_OUT).sum())
 
     names = tuple(counts_name for counts_name in counts if counts_name.endswith(".csv"))
+    for name in dashboard.LAYOUTS:
+        (target / name).with_suffix(".xlsx").unlink(missing_ok=True)
+    if layout != "api":
+        renamed = dashboard.rewrite(target, names, xlsx=layout == "dashboard-xlsx")
+        counts = {
+            **{new: counts[old] for old, new in zip(names, renamed, strict=True)},
+            **{k: v for k, v in counts.items() if not k.endswith(".csv")},
+        }
+        names = renamed
     return GeneratedBenchmark(
         out_dir=target,
         payments=payments,
@@ -204,6 +320,8 @@ def generate(
         as_of_iso=dt.datetime.fromtimestamp(as_of_ts, tz=IST).isoformat(),
         faults=faults,
         bank_statement=bank_statement,
+        money_model=money_model,
+        layout=layout,
         files=names,
         ground_truth=truth_path,
         fingerprint=fingerprint(target, names),

@@ -32,9 +32,14 @@ class IdFactory:
     UTR and every fixed number printed in the bank statement is checked against the others.
     """
 
-    def __init__(self, rng: np.random.Generator) -> None:
+    def __init__(self, rng: np.random.Generator, taken: set[str] | None = None) -> None:
         self._rng = rng
-        self._taken: set[str] = set()
+        self._taken: set[str] = set() if taken is None else taken
+
+    @property
+    def taken(self) -> set[str]:
+        """The UTRs and fixed numbers reserved so far (share it with another factory)."""
+        return self._taken
 
     def ids(self, prefix: str, n: int) -> StrArray:
         """`n` new ids: `prefix` + 14 base-62 characters."""

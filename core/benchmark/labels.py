@@ -14,6 +14,7 @@ import pandas as pd
 
 from core.benchmark import rules
 from core.benchmark.bank import BankStatement
+from core.benchmark.money import MoneyModel
 from core.benchmark.world import CALENDAR, Calendar, Payments, Refunds, Settlements
 from core.calendar import ist_dates
 
@@ -248,7 +249,143 @@ def bank_labels(
         scenario = "matched" if not method else f"matched_{method}"
         if line.kind == "settlement" and s.scenario[line.settlement] == "duplicate_bank_credit":
             scenario = "matched_duplicate"
+        if line.kind == "instant":
+            scenario = "matched_instant"
         records.append((entity, rules.MATCHED, "", "", method, "", "", f"bank_entry/{scenario}"))
     frame = pd.DataFrame(records, columns=[c for c in LABEL_COLUMNS if c != "entity_type"])
     frame.insert(0, "entity_type", "bank_entry")
     return frame
+
+
+# -- Razorpay's money model beyond the spec (docs/engine.md) ------------------------------
+
+ROOT_CAUSE: dict[str, str] = {
+    "DISPUTE_LOST": "CHARGEBACK_LOST",
+    "DISPUTE_REVERSAL_MISSING": "CHARGEBACK_REVERSAL_MISSING",
+    "DISPUTE_OPEN": "CHARGEBACK_AWAITING_RESPONSE",
+    "INSTANT_PAYOUT_REVERSED": "INSTANT_PAYOUT_RETURNED",
+    "BANK_UTR_AMOUNT_MISMATCH": "BANK_SHORT_CREDIT",
+    "MISSING_BANK_ENTRY": "BANK_CREDIT_MISSING",
+    "TRANSFER_AMOUNT_MISMATCH": "TRANSFER_AMOUNT_DIFFERS",
+    "TRANSFER_REVERSAL_MISMATCH": "TRANSFER_REVERSAL_DIFFERS",
+    "MISSING_RECONCILIATION_RECORD": "TRANSFER_NOT_SETTLED",
+    "DUPLICATE_RECONCILIATION_RECORD": "SETTLED_TWICE",
+    "REFUND_AMOUNT_MISMATCH": "REFUND_AMOUNT_DIFFERS",
+}
+
+
+def label_record(
+    entity_type: str,
+    entity_id: str,
+    status: str,
+    codes: list[str],
+    scenario: str,
+    *,
+    method: str = "",
+    root_cause: str = "",
+) -> dict[str, str]:
+    """One label: EXCEPTION codes primary first; a PENDING outcome's one code is its reason."""
+    exception = status == rules.EXCEPTION
+    primary = codes[0] if codes else ""
+    return {
+        "entity_type": entity_type,
+        "entity_id": entity_id,
+        "status": status,
+        "reason_code": primary,
+        "reason_codes": ";".join(codes),
+        "match_method": method,
+        "exposure_class": rules.exposure_class(primary) if exception else "",
+        "root_cause": (root_cause or ROOT_CAUSE.get(primary, "")) if exception else "",
+        "scenario": f"{entity_type}/{scenario}",
+    }
+
+
+def money_payment_label(fact: dict[str, object]) -> dict[str, str]:
+    """A payment of the wider model: INR amounts compared with INR (base_amount), holds
+    superseded by a release, nothing expected when settled by someone else."""
+    rows = list(fact["rows"])  # type: ignore[call-overload]
+    live = [r for r in rows if not r["held"]]
+    checked = live if live else rows
+    inr = int(fact["inr"])  # type: ignore[call-overload]
+    fee = int(fact["fee"])  # type: ignore[call-overload]
+    elsewhere = rules.settled_elsewhere(str(fact["settled_by"]))
+    codes: list[str] = []
+    if len(checked) >= 2:
+        codes.append("DUPLICATE_RECONCILIATION_RECORD")
+    if any(r["amount"] != inr for r in checked):
+        codes.append("AMOUNT_MISMATCH")
+    elif any(r["credit"] != inr - fee for r in checked):
+        codes.append("SETTLEMENT_AMOUNT_DISCREPANCY")
+    if not elsewhere and live and fact["late"]:
+        codes.append("TIMING_WINDOW_EXCEEDED")
+    if not elsewhere and not rows and fact["overdue"]:
+        codes.append("MISSING_RECONCILIATION_RECORD")
+    scenario = str(fact["scenario"])
+    cause = str(fact["root_cause"])
+    if codes:
+        return label_record(
+            "payment", str(fact["id"]), rules.EXCEPTION, codes, scenario, root_cause=cause
+        )
+    if rows and not live:
+        return label_record("payment", str(fact["id"]), rules.PENDING, [rules.ON_HOLD], scenario)
+    if not rows and not elsewhere:
+        return label_record(
+            "payment", str(fact["id"]), rules.PENDING, [rules.AWAITING_SETTLEMENT], scenario
+        )
+    method = rules.DIRECT if elsewhere else ""
+    return label_record("payment", str(fact["id"]), rules.MATCHED, [], scenario, method=method)
+
+
+def money_refund_label(fact: dict[str, object]) -> dict[str, str]:
+    """A refund in another currency, compared in INR: base_amount + row fee = row debit."""
+    codes = []
+    if int(fact["rows"]) >= 2:  # type: ignore[call-overload]
+        codes.append("DUPLICATE_RECONCILIATION_RECORD")
+    if int(fact["rows"]) and fact["debit"] != int(fact["inr"]) + int(fact["fee"]):  # type: ignore[call-overload]
+        codes.append("REFUND_AMOUNT_MISMATCH")
+    status = rules.EXCEPTION if codes else rules.MATCHED
+    return label_record("refund", str(fact["id"]), status, codes, str(fact["scenario"]))
+
+
+def money_model_labels(mm: MoneyModel) -> pd.DataFrame:
+    """Labels of every entity the money model planted, by the rules of docs/engine.md."""
+    records: list[dict[str, str]] = []
+    for fact in mm.facts.get("payment", []):
+        records.append(money_payment_label(fact))
+    for fact in mm.facts.get("refund", []):
+        records.append(money_refund_label(fact))
+    for fact in mm.facts.get("dispute", []):
+        status, code = rules.dispute_outcome(fact["status"], fact["debit"], fact["credit"])
+        records.append(
+            label_record("dispute", fact["id"], status, [code] if code else [], fact["scenario"])
+        )
+    for fact in mm.facts.get("instant_settlement", []):
+        status, codes, method = rules.instant_settlement_codes(
+            fact["reversed_amount"],
+            fact["expected"],
+            fact["credits"],
+            fact["has_processed"],
+            fact["bank_overdue"],
+            fact["bank"],
+        )
+        records.append(
+            label_record(
+                "instant_settlement", fact["id"], status, codes, fact["scenario"], method=method
+            )
+        )
+    for fact in mm.facts.get("transfer", []):
+        status, codes = rules.transfer_codes(
+            fact["rows"],
+            fact["debit"],
+            fact["amount"],
+            fact["fee"],
+            fact["reversed_rows"],
+            fact["amount_reversed"],
+            fact["due"],
+        )
+        records.append(label_record("transfer", fact["id"], status, codes, fact["scenario"]))
+    for entity in mm.dispute_reversals_alone:
+        # docs/engine.md, Disputes without a disputes file entry: a reversal credit row whose
+        # dispute has no debit is MATCHED.
+        records.append(label_record("recon_row", entity, rules.MATCHED, [], "dispute_reversal"))
+    return pd.DataFrame(records, columns=list(LABEL_COLUMNS))
