@@ -384,8 +384,7 @@ def money_model_labels(mm: MoneyModel) -> pd.DataFrame:
             fact["due"],
         )
         records.append(label_record("transfer", fact["id"], status, codes, fact["scenario"]))
-    for entity in mm.dispute_reversals_alone:
-        # docs/engine.md, Disputes without a disputes file entry: a reversal credit row whose
-        # dispute has no debit is MATCHED.
-        records.append(label_record("recon_row", entity, rules.MATCHED, [], "dispute_reversal"))
+    # docs/engine.md, Disputes without a disputes file entry: a reversal credit row whose
+    # dispute has no debit gets no outcome (an adjustment that is not a dispute debit), so
+    # `mm.dispute_reversals_alone` has no label.
     return pd.DataFrame(records, columns=list(LABEL_COLUMNS))
