@@ -819,17 +819,12 @@ def test_clean_world_is_all_matched() -> None:
             ),
             "adj_F3",
         ),
-        (
-            add("recon", {"entity_id": "trf_GHOST", "type": "transfer", "amount": 9, "debit": 9}),
-            "trf_GHOST",
-        ),
     ],
     ids=[
         "not_captured_without_row",
         "refund_not_processed",
         "dispute_adjustment_that_credits",
         "adjustment_without_dispute",
-        "transfer_row",
     ],
 )
 def test_entities_that_get_no_outcome(mutation: Any, entity: str) -> None:

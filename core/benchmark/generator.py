@@ -180,6 +180,7 @@ def generate(
                 labels.payment_labels(pays, calendar),
                 labels.refund_labels(refunds, pays),
                 labels.recon_row_labels(planted),
+                labels.transfer_labels(planted),
                 settlement_frame,
                 bank_frame,
             )

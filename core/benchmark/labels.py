@@ -167,6 +167,17 @@ def recon_row_labels(planted: dict[str, npt.NDArray[np.bytes_]]) -> pd.DataFrame
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=LABEL_COLUMNS)
 
 
+def transfer_labels(planted: dict[str, npt.NDArray[np.bytes_]]) -> pd.DataFrame:
+    """Route transfer rows without a transfers file (docs/engine.md, beyond the spec): one
+    outcome per transfer, MATCHED (every transfer row rides in a known settlement)."""
+    ids = planted.get("transfer", np.zeros(0, dtype="S1"))
+    n = len(ids)
+    if n == 0:
+        return pd.DataFrame(columns=LABEL_COLUMNS)
+    empty = np.full(n, "", dtype=object)
+    return _coded("transfer", ids, [], empty, empty, np.zeros(n, dtype=bool), empty)
+
+
 def settlement_labels(
     s: Settlements, statement: BankStatement | None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
