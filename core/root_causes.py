@@ -35,10 +35,13 @@ ROOT_CAUSES: dict[str, str] = {
     "BANK_CREDIT_MISSING": "No bank credit for the settlement, and it is overdue.",
     "SETTLEMENT_PAYOUT_FAILED": "Razorpay's payout of the settlement failed.",
     "UNIDENTIFIED_BANK_CREDIT": "A gateway-looking bank credit that no settlement explains.",
-    "INSTANT_PAYOUT_RETURNED": "An instant settlement payout was reversed to the balance.",
-    "TRANSFER_AMOUNT_DIFFERS": "The transfer debited differs from its amount plus fee.",
-    "TRANSFER_REVERSAL_DIFFERS": "The reversal rows differ from the transfer's amount reversed.",
-    "TRANSFER_NOT_SETTLED": "A transfer, overdue, with no recon row.",
+    "INSTANT_PAYOUT_RETURNED": "An instant payout was reversed to the balance; a later "
+    "regular settlement must carry it.",
+    "TRANSFER_DEBIT_DIFFERS": "The transfer row debits other than the transfer amount plus fee.",
+    "TRANSFER_REVERSAL_SHORT": "The reversal rows return less than the transfer's reversed amount.",
+    "TRANSFER_REVERSAL_EXCESS": "The reversal rows return more than the transfer's reversed "
+    "amount.",
+    "TRANSFER_NOT_DEBITED": "A Route transfer, overdue, with no recon row debiting it.",
 }
 
 # The root causes each reason code can have; the first is the default when evidence is thin.
@@ -49,7 +52,7 @@ CAUSES_BY_CODE: dict[str, tuple[str, ...]] = {
     "WRONG_MAPPING": ("MAPPED_TO_OTHER_PAYMENT", "MAPPED_TO_OTHER_ORDER"),
     "MISSING_SETTLEMENT": ("SETTLEMENT_NOT_FOUND",),
     "TIMING_WINDOW_EXCEEDED": ("SETTLED_LATE",),
-    "MISSING_RECONCILIATION_RECORD": ("NOT_SETTLED", "REFUND_NOT_SETTLED", "TRANSFER_NOT_SETTLED"),
+    "MISSING_RECONCILIATION_RECORD": ("NOT_SETTLED", "REFUND_NOT_SETTLED", "TRANSFER_NOT_DEBITED"),
     "STATUS_MISMATCH": ("CAPTURE_STATUS_OUT_OF_SYNC",),
     "REFUND_AMOUNT_MISMATCH": ("REFUND_AMOUNT_DIFFERS",),
     "PAYMENT_ID_MISMATCH": ("UNKNOWN_ENTITY",),
@@ -64,6 +67,6 @@ CAUSES_BY_CODE: dict[str, tuple[str, ...]] = {
     "SETTLEMENT_FAILED": ("SETTLEMENT_PAYOUT_FAILED",),
     "UNMATCHED_BANK_CREDIT": ("UNIDENTIFIED_BANK_CREDIT",),
     "INSTANT_PAYOUT_REVERSED": ("INSTANT_PAYOUT_RETURNED",),
-    "TRANSFER_AMOUNT_MISMATCH": ("TRANSFER_AMOUNT_DIFFERS",),
-    "TRANSFER_REVERSAL_MISMATCH": ("TRANSFER_REVERSAL_DIFFERS",),
+    "TRANSFER_AMOUNT_MISMATCH": ("TRANSFER_DEBIT_DIFFERS",),
+    "TRANSFER_REVERSAL_MISMATCH": ("TRANSFER_REVERSAL_SHORT", "TRANSFER_REVERSAL_EXCESS"),
 }

@@ -527,6 +527,9 @@ def settlement_view(
     conn: sqlite3.Connection, settlement_id: str, *, row_limit: int = 500
 ) -> SettlementView | None:
     record = db.settlement_by_id(conn, settlement_id)
+    instant = record is None
+    if instant:  # an instant settlement (setlod_...): shown in a settlement's shape
+        record = db.instant_settlement_by_id(conn, settlement_id)
     if record is None:
         return None
     by_type = {r["type"]: r for r in db.settlement_breakdown(conn, settlement_id)}
@@ -575,6 +578,8 @@ def settlement_view(
             payments["amount"] - payments["fee"],
         ),
     ]
+    if instant:  # its recon rows are what it paid out early, not its amount's sum
+        checks = []
     if bank:
         checks.append(Check("Bank credit = settlement amount", int(record["amount"]), credited))
     flt = QueueFilter(settlement_id=settlement_id)
@@ -587,7 +592,13 @@ def settlement_view(
         rows=tuple(db.settlement_recon_rows(conn, settlement_id, row_limit)),
         row_count=sum(int(r["n"]) for r in by_type.values()),
         bank_lines=tuple(bank),
-        outcome=db.outcome_for(conn, run_id, "settlement", settlement_id) if run_id else None,
+        outcome=(
+            db.outcome_for(
+                conn, run_id, "instant_settlement" if instant else "settlement", settlement_id
+            )
+            if run_id
+            else None
+        ),
         open_exceptions=tuple(
             _item(r, moment) for r in db.queue_page(conn, flt, moment, "exposure_desc", 100, 0)
         ),

@@ -183,6 +183,176 @@ def outcome(conn: sqlite3.Connection, entity_type: str, entity_id: str, code: st
     )
 
 
+# Exceptions of reused codes on the money model's new entity types (instant settlements,
+# transfers): {label: exception id}, filled by `build`.
+EXTRA: dict[str, int] = {}
+
+
+def _row(conn: sqlite3.Connection, entity_id: str, kind: str, n: int = 0, **extra: Any) -> None:
+    row = {
+        "row_key": f"{kind}:{entity_id}::{n}",
+        "entity_id": entity_id,
+        "type": kind,
+        "debit": 0,
+        "credit": 0,
+        "fee": 0,
+        "tax": 0,
+        "settled": 0,
+        "created_at": ts("2026-06-10"),
+        **extra,
+    }
+    _insert(conn, "recon_rows", row)
+
+
+def _instant(
+    conn: sqlite3.Connection, sid: str, amount: int, settled: int, utr: str, **extra: Any
+) -> None:
+    status = extra.pop("status", "processed")
+    _insert(
+        conn,
+        "instant_settlements",
+        {
+            "id": sid,
+            "amount_requested": amount,
+            "amount_settled": settled if status == "processed" else 0,
+            "amount_reversed": extra.pop("amount_reversed", 0),
+            "fees": amount - settled,
+            "status": status,
+            "created_at": ts("2026-06-15"),
+        },
+    )
+    _insert(
+        conn,
+        "instant_payouts",
+        {
+            "id": "setlodp_" + sid[len("setlod_") :],
+            "instant_settlement_id": sid,
+            "amount": amount,
+            "amount_settled": settled if status == "processed" else None,
+            "fees": amount - settled,
+            "utr": utr,
+            "status": status,
+            "created_at": ts("2026-06-15"),
+            "processed_at": ts("2026-06-15", 11),
+        },
+    )
+
+
+def _transfer(conn: sqlite3.Connection, tid: str, amount: int, **extra: Any) -> None:
+    _insert(
+        conn,
+        "transfers",
+        {
+            "id": tid,
+            "source": "pay_FEE001",
+            "recipient": "acc_LINKED01",
+            "amount": amount,
+            "amount_reversed": extra.pop("amount_reversed", 0),
+            "status": extra.pop("status", "processed"),
+            "created_at": ts("2026-06-10"),
+        },
+    )
+
+
+def money_model(conn: sqlite3.Connection, ids: dict[str, int]) -> None:
+    """Instant settlements and Route transfers: one exception per new root cause in `ids`,
+    the reused codes on these entity types in EXTRA."""
+    _instant(conn, "setlod_REV001", 80000, 79000, "KKBKH0000000R001", status="reversed")
+    conn.execute(
+        "UPDATE instant_settlements SET amount_reversed = 80000 WHERE id = ?", ("setlod_REV001",)
+    )
+    ids["INSTANT_PAYOUT_RETURNED"] = exception(
+        conn,
+        "instant_settlement",
+        "setlod_REV001",
+        "INSTANT_PAYOUT_REVERSED",
+        expected=80000,
+        actual=0,
+        exposure="awaiting_settlement",
+    )
+    _instant(conn, "setlod_DUP001", 50000, 49500, "KKBKH0000000D001")
+    bank(conn, 17, 49500, "KKBKH0000000D001", txn_date="2026-06-15")
+    bank(conn, 18, 49500, "KKBKH0000000D001", txn_date="2026-06-16")
+    EXTRA["instant_duplicate"] = exception(
+        conn,
+        "instant_settlement",
+        "setlod_DUP001",
+        "DUPLICATE_BANK_CREDIT",
+        expected=49500,
+        actual=99000,
+    )
+    _instant(conn, "setlod_SHT001", 60000, 59400, "KKBKH0000000S001")
+    bank(
+        conn,
+        19,
+        59000,
+        "KKBKH0000000S001",
+        txn_date="2026-06-15",
+        narration="IMPS/P2A/KKBKH0000000S001/RAZORPAY/INSTANT",
+    )
+    EXTRA["instant_short"] = exception(
+        conn,
+        "instant_settlement",
+        "setlod_SHT001",
+        "BANK_UTR_AMOUNT_MISMATCH",
+        expected=59400,
+        actual=59000,
+    )
+    _instant(conn, "setlod_MIS001", 70000, 69300, "KKBKH0000000M001")
+    EXTRA["instant_missing"] = exception(
+        conn,
+        "instant_settlement",
+        "setlod_MIS001",
+        "MISSING_BANK_ENTRY",
+        expected=69300,
+        actual=0,
+        exposure="awaiting_settlement",
+    )
+
+    _transfer(conn, "trf_AMT001", 20000)
+    _row(conn, "trf_AMT001", "transfer", amount=20000, debit=20500, fee=236, tax=36)
+    ids["TRANSFER_DEBIT_DIFFERS"] = exception(
+        conn, "transfer", "trf_AMT001", "TRANSFER_AMOUNT_MISMATCH", expected=20236, actual=20500
+    )
+    _transfer(conn, "trf_REVS01", 30000, amount_reversed=10000, status="partially_reversed")
+    _row(conn, "trf_REVS01", "transfer", amount=30000, debit=30354, fee=354, tax=54)
+    _row(conn, "rvrsl_REVS01", "reversal", amount=6000, credit=6000, transfer_id="trf_REVS01")
+    ids["TRANSFER_REVERSAL_SHORT"] = exception(
+        conn, "transfer", "trf_REVS01", "TRANSFER_REVERSAL_MISMATCH", expected=10000, actual=6000
+    )
+    _transfer(conn, "trf_REVE01", 30000, amount_reversed=5000, status="partially_reversed")
+    _row(conn, "trf_REVE01", "transfer", amount=30000, debit=30354, fee=354, tax=54)
+    _row(conn, "rvrsl_REVE01", "reversal", amount=8000, credit=8000, transfer_id="trf_REVE01")
+    ids["TRANSFER_REVERSAL_EXCESS"] = exception(
+        conn, "transfer", "trf_REVE01", "TRANSFER_REVERSAL_MISMATCH", expected=5000, actual=8000
+    )
+    _transfer(conn, "trf_MISS01", 15000)
+    ids["TRANSFER_NOT_DEBITED"] = exception(
+        conn,
+        "transfer",
+        "trf_MISS01",
+        "MISSING_RECONCILIATION_RECORD",
+        expected=15000,
+        actual=0,
+        exposure="awaiting_settlement",
+    )
+    _transfer(conn, "trf_DUP001", 12000)
+    _row(conn, "trf_DUP001", "transfer", amount=12000, debit=12142, fee=142, tax=22)
+    _row(conn, "trf_DUP001", "transfer", n=1, amount=12000, debit=12142, fee=142, tax=22)
+    EXTRA["transfer_duplicate"] = exception(
+        conn,
+        "transfer",
+        "trf_DUP001",
+        "DUPLICATE_RECONCILIATION_RECORD",
+        expected=12142,
+        actual=24284,
+    )
+    _row(conn, "trf_GHOST1", "transfer", amount=900, debit=900)
+    EXTRA["transfer_unknown"] = exception(
+        conn, "recon_row", "trf_GHOST1", "PAYMENT_ID_MISMATCH", exposure="structural"
+    )
+
+
 def build(conn: sqlite3.Connection) -> dict[str, int]:
     """Fill the database; return {root cause: exception id}."""
     ids: dict[str, int] = {}
@@ -558,6 +728,8 @@ def build(conn: sqlite3.Connection) -> dict[str, int]:
         conn, "bank_entry", line, "UNMATCHED_BANK_CREDIT", expected=0, actual=1234500
     )
 
+    money_model(conn, ids)
+
     # The evaluation reads outcomes of the run.
     for row in conn.execute("SELECT entity_type, entity_id, reason_code FROM exceptions"):
         outcome(conn, row[0], row[1], row[2])
@@ -573,6 +745,9 @@ def snapshot(conn: sqlite3.Connection) -> dict[str, list[tuple[Any, ...]]]:
         "settlements",
         "recon_rows",
         "bank_lines",
+        "instant_settlements",
+        "instant_payouts",
+        "transfers",
         "runs",
         "outcomes",
         "exceptions",

@@ -177,3 +177,21 @@ def test_no_run_means_no_overview(conn: sqlite3.Connection) -> None:
         "VALUES (0, 'running', 0, 'benchmark', '{}', '{}')"
     )
     assert views.overview(conn) is None  # a running run is never shown as a result
+
+
+def test_settlement_view_shows_an_instant_settlement(
+    conn: sqlite3.Connection, built: Built
+) -> None:
+    conn.execute(
+        "INSERT INTO instant_settlements (id, amount_requested, amount_settled, fees, tax, "
+        "status, created_at) VALUES ('setlod_VIEW01', 50000, 49500, 500, 76, 'processed', 0)"
+    )
+    conn.execute(
+        "INSERT INTO instant_payouts (id, instant_settlement_id, amount, amount_settled, utr, "
+        "status, created_at) VALUES ('setlodp_VIEW01', 'setlod_VIEW01', 50000, 49500, "
+        "'KKBKH0000VIEW001', 'processed', 0)"
+    )
+    view = views.settlement_view(conn, "setlod_VIEW01")
+    assert view is not None
+    assert (view.settlement["amount"], view.settlement["utr"]) == (49500, "KKBKH0000VIEW001")
+    assert view.checks == () and view.row_count == 0

@@ -1235,10 +1235,6 @@ def test_clean_world_is_all_matched() -> None:
             ),
             "adj_F3",
         ),
-        (
-            add("recon", {"entity_id": "trf_GHOST", "type": "transfer", "amount": 9, "debit": 9}),
-            "trf_GHOST",
-        ),
     ],
     ids=[
         "not_captured_without_row",
@@ -1246,7 +1242,6 @@ def test_clean_world_is_all_matched() -> None:
         "dispute_credit_without_debit",
         "dispute_credit_of_a_partial_reversal",
         "adjustment_without_dispute",
-        "transfer_row",
     ],
 )
 def test_entities_that_get_no_outcome(mutation: Any, entity: str) -> None:

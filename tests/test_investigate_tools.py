@@ -42,6 +42,8 @@ def test_the_allow_list_is_exactly_the_read_only_evidence_tools() -> None:
         "settlement_arithmetic",
         "calendar_status",
         "related_exceptions",
+        "instant_settlement",
+        "transfer",
     } == ALLOWED_TOOLS
 
 

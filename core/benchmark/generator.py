@@ -286,6 +286,7 @@ def generate(
                 labels.payment_labels(pays, calendar),
                 labels.refund_labels(refunds, pays),
                 labels.recon_row_labels(planted),
+                labels.transfer_labels(planted),
                 settlement_frame,
                 bank_frame,
                 labels.money_model_labels(mm) if mm is not None else pd.DataFrame(),

@@ -168,6 +168,17 @@ def recon_row_labels(planted: dict[str, npt.NDArray[np.bytes_]]) -> pd.DataFrame
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=LABEL_COLUMNS)
 
 
+def transfer_labels(planted: dict[str, npt.NDArray[np.bytes_]]) -> pd.DataFrame:
+    """Route transfer rows without a transfers file (docs/engine.md, beyond the spec): one
+    outcome per transfer, MATCHED (every transfer row rides in a known settlement)."""
+    ids = planted.get("transfer", np.zeros(0, dtype="S1"))
+    n = len(ids)
+    if n == 0:
+        return pd.DataFrame(columns=LABEL_COLUMNS)
+    empty = np.full(n, "", dtype=object)
+    return _coded("transfer", ids, [], empty, empty, np.zeros(n, dtype=bool), empty)
+
+
 def settlement_labels(
     s: Settlements, statement: BankStatement | None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -266,9 +277,9 @@ ROOT_CAUSE: dict[str, str] = {
     "INSTANT_PAYOUT_REVERSED": "INSTANT_PAYOUT_RETURNED",
     "BANK_UTR_AMOUNT_MISMATCH": "BANK_SHORT_CREDIT",
     "MISSING_BANK_ENTRY": "BANK_CREDIT_MISSING",
-    "TRANSFER_AMOUNT_MISMATCH": "TRANSFER_AMOUNT_DIFFERS",
-    "TRANSFER_REVERSAL_MISMATCH": "TRANSFER_REVERSAL_DIFFERS",
-    "MISSING_RECONCILIATION_RECORD": "TRANSFER_NOT_SETTLED",
+    "TRANSFER_AMOUNT_MISMATCH": "TRANSFER_DEBIT_DIFFERS",
+    "TRANSFER_REVERSAL_MISMATCH": "TRANSFER_REVERSAL_SHORT",  # the rows return less
+    "MISSING_RECONCILIATION_RECORD": "TRANSFER_NOT_DEBITED",
     "DUPLICATE_RECONCILIATION_RECORD": "SETTLED_TWICE",
     "REFUND_AMOUNT_MISMATCH": "REFUND_AMOUNT_DIFFERS",
 }

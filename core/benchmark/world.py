@@ -828,7 +828,7 @@ def build_recon_rows(
     amounts = p.amount[source] // 4 + 1
     fees = (amounts * 25 + 5000) // 10000
     taxes = (fees * 18 + 50) // 100
-    add_rows(
+    planted["transfer"] = add_rows(
         "debit",
         k,
         "trf_",

@@ -435,3 +435,57 @@ def breaker_record_success(conn: sqlite3.Connection, *, model: str, now: int) ->
         " open_until = 0, last_error = NULL, updated_at = excluded.updated_at",
         (model, now),
     )
+
+
+# --- instant settlements and Route transfers (docs/engine.md, beyond the spec) -----------
+
+_INSTANT_COLUMNS = (
+    "id, amount_requested, amount_settled, amount_pending, amount_reversed, fees, tax,"
+    " currency, status, created_at"
+)
+_PAYOUT_COLUMNS = (
+    "id, instant_settlement_id, amount, amount_settled, fees, tax, utr, status, created_at,"
+    " processed_at, reversed_at"
+)
+_TRANSFER_COLUMNS = (
+    "id, source, recipient, amount, currency, amount_reversed, status, on_hold, on_hold_until,"
+    " recipient_settlement_id, created_at"
+)
+
+
+def get_instant_settlement(conn: sqlite3.Connection, settlement_id: str) -> Record | None:
+    return _one(
+        conn.execute(
+            f"SELECT {_INSTANT_COLUMNS} FROM instant_settlements WHERE id = ?", (settlement_id,)
+        )
+    )
+
+
+def instant_payouts(conn: sqlite3.Connection, settlement_id: str) -> list[Record]:
+    return _rows(
+        conn.execute(
+            f"SELECT {_PAYOUT_COLUMNS} FROM instant_payouts WHERE instant_settlement_id = ?"
+            " ORDER BY id LIMIT ?",
+            (settlement_id, MAX_ROWS),
+        )
+    )
+
+
+def get_transfer(conn: sqlite3.Connection, transfer_id: str) -> Record | None:
+    return _one(
+        conn.execute(f"SELECT {_TRANSFER_COLUMNS} FROM transfers WHERE id = ?", (transfer_id,))
+    )
+
+
+def transfer_reversal_rows(conn: sqlite3.Connection, transfer_id: str) -> list[Record]:
+    """Recon rows reversing a transfer: any row naming it in `transfer_id` (other than a
+    transfer row), or a `reversal` row whose entity_id is the transfer."""
+    return _rows(
+        conn.execute(
+            f"SELECT {_RECON_COLUMNS}, transfer_id FROM recon_rows"
+            " WHERE (transfer_id = ? AND type <> 'transfer')"
+            " OR (type = 'reversal' AND entity_id = ? AND coalesce(transfer_id, '') = '')"
+            " ORDER BY row_key LIMIT ?",
+            (transfer_id, transfer_id, MAX_ROWS),
+        )
+    )

@@ -448,6 +448,19 @@ def settlement_by_id(conn: sqlite3.Connection, settlement_id: str) -> Row | None
     return _one(conn, "SELECT * FROM settlements WHERE id = ?", (settlement_id,))
 
 
+def instant_settlement_by_id(conn: sqlite3.Connection, settlement_id: str) -> Row | None:
+    """An instant settlement (setlod_...) in a settlement's shape: amount is what was
+    settled (amount_settled), utr the first processed payout's."""
+    return _one(
+        conn,
+        "SELECT i.id, coalesce(i.amount_settled, 0) AS amount, i.status, i.fees, i.tax, "
+        "(SELECT p.utr FROM instant_payouts p WHERE p.instant_settlement_id = i.id "
+        "AND p.status = 'processed' ORDER BY p.id LIMIT 1) AS utr, i.created_at "
+        "FROM instant_settlements i WHERE i.id = ?",
+        (settlement_id,),
+    )
+
+
 def settlement_breakdown(conn: sqlite3.Connection, settlement_id: str) -> list[Row]:
     return _all(
         conn,

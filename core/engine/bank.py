@@ -75,6 +75,10 @@ class BankLinks:
     line_method: M_* per line. line_settlements: for consolidated credits, all settlement
     positions (sorted by id). settlement_method: M_* per settlement; utr_credits: number
     of credits carrying the settlement's UTR; utr_credit_sum: their total.
+    line_payout: for each bank line, the instant payout (position in
+    `dataset.instant_payouts`) whose UTR it carries, -1 none (then `line` is -1 too);
+    payout_credits / payout_credit_sum: per payout, as utr_credits / utr_credit_sum.
+    Only exact UTR links reach payouts: the fallbacks stay settlement-only.
     """
 
     line: IntArray
@@ -83,6 +87,9 @@ class BankLinks:
     settlement_method: npt.NDArray[np.int8]
     utr_credits: IntArray
     utr_credit_sum: IntArray
+    line_payout: IntArray | None = None
+    payout_credits: IntArray | None = None
+    payout_credit_sum: IntArray | None = None
 
 
 def _bank_days(bank: pd.DataFrame) -> DayArray:
@@ -118,15 +125,41 @@ def _tokens(ctx: Context, lines: IntArray, min_length: int) -> pd.DataFrame:
     return frame[long_enough].drop_duplicates(ignore_index=True)
 
 
+def payout_net(payouts: pd.DataFrame) -> IntArray:
+    """What each instant payout pays into the bank: `amount_settled`, else amount - fees."""
+    settled = payouts["amount_settled"]
+    result: IntArray = np.where(
+        settled.isna().to_numpy(dtype=bool),
+        ints(payouts["amount"]) - ints(payouts["fees"]),
+        ints(settled),
+    ).astype(np.int64)
+    return result
+
+
+def _payout_targets(ctx: Context) -> tuple[IntArray, IntArray, pa.Array, pa.Array]:
+    """Instant payouts a credit may pay (status processed): positions in
+    `dataset.instant_payouts`, their expected credit (`amount_settled`, else amount -
+    fees), ids and normalised UTRs."""
+    payouts = ctx.dataset.instant_payouts
+    rows = np.flatnonzero(status_is(payouts, "processed")).astype(np.int64)
+    net = payout_net(payouts)
+    index = pa.array(rows, type=pa.int64())
+    ids = ctx.text(payouts, "id").take(index)
+    utrs = normalise_utrs(ctx.text(payouts, "utr").take(index))
+    return rows, net[rows].astype(np.int64), ids, utrs
+
+
 def link_bank(ctx: Context) -> BankLinks:
-    """Link bank credits to settlements: exact UTR, then `fuzzy_utr`, then `consolidated`."""
+    """Link bank credits to settlements: exact UTR, then `fuzzy_utr`, then `consolidated`.
+    Instant payouts' UTRs are link targets too (exact UTR only): targets are numbered
+    settlements first (0..m-1), then processed payouts (m..)."""
     ds, params = ctx.dataset, ctx.params
     st, bank = ds.settlements, ds.bank
     m, b = len(st), len(bank)
     s_amount = ints(st["amount"])
     s_ids = ctx.text(st, "id")
     s_utr = normalise_utrs(st["utr"])
-    processed = _status_is(st, "processed")
+    processed = status_is(st, "processed")
     credit = ints(bank["credit"])
     credit_lines = np.flatnonzero(credit > 0).astype(np.int64)
     tokens = _tokens(ctx, credit_lines, params.utr_min_length)
@@ -135,13 +168,16 @@ def link_bank(ctx: Context) -> BankLinks:
     line_method = np.full(b, M_NONE, dtype=np.int8)
     settlement_method = np.full(m, M_NONE, dtype=np.int8)
 
-    # Exact UTR: a token equal to a settlement's normalised UTR (any settlement status).
-    has_utr = np.flatnonzero(~np.asarray(pc.is_null(s_utr).to_numpy(zero_copy_only=False)))
+    # Exact UTR: a token equal to a settlement's normalised UTR (any settlement status) or
+    # a processed instant payout's. Targets: settlements 0..m-1, then payouts m..
+    p_rows, p_amount, p_ids, p_utr = _payout_targets(ctx)
+    t_amount = np.concatenate([s_amount, p_amount])
+    t_ids = pa.concat_arrays([s_ids, p_ids.cast(s_ids.type)])
+    t_utr = pa.concat_arrays([s_utr.cast(pa.large_string()), p_utr.cast(pa.large_string())])
+    has_utr = np.flatnonzero(~np.asarray(pc.is_null(t_utr).to_numpy(zero_copy_only=False)))
     known = pd.DataFrame(
         {
-            "token": pd.arrays.ArrowStringArray(
-                s_utr.take(pa.array(has_utr)).cast(pa.large_string())
-            ),
+            "token": pd.arrays.ArrowStringArray(t_utr.take(pa.array(has_utr))),
             "settlement": has_utr,
         }
     )
@@ -149,16 +185,25 @@ def link_bank(ctx: Context) -> BankLinks:
     untouched = np.setdiff1d(credit_lines, exact["line"].to_numpy(dtype=np.int64))
     inside = _utrs_inside_text(ctx, untouched, known, params.utr_min_length)
     exact = pd.concat([exact, inside], ignore_index=True)
+    line_target = np.full(b, -1, dtype=np.int64)
     if len(exact):
         # A line that names two settlements counts for the one whose amount it pays, else
-        # for the first by id: one credit pays one settlement.
+        # for the first by id: one credit pays one settlement (or payout).
         exact = exact.drop_duplicates()
-        exact["pays"] = credit[exact["line"].to_numpy()] == s_amount[exact["settlement"]]
-        exact["sid"] = s_ids.take(pa.array(exact["settlement"].to_numpy())).to_pandas()
+        exact["pays"] = credit[exact["line"].to_numpy()] == t_amount[exact["settlement"]]
+        exact["sid"] = t_ids.take(pa.array(exact["settlement"].to_numpy())).to_pandas()
         exact = exact.sort_values(["line", "pays", "sid"], ascending=[True, False, True])
         exact = exact.drop_duplicates("line", keep="first")
-        line_link[exact["line"].to_numpy()] = exact["settlement"].to_numpy()
+        line_target[exact["line"].to_numpy()] = exact["settlement"].to_numpy()
         line_method[exact["line"].to_numpy()] = M_UTR
+    line_link = np.where(line_target < m, line_target, -1).astype(np.int64)
+    line_payout = np.full(b, -1, dtype=np.int64)
+    to_payout = line_target >= m
+    line_payout[to_payout] = p_rows[line_target[to_payout] - m]
+    n_payouts = len(ctx.dataset.instant_payouts)
+    payout_lines = np.flatnonzero(to_payout)
+    payout_credits = count_by(line_payout[payout_lines], n_payouts)
+    payout_credit_sum = sum_by(line_payout[payout_lines], credit[payout_lines], n_payouts)
     linked_lines = np.flatnonzero(line_link >= 0)
     utr_credits = count_by(line_link[linked_lines], m)
     utr_credit_sum = sum_by(line_link[linked_lines], credit[linked_lines], m)
@@ -167,7 +212,7 @@ def link_bank(ctx: Context) -> BankLinks:
     s_day = ist_dates(ints(st["created_at"]))
     window_end = ctx.calendar.add_working_days_array(s_day, params.window_days)
     line_day = _bank_days(bank)
-    unmatched_lines = credit_lines[line_link[credit_lines] < 0]
+    unmatched_lines = credit_lines[line_target[credit_lines] < 0]
     waiting = processed & (utr_credits == 0)
 
     # fuzzy_utr: exactly one unlinked credit with the same amount, inside the window, whose
@@ -208,7 +253,7 @@ def link_bank(ctx: Context) -> BankLinks:
     line_settlements = _consolidate(
         ctx,
         waiting & (settlement_method == M_NONE),
-        credit_lines[line_link[credit_lines] < 0],
+        credit_lines[(line_link[credit_lines] < 0) & (line_payout[credit_lines] < 0)],
         s_amount,
         s_ids,
         s_day,
@@ -227,6 +272,9 @@ def link_bank(ctx: Context) -> BankLinks:
         settlement_method=settlement_method,
         utr_credits=utr_credits,
         utr_credit_sum=utr_credit_sum,
+        line_payout=line_payout,
+        payout_credits=payout_credits,
+        payout_credit_sum=payout_credit_sum,
     )
 
 
@@ -324,7 +372,7 @@ def _subsets(members: list[int], params: EngineParams) -> list[tuple[int, ...]]:
     return [*pairs, tuple(members)]
 
 
-def _status_is(frame: pd.DataFrame, value: str) -> npt.NDArray[np.bool_]:
+def status_is(frame: pd.DataFrame, value: str) -> npt.NDArray[np.bool_]:
     status = pc.utf8_lower(text(frame["status"]))
     result: npt.NDArray[np.bool_] = np.asarray(
         pc.equal(status, value).fill_null(False).to_numpy(zero_copy_only=False), dtype=bool
@@ -339,11 +387,11 @@ def check_settlements(ctx: Context, links: BankLinks | None) -> Part:
     m = len(st)
     amount = ints(st["amount"])
     created = ints(st["created_at"])
-    failed = _status_is(st, "failed")
-    created_status = _status_is(st, "created")
+    failed = status_is(st, "failed")
+    created_status = status_is(st, "created")
     processed = ~failed & ~created_status
 
-    spos = ctx.recon_settlement
+    spos = ctx.recon_regular_settlement  # instant-settled rows are in no regular sum
     in_settlement = spos >= 0
     row_net = ints(rec["credit"]) - ints(rec["debit"])
     row_sum = sum_by(spos[in_settlement], row_net[in_settlement], m)
@@ -404,7 +452,8 @@ def check_bank_lines(ctx: Context, links: BankLinks) -> Part:
     for column in ("narration", "reference"):
         found = pc.match_substring(pc.utf8_upper(text(bank[column])), marker)
         mentions |= np.asarray(found.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
-    linked = links.line >= 0
+    line_payout = links.line_payout if links.line_payout is not None else np.full(len(bank), -1)
+    linked = (links.line >= 0) | (line_payout >= 0)
     lines = np.flatnonzero((credit > 0) & (linked | mentions)).astype(np.int64)
 
     s_amount = ints(st["amount"])
@@ -427,8 +476,25 @@ def check_bank_lines(ctx: Context, links: BankLinks) -> Part:
     linked_utr = normalise_utrs(take_text(ctx.text(st, "utr"), link))
     exact = links.line_method[lines] == M_UTR
     utr = pc.if_else(pa.array(exact), linked_utr, pc.coalesce(own_utr, linked_utr))
+    payout = line_payout[lines].astype(np.int64)
+    if (payout >= 0).any():
+        # A credit paying an instant payout: MATCHED, named by its instant settlement.
+        payouts = ds.instant_payouts
+        net = payout_net(payouts)
+        to_payout = pa.array(payout >= 0)
+        expected = np.where(payout >= 0, gather(net, payout), expected)
+        settlement_id = pc.if_else(
+            to_payout,
+            take_text(ctx.text(payouts, "instant_settlement_id"), payout),
+            settlement_id.cast(pa.large_string()),
+        )
+        utr = pc.if_else(
+            to_payout,
+            normalise_utrs(take_text(ctx.text(payouts, "utr"), payout)).cast(pa.large_string()),
+            utr.cast(pa.large_string()),
+        )
     day = _bank_days(bank)[lines].astype(np.int64) * SECONDS_PER_DAY - IST_OFFSET_SECONDS
-    mask = (link < 0).astype(np.int64)  # bit 0: UNMATCHED_BANK_CREDIT
+    mask = ((link < 0) & (payout < 0)).astype(np.int64)  # bit 0: UNMATCHED_BANK_CREDIT
     return Part(
         entity_type="bank_entry",
         codes=C.BANK_ENTRY_CODES,
@@ -446,4 +512,11 @@ def check_bank_lines(ctx: Context, links: BankLinks) -> Part:
     )
 
 
-__all__ = ["BankLinks", "check_bank_lines", "check_settlements", "link_bank"]
+__all__ = [
+    "BankLinks",
+    "check_bank_lines",
+    "check_settlements",
+    "link_bank",
+    "payout_net",
+    "status_is",
+]

@@ -93,10 +93,12 @@ def sum_by(positions: IntArray, values: IntArray, size: int) -> IntArray:
 
 
 def gather(values: np.ndarray, positions: IntArray, fill: int | bool = 0) -> np.ndarray:
-    """values[positions], `fill` where the position is -1 (also when `values` is empty)."""
+    """values[positions], `fill` where the position is -1 or past the end (a recon row's
+    `recon_settlement` that names an instant settlement; also when `values` is empty)."""
     if len(values) == 0:
         return np.full(len(positions), fill, dtype=values.dtype)
-    result: np.ndarray = np.where(positions >= 0, values[np.maximum(positions, 0)], fill)
+    inside = (positions >= 0) & (positions < len(values))
+    result: np.ndarray = np.where(inside, values[np.where(inside, positions, 0)], fill)
     return result.astype(values.dtype, copy=False)
 
 

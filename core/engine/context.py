@@ -25,7 +25,10 @@ class Context:
 
     as_of_day: the IST date of the run's as-of instant; due and overdue are decided
     against it. recon_settlement: for each recon row, the position of the settlement it
-    names in `dataset.settlements`, -1 when the id is empty or unknown.
+    names in `dataset.settlements`; for a row naming an instant settlement (setlod_...),
+    len(settlements) + its position in `dataset.instant_settlements` (so `>= 0` means
+    "settled" for every checker); -1 when the id is empty or unknown. Sums per regular
+    settlement take `recon_regular_settlement`, which is -1 for instant-settled rows.
     """
 
     dataset: Dataset
@@ -34,19 +37,41 @@ class Context:
     as_of_day: np.datetime64
     recon_type: pa.Array
     recon_settlement: IntArray
+    recon_in_instant: BoolArray
     _texts: dict[tuple[int, str], pa.Array] = field(default_factory=dict)
 
     @classmethod
     def build(cls, dataset: Dataset, params: EngineParams, as_of: int) -> Context:
         recon = dataset.recon
+        regular = lookup(recon["settlement_id"], dataset.settlements["id"])
+        instant = lookup(recon["settlement_id"], dataset.instant_settlements["id"])
+        in_instant: BoolArray = (regular < 0) & (instant >= 0)
+        settlement: IntArray = np.where(
+            in_instant, len(dataset.settlements) + instant, regular
+        ).astype(np.int64)
         return cls(
             dataset=dataset,
             params=params,
             calendar=WorkingCalendar(params.calendar.holidays),
             as_of_day=ist_dates(np.array([as_of], dtype=np.int64))[0],
             recon_type=pc.utf8_lower(text(recon["type"])),
-            recon_settlement=lookup(recon["settlement_id"], dataset.settlements["id"]),
+            recon_settlement=settlement,
+            recon_in_instant=in_instant,
         )
+
+    @property
+    def recon_regular_settlement(self) -> IntArray:
+        """For each recon row, the position of the regular settlement it names, -1 when
+        none (an instant-settled row is outside every regular settlement's sum)."""
+        result: IntArray = np.where(self.recon_in_instant, -1, self.recon_settlement)
+        return result
+
+    @property
+    def recon_instant_settlement(self) -> IntArray:
+        """For each recon row, the position of the instant settlement it names, else -1."""
+        offset = len(self.dataset.settlements)
+        result: IntArray = np.where(self.recon_in_instant, self.recon_settlement - offset, -1)
+        return result
 
     def text(self, frame: pd.DataFrame, column: str) -> pa.Array:
         """`frame[column]` as one large_string Arrow array, converted once per run."""

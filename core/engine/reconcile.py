@@ -10,8 +10,10 @@ from core.engine.bank import check_bank_lines, check_settlements, link_bank
 from core.engine.context import Context
 from core.engine.disputes import check_disputes
 from core.engine.entities import check_orphan_rows, check_payments, check_refunds
+from core.engine.instant import check_instant_settlements
 from core.engine.params import EngineParams
 from core.engine.part import Part, assemble
+from core.engine.transfers import check_transfers
 
 
 def reconcile(dataset: Dataset, params: EngineParams, as_of: int) -> pd.DataFrame:
@@ -25,12 +27,15 @@ def reconcile(dataset: Dataset, params: EngineParams, as_of: int) -> pd.DataFram
     ctx = Context.build(dataset, params, int(as_of))
     payments, unknown_payment_rows = check_payments(ctx)
     refunds, unknown_refund_rows = check_refunds(ctx)
+    transfers, unknown_transfer_rows = check_transfers(ctx)
     orphans = check_orphan_rows(
-        ctx, np.sort(np.concatenate([unknown_payment_rows, unknown_refund_rows]))
+        ctx,
+        np.sort(np.concatenate([unknown_payment_rows, unknown_refund_rows, unknown_transfer_rows])),
     )
     links = link_bank(ctx) if dataset.has_bank_statement else None
     parts: list[Part] = [payments, refunds, orphans, check_settlements(ctx, links)]
     parts.append(check_disputes(ctx))
+    parts += [transfers, check_instant_settlements(ctx, links)]
     if links is not None:
         parts.append(check_bank_lines(ctx, links))
     return assemble(parts)

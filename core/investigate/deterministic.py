@@ -28,6 +28,8 @@ ROUTINE_CAUSES = frozenset(
         "REFUND_NOT_SETTLED",
         "SETTLEMENT_NOT_FOUND",
         "BANK_CREDIT_MISSING",
+        "INSTANT_PAYOUT_RETURNED",
+        "TRANSFER_NOT_DEBITED",
     }
 )
 REVIEW_BELOW_CONFIDENCE = 0.8
@@ -125,6 +127,31 @@ def _utr_credits(ev: Evidence, settlement: Record | None) -> list[Record]:
         if item.tool == "bank_lines" and "utr" in item.args:
             return [r for r in item.records if int(r.get("credit") or 0) > 0]
     return []
+
+
+def _instant(ev: Evidence, settlement_id: str) -> Record | None:
+    return _first(ev.records("instant_settlement", instant_settlement_id=settlement_id))
+
+
+def _transfer(ev: Evidence, transfer_id: str) -> Record | None:
+    return _first(ev.records("transfer", transfer_id=transfer_id))
+
+
+def _payout_credits(ev: Evidence, instant: Record) -> list[tuple[Record, list[Record]]]:
+    """Each processed payout with the bank credits carrying its UTR."""
+    found = []
+    for payout in instant.get("payouts") or []:
+        if str(payout.get("status", "")).lower() != "processed":
+            continue
+        lines = ev.records("bank_lines", utr=payout.get("utr")) if payout.get("utr") else []
+        found.append((payout, [r for r in lines if int(r.get("credit") or 0) > 0]))
+    return found
+
+
+def _payout_net(payout: Record) -> int:
+    if payout.get("amount_settled") is not None:
+        return int(payout["amount_settled"])
+    return int(payout["amount"]) - int(payout.get("fees") or 0)
 
 
 def _amounts(exc: Record) -> tuple[int | None, int | None, int | None]:
@@ -231,7 +258,8 @@ def _amount_mismatch(ev: Evidence, exc: Record, c: _Cite) -> Finding:
 
 def _duplicate_record(ev: Evidence, exc: Record, c: _Cite) -> Finding:
     eid = str(exc["entity_id"])
-    kind = "refund" if exc.get("entity_type") == "refund" else "payment"
+    entity_type = exc.get("entity_type")
+    kind = str(entity_type) if entity_type in ("refund", "transfer") else "payment"
     rows = _rows(ev, eid, kind)
     advice = (
         "Confirm with Razorpay which row is genuine and ask for the duplicate to be reversed; "
@@ -239,7 +267,7 @@ def _duplicate_record(ev: Evidence, exc: Record, c: _Cite) -> Finding:
     )
     if len(rows) < 2:
         return "SETTLED_TWICE", LOW, _missing(exc, c, "the second recon row"), advice
-    field = "debit" if kind == "refund" else "credit"
+    field = "credit" if kind == "payment" else "debit"
     listed = ", ".join(
         f"{c.id(r['row_key'])} ({c.inr(r[field])} in {c.opt(r.get('settlement_id'))})" for r in rows
     )
@@ -342,6 +370,8 @@ def _timing(ev: Evidence, exc: Record, c: _Cite) -> Finding:
 
 def _missing_record(ev: Evidence, exc: Record, c: _Cite) -> Finding:
     eid = str(exc["entity_id"])
+    if exc.get("entity_type") == "transfer":
+        return _transfer_not_debited(ev, exc, c)
     refund = exc.get("entity_type") == "refund"
     cause = "REFUND_NOT_SETTLED" if refund else "NOT_SETTLED"
     cal = _calendar(ev, eid)
@@ -424,9 +454,12 @@ def _unknown_entity(ev: Evidence, exc: Record, c: _Cite) -> Finding:
         HIGH,
         f"Recon row {c.id(row['row_key'])} ({row['type']}, {money}) names "
         f"{c.id(row['entity_id'])}, which is not among the imported "
-        f"{'refunds' if row['type'] == 'refund' else 'payments'}.",
+        f"{_IMPORTED.get(str(row['type']), 'payments')}.",
         advice,
     )
+
+
+_IMPORTED = {"refund": "refunds", "transfer": "transfers"}
 
 
 def _dispute(ev: Evidence, exc: Record, c: _Cite) -> Finding:
@@ -554,6 +587,8 @@ def _sum_mismatch(ev: Evidence, exc: Record, c: _Cite) -> Finding:
 
 def _duplicate_bank(ev: Evidence, exc: Record, c: _Cite) -> Finding:
     sid = str(exc["entity_id"])
+    if exc.get("entity_type") == "instant_settlement":
+        return _instant_duplicate_bank(ev, exc, c)
     settlement = _settlement(ev, sid)
     credits = _utr_credits(ev, settlement)
     advice = "Confirm with the bank whether both credits are real; return or book the excess."
@@ -573,6 +608,8 @@ def _duplicate_bank(ev: Evidence, exc: Record, c: _Cite) -> Finding:
 
 def _bank_amount(ev: Evidence, exc: Record, c: _Cite) -> Finding:
     sid = str(exc["entity_id"])
+    if exc.get("entity_type") == "instant_settlement":
+        return _instant_bank_amount(ev, exc, c)
     settlement = _settlement(ev, sid)
     credits = _utr_credits(ev, settlement)
     advice = "Ask the bank and Razorpay to trace the difference on this UTR."
@@ -597,6 +634,8 @@ def _bank_amount(ev: Evidence, exc: Record, c: _Cite) -> Finding:
 
 def _missing_bank(ev: Evidence, exc: Record, c: _Cite) -> Finding:
     sid = str(exc["entity_id"])
+    if exc.get("entity_type") == "instant_settlement":
+        return _instant_missing_bank(ev, exc, c)
     settlement, cal = _settlement(ev, sid), _calendar(ev, sid)
     advice = (
         "Ask the bank for the credit with this UTR; if Razorpay's payout failed, check the "
@@ -676,6 +715,180 @@ def _unmatched_bank(ev: Evidence, exc: Record, c: _Cite) -> Finding:
     )
 
 
+# --- instant settlements (setlod_...) ----------------------------------------------------
+
+
+def _instant_reversed(ev: Evidence, exc: Record, c: _Cite) -> Finding:
+    sid = str(exc["entity_id"])
+    instant = _instant(ev, sid)
+    advice = (
+        "Nothing to chase at the bank: the money went back to the Razorpay balance. Check "
+        "that a later regular settlement carries it, and retry the instant settlement if "
+        "it is still needed."
+    )
+    if instant is None:
+        return "INSTANT_PAYOUT_RETURNED", MEDIUM, _missing(exc, c, "the instant settlement"), advice
+    returned = [
+        p for p in instant.get("payouts") or [] if str(p.get("status", "")).lower() == "reversed"
+    ]
+    listed = ", ".join(
+        f"{c.id(p['id'])} ({c.inr(p['amount'])}, UTR {c.opt(p.get('utr'))})" for p in returned
+    )
+    reversed_amount = int(instant.get("amount_reversed") or 0)
+    amount = (
+        f" {c.inr(reversed_amount)} was reversed to the balance"
+        if reversed_amount
+        else " money was reversed to the balance"
+    )
+    return (
+        "INSTANT_PAYOUT_RETURNED",
+        HIGH,
+        f"Instant settlement {c.id(sid)} (requested {c.inr(instant['amount_requested'])}, "
+        f"status '{instant['status']}'):{amount}"
+        + (f"; reversed payouts: {listed}." if listed else "."),
+        advice,
+    )
+
+
+def _instant_duplicate_bank(ev: Evidence, exc: Record, c: _Cite) -> Finding:
+    sid = str(exc["entity_id"])
+    instant = _instant(ev, sid)
+    advice = "Confirm with the bank whether both credits are real; return or book the excess."
+    twice = [(p, lines) for p, lines in _payout_credits(ev, instant or {}) if len(lines) >= 2]
+    if instant is None or not twice:
+        return "BANK_CREDITED_TWICE", LOW, _missing(exc, c, "the second bank credit"), advice
+    payout, lines = twice[0]
+    listed = ", ".join(f"{c.id(r['id'])} ({c.inr(r['credit'])} on {r['txn_date']})" for r in lines)
+    return (
+        "BANK_CREDITED_TWICE",
+        HIGH,
+        f"Payout {c.id(payout['id'])} of instant settlement {c.id(sid)} "
+        f"({c.inr(_payout_net(payout))}, UTR {c.id(payout['utr'])}) has {len(lines)} bank "
+        f"credits: {listed}.",
+        advice,
+    )
+
+
+def _instant_bank_amount(ev: Evidence, exc: Record, c: _Cite) -> Finding:
+    sid = str(exc["entity_id"])
+    instant = _instant(ev, sid)
+    advice = "Ask the bank and Razorpay to trace the difference on this payout's UTR."
+    for payout, lines in _payout_credits(ev, instant or {}):
+        if len(lines) != 1 or int(lines[0]["credit"]) == _payout_net(payout):
+            continue
+        credited, due = int(lines[0]["credit"]), _payout_net(payout)
+        short = credited < due
+        return (
+            "BANK_SHORT_CREDIT" if short else "BANK_EXCESS_CREDIT",
+            HIGH,
+            f"Bank line {c.id(lines[0]['id'])} credits {c.inr(credited)} under UTR "
+            f"{c.id(payout['utr'])} for payout {c.id(payout['id'])} of instant settlement "
+            f"{c.id(sid)}, which settled {c.inr(due)}: {c.inr(abs(credited - due))} "
+            f"{'short' if short else 'in excess'}.",
+            advice,
+        )
+    expected, actual, _ = _amounts(exc)
+    if expected is not None and actual is not None and actual != expected:
+        cause = "BANK_SHORT_CREDIT" if actual < expected else "BANK_EXCESS_CREDIT"
+        return cause, MEDIUM, _missing(exc, c, "the bank line"), advice
+    return "BANK_SHORT_CREDIT", LOW, _missing(exc, c, "the bank line"), advice
+
+
+def _instant_missing_bank(ev: Evidence, exc: Record, c: _Cite) -> Finding:
+    sid = str(exc["entity_id"])
+    instant = _instant(ev, sid)
+    advice = (
+        "Ask the bank for the IMPS/NEFT credit with this payout's UTR; if the payout "
+        "bounced, Razorpay reverses it to the balance."
+    )
+    missing = [p for p, lines in _payout_credits(ev, instant or {}) if not lines]
+    if instant is None or not missing:
+        return "BANK_CREDIT_MISSING", MEDIUM, _missing(exc, c, "the payout"), advice
+    listed = ", ".join(
+        f"{c.id(p['id'])} ({c.inr(_payout_net(p))}, UTR {c.opt(p.get('utr'))}, processed "
+        f"{p.get('processed_date')})"
+        for p in missing
+    )
+    return (
+        "BANK_CREDIT_MISSING",
+        HIGH,
+        f"Instant settlement {c.id(sid)}: no bank line carries the UTR of payout(s) {listed}.",
+        advice,
+    )
+
+
+# --- Route transfers (trf_...) -----------------------------------------------------------
+
+
+def _transfer_amount(ev: Evidence, exc: Record, c: _Cite) -> Finding:
+    tid = str(exc["entity_id"])
+    transfer, rows = _transfer(ev, tid), _rows(ev, tid, "transfer")
+    advice = "Raise the difference with Razorpay support quoting the transfer and recon row."
+    if transfer is None or not rows:
+        return "TRANSFER_DEBIT_DIFFERS", LOW, _missing(exc, c, "the transfer or its row"), advice
+    amount = int(transfer["amount"])
+    row = next(
+        (r for r in rows if int(r["debit"]) != amount + int(r.get("fee") or 0)),
+        rows[0],
+    )
+    expected = amount + int(row.get("fee") or 0)
+    return (
+        "TRANSFER_DEBIT_DIFFERS",
+        HIGH,
+        f"Recon row {c.id(row['row_key'])} debits {c.inr(row['debit'])} for transfer "
+        f"{c.id(tid)} of {c.inr(amount)} (row fee {c.inr(row.get('fee') or 0)}), "
+        f"where {c.inr(expected)} was expected.",
+        advice,
+    )
+
+
+def _transfer_reversal(ev: Evidence, exc: Record, c: _Cite) -> Finding:
+    tid = str(exc["entity_id"])
+    transfer = _transfer(ev, tid)
+    advice = (
+        "Ask Razorpay for the reversal's recon rows (rvrsl_...), or check the transfer's "
+        "amount_reversed in the dashboard."
+    )
+    if transfer is None:
+        expected, actual, _ = _amounts(exc)
+        excess = (actual or 0) > (expected or 0)
+        cause = "TRANSFER_REVERSAL_EXCESS" if excess else "TRANSFER_REVERSAL_SHORT"
+        return cause, LOW, _missing(exc, c, "the transfer"), advice
+    reversed_amount = int(transfer.get("amount_reversed") or 0)
+    returned = int(transfer.get("reversed_by_rows") or 0)
+    rows = transfer.get("reversal_rows") or []
+    listed = ", ".join(f"{c.id(r['row_key'])} ({c.inr(r['amount'])})" for r in rows) or "none"
+    short = returned < reversed_amount
+    return (
+        "TRANSFER_REVERSAL_SHORT" if short else "TRANSFER_REVERSAL_EXCESS",
+        HIGH,
+        f"Transfer {c.id(tid)} of {c.inr(transfer['amount'])} has {c.inr(reversed_amount)} "
+        f"reversed (status '{transfer['status']}'), but its reversal rows ({listed}) return "
+        f"{c.inr(returned)}: {c.inr(abs(reversed_amount - returned))} "
+        f"{'not yet returned' if short else 'too much'}.",
+        advice,
+    )
+
+
+def _transfer_not_debited(ev: Evidence, exc: Record, c: _Cite) -> Finding:
+    tid = str(exc["entity_id"])
+    transfer = _transfer(ev, tid)
+    advice = (
+        "Ask Razorpay whether the transfer was debited from the balance; check the linked "
+        "account's settlement."
+    )
+    if transfer is None:
+        return "TRANSFER_NOT_DEBITED", MEDIUM, _missing(exc, c, "the transfer"), advice
+    return (
+        "TRANSFER_NOT_DEBITED",
+        HIGH,
+        f"Transfer {c.id(tid)} of {c.inr(transfer['amount'])} to "
+        f"{c.opt(transfer.get('recipient'))} was created on {transfer.get('created_date')} "
+        f"(status '{transfer['status']}'); no recon row debits it.",
+        advice,
+    )
+
+
 RULES: dict[str, Rule] = {
     "SETTLEMENT_AMOUNT_DISCREPANCY": _settlement_amount_discrepancy,
     "AMOUNT_MISMATCH": _amount_mismatch,
@@ -697,6 +910,9 @@ RULES: dict[str, Rule] = {
     "MISSING_BANK_ENTRY": _missing_bank,
     "SETTLEMENT_FAILED": _settlement_failed,
     "UNMATCHED_BANK_CREDIT": _unmatched_bank,
+    "INSTANT_PAYOUT_REVERSED": _instant_reversed,
+    "TRANSFER_AMOUNT_MISMATCH": _transfer_amount,
+    "TRANSFER_REVERSAL_MISMATCH": _transfer_reversal,
 }
 
 

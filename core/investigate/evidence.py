@@ -26,7 +26,7 @@ from core.investigate.tools import (
 
 # Tokens in free text that look like record ids (the evidence must hold each one cited).
 PREFIXED_ID = re.compile(
-    r"\b(?:pay|rfnd|setl|order|disp|trf|adj|txn|cust|inv|plink|rcpt)_[A-Za-z0-9]{4,}\b"
+    r"\b(?:pay|rfnd|setl|setlod|setlodp|order|disp|trf|rvrsl|acc|adj|txn|cust|inv|plink|rcpt)_[A-Za-z0-9]{4,}\b"
 )
 BANK_LINE_ID = re.compile(r"\b[\w.-]+\.(?:csv|CSV|txt|TXT|xls|xlsx):\d+\b")
 UTR_LIKE = re.compile(r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{12,22}\b|\b\d{12,22}\b")
@@ -197,6 +197,21 @@ def gather(tools: EvidenceTools, exception: Mapping[str, Any]) -> Evidence:
             plan.one("payment", payment_id=str(record["payment_id"]))
         if record:
             plan.settlements_of(list(record.get("rows") or []))
+    elif entity_type == "instant_settlement":
+        instant = plan.one("instant_settlement", instant_settlement_id=entity_id)
+        for payout in list((instant or {}).get("payouts") or [])[:5]:
+            if payout.get("utr"):
+                plan.many("bank_lines", utr=str(payout["utr"]))
+        plan.many("recon_rows", settlement_id=entity_id)
+    elif entity_type == "transfer":
+        transfer = plan.one("transfer", transfer_id=entity_id)
+        rows = plan.many("recon_rows", entity_id=entity_id)
+        source = (transfer or {}).get("source") or next(
+            (r.get("payment_id") for r in rows if r.get("payment_id")), None
+        )
+        if source and str(source).startswith("pay_"):
+            plan.one("payment", payment_id=str(source))
+        plan.settlements_of(rows)
     elif entity_type == "bank_entry":
         line = plan.one("bank_lines", line_id=entity_id)
         if line and line.get("utr"):

@@ -36,6 +36,12 @@ MONEY_FIELDS = money.MONEY_FIELDS | frozenset(
         "debited",
         "reversed",
         "outstanding",
+        "amount_requested",
+        "amount_settled",
+        "amount_pending",
+        "amount_reversed",
+        "expected_debit",
+        "reversed_by_rows",
     }
 )
 """Record fields that hold integer paise (what a citation of an amount is checked against)."""
@@ -52,6 +58,10 @@ ID_FIELDS = frozenset(
         "dispute_id",
         "row_key",
         "exception_id",
+        "instant_settlement_id",
+        "transfer_id",
+        "source",
+        "recipient",
     }
 )
 """Record fields that hold record identifiers (what a citation of an id is checked against)."""
@@ -186,6 +196,16 @@ TOOL_SPECS: dict[str, ToolSpec] = {
             ),
         ),
         ToolSpec(
+            "instant_settlement",
+            "An instant settlement (setlod_...) with its payouts, their UTRs and bank dates.",
+            _schema({"instant_settlement_id": _STR}, required=("instant_settlement_id",)),
+        ),
+        ToolSpec(
+            "transfer",
+            "A Route transfer (trf_...) with the recon rows that reverse it.",
+            _schema({"transfer_id": _STR}, required=("transfer_id",)),
+        ),
+        ToolSpec(
             "related_exceptions",
             "Other exceptions on the same entities or settlements.",
             _schema({"exception_id": _INT}, required=("exception_id",)),
@@ -288,6 +308,8 @@ class EvidenceTools:
             "settlement_arithmetic": self._settlement_arithmetic,
             "calendar_status": self._calendar_status,
             "related_exceptions": self._related_exceptions,
+            "instant_settlement": self._instant_settlement,
+            "transfer": self._transfer,
         }
 
     @property
@@ -448,6 +470,34 @@ class EvidenceTools:
             "bank_difference": sum(credits) - int(settlement["amount"]) if credits else None,
         }
         return ToolResult("settlement_arithmetic", args, (record,))
+
+    def _instant_settlement(self, instant_settlement_id: str) -> ToolResult:
+        args = {"instant_settlement_id": instant_settlement_id}
+        found = _clean(db.get_instant_settlement(self.__conn, instant_settlement_id))
+        if not found:
+            return ToolResult("instant_settlement", args, (), "instant settlement not found")
+        found["created_date"] = _iso(found.get("created_at"))
+        payouts = [
+            p for p in map(_clean, db.instant_payouts(self.__conn, instant_settlement_id)) if p
+        ]
+        for payout in payouts:
+            payout["utr"] = normalise_utr(payout.get("utr"))
+            payout["processed_date"] = _iso(payout.get("processed_at") or payout.get("created_at"))
+        found["payouts"] = payouts
+        return ToolResult("instant_settlement", args, (found,))
+
+    def _transfer(self, transfer_id: str) -> ToolResult:
+        args = {"transfer_id": transfer_id}
+        found = _clean(db.get_transfer(self.__conn, transfer_id))
+        if not found:
+            return ToolResult("transfer", args, (), "transfer not in the transfers file")
+        found["created_date"] = _iso(found.get("created_at"))
+        reversals = [
+            r for r in map(_clean, db.transfer_reversal_rows(self.__conn, transfer_id)) if r
+        ]
+        found["reversal_rows"] = [_with_row_facts(r) for r in reversals]
+        found["reversed_by_rows"] = sum(int(r.get("amount") or 0) for r in reversals)
+        return ToolResult("transfer", args, (found,))
 
     def _calendar_status(self, entity_type: str, entity_id: str) -> ToolResult:
         ctx = self._context
