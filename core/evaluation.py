@@ -411,7 +411,7 @@ def run_evaluation(
     *,
     root_cause_predictor: RootCausePredictor | None = None,
     work_dir: str | Path | None = None,
-    money_model: bool = False,
+    money_model: bool = True,
 ) -> EvaluationReport:
     """Generate, run the pipeline in an in-memory database, then score against the labels.
 
@@ -565,8 +565,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the reports as JSON")
     parser.add_argument(
         "--money-model",
-        action="store_true",
-        help="also plant Razorpay's money model beyond the spec (disputes, transfers, ...)",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="plant Razorpay's money model beyond the spec too (disputes, transfers, ...)",
     )
     args = parser.parse_args(argv)
     from core.errors import RazorReconError

@@ -161,7 +161,7 @@ def test_import_report_names_the_layout_of_each_file() -> None:
     _, api = load_dataset(REAL / "api_json")
     assert {f.layout for f in api.files if f.kind != "bank_statement"} == {"Razorpay API JSON"}
     assert "layout" in api.to_dict()["files"][0]
-    assert any("reversals file read for reference only" in w for w in api.warnings)
+    assert any("to name the transfer of each reversal recon row" in w for w in api.warnings)
 
 
 def test_settlements_report_with_a_blank_first_column_loads() -> None:
@@ -301,3 +301,10 @@ def test_two_files_for_one_stem_are_refused(tmp_path: Path) -> None:
     with pytest.raises(InputError) as caught:
         load_dataset(folder)
     assert "payments.xlsx is in the folder too" in str(caught.value)
+
+
+def test_a_reversals_file_names_the_transfer_of_each_reversal_recon_row() -> None:
+    for rendering in RENDERINGS:
+        dataset, _ = load_dataset(REAL / rendering)
+        reversal = dataset.recon[dataset.recon["entity_id"] == "rvrsl_ZJNoDUnhxVHCtr"]
+        assert reversal["transfer_id"].tolist() == ["trf_uurzH2IdV3Rs1K"], rendering

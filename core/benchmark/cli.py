@@ -33,11 +33,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--no-bank-statement", action="store_true", help="write no bank statement")
     parser.add_argument(
         "--money-model",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=True,
         help=(
             "also plant Razorpay's money model beyond the spec: international payments and "
             "refunds, settled_by others, released holds, disputes, Route transfers, instant "
-            "settlements (off by default until the engine handles them)"
+            "settlements (default on; --no-money-model gives the spec-only benchmark)"
         ),
     )
     parser.add_argument(

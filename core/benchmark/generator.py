@@ -186,7 +186,7 @@ def generate(
     *,
     faults: bool = True,
     bank_statement: bool = True,
-    money_model: bool = False,
+    money_model: bool = True,
     layout: str = "api",
 ) -> GeneratedBenchmark:
     """Write a benchmark dataset into `out_dir` and its labels into `out_dir/ground_truth.csv`.

@@ -97,6 +97,7 @@ class _FileResult:
     routed: tuple[tuple[str, pd.DataFrame], ...] = ()  # frames for other tables (attribute)
     settlement_rows: tuple[pd.DataFrame, npt.NDArray[np.int64]] | None = None
     mapping: str | None = None  # the saved mapping that read a bank statement, if one did
+    reversal_links: tuple[tuple[str, str], ...] = ()  # (rvrsl_ id, trf_ id) from a reversals file
 
 
 def _load_entity_file(spec: TableSpec, path: Path, amount_unit: str) -> _FileResult:
@@ -153,6 +154,12 @@ def _load_reversals_file(path: Path) -> _FileResult:
             table = read_csv_table(path.name, data, wanted, aliases={"reversal_id": "id"})
     except ReadFailure as failure:
         return _FileResult("reversals", path.name, sha, None, None, failure.problems)
+    ids = table.columns.get("id")
+    transfers = table.columns.get("transfer_id")
+    links: tuple[tuple[str, str], ...] = ()
+    if ids is not None and transfers is not None:
+        pairs = zip(ids.to_pylist(), transfers.to_pylist(), strict=True)
+        links = tuple((str(r).strip(), str(t).strip()) for r, t in pairs if r and t)
     report = FileReport(
         kind=REVERSALS_STEM,
         file=path.name,
@@ -162,9 +169,26 @@ def _load_reversals_file(path: Path) -> _FileResult:
         unit_reason="not read",
         layout=layout_name(REVERSALS_STEM, table.fmt, table.written_names, table.aliased),
         ignored_columns=table.ignored,
-        warnings=("reversals file read for reference only",),
+        warnings=(
+            "reversals file read only to name the transfer of each reversal recon row "
+            f"({len(links)} reversal(s) with a transfer_id)",
+        ),
     )
-    return _FileResult("reversals", path.name, sha, None, report, [])
+    return _FileResult("reversals", path.name, sha, None, report, [], reversal_links=links)
+
+
+def _link_reversals(frames: dict[str, pd.DataFrame], links: dict[str, str]) -> None:
+    """Recon rows of a Route reversal (entity_id rvrsl_...) without a transfer_id get the one
+    the reversals file names: the recon API and report do not carry it."""
+    recon = frames.get("recon")
+    if recon is None or not links:
+        return
+    named = recon["entity_id"].map(links)
+    fill = recon["transfer_id"].isna() & named.notna()
+    if fill.any():
+        recon = recon.copy()
+        recon.loc[fill, "transfer_id"] = named[fill]
+        frames["recon"] = recon.astype({"transfer_id": "string"})
 
 
 def _locate_bank(files: dict[str, Path]) -> tuple[Path | None, list[Problem]]:
@@ -248,6 +272,7 @@ def load_dataset(
     if problems:
         raise InputError(problems)
     problems.extend(instant.merge_routed(frames, routed))
+    _link_reversals(frames, dict(link for r in results for link in r.reversal_links))
     for result in results:
         if result.settlement_rows is not None:
             rows, lines = result.settlement_rows
