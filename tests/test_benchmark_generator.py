@@ -26,6 +26,11 @@ DATASET_FILES = (
     "settlements.csv",
     "settlement_recon.csv",
     "bank_statement.csv",
+    # Razorpay's money model beyond the spec (docs/engine.md), planted by default.
+    "instant_settlements.csv",
+    "instant_settlement_payouts.csv",
+    "disputes.csv",
+    "transfers.csv",
 )
 EVERY_OUTCOME = (
     {(rules.MATCHED, "")}
@@ -119,13 +124,16 @@ def test_exposure_class_follows_the_spec_table(default_benchmark: Path) -> None:
     exceptions = truth[truth["status"] == rules.EXCEPTION]
     expected = exceptions["reason_code"].map(rules.EXPOSURE_CLASS)
     assert (exceptions["exposure_class"] == expected).all()
-    assert set(exceptions["exposure_class"]) == set(rules.EXPOSURE_CLASSES)
+    assert set(exceptions["exposure_class"]) == {
+        *rules.EXPOSURE_CLASSES,
+        *rules.MONEY_MODEL_CLASSES,
+    }
 
 
 def test_no_faults_gives_only_matched_or_pending(tmp_path: Path) -> None:
     truth = read_ground_truth(generate(tmp_path, payments=400, seed=5, faults=False).ground_truth)
     assert set(truth["status"]) == {rules.MATCHED, rules.PENDING}
-    assert set(truth["match_method"]) == {""}
+    assert set(truth["match_method"]) == {"", "direct"}  # direct: settled by a bank
 
 
 def test_without_a_bank_statement_settlements_match_without_bank_checks(tmp_path: Path) -> None:
@@ -185,7 +193,7 @@ def test_recon_rows_follow_razorpays_arithmetic(default_benchmark: Path) -> None
     clean_refunds = refunds[refunds["entity_id"].map(truth["status"]).eq(rules.MATCHED)]
     assert (clean_refunds["debit"] == clean_refunds["amount"] + clean_refunds["fee"]).all()
     assert (recon.loc[recon["type"] == "payment", "debit"] == 0).all()
-    assert set(recon["type"]) == {"payment", "refund", "transfer", "adjustment"}
+    assert set(recon["type"]) == {"payment", "refund", "transfer", "adjustment", "reversal"}
 
 
 def test_settlements_are_batched_and_balance_unless_labelled(default_benchmark: Path) -> None:

@@ -218,7 +218,9 @@ def generate(
     ids.take(bank.NOISE_NUMBER)
 
     calendar = world.build_calendar(as_of_ts, streams["calendar"])
-    pays = world.build_payments(payments, calendar, ids, streams["payments"])
+    # With the money model some of the payments are its own (international, held, ...).
+    own = money.added_payments(payments, faults) if money_model else 0
+    pays = world.build_payments(payments - own, calendar, ids, streams["payments"])
     world.plant_payment_faults(pays, calendar, ids, streams["faults"], faults)
     refunds = world.build_refunds(pays, calendar, ids, streams["refunds"], faults)
     rows, planted = world.build_recon_rows(pays, refunds, calendar, ids, streams["rows"], faults)
@@ -229,7 +231,7 @@ def generate(
             for s in np.random.SeedSequence([seed, MONEY_STREAM_KEY]).spawn(2)
         )
         mm_ids = IdFactory(mm_id_rng, taken=ids.taken)
-        rows, mm = money.plant(pays, rows, calendar, mm_ids, mm_rng, faults)
+        rows, mm = money.plant(pays, rows, calendar, mm_ids, mm_rng, faults, payments)
     world.balance_debits(rows, calendar)
     settlements = world.build_settlements(
         rows, calendar, ids, streams["settlements"], faults, bank_statement
@@ -286,7 +288,8 @@ def generate(
                 labels.payment_labels(pays, calendar),
                 labels.refund_labels(refunds, pays),
                 labels.recon_row_labels(planted),
-                labels.transfer_labels(planted),
+                # With the money model the transfers file lists these transfers and labels them.
+                labels.transfer_labels(planted) if mm is None else pd.DataFrame(),
                 settlement_frame,
                 bank_frame,
                 labels.money_model_labels(mm) if mm is not None else pd.DataFrame(),

@@ -123,6 +123,7 @@ class _Planter:
         ids: IdFactory,
         rng: np.random.Generator,
         faults: bool,
+        total: int,
     ) -> None:
         self.p = p
         self.calendar = calendar
@@ -130,7 +131,7 @@ class _Planter:
         self.rng = rng
         self.faults = faults
         self.n = len(p.id)
-        self.mm = MoneyModel(n_payments=len(p.id))
+        self.mm = MoneyModel(n_payments=total)
         self.group = GROUP_BASE
         keys = np.flatnonzero(calendar.available & ~np.repeat(calendar.bank_pending_day, 2))
         self.normal_keys = keys[keys >= 2 * 20]
@@ -515,6 +516,21 @@ class _Planter:
                 )
 
 
+# The scenarios that add a payment of their own (the others work on the world's payments).
+NEW_PAYMENT_SCENARIOS = (
+    "international",
+    "international_amount_mismatch",
+    "settled_by_other",
+    "hold_released",
+)
+
+
+def added_payments(total: int, faults: bool) -> int:
+    """How many of `total` payments the money model plants itself, so that the world builds
+    the rest and the benchmark holds exactly `total` payments."""
+    return sum(_count(scenario, total, faults) for scenario in NEW_PAYMENT_SCENARIOS)
+
+
 def plant(
     p: Payments,
     rows: dict[str, np.ndarray],
@@ -522,9 +538,11 @@ def plant(
     ids: IdFactory,
     rng: np.random.Generator,
     faults: bool,
+    total: int,
 ) -> tuple[dict[str, np.ndarray], MoneyModel]:
-    """Plant the entities that live in recon rows; returns the rows with theirs added."""
-    planter = _Planter(p, calendar, ids, rng, faults)
+    """Plant the entities that live in recon rows; returns the rows with theirs added.
+    total: the benchmark's payments, the world's and the `added_payments` planted here."""
+    planter = _Planter(p, calendar, ids, rng, faults, total)
     planter.international()
     planter.settled_by_other()
     planter.hold_released()
