@@ -145,7 +145,7 @@ class _Planter:
         return str(self.ids.ids(prefix, 1)[0].decode())
 
     def count(self, scenario: str) -> int:
-        return _count(scenario, self.n, self.faults)
+        return _count(scenario, self.mm.n_payments, self.faults)
 
     def source(self) -> int:
         return int(self.sources.pop())
@@ -388,6 +388,8 @@ class _Planter:
         cycle_time = self.calendar.cycle_time
         for scenario, status in plan.items():
             for _ in range(self.count(scenario)):
+                if not self.sources:  # a small benchmark runs out of plain payments to use
+                    break
                 i = self.source()
                 amount = int(self.p.amount[i])
                 created = int(cycle_time[self.p.row_key[i]]) + 2 * DAY
@@ -450,6 +452,8 @@ class _Planter:
             "transfer_missing",
         ):
             for _ in range(self.count(scenario)):
+                if not self.sources:  # a small benchmark runs out of plain payments to use
+                    break
                 i = self.source()
                 amount = int(self.p.amount[i]) // 4 + 1
                 fee, tax = _fee(amount, 25)
