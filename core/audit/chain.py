@@ -25,6 +25,7 @@ from core.db import audit as audit_sql
 from core.db import transaction
 from core.db.audit import AuditFilter, AuditRow
 from core.errors import InputError, Problem
+from core.outputs import output_target, place_output, safe_row, temporary_for
 
 GENESIS_HASH = "0" * 64
 EXPORT_COLUMNS = (
@@ -339,7 +340,9 @@ def write_export(
 ) -> int:
     """Write matching entries to an open text stream as 'csv' or 'jsonl'; row count.
 
-    The columns are the stored ones, so an exported trail can be re-verified elsewhere.
+    The columns are the stored ones. JSON lines hold them exactly, so an exported trail
+    can be re-verified elsewhere; in CSV (for spreadsheets) a text cell starting with
+    = + - @ tab or CR carries a leading `'` (core.outputs.safe_cell).
     """
     if fmt not in ("csv", "jsonl"):
         raise InputError([Problem("request", 0, "format", "use csv or jsonl")])
@@ -350,7 +353,7 @@ def write_export(
             writer = csv.writer(fh)
             writer.writerow(EXPORT_COLUMNS)
             for row in rows:
-                writer.writerow(row)
+                writer.writerow(safe_row(row))  # a spreadsheet never runs a cell
                 written += 1
         else:
             for row in rows:
@@ -359,24 +362,34 @@ def write_export(
     return written
 
 
-def export(conn: sqlite3.Connection, out: str | Path, where: AuditFilter | None = None) -> int:
-    """Write matching entries to `out` (.csv, or .jsonl/.ndjson for JSON lines); row count.
+def export(
+    conn: sqlite3.Connection,
+    out: str | Path,
+    where: AuditFilter | None = None,
+    *,
+    fmt: str | None = None,
+) -> int:
+    """Write matching entries to `out` (.csv, or .jsonl/.ndjson for JSON lines; `fmt`
+    overrides the suffix; `-`, a device or a FIFO default to CSV); row count.
 
-    Written to a side file and renamed, so a failed export never leaves half a file.
+    Written to a side file and put in place, so a failed export never leaves half a file;
+    `-` is standard output, a device or FIFO is written to and never replaced, a folder is
+    refused (core.outputs).
     """
-    path = Path(out)
-    suffix = path.suffix.lower()
+    target = output_target(out)
     formats = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
-    if suffix not in formats:
+    chosen = fmt or formats.get(target.suffix)
+    if chosen is None and target.kind != "file":
+        chosen = "csv"
+    if chosen not in ("csv", "jsonl"):
         raise InputError(
             [Problem(str(out), 0, "", "unknown export format: use .csv, .jsonl or .ndjson")]
         )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
+    tmp = temporary_for(target)
     try:
         with tmp.open("w", encoding="utf-8", newline="") as fh:
-            written = write_export(conn, fh, formats[suffix], where)
-        tmp.replace(path)
+            written = write_export(conn, fh, chosen, where)
+        place_output(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
     return written

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from core.audit.chain import export, parse_time, verify
@@ -30,7 +31,10 @@ def register(subparsers: Any) -> None:
     v.set_defaults(func=_run_verify)
     e = sub.add_parser("export", help="write the trail to CSV or JSON lines")
     e.add_argument("--db", required=True, metavar="PATH")
-    e.add_argument("--out", required=True, metavar="FILE", help=".csv, .jsonl or .ndjson")
+    e.add_argument(
+        "--out", required=True, metavar="FILE", help=".csv, .jsonl or .ndjson (- for stdout)"
+    )
+    e.add_argument("--format", choices=("csv", "jsonl"), help="default: from the suffix")
     e.add_argument("--actor", metavar="NAME")
     e.add_argument("--action", metavar="ACTION")
     e.add_argument("--entity-type", metavar="TYPE")
@@ -67,6 +71,9 @@ def _run_export(args: argparse.Namespace) -> int:
         until=parse_time(args.until, field="until", end=True) if args.until else None,
     )
     with existing_database(args.db) as conn:
-        written = export(conn, args.out, where)
-    print(f"wrote {written} audit row(s) to {args.out}")
+        written = export(conn, args.out, where, fmt=args.format)
+    print(
+        f"wrote {written} audit row(s) to {args.out}",
+        file=sys.stderr if args.out == "-" else sys.stdout,
+    )
     return EXIT_OK
