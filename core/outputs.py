@@ -23,6 +23,7 @@ export passes its text cells through `safe_cell`, which prefixes them with `'`; 
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import stat
@@ -33,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import InputError, Problem
+from core.leftovers import OUTPUT_PREFIX, pid_alive
 
 STDOUT = "-"
-TEMP_PREFIX = "razorrecon-out-"
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -90,10 +91,19 @@ def temporary_for(target: OutputTarget) -> Path:
     names carry this process's pid."""
     if target.kind == "file" and target.path is not None:
         target.path.parent.mkdir(parents=True, exist_ok=True)
+        _remove_dead_siblings(target.path)
         return target.path.with_name(f".{target.path.name}.{os.getpid()}.tmp")
-    handle, name = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", suffix=".tmp")
+    handle, name = tempfile.mkstemp(prefix=f"{OUTPUT_PREFIX}{os.getpid()}-", suffix=".tmp")
     os.close(handle)
     return Path(name)
+
+
+def _remove_dead_siblings(path: Path) -> None:
+    """Temporaries `.<name>.<pid>.tmp` that a killed writer left beside this target."""
+    for sibling in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        pid = sibling.name[len(path.name) + 2 : -len(".tmp")]
+        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
+            sibling.unlink(missing_ok=True)
 
 
 def place_output(temporary: Path, target: OutputTarget) -> None:
