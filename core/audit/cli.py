@@ -1,7 +1,8 @@
 """`python -m core audit verify|export`.
 
-audit verify --db PATH [--anchor SEQ:HASH] [--json]
-    exit 0 when the chain holds, 1 naming the first broken row.
+audit verify --db PATH [--anchor SEQ:HASH] [--anchors FILE] [--json]
+    exit 0 when the chain holds, matches its anchors (RAZORRECON_ANCHOR_DIR) and replays to
+    the exceptions' current state; 1 naming the first broken row, seq or exception.
 audit export --db PATH --out FILE [--actor NAME] [--action ACTION] [--entity-type TYPE]
     [--entity-id ID] [--since ISO] [--until ISO]
     CSV for .csv, JSON lines for .jsonl/.ndjson.
@@ -27,6 +28,9 @@ def register(subparsers: Any) -> None:
     v = sub.add_parser("verify", help="recompute the hash chain")
     v.add_argument("--db", required=True, metavar="PATH")
     v.add_argument("--anchor", metavar="SEQ:HASH", help="a head recorded earlier; must remain")
+    v.add_argument(
+        "--anchors", metavar="FILE", help="anchor file to check against (default: see docs)"
+    )
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=_run_verify)
     e = sub.add_parser("export", help="write the trail to CSV or JSON lines")
@@ -46,18 +50,23 @@ def register(subparsers: Any) -> None:
 
 def _run_verify(args: argparse.Namespace) -> int:
     with existing_database(args.db) as conn:
-        result = verify(conn, anchor=args.anchor)
+        result = verify(conn, anchor=args.anchor, anchors_path=args.anchors)
     if args.json:
         print(json.dumps(result.__dict__))
     elif result.ok:
         print(
-            f"audit chain holds: {result.rows_checked} row(s); "
-            f"head {result.head_seq}:{result.head_hash}"
+            f"audit chain holds: {result.rows_checked} row(s), {result.anchors_checked} "
+            f"anchor(s), exceptions match the trail; head {result.head_seq}:{result.head_hash}"
         )
     else:
         print(f"audit chain BROKEN: {result.problem}")
         if result.broken_seq is not None:
             print(f"first broken row: seq {result.broken_seq}")
+        if result.broken_exception is not None:
+            print(f"exception changed outside the trail: {result.broken_exception}")
+    if not args.json:
+        for warning in result.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
     return EXIT_OK if result.ok else EXIT_FAILED_CHECK
 
 
