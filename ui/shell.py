@@ -230,7 +230,7 @@ def sidebar(result: bootstrap.BootstrapResult | None) -> None:
             run = read(views.latest_run)
             if run is None:
                 label = "needs a reconciliation run" if result else "unavailable"
-                st.caption(f"Database {Path(database_path()).name}: {label}")
+                st.caption(f"Database {md(Path(database_path()).name)}: {label}")
             else:
                 source = SOURCE_LABELS.get(run.source, run.source)
                 st.markdown(f"**Data source:** {md(source)}")
