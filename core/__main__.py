@@ -63,6 +63,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = args_list[0] if args_list and not args_list[0].startswith("-") else None
     parser = build_parser(command)
     args = parser.parse_args(args_list)
+    from core.leftovers import remove_dead_leftovers_once
+
+    # Staging folders and temporaries of a killed earlier command go first.
+    remove_dead_leftovers_once()
     try:
         return int(args.func(args))
     except RazorReconError as exc:

@@ -37,6 +37,7 @@ from core import views
 from core.db import connect, database_path, migrate
 from core.db import views as db
 from core.errors import ConfigError
+from core.leftovers import remove_dead_leftovers_once
 
 ProgressFn = Callable[[float, str], None]
 Builder = Callable[[sqlite3.Connection, Path, ProgressFn], None]
@@ -241,6 +242,7 @@ def ensure_ready(
     """Make sure the database has a completed run to show; build the benchmark if empty."""
     started = time.monotonic()
     path = database_path(str(database) if database is not None else None)
+    remove_dead_leftovers_once()  # what a killed earlier process left in the temp folder
     report = progress or _noop
     key = os.path.abspath(path)
     if key in _ready_paths and Path(path).exists():

@@ -25,6 +25,7 @@ import pandas as pd
 
 from core.db import views as db
 from core.db.views import ALL_STATUSES, OPEN_STATUSES, QUEUE_SORTS, QueueFilter
+from core.outputs import safe_cell
 
 __all__ = [
     "ALL_STATUSES",
@@ -436,14 +437,16 @@ def queue_csv_chunks(
     sort: str = "exposure_desc",
     as_of: int | None = None,
 ) -> Iterator[str]:
-    """The whole filtered set as CSV text, chunk by chunk; amounts are integer paise."""
+    """The whole filtered set as CSV text, chunk by chunk; amounts are integer paise (numbers,
+    never prefixed); a text cell a spreadsheet would run as a formula starts with `'`."""
     moment = _as_of(conn, as_of)
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    # CRLF (RFC 4180): the writer then quotes a cell holding a carriage return too.
+    writer = csv.writer(buffer, lineterminator="\r\n")
     writer.writerow(CSV_COLUMNS)
     for batch in db.queue_iter(conn, flt, moment, sort):
         for row in batch:
-            writer.writerow(["" if row.get(c) is None else row[c] for c in CSV_COLUMNS])
+            writer.writerow(["" if row.get(c) is None else safe_cell(row[c]) for c in CSV_COLUMNS])
         yield buffer.getvalue()
         buffer.seek(0)
         buffer.truncate()

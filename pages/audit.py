@@ -3,7 +3,7 @@
 import streamlit as st
 
 from ui import audit, keys, shell, widgets
-from ui.format import ist
+from ui.format import ist, md
 
 shell.require_frame()
 st.title("Audit trail")
@@ -52,8 +52,10 @@ if result is not None and result.ok:
         f"{result.head_hash[:16]}…"
     )
 elif result is not None:
-    st.error(f"Chain broken at entry #{result.broken_seq}: {result.problem}")
-else:
+    st.error(f"Chain broken: {md(result.problem)}")
+for warning in getattr(result, "warnings", ()):
+    st.warning(md(warning))
+if result is None:
     st.caption("Every entry's hash covers the one before it; verify to walk the chain.")
 
 total, entries = audit.entries(where, int(limit))

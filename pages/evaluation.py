@@ -4,6 +4,7 @@ import streamlit as st
 
 from core import views
 from ui import charts, keys, shell
+from ui.format import md
 
 shell.require_frame()
 st.title("Evaluation")
@@ -45,4 +46,4 @@ st.altair_chart(
 if report.notes:
     st.subheader("Held-out disagreements")
     for note in report.notes:
-        st.markdown(f"- {note}")
+        st.markdown(f"- {md(note)}")

@@ -5,7 +5,7 @@ import streamlit as st
 from core import views
 from core.db import database_path
 from ui import keys, shell, widgets
-from ui.format import class_label, inr, ist
+from ui.format import class_label, inr, ist, md
 
 shell.require_frame()
 st.title("Investigation")
@@ -27,7 +27,7 @@ if item is None:
     st.error(f"There is no exception #{exception_id}.")
     st.stop()
 
-st.subheader(f"#{item['id']} · {item['reason_code']}")
+st.subheader(f"#{item['id']} · {md(item['reason_code'])}")
 widgets.facts(
     [
         ("Exposure", inr(item["exposure_amount"])),
@@ -38,12 +38,12 @@ widgets.facts(
     ]
 )
 st.caption(
-    f"{item['entity_type']} **{item['entity_id']}** · codes {item['reason_codes']} · "
+    f"{md(item['entity_type'])} **{md(item['entity_id'])}** · codes {md(item['reason_codes'])} · "
     f"expected {inr(item['expected_amount'])}, actual {inr(item['actual_amount'])}, "
     f"difference {inr(item['difference'])} · created {ist(item['entity_created_at'])}"
 )
 if item["settlement_id"] and st.button(
-    f"Open settlement {item['settlement_id']}", key=keys.INVESTIGATE_TO_SETTLEMENT
+    f"Open settlement {md(item['settlement_id'])}", key=keys.INVESTIGATE_TO_SETTLEMENT
 ):
     st.session_state[keys.SELECTED_SETTLEMENT] = item["settlement_id"]
     st.switch_page("pages/settlement.py")
@@ -52,9 +52,9 @@ evidence_col, answer_col = st.columns([3, 2])
 with evidence_col:
     st.markdown("#### Evidence (read only)")
     for n, section in enumerate(shell.read(views.evidence, exception_id)):
-        with st.expander(f"{section.title} ({len(section.records)})", expanded=n < 3):
+        with st.expander(f"{md(section.title)} ({len(section.records)})", expanded=n < 3):
             if section.note:
-                st.caption(section.note)
+                st.caption(md(section.note))
             widgets.records_table(section.records, f"{keys.EVIDENCE_TABLE}-{n}", "Nothing found.")
 
 with answer_col:
@@ -68,13 +68,14 @@ with answer_col:
     if answer is None:
         st.caption("Ask for an explanation: it cites only records from the evidence.")
     else:
-        st.markdown(f"**Root cause:** {answer.root_cause} · confidence {answer.confidence:.0%}")
-        st.markdown(answer.summary)
-        st.markdown(f"**Recommendation:** {answer.recommendation}")
+        # The model's text is data: shown as text, never as Markdown (no links, no images).
+        st.markdown(f"**Root cause:** {md(answer.root_cause)} · confidence {answer.confidence:.0%}")
+        st.markdown(md(answer.summary))
+        st.markdown(f"**Recommendation:** {md(answer.recommendation)}")
         if answer.requires_human_review:
             st.warning("A person must decide this one.", icon=":material/person_alert:")
-        st.caption(f"Source: {answer.source_label}")
-        st.caption("Citations (checked against the evidence): " + ", ".join(answer.citations))
+        st.caption(f"Source: {md(answer.source_label)}")
+        st.caption("Citations (checked against the evidence): " + md(", ".join(answer.citations)))
 
     st.markdown("#### Decision")
     st.text_area("Note (required)", key=keys.DECISION_NOTE, height=90)

@@ -4,7 +4,7 @@ import streamlit as st
 
 from core import views
 from ui import keys, shell, widgets
-from ui.format import inr, ist, queue_frame
+from ui.format import inr, ist, md, queue_frame
 
 shell.require_frame()
 st.title("Settlement")
@@ -38,7 +38,7 @@ chosen = right.selectbox(
 st.session_state[keys.SELECTED_SETTLEMENT] = chosen
 view = shell.read(views.settlement_view, chosen)
 if view is None:
-    st.error(f"Settlement {chosen} is not in the database.")
+    st.error(f"Settlement {md(chosen)} is not in the database.")
     st.stop()
 
 s = view.settlement
@@ -52,7 +52,7 @@ widgets.facts(
 )
 if view.outcome:
     code = view.outcome["reason_code"] or "no exception"
-    st.caption(f"Engine outcome: **{view.outcome['status']}** ({code})")
+    st.caption(f"Engine outcome: **{md(view.outcome['status'])}** ({md(code)})")
 
 st.subheader("Decomposition")
 st.dataframe(

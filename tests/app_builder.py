@@ -220,6 +220,25 @@ def build(
     )
     insert_rows(conn, "outcomes", out_cols[:12], outs)
     insert_rows(conn, "exceptions", exc_cols, excs)
+    # As the engine's sync does: every exception is opened in the audit trail, so that
+    # `audit verify` (which replays the trail against the exceptions) holds.
+    from core.audit import AuditEvent, append_many
+
+    opened = conn.execute("SELECT id, exposure_amount, reason_code FROM exceptions ORDER BY id")
+    append_many(
+        conn,
+        [
+            AuditEvent(
+                "engine",
+                "exception.opened",
+                "exception",
+                str(r[0]),
+                {"exposure_amount": r[1], "reason_code": r[2], "to_status": "OPEN"},
+            )
+            for r in opened.fetchall()
+        ],
+        now=now,
+    )
     analyse(conn)
     return Built(1, payments, len(settlements), exceptions, as_of)
 

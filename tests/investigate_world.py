@@ -14,6 +14,7 @@ import json
 import sqlite3
 from typing import Any
 
+from core.audit import append
 from core.calendar import IST
 
 AS_OF = int(dt.datetime(2026, 6, 30, 23, 59, 59, tzinfo=IST).timestamp())
@@ -165,7 +166,18 @@ def exception(
             AS_OF,
         ),
     )
-    return int(cur.lastrowid or 0)
+    exc_id = int(cur.lastrowid or 0)
+    # As the engine's sync does: every exception is opened in the audit trail.
+    append(
+        conn,
+        actor="engine",
+        action="exception.opened",
+        entity_type="exception",
+        entity_id=str(exc_id),
+        payload={"exposure_amount": abs(difference or 0), "reason_code": code, "to_status": status},
+        now=AS_OF,
+    )
+    return exc_id
 
 
 def outcome(conn: sqlite3.Connection, entity_type: str, entity_id: str, code: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,6 +46,11 @@ WIDGETS = {
     "time_input",
     "toggle",
 }
+
+
+def shown(text: str) -> str:
+    """What a reader sees of Markdown text the app escaped (ui.format.md)."""
+    return re.sub(r"\\(.)", r"\1", text).replace("\u2060", "")
 
 
 @pytest.fixture(autouse=True)
@@ -147,7 +153,7 @@ def test_a_bad_amount_filter_is_a_message_not_a_traceback(app_db: tuple[Path, Bu
     at = _app("pages/exceptions.py")
     at.text_input(key=keys.QUEUE_MIN_AMOUNT).input("12.345").run()
     _no_exception(at)
-    assert any("Not an amount in rupees" in e.value for e in at.error)
+    assert any("Not an amount in rupees" in shown(e.value) for e in at.error)
 
 
 def test_opening_an_exception_from_the_queue(app_db: tuple[Path, Built]) -> None:
@@ -159,7 +165,9 @@ def test_opening_an_exception_from_the_queue(app_db: tuple[Path, Built]) -> None
     at.button(key=keys.QUEUE_OPEN).click().run()
     _no_exception(at)
     assert at.title[0].value == "Investigation"
-    assert at.subheader[0].value.startswith(f"#{exception_id} · SETTLEMENT_AMOUNT_DISCREPANCY")
+    assert shown(at.subheader[0].value).startswith(
+        f"#{exception_id} · SETTLEMENT_AMOUNT_DISCREPANCY"
+    )
     labels = [e.label for e in at.expander]
     assert any(label.startswith("Payment") for label in labels), labels
 
@@ -185,7 +193,7 @@ def test_resolving_needs_a_note(app_db: tuple[Path, Built]) -> None:
     before = _open_count(path)
     at.button(key=keys.DECISION_RESOLVE).click().run()
     _no_exception(at)
-    assert any("Write a note first" in e.value for e in at.error)
+    assert any("Write a note first" in shown(e.value) for e in at.error)
     assert _open_count(path) == before
 
 
@@ -197,7 +205,7 @@ def test_resolving_an_exception_closes_it_and_audits_it(app_db: tuple[Path, Buil
     at.text_area(key=keys.DECISION_NOTE).input("Bank confirmed the credit by phone.").run()
     at.button(key=keys.DECISION_RESOLVE).click().run()
     _no_exception(at)
-    assert any(f"#{exception_id} is now RESOLVED" in s.value for s in at.success)
+    assert any(f"#{exception_id} is now RESOLVED" in shown(s.value) for s in at.success)
     assert at.text_area(key=keys.DECISION_NOTE).value == ""
     assert at.button(key=keys.DECISION_RESOLVE).disabled
     conn = connect(path)
@@ -230,7 +238,7 @@ def test_a_decision_on_a_stale_page_is_refused_with_a_message(
     at.text_area(key=keys.DECISION_NOTE).input("Escalating to the bank")
     at.button(key=keys.DECISION_ESCALATE).click().run()  # one round trip, as a browser does
     _no_exception(at)
-    assert any(w.value.startswith("Not done:") for w in at.warning)
+    assert any(shown(w.value).startswith("Not done:") for w in at.warning)
     conn = connect(path)
     status = conn.execute("SELECT status FROM exceptions WHERE id = ?", (exception_id,)).fetchone()
     conn.close()
@@ -289,7 +297,7 @@ def test_audit_export_holds_the_filtered_trail_and_reverifies(app_db: tuple[Path
     exception_id = int(at.number_input(key=keys.INVESTIGATE_ID).value)
     at.text_area(key=keys.DECISION_NOTE).input("Duplicate of a settled payment.").run()
     at.button(key=keys.DECISION_ESCALATE).click().run()
-    assert any(f"#{exception_id} is now ESCALATED" in s.value for s in at.success)
+    assert any(f"#{exception_id} is now ESCALATED" in shown(s.value) for s in at.success)
     rows = list(
         csv.DictReader(
             io.StringIO(
@@ -297,12 +305,13 @@ def test_audit_export_holds_the_filtered_trail_and_reverifies(app_db: tuple[Path
             )
         )
     )
-    assert rows and {r["entity_id"] for r in rows} == {str(exception_id)}
+    assert rows[-1]["seq"] == "anchor"  # every export ends with the chain's head
+    assert rows[:-1] and {r["entity_id"] for r in rows[:-1]} == {str(exception_id)}
     conn = connect(path)
     total = db.count_rows(conn, "audit_log")
     conn.close()
     everything = audit.export(audit.make_filter(), "jsonl").decode().splitlines()
-    assert len(everything) == total
+    assert len(everything) == total + 1  # the rows and the head's anchor
     assert audit.verify().ok
 
 
@@ -315,7 +324,7 @@ def test_assigning_and_escalating_selected_rows(app_db: tuple[Path, Built]) -> N
     at.text_input(key=keys.QUEUE_ASSIGN_TO).input("asha").run()
     at.button(key=keys.QUEUE_ASSIGN).click().run()
     _no_exception(at)
-    assert any("Assigned 3 to asha" in s.value for s in at.success)
+    assert any("Assigned 3 to asha" in shown(s.value) for s in at.success)
     conn = connect(path)
     assigned = {
         r[0]: (r[1], r[2])
@@ -330,7 +339,7 @@ def test_assigning_and_escalating_selected_rows(app_db: tuple[Path, Built]) -> N
     at.text_input(key=keys.QUEUE_ESCALATE_NOTE).input("Needs the bank's confirmation").run()
     at.button(key=keys.QUEUE_ESCALATE).click().run()
     _no_exception(at)
-    assert any("Escalated 1." in s.value for s in at.success)
+    assert any("Escalated 1." in shown(s.value) for s in at.success)
 
 
 def test_session_state_is_keyed_only_through_the_keys_module() -> None:

@@ -259,11 +259,13 @@ def test_export_writes_csv_and_json_lines_by_extension(
     assert export(conn, tmp_path / "trail.csv") == 3
     with (tmp_path / "trail.csv").open(encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
-    assert [r["seq"] for r in rows] == ["1", "2", "3"]
+    assert [r["seq"] for r in rows] == ["1", "2", "3", "anchor"]  # the head, last
     assert rows[1]["prev_hash"] == rows[0]["hash"]
+    assert json.loads(rows[3]["payload_json"])["seq"] == 3
     assert export(conn, tmp_path / "trail.jsonl", AuditFilter(entity_id="2")) == 1
     lines = (tmp_path / "trail.jsonl").read_text(encoding="utf-8").splitlines()
     assert json.loads(lines[0])["entity_id"] == "2"
+    assert json.loads(lines[-1])["anchor"]["seq"] == 3
     with pytest.raises(InputError, match="format"):
         export(conn, tmp_path / "trail.xlsx")
 
@@ -282,7 +284,9 @@ def test_write_export_streams_to_an_open_file(conn: sqlite3.Connection) -> None:
     _fill(conn, 2)
     buffer = io.StringIO()
     assert write_export(conn, buffer, "jsonl") == 2
-    assert [json.loads(x)["seq"] for x in buffer.getvalue().splitlines()] == [1, 2]
+    lines = [json.loads(x) for x in buffer.getvalue().splitlines()]
+    assert [x["seq"] for x in lines[:-1]] == [1, 2]
+    assert lines[-1]["anchor"]["seq"] == 2
 
 
 def test_payloads_from_pandas_are_stored_as_plain_numbers(conn: sqlite3.Connection) -> None:

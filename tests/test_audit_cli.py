@@ -62,12 +62,13 @@ def test_audit_export_writes_csv_or_json_lines_by_extension(
     out_csv = tmp_path / "out" / "audit.csv"
     assert main(["audit", "export", "--db", str(db_path), "--out", str(out_csv)]) == 0
     with out_csv.open(encoding="utf-8") as fh:
-        assert len(list(csv.DictReader(fh))) == 4
+        assert len(list(csv.DictReader(fh))) == 4 + 1  # the rows and the head's anchor
     out_jsonl = tmp_path / "asha.jsonl"
     args = ["audit", "export", "--db", str(db_path), "--out", str(out_jsonl), "--actor", "asha"]
     assert main(args) == 0
     lines = [json.loads(x) for x in out_jsonl.read_text(encoding="utf-8").splitlines()]
-    assert [x["action"] for x in lines] == ["exception.resolved"]
+    assert [x["action"] for x in lines[:-1]] == ["exception.resolved"]
+    assert "anchor" in lines[-1]
     assert main(["audit", "export", "--db", str(db_path), "--out", str(tmp_path / "a.pdf")]) == 2
     assert (
         main(["audit", "export", "--db", str(db_path), "--out", str(out_csv), "--since", "soon"])

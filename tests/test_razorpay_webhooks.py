@@ -143,10 +143,10 @@ def test_a_bad_signature_changes_nothing(conn: sqlite3.Connection, signature: st
 
     assert (result.status, result.verdict) == (401, "bad_signature")
     assert state(conn) == before
-    row = conn.execute(
-        "SELECT verdict, body_sha256, body_bytes FROM razorpay_webhook_log"
-    ).fetchone()
-    assert row["verdict"] == "bad_signature" and row["body_bytes"] == len(delivery)
+    # unsigned: counted, not stored
+    assert conn.execute("SELECT COUNT(*) FROM razorpay_webhook_log").fetchone()[0] == 0
+    counted = conn.execute("SELECT verdict, count FROM razorpay_webhook_rejections").fetchall()
+    assert [tuple(r) for r in counted] == [("bad_signature", 1)]
 
 
 def test_a_signature_made_with_another_secret_is_rejected(conn: sqlite3.Connection) -> None:
@@ -330,7 +330,9 @@ def test_an_oversized_body_is_refused_before_its_signature_is_checked(
     result = deliver(conn, body, "evt_L1")
 
     assert (result.status, result.verdict) == (413, "malformed")
-    assert conn.execute("SELECT body_bytes FROM razorpay_webhook_log").fetchone()[0] == len(body)
+    assert conn.execute("SELECT COUNT(*) FROM razorpay_webhook_log").fetchone()[0] == 0
+    counted = conn.execute("SELECT verdict, count FROM razorpay_webhook_rejections").fetchall()
+    assert [tuple(r) for r in counted] == [("too_large", 1)]
 
 
 def test_without_a_configured_secret_every_delivery_is_refused(conn: sqlite3.Connection) -> None:
@@ -374,5 +376,5 @@ def test_sync_status_counts_webhook_deliveries(conn: sqlite3.Connection) -> None
     assert (webhooks.accepted, webhooks.duplicates, webhooks.rejected) == (1, 1, 1)
     assert webhooks.last_accepted_at == 1_782_900_000
     assert webhooks.last_rejected_at == 1_782_900_002
-    assert "does not match" in (webhooks.last_rejected_reason or "")
+    assert "bad_signature" in (webhooks.last_rejected_reason or "")
     assert sync_status(conn).pending_rereconcile == 1

@@ -11,6 +11,7 @@ import streamlit as st
 
 from core.errors import InputError
 from ui import actions, keys, shell
+from ui.format import md
 
 FIELDS = [
     "",
@@ -33,7 +34,7 @@ def mapping_form(uploads: Iterable[Any]) -> None:
         return
     name, data, guess = found
     st.warning(
-        f"{name}: this bank layout is not recognised. Map its columns (header on line "
+        f"{md(name)}: this bank layout is not recognised. Map its columns (header on line "
         f"{guess.line}) once; later imports with the same header use the mapping."
     )
     with st.form(key=f"{keys.BANK_MAP_SAVE}_form"):
@@ -43,7 +44,7 @@ def mapping_form(uploads: Iterable[Any]) -> None:
             if not cell:
                 continue
             choice = columns[position % 3].selectbox(
-                cell,
+                md(cell),
                 FIELDS,
                 key=f"{keys.BANK_MAP_FIELD}_{position}",
                 format_func=lambda f: f or "(not used)",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -47,6 +48,36 @@ SORT_LABELS = {
     "updated": "Recently updated",
     "id": "Exception id",
 }
+
+
+# Every ASCII punctuation character: CommonMark lets a backslash make each one literal.
+_MARKDOWN_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")
+# Streamlit turns bare URLs ("scheme://", "www.") and e-mail addresses in text into links even
+# when escaped; an invisible WORD JOINER inside each keeps them text.
+_JOINER = "\u2060"
+_AUTOLINKS = re.compile(r"(\\:)(\\/\\/)|(?i:(www))(\\\.)|(\\@)")
+
+
+def md(value: Any) -> str:
+    """Data or model text made inert for anything Streamlit renders as Markdown (st.markdown,
+    st.caption, st.success/info/warning/error, st.subheader, widget labels): every ASCII
+    punctuation character is backslash-escaped, so no link, image, emphasis, heading, HTML,
+    `:color[...]` directive, `:icon:` or `$math$` can form, and a WORD JOINER (invisible)
+    inside `://`, `www.` and `@` keeps URLs and addresses from becoming links; the reader
+    sees the same text. Use it for anything not from this code's own string literals."""
+    text = "" if value is None else str(value)
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace(_JOINER, "")
+    escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+    return _AUTOLINKS.sub(_break_link, escaped)
+
+
+def _break_link(found: re.Match[str]) -> str:
+    head, tail = (
+        (found.group(1), found.group(2)) if found.group(1) else (found.group(3), found.group(4))
+    )
+    if found.group(5):
+        return _JOINER + found.group(5)
+    return f"{head}{_JOINER}{tail}"
 
 
 def inr(paise: int | None) -> str:

@@ -22,7 +22,7 @@ from core import bootstrap, views
 from core.db import connect, database_path
 from core.errors import InputError, RazorReconError, RefusedError
 from ui import keys
-from ui.format import ist
+from ui.format import ist, md
 
 log = logging.getLogger("razorrecon.app")
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,12 +78,13 @@ def flash(kind: str, text: str) -> None:
 
 def show_flash() -> None:
     kind, text = st.session_state.pop(keys.FLASH, (None, None))
+    # Flash texts carry names and ids typed by people or read from data: shown as text.
     if kind == "success":
-        st.success(text)
+        st.success(md(text))
     elif kind == "warning":
-        st.warning(text)
+        st.warning(md(text))
     elif kind == "error":
-        st.error(text)
+        st.error(md(text))
 
 
 def decide(action: str, exception_id: int, version: int) -> None:
@@ -185,7 +186,7 @@ def describe_error(exc: BaseException) -> tuple[str, str]:
 
 def show_error(exc: BaseException) -> None:
     kind, text = describe_error(exc)
-    (st.warning if kind == "warning" else st.error)(text)
+    (st.warning if kind == "warning" else st.error)(md(text))
 
 
 @contextmanager
@@ -229,12 +230,12 @@ def sidebar(result: bootstrap.BootstrapResult | None) -> None:
             run = read(views.latest_run)
             if run is None:
                 label = "needs a reconciliation run" if result else "unavailable"
-                st.caption(f"Database {Path(database_path()).name}: {label}")
+                st.caption(f"Database {md(Path(database_path()).name)}: {label}")
             else:
                 source = SOURCE_LABELS.get(run.source, run.source)
-                st.markdown(f"**Data source:** {source}")
+                st.markdown(f"**Data source:** {md(source)}")
                 if run.location:
-                    st.caption(run.location)
+                    st.caption(md(run.location))
                 st.markdown(f"**As of:** {ist(run.as_of)}")
                 took = "" if run.duration_s is None else f" in {max(1, round(run.duration_s))} s"
                 took = " in under a second" if run.duration_s == 0 else took

@@ -14,7 +14,7 @@ from core.errors import ConfigError
 from core.money import MoneyFormatError, parse_rupees
 from core.views import OPEN_STATUSES, QueueFilter, QueueOptions
 from ui import keys
-from ui.format import SORT_LABELS, class_label, records_frame
+from ui.format import SORT_LABELS, class_label, md, records_frame
 
 ANY, UNASSIGNED = "Anyone", "Unassigned"
 
@@ -35,7 +35,7 @@ def rupees_input(label: str, key: str, column: Any) -> int | None:
     try:
         return parse_rupees(text)
     except MoneyFormatError:
-        column.error(f"Not an amount in rupees: {text!r}")
+        column.error(f"Not an amount in rupees: {md(repr(text))}")
         return None
 
 
@@ -135,4 +135,4 @@ def facts(pairs: Iterable[tuple[str, str]]) -> None:
     items = list(pairs)
     for column, (label, value) in zip(st.columns(len(items)), items, strict=True):
         column.caption(label)
-        column.markdown(f"**{value}**")
+        column.markdown(f"**{md(value)}**")

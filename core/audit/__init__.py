@@ -1,5 +1,6 @@
 """The append-only, hash-chained audit trail: append, verify, query, export."""
 
+from core.audit.anchor import Anchor, read_anchors, write_anchor
 from core.audit.chain import (
     GENESIS_HASH,
     AuditEntry,
@@ -22,6 +23,7 @@ from core.db.audit import AuditFilter
 
 __all__ = [
     "GENESIS_HASH",
+    "Anchor",
     "AuditEntry",
     "AuditEvent",
     "AuditFilter",
@@ -35,7 +37,9 @@ __all__ = [
     "has_entry",
     "parse_time",
     "query",
+    "read_anchors",
     "row_hash",
     "verify",
+    "write_anchor",
     "write_export",
 ]

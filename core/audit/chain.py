@@ -13,6 +13,7 @@ import csv
 import datetime as dt
 import hashlib
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Iterable, Mapping
@@ -20,13 +21,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from core.audit.anchor import (
+    ANCHOR_DIR_ENV,
+    ANCHOR_KEY_ENV,
+    AnchorCheck,
+    make_anchor,
+    read_anchors,
+)
+from core.audit.replay import Replay
 from core.calendar import IST
 from core.db import audit as audit_sql
 from core.db import transaction
 from core.db.audit import AuditFilter, AuditRow
 from core.errors import InputError, Problem
+from core.outputs import output_target, place_output, safe_row, temporary_for
 
 GENESIS_HASH = "0" * 64
+ANCHOR_ACTION = "audit.anchor"
 EXPORT_COLUMNS = (
     "seq",
     "created_at",
@@ -133,11 +144,14 @@ class AuditEntry:
 class VerifyResult:
     """The outcome of walking the chain.
 
-    ok: every row's hash and link hold (and the append-only triggers exist);
+    ok: every row's hash and link hold, the append-only triggers exist, every anchored
+    (seq, hash) is in the chain, and the exceptions are what replaying the trail gives;
     rows_checked: rows walked; head_seq/head_hash: the last row (0 and the genesis hash
-    for an empty trail), worth recording elsewhere: a later `verify --anchor` proves no
-    row up to it was rewritten or cut off; broken_seq: the first row that fails (None when
-    ok or when only the triggers are missing); problem: what is wrong, in plain words.
+    for an empty trail); broken_seq: the first row that fails (None when ok or when the
+    problem is not one row); problem: what is wrong, in plain words; anchors_checked:
+    anchor lines read (core.audit.anchor); broken_exception: the exception whose state
+    does not match the trail; warnings: what holds but deserves attention (no anchors
+    yet, anchors not signed).
     """
 
     ok: bool
@@ -146,6 +160,9 @@ class VerifyResult:
     head_hash: str
     broken_seq: int | None
     problem: str
+    anchors_checked: int = 0
+    broken_exception: int | None = None
+    warnings: tuple[str, ...] = ()
 
 
 def _check_text(field: str, value: object) -> str:
@@ -199,28 +216,42 @@ def append(
     return append_many(conn, [event], now=now)[0]
 
 
-def verify(conn: sqlite3.Connection, *, anchor: str | None = None) -> VerifyResult:
-    """Walk the whole chain and recompute every hash and link.
+def verify(
+    conn: sqlite3.Connection,
+    *,
+    anchor: str | None = None,
+    anchors_path: str | Path | None = None,
+) -> VerifyResult:
+    """Walk the whole chain and recompute every hash and link; check it against the
+    anchors recorded outside the database (core.audit.anchor; `anchors_path` overrides
+    where they are read from) and replay it against the exceptions (core.audit.replay).
 
-    `anchor` is a head hash recorded earlier ('SEQ:HASH' or just HASH): the chain must
-    still contain it, which catches a cut-off tail or a chain rewritten from some row on.
+    `anchor` is a head hash recorded earlier by hand ('SEQ:HASH' or just HASH): the chain
+    must still contain it, which catches a cut-off tail or a chain rewritten from some row on.
     """
+    anchors = read_anchors(conn, Path(anchors_path) if anchors_path is not None else None)
     # One read snapshot for the whole walk, so concurrent appends cannot confuse it.
     with transaction(conn, immediate=False):
-        return _verify(conn, anchor)
+        return _verify(conn, anchor, anchors)
 
 
-def _verify(conn: sqlite3.Connection, anchor: str | None) -> VerifyResult:
+def _verify(conn: sqlite3.Connection, anchor: str | None, anchors: AnchorCheck) -> VerifyResult:
     prev = GENESIS_HASH
     expected_seq = 1
     checked = 0
     last_seq = 0
     anchor_seq, anchor_hash = _parse_anchor(anchor)
     anchor_found = anchor is None
+    required = anchors.required
+    replay = Replay()
 
     def broken(seq: int, problem: str) -> VerifyResult:
-        return VerifyResult(False, checked, last_seq, prev, seq, f"row {seq}: {problem}")
+        return VerifyResult(
+            False, checked, last_seq, prev, seq, f"row {seq}: {problem}", anchors.lines
+        )
 
+    if anchors.problems:
+        return VerifyResult(False, 0, 0, prev, None, "; ".join(anchors.problems[:3]), anchors.lines)
     for row in audit_sql.iter_rows(conn):
         entry = AuditEntry.from_row(row)
         if entry.seq != expected_seq:
@@ -247,6 +278,14 @@ def _verify(conn: sqlite3.Connection, anchor: str | None) -> VerifyResult:
         )
         if digest != entry.hash:
             return broken(entry.seq, "content does not match its hash (the row was edited)")
+        if entry.seq in required and required[entry.seq] != entry.hash:
+            return broken(
+                entry.seq,
+                f"hash differs from the one anchored at seq {entry.seq} outside the database "
+                f"({required[entry.seq][:16]}…): the chain was rewritten from this row or earlier",
+            )
+        if entry.entity_type == "exception":
+            replay.add(entry.seq, entry.action, entry.entity_id, entry.payload_json)
         if not anchor_found and entry.hash == anchor_hash:
             if anchor_seq is not None and anchor_seq != entry.seq:
                 return broken(entry.seq, f"anchor {anchor} found at another seq")
@@ -263,14 +302,67 @@ def _verify(conn: sqlite3.Connection, anchor: str | None) -> VerifyResult:
             prev,
             None,
             f"anchor {anchor} is not in the chain (rows were cut off or rewritten)",
+            anchors.lines,
+        )
+    beyond = [seq for seq in required if seq > last_seq]
+    if beyond:
+        seq = min(beyond)
+        return VerifyResult(
+            False,
+            checked,
+            last_seq,
+            prev,
+            seq,
+            f"row {seq}: anchored outside the database but missing from the chain, whose "
+            f"head is {last_seq} (rows were cut off)",
+            anchors.lines,
         )
     missing = set(audit_sql.APPEND_ONLY_TRIGGERS) - audit_sql.present_triggers(conn)
     if missing:
         names = ", ".join(sorted(missing))
         return VerifyResult(
-            False, checked, last_seq, prev, None, f"append-only trigger(s) missing: {names}"
+            False,
+            checked,
+            last_seq,
+            prev,
+            None,
+            f"append-only trigger(s) missing: {names}",
+            anchors.lines,
         )
-    return VerifyResult(True, checked, last_seq, prev, None, "")
+    differs = replay.mismatch(conn)
+    if differs is not None:
+        exc_id, what = differs
+        return VerifyResult(
+            False,
+            checked,
+            last_seq,
+            prev,
+            None,
+            f"exception {exc_id}: {what}",
+            anchors.lines,
+            broken_exception=exc_id,
+        )
+    return VerifyResult(
+        True, checked, last_seq, prev, None, "", anchors.lines, warnings=_warnings(anchors, checked)
+    )
+
+
+def _warnings(anchors: AnchorCheck, rows: int) -> tuple[str, ...]:
+    notes: list[str] = []
+    if rows and not anchors.lines:
+        where = anchors.path or "(no database file)"
+        notes.append(f"no anchors found at {where}: only the chain's own consistency was checked")
+    elif anchors.unsigned:
+        notes.append(
+            f"{anchors.unsigned} anchor(s) are not signed: set {ANCHOR_KEY_ENV} so that "
+            "edited anchors are detected"
+        )
+    if anchors.lines and anchors.path is not None and not os.environ.get(ANCHOR_DIR_ENV):
+        notes.append(
+            f"anchors are kept beside the database ({anchors.path.parent}); set "
+            f"{ANCHOR_DIR_ENV} to storage its writers cannot change"
+        )
+    return tuple(notes)
 
 
 def _parse_anchor(anchor: str | None) -> tuple[int | None, str | None]:
@@ -339,44 +431,78 @@ def write_export(
 ) -> int:
     """Write matching entries to an open text stream as 'csv' or 'jsonl'; row count.
 
-    The columns are the stored ones, so an exported trail can be re-verified elsewhere.
+    The last line is the chain's head at export time as an anchor (seq, hash, time and
+    its HMAC with RAZORRECON_ANCHOR_KEY, core.audit.anchor): in JSON lines
+    `{"anchor": {...}}`, in CSV a row whose seq cell is `anchor` and whose payload_json
+    cell holds it.
+
+    The columns are the stored ones. JSON lines hold them exactly, so an exported trail
+    can be re-verified elsewhere; in CSV (for spreadsheets) a text cell starting with
+    = + - @ tab or CR carries a leading `'` (core.outputs.safe_cell).
     """
     if fmt not in ("csv", "jsonl"):
         raise InputError([Problem("request", 0, "format", "use csv or jsonl")])
     written = 0
     with transaction(conn, immediate=False):
         rows = audit_sql.iter_query(conn, where or AuditFilter())
+        top = audit_sql.head(conn)
+        anchor = make_anchor(*(top or (0, GENESIS_HASH)))
         if fmt == "csv":
             writer = csv.writer(fh)
             writer.writerow(EXPORT_COLUMNS)
             for row in rows:
-                writer.writerow(row)
+                writer.writerow(safe_row(row))  # a spreadsheet never runs a cell
                 written += 1
+            # The head at export time, signed like the anchor file's lines (last row).
+            writer.writerow(
+                [
+                    "anchor",
+                    anchor.time,
+                    "",
+                    ANCHOR_ACTION,
+                    "chain",
+                    str(anchor.seq),
+                    canonical_json(anchor.as_json()),
+                    "",
+                    anchor.hash,
+                ]
+            )
         else:
             for row in rows:
                 fh.write(canonical_json(dict(zip(EXPORT_COLUMNS, row, strict=True))) + "\n")
                 written += 1
+            fh.write(canonical_json({"anchor": anchor.as_json()}) + "\n")
     return written
 
 
-def export(conn: sqlite3.Connection, out: str | Path, where: AuditFilter | None = None) -> int:
-    """Write matching entries to `out` (.csv, or .jsonl/.ndjson for JSON lines); row count.
+def export(
+    conn: sqlite3.Connection,
+    out: str | Path,
+    where: AuditFilter | None = None,
+    *,
+    fmt: str | None = None,
+) -> int:
+    """Write matching entries to `out` (.csv, or .jsonl/.ndjson for JSON lines; `fmt`
+    overrides the suffix; `-`, a device or a FIFO default to CSV); row count.
 
-    Written to a side file and renamed, so a failed export never leaves half a file.
+    Written to a side file and put in place, so a failed export never leaves half a file;
+    `-` is standard output, a device or FIFO is written to and never replaced, a folder is
+    refused (core.outputs).
     """
-    path = Path(out)
-    suffix = path.suffix.lower()
+    target = output_target(out)
     formats = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
-    if suffix not in formats:
+    chosen = fmt or formats.get(target.suffix)
+    if chosen is None and target.kind != "file":
+        chosen = "csv"
+    if chosen not in ("csv", "jsonl"):
         raise InputError(
             [Problem(str(out), 0, "", "unknown export format: use .csv, .jsonl or .ndjson")]
         )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
+    tmp = temporary_for(target)
     try:
         with tmp.open("w", encoding="utf-8", newline="") as fh:
-            written = write_export(conn, fh, formats[suffix], where)
-        tmp.replace(path)
+            written = write_export(conn, fh, chosen, where)
+        place_output(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
     return written

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 AUDIT_COLUMNS = (
     "seq, created_at, actor, action, entity_type, entity_id, payload_json, prev_hash, hash"
@@ -158,3 +159,26 @@ def distinct_values(conn: sqlite3.Connection, column: str) -> list[str]:
     if column not in ("actor", "action", "entity_type"):
         raise ValueError(f"not a filterable column: {column}")
     return [str(r[0]) for r in conn.execute(f"SELECT DISTINCT {column} FROM audit_log ORDER BY 1")]
+
+
+def exception_states(conn: sqlite3.Connection) -> Iterator[tuple[Any, ...]]:
+    """(id, status, assignee, version, exposure_amount, reason_code) of every exception,
+    by id, for replaying the trail against them."""
+    cursor = conn.execute(
+        "SELECT id, status, assignee, version, exposure_amount, reason_code"
+        " FROM exceptions ORDER BY id"
+    )
+    while True:
+        rows = cursor.fetchmany(10_000)
+        if not rows:
+            return
+        for row in rows:
+            yield tuple(row)
+
+
+def main_database_file(conn: sqlite3.Connection) -> str:
+    """The file of `conn`'s main database ('' in memory or temporary)."""
+    for row in conn.execute("PRAGMA database_list").fetchall():
+        if row[1] == "main":
+            return str(row[2] or "")
+    return ""

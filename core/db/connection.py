@@ -9,6 +9,7 @@ front (BEGIN IMMEDIATE) so two writers queue instead of failing half-way.
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -17,16 +18,34 @@ from pathlib import Path
 
 DEFAULT_DATABASE = "razorrecon.sqlite"
 BUSY_TIMEOUT_MS = 30_000
+SERVED_SCHEMES = ("sqlite", "file")
+# `scheme:/...` (a URL; pathlib folds `//` into `/`) or a well-known database scheme.
+_URL_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):(?=/)")
+_DATABASE_SCHEMES = re.compile(
+    r"^(postgres|postgresql|mysql|mariadb|mssql|oracle|redis|mongodb)(\+[a-z0-9]+)?:",
+    re.IGNORECASE,
+)
 
 
 def database_path(url: str | None = None) -> str:
     """The SQLite file named by `url`, else by DATABASE_URL, else the default.
 
-    Accepts a plain path, `sqlite:///relative.db`, `sqlite:////abs/path.db`, or
-    `:memory:`.
+    Accepts a plain path, `sqlite:///relative.db`, `sqlite:////abs/path.db`, a SQLite
+    `file:` URI, or `:memory:`. A URL with any other scheme (postgresql://...) is refused
+    (ConfigError, exit 2) instead of becoming a SQLite file under a folder named after it.
     """
     value = url if url is not None else os.environ.get("DATABASE_URL", DEFAULT_DATABASE)
     value = value.strip() or DEFAULT_DATABASE
+    scheme = _URL_SCHEME.match(value) or _DATABASE_SCHEMES.match(value)
+    if scheme is not None and scheme.group(1).lower() not in SERVED_SCHEMES:
+        from core.errors import ConfigError
+
+        where = "--db" if url is not None else "DATABASE_URL"
+        raise ConfigError(
+            f"{where}: {value!r} uses the scheme {scheme.group(1)!r}, which RazorRecon does "
+            "not serve; it serves SQLite only: a file path, sqlite:///relative.db, "
+            "sqlite:////absolute.db or a file: URI"
+        )
     if value.startswith("sqlite:///"):
         value = value[len("sqlite:///") :]
     elif value.startswith("sqlite://"):

@@ -345,13 +345,51 @@ def log_webhook_delivery(
     )
 
 
-def webhook_verdict_counts(conn: sqlite3.Connection) -> dict[str, int]:
+def count_webhook_rejection(conn: sqlite3.Connection, *, day: str, verdict: str, now: int) -> None:
+    """One more unsigned delivery of this verdict on this UTC day (counted, not stored)."""
+    conn.execute(
+        "INSERT INTO razorpay_webhook_rejections (day, verdict, count, first_at, last_at)"
+        " VALUES (?, ?, 1, ?, ?) ON CONFLICT (day, verdict)"
+        " DO UPDATE SET count = count + 1, last_at = excluded.last_at",
+        (day, verdict, now, now),
+    )
+
+
+def webhook_rejection_counts(conn: sqlite3.Connection) -> dict[str, int]:
+    """Unsigned deliveries counted so far, per verdict."""
     return {
-        row[0]: int(row[1])
+        str(row[0]): int(row[1])
+        for row in conn.execute(
+            "SELECT verdict, SUM(count) FROM razorpay_webhook_rejections GROUP BY verdict"
+        )
+    }
+
+
+def last_webhook_rejection(conn: sqlite3.Connection) -> sqlite3.Row | None:
+    """(verdict, last_at) of the most recent counted unsigned delivery."""
+    row: sqlite3.Row | None = conn.execute(
+        "SELECT verdict, last_at FROM razorpay_webhook_rejections ORDER BY last_at DESC LIMIT 1"
+    ).fetchone()
+    return row
+
+
+def prune_webhook_log(conn: sqlite3.Connection, *, before: int) -> int:
+    """Delete log rows received before `before` (Unix seconds); how many."""
+    cursor = conn.execute("DELETE FROM razorpay_webhook_log WHERE received_at < ?", (before,))
+    return int(cursor.rowcount)
+
+
+def webhook_verdict_counts(conn: sqlite3.Connection) -> dict[str, int]:
+    """Deliveries per verdict: the log's rows plus the counted unsigned ones."""
+    counts = {
+        str(row[0]): int(row[1])
         for row in conn.execute(
             "SELECT verdict, COUNT(*) FROM razorpay_webhook_log GROUP BY verdict"
         )
     }
+    for verdict, number in webhook_rejection_counts(conn).items():
+        counts[verdict] = counts.get(verdict, 0) + number
+    return counts
 
 
 def last_webhook_delivery(conn: sqlite3.Connection, verdict: str) -> sqlite3.Row | None:

@@ -17,11 +17,9 @@ re-inserting row by row; in any other case the same statement still copies corre
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +29,7 @@ import pandas as pd
 import pyarrow as pa
 
 from core.errors import StorageError
+from core.leftovers import STAGING_PREFIX, owned_folder, remove_dead_leftovers
 
 # Below this many rows a staging file costs more than binding the rows directly.
 STAGING_MIN_ROWS = 20_000
@@ -146,15 +145,17 @@ def _write(adbc: Any, path: Path, tables: Sequence[StagedTable]) -> StagedFile:
 
 @contextmanager
 def staging_directory() -> Iterator[Path]:
-    """A private temporary folder for staging files, removed with everything in it."""
-    try:
-        folder = Path(tempfile.mkdtemp(prefix="razorrecon-staging-"))
-    except OSError as error:
-        raise StorageError(f"could not create a staging folder: {error}{_ROOM}") from error
-    try:
+    """A private temporary folder for staging files, removed with everything in it.
+
+    Named `razorrecon-staging-<pid>-*` and locked by its owner (core.leftovers), so the
+    folders of a process that was killed are removed here, at the next start of a run."""
+    remove_dead_leftovers()
+    with ExitStack() as stack:
+        try:
+            folder = stack.enter_context(owned_folder(STAGING_PREFIX))
+        except OSError as error:
+            raise StorageError(f"could not create a staging folder: {error}{_ROOM}") from error
         yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextmanager

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
 import sys
 import time
 from contextlib import ExitStack
@@ -62,7 +61,9 @@ def register(subparsers: Any) -> None:
         description="Reconcile a dataset folder (spec section 2) and write results.csv.",
     )
     parser.add_argument("dataset_dir", metavar="DATASET_DIR", type=Path)
-    parser.add_argument("--out", required=True, type=Path, help="results.csv to write")
+    parser.add_argument(
+        "--out", required=True, type=Path, help="results.csv to write (- for standard output)"
+    )
     parser.add_argument(
         "--as-of", dest="as_of", help="ISO 8601 instant; no offset means IST (default: now)"
     )
@@ -98,7 +99,8 @@ def params_from_args(args: argparse.Namespace) -> EngineParams:
 
 def run(args: argparse.Namespace) -> int:
     from core.db import open_database
-    from core.engine.results import summary_lines, temporary_path, write_results_csv_to
+    from core.engine.results import summary_lines, write_results_csv_to
+    from core.outputs import output_target, place_output, temporary_for
     from core.pipeline import load_folder, reconcile_loaded, staging_folder, store_folder_run
 
     as_of = parse_as_of(args.as_of)
@@ -112,8 +114,8 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_folder(args.dataset_dir, args.amount_unit, mappings)
 
     out: Path = args.out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    temporary = temporary_path(out)
+    target = output_target(out)  # a folder is refused; a device or FIFO is never replaced
+    temporary = temporary_for(target)
     run_id: int | None = None
     try:
         with ExitStack() as stack:
@@ -133,12 +135,12 @@ def run(args: argparse.Namespace) -> int:
                 stored = store_folder_run(conn, folder_run, staging=staging)
                 run_id = stored.run_id
                 timings = {**stored.timings, **timings}
-        os.replace(temporary, out)
+        place_output(temporary, target)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
 
-    report = sys.stdout
+    report = sys.stderr if target.kind == "stdout" else sys.stdout
     as_of_text = dt.datetime.fromtimestamp(as_of, tz=IST).isoformat()
     print(f"reconciled {args.dataset_dir} as of {as_of_text} -> {out}", file=report)
     if run_id is not None:

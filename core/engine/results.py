@@ -7,24 +7,39 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from core.dataset import RESULT_COLUMNS
 from core.engine import codes as C
 from core.engine.part import AMOUNT_COLUMNS
 from core.money import format_inr
+from core.outputs import output_target, place_output, temporary_for
+
+# Text starting with one of these is a formula to a spreadsheet (see core.outputs).
+_FORMULA = "^[=+\\-@\t\r]"
 
 
 def results_table(outcomes: pd.DataFrame) -> pa.Table:
-    """The section 7 columns, in order, as an Arrow table (amounts int64)."""
+    """The section 7 columns, in order, as an Arrow table (amounts int64). A text cell a
+    spreadsheet would run as a formula gets a leading `'`; amounts stay numbers."""
     columns = {}
     for name in RESULT_COLUMNS:
         series = outcomes[name]
         if name in AMOUNT_COLUMNS:
             columns[name] = pa.array(series.to_numpy(dtype="int64"), type=pa.int64())
         else:
-            columns[name] = pa.array(series.array, type=pa.large_string())
+            columns[name] = _formula_safe(pa.array(series.array, type=pa.large_string()))
     return pa.table(columns)
+
+
+def _formula_safe(column: pa.Array) -> pa.Array:
+    risky = pc.match_substring_regex(column, _FORMULA)
+    if not pc.any(risky).as_py():
+        return column
+    quote, empty = pa.scalar("'", pa.large_string()), pa.scalar("", pa.large_string())
+    quoted = pc.binary_join_element_wise(quote, column, empty)
+    return pc.if_else(pc.fill_null(risky, False), quoted, column)
 
 
 def temporary_path(target: Path) -> Path:
@@ -36,13 +51,13 @@ def temporary_path(target: Path) -> Path:
 def write_results_csv(outcomes: pd.DataFrame, path: str | Path) -> None:
     """Write `results.csv`: spec section 7's columns in their exact order, LF line ends,
     empty for null. Written to a temporary file first and moved into place, so a failure
-    never leaves a half-written file."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = temporary_path(target)
+    never leaves a half-written file; `-` is standard output, and a device or FIFO is
+    written to, never replaced (core.outputs)."""
+    target = output_target(path)
+    temporary = temporary_for(target)
     try:
         write_results_csv_to(outcomes, temporary)
-        os.replace(temporary, target)
+        place_output(temporary, target)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise

@@ -37,7 +37,7 @@ from typing import Any
 
 from core.dataset import BANK_FILE, DATASET_FILES, HDFC_HEADER
 from core.db import razorpay as db
-from core.errors import NotFoundError, RefusedError
+from core.errors import InputError, NotFoundError, Problem, RefusedError
 from core.money import format_rupees
 
 _SEPARATOR = ("********",) * len(HDFC_HEADER)
@@ -166,6 +166,10 @@ def export_dataset(
     which replaces them; raises NotFoundError when there is nothing to export.
     """
     target = Path(out_dir)
+    if target.exists() and not target.is_dir():
+        raise InputError(
+            [Problem(str(out_dir), 0, "", "is not a folder; OUT_DIR must be a folder (or new)")]
+        )
     existing = [name for name in DATASET_FILES if (target / name).exists()]
     if existing and not overwrite:
         raise RefusedError(

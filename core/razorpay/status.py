@@ -86,9 +86,10 @@ class SyncErrorInfo:
 class WebhookInfo:
     """Webhook deliveries so far.
 
-    accepted / duplicates / rejected: counts by verdict (rejected = bad signature, malformed
-    or unconfigured). last_accepted_at / last_rejected_at: Unix seconds or None.
-    last_rejected_reason: why the most recent rejection happened.
+    accepted / duplicates / rejected: counts by verdict (rejected = bad signature, malformed,
+    unconfigured, refused or too large; unsigned ones are counted, not logged, so the last
+    rejection shown is the last signed one). last_accepted_at / last_rejected_at: Unix seconds
+    or None. last_rejected_reason: why the most recent rejection happened.
     """
 
     accepted: int
@@ -196,11 +197,17 @@ def sync_status(conn: sqlite3.Connection) -> SyncStatus:
         r
         for r in (
             db.last_webhook_delivery(conn, v)
-            for v in ("bad_signature", "malformed", "unconfigured")
+            for v in ("bad_signature", "malformed", "unconfigured", "refused")
         )
         if r is not None
     ]
     last_rejected = max(rejected_rows, key=lambda r: int(r["id"]), default=None)
+    rejected_at = None if last_rejected is None else int(last_rejected["received_at"])
+    rejected_reason = None if last_rejected is None else str(last_rejected["reason"])
+    counted = db.last_webhook_rejection(conn)
+    if counted is not None and (rejected_at is None or int(counted["last_at"]) > rejected_at):
+        rejected_at = int(counted["last_at"])
+        rejected_reason = f"{counted['verdict']} (unsigned deliveries are counted, not stored)"
     return SyncStatus(
         state=state,
         last_run=_run(last_row),
@@ -234,11 +241,12 @@ def sync_status(conn: sqlite3.Connection) -> SyncStatus:
             accepted=verdicts.get("accepted", 0),
             duplicates=verdicts.get("duplicate", 0),
             rejected=sum(
-                verdicts.get(v, 0) for v in ("bad_signature", "malformed", "unconfigured")
+                verdicts.get(v, 0)
+                for v in ("bad_signature", "malformed", "unconfigured", "refused", "too_large")
             ),
             last_accepted_at=None if accepted is None else int(accepted["received_at"]),
-            last_rejected_at=None if last_rejected is None else int(last_rejected["received_at"]),
-            last_rejected_reason=None if last_rejected is None else str(last_rejected["reason"]),
+            last_rejected_at=rejected_at,
+            last_rejected_reason=rejected_reason,
         ),
         pending_rereconcile=db.open_rereconcile_mark_count(conn),
         raw_counts=tuple(db.raw_table_counts(conn).items()),

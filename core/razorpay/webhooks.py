@@ -1,14 +1,21 @@
 """Razorpay webhooks: raw body + headers in, a `WebhookResult` out. No web framework here.
 
 A delivery is checked in this order, and the first failure ends it with nothing changed
-(besides one row in the delivery log, which keeps only the body's hash and size):
+besides a record of it. An unsigned delivery (steps 1-2, or a body over MAX_BODY_BYTES) is
+only counted, per UTC day and verdict (`razorpay_webhook_rejections`): a forger cannot
+grow the database. A signed one gets a row in the delivery log (the body's hash and size,
+never its text); the log is pruned by age (RAZORPAY_WEBHOOK_LOG_DAYS, default 30).
 
 1. a webhook secret is configured (else 503, so Razorpay retries once it is);
 2. `X-Razorpay-Signature` equals HMAC-SHA256(secret, raw body) in hex, compared in constant
    time. The raw bytes are what is signed: the same JSON re-serialised differently fails;
-3. `X-Razorpay-Event-Id` is present; the body is UTF-8 JSON shaped like an event, and every
-   entity it carries passes the importer's validation (else 400);
-4. neither the event id nor the exact body is already in the inbox (else 200 "duplicate":
+3. `X-Razorpay-Event-Id` is present; the body is UTF-8 JSON shaped like an event (nested at
+   most MAX_JSON_DEPTH deep, integers of at most MAX_INT_DIGITS digits), and every entity it
+   carries passes the importer's validation (else 400, logged; never a 500);
+4. the event is not dated beyond the allowed clock skew into the future
+   (RAZORPAY_WEBHOOK_MAX_SKEW_SECONDS, default 300; else 422 "refused", logged): an event
+   dated 2100 would otherwise outrank every later real event for its entities;
+5. neither the event id nor the exact body is already in the inbox (else 200 "duplicate":
    Razorpay retries deliveries, and a replay, even under a new unsigned event id header,
    must change nothing).
 
@@ -21,10 +28,12 @@ arrive in any order. Disputes have no raw table: they mark their payment.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import hmac
 import json
 import logging
+import os
 import re
 import sqlite3
 import time
@@ -37,13 +46,18 @@ import pandas as pd
 from core.dataset import Dataset
 from core.db import razorpay as db
 from core.db import transaction
-from core.errors import InputError
+from core.errors import ConfigError, InputError
 
 LOG = logging.getLogger("razorrecon.webhooks")
 
 SIGNATURE_HEADER = "x-razorpay-signature"
 EVENT_ID_HEADER = "x-razorpay-event-id"
 MAX_BODY_BYTES = 1_000_000
+MAX_JSON_DEPTH = 32
+MAX_INT_DIGITS = 19  # int64: paise, Unix seconds
+DEFAULT_LOG_DAYS = 30
+DEFAULT_MAX_SKEW_SECONDS = 300
+UNSIGNED_VERDICTS = frozenset({"unconfigured", "bad_signature", "too_large"})
 SOURCE = "razorpay_webhook"
 _EVENT_ID = re.compile(r"^[A-Za-z0-9_.:\-]{1,100}$")
 _SIGNATURE = re.compile(r"^[0-9a-fA-F]{64}$")
@@ -109,6 +123,34 @@ class _Malformed(Exception):
     """A verified delivery whose content we cannot use."""
 
 
+@dataclass(frozen=True)
+class WebhookLimits:
+    """log_days: delivery log rows older than this are pruned; max_skew_seconds: how far
+    an event's created_at may lie ahead of this server's clock."""
+
+    log_days: int = DEFAULT_LOG_DAYS
+    max_skew_seconds: int = DEFAULT_MAX_SKEW_SECONDS
+
+
+def limits_from_env(env: Mapping[str, str] | None = None) -> WebhookLimits:
+    """RAZORPAY_WEBHOOK_LOG_DAYS and RAZORPAY_WEBHOOK_MAX_SKEW_SECONDS (whole numbers, the
+    first at least 1); ConfigError naming the variable when one is not."""
+    source = os.environ if env is None else env
+
+    def number(name: str, default: int, minimum: int) -> int:
+        text = source.get(name, "").strip()
+        if not text:
+            return default
+        if not text.isdigit() or int(text) < minimum:
+            raise ConfigError(f"{name} must be a whole number of at least {minimum}: {text!r}")
+        return int(text)
+
+    return WebhookLimits(
+        log_days=number("RAZORPAY_WEBHOOK_LOG_DAYS", DEFAULT_LOG_DAYS, 1),
+        max_skew_seconds=number("RAZORPAY_WEBHOOK_MAX_SKEW_SECONDS", DEFAULT_MAX_SKEW_SECONDS, 0),
+    )
+
+
 @dataclass
 class _Plan:
     frames: dict[str, list[pd.DataFrame]] = field(default_factory=dict)
@@ -137,30 +179,50 @@ def handle_webhook(
     *,
     secret: str | None,
     now: int | None = None,
+    limits: WebhookLimits | None = None,
 ) -> WebhookResult:
-    """Verify, deduplicate and apply one delivery; see the module doc for the rules."""
+    """Verify, deduplicate and apply one delivery; see the module doc for the rules.
+    `limits` defaults to the environment's (limits_from_env)."""
     received_at = int(time.time()) if now is None else now
     lowered = {str(k).lower(): str(v) for k, v in headers.items()}
     digest = hashlib.sha256(body).hexdigest()
     raw_event_id = lowered.get(EVENT_ID_HEADER, "").strip() or None
 
     def reject(status: int, verdict: str, message: str, event: str | None = None) -> WebhookResult:
-        db.log_webhook_delivery(
-            conn,
-            received_at=received_at,
-            event_id=raw_event_id[:100] if raw_event_id else None,
-            verdict=verdict,
-            reason=message,
-            body_sha256=digest,
-            body_bytes=len(body),
-        )
+        if verdict in UNSIGNED_VERDICTS:
+            # Unsigned: counted, never stored row by row (anyone can send these).
+            day = dt.datetime.fromtimestamp(received_at, tz=dt.UTC).date().isoformat()
+            with transaction(conn):
+                db.count_webhook_rejection(conn, day=day, verdict=verdict, now=received_at)
+            LOG.debug("webhook rejected (%s): %s", verdict, message)
+            shown = verdict if verdict != "too_large" else "malformed"
+            return WebhookResult(status, shown, raw_event_id, event, message)
+        _log(verdict, raw_event_id[:100] if raw_event_id else None, message)
         LOG.warning("webhook rejected (%s): %s [event id %r]", verdict, message, raw_event_id)
         return WebhookResult(status, verdict, raw_event_id, event, message)
 
+    def _log(verdict: str, event_id: str | None, message: str) -> None:
+        with transaction(conn):
+            db.log_webhook_delivery(
+                conn,
+                received_at=received_at,
+                event_id=event_id,
+                verdict=verdict,
+                reason=message,
+                body_sha256=digest,
+                body_bytes=len(body),
+            )
+            db.prune_webhook_log(conn, before=received_at - window)
+
+    try:
+        chosen = limits or limits_from_env()
+    except ConfigError as exc:
+        return reject(503, "unconfigured", str(exc))
+    window = chosen.log_days * 86_400
     if not secret:
         return reject(503, "unconfigured", "RAZORPAY_WEBHOOK_SECRET is not set")
     if len(body) > MAX_BODY_BYTES:
-        return reject(413, "malformed", f"body of {len(body)} bytes is over {MAX_BODY_BYTES}")
+        return reject(413, "too_large", f"body of {len(body)} bytes is over {MAX_BODY_BYTES}")
     if not verify_signature(body, lowered.get(SIGNATURE_HEADER), secret):
         reason = "missing" if SIGNATURE_HEADER not in lowered else "does not match the body"
         return reject(401, "bad_signature", f"X-Razorpay-Signature {reason}")
@@ -173,6 +235,16 @@ def handle_webhook(
         return reject(400, "malformed", str(exc))
     name = str(event["event"])
     created_at = int(event["created_at"])
+    ahead = created_at - received_at
+    if ahead > chosen.max_skew_seconds:
+        return reject(
+            422,
+            "refused",
+            f"created_at {created_at} is {ahead} s ahead of this server's clock (at most "
+            f"{chosen.max_skew_seconds} s allowed); refused so that it cannot outrank later "
+            "events",
+            name,
+        )
     try:
         with transaction(conn):
             seen = db.inbox_event(conn, event_id)
@@ -186,15 +258,7 @@ def handle_webhook(
                         f"this body was already received as event {same_body['event_id']}"
                         "; a replay under a new event id changes nothing"
                     )
-                db.log_webhook_delivery(
-                    conn,
-                    received_at=received_at,
-                    event_id=event_id,
-                    verdict="duplicate",
-                    reason=message,
-                    body_sha256=digest,
-                    body_bytes=len(body),
-                )
+                _log("duplicate", event_id, message)
                 LOG.info("webhook duplicate: %s", message)
                 return WebhookResult(200, "duplicate", event_id, name, message)
             plan = _plan(conn, event_id, name, created_at, event["payload"])
@@ -217,17 +281,12 @@ def handle_webhook(
                 f"{name} {outcome}: {len(plan.upserted)} upserted, {len(plan.skipped)} "
                 f"skipped, {len(plan.marks)} marked for re-reconciliation"
             )
-            db.log_webhook_delivery(
-                conn,
-                received_at=received_at,
-                event_id=event_id,
-                verdict="accepted",
-                reason=message,
-                body_sha256=digest,
-                body_bytes=len(body),
-            )
+            _log("accepted", event_id, message)
     except _Malformed as exc:
         return reject(400, "malformed", str(exc), name)
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+        # A signed event whose values break a conversion: refused and logged, never a 500.
+        return reject(400, "malformed", f"the event could not be used: {exc}"[:500], name)
     LOG.info("webhook %s: %s", event_id, message)
     return WebhookResult(
         200,
@@ -254,6 +313,31 @@ def _reject_constant(token: str) -> Any:
     raise _Malformed(f"JSON constant {token} is not allowed")
 
 
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise _Malformed(f"an integer of {len(text.lstrip('-'))} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _depth(value: Any) -> int:
+    """How deeply a parsed JSON value nests (iteratively: no recursion to exhaust)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        if deepest > MAX_JSON_DEPTH:
+            return deepest
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
 def _parse(body: bytes) -> tuple[str, dict[str, Any]]:
     try:
         text = body.decode("utf-8")
@@ -261,10 +345,19 @@ def _parse(body: bytes) -> tuple[str, dict[str, Any]]:
         raise _Malformed(f"body is not UTF-8 (byte {exc.start})") from exc
     try:
         event = json.loads(
-            text, object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant
+            text,
+            object_pairs_hook=_no_duplicate_keys,
+            parse_constant=_reject_constant,
+            parse_int=_bounded_int,
         )
     except json.JSONDecodeError as exc:
         raise _Malformed(f"body is not JSON: {exc.msg} at line {exc.lineno}") from exc
+    except RecursionError as exc:
+        raise _Malformed(f"body nests deeper than {MAX_JSON_DEPTH} levels") from exc
+    except ValueError as exc:  # e.g. a number too long for Python's int conversion limit
+        raise _Malformed(f"body is not usable JSON: {exc}") from exc
+    if _depth(event) > MAX_JSON_DEPTH:
+        raise _Malformed(f"body nests deeper than {MAX_JSON_DEPTH} levels")
     if not isinstance(event, dict):
         raise _Malformed("body is not a JSON object")
     if event.get("entity", "event") != "event":

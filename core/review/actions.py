@@ -27,7 +27,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from core.audit import append, canonical_json
+from core.audit import append, canonical_json, write_anchor
 from core.db import review as review_sql
 from core.db import transaction
 from core.errors import InputError, NotFoundError, Problem, RefusedError
@@ -222,6 +222,7 @@ def act(
     }
     digest = _payload_hash(payload)
     stamp = int(time.time()) if now is None else int(now)
+    outermost = not conn.in_transaction  # then this transaction's head is anchored here
     with transaction(conn):
         prior = review_sql.find_request(conn, rid)
         if prior is not None:
@@ -241,6 +242,8 @@ def act(
             now=stamp,
         )
         review_sql.record_request(conn, rid, digest, canonical_json(result.to_dict()), stamp)
+        if outermost:
+            write_anchor(conn, now=stamp)
     return result
 
 
@@ -405,6 +408,7 @@ def _bulk(
     }
     digest = _payload_hash(payload)
     stamp = int(time.time()) if now is None else int(now)
+    outermost = not conn.in_transaction
     with transaction(conn):
         prior = review_sql.find_request(conn, rid)
         if prior is not None:
@@ -438,6 +442,8 @@ def _bulk(
                 skipped.append((exc_id, str(refusal)))
         result = BulkResult(rid, action, tuple(applied), tuple(skipped))
         review_sql.record_request(conn, rid, digest, canonical_json(result.to_dict()), stamp)
+        if outermost:
+            write_anchor(conn, now=stamp)
     return result
 
 

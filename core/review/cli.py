@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from core.calendar import IST
-from core.db import open_database
+from core.db import database_path, open_database
 from core.errors import EXIT_OK, NotFoundError
 from core.money import format_inr
 from core.review.actions import act
@@ -35,6 +35,7 @@ ACTIONS = ("resolve", "escalate", "reopen", "assign", "comment", "investigate")
 @contextmanager
 def existing_database(path: str) -> Iterator[sqlite3.Connection]:
     """Open a database that must already exist (a typo must not create an empty one)."""
+    database_path(path)  # a URL of a scheme we do not serve is refused, naming ours
     if path != ":memory:" and not Path(path).is_file():
         raise NotFoundError(f"{path}: no such database file")
     with open_database(path) as conn:

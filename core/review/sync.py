@@ -17,7 +17,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 
-from core.audit import AuditEvent, append_many, canonical_json
+from core.audit import AuditEvent, append_many, canonical_json, write_anchor
 from core.calendar import WorkingCalendar
 from core.db import review as review_sql
 from core.db import transaction
@@ -63,6 +63,7 @@ def sync_exceptions(
     """
     stamp = int(time.time()) if now is None else int(now)
     rules = due_dates_by_rule(stamp, calendar)
+    outermost = not conn.in_transaction  # then the new head is anchored at the end
     with transaction(conn):
         status = review_sql.run_status(conn, run_id)
         if status is None:
@@ -193,4 +194,6 @@ def sync_exceptions(
         review_sql.record_sync(conn, run_id, stamp, actor, canonical_json(counts))
         review_sql.insert_events(conn, events)
         append_many(conn, audits, now=stamp)
+        if outermost:
+            write_anchor(conn, now=stamp)
         return dataclasses.replace(summary, audit_entries=len(audits))

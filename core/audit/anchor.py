@@ -1,0 +1,200 @@
+"""Anchors: the chain's head (seq, hash) written outside the database.
+
+A hash chain proves that no row was changed *unless the whole chain from that row on was
+recomputed*, which anyone who can write the database file can do (drop the triggers, edit,
+rehash, recreate the triggers). An anchor is a head recorded somewhere else: after every run
+and every batch of decisions, `write_anchor` appends one JSON line
+
+    {"hash": ..., "hmac": ..., "seq": ..., "time": ...}
+
+to `<db file name>.anchors.jsonl` in the anchor folder: RAZORRECON_ANCHOR_DIR, or by
+default a folder beside the database named `<db>.anchors/` (which anyone who can rewrite
+the database can rewrite too: point RAZORRECON_ANCHOR_DIR at storage the database's
+writers cannot change). `hmac` is HMAC-SHA256, keyed with RAZORRECON_ANCHOR_KEY, over the
+canonical JSON of {"hash", "seq", "time"}; without a key it is null, and `audit verify`
+says the anchors are unsigned. `audit verify` then requires the chain to hold exactly the
+anchored hash at every anchored seq: a rewritten or cut-off chain fails, naming the seq.
+
+Anchors are written at the end of the transaction that appended the entries (before its
+commit), so a decision whose anchor cannot be written is not stored either.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core.db import audit as audit_sql
+from core.errors import StorageError
+
+ANCHOR_KEY_ENV = "RAZORRECON_ANCHOR_KEY"
+ANCHOR_DIR_ENV = "RAZORRECON_ANCHOR_DIR"
+_TAIL_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """One recorded head: seq and hash of the chain's last row, when (Unix seconds), and
+    the HMAC over the three (None without a key)."""
+
+    seq: int
+    hash: str
+    time: int
+    hmac: str | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"hash": self.hash, "hmac": self.hmac, "seq": self.seq, "time": self.time}
+
+    def line(self) -> str:
+        return json.dumps(self.as_json(), sort_keys=True, separators=(",", ":")) + "\n"
+
+
+def anchor_key() -> bytes | None:
+    """RAZORRECON_ANCHOR_KEY (Streamlit exports top-level secrets as environment
+    variables), or None when unset."""
+    value = os.environ.get(ANCHOR_KEY_ENV, "").strip()
+    return value.encode("utf-8") if value else None
+
+
+def anchor_hmac(seq: int, digest: str, moment: int, key: bytes) -> str:
+    message = json.dumps(
+        {"hash": digest, "seq": int(seq), "time": int(moment)},
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    return hmac.new(key, message.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def make_anchor(seq: int, digest: str, moment: int | None = None) -> Anchor:
+    stamp = int(time.time()) if moment is None else int(moment)
+    key = anchor_key()
+    return Anchor(seq, digest, stamp, None if key is None else anchor_hmac(seq, digest, stamp, key))
+
+
+def database_file(conn: sqlite3.Connection) -> Path | None:
+    """The file of `conn`'s main database, or None in memory / temporary."""
+    name = audit_sql.main_database_file(conn)
+    return Path(name) if name else None
+
+
+def anchor_file(conn: sqlite3.Connection) -> Path | None:
+    """Where `conn`'s anchors go (module text); None for a database without a file."""
+    database = database_file(conn)
+    if database is None:
+        return None
+    configured = os.environ.get(ANCHOR_DIR_ENV, "").strip()
+    folder = Path(configured) if configured else database.with_name(database.name + ".anchors")
+    return folder / f"{database.name}.anchors.jsonl"
+
+
+def _last_line(path: Path) -> str | None:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - _TAIL_BYTES))
+            lines = handle.read().decode("utf-8", "replace").strip().splitlines()
+    except OSError:  # absent (first anchor) or unreadable (the write then says why)
+        return None
+    return lines[-1] if lines else None
+
+
+def write_anchor(conn: sqlite3.Connection, *, now: int | None = None) -> Anchor | None:
+    """Append the chain's current head to the anchor file (once per head); the anchor, or
+    None when there is nothing to anchor (empty trail, database without a file).
+
+    Call it at the end of the transaction that appended entries. Raises StorageError when
+    the anchor cannot be written, so that transaction rolls back (fail closed)."""
+    path = anchor_file(conn)
+    top = audit_sql.head(conn)
+    if path is None or top is None:
+        return None
+    seq, digest = top
+    last = _last_line(path)
+    if last:
+        try:
+            previous = json.loads(last)
+            if previous.get("seq") == seq and previous.get("hash") == digest:
+                return None  # this head is anchored already
+        except ValueError:
+            pass  # a damaged last line: verify reports it; write the new head anyway
+    anchor = make_anchor(seq, digest, now)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, anchor.line().encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as error:
+        raise StorageError(
+            f"could not write the audit anchor to {path}: {error.strerror or error} "
+            f"(set {ANCHOR_DIR_ENV} to a writable folder); nothing was stored"
+        ) from error
+    return anchor
+
+
+@dataclass(frozen=True)
+class AnchorCheck:
+    """The anchors as read for `verify`: seq -> hash to require, how many lines, problems
+    with the file itself (line number and what), and whether all were signed."""
+
+    required: dict[int, str]
+    lines: int
+    problems: tuple[str, ...]
+    unsigned: int
+    path: Path | None
+
+
+def read_anchors(conn: sqlite3.Connection, path: Path | None = None) -> AnchorCheck:
+    """Read and authenticate the anchor file of `conn` (or `path`). With a key set every
+    line must carry its valid HMAC; a line that does not is a problem (edited anchors)."""
+    target = path if path is not None else anchor_file(conn)
+    key = anchor_key()
+    required: dict[int, str] = {}
+    problems: list[str] = []
+    unsigned = 0
+    count = 0
+    if target is None or not target.is_file():
+        return AnchorCheck(required, 0, (), 0, target)
+    with target.open("r", encoding="utf-8", errors="replace") as handle:
+        for number, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            count += 1
+            try:
+                item = json.loads(text)
+                seq, digest, moment = int(item["seq"]), str(item["hash"]), int(item["time"])
+                mac = item.get("hmac")
+            except (ValueError, KeyError, TypeError):
+                problems.append(f"anchor line {number} is not an anchor")
+                continue
+            if mac is None:
+                unsigned += 1
+                if key is not None:
+                    problems.append(
+                        f"anchor line {number} (seq {seq}) is not signed although "
+                        f"{ANCHOR_KEY_ENV} is set"
+                    )
+                    continue
+            elif key is not None and not hmac.compare_digest(
+                str(mac), anchor_hmac(seq, digest, moment, key)
+            ):
+                problems.append(
+                    f"anchor line {number} (seq {seq}): HMAC does not match "
+                    "(the anchor file was edited, or the key changed)"
+                )
+                continue
+            if required.get(seq, digest) != digest:
+                problems.append(f"anchor line {number}: seq {seq} anchored with two hashes")
+                continue
+            required[seq] = digest
+    return AnchorCheck(required, count, tuple(problems), unsigned, target)

@@ -1,0 +1,230 @@
+"""The chain's head is anchored outside the database after every run and batch of
+decisions; `audit verify` catches a rewritten chain (naming the seq) and an exception
+changed without an audit entry (naming the exception)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from core.__main__ import main
+from core.audit import row_hash
+from tests.conftest import SPEC_EXAMPLE
+
+DATASET = SPEC_EXAMPLE / "dataset"
+AS_OF = "2026-06-30T23:59:59+05:30"
+KEY = "anchor-key-for-tests"
+
+
+@pytest.fixture(autouse=True)
+def _anchor_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAZORRECON_ANCHOR_KEY", KEY)
+    monkeypatch.delenv("RAZORRECON_ANCHOR_DIR", raising=False)
+
+
+def _reconciled(tmp_path: Path) -> Path:
+    db = tmp_path / "recon.sqlite"
+    args = ["reconcile", str(DATASET), "--out", str(tmp_path / "r.csv"), "--as-of", AS_OF]
+    assert main([*args, "--db", str(db)]) == 0
+    return db
+
+
+def _anchors(db: Path) -> list[dict[str, object]]:
+    path = db.with_name(db.name + ".anchors") / f"{db.name}.anchors.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _head(db: Path) -> tuple[int, str]:
+    conn = sqlite3.connect(db)
+    try:
+        row = conn.execute("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1").fetchone()
+        return int(row[0]), str(row[1])
+    finally:
+        conn.close()
+
+
+def _resolve(db: Path, exc_id: int, request_id: str) -> int:
+    return main(
+        [
+            "review",
+            "resolve",
+            str(exc_id),
+            "--db",
+            str(db),
+            "--actor",
+            "asha",
+            "--note",
+            "paid late",
+            "--request-id",
+            request_id,
+        ]
+    )
+
+
+def _verify(db: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(["audit", "verify", "--db", str(db)])
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def test_a_run_and_each_decision_anchor_the_head_outside_the_database(tmp_path: Path) -> None:
+    db = _reconciled(tmp_path)
+    first = _anchors(db)
+    assert [(a["seq"], a["hash"]) for a in first] == [_head(db)]
+    assert _resolve(db, 1, "req-1") == 0
+    assert _resolve(db, 1, "req-1") == 0  # a replayed request adds nothing
+    anchors = _anchors(db)
+    assert len(anchors) == 2 and (anchors[-1]["seq"], anchors[-1]["hash"]) == _head(db)
+    for a in anchors:
+        message = json.dumps(
+            {"hash": a["hash"], "seq": a["seq"], "time": a["time"]},
+            sort_keys=True,
+            separators=(",", ":"),
+        )
+        want = hmac.new(KEY.encode(), message.encode(), hashlib.sha256).hexdigest()
+        assert a["hmac"] == want
+
+
+def test_a_chain_rewritten_with_recomputed_hashes_fails_naming_the_anchored_seq(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = _reconciled(tmp_path)
+    assert _resolve(db, 2, "req-2") == 0
+    anchored_run = int(_anchors(db)[0]["seq"])  # type: ignore[call-overload]
+    assert _verify(db, capsys)[0] == 0
+    # drop the triggers, edit a row, recompute every hash from it on, recreate the triggers
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("DROP TRIGGER audit_log_no_update")
+        conn.execute("DROP INDEX audit_log_prev_hash")
+        conn.execute("UPDATE audit_log SET actor = 'mallory' WHERE seq = ?", (anchored_run - 5,))
+        prev = conn.execute(
+            "SELECT hash FROM audit_log WHERE seq = ?", (anchored_run - 6,)
+        ).fetchone()[0]
+        rows = conn.execute(
+            "SELECT seq, created_at, actor, action, entity_type, entity_id, payload_json"
+            " FROM audit_log WHERE seq >= ? ORDER BY seq",
+            (anchored_run - 5,),
+        ).fetchall()
+        for seq, created, actor, action, etype, eid, payload in rows:
+            digest = row_hash(seq, created, actor, action, etype, eid, payload, prev)
+            conn.execute(
+                "UPDATE audit_log SET prev_hash = ?, hash = ? WHERE seq = ?", (prev, digest, seq)
+            )
+            prev = digest
+        conn.execute("CREATE UNIQUE INDEX audit_log_prev_hash ON audit_log (prev_hash)")
+        conn.execute(
+            "CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log"
+            " BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END"
+        )
+    conn.close()
+    code, text = _verify(db, capsys)
+    assert code == 1
+    assert f"row {anchored_run}" in text and "anchored" in text
+
+
+def test_a_silent_update_of_an_exception_fails_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = _reconciled(tmp_path)
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE exceptions SET status = 'RESOLVED' WHERE id = 3")
+    conn.close()
+    code, text = _verify(db, capsys)
+    assert code == 1
+    assert "exception 3" in text and "status" in text
+
+
+def test_a_silent_reassignment_with_a_version_bump_is_caught_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = _reconciled(tmp_path)
+    assert (
+        main(
+            [
+                "review",
+                "assign",
+                "4",
+                "--db",
+                str(db),
+                "--actor",
+                "lead",
+                "--assignee",
+                "ravi",
+                "--request-id",
+                "a-4",
+            ]
+        )
+        == 0
+    )
+    assert _verify(db, capsys)[0] == 0
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE exceptions SET assignee = 'mallory' WHERE id = 4")
+    conn.close()
+    code, text = _verify(db, capsys)
+    assert code == 1 and "exception 4" in text and "assignee" in text
+
+
+def test_edited_or_cut_anchors_fail_verify(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = _reconciled(tmp_path)
+    assert _resolve(db, 1, "req-1") == 0
+    path = db.with_name(db.name + ".anchors") / f"{db.name}.anchors.jsonl"
+    lines = path.read_text().splitlines()
+    forged = json.loads(lines[0])
+    forged["hash"] = "f" * 64
+    path.write_text(json.dumps(forged) + "\n" + lines[1] + "\n")
+    code, text = _verify(db, capsys)
+    assert code == 1 and "anchor line 1" in text and "HMAC" in text
+    path.write_text("\n".join(lines) + "\n")
+    assert _verify(db, capsys)[0] == 0
+    # the chain's tail cut off: the last anchored row is missing
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("DROP TRIGGER audit_log_no_delete")
+        conn.execute("DELETE FROM audit_log WHERE seq = (SELECT MAX(seq) FROM audit_log)")
+        conn.execute(
+            "CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log"
+            " BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END"
+        )
+    conn.close()
+    code, text = _verify(db, capsys)
+    assert code == 1 and "cut off" in text
+
+
+def test_anchors_go_to_the_configured_folder_and_a_failed_anchor_stores_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    monkeypatch.setenv("RAZORRECON_ANCHOR_DIR", str(elsewhere))
+    db = _reconciled(tmp_path)
+    assert (elsewhere / f"{db.name}.anchors.jsonl").is_file()
+    assert not db.with_name(db.name + ".anchors").exists()
+    code, text = _verify(db, capsys)
+    assert code == 0 and "beside the database" not in text
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv("RAZORRECON_ANCHOR_DIR", str(blocked))
+    assert _resolve(db, 1, "req-9") == 4  # the anchor could not be written: nothing stored
+    assert "anchor" in capsys.readouterr().err
+    conn = sqlite3.connect(db)
+    status = conn.execute("SELECT status FROM exceptions WHERE id = 1").fetchone()[0]
+    conn.close()
+    assert status != "RESOLVED"
+
+
+def test_every_audit_export_carries_the_signed_head(tmp_path: Path) -> None:
+    db = _reconciled(tmp_path)
+    out = tmp_path / "trail.jsonl"
+    assert main(["audit", "export", "--db", str(db), "--out", str(out)]) == 0
+    last = json.loads(out.read_text().splitlines()[-1])["anchor"]
+    assert (last["seq"], last["hash"]) == _head(db)
+    assert isinstance(last["hmac"], str) and len(last["hmac"]) == 64
