@@ -224,7 +224,11 @@ def test_a_decision_on_a_stale_page_is_refused_with_a_message(
     exception_id = int(at.number_input(key=keys.INVESTIGATE_ID).value)
     conn = connect(path)
     review.resolve(
-        conn, exception_id, actor="someone else", note="settled by phone", request_id="other-1"
+        conn,
+        exception_id,
+        actor="someone.else@example.com",
+        note="settled by phone",
+        request_id="other-1",
     )
     conn.close()
     at.text_area(key=keys.DECISION_NOTE).input("Escalating to the bank")
@@ -312,7 +316,7 @@ def test_assigning_and_escalating_selected_rows(app_db: tuple[Path, Built]) -> N
     table = at.dataframe[0]
     chosen = [int(i) for i in table.value["Id"].iloc[:3]]
     at.session_state[table.key] = {"selection": {"rows": [0, 1, 2], "columns": []}}
-    at.text_input(key=keys.QUEUE_ASSIGN_TO).input("asha").run()
+    at.text_input(key=keys.QUEUE_ASSIGN_TO).input("asha@example.com").run()
     at.button(key=keys.QUEUE_ASSIGN).click().run()
     _no_exception(at)
     assert any("Assigned 3 to asha" in s.value for s in at.success)
@@ -322,9 +326,9 @@ def test_assigning_and_escalating_selected_rows(app_db: tuple[Path, Built]) -> N
         for r in conn.execute("SELECT id, assignee, status FROM exceptions WHERE assignee = 'asha'")
     }
     conn.close()
-    assert assigned == {i: ("asha", "ASSIGNED") for i in chosen}
+    assert assigned == {i: ("asha@example.com", "ASSIGNED") for i in chosen}
 
-    at.selectbox(key=keys.QUEUE_ASSIGNEE).select("asha").run()
+    at.selectbox(key=keys.QUEUE_ASSIGNEE).select("asha@example.com").run()
     assert {int(i) for i in at.dataframe[0].value["Id"]} == set(chosen)
     at.session_state[at.dataframe[0].key] = {"selection": {"rows": [0], "columns": []}}
     at.text_input(key=keys.QUEUE_ESCALATE_NOTE).input("Needs the bank's confirmation").run()
