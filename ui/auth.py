@@ -67,7 +67,7 @@ def mode() -> str:
 def database() -> str:
     """The database this session reads and writes: its demo sandbox, else the shared one."""
     sandbox = st.session_state.get(keys.DEMO_SANDBOX)
-    return str(sandbox) if sandbox else database_path()
+    return str(sandbox) if sandbox and demo.enabled() else database_path()
 
 
 def _conn() -> sqlite3.Connection:
