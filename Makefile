@@ -5,6 +5,9 @@ PY := $(VENV)/bin/python
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
 PORT ?= 8501
+# Where the app listens. 127.0.0.1 (this machine only) unless told otherwise, e.g.
+# `make run HOST=0.0.0.0` behind an identity provider ([auth] in .streamlit/secrets.toml).
+HOST ?= 127.0.0.1
 
 .PHONY: run test venv venv-dev bench lint evaluate clean
 
@@ -26,7 +29,7 @@ venv: $(DEV_STAMP)
 ## run: start the app (loads and reconciles the benchmark on first start) and, on the same
 ##      port, the Razorpay webhook endpoint POST /api/webhooks/razorpay (serve.py)
 run: $(RUNTIME_STAMP)
-	$(VENV)/bin/streamlit run serve.py --server.port $(PORT)
+	$(VENV)/bin/streamlit run serve.py --server.address $(HOST) --server.port $(PORT)
 
 ## test: every test, browser tests included
 test: $(DEV_STAMP)

@@ -1,15 +1,19 @@
 """RazorRecon: the reviewer's workbench. `streamlit run app.py`.
 
 On an empty database the first session builds and reconciles the seeded 5,000-payment
-benchmark (core.bootstrap); every page then reads the database through core.views.
+benchmark (core.bootstrap); nobody sees a page before ui.auth knows who they are and
+their role; every page then reads the database through core.views.
 """
 
 import streamlit as st
 
-from ui import shell
+from ui import auth, shell
 
 st.set_page_config(page_title="RazorRecon", page_icon="₹", layout="wide")
-page = shell.navigation()
 result = shell.cold_start()
-shell.sidebar(result)
+session = auth.gate()  # sign-in (OIDC), demo persona, or the local single user
+if session is None:
+    st.stop()
+page = shell.navigation()
+shell.sidebar(result, session)
 shell.run(page)

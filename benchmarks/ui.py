@@ -66,6 +66,10 @@ def measure_pages(database: Path, repeats: int = 5) -> dict[str, Any]:
     from ui import keys
 
     os.environ["DATABASE_URL"] = str(database)
+    # As `make run` does: bound to 127.0.0.1, the app serves the local single user (ui.auth).
+    from streamlit import config
+
+    config.set_option("server.address", "127.0.0.1")
     original = PagesManager.__init__
 
     def init(self: PagesManager, *args: Any, **kwargs: Any) -> None:

@@ -35,6 +35,7 @@ COMMAND_MODULES: dict[str, str] = {
     "investigate": "core.investigate.cli",
     "review": "core.review.cli",
     "audit": "core.audit.cli",
+    "users": "core.access_cli",
     "sync": "core.razorpay.cli",
     "export": "core.razorpay.cli",
 }

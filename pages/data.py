@@ -12,6 +12,7 @@ from ui.format import ist
 
 shell.require_frame()
 st.title("Data")
+shell.need("admin", "Importing, reconciling and syncing")
 upload_tab, run_tab, sync_tab, runs_tab = st.tabs(
     ["Import files", "Reconcile", "Razorpay API", "Runs"]
 )

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from core import views
-from ui import keys, shell, widgets
+from ui import auth, keys, shell, widgets
 from ui.format import inr, queue_frame
 
 shell.require_frame()
@@ -55,27 +55,34 @@ with open_col:
         st.switch_page("pages/investigation.py")
 
 versions = {i.id: i.version for i in selected}
-with assign_col:
-    assignee = st.text_input("Assign selected to", key=keys.QUEUE_ASSIGN_TO)
-    if st.button(
-        f"Assign {len(selected)} selected",
-        key=keys.QUEUE_ASSIGN,
-        disabled=not selected or not assignee.strip(),
-    ):
-        shell.bulk_decision(
-            "bulk_assign",
-            versions,
-            f"Assigned {{n}} to {assignee.strip()}.",
-            assignee=assignee.strip(),
+if auth.can("review"):
+    with assign_col:
+        people = shell.people()
+        assignee = st.selectbox(
+            "Assign selected to",
+            people,
+            index=None,
+            key=keys.QUEUE_ASSIGN_TO,
+            placeholder="a reviewer",
         )
-with escalate_col:
-    note = st.text_input("Escalation note (required)", key=keys.QUEUE_ESCALATE_NOTE)
-    if st.button(
-        f"Escalate {len(selected)} selected",
-        key=keys.QUEUE_ESCALATE,
-        disabled=not selected or not note.strip(),
-    ):
-        shell.bulk_decision("bulk_escalate", versions, "Escalated {n}.", note=note.strip())
+        if st.button(
+            f"Assign {len(selected)} selected",
+            key=keys.QUEUE_ASSIGN,
+            disabled=not selected or not assignee,
+        ):
+            shell.bulk_decision(
+                "bulk_assign", versions, f"Assigned {{n}} to {assignee}.", assignee=str(assignee)
+            )
+    with escalate_col:
+        note = st.text_input("Escalation note (required)", key=keys.QUEUE_ESCALATE_NOTE)
+        if st.button(
+            f"Escalate {len(selected)} selected",
+            key=keys.QUEUE_ESCALATE,
+            disabled=not selected or not note.strip(),
+        ):
+            shell.bulk_decision("bulk_escalate", versions, "Escalated {n}.", note=note.strip())
+else:
+    assign_col.caption("Assigning and escalating need the reviewer role.")
 with export_col:
     st.download_button(
         f"CSV ({page.total:,})",

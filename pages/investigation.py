@@ -3,10 +3,14 @@
 import streamlit as st
 
 from core import views
-from core.db import database_path
-from ui import keys, shell, widgets
+from ui import auth, keys, shell, widgets
 from ui.format import class_label, inr, ist, md
 
+RESOLUTIONS = {
+    "explained": "Explained",
+    "corrected_at_source": "Corrected at source",
+    "written_off": "Written off",
+}
 shell.require_frame()
 st.title("Investigation")
 st.session_state[keys.INVESTIGATE_ID] = shell.selected_exception()
@@ -60,10 +64,15 @@ with evidence_col:
 with answer_col:
     st.markdown("#### Investigator")
     answers = st.session_state.setdefault(keys.INVESTIGATE_ANSWER, {})
-    if st.button("Ask the investigator", key=keys.INVESTIGATE_ASK, icon=":material/psychology:"):
+    if st.button(
+        "Ask the investigator",
+        key=keys.INVESTIGATE_ASK,
+        icon=":material/psychology:",
+        disabled=not auth.can("review"),
+    ):
         with shell.guarded(), st.spinner("Investigating…"):
             investigate = widgets.module("core.investigate", "The investigator")
-            answers[exception_id] = investigate.investigate(database_path(), exception_id)
+            answers[exception_id] = investigate.investigate(auth.database(), exception_id)
     answer = answers.get(exception_id)
     if answer is None:
         st.caption("Ask for an explanation: it cites only records from the evidence.")
@@ -78,24 +87,44 @@ with answer_col:
         st.caption("Citations (checked against the evidence): " + md(", ".join(answer.citations)))
 
     st.markdown("#### Decision")
-    st.text_area("Note (required)", key=keys.DECISION_NOTE, height=90)
-    resolve_col, escalate_col = st.columns(2)
-    version, status = int(item["version"]), item["status"]
-    resolve_col.button(
-        "Resolve",
-        key=keys.DECISION_RESOLVE,
-        type="primary",
-        disabled=status in ("RESOLVED", "AUTO_CLEARED"),
-        on_click=shell.decide,
-        args=("resolve", exception_id, version),
-    )
-    escalate_col.button(
-        "Escalate",
-        key=keys.DECISION_ESCALATE,
-        disabled=status in ("RESOLVED", "AUTO_CLEARED", "ESCALATED"),
-        on_click=shell.decide,
-        args=("escalate", exception_id, version),
-    )
+    pending = shell.read(widgets.module("core.review", "Review").pending_for, exception_id)
+    if pending is not None:
+        st.info(
+            f"Write-off of {inr(pending.amount)} by {pending.maker} awaits approval "
+            f"(#{pending.id}): an approver other than {pending.maker} decides on the "
+            "Approvals page."
+        )
+    if not auth.can("review"):
+        st.caption("Deciding needs the reviewer role.")
+    else:
+        st.text_area("Note (required)", key=keys.DECISION_NOTE, height=90)
+        kind = st.radio(
+            "Resolution",
+            list(RESOLUTIONS),
+            format_func=RESOLUTIONS.get,
+            horizontal=True,
+            key=keys.DECISION_RESOLUTION,
+        )
+        if kind == "written_off":
+            st.text_input("Amount written off (₹)", key=keys.DECISION_AMOUNT, placeholder="₹")
+            st.caption(f"Above {inr(shell.four_eyes())} a second person (approver) must approve.")
+        resolve_col, escalate_col = st.columns(2)
+        version, status = int(item["version"]), item["status"]
+        resolve_col.button(
+            "Resolve",
+            key=keys.DECISION_RESOLVE,
+            type="primary",
+            disabled=status in ("RESOLVED", "AUTO_CLEARED"),
+            on_click=shell.decide,
+            args=("resolve", exception_id, version),
+        )
+        escalate_col.button(
+            "Escalate",
+            key=keys.DECISION_ESCALATE,
+            disabled=status in ("RESOLVED", "AUTO_CLEARED", "ESCALATED"),
+            on_click=shell.decide,
+            args=("escalate", exception_id, version),
+        )
 
 st.markdown("#### History")
 widgets.records_table(

@@ -69,8 +69,17 @@ class Server:
                 self.process.wait(10)
 
 
-def start_server(database: Path, log: Path, extra_env: dict[str, str] | None = None) -> Server:
-    port = free_port()
+def start_server(
+    database: Path,
+    log: Path,
+    extra_env: dict[str, str] | None = None,
+    *,
+    port: int | None = None,
+    extra_args: tuple[str, ...] = (),
+) -> Server:
+    """`streamlit run app.py` on 127.0.0.1 (so, without other configuration, the app runs
+    as the local single user); `extra_args` add options such as --secrets.files."""
+    port = port or free_port()
     env = {**os.environ, "DATABASE_URL": str(database), **(extra_env or {})}
     handle = open(log, "wb")  # noqa: SIM115 - the server writes to it until stopped
     process = subprocess.Popen(
@@ -85,6 +94,7 @@ def start_server(database: Path, log: Path, extra_env: dict[str, str] | None = N
             "--server.headless=true",
             "--server.fileWatcherType=none",
             "--browser.gatherUsageStats=false",
+            *extra_args,
         ],
         cwd=ROOT,
         env=env,
@@ -110,9 +120,14 @@ def start_server(database: Path, log: Path, extra_env: dict[str, str] | None = N
 
 @contextlib.contextmanager
 def running_server(
-    database: Path, log: Path, extra_env: dict[str, str] | None = None
+    database: Path,
+    log: Path,
+    extra_env: dict[str, str] | None = None,
+    *,
+    port: int | None = None,
+    extra_args: tuple[str, ...] = (),
 ) -> Iterator[Server]:
-    server = start_server(database, log, extra_env)
+    server = start_server(database, log, extra_env, port=port, extra_args=extra_args)
     try:
         yield server
     finally:

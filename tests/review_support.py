@@ -89,3 +89,23 @@ def audit_actions(conn: sqlite3.Connection) -> list[tuple[str, str, str]]:
         (r[0], r[1], r[2])
         for r in conn.execute("SELECT action, entity_type, entity_id FROM audit_log ORDER BY seq")
     ]
+
+
+# The people the review tests act as: roles attach to verified emails (core.access).
+PEOPLE = {
+    "asha@example.com": "reviewer",
+    "ravi@example.com": "reviewer",
+    "lead@example.com": "reviewer",
+    "someone.else@example.com": "reviewer",
+    "cfo@example.com": "approver",
+    "approver@example.com": "approver",
+    "viewer@example.com": "viewer",
+    "admin@example.com": "admin",
+}
+
+
+def add_people(conn: sqlite3.Connection, people: dict[str, str] | None = None) -> None:
+    """Add the test people with their roles (audited as 'test-setup', as an admin would)."""
+    from core.access import seed_users
+
+    seed_users(conn, PEOPLE if people is None else people, actor="test-setup")

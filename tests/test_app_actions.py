@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from core import access
 from core.calendar import IST, CalendarParams
 from core.db import connect, migrate
 from core.errors import InputError
 from tests.conftest import SPEC_EXAMPLE
-from ui import actions
+from ui import actions, auth
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,14 @@ class Upload:
 
 def _uploads(folder: Path) -> list[Upload]:
     return [Upload(p.name, p.read_bytes()) for p in sorted(folder.iterdir())]
+
+
+@pytest.fixture(autouse=True)
+def _signed_in_admin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Data page's actions run for the signed-in admin (here: the local single user)."""
+    local = access.local_user()
+    session = auth.Session(local.actor, "admin", "local", local, local.actor)
+    monkeypatch.setattr(auth, "current", lambda: session)
 
 
 @pytest.fixture

@@ -16,7 +16,9 @@ from core import views
 from core.db import connect, migrate
 from core.db.views import QueueFilter
 from tests.app_builder import Built, build
+from tests.app_signin import signed_in
 from tests.conftest import ROOT
+from tests.review_support import add_people
 from ui import keys
 
 PAGES = (
@@ -27,6 +29,8 @@ PAGES = (
     "pages/data.py",
     "pages/evaluation.py",
     "pages/audit.py",
+    "pages/approvals.py",
+    "pages/admin.py",
 )
 WIDGETS = {
     "button",
@@ -72,13 +76,14 @@ def app_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Pa
     conn = connect(path)
     migrate(conn)
     built = build(conn, payments=1500, seed=11)
+    add_people(conn)
     conn.close()
     monkeypatch.setenv("DATABASE_URL", str(path))
     yield path, built
 
 
-def _app(page: str | None = None) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+def _app(page: str | None = None, email: str = "admin@example.com") -> AppTest:
+    at = signed_in(email)
     at.run()
     if page:
         at.switch_page(page)
@@ -232,7 +237,11 @@ def test_a_decision_on_a_stale_page_is_refused_with_a_message(
     exception_id = int(at.number_input(key=keys.INVESTIGATE_ID).value)
     conn = connect(path)
     review.resolve(
-        conn, exception_id, actor="someone else", note="settled by phone", request_id="other-1"
+        conn,
+        exception_id,
+        actor="someone.else@example.com",
+        note="settled by phone",
+        request_id="other-1",
     )
     conn.close()
     at.text_area(key=keys.DECISION_NOTE).input("Escalating to the bank")
@@ -321,19 +330,21 @@ def test_assigning_and_escalating_selected_rows(app_db: tuple[Path, Built]) -> N
     table = at.dataframe[0]
     chosen = [int(i) for i in table.value["Id"].iloc[:3]]
     at.session_state[table.key] = {"selection": {"rows": [0, 1, 2], "columns": []}}
-    at.text_input(key=keys.QUEUE_ASSIGN_TO).input("asha").run()
+    at.selectbox(key=keys.QUEUE_ASSIGN_TO).select("asha@example.com").run()
     at.button(key=keys.QUEUE_ASSIGN).click().run()
     _no_exception(at)
     assert any("Assigned 3 to asha" in shown(s.value) for s in at.success)
     conn = connect(path)
     assigned = {
         r[0]: (r[1], r[2])
-        for r in conn.execute("SELECT id, assignee, status FROM exceptions WHERE assignee = 'asha'")
+        for r in conn.execute(
+            "SELECT id, assignee, status FROM exceptions WHERE assignee = 'asha@example.com'"
+        )
     }
     conn.close()
-    assert assigned == {i: ("asha", "ASSIGNED") for i in chosen}
+    assert assigned == {i: ("asha@example.com", "ASSIGNED") for i in chosen}
 
-    at.selectbox(key=keys.QUEUE_ASSIGNEE).select("asha").run()
+    at.selectbox(key=keys.QUEUE_ASSIGNEE).select("asha@example.com").run()
     assert {int(i) for i in at.dataframe[0].value["Id"]} == set(chosen)
     at.session_state[at.dataframe[0].key] = {"selection": {"rows": [0], "columns": []}}
     at.text_input(key=keys.QUEUE_ESCALATE_NOTE).input("Needs the bank's confirmation").run()

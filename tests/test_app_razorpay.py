@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.db import connect, migrate
 from tests.app_builder import build
-from tests.conftest import ROOT
+from tests.app_signin import signed_in
 from ui import keys
 
 fake_razorpay = pytest.importorskip("tests.fake_razorpay")
@@ -43,6 +43,7 @@ def database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     build(conn, payments=200, source="files")
     conn.close()
     monkeypatch.setenv("DATABASE_URL", str(path))
+    monkeypatch.setenv("RAZORRECON_ADMINS", "admin@example.com")  # the first admin
     for name in ("RAZORPAY_KEY_ID", "RAZORPAY_KEY_SECRET", "RAZORPAY_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     return path
@@ -56,7 +57,7 @@ def fake() -> Iterator[object]:
 
 
 def _data_page() -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at = signed_in("admin@example.com", timeout=120)
     at.run()
     at.switch_page("pages/data.py")
     at.run()

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from core.__main__ import main
+from core.access import Principal
 from core.db import connect
 from core.review import resolve, sync_exceptions
 from tests.review_support import Finding, exception_id, write_run
@@ -15,7 +16,8 @@ from tests.review_support import Finding, exception_id, write_run
 def _seed(db_path: Path) -> None:
     conn = connect(db_path)
     sync_exceptions(conn, write_run(conn, [Finding("pay_1"), Finding("pay_2")]))
-    resolve(conn, exception_id(conn, "pay_1"), actor="asha", note="ok", request_id="r1")
+    asha = Principal("asha", "reviewer", "os")  # an established identity: no users rows
+    resolve(conn, exception_id(conn, "pay_1"), actor=asha, note="ok", request_id="r1")
     conn.close()
 
 

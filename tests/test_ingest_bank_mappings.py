@@ -152,9 +152,14 @@ class _Upload:
 def test_data_page_offers_the_form_for_an_unknown_statement_and_saves_its_mapping(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ui import actions
+    from core.access import local_user
+    from ui import actions, auth
 
     monkeypatch.setenv("DATABASE_URL", str(db_path))
+    admin = local_user()  # saving a mapping is an admin's setting (ui.auth)
+    monkeypatch.setattr(
+        auth, "current", lambda: auth.Session(admin.actor, "admin", "local", admin, admin.actor)
+    )
     uploads = [_Upload("Bank_Statement.csv", CUSTOM.read_bytes())]
     found = actions.unmapped_statement(uploads)
     assert found is not None

@@ -20,9 +20,14 @@ from core.review import (
     resolve,
     sync_exceptions,
 )
-from tests.review_support import Finding, exception_id, write_run
+from tests.review_support import Finding, add_people, exception_id, write_run
 
 FRIDAY_NOON_IST = 1_767_940_200
+
+
+@pytest.fixture(autouse=True)
+def _people(conn: sqlite3.Connection) -> None:
+    add_people(conn)
 
 
 def _one_open(conn: sqlite3.Connection, entity: str = "pay_1", exposure: int = 10_000) -> int:
@@ -35,7 +40,9 @@ def _counts(conn: sqlite3.Connection) -> tuple[int, int, int]:
         conn.execute(
             "SELECT COUNT(*) FROM exception_events WHERE request_id IS NOT NULL"
         ).fetchone()[0],
-        conn.execute("SELECT COUNT(*) FROM audit_log WHERE actor != 'engine'").fetchone()[0],
+        conn.execute(
+            "SELECT COUNT(*) FROM audit_log WHERE actor NOT IN ('engine', 'test-setup')"
+        ).fetchone()[0],
         conn.execute("SELECT COUNT(*) FROM action_requests").fetchone()[0],
     )
 
@@ -49,7 +56,9 @@ def test_three_identical_resolves_make_one_decision_and_one_audit_entry(
 ) -> None:
     exc = _one_open(conn)
     results = [
-        resolve(conn, exc, actor="asha", note="fee refunded by Razorpay", request_id="req-1")
+        resolve(
+            conn, exc, actor="asha@example.com", note="fee refunded by Razorpay", request_id="req-1"
+        )
         for _ in range(3)
     ]
     assert [r.replayed for r in results] == [False, True, True]
@@ -63,19 +72,28 @@ def test_three_identical_resolves_make_one_decision_and_one_audit_entry(
 
 def test_the_same_request_id_with_another_payload_is_refused(conn: sqlite3.Connection) -> None:
     exc = _one_open(conn)
-    resolve(conn, exc, actor="asha", note="fee refunded", request_id="req-1")
+    resolve(conn, exc, actor="asha@example.com", note="fee refunded", request_id="req-1")
     with pytest.raises(RefusedError, match="different action or payload"):
-        resolve(conn, exc, actor="asha", note="a different note", request_id="req-1")
+        resolve(conn, exc, actor="asha@example.com", note="a different note", request_id="req-1")
     with pytest.raises(RefusedError, match="different action or payload"):
-        escalate(conn, exc, actor="asha", note="fee refunded", request_id="req-1")
+        escalate(conn, exc, actor="asha@example.com", note="fee refunded", request_id="req-1")
     assert _counts(conn) == (1, 1, 1)
 
 
 def test_a_stale_version_is_refused_with_a_clear_message(conn: sqlite3.Connection) -> None:
     exc = _one_open(conn)
-    assign(conn, exc, actor="lead", assignee="ravi", request_id="a1", expected_version=1)
+    assign(
+        conn,
+        exc,
+        actor="lead@example.com",
+        assignee="ravi@example.com",
+        request_id="a1",
+        expected_version=1,
+    )
     with pytest.raises(RefusedError) as refused:
-        resolve(conn, exc, actor="asha", note="done", request_id="r1", expected_version=1)
+        resolve(
+            conn, exc, actor="asha@example.com", note="done", request_id="r1", expected_version=1
+        )
     message = str(refused.value)
     assert "version 2" in message and "version 1" in message and "Reload" in message
     assert "assigned by lead" in message
@@ -86,27 +104,53 @@ def test_two_reviewers_on_one_version_cannot_both_resolve(conn: sqlite3.Connecti
     exc = _one_open(conn)
     seen = get_exception(conn, exc).version
     resolve(
-        conn, exc, actor="asha", note="matched by hand", request_id="asha-1", expected_version=seen
+        conn,
+        exc,
+        actor="asha@example.com",
+        note="matched by hand",
+        request_id="asha-1",
+        expected_version=seen,
     )
     with pytest.raises(RefusedError, match="changed since you loaded it"):
         resolve(
-            conn, exc, actor="ravi", note="write off", request_id="ravi-1", expected_version=seen
+            conn,
+            exc,
+            actor="ravi@example.com",
+            note="write off",
+            request_id="ravi-1",
+            expected_version=seen,
         )
-    assert [e.actor for e in history(conn, exc) if e.action == "resolved"] == ["asha"]
+    assert [e.actor for e in history(conn, exc) if e.action == "resolved"] == ["asha@example.com"]
 
 
 def test_the_full_lifecycle_is_recorded_in_history_and_audit(conn: sqlite3.Connection) -> None:
     exc = _one_open(conn)
-    assert assign(conn, exc, actor="lead", assignee="ravi", request_id="1").to_status == "ASSIGNED"
-    inv = mark_investigated(conn, exc, actor="ravi", note="bank short by fee", request_id="2")
+    assert (
+        assign(
+            conn, exc, actor="lead@example.com", assignee="ravi@example.com", request_id="1"
+        ).to_status
+        == "ASSIGNED"
+    )
+    inv = mark_investigated(
+        conn, exc, actor="ravi@example.com", note="bank short by fee", request_id="2"
+    )
     assert inv.to_status == "INVESTIGATED"
-    comment(conn, exc, actor="ravi", note="asked Razorpay support", request_id="3")
-    done = resolve(conn, exc, actor="ravi", note="fee credited next cycle", request_id="4")
+    comment(conn, exc, actor="ravi@example.com", note="asked Razorpay support", request_id="3")
+    done = resolve(
+        conn, exc, actor="ravi@example.com", note="fee credited next cycle", request_id="4"
+    )
     assert (done.from_status, done.to_status, done.version) == ("INVESTIGATED", "RESOLVED", 4)
-    back = reopen(conn, exc, actor="lead", note="credit never arrived", request_id="5")
+    back = reopen(conn, exc, actor="lead@example.com", note="credit never arrived", request_id="5")
     assert (back.to_status, back.assignee) == ("OPEN", None)
-    esc = escalate(conn, exc, actor="lead", note="needs finance", request_id="6", assignee="cfo")
-    assert (esc.to_status, esc.assignee) == ("ESCALATED", "cfo")
+    esc = escalate(
+        conn,
+        exc,
+        actor="lead@example.com",
+        note="needs finance",
+        request_id="6",
+        assignee="cfo@example.com",
+    )
+    assert (esc.to_status, esc.assignee) == ("ESCALATED", "cfo@example.com")
     steps = [(e.action, e.from_status, e.to_status) for e in history(conn, exc)]
     assert steps == [
         ("opened", None, "OPEN"),
@@ -162,14 +206,14 @@ ALL_STATUSES = ("OPEN", "ASSIGNED", "INVESTIGATED", "RESOLVED", "ESCALATED", "AU
 def test_only_legal_moves_are_allowed(conn: sqlite3.Connection, action: str, status: str) -> None:
     exc = _one_open(conn)
     _set_status(conn, exc, status)
-    kwargs = {"assignee": "ravi"} if action == "assign" else {"note": "why"}
+    kwargs = {"assignee": "ravi@example.com"} if action == "assign" else {"note": "why"}
     if (action, status) in LEGAL:
-        result = act(conn, action, exc, actor="asha", request_id="r", **kwargs)
+        result = act(conn, action, exc, actor="asha@example.com", request_id="r", **kwargs)
         expected = EXPECTED_TARGET.get(action, "ASSIGNED" if status == "OPEN" else status)
         assert result.to_status == expected == get_exception(conn, exc).status
     else:
         with pytest.raises(RefusedError, match=f"cannot {action}"):
-            act(conn, action, exc, actor="asha", request_id="r", **kwargs)
+            act(conn, action, exc, actor="asha@example.com", request_id="r", **kwargs)
         assert get_exception(conn, exc).status == status
         assert _counts(conn) == (0, 0, 0)
 
@@ -180,7 +224,7 @@ def test_resolve_escalate_reopen_and_comment_need_a_note(
 ) -> None:
     exc = _one_open(conn)
     with pytest.raises(InputError, match="note"):
-        act(conn, action, exc, actor="asha", note="   ", request_id="r")
+        act(conn, action, exc, actor="asha@example.com", note="   ", request_id="r")
     assert _counts(conn) == (0, 0, 0)
 
 
@@ -191,17 +235,19 @@ def test_an_action_needs_an_actor_a_request_id_and_assign_an_assignee(
     with pytest.raises(InputError, match="actor"):
         resolve(conn, exc, actor="", note="x", request_id="r")
     with pytest.raises(InputError, match="request_id"):
-        resolve(conn, exc, actor="asha", note="x", request_id=" ")
+        resolve(conn, exc, actor="asha@example.com", note="x", request_id=" ")
     with pytest.raises(InputError, match="assignee"):
-        assign(conn, exc, actor="asha", assignee="", request_id="r")
+        assign(conn, exc, actor="asha@example.com", assignee="", request_id="r")
     with pytest.raises(NotFoundError):
-        resolve(conn, 999, actor="asha", note="x", request_id="r")
+        resolve(conn, 999, actor="asha@example.com", note="x", request_id="r")
     assert _counts(conn) == (0, 0, 0)
 
 
 def test_a_comment_keeps_status_and_version(conn: sqlite3.Connection) -> None:
     exc = _one_open(conn)
-    result = comment(conn, exc, actor="asha", note="looked at the bank PDF", request_id="c1")
+    result = comment(
+        conn, exc, actor="asha@example.com", note="looked at the bank PDF", request_id="c1"
+    )
     record = get_exception(conn, exc)
     assert (result.to_status, result.version) == ("OPEN", 1)
     assert (record.status, record.version) == ("OPEN", 1)
@@ -210,16 +256,32 @@ def test_a_comment_keeps_status_and_version(conn: sqlite3.Connection) -> None:
 
 def test_reopen_gives_a_new_due_date_from_exposure(conn: sqlite3.Connection) -> None:
     exc = _one_open(conn, exposure=20_000_000)  # over a lakh: one working day
-    resolve(conn, exc, actor="asha", note="done", request_id="r1")
-    act(conn, "reopen", exc, actor="asha", note="not done", request_id="r2", now=FRIDAY_NOON_IST)
+    resolve(conn, exc, actor="asha@example.com", note="done", request_id="r1")
+    act(
+        conn,
+        "reopen",
+        exc,
+        actor="asha@example.com",
+        note="not done",
+        request_id="r2",
+        now=FRIDAY_NOON_IST,
+    )
     assert get_exception(conn, exc).due_date == "2026-01-12"
 
 
 def test_resolve_sets_closed_at_and_reopen_clears_it(conn: sqlite3.Connection) -> None:
     exc = _one_open(conn)
-    act(conn, "resolve", exc, actor="asha", note="ok", request_id="r1", now=1_800_000_000)
+    act(
+        conn,
+        "resolve",
+        exc,
+        actor="asha@example.com",
+        note="ok",
+        request_id="r1",
+        now=1_800_000_000,
+    )
     assert get_exception(conn, exc).closed_at == 1_800_000_000
-    reopen(conn, exc, actor="asha", note="again", request_id="r2")
+    reopen(conn, exc, actor="asha@example.com", note="again", request_id="r2")
     assert get_exception(conn, exc).closed_at is None
 
 
@@ -228,21 +290,26 @@ def test_a_refused_action_writes_nothing_and_its_request_id_stays_free(
 ) -> None:
     exc = _one_open(conn)
     with pytest.raises(RefusedError):
-        mark_investigated(conn, exc, actor="asha", request_id="r1")  # OPEN: assign first
+        mark_investigated(
+            conn, exc, actor="asha@example.com", request_id="r1"
+        )  # OPEN: assign first
     assert _counts(conn) == (0, 0, 0)
-    assign(conn, exc, actor="asha", assignee="asha", request_id="r0")
-    assert mark_investigated(conn, exc, actor="asha", request_id="r1").to_status == "INVESTIGATED"
+    assign(conn, exc, actor="asha@example.com", assignee="asha@example.com", request_id="r0")
+    assert (
+        mark_investigated(conn, exc, actor="asha@example.com", request_id="r1").to_status
+        == "INVESTIGATED"
+    )
 
 
 def test_bulk_assign_applies_to_the_legal_ones_and_replays(conn: sqlite3.Connection) -> None:
     sync_exceptions(conn, write_run(conn, [Finding(f"pay_{i}") for i in range(4)]))
     ids = [exception_id(conn, f"pay_{i}") for i in range(4)]
-    resolve(conn, ids[0], actor="asha", note="done", request_id="r0")
+    resolve(conn, ids[0], actor="asha@example.com", note="done", request_id="r0")
     result = bulk_assign(
         conn,
         [*ids, 999],
-        actor="lead",
-        assignee="ravi",
+        actor="lead@example.com",
+        assignee="ravi@example.com",
         request_id="bulk-1",
         expected_versions={ids[3]: 7},
     )
@@ -254,8 +321,8 @@ def test_bulk_assign_applies_to_the_legal_ones_and_replays(conn: sqlite3.Connect
     again = bulk_assign(
         conn,
         [999, *ids],
-        actor="lead",
-        assignee="ravi",
+        actor="lead@example.com",
+        assignee="ravi@example.com",
         request_id="bulk-1",
         expected_versions={ids[3]: 7},
     )
@@ -269,7 +336,13 @@ def test_bulk_assign_applies_to_the_legal_ones_and_replays(conn: sqlite3.Connect
         == 2
     )
     with pytest.raises(RefusedError):
-        bulk_assign(conn, ids, actor="lead", assignee="someone else", request_id="bulk-1")
+        bulk_assign(
+            conn,
+            ids,
+            actor="lead@example.com",
+            assignee="someone.else@example.com",
+            request_id="bulk-1",
+        )
     assert verify(conn).ok
 
 
@@ -277,25 +350,25 @@ def test_bulk_escalate_needs_a_note_and_escalates_each(conn: sqlite3.Connection)
     sync_exceptions(conn, write_run(conn, [Finding("a"), Finding("b")]))
     ids = [exception_id(conn, "a"), exception_id(conn, "b")]
     with pytest.raises(InputError, match="note"):
-        bulk_escalate(conn, ids, actor="lead", note="", request_id="e1")
-    result = bulk_escalate(conn, ids, actor="lead", note="month end", request_id="e1")
+        bulk_escalate(conn, ids, actor="lead@example.com", note="", request_id="e1")
+    result = bulk_escalate(conn, ids, actor="lead@example.com", note="month end", request_id="e1")
     assert [r.to_status for r in result.applied] == ["ESCALATED", "ESCALATED"]
     assert {get_exception(conn, i).status for i in ids} == {"ESCALATED"}
 
 
 def test_a_human_decision_survives_a_rerun_of_the_engine(conn: sqlite3.Connection) -> None:
     exc = _one_open(conn)
-    assign(conn, exc, actor="lead", assignee="ravi", request_id="a")
-    resolve(conn, exc, actor="ravi", note="accepted", request_id="b")
+    assign(conn, exc, actor="lead@example.com", assignee="ravi@example.com", request_id="a")
+    resolve(conn, exc, actor="ravi@example.com", note="accepted", request_id="b")
     sync_exceptions(conn, write_run(conn, [Finding("pay_1")]))
     record = get_exception(conn, exc)
-    assert (record.status, record.assignee) == ("RESOLVED", "ravi")
+    assert (record.status, record.assignee) == ("RESOLVED", "ravi@example.com")
     assert [e.action for e in history(conn, exc)] == ["opened", "assigned", "resolved"]
 
 
 def test_reloading_data_never_erases_the_audit_trail(conn: sqlite3.Connection) -> None:
     exc = _one_open(conn)
-    resolve(conn, exc, actor="ravi", note="accepted", request_id="b")
+    resolve(conn, exc, actor="ravi@example.com", note="accepted", request_id="b")
     before = conn.execute("SELECT seq, hash FROM audit_log ORDER BY seq").fetchall()
     sync_exceptions(conn, write_run(conn, []))  # a reloaded benchmark without the finding
     after = conn.execute("SELECT seq, hash FROM audit_log ORDER BY seq").fetchall()

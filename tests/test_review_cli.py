@@ -8,11 +8,12 @@ import pytest
 from core.__main__ import main
 from core.db import connect
 from core.review import assign, sync_exceptions
-from tests.review_support import Finding, exception_id, write_run
+from tests.review_support import Finding, add_people, exception_id, write_run
 
 
 def _seed(db_path: Path) -> list[int]:
     conn = connect(db_path)
+    add_people(conn)
     findings = [
         Finding("pay_small", exposure_amount=5_000),
         Finding("pay_big", exposure_amount=9_000_000),
@@ -32,7 +33,7 @@ def test_review_resolve_exits_0_then_0_on_replay_then_3_on_conflict(
     db_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     exc = str(_seed(db_path)[0])
-    base = ["resolve", exc, "--actor", "asha", "--request-id", "r1"]
+    base = ["resolve", exc, "--actor", "asha@example.com", "--request-id", "r1"]
     assert _review(db_path, *base, "--note", "fee refund posted") == 0
     assert "OPEN -> RESOLVED" in capsys.readouterr().out
     assert _review(db_path, *base, "--note", "fee refund posted") == 0
@@ -45,25 +46,68 @@ def test_review_refuses_a_stale_version_and_an_illegal_move_with_exit_3(
     db_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     exc = str(_seed(db_path)[1])
-    args = ["assign", exc, "--actor", "lead", "--assignee", "ravi", "--request-id", "a1"]
+    args = [
+        "assign",
+        exc,
+        "--actor",
+        "lead@example.com",
+        "--assignee",
+        "ravi@example.com",
+        "--request-id",
+        "a1",
+    ]
     assert _review(db_path, *args, "--expected-version", "1") == 0
-    stale = ["escalate", exc, "--actor", "x", "--note", "n", "--request-id", "e1"]
+    stale = ["escalate", exc, "--actor", "asha@example.com", "--note", "n", "--request-id", "e1"]
     assert _review(db_path, *stale, "--expected-version", "1") == 3
     assert "Reload" in capsys.readouterr().err
-    assert _review(db_path, "reopen", exc, "--actor", "x", "--note", "n", "--request-id", "o1") == 3
+    assert (
+        _review(
+            db_path,
+            "reopen",
+            exc,
+            "--actor",
+            "asha@example.com",
+            "--note",
+            "n",
+            "--request-id",
+            "o1",
+        )
+        == 3
+    )
     assert "cannot reopen" in capsys.readouterr().err
 
 
 def test_review_exits_2_on_bad_input(db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     exc = str(_seed(db_path)[0])
     with pytest.raises(SystemExit) as missing_note:
-        _review(db_path, "resolve", exc, "--actor", "asha", "--request-id", "r1")
+        _review(db_path, "resolve", exc, "--actor", "asha@example.com", "--request-id", "r1")
     assert missing_note.value.code == 2
     with pytest.raises(SystemExit) as bad_id:
-        _review(db_path, "resolve", "abc", "--actor", "a", "--note", "n", "--request-id", "r")
+        _review(
+            db_path,
+            "resolve",
+            "abc",
+            "--actor",
+            "asha@example.com",
+            "--note",
+            "n",
+            "--request-id",
+            "r",
+        )
     assert bad_id.value.code == 2
     assert (
-        _review(db_path, "resolve", "999", "--actor", "a", "--note", "n", "--request-id", "r") == 2
+        _review(
+            db_path,
+            "resolve",
+            "999",
+            "--actor",
+            "asha@example.com",
+            "--note",
+            "n",
+            "--request-id",
+            "r",
+        )
+        == 2
     )
     assert _review(db_path, "resolve", exc, "--actor", " ", "--note", "n", "--request-id", "r") == 2
     missing_db = db_path.parent / "typo.sqlite"
@@ -91,12 +135,66 @@ def test_review_commands_cover_the_lifecycle_and_print_json(
 ) -> None:
     exc = str(_seed(db_path)[2])
     steps = [
-        ["assign", exc, "--actor", "lead", "--assignee", "ravi", "--request-id", "1"],
-        ["investigate", exc, "--actor", "ravi", "--note", "no bank line", "--request-id", "2"],
-        ["comment", exc, "--actor", "ravi", "--note", "asked the bank", "--request-id", "3"],
-        ["escalate", exc, "--actor", "ravi", "--note", "bank silent", "--request-id", "4"],
-        ["resolve", exc, "--actor", "cfo", "--note", "credit found", "--request-id", "5"],
-        ["reopen", exc, "--actor", "cfo", "--note", "wrong credit", "--request-id", "6"],
+        [
+            "assign",
+            exc,
+            "--actor",
+            "lead@example.com",
+            "--assignee",
+            "ravi@example.com",
+            "--request-id",
+            "1",
+        ],
+        [
+            "investigate",
+            exc,
+            "--actor",
+            "ravi@example.com",
+            "--note",
+            "no bank line",
+            "--request-id",
+            "2",
+        ],
+        [
+            "comment",
+            exc,
+            "--actor",
+            "ravi@example.com",
+            "--note",
+            "asked the bank",
+            "--request-id",
+            "3",
+        ],
+        [
+            "escalate",
+            exc,
+            "--actor",
+            "ravi@example.com",
+            "--note",
+            "bank silent",
+            "--request-id",
+            "4",
+        ],
+        [
+            "resolve",
+            exc,
+            "--actor",
+            "cfo@example.com",
+            "--note",
+            "credit found",
+            "--request-id",
+            "5",
+        ],
+        [
+            "reopen",
+            exc,
+            "--actor",
+            "cfo@example.com",
+            "--note",
+            "wrong credit",
+            "--request-id",
+            "6",
+        ],
     ]
     statuses = []
     for step in steps:
@@ -114,7 +212,7 @@ def test_exceptions_list_json_has_the_contract_fields_and_filters_by_status(
 ) -> None:
     ids = _seed(db_path)
     conn = connect(db_path)
-    assign(conn, ids[0], actor="lead", assignee="ravi", request_id="a")
+    assign(conn, ids[0], actor="lead@example.com", assignee="ravi@example.com", request_id="a")
     conn.close()
     assert main(["exceptions", "list", "--db", str(db_path), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)

@@ -14,11 +14,12 @@ from core.db import connect
 from core.errors import RefusedError
 from core.review import ActionResult, get_exception, resolve, sync_exceptions
 from tests.conftest import ROOT
-from tests.review_support import Finding, exception_id, write_run
+from tests.review_support import Finding, add_people, exception_id, write_run
 
 
 def _seed(db_path: Path) -> int:
     conn = connect(db_path)
+    add_people(conn)
     sync_exceptions(conn, write_run(conn, [Finding("pay_1")]))
     exc = exception_id(conn, "pay_1")
     conn.close()
@@ -67,7 +68,9 @@ def test_fifty_threads_sending_one_request_id_make_exactly_one_effect(db_path: P
     def work(i: int) -> ActionResult:
         conn = connect(db_path)
         try:
-            return resolve(conn, exc, actor="asha", note="settled late", request_id="click-1")
+            return resolve(
+                conn, exc, actor="asha@example.com", note="settled late", request_id="click-1"
+            )
         finally:
             conn.close()
 
@@ -81,6 +84,9 @@ def test_fifty_threads_sending_one_request_id_make_exactly_one_effect(db_path: P
 
 def test_two_reviewers_racing_on_one_version_leave_exactly_one_decision(db_path: Path) -> None:
     exc = _seed(db_path)
+    conn = connect(db_path)
+    add_people(conn, {f"reviewer{i}@example.com": "reviewer" for i in range(10)})
+    conn.close()
 
     def work(i: int) -> ActionResult:
         conn = connect(db_path)
@@ -88,7 +94,7 @@ def test_two_reviewers_racing_on_one_version_leave_exactly_one_decision(db_path:
             return resolve(
                 conn,
                 exc,
-                actor=f"reviewer{i}",
+                actor=f"reviewer{i}@example.com",
                 note=f"decision {i}",
                 request_id=f"req-{i}",
                 expected_version=1,
@@ -115,7 +121,7 @@ def test_four_processes_sending_one_request_id_make_exactly_one_effect(db_path: 
         "--db",
         str(db_path),
         "--actor",
-        "asha",
+        "asha@example.com",
         "--note",
         "bank credit found",
         "--request-id",
@@ -145,7 +151,7 @@ def test_a_failing_audit_write_leaves_neither_decision_nor_audit(
     monkeypatch.setattr(core.db.audit, "insert_rows", broken)
     conn = connect(db_path)
     with pytest.raises(OSError):
-        resolve(conn, exc, actor="asha", note="done", request_id="r1")
+        resolve(conn, exc, actor="asha@example.com", note="done", request_id="r1")
     conn.close()
     assert _effects(db_path) == (0, 0, 0, "OPEN", 1)
 
@@ -161,7 +167,7 @@ def crash(conn, rows):
 
 core.db.audit.insert_rows = crash
 conn = connect(sys.argv[1])
-resolve(conn, int(sys.argv[2]), actor="asha", note="done", request_id="r1")
+resolve(conn, int(sys.argv[2]), actor="asha@example.com", note="done", request_id="r1")
 """
 
 
@@ -173,7 +179,7 @@ def test_a_process_crash_between_decision_and_audit_leaves_neither(db_path: Path
     assert proc.returncode == 9
     assert _effects(db_path) == (0, 0, 0, "OPEN", 1)
     conn = connect(db_path)
-    retried = resolve(conn, exc, actor="asha", note="done", request_id="r1")
+    retried = resolve(conn, exc, actor="asha@example.com", note="done", request_id="r1")
     assert not retried.replayed and get_exception(conn, exc).status == "RESOLVED"
     conn.close()
     assert _effects(db_path) == (1, 1, 1, "RESOLVED", 2)

@@ -18,7 +18,7 @@ from core.calendar import IST, CalendarParams
 from core.dataset import DATASET_FILES
 from core.db import database_path
 from core.errors import InputError, Problem
-from ui import shell
+from ui import auth, shell
 from ui.widgets import module
 
 # The dataset files, and the bank statement in every format the importer reads.
@@ -35,6 +35,7 @@ Progress = Callable[[float, str], None]
 
 def import_uploads(uploads: Iterable[Any], amount_unit: str, replace: bool) -> Any:
     """Write the uploaded files to a temporary folder and import it; the ImportReport."""
+    auth.require("admin", "import")
     files = list(uploads)
     unknown = [f.name for f in files if Path(f.name).name.lower() not in DATASET_NAMES]
     if unknown:
@@ -96,6 +97,7 @@ def as_of_seconds(day: dt.date, moment: dt.time) -> int:
 
 def reconcile(calendar: CalendarParams, as_of: int, progress: Progress) -> Any:
     """Reconcile the raw tables as of `as_of`: persist the run, open exceptions."""
+    auth.require("admin", "reconcile")
     engine = module("core.engine", "The engine")
     params = engine.EngineParams(calendar=calendar)
     with shell.connection() as conn:
@@ -109,6 +111,7 @@ def razorpay_status() -> Any:
 
 def razorpay_sync(date_from: dt.date, date_to: dt.date, progress: Progress) -> Any:
     """Read the range from the Razorpay API into the raw tables (read-only keys from env)."""
+    auth.require("admin", "sync")
     config = module("core.razorpay.config", "Razorpay sync")
     syncing = module("core.razorpay.sync", "Razorpay sync")
     settings = config.settings_from_env()
@@ -146,9 +149,10 @@ def unmapped_statement(uploads: Iterable[Any]) -> Any:
 
 
 def save_bank_mapping(name: str, data: bytes, assignments: dict[str, str], label: str) -> Any:
-    """Check the mapping against the statement and save it (audited as the reviewer)."""
+    """Check the mapping against the statement and save it (audited as the signed-in admin)."""
+    auth.require("admin", "save a bank mapping")
     mappings = module("core.ingest.mappings", "The importer")
     with shell.connection() as conn:
         return mappings.save_statement_mapping(
-            conn, name, data, assignments, name=label, actor=shell.reviewer()
+            conn, name, data, assignments, name=label, actor=auth.actor_name()
         )

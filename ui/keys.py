@@ -5,12 +5,20 @@ find a widget by name (`at.text_input(key=keys.QUEUE_SEARCH)`).
 """
 
 # --- shared state ---------------------------------------------------------------------
-REVIEWER = "reviewer_name"  # who acts; recorded in the audit trail
+IDENTITY = "identity"  # ui.auth.Session: who is signed in, their role
+DEMO_PERSONA = "demo_persona"  # the demo role chosen on the demo sign-in
+DEMO_SANDBOX = "demo_sandbox"  # this session's private copy of the database (demo)
 SELECTED_EXCEPTION = "selected_exception_id"  # the exception the Investigation page shows
 SELECTED_SETTLEMENT = "selected_settlement_id"  # the settlement the Settlement page shows
 FLASH = "flash_message"  # (kind, text) shown once on the next page render
 DEEP_LINK = "deep_link_exception"  # the ?exception= value already applied
 REQUEST_IDS = "request_ids"  # action name -> idempotency key of the pending request
+
+# --- sign-in and sidebar ---------------------------------------------------------------
+SIGN_IN = "sign_in"
+SIGN_OUT = "sign_out"
+DEMO_SIGN_IN = "demo_sign_in"  # prefix: suffixed with the persona's role
+DEMO_RESET = "demo_reset"
 
 # --- Overview page --------------------------------------------------------------------
 OVERVIEW_CLASS_CHART = "overview_class_chart"
@@ -57,6 +65,8 @@ INVESTIGATE_ID = "investigate_id"
 INVESTIGATE_ASK = "investigate_ask"
 INVESTIGATE_ANSWER = "investigate_answer"  # exception id -> Investigation shown
 DECISION_NOTE = "decision_note"
+DECISION_RESOLUTION = "decision_resolution"
+DECISION_AMOUNT = "decision_amount"
 DECISION_RESOLVE = "decision_resolve"
 DECISION_ESCALATE = "decision_escalate"
 EVIDENCE_TABLE = "evidence_table"  # prefix: one table per evidence section
@@ -103,3 +113,20 @@ AUDIT_VERIFY_RESULT = "audit_verify_result"
 AUDIT_EXPORT = "audit_export"
 AUDIT_EXPORT_FORMAT = "audit_export_format"
 AUDIT_TABLE = "audit_table"
+
+# --- Approvals page --------------------------------------------------------------------
+APPROVALS_TABLE = "approvals_table"
+APPROVAL_CHOICE = "approval_choice"
+APPROVAL_NOTE = "approval_note"
+APPROVAL_APPROVE = "approval_approve"
+APPROVAL_REJECT = "approval_reject"
+
+# --- Admin page -------------------------------------------------------------------------
+ADMIN_USERS = "admin_users"
+ADMIN_EMAIL = "admin_email"
+ADMIN_ROLE = "admin_role"
+ADMIN_ADD = "admin_add"
+ADMIN_PICK = "admin_pick"
+ADMIN_GRANT_ROLE = "admin_grant_role"
+ADMIN_GRANT = "admin_grant"
+ADMIN_DEACTIVATE = "admin_deactivate"

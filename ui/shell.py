@@ -21,7 +21,8 @@ import streamlit as st
 from core import bootstrap, views
 from core.db import connect, database_path
 from core.errors import InputError, RazorReconError, RefusedError
-from ui import keys
+from core.money import MoneyFormatError, parse_rupees
+from ui import auth, keys
 from ui.format import ist, md
 
 log = logging.getLogger("razorrecon.app")
@@ -36,7 +37,15 @@ PAGES: tuple[tuple[str, str, str], ...] = (
     ("pages/data.py", "Data", ":material/upload_file:"),
     ("pages/evaluation.py", "Evaluation", ":material/fact_check:"),
     ("pages/audit.py", "Audit", ":material/verified_user:"),
+    ("pages/approvals.py", "Approvals", ":material/approval:"),
+    ("pages/admin.py", "Admin", ":material/admin_panel_settings:"),
 )
+# Pages shown only to a role that can use them (each page refuses on its own too).
+PAGE_PERMISSION = {
+    "pages/data.py": "admin",
+    "pages/approvals.py": "approve",
+    "pages/admin.py": "admin",
+}
 SOURCE_LABELS = {
     "benchmark": "Synthetic benchmark",
     "files": "Imported files",
@@ -46,8 +55,9 @@ SOURCE_LABELS = {
 
 @contextmanager
 def connection() -> Iterator[sqlite3.Connection]:
-    """A connection for one unit of work in this script run."""
-    conn = connect()
+    """A connection for one unit of work in this script run (on the session's database:
+    its demo sandbox, else the shared one)."""
+    conn = connect(auth.database())
     try:
         yield conn
     finally:
@@ -97,16 +107,26 @@ def decide(action: str, exception_id: int, version: int) -> None:
     from ui.widgets import module
 
     key = f"{action}-{exception_id}"
+    extra: dict[str, Any] = {}
+    if action == "resolve":
+        kind = str(st.session_state.get(keys.DECISION_RESOLUTION) or "explained")
+        extra["resolution"] = kind
+        if kind == "written_off":
+            extra["amount"] = _paise(st.session_state.get(keys.DECISION_AMOUNT))
+            if extra["amount"] is None:
+                flash("error", "A write-off needs the amount written off, in rupees.")
+                return
     try:
         act = getattr(module("core.review", "Review"), action)
         with connection() as conn:
             result = act(
                 conn,
                 exception_id,
-                actor=reviewer(),
+                actor=auth.actor(),
                 note=note,
                 request_id=request_id(key),
                 expected_version=version,
+                **extra,
             )
     except Exception as exc:
         if not isinstance(exc, sqlite3.OperationalError):
@@ -115,7 +135,47 @@ def decide(action: str, exception_id: int, version: int) -> None:
         return
     done(key)
     st.session_state[keys.DECISION_NOTE] = ""
+    if result.approval_id is not None and result.action == "resolve":
+        flash(
+            "success",
+            f"Write-off of exception #{exception_id} is pending approval "
+            f"(#{result.approval_id}): an approver other than you must approve it.",
+        )
+        return
     flash("success", f"Exception #{exception_id} is now {result.to_status}.")
+
+
+def _paise(text: object) -> int | None:
+    try:
+        return parse_rupees(str(text or ""))
+    except MoneyFormatError:
+        return None
+
+
+def approval_decision(decision: str, approval_id: int) -> None:
+    """on_click of Approve / Reject on the Approvals page."""
+    from ui.widgets import module
+
+    note = str(st.session_state.get(keys.APPROVAL_NOTE) or "").strip() or None
+    key = f"{decision}-approval-{approval_id}"
+    try:
+        fn = getattr(module("core.review", "Review"), decision)
+        with connection() as conn:
+            result = fn(
+                conn, approval_id, actor=auth.actor(), request_id=request_id(key), note=note
+            )
+    except Exception as exc:
+        if not isinstance(exc, sqlite3.OperationalError):
+            done(key)
+        flash(*describe_error(exc))
+        return
+    done(key)
+    st.session_state[keys.APPROVAL_NOTE] = ""
+    verb = "approved" if decision == "approve" else "rejected"
+    flash(
+        "success",
+        f"Write-off #{approval_id} {verb}: exception #{result.exception_id} is {result.to_status}.",
+    )
 
 
 def bulk_decision(action: str, versions: dict[int, int], message: str, **fields: str) -> None:
@@ -127,7 +187,7 @@ def bulk_decision(action: str, versions: dict[int, int], message: str, **fields:
         result = getattr(module("core.review", "Review"), action)(
             conn,
             list(versions),
-            actor=reviewer(),
+            actor=auth.actor(),
             request_id=request_id(action),
             expected_versions=versions,
             **fields,
@@ -142,8 +202,22 @@ def bulk_decision(action: str, versions: dict[int, int], message: str, **fields:
         st.rerun()
 
 
-def reviewer() -> str:
-    return str(st.session_state.get(keys.REVIEWER) or "reviewer").strip() or "reviewer"
+def four_eyes() -> int:
+    """Paise above which a write-off needs an approver (RAZORRECON_FOUR_EYES_PAISE)."""
+    return auth.access.four_eyes_threshold()
+
+
+def people() -> list[str]:
+    """Who can be given an exception: active users with the reviewer role or above."""
+    return read(auth.access.assignable)
+
+
+def need(permission: str, what: str) -> None:
+    """First lines of a page for one role: anyone else sees why, and nothing else."""
+    if not auth.can(permission):
+        role = auth.access.PERMISSIONS[permission]
+        st.warning(f"{what} needs the {role} role.", icon=":material/lock:")
+        st.stop()
 
 
 def selected_exception() -> int | None:
@@ -219,13 +293,15 @@ def navigation() -> Any:
     pages = [
         st.Page(str(ROOT / path), title=title, icon=icon, default=(i == 0))
         for i, (path, title, icon) in enumerate(PAGES)
+        if path not in PAGE_PERMISSION or auth.can(PAGE_PERMISSION[path])
     ]
     return st.navigation(pages, position="sidebar")
 
 
-def sidebar(result: bootstrap.BootstrapResult | None) -> None:
+def sidebar(result: bootstrap.BootstrapResult | None, session: auth.Session) -> None:
     with st.sidebar:
         st.markdown("### ₹ RazorRecon")
+        auth.sidebar_box(session)
         with guarded():
             run = read(views.latest_run)
             if run is None:
@@ -242,13 +318,6 @@ def sidebar(result: bootstrap.BootstrapResult | None) -> None:
                 st.markdown(f"**Last run:** #{run.id}, {ist(run.finished_at)}{took}")
                 if run.is_synthetic:
                     st.caption("Synthetic data: figures describe the benchmark, not a merchant.")
-        st.session_state.setdefault(keys.REVIEWER, "reviewer")
-        st.text_input(
-            "Reviewer name",
-            key=keys.REVIEWER,
-            help="Recorded with every decision in the audit trail.",
-            persist_state="session",
-        )
 
 
 _frame = threading.local()

@@ -4,6 +4,7 @@ See core.review.actions for the legal moves and core.review.due for the due-date
 """
 
 from core.review.actions import (
+    RESOLUTIONS,
     TRANSITIONS,
     act,
     assign,
@@ -15,6 +16,7 @@ from core.review.actions import (
     reopen,
     resolve,
 )
+from core.review.approvals import Approval, approve, list_approvals, pending_for, reject
 from core.review.due import due_date, working_days_for
 from core.review.model import (
     STATUSES,
@@ -33,14 +35,17 @@ from core.review.queries import (
 from core.review.sync import SyncSummary, sync_exceptions
 
 __all__ = [
+    "RESOLUTIONS",
     "STATUSES",
     "TRANSITIONS",
     "ActionResult",
+    "Approval",
     "BulkResult",
     "ExceptionEvent",
     "ExceptionRecord",
     "SyncSummary",
     "act",
+    "approve",
     "assign",
     "audit_trail",
     "bulk_assign",
@@ -51,8 +56,11 @@ __all__ = [
     "escalate",
     "get_exception",
     "history",
+    "list_approvals",
     "list_exceptions",
     "mark_investigated",
+    "pending_for",
+    "reject",
     "reopen",
     "resolve",
     "sync_exceptions",

@@ -12,9 +12,15 @@ Legal moves (anything else is refused, exit 3):
 | reopen | RESOLVED, ESCALATED, AUTO_CLEARED | OPEN (unassigned, new due date) |
 | comment | any | unchanged |
 
-Every action needs an actor and a request id; resolve, escalate, reopen and comment need
-a note; assign needs an assignee. A request id answers once: the same id with the same
-payload returns the first answer and does nothing; with another payload it is refused.
+Every action needs an actor with the reviewer role (core.access; a refusal is audited)
+and a request id; resolve, escalate, reopen and comment need a note; assign needs an
+assignee, who must be an active user with the reviewer role or above. A resolve carries
+its type: explained, corrected_at_source or written_off (with the amount, paise). A
+write-off above the four-eyes threshold (RAZORRECON_FOUR_EYES_PAISE) does not resolve: it
+waits for an approver other than its maker (core.review.approvals).
+
+A request id answers once: the same id with the same payload returns the first answer
+and does nothing; with another payload it is refused.
 `expected_version`, when given, must equal the exception's version (else refused).
 """
 
@@ -27,7 +33,9 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from core import access
 from core.audit import append, canonical_json, write_anchor
+from core.db import access as access_sql
 from core.db import review as review_sql
 from core.db import transaction
 from core.errors import InputError, NotFoundError, Problem, RefusedError
@@ -57,6 +65,7 @@ EVENT_NAMES = {
     "reopen": "reopened",
     "comment": "commented",
 }
+RESOLUTIONS = ("explained", "corrected_at_source", "written_off")
 MAX_TEXT = 10_000
 MAX_REQUEST_ID = 200
 
@@ -121,6 +130,9 @@ def _apply(
     request_id: str,
     expected_version: int | None,
     now: int,
+    resolution: str | None = None,
+    amount: int | None = None,
+    four_eyes: int | None = None,
 ) -> ActionResult:
     """Check and make one move inside the open transaction; raises RefusedError."""
     if expected_version is not None and exc.version != expected_version:
@@ -132,6 +144,24 @@ def _apply(
             f"cannot {action} exception {exc.id}: it is {exc.status} "
             f"({action} is allowed from {legal})"
         )
+    if action == "resolve":
+        pending = access_sql.pending_approval_for(conn, exc.id)
+        if pending is not None:
+            raise RefusedError(
+                f"exception {exc.id} has a write-off awaiting approval (#{pending['id']} by "
+                f"{pending['maker']}); an approver approves or rejects it first"
+            )
+        if resolution == "written_off" and four_eyes is not None and (amount or 0) > four_eyes:
+            return _request_approval(
+                conn,
+                exc,
+                actor=actor,
+                note=note or "",
+                amount=int(amount or 0),
+                request_id=request_id,
+                threshold=four_eyes,
+                now=now,
+            )
     target = allowed[exc.status] or exc.status
     version = exc.version
     new_assignee = exc.assignee
@@ -174,6 +204,7 @@ def _apply(
             "exposure_class": exc.exposure_class,
             "exposure_amount": exc.exposure_amount,
             "reason_code": exc.reason_code,
+            **({"resolution": resolution, "write_off_amount": amount} if resolution else {}),
         },
         now=now,
     )
@@ -187,7 +218,106 @@ def _apply(
         assignee=new_assignee,
         event_id=event_id,
         audit_seq=seq,
+        resolution=resolution,
+        amount=amount,
     )
+
+
+def _request_approval(
+    conn: sqlite3.Connection,
+    exc: ExceptionRecord,
+    *,
+    actor: str,
+    note: str,
+    amount: int,
+    request_id: str,
+    threshold: int,
+    now: int,
+) -> ActionResult:
+    """A write-off above the threshold: record it as awaiting a second person's approval.
+    The exception keeps its status and version; resolving it meanwhile is refused."""
+    approval_id = access_sql.insert_approval(
+        conn,
+        exception_id=exc.id,
+        resolution="written_off",
+        amount=amount,
+        note=note,
+        maker=actor,
+        version=exc.version,
+        request_id=request_id,
+        now=now,
+    )
+    event_id = review_sql.insert_event(
+        conn,
+        (exc.id, "write_off_requested", actor, note, exc.status, exc.status, request_id, now),
+    )
+    seq = append(
+        conn,
+        actor=actor,
+        action="exception.write_off_requested",
+        entity_type="exception",
+        entity_id=str(exc.id),
+        payload={
+            "request_id": request_id,
+            "approval_id": approval_id,
+            "resolution": "written_off",
+            "write_off_amount": amount,
+            "four_eyes_threshold": threshold,
+            "note": note,
+            "status": exc.status,
+            "version": exc.version,
+            "exposure_amount": exc.exposure_amount,
+        },
+        now=now,
+    )
+    return ActionResult(
+        request_id=request_id,
+        action="resolve",
+        exception_id=exc.id,
+        from_status=exc.status,
+        to_status=exc.status,
+        version=exc.version,
+        assignee=exc.assignee,
+        event_id=event_id,
+        audit_seq=seq,
+        resolution="written_off",
+        amount=amount,
+        approval_id=approval_id,
+    )
+
+
+def _resolution(
+    action: str, resolution: str | None, amount: int | None
+) -> tuple[str | None, int | None]:
+    """A resolve's (type, amount); other actions take neither."""
+    if action != "resolve":
+        if resolution is not None or amount is not None:
+            raise _problem("resolution", f"{action} takes no resolution or amount")
+        return None, None
+    kind = resolution or "explained"
+    if kind not in RESOLUTIONS:
+        raise _problem(
+            "resolution", f"unknown resolution {kind!r}; one of {', '.join(RESOLUTIONS)}"
+        )
+    if kind == "written_off":
+        if amount is None or isinstance(amount, bool) or int(amount) <= 0:
+            raise _problem("amount", "a write-off needs the amount written off, in paise, above 0")
+        return kind, int(amount)
+    if amount is not None:
+        raise _problem("amount", f"only a write-off carries an amount, not {kind}")
+    return kind, None
+
+
+def _assignee(conn: sqlite3.Connection, value: str | None) -> str | None:
+    """An assignee is a person who can work exceptions: an active reviewer or above."""
+    if value is None:
+        return None
+    user = access.get_user(conn, value)
+    if user is None or not user.active or not access.role_includes(user.role, "review"):
+        raise _problem(
+            "assignee", f"{value!r} is not an active user with the reviewer role or above"
+        )
+    return user.email
 
 
 def act(
@@ -195,22 +325,32 @@ def act(
     action: str,
     exception_id: int,
     *,
-    actor: str,
+    actor: access.Actor,
     request_id: str,
     note: str | None = None,
     assignee: str | None = None,
     expected_version: int | None = None,
     now: int | None = None,
+    resolution: str | None = None,
+    amount: int | None = None,
 ) -> ActionResult:
     """Make one action on one exception (see the module's table); the answer, or a replay."""
     if action not in TRANSITIONS:
         raise _problem("action", f"unknown action {action!r}")
-    actor_ = _required("actor", actor, limit=200)
+    if isinstance(actor, str):
+        _required("actor", actor, limit=200)
     rid = _required("request_id", request_id, limit=MAX_REQUEST_ID)
     note_ = _text("note", note, required=action in NOTE_REQUIRED)
     assignee_ = _text("assignee", assignee, required=action == "assign", limit=200)
     if action not in ("assign", "escalate") and assignee_ is not None:
         raise _problem("assignee", f"{action} takes no assignee")
+    resolution_, amount_ = _resolution(action, resolution, amount)
+    acting = access.require(
+        conn, actor, "review", action=action, entity_type="exception", entity_id=str(exception_id)
+    )
+    actor_ = acting.actor
+    assignee_ = _assignee(conn, assignee_)
+    four_eyes = access.four_eyes_threshold() if resolution_ == "written_off" else None
     payload = {
         "kind": "single",
         "action": action,
@@ -219,6 +359,7 @@ def act(
         "note": note_,
         "assignee": assignee_,
         "expected_version": expected_version,
+        **({"resolution": resolution_, "amount": amount_} if resolution_ else {}),
     }
     digest = _payload_hash(payload)
     stamp = int(time.time()) if now is None else int(now)
@@ -240,6 +381,9 @@ def act(
             request_id=rid,
             expected_version=expected_version,
             now=stamp,
+            resolution=resolution_,
+            amount=amount_,
+            four_eyes=four_eyes,
         )
         review_sql.record_request(conn, rid, digest, canonical_json(result.to_dict()), stamp)
         if outermost:
@@ -251,7 +395,7 @@ def assign(
     conn: sqlite3.Connection,
     exception_id: int,
     *,
-    actor: str,
+    actor: access.Actor,
     assignee: str,
     request_id: str,
     note: str | None = None,
@@ -274,7 +418,7 @@ def mark_investigated(
     conn: sqlite3.Connection,
     exception_id: int,
     *,
-    actor: str,
+    actor: access.Actor,
     request_id: str,
     note: str | None = None,
     expected_version: int | None = None,
@@ -295,12 +439,19 @@ def resolve(
     conn: sqlite3.Connection,
     exception_id: int,
     *,
-    actor: str,
+    actor: access.Actor,
     note: str,
     request_id: str,
     expected_version: int | None = None,
+    resolution: str = "explained",
+    amount: int | None = None,
 ) -> ActionResult:
-    """Close the exception with a decision; the note says what was decided and why."""
+    """Close the exception with a decision; the note says what was decided and why.
+
+    resolution: explained, corrected_at_source, or written_off with `amount` (paise). A
+    write-off above the four-eyes threshold is recorded as awaiting approval instead
+    (`result.approval_id`); an approver other than the maker then approves it.
+    """
     return act(
         conn,
         "resolve",
@@ -309,6 +460,8 @@ def resolve(
         note=note,
         request_id=request_id,
         expected_version=expected_version,
+        resolution=resolution,
+        amount=amount,
     )
 
 
@@ -316,7 +469,7 @@ def escalate(
     conn: sqlite3.Connection,
     exception_id: int,
     *,
-    actor: str,
+    actor: access.Actor,
     note: str,
     request_id: str,
     assignee: str | None = None,
@@ -339,7 +492,7 @@ def reopen(
     conn: sqlite3.Connection,
     exception_id: int,
     *,
-    actor: str,
+    actor: access.Actor,
     note: str,
     request_id: str,
     expected_version: int | None = None,
@@ -360,7 +513,7 @@ def comment(
     conn: sqlite3.Connection,
     exception_id: int,
     *,
-    actor: str,
+    actor: access.Actor,
     note: str,
     request_id: str,
     expected_version: int | None = None,
@@ -382,20 +535,31 @@ def _bulk(
     action: str,
     exception_ids: Iterable[int],
     *,
-    actor: str,
+    actor: access.Actor,
     request_id: str,
     note: str | None,
     assignee: str | None,
     expected_versions: Mapping[int, int] | None,
     now: int | None,
 ) -> BulkResult:
-    actor_ = _required("actor", actor, limit=200)
+    if isinstance(actor, str):
+        _required("actor", actor, limit=200)
     rid = _required("request_id", request_id, limit=MAX_REQUEST_ID)
     note_ = _text("note", note, required=action in NOTE_REQUIRED)
     assignee_ = _text("assignee", assignee, required=action == "assign", limit=200)
     ids = sorted({int(i) for i in exception_ids})
     if not ids:
         raise _problem("exception_ids", "select at least one exception")
+    acting = access.require(
+        conn,
+        actor,
+        "review",
+        action=f"bulk {action}",
+        entity_type="exception",
+        entity_id=",".join(str(i) for i in ids[:20]),
+    )
+    actor_ = acting.actor
+    assignee_ = _assignee(conn, assignee_)
     versions = {int(k): int(v) for k, v in (expected_versions or {}).items()}
     payload = {
         "kind": "bulk",
@@ -451,7 +615,7 @@ def bulk_assign(
     conn: sqlite3.Connection,
     exception_ids: Iterable[int],
     *,
-    actor: str,
+    actor: access.Actor,
     assignee: str,
     request_id: str,
     note: str | None = None,
@@ -479,7 +643,7 @@ def bulk_escalate(
     conn: sqlite3.Connection,
     exception_ids: Iterable[int],
     *,
-    actor: str,
+    actor: access.Actor,
     note: str,
     request_id: str,
     assignee: str | None = None,

@@ -1,10 +1,17 @@
 """`python -m core review ...` (human decisions) and `python -m core exceptions list`.
 
-review resolve|escalate|reopen|assign|comment|investigate EXCEPTION_ID --db PATH --actor NAME
-    --request-id ID [--note TEXT] [--assignee NAME] [--expected-version N] [--json]
+review resolve|escalate|reopen|assign|comment|investigate EXCEPTION_ID --db PATH
+    --request-id ID [--note TEXT] [--assignee EMAIL] [--expected-version N] [--json]
+    [--resolution explained|corrected_at_source|written_off --amount RUPEES] [--actor EMAIL]
+review approve|reject APPROVAL_ID --db PATH --request-id ID [--note TEXT] [--actor EMAIL]
+review approvals --db PATH [--all] [--json]
 review show EXCEPTION_ID --db PATH [--json]
 exceptions list --db PATH [--status STATUS[,STATUS]] [--reason-code CODE] [--assignee NAME]
     [--limit N] [--json]
+
+The actor is the operating-system account running the command (getpass.getuser(), which
+owns the database file anyway); `--actor EMAIL` acts as that user only if they are an
+active user with the role the action needs, else exit 3 (refused, audited).
 
 Exit 0 on success or an idempotent replay, 3 when the rules refuse, 2 on bad input.
 """
@@ -21,11 +28,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from core import access
 from core.calendar import IST
 from core.db import database_path, open_database
-from core.errors import EXIT_OK, NotFoundError
-from core.money import format_inr
-from core.review.actions import act
+from core.errors import EXIT_OK, InputError, NotFoundError, Problem
+from core.money import MoneyFormatError, format_inr, parse_rupees
+from core.review.actions import RESOLUTIONS, act
+from core.review.approvals import approve, list_approvals, reject
 from core.review.model import ActionResult
 from core.review.queries import audit_trail, get_exception, history, list_exceptions
 
@@ -39,7 +48,13 @@ def existing_database(path: str) -> Iterator[sqlite3.Connection]:
     if path != ":memory:" and not Path(path).is_file():
         raise NotFoundError(f"{path}: no such database file")
     with open_database(path) as conn:
+        access.seed_admins(conn, access.config_admins())
         yield conn
+
+
+def acting(args: argparse.Namespace) -> access.Actor:
+    """--actor EMAIL (checked against the users table by core), else the OS account."""
+    return str(args.actor) if args.actor is not None else access.os_operator()
 
 
 def register(subparsers: Any) -> None:
@@ -50,17 +65,34 @@ def register(subparsers: Any) -> None:
         p = actions.add_parser(name, help=f"{name} an exception")
         p.add_argument("exception_id", type=int, metavar="EXCEPTION_ID")
         p.add_argument("--db", required=True, metavar="PATH")
-        p.add_argument("--actor", required=True, metavar="NAME")
+        p.add_argument("--actor", metavar="EMAIL", help="act as this user (needs the role)")
         p.add_argument("--request-id", required=True, metavar="ID")
         p.add_argument(
             "--note",
             required=name in ("resolve", "escalate", "reopen", "comment"),
             metavar="TEXT",
         )
-        p.add_argument("--assignee", required=name == "assign", metavar="NAME")
+        p.add_argument("--assignee", required=name == "assign", metavar="EMAIL")
         p.add_argument("--expected-version", type=int, metavar="N")
+        if name == "resolve":
+            p.add_argument("--resolution", choices=RESOLUTIONS, default="explained")
+            p.add_argument("--amount", metavar="RUPEES", help="the amount written off")
         p.add_argument("--json", action="store_true", help="print the result as JSON")
         p.set_defaults(func=_run_action, action_name=name)
+    for name in ("approve", "reject"):
+        p = actions.add_parser(name, help=f"{name} a write-off awaiting four eyes")
+        p.add_argument("approval_id", type=int, metavar="APPROVAL_ID")
+        p.add_argument("--db", required=True, metavar="PATH")
+        p.add_argument("--actor", metavar="EMAIL", help="act as this user (needs the role)")
+        p.add_argument("--request-id", required=True, metavar="ID")
+        p.add_argument("--note", required=name == "reject", metavar="TEXT")
+        p.add_argument("--json", action="store_true", help="print the result as JSON")
+        p.set_defaults(func=_run_decision, action_name=name)
+    pending = actions.add_parser("approvals", help="write-offs awaiting approval")
+    pending.add_argument("--db", required=True, metavar="PATH")
+    pending.add_argument("--all", action="store_true", help="decided ones too (latest first)")
+    pending.add_argument("--json", action="store_true")
+    pending.set_defaults(func=_run_approvals)
     show = actions.add_parser("show", help="an exception and its history")
     show.add_argument("exception_id", type=int, metavar="EXCEPTION_ID")
     show.add_argument("--db", required=True, metavar="PATH")
@@ -80,17 +112,30 @@ def register(subparsers: Any) -> None:
     lst.set_defaults(func=_run_list)
 
 
+def _amount(text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        return parse_rupees(text)
+    except MoneyFormatError as exc:
+        raise InputError([Problem("--amount", 0, "", str(exc))]) from None
+
+
 def _run_action(args: argparse.Namespace) -> int:
+    extra: dict[str, Any] = {}
+    if args.action_name == "resolve":
+        extra = {"resolution": args.resolution, "amount": _amount(args.amount)}
     with existing_database(args.db) as conn:
         result = act(
             conn,
             args.action_name,
             args.exception_id,
-            actor=args.actor,
+            actor=acting(args),
             request_id=args.request_id,
             note=args.note,
             assignee=args.assignee,
             expected_version=args.expected_version,
+            **extra,
         )
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False))
@@ -99,10 +144,43 @@ def _run_action(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _run_decision(args: argparse.Namespace) -> int:
+    decide = approve if args.action_name == "approve" else reject
+    with existing_database(args.db) as conn:
+        result = decide(
+            conn, args.approval_id, actor=acting(args), request_id=args.request_id, note=args.note
+        )
+    if args.json:
+        print(json.dumps(result.to_dict(), ensure_ascii=False))
+    else:
+        print(_describe(result))
+    return EXIT_OK
+
+
+def _run_approvals(args: argparse.Namespace) -> int:
+    with existing_database(args.db) as conn:
+        rows = list_approvals(conn, status=None if args.all else "pending")
+    if args.json:
+        print(json.dumps([r.to_dict() for r in rows], ensure_ascii=False))
+        return EXIT_OK
+    for r in rows:
+        checker = f", {r.status} by {r.checker}" if r.checker else ""
+        print(
+            f"#{r.id}  exception {r.exception_id}  write off {format_inr(r.amount)}  "
+            f"by {r.maker}  [{r.status}{checker}]: {r.note}"
+        )
+    print(f"{len(rows)} approval(s)")
+    return EXIT_OK
+
+
 def _describe(r: ActionResult) -> str:
     move = r.to_status if r.from_status == r.to_status else f"{r.from_status} -> {r.to_status}"
     who = f", assignee {r.assignee}" if r.assignee else ""
     text = f"{r.action}: exception {r.exception_id} {move}, version {r.version}{who}"
+    if r.resolution:
+        text += f", {r.resolution}" + (f" {format_inr(r.amount)}" if r.amount else "")
+    if r.approval_id is not None and r.action == "resolve":
+        text += f"; awaiting four-eyes approval #{r.approval_id}"
     text += f" (audit #{r.audit_seq})"
     if r.replayed:
         text += f"\nalready done under request id {r.request_id}: nothing changed"

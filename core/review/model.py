@@ -92,7 +92,10 @@ class ActionResult:
     escalate or reopen; exception_id: the exception; from_status/to_status: the move;
     version: the exception's version after it; assignee: after it; event_id and
     audit_seq: the history row and the audit entry it wrote; replayed: True when this is
-    the stored answer to an earlier identical request (nothing was done again).
+    the stored answer to an earlier identical request (nothing was done again);
+    resolution and amount: a resolve's type (explained, corrected_at_source, written_off)
+    and the amount written off (paise); approval_id: the four-eyes approval this action
+    requested (the exception is not resolved yet) or decided.
     """
 
     request_id: str
@@ -105,6 +108,9 @@ class ActionResult:
     event_id: int
     audit_seq: int
     replayed: bool = False
+    resolution: str | None = None
+    amount: int | None = None
+    approval_id: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

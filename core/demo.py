@@ -1,0 +1,77 @@
+"""The hosted demo (RAZORRECON_DEMO=1): every visitor works on a private copy.
+
+A sandbox is a copy of the benchmark database (one `sqlite3.Connection.backup`, a
+consistent snapshot even while others read it) in a private temporary folder (mode 0700),
+with one persona per role added. Nothing a visitor does reaches the shared database or
+another visitor's copy; `reset_sandbox` restores the copy from the shared database.
+Sandboxes older than a day are swept when a new one is made.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import tempfile
+import time
+from pathlib import Path
+
+from core import access
+from core.db import connect
+
+DEMO_ENV = "RAZORRECON_DEMO"
+PREFIX = "razorrecon-demo-"
+MAX_AGE_SECONDS = 24 * 3600
+PERSONAS = {
+    "viewer": "viewer@demo.razorrecon.invalid",
+    "reviewer": "reviewer@demo.razorrecon.invalid",
+    "approver": "approver@demo.razorrecon.invalid",
+    "admin": "admin@demo.razorrecon.invalid",
+}
+
+
+def enabled() -> bool:
+    """Demo mode is only ever on when set explicitly."""
+    return os.environ.get(DEMO_ENV, "").strip() == "1"
+
+
+def _copy(template: str | Path, target: Path) -> None:
+    source = sqlite3.connect(f"file:{Path(template).resolve()}?mode=ro", uri=True)
+    dest = connect(target)
+    try:
+        source.backup(dest)
+        access.seed_users(dest, {email: role for role, email in PERSONAS.items()}, actor="demo")
+    finally:
+        dest.close()
+        source.close()
+
+
+def create_sandbox(template: str | Path) -> Path:
+    """A private copy of `template` with the demo personas; its path."""
+    sweep()
+    folder = Path(tempfile.mkdtemp(prefix=PREFIX))  # created 0700
+    target = folder / "sandbox.sqlite"
+    _copy(template, target)
+    return target
+
+
+def reset_sandbox(template: str | Path, sandbox: str | Path) -> None:
+    """Put the shared data back into the sandbox (everything the visitor did is gone)."""
+    _copy(template, Path(sandbox))
+
+
+def remove_sandbox(sandbox: str | Path) -> None:
+    folder = Path(sandbox).parent
+    if folder.name.startswith(PREFIX):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def sweep(now: float | None = None) -> None:
+    """Remove sandboxes older than a day (visitors who left without resetting)."""
+    cutoff = (time.time() if now is None else now) - MAX_AGE_SECONDS
+    for folder in Path(tempfile.gettempdir()).glob(f"{PREFIX}*"):
+        try:
+            if folder.is_dir() and folder.stat().st_mtime < cutoff:
+                shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            continue

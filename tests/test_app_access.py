@@ -1,0 +1,226 @@
+"""Sign-in and roles in the app (AppTest): who sees which action, and no name to type."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from streamlit.runtime.pages_manager import PagesManager
+from streamlit.testing.v1 import AppTest
+
+from core.db import connect, migrate
+from tests.app_builder import build
+from tests.app_signin import signed_in
+from tests.conftest import ROOT
+from tests.review_support import add_people
+from ui import keys
+
+
+@pytest.fixture(autouse=True)
+def _navigation_v2(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = PagesManager.__init__
+
+    def init(self: PagesManager, *args: object, **kwargs: object) -> None:
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", init)
+
+
+@pytest.fixture
+def app_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    path = tmp_path / "app.sqlite"
+    conn = connect(path)
+    migrate(conn)
+    build(conn, payments=600, seed=5)
+    add_people(conn)
+    conn.close()
+    monkeypatch.setenv("DATABASE_URL", str(path))
+    monkeypatch.setenv("RAZORRECON_FOUR_EYES_PAISE", "1000000")
+    monkeypatch.delenv("RAZORRECON_DEMO", raising=False)
+    yield path
+
+
+def _at(email: str, page: str | None = None) -> AppTest:
+    at = signed_in(email)
+    at.run()
+    if page:
+        at.switch_page(page)
+        at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _status(path: Path, exception_id: int) -> str:
+    conn = connect(path)
+    try:
+        return str(
+            conn.execute("SELECT status FROM exceptions WHERE id = ?", (exception_id,)).fetchone()[
+                0
+            ]
+        )
+    finally:
+        conn.close()
+
+
+def test_no_widget_asks_for_a_name_to_act_as() -> None:
+    texts = []
+    for path in [ROOT / "app.py", *(ROOT / "pages").glob("*.py"), *(ROOT / "ui").glob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "text_input":
+                label = node.args[0] if node.args else None
+                if isinstance(label, ast.Constant):
+                    texts.append(str(label.value).lower())
+    asking = [t for t in texts if "your name" in t or "reviewer" in t or "actor" in t]
+    assert asking == [] and "reviewer name" not in texts, texts
+    assert not hasattr(keys, "REVIEWER")
+
+
+def test_the_sidebar_names_the_signed_in_identity_and_role(app_db: Path) -> None:
+    at = _at("asha@example.com")
+    sidebar = " ".join(m.value for m in at.sidebar.markdown)
+    assert "asha@example.com" in sidebar
+    assert any("Reviewer" in c.value for c in at.sidebar.caption)
+    assert not at.sidebar.text_input
+
+
+def test_an_unknown_or_unverified_email_sees_nothing(app_db: Path) -> None:
+    at = signed_in("cfo@elsewhere.example")
+    at.run()
+    assert any("has no access yet" in e.value for e in at.error)
+    assert not at.metric and not at.title[1:]
+    at = signed_in("asha@example.com", verified=False)
+    at.run()
+    assert any("did not vouch" in e.value for e in at.error)
+    assert not at.metric
+
+
+def test_signed_out_visitors_get_the_sign_in_button(app_db: Path) -> None:
+    at = signed_in()
+    at.user = {"is_logged_in": False}
+    at.run()
+    assert at.button(key=keys.SIGN_IN).label == "Sign in"
+    assert not at.metric
+
+
+def test_without_a_provider_off_loopback_the_app_refuses(app_db: Path) -> None:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()  # AppTest has no server address: as if listening on every interface
+    assert any("No identity provider is configured" in e.value for e in at.error)
+    assert not at.metric
+
+
+def test_a_viewer_can_read_but_not_decide_or_assign(app_db: Path) -> None:
+    at = _at("viewer@example.com", "pages/investigation.py")
+    assert any("Deciding needs the reviewer role" in c.value for c in at.caption)
+    assert not [t for t in at.text_area if t.key == keys.DECISION_NOTE]
+    assert at.button(key=keys.INVESTIGATE_ASK).disabled
+    at.switch_page("pages/exceptions.py")
+    at.run()
+    assert not [b for b in at.button if b.key == keys.QUEUE_ASSIGN]
+    assert any("need the reviewer role" in c.value for c in at.caption)
+
+
+def test_the_data_admin_and_approvals_pages_are_hidden_from_a_reviewer(app_db: Path) -> None:
+    at = _at("asha@example.com")
+    for page in ("pages/data.py", "pages/admin.py", "pages/approvals.py"):
+        with pytest.raises(ValueError, match="Could not find a navigation page"):
+            at.switch_page(page)
+    admin = _at("admin@example.com", "pages/data.py")
+    assert admin.button(key=keys.UPLOAD_IMPORT) is not None
+
+
+def test_a_session_whose_role_is_lowered_loses_the_page_it_was_on(app_db: Path) -> None:
+    at = _at("admin@example.com", "pages/approvals.py")  # admin includes approver
+    assert at.title[0].value == "Approvals"
+    at.user = {"is_logged_in": True, "email": "viewer@example.com", "email_verified": True}
+    at.run()  # the same session, now a viewer: no Approvals page, no approve button
+    assert at.title[0].value != "Approvals"
+    assert not [b for b in at.button if b.key == keys.APPROVAL_APPROVE]
+
+
+def test_an_admin_adds_a_person_on_the_admin_page_and_it_is_audited(app_db: Path) -> None:
+    at = _at("admin@example.com", "pages/admin.py")
+    at.text_input(key=keys.ADMIN_EMAIL).input("New.Person@Example.com")
+    at.selectbox(key=keys.ADMIN_ROLE).select("approver").run()
+    at.button(key=keys.ADMIN_ADD).click().run()
+    assert not at.exception
+    assert any("new.person@example.com: approver, active" in s.value for s in at.success)
+    conn = connect(app_db)
+    row = conn.execute(
+        "SELECT actor FROM audit_log WHERE action = 'user.added' AND entity_id = ?",
+        ("new.person@example.com",),
+    ).fetchone()
+    conn.close()
+    assert tuple(row) == ("admin@example.com",)
+
+
+def _write_off(at: AppTest, rupees: str) -> int:
+    exception_id = int(at.number_input(key=keys.INVESTIGATE_ID).value)
+    at.text_area(key=keys.DECISION_NOTE).input("Customer paid short; unrecoverable.")
+    at.radio(key=keys.DECISION_RESOLUTION).set_value("written_off").run()
+    at.text_input(key=keys.DECISION_AMOUNT).input(rupees)
+    at.button(key=keys.DECISION_RESOLVE).click().run()
+    assert not at.exception
+    return exception_id
+
+
+def test_four_eyes_in_the_app_reviewer_asks_approver_approves(app_db: Path) -> None:
+    at = _at("asha@example.com", "pages/investigation.py")
+    exception_id = _write_off(at, "25,000")
+    assert any("pending approval" in s.value for s in at.success)
+    assert _status(app_db, exception_id) != "RESOLVED"
+
+    maker = _at("asha@example.com")
+    with pytest.raises(ValueError, match="Could not find a navigation page"):
+        maker.switch_page("pages/approvals.py")
+
+    checker = _at("approver@example.com", "pages/approvals.py")
+    assert "asha@example.com" in " ".join(checker.dataframe[0].value["requested by"])
+    checker.button(key=keys.APPROVAL_APPROVE).click().run()
+    assert any("approved" in s.value and "RESOLVED" in s.value for s in checker.success)
+    assert _status(app_db, exception_id) == "RESOLVED"
+
+
+def test_an_approver_cannot_approve_their_own_write_off(app_db: Path) -> None:
+    at = _at("cfo@example.com", "pages/investigation.py")
+    exception_id = _write_off(at, "50,000")
+    at.switch_page("pages/approvals.py")
+    at.run()
+    assert any("another approver must decide" in w.value for w in at.warning)
+    at.button(key=keys.APPROVAL_APPROVE).click().run()
+    assert any("four eyes" in w.value for w in at.warning)
+    assert _status(app_db, exception_id) != "RESOLVED"
+
+
+def test_demo_personas_work_on_a_private_copy(
+    app_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAZORRECON_DEMO", "1")
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    assert any("Demo sign-in" in i.value for i in at.info)
+    at.button(key=f"{keys.DEMO_SIGN_IN}-reviewer").click().run()
+    sandbox = Path(at.session_state[keys.DEMO_SANDBOX])
+    assert sandbox != app_db and sandbox.exists()
+    at.switch_page("pages/investigation.py")
+    at.run()
+    exception_id = int(at.number_input(key=keys.INVESTIGATE_ID).value)
+    at.text_area(key=keys.DECISION_NOTE).input("Demo decision")
+    at.button(key=keys.DECISION_RESOLVE).click().run()
+    assert _status(sandbox, exception_id) == "RESOLVED"
+    assert _status(app_db, exception_id) == "OPEN"
+    at.button(key=keys.DEMO_RESET).click().run()
+    assert _status(sandbox, exception_id) == "OPEN"
+
+
+def test_demo_mode_and_a_provider_together_are_refused(
+    app_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAZORRECON_DEMO", "1")
+    at = signed_in("admin@example.com")
+    at.run()
+    assert any("choose one" in e.value for e in at.error)
+    assert not at.metric

@@ -1,0 +1,205 @@
+"""Sign-in and the demo in a real browser: Streamlit's OpenID Connect sign-in against a real
+OIDC provider on 127.0.0.1 (oidc-provider-mock: discovery, authorize, token, JWKS,
+userinfo), four eyes across two people, and two demo visitors in separate sandboxes."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from core.db import connect, migrate
+from tests.app_browser import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    SCREENSHOTS,
+    free_port,
+    running_server,
+    screen_errors,
+    wait_rendered,
+)
+from tests.app_builder import build
+from tests.review_support import add_people
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+oidc_mock = pytest.importorskip("oidc_provider_mock")
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's /usr/bin/chromium"),
+]
+PEOPLE = {"asha": "asha@example.com", "approver": "approver@example.com"}
+
+
+@pytest.fixture
+def browser() -> Iterator[object]:
+    with playwright_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def provider() -> Iterator[str]:
+    """A real OpenID Connect provider on 127.0.0.1 that knows two people (verified emails)."""
+    from werkzeug.serving import make_server
+
+    users = [
+        oidc_mock.User(sub=sub, claims={"email": email, "email_verified": True, "name": sub})
+        for sub, email in PEOPLE.items()
+    ]
+    server = make_server("127.0.0.1", 0, oidc_mock.app(user_claims=users), threaded=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1})
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join(10)
+        server.server_close()
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Path:
+    path = tmp_path / "app.sqlite"
+    conn = connect(path)
+    migrate(conn)
+    build(conn, payments=300, seed=3)
+    add_people(conn)
+    conn.close()
+    return path
+
+
+def _status(database: Path, exception_id: int) -> str:
+    conn = connect(database)
+    try:
+        row = conn.execute("SELECT status FROM exceptions WHERE id = ?", (exception_id,))
+        return str(row.fetchone()[0])
+    finally:
+        conn.close()
+
+
+def _shot(page: object, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)  # type: ignore[attr-defined]
+
+
+def _sign_in(context: object, url: str, who: str) -> object:
+    page = context.new_page()  # type: ignore[attr-defined]
+    page.goto(url)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_selector("text=Authorize Client", timeout=30_000)  # the provider's page
+    page.get_by_role("button", name=who, exact=True).click()
+    page.wait_for_selector(f"text={PEOPLE[who]}", timeout=60_000)  # back, signed in
+    wait_rendered(page)
+    return page
+
+
+def test_oidc_sign_in_and_four_eyes_reviewer_asks_approver_approves(
+    provider: str, database: Path, browser: object, tmp_path: Path
+) -> None:
+    port = free_port()
+    secrets = tmp_path / "secrets.toml"
+    secrets.write_text(
+        "[auth]\n"
+        f'redirect_uri = "http://127.0.0.1:{port}/oauth2callback"\n'
+        'cookie_secret = "browser-test-cookie-secret-0123456789"\n'
+        'client_id = "razorrecon"\n'
+        'client_secret = "razorrecon-secret"\n'
+        f'server_metadata_url = "{provider}/.well-known/openid-configuration"\n',
+        encoding="utf-8",
+    )
+    env = {"RAZORRECON_FOUR_EYES_PAISE": "1000000", "RAZORRECON_DEMO": ""}
+    with running_server(
+        database,
+        tmp_path / "streamlit.log",
+        env,
+        port=port,
+        extra_args=(f"--secrets.files={secrets}",),
+    ) as server:
+        anonymous = browser.new_page()  # type: ignore[attr-defined]
+        anonymous.goto(server.url)
+        anonymous.get_by_role("button", name="Sign in").wait_for(timeout=60_000)
+        assert "Data source" not in anonymous.inner_text("body")  # nothing before sign-in
+
+        reviewer = _sign_in(browser.new_context(), server.url, "asha")  # type: ignore[attr-defined]
+        sidebar = reviewer.inner_text('[data-testid="stSidebar"]')  # type: ignore[attr-defined]
+        assert "asha@example.com" in sidebar and "Reviewer" in sidebar
+        assert "Approvals" not in sidebar and "Admin" not in sidebar
+        reviewer.goto(f"{server.url}/investigation?exception=3")  # type: ignore[attr-defined]
+        wait_rendered(reviewer)
+        reviewer.wait_for_selector("text=#3 ·", timeout=30_000)  # type: ignore[attr-defined]
+        reviewer.fill('textarea[aria-label="Note (required)"]', "Unrecoverable short payment.")  # type: ignore[attr-defined]
+        reviewer.get_by_text("Written off", exact=True).click()  # type: ignore[attr-defined]
+        wait_rendered(reviewer)
+        reviewer.fill('input[aria-label="Amount written off (₹)"]', "25,000")  # type: ignore[attr-defined]
+        reviewer.keyboard.press("Tab")  # type: ignore[attr-defined]
+        wait_rendered(reviewer)
+        reviewer.get_by_role("button", name="Resolve").click()  # type: ignore[attr-defined]
+        reviewer.wait_for_selector("text=is pending approval", timeout=60_000)  # type: ignore[attr-defined]
+        _shot(reviewer, "four-eyes-requested")
+        assert _status(database, 3) != "RESOLVED"
+
+        approver = _sign_in(browser.new_context(), server.url, "approver")  # type: ignore[attr-defined]
+        approver.goto(f"{server.url}/approvals")  # type: ignore[attr-defined]
+        wait_rendered(approver)
+        _shot(approver, "four-eyes-approvals-page")
+        approver.get_by_role("button", name="Approve").wait_for(timeout=30_000)  # type: ignore[attr-defined]  # type: ignore[attr-defined]
+        approver.get_by_role("button", name="Approve").click()  # type: ignore[attr-defined]
+        approver.wait_for_selector("text=approved: exception #3 is RESOLVED", timeout=60_000)  # type: ignore[attr-defined]
+        _shot(approver, "four-eyes-approved")
+        assert screen_errors(approver) == []
+        assert _status(database, 3) == "RESOLVED"
+        conn = connect(database)
+        actors = conn.execute(
+            "SELECT action, actor FROM audit_log WHERE entity_id = '3'"
+            " AND action LIKE 'exception.%' AND actor != 'engine' ORDER BY seq"
+        ).fetchall()
+        conn.close()
+        assert [tuple(a) for a in actors] == [
+            ("exception.write_off_requested", "asha@example.com"),
+            ("exception.resolved", "approver@example.com"),
+        ]
+
+
+def test_two_demo_visitors_work_in_separate_sandboxes(
+    database: Path, browser: object, tmp_path: Path
+) -> None:
+    env = {"RAZORRECON_DEMO": "1"}
+    with running_server(database, tmp_path / "streamlit.log", env) as server:
+        visitors = []
+        for _ in range(2):
+            page = browser.new_context().new_page()  # type: ignore[attr-defined]
+            page.goto(server.url)
+            page.wait_for_selector("text=Demo sign-in", timeout=60_000)
+            page.get_by_role("button", name="Sign in as the demo reviewer").click()
+            page.wait_for_selector('[data-testid="stMetric"]', timeout=60_000)
+            wait_rendered(page)
+            visitors.append(page)
+        first, second = visitors
+        assert "demo reviewer" in first.inner_text('[data-testid="stSidebar"]')
+        for page in visitors:  # in-app navigation keeps the session (and its sandbox)
+            page.get_by_role("link", name="Investigation").click()
+            wait_rendered(page)
+        exception_id = first.get_by_label("Exception id").input_value()
+        assert second.get_by_label("Exception id").input_value() == exception_id
+        first.fill('textarea[aria-label="Note (required)"]', "Demo visitor one decides.")
+        first.get_by_role("button", name="Resolve").click()
+        first.wait_for_selector(f"text=Exception #{exception_id} is now RESOLVED", timeout=60_000)
+        _shot(first, "demo-visitor-one")
+
+        second.reload()  # a reload is a new session: still never the other visitor's data
+        second.wait_for_selector("text=Demo sign-in", timeout=60_000)
+        second.get_by_role("button", name="Sign in as the demo reviewer").click()
+        second.wait_for_selector('[data-testid="stMetric"]', timeout=60_000)
+        second.get_by_role("link", name="Investigation").click()
+        wait_rendered(second)
+        second.wait_for_selector(f"text=#{exception_id} ·", timeout=30_000)
+        body = second.inner_text("body")
+        _shot(second, "demo-visitor-two")
+        assert "RESOLVED" not in body and "Demo visitor one decides." not in body
+        assert _status(database, int(exception_id)) != "RESOLVED"  # the shared data untouched
+        assert screen_errors(first) == [] and screen_errors(second) == []

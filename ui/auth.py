@@ -1,0 +1,233 @@
+"""Who is using the app: sign-in, the acting identity, its role, and the session's database.
+
+Modes, decided once per run (`mode()`):
+
+- **oidc**: an `[auth]` section in `.streamlit/secrets.toml`: Streamlit's built-in OpenID
+  Connect sign-in (`st.login`); the identity is the provider's *verified* email and its
+  role comes from the users table (core.access). Unknown or deactivated people see a
+  refusal, nothing else.
+- **demo**: `RAZORRECON_DEMO=1` (explicit; refused together with `[auth]`): a labelled
+  demo sign-in with one persona per role; each browser session works on its own copy of
+  the database (core.demo), which "Reset demo" restores.
+- **local**: neither, and the server bound to the loopback address (`make run`): one
+  local admin identity, `local:<os user>`, clearly labelled. No one else can reach it.
+- **closed**: neither, bound to another address: the app refuses to show anything.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+
+from core import access, demo
+from core.db import connect, database_path
+from core.errors import RefusedError
+from ui import keys
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+ROLE_LABELS = {
+    "viewer": "Viewer (reads)",
+    "reviewer": "Reviewer (assigns, comments, resolves, escalates)",
+    "approver": "Approver (approves large write-offs)",
+    "admin": "Admin (imports, reconciles, syncs, users)",
+}
+
+
+@dataclass(frozen=True)
+class Session:
+    """The signed-in identity. actor: what core receives (an email, checked again in core
+    against the users table, or the local Principal); label: how the sidebar names it."""
+
+    email: str
+    role: str
+    mode: str
+    actor: access.Actor
+    label: str
+
+
+def oidc_configured() -> bool:
+    try:
+        return "auth" in st.secrets
+    except Exception:  # no secrets file at all
+        return False
+
+
+def mode() -> str:
+    if demo.enabled():
+        return "conflict" if oidc_configured() else "demo"
+    if oidc_configured():
+        return "oidc"
+    address = st.get_option("server.address")
+    return "local" if address in LOOPBACK else "closed"
+
+
+def database() -> str:
+    """The database this session reads and writes: its demo sandbox, else the shared one."""
+    sandbox = st.session_state.get(keys.DEMO_SANDBOX)
+    return str(sandbox) if sandbox and demo.enabled() else database_path()
+
+
+def _conn() -> sqlite3.Connection:
+    return connect(database())
+
+
+def current() -> Session:
+    found = st.session_state.get(keys.IDENTITY)
+    if not isinstance(found, Session):
+        raise RefusedError("nobody is signed in")
+    return found
+
+
+def can(permission: str) -> bool:
+    found = st.session_state.get(keys.IDENTITY)
+    return isinstance(found, Session) and access.role_includes(found.role, permission)
+
+
+def actor() -> access.Actor:
+    return current().actor
+
+
+def actor_name() -> str:
+    who = current().actor
+    return who.actor if isinstance(who, access.Principal) else who
+
+
+def require(permission: str, action: str) -> None:
+    """Refuse (audited, in core) unless the signed-in identity holds `permission`."""
+    conn = _conn()
+    try:
+        access.require(conn, actor(), permission, action=action)
+    finally:
+        conn.close()
+
+
+def _user_claims() -> dict[str, Any]:
+    try:
+        return dict(st.user.to_dict())
+    except Exception:
+        return {}
+
+
+def _oidc() -> Session | None:
+    claims = _user_claims()
+    if not claims.get("is_logged_in"):
+        st.title("RazorRecon")
+        st.markdown("Sign in with your organisation's identity provider to continue.")
+        if st.button("Sign in", key=keys.SIGN_IN, type="primary", icon=":material/login:"):
+            st.login()
+        return None
+    email = str(claims.get("email") or "").strip().lower()
+    if not email or claims.get("email_verified") is not True:
+        _refused(f"Your identity provider did not vouch for an email address ({email or '—'}).")
+        return None
+    conn = _conn()
+    try:
+        access.seed_admins(conn, access.config_admins())
+        user = access.get_user(conn, email)
+    finally:
+        conn.close()
+    if user is None or not user.active:
+        state = "was deactivated" if user else "has no access yet"
+        _refused(f"{email} {state}. Ask an admin to add you.")
+        return None
+    return Session(email, user.role, "oidc", email, email)
+
+
+def _refused(message: str) -> None:
+    st.title("RazorRecon")
+    st.error(message)
+    if st.button("Sign out", key=keys.SIGN_OUT):
+        st.logout()
+
+
+def _demo() -> Session | None:
+    persona = st.session_state.get(keys.DEMO_PERSONA)
+    if persona is None:
+        st.title("RazorRecon demo")
+        st.info(
+            "**Demo sign-in.** This is a public demonstration on synthetic data: pick a "
+            "persona. You get your own private copy of the data; other visitors never see "
+            "your changes, and you never see theirs.",
+            icon=":material/science:",
+        )
+        for column, (role, email) in zip(
+            st.columns(len(demo.PERSONAS)), demo.PERSONAS.items(), strict=True
+        ):
+            column.button(
+                f"Sign in as the demo {role}",
+                key=f"{keys.DEMO_SIGN_IN}-{role}",
+                help=f"{email}: {ROLE_LABELS[role]}",
+                on_click=_choose_persona,
+                args=(role,),
+            )
+        return None
+    if not st.session_state.get(keys.DEMO_SANDBOX):
+        st.session_state[keys.DEMO_SANDBOX] = str(demo.create_sandbox(database_path()))
+    email = demo.PERSONAS[str(persona)]
+    return Session(email, str(persona), "demo", email, f"{email} (demo {persona})")
+
+
+def _choose_persona(role: str) -> None:
+    st.session_state[keys.DEMO_PERSONA] = role
+
+
+def sign_out_demo() -> None:
+    st.session_state.pop(keys.DEMO_PERSONA, None)
+    st.session_state.pop(keys.IDENTITY, None)
+
+
+def reset_demo() -> None:
+    sandbox = st.session_state.get(keys.DEMO_SANDBOX)
+    if sandbox:
+        demo.reset_sandbox(database_path(), sandbox)
+    st.session_state[keys.FLASH] = ("success", "The demo data are back to the start.")
+
+
+def gate() -> Session | None:
+    """Establish who is using the app; None (with a screen saying why) if nobody is."""
+    current_mode = mode()
+    found: Session | None
+    if current_mode == "oidc":
+        found = _oidc()
+    elif current_mode == "demo":
+        found = _demo()
+    elif current_mode == "local":
+        local = access.local_user()
+        found = Session(local.actor, local.role, "local", local, f"{local.actor} (local admin)")
+    elif current_mode == "conflict":
+        st.error(
+            "RAZORRECON_DEMO=1 and an identity provider ([auth] in secrets) are both set: "
+            "choose one. The demo never runs beside real sign-in."
+        )
+        found = None
+    else:
+        st.error(
+            "No identity provider is configured and the server listens beyond this machine. "
+            "Configure OpenID Connect sign-in ([auth] in .streamlit/secrets.toml), bind to "
+            "127.0.0.1 for single-user local use, or set RAZORRECON_DEMO=1 for a public demo."
+        )
+        found = None
+    if found is None:
+        st.session_state.pop(keys.IDENTITY, None)
+    else:
+        st.session_state[keys.IDENTITY] = found
+    return found
+
+
+def sidebar_box(session: Session) -> None:
+    """Who is signed in, their role, and the way out."""
+    st.markdown(f"**Signed in:** {session.label}")
+    st.caption(ROLE_LABELS[session.role])
+    if session.mode == "oidc":
+        if st.button("Sign out", key=keys.SIGN_OUT, icon=":material/logout:"):
+            st.logout()
+    elif session.mode == "demo":
+        st.caption("Demo: your private copy of the synthetic data.")
+        left, right = st.columns(2)
+        left.button("Reset demo", key=keys.DEMO_RESET, on_click=reset_demo)
+        right.button("Switch persona", key=keys.SIGN_OUT, on_click=sign_out_demo)
+    else:
+        st.caption("Local single-user mode: bound to this machine only, no sign-in.")
