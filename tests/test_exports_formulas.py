@@ -16,7 +16,7 @@ from core.ingest import load_dataset
 from core.review import assign, sync_exceptions
 from tests.conftest import SPEC_EXAMPLE
 from tests.engine_support import ts
-from tests.review_support import Finding, write_run
+from tests.review_support import Finding, add_people, write_run
 
 DANGEROUS = ['=HYPERLINK("http://evil/x")', "+1+1", "-2+3", "@SUM(A1)", "\tx", "\rx"]
 
@@ -25,11 +25,18 @@ def _rows(text: str) -> list[list[str]]:
     return list(csv.reader(io.StringIO(text)))
 
 
+# People are emails (core.access); these begin as spreadsheet formulas do.
+ACTOR = "=cmd|'/c@evil.in"
+ASSIGNEES = ['=hyperlink("x")@evil.in', "+1+1@evil.in", "-2+3@evil.in"]
+
+
 def _planted(conn: sqlite3.Connection) -> None:
+    add_people(conn, {ACTOR: "admin", **dict.fromkeys(ASSIGNEES, "reviewer")})
     findings = [Finding(value, exposure_amount=10_000 + n) for n, value in enumerate(DANGEROUS)]
     sync_exceptions(conn, write_run(conn, findings))
     for n, row in enumerate(views.queue(conn, QueueFilter(), page_size=50).items):
-        assign(conn, row.id, actor="=cmd|' /C calc'!A0", assignee=DANGEROUS[n], request_id=f"r{n}")
+        assignee = ASSIGNEES[n % len(ASSIGNEES)]
+        assign(conn, row.id, actor=ACTOR, assignee=assignee, request_id=f"r{n}")
 
 
 def test_queue_csv_prefixes_formula_cells_and_keeps_paise_numbers(conn: sqlite3.Connection) -> None:
@@ -38,9 +45,7 @@ def test_queue_csv_prefixes_formula_cells_and_keeps_paise_numbers(conn: sqlite3.
     header, body = rows[0], rows[1:]
     ids = {r[header.index("entity_id")] for r in body}
     assert ids == {"'" + v for v in DANGEROUS}
-    # names are stripped when stored, so "\tx" and "\rx" are assigned to "x"
-    names = {"'" + v for v in DANGEROUS if not v[0].isspace()} | {"x"}
-    assert {r[header.index("assignee")] for r in body} == names
+    assert {r[header.index("assignee")] for r in body} == {"'" + a for a in ASSIGNEES}
     for r in body:
         for column in ("exposure_amount", "difference", "version"):
             value = r[header.index(column)]
@@ -55,12 +60,12 @@ def test_audit_csv_prefixes_formula_cells_and_jsonl_stays_exact(conn: sqlite3.Co
     rows = _rows(stream.getvalue())
     header, body = rows[0], [r for r in rows[1:] if r[0] != "anchor"]
     assert len(body) == len(DANGEROUS)
-    assert {r[header.index("actor")] for r in body} == {"'=cmd|' /C calc'!A0"}
+    assert {r[header.index("actor")] for r in body} == {"'" + ACTOR}
     assert {r[header.index("entity_id")] for r in body} <= {str(i) for i in range(1, 99)}
     assert all(int(r[header.index("seq")]) > 0 for r in body)
     lines = io.StringIO()
     audit.write_export(conn, lines, "jsonl", audit.AuditFilter(action="exception.assigned"))
-    assert '"actor":"=cmd|' in lines.getvalue()
+    assert '"actor":"=cmd|' in lines.getvalue()  # JSON lines keep values exactly
 
 
 def test_results_csv_prefixes_formula_cells_and_keeps_amounts(tmp_path: Path) -> None:
