@@ -179,25 +179,28 @@ HDFC_HEADER: tuple[str, ...] = (
 )
 
 BANK_FILE = "bank_statement.csv"
-# The files a dataset folder may hold (spec section 2); only these are ever read.
+# The Razorpay files a dataset folder may hold, by stem (spec section 2, and the wider money
+# model of docs/engine.md); each as CSV or JSON, or as the dashboard's XLSX/XLS report.
+RAZORPAY_STEMS: tuple[str, ...] = (
+    "payments",
+    "refunds",
+    "settlements",
+    "settlement_recon",
+    "instant_settlements",
+    "instant_settlement_payouts",
+    "disputes",
+    "transfers",
+    "reversals",
+)
+RAZORPAY_SUFFIXES: tuple[str, ...] = (".csv", ".json", ".xlsx", ".xls")
+# A bank statement: CSV, HDFC's "Delimited" text, or a spreadsheet.
+BANK_FILES: tuple[str, ...] = tuple(
+    f"bank_statement{suffix}" for suffix in (".csv", ".txt", ".xlsx", ".xls")
+)
+# Every file a dataset folder may hold; only these are ever read.
 DATASET_FILES: tuple[str, ...] = (
-    "payments.csv",
-    "payments.json",
-    "refunds.csv",
-    "refunds.json",
-    "settlements.csv",
-    "settlements.json",
-    "settlement_recon.csv",
-    "settlement_recon.json",
-    BANK_FILE,
-    "instant_settlements.csv",
-    "instant_settlements.json",
-    "instant_settlement_payouts.csv",
-    "instant_settlement_payouts.json",
-    "disputes.csv",
-    "disputes.json",
-    "transfers.csv",
-    "transfers.json",
+    *(f"{stem}{suffix}" for stem in RAZORPAY_STEMS for suffix in RAZORPAY_SUFFIXES),
+    *BANK_FILES,
 )
 
 # The Dataset's tables, by attribute name, in a fixed order (hashes, stores, exports).

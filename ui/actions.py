@@ -15,20 +15,14 @@ from typing import Any
 
 from core import bootstrap
 from core.calendar import IST, CalendarParams
-from core.dataset import DATASET_FILES
+from core.dataset import BANK_FILES, DATASET_FILES
 from core.db import database_path
 from core.errors import InputError, Problem
 from ui import auth, shell
 from ui.widgets import module
 
-# The dataset files, and the bank statement in every format the importer reads.
-BANK_NAMES = (
-    "bank_statement.csv",
-    "bank_statement.txt",
-    "bank_statement.xlsx",
-    "bank_statement.xls",
-)
-DATASET_NAMES = tuple(dict.fromkeys((*DATASET_FILES, *BANK_NAMES)))
+# Every file the importer reads: Razorpay files in any of their formats, the bank statement.
+DATASET_NAMES = DATASET_FILES
 UPLOAD_TYPES = ["csv", "json", "txt", "xlsx", "xls"]
 Progress = Callable[[float, str], None]
 
@@ -139,7 +133,7 @@ def unmapped_statement(uploads: Iterable[Any]) -> Any:
     saved = shell.read(mappings.saved_mappings)
     for f in uploads:
         name = Path(f.name).name.lower()
-        if name in BANK_NAMES:
+        if name in BANK_FILES:
             try:
                 guess = bank.unrecognised_header(name, f.getvalue(), saved)
             except Exception:

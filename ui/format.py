@@ -37,6 +37,7 @@ CLASS_LABELS = {
     "amount_at_risk": "Amount at risk",
     "awaiting_settlement": "Awaiting settlement",
     "disputed": "Disputed",
+    "realised_loss": "Realised loss",
     "structural": "Structural",
 }
 SORT_LABELS = {

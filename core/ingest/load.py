@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from core.dataset import Dataset
+from core.dataset import BANK_FILES, Dataset
 from core.db import raw, transaction
 from core.db.staging import StagedFile, attached, foreign_keys_off
 from core.errors import ConfigError, InputError, Problem
@@ -40,9 +40,6 @@ from core.ingest.stage import RawStaging, staging_raw_tables
 from core.ingest.tables import DATASET_FIELD, SETTLEMENTS, TABLES, TableSpec
 
 BANK_STEM = "bank_statement"
-# A bank statement may come as any one of these (HDFC's NetBanking "Delimited" is a .txt).
-BANK_SUFFIXES = (".csv", ".txt", ".xlsx", ".xls")
-BANK_FILES = tuple(f"{BANK_STEM}{suffix}" for suffix in BANK_SUFFIXES)
 LOAD_THREADS = 2
 
 
