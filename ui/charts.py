@@ -17,6 +17,7 @@ CLASS_COLOURS = {
     "Amount at risk": "#C0392B",
     "Awaiting settlement": "#E67E22",
     "Disputed": "#8E44AD",
+    "Realised loss": "#2C3E50",
     "Structural": "#7F8C8D",
 }
 
