@@ -206,3 +206,29 @@ def test_a_dispute_without_its_record_is_explained_from_the_exception_alone() ->
     answer = explain(Evidence(exception=exception, items=()))
     assert answer.root_cause == "DISPUTE_AWAITING_RESPONSE"
     assert answer.confidence < 0.8
+
+
+def test_an_international_amount_mismatch_is_told_in_inr_with_the_conversion() -> None:
+    from core.investigate.tools import ToolResult
+
+    payment = {"id": "pay_USD1", "amount": 6000, "currency": "USD", "base_amount": 501000}
+    row = {"row_key": "payment:pay_USD1:setl_A:1", "entity_id": "pay_USD1", "type": "payment"}
+    answer = explain(
+        Evidence(
+            exception={
+                "entity_type": "payment",
+                "entity_id": "pay_USD1",
+                "reason_code": "AMOUNT_MISMATCH",
+                "expected_amount": 501000,
+                "actual_amount": 491000,
+            },
+            items=(
+                ToolResult("payment", {"payment_id": "pay_USD1"}, (payment,)),
+                ToolResult("recon_rows", {"entity_id": "pay_USD1"}, ({**row, "amount": 491000},)),
+            ),
+        )
+    )
+    # 6000 US cents are never compared with 491000 paise: less was settled than converted.
+    assert answer.root_cause == "SETTLED_AMOUNT_LOWER"
+    assert "USD 60.00, converted by Razorpay to ₹5,010.00" in answer.summary
+    assert "₹100.00 less" in answer.summary

@@ -22,9 +22,11 @@ Record = dict[str, Any]
 
 _PAYMENT_COLUMNS = (
     "id, amount, currency, status, captured, order_id, method, fee, tax, amount_refunded,"
-    " international, created_at, description, notes"
+    " international, created_at, description, notes, base_amount, settled_by"
 )
-_REFUND_COLUMNS = "id, payment_id, amount, currency, status, created_at, notes"
+_REFUND_COLUMNS = (
+    "id, payment_id, amount, currency, status, created_at, notes, base_amount, settled_by"
+)
 _SETTLEMENT_COLUMNS = "id, amount, status, fees, tax, utr, created_at"
 _DISPUTE_COLUMNS = (
     "id, payment_id, amount, currency, amount_deducted, status, phase, reason_code,"

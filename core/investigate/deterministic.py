@@ -15,7 +15,7 @@ from typing import Any
 
 from core.investigate.evidence import Evidence
 from core.investigate.result import UNCLASSIFIED, Answer
-from core.money import format_inr
+from core.money import format_inr, format_minor
 from core.root_causes import CAUSES_BY_CODE, ROOT_CAUSES
 
 Record = Mapping[str, Any]
@@ -245,13 +245,20 @@ def _amount_mismatch(ev: Evidence, exc: Record, c: _Cite) -> Finding:
         return "SETTLED_AMOUNT_LOWER", LOW, _missing(exc, c, "the payment or its recon row"), advice
     row = rows[0]
     settled, captured = int(row["amount"]), int(payment["amount"])
+    currency = str(payment.get("currency") or "INR").strip().upper() or "INR"
+    captured_text = c.inr(captured)
+    if currency != "INR" and payment.get("base_amount") is not None:
+        # Compared in INR (docs/engine.md): the conversion Razorpay applied, never the cents.
+        foreign = format_minor(captured, currency)
+        captured = int(payment["base_amount"])
+        captured_text = f"{foreign}, converted by Razorpay to {c.inr(captured)}"
     cause = "SETTLED_AMOUNT_LOWER" if settled < captured else "SETTLED_AMOUNT_HIGHER"
     word = "less" if settled < captured else "more"
     return (
         cause,
         HIGH,
         f"Recon row {c.id(row['row_key'])} settles {c.inr(settled)} for payment {c.id(eid)}, "
-        f"which captured {c.inr(captured)}: {c.inr(abs(captured - settled))} {word}.",
+        f"which captured {captured_text}: {c.inr(abs(captured - settled))} {word}.",
         advice,
     )
 

@@ -42,6 +42,7 @@ MONEY_FIELDS = money.MONEY_FIELDS | frozenset(
         "amount_reversed",
         "expected_debit",
         "reversed_by_rows",
+        "base_amount",
     }
 )
 """Record fields that hold integer paise (what a citation of an amount is checked against)."""
