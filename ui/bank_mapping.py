@@ -10,21 +10,11 @@ from typing import Any
 import streamlit as st
 
 from core.errors import InputError
+from core.ingest.mappings import BANK_FIELDS, IGNORED
 from ui import actions, keys, shell
 from ui.format import md
 
-FIELDS = [
-    "",
-    "txn_date",
-    "value_date",
-    "narration",
-    "reference",
-    "credit",
-    "debit",
-    "amount",
-    "direction",
-    "balance",
-]
+FIELDS = [IGNORED, *BANK_FIELDS]  # the form's choices: not mapped, then our fields
 
 
 def mapping_form(uploads: Iterable[Any]) -> None:
