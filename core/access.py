@@ -175,7 +175,7 @@ def refuse(
             actor=actor or "unknown",
             action="access.refused",
             entity_type=entity_type,
-            entity_id=entity_id,
+            entity_id=entity_id or action,  # the audit needs an id: the act refused
             payload={"attempted": action, "reason": message, **(details or {})},
         )
     return RefusedError(message)

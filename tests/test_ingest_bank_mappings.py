@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from core.__main__ import main
+from core.db import connect
 from core.errors import InputError
 from core.ingest import import_dataset, load_dataset
 from core.ingest.bank import parse_bank_statement, unrecognised_header
@@ -169,3 +170,26 @@ def test_data_page_offers_the_form_for_an_unknown_statement_and_saves_its_mappin
     assert saved.name == "coop" and saved.version == 1
     assert actions.unmapped_statement(uploads) is None
     assert actions.unmapped_statement([_Upload("payments.csv", b"id\n")]) is None
+
+
+def test_cli_saves_a_mapping_only_as_an_admin_never_as_a_typed_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "roles.sqlite")
+    maps = [a for column, field in ASSIGNMENTS.items() for a in ("--map", f"{column}={field}")]
+    save = ["bank-mapping", "save", "--db", db, "--file", str(CUSTOM), *maps]
+    assert main([*save, "--actor", "cfo"]) == 3  # not a user here: refused
+    assert main(["users", "add", "viewer@example.in", "--role", "viewer", "--db", db]) == 0
+    assert main([*save, "--actor", "viewer@example.in"]) == 3  # a viewer is no admin
+    assert main(save) == 0  # the OS account that owns the database file
+    conn = connect(db)
+    try:
+        assert len(mapping_history(conn)) == 1
+        actors = conn.execute(
+            "SELECT action, actor FROM audit_log WHERE action IN"
+            " ('access.refused', 'bank_mapping_saved') ORDER BY seq"
+        ).fetchall()
+    finally:
+        conn.close()
+    assert [a for a, _ in actors] == ["access.refused", "access.refused", "bank_mapping_saved"]
+    assert actors[-1][1] not in ("cfo", "cli", "viewer@example.in")

@@ -59,7 +59,9 @@ def register_bank_mapping(
         "--map", action="append", default=[], metavar="'Header=field'", help="repeatable"
     )
     save.add_argument("--name", default="", help="a name for the layout (default: file name)")
-    save.add_argument("--actor", default="cli", help="who saves it (audit trail)")
+    save.add_argument(
+        "--actor", metavar="EMAIL", help="act as this admin (default: the OS account)"
+    )
     save.set_defaults(func=run_mapping_save)
     listing = actions.add_parser("list", help="the saved mappings (latest versions)")
     listing.add_argument("--db", metavar="PATH", help="SQLite file (default: DATABASE_URL)")
@@ -80,8 +82,15 @@ def run_mapping_save(args: argparse.Namespace) -> int:
     mapping = mapping_for_statement(
         path.name, path.read_bytes(), parse_assignments(args.map), name=args.name
     )
+    from core import access
+    from core.review.cli import acting
+
     with open_database(args.db) as conn:
-        saved = save_mapping(conn, mapping, actor=args.actor)
+        # Saving a mapping changes how statements import: an admin's act, never a typed name.
+        who = access.require(
+            conn, acting(args), "admin", action="bank_mapping.save", entity_id=mapping.name
+        )
+        saved = save_mapping(conn, mapping, actor=who.actor)
     print(f"Saved mapping {saved.describe()}")
     return EXIT_OK
 
