@@ -6,6 +6,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -44,14 +45,65 @@ BANK_STEM = "bank_statement"
 BANK_SUFFIXES = (".csv", ".txt", ".xlsx", ".xls")
 BANK_FILES = tuple(f"{BANK_STEM}{suffix}" for suffix in BANK_SUFFIXES)
 LOAD_THREADS = 2
-
-
-def _files_by_name(folder: Path) -> dict[str, Path]:
-    return {p.name.lower(): p for p in folder.iterdir() if p.is_file()}
-
-
 ENTITY_SUFFIXES = (".csv", ".json", ".xlsx", ".xls")
 REVERSALS_STEM = "reversals"
+READ_NAMES = frozenset(
+    [
+        *(f"{spec.stem}{ext}" for spec in TABLES.values() for ext in ENTITY_SUFFIXES),
+        *(f"{REVERSALS_STEM}{ext}" for ext in ENTITY_SUFFIXES),
+        *BANK_FILES,
+    ]
+)
+
+
+def _files_by_name(folder: Path) -> tuple[dict[str, Path], list[Problem]]:
+    """The folder's files by lower-case name. Two files whose names differ only in case
+    (`payments.csv` beside `PAYMENTS.CSV`, possible on Linux) are refused naming both, for
+    the names the importer reads: silently taking either would import the wrong one."""
+    files: dict[str, Path] = {}
+    problems: list[Problem] = []
+    for path in sorted(folder.iterdir()):
+        if not path.is_file():
+            continue
+        key = path.name.lower()
+        first = files.setdefault(key, path)
+        if first is not path and key in READ_NAMES:
+            message = f"{path.name} is in the folder too (names differ only in case): keep one"
+            problems.append(Problem(first.name, 0, "", message))
+    return files, problems
+
+
+MAX_FILE_MB_ENV = "RAZORRECON_MAX_FILE_MB"
+DEFAULT_MAX_FILE_MB = 512
+
+
+def max_file_bytes() -> int:
+    """The largest input file accepted, from RAZORRECON_MAX_FILE_MB (default 512 MB).
+    A file's bytes, its text and its columns are in memory together while it is read."""
+    text = os.environ.get(MAX_FILE_MB_ENV, "").strip()
+    if not text:
+        return DEFAULT_MAX_FILE_MB << 20
+    try:
+        megabytes = int(text)
+    except ValueError:
+        megabytes = 0
+    if megabytes <= 0:
+        raise ConfigError(f"{MAX_FILE_MB_ENV} must be a whole number of MB above 0, not {text!r}")
+    return megabytes << 20
+
+
+def size_problem(name: str, size: int, limit: int | None = None) -> Problem | None:
+    """A file over the size cap, named with its size and the cap; else None."""
+    limit = max_file_bytes() if limit is None else limit
+    if size <= limit:
+        return None
+    return Problem(
+        name,
+        0,
+        "",
+        f"file of {size / (1 << 20):,.1f} MB is over the {limit >> 20:,} MB limit"
+        f" ({MAX_FILE_MB_ENV})",
+    )
 
 
 def _locate(spec_stem: str, files: dict[str, Path]) -> tuple[list[Path], list[Problem]]:
@@ -233,8 +285,14 @@ def load_dataset(
     root = Path(folder)
     if not root.is_dir():
         raise InputError([Problem(str(folder), 0, "", "not a folder")])
-    files = _files_by_name(root)
-    problems: list[Problem] = []
+    files, problems = _files_by_name(root)
+    limit = max_file_bytes()
+    for name in sorted(READ_NAMES & files.keys()):
+        too_big = size_problem(files[name].name, files[name].stat().st_size, limit)
+        if too_big is not None:
+            problems.append(too_big)
+    if problems:  # nothing is read: a file over the cap is never loaded into memory
+        raise InputError(problems)
     jobs: list[Callable[[], _FileResult]] = []
     for spec in TABLES.values():
         found, located = _locate(spec.stem, files)
