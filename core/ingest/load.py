@@ -132,7 +132,8 @@ def _read_entity_file(spec: TableSpec, path: Path, data: bytes) -> RawTable:
         return read_json_table(path.name, data, wanted, notes, reread=path.read_bytes)
     if suffix in (".xlsx", ".xls"):
         return read_sheet_table(path.name, data, wanted, aliases, fmt=suffix[1:])
-    return read_csv_table(path.name, data, wanted, reread=path.read_bytes, aliases=aliases)
+    # CSV: Arrow streams the file itself (data is b"": the bytes were never read whole).
+    return read_csv_table(path.name, path, wanted, reread=path.read_bytes, aliases=aliases)
 
 
 @dataclass(frozen=True)
@@ -152,9 +153,15 @@ class _FileResult:
     reversal_links: tuple[tuple[str, str], ...] = ()  # (rvrsl_ id, trf_ id) from a reversals file
 
 
+def _file_sha256(path: Path) -> str:
+    with path.open("rb") as stream:
+        return hashlib.file_digest(stream, "sha256").hexdigest()
+
+
 def _load_entity_file(spec: TableSpec, path: Path, amount_unit: str) -> _FileResult:
-    data = path.read_bytes()
-    sha = hashlib.sha256(data).hexdigest()
+    streamed = path.suffix.lower() == ".csv"  # read by Arrow from the file, in blocks
+    data = b"" if streamed else path.read_bytes()
+    sha = _file_sha256(path) if streamed else hashlib.sha256(data).hexdigest()
     attribute = DATASET_FIELD[spec.kind]
     routed: list[tuple[str, pd.DataFrame]] = []
     problems: list[Problem] = []
@@ -174,7 +181,7 @@ def _load_entity_file(spec: TableSpec, path: Path, amount_unit: str) -> _FileRes
     rows_table = None
     if spec.kind == "settlement_recon":
         table, rows_table = split_recon_rows(table)
-    frame, report, found = build_frame(spec, table, amount_unit)
+    frame, report, found = build_frame(spec, table, amount_unit, consume=True)
     problems = found + problems
     if rows_table is not None:
         rows_frame, _, row_problems = build_frame(SETTLEMENTS, rows_table, report.amount_unit)

@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -162,6 +163,7 @@ def csv_record_lines(text: str) -> list[tuple[int, list[str]]]:
 
 
 HEADER_PROBE_BYTES = 1 << 20
+STREAM_CHUNK_BYTES = 1 << 20
 
 
 def _header_of(text: str) -> tuple[int, list[str]]:
@@ -243,9 +245,18 @@ def read_sheet_table(
     )
 
 
+def file_has_nul(path: Path) -> bool:
+    """Whether a file holds a NUL byte, read 1 MB at a time (never the whole file at once)."""
+    with path.open("rb") as stream:
+        while chunk := stream.read(STREAM_CHUNK_BYTES):
+            if b"\0" in chunk:
+                return True
+    return False
+
+
 def read_csv_table(
     file: str,
-    data: bytes,
+    data: bytes | Path,
     wanted: Sequence[str],
     reread: Callable[[], bytes] | None = None,
     aliases: Mapping[str, str] | None = None,
@@ -256,23 +267,34 @@ def read_csv_table(
     when a problem needs line numbers. `reread` gives the bytes again for that, so the caller
     need not keep a large file in memory while its columns are converted.
     """
-    refuse_nul(file, data)
-    body = pa.py_buffer(data)
-    if data.startswith(UTF8_BOM):
-        body = body[len(UTF8_BOM) :]
-    head = data[:HEADER_PROBE_BYTES].decode("utf-8-sig", errors="replace")
+    if isinstance(data, Path):
+        # Streamed from the file: its bytes are never held whole while Arrow parses them.
+        path = data
+        if file_has_nul(path):
+            refuse_nul(file, path.read_bytes())
+        with path.open("rb") as stream:
+            first = stream.read(HEADER_PROBE_BYTES)
+        source = reread or path.read_bytes
+    else:
+        refuse_nul(file, data)
+        first = data[:HEADER_PROBE_BYTES]
+        source = reread or (lambda: data)
+    head = first.decode("utf-8-sig", errors="replace")
     header_line, header = _header_of(head)
     if not header:
         raise ReadFailure([Problem(file, 0, "", "the file is empty: no header row")])
+    offset = len(UTF8_BOM) if first.startswith(UTF8_BOM) else 0
     if header_line > 1:  # blank lines before the header: hand Arrow the bytes from the header
         offset = 0
         for _ in range(header_line - 1):
-            offset = data.index(b"\n", offset) + 1
-        body = pa.py_buffer(data)[offset:]
+            offset = first.index(b"\n", offset) + 1
+    if isinstance(data, Path):
+        body: pa.NativeFile = pa.input_stream(str(data))
+        body.read(offset)
+    else:
+        body = pa.BufferReader(pa.py_buffer(data)[offset:])
     _, written, ignored, aliased = header_keys(header, wanted, aliases)
     keep = [key for key in wanted if key in written]
-
-    source = reread or (lambda: data)
 
     def find_lines() -> npt.NDArray[np.int64]:
         records = csv_record_lines(source().decode("utf-8-sig", errors="replace"))
@@ -281,7 +303,7 @@ def read_csv_table(
 
     try:
         table = pa_csv.read_csv(
-            pa.BufferReader(body),
+            body,
             parse_options=pa_csv.ParseOptions(newlines_in_values=True),
             convert_options=pa_csv.ConvertOptions(
                 column_types={written[k]: pa.string() for k in keep},
@@ -293,7 +315,7 @@ def read_csv_table(
             read_options=pa_csv.ReadOptions(block_size=1 << 20),
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        text = decode_text(file, data)  # raises with the position of any non-UTF-8 byte
+        text = decode_text(file, source())  # raises with the position of any non-UTF-8 byte
         raise ReadFailure(_csv_shape_problems(file, text, header_line, len(header), exc)) from exc
     columns = {k: table.column(written[k]) for k in keep}
     long_cells = [
