@@ -272,3 +272,18 @@ def test_an_invalid_size_cap_is_a_configuration_error(
     assert _refused(folder, capsys) == [
         "RAZORRECON_MAX_FILE_MB must be a whole number of MB above 0, not 'lots'"
     ]
+
+
+def test_a_key_written_twice_in_the_json_envelope_is_refused(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _replace_once(folder / "payments.json", b'"count": 400,', b'"count": 400, "count": 1,')
+    assert _refused(folder, capsys) == [
+        "payments.json:1:: key 'count' is written twice in the envelope"
+    ]
+
+
+def test_an_infinite_number_cell_in_a_workbook_becomes_text_not_a_crash() -> None:
+    from core.ingest.sheets import number_text
+
+    assert [number_text(float("inf")), number_text(float("-inf"))] == ["inf", "-inf"]
