@@ -122,6 +122,10 @@ def run_size(payments: int, seed: int, work: Path) -> dict[str, Measurement]:
     )
     if results["generate"].exit_code:
         return results
+    results["import"] = measure(
+        [*python, "import", str(folder), "--db", str(folder / "import.sqlite")],
+        folder / "log-import",
+    )
     common = ["--as-of", DEFAULT_AS_OF]
     results["reconcile"] = measure(
         [*python, "reconcile", str(folder), "--out", str(folder / "results.csv"), *common],
@@ -145,6 +149,7 @@ def run_size(payments: int, seed: int, work: Path) -> dict[str, Measurement]:
 def format_row(payments: int, step: str, m: Measurement) -> str:
     label = {
         "generate": "generate (files + labels)",
+        "import": "import (files -> new database)",
         "reconcile": "reconcile (files -> results.csv)",
         "persist": "reconcile --db (persisted)",
         "process": "  same, process wall incl. interpreter",
@@ -184,17 +189,46 @@ def main(argv: list[str] | None = None) -> int:
         f"{'payments':>10}  {'step':<40}{'wall s':>9}{'CPU s':>9}{'payments/s':>14}"
         f"{'peak MB':>11}   target"
     )
+    memory_lines: list[str] = []
     try:
         for payments in sizes:
             measured = run_size(payments, args.seed, work)
-            order = ["generate", "reconcile", "persist", "total", "process"]
+            order = ["generate", "import", "reconcile", "persist", "total", "process"]
             for step in sorted(measured, key=order.index):
                 print(format_row(payments, step, measured[step]), flush=True)
+            if "import" in measured and not measured["import"].exit_code:
+                memory_lines.append(import_memory(payments, work, measured["import"]))
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
+    if memory_lines:
+        print("\nimport peak RSS against the input (target for files of 100 MB and more: <= 4x)")
+        print("\n".join(memory_lines))
     print(f"\nload average (1, 5, 15 min) at the end: {load_average()}")
     return 0
+
+
+READ_SUFFIXES = (".csv", ".json", ".txt", ".xlsx", ".xls")
+
+
+def import_memory(payments: int, work: Path, m: Measurement) -> str:
+    """Peak RSS of `import` over the largest file's size and over all files read."""
+    folder = work / f"p{payments}"
+    sizes = {
+        p.name: p.stat().st_size
+        for p in folder.iterdir()
+        if p.suffix in READ_SUFFIXES
+        and p.name not in ("ground_truth.csv", "results.csv")
+        and not p.name.startswith("results")
+    }
+    largest = max(sizes, key=sizes.__getitem__)
+    total = sum(sizes.values())
+    note = "" if sizes[largest] >= 100 << 20 else " (largest file under 100 MB)"
+    return (
+        f"{payments:>10,}  peak {m.peak_bytes / 2**20:,.0f} MB = "
+        f"{m.peak_bytes / sizes[largest]:.1f}x {largest} ({sizes[largest] / 2**20:,.0f} MB), "
+        f"{m.peak_bytes / total:.1f}x all {len(sizes)} files ({total / 2**20:,.0f} MB){note}"
+    )
 
 
 def load_average() -> str:

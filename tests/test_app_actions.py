@@ -88,6 +88,22 @@ def test_a_file_uploaded_twice_is_refused(database: Path) -> None:
         actions.import_uploads([*files, files[2]], "auto", False)
 
 
+def test_an_upload_over_the_size_cap_is_refused_naming_file_and_cap(
+    database: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAZORRECON_MAX_FILE_MB", "1")
+    files = _uploads(SPEC_EXAMPLE / "dataset")
+    big = Upload("refunds.csv", files[2].data + b"\n" * (3 << 19))
+    with pytest.raises(InputError) as refused:
+        actions.import_uploads([*(f for f in files if f.name != "refunds.csv"), big], "auto", False)
+    assert [str(p) for p in refused.value.problems] == [
+        "refunds.csv: file of 1.5 MB is over the 1 MB limit (RAZORRECON_MAX_FILE_MB)"
+    ]
+    conn = connect(database)
+    assert conn.execute("SELECT count(*) FROM imports").fetchone()[0] == 0
+    conn.close()
+
+
 def test_holidays_and_as_of_parse_in_ist() -> None:
     assert actions.parse_holidays("2026-08-15\n# note\n\n2026-10-02") == frozenset(
         {dt.date(2026, 8, 15), dt.date(2026, 10, 2)}

@@ -51,6 +51,13 @@ def import_uploads(uploads: Iterable[Any], amount_unit: str, replace: bool) -> A
             [Problem(n, 0, "", "uploaded twice; remove one of the two") for n in twice]
         )
     ingest = module("core.ingest", "The importer")
+    # Our size cap (RAZORRECON_MAX_FILE_MB), before anything is written or read.
+    load = module("core.ingest.load", "The importer")
+    limit = load.max_file_bytes()
+    sizes = [(Path(f.name).name, len(f.getvalue())) for f in files]
+    too_big = [p for n, size in sizes if (p := load.size_problem(n, size, limit)) is not None]
+    if too_big:
+        raise InputError(too_big)
     mappings = module("core.ingest.mappings", "The importer")
     saved = shell.read(mappings.saved_mappings)
     with tempfile.TemporaryDirectory(prefix="razorrecon-upload-") as folder:

@@ -35,7 +35,7 @@ from core.errors import Problem
 from core.ingest import convert
 from core.ingest.headers import header_key, header_signature
 from core.ingest.mappings import BankMapping
-from core.ingest.readers import ReadFailure, decode_text
+from core.ingest.readers import ReadFailure, decode_text, oversize_cells
 from core.ingest.report import FileReport
 from core.ingest.sheets import is_sheet, read_sheet
 from core.ingest.utr import extract_utr
@@ -219,7 +219,12 @@ def record_sets(file: str, data: bytes) -> tuple[str, list[tuple[str, list[Recor
         return file.rsplit(".", 1)[-1].lower(), [("", records)]
     text = decode_text(file, data)
     fmt = "txt" if file.lower().endswith(".txt") else "csv"
-    return fmt, [(d, _records(text, d)) for d in DELIMITERS]
+    sets = [(d, _records(text, d)) for d in DELIMITERS]
+    # A cell longer than the csv module's default limit is refused whatever the delimiter.
+    long_cells = min((oversize_cells(file, records) for _, records in sets), key=len)
+    if long_cells:
+        raise ReadFailure(long_cells)
+    return fmt, sets
 
 
 def _mapped_header(

@@ -109,7 +109,22 @@ def _bad(rows: BoolArray, column: pa.Array, template: str) -> BadCells:
     if len(positions) == 0:
         return BadCells.none()
     values = column.take(pa.array(positions)).to_pylist()
-    return BadCells(positions, tuple(template.format(value=v) for v in values))
+    shown = [_Shown(v) if isinstance(v, str) else v for v in values]
+    return BadCells(positions, tuple(template.format(value=v) for v in shown))
+
+
+class _Shown(str):
+    """A cell in a message: `{value!r}` cuts a long one (a 5,000-digit amount) to its start
+    and length, so one bad cell cannot flood the report."""
+
+    __slots__ = ()
+    LIMIT = 60
+
+    def __repr__(self) -> str:
+        text = str(self)
+        if len(text) <= self.LIMIT:
+            return repr(text)
+        return f"{text[: self.LIMIT]!r}... ({len(text):,} characters)"
 
 
 def merge_bad(parts: Iterable[BadCells]) -> BadCells:
@@ -120,6 +135,14 @@ def merge_bad(parts: Iterable[BadCells]) -> BadCells:
     messages = tuple(m for p in parts for m in p.messages)
     order = np.argsort(rows, kind="stable")
     return BadCells(rows[order], tuple(messages[i] for i in order))
+
+
+def nul_cells(column: pa.Array) -> BadCells:
+    """Cells holding a NUL character (a JSON `\\u0000`; raw NUL bytes are refused earlier)."""
+    if not pa.types.is_string(column.type) and not pa.types.is_large_string(column.type):
+        return BadCells.none()
+    found = to_bool_numpy(pc.match_substring(column, "\x00"))
+    return _bad(found, column, "NUL character in the cell {value!r}")
 
 
 # --- money -------------------------------------------------------------------------------
@@ -162,9 +185,10 @@ def parse_paise(column: pa.Array, casts: IntCasts | None = None) -> Parsed:
     good = to_bool_numpy(pc.match_substring_regex(column, _PAISE_SHAPE)) & present
     bad_rows = present & ~good
     negative = bad_rows & to_bool_numpy(pc.match_substring_regex(column, _NEGATIVE))
+    too_large = bad_rows & ~negative & to_bool_numpy(pc.match_substring_regex(column, r"^\d+$"))
     rupee_like = pc.match_substring_regex(column, r"^₹?[\d,]*\d[\d,]*(\.\d*)?$")
-    decimal = bad_rows & ~negative & to_bool_numpy(rupee_like)
-    other = bad_rows & ~negative & ~decimal
+    decimal = bad_rows & ~negative & ~too_large & to_bool_numpy(rupee_like)
+    other = bad_rows & ~negative & ~decimal & ~too_large
     kept = pc.if_else(pa.array(good), column, pa.scalar(None, pa.string()))
     values = _int_numpy(kept)
     bad = merge_bad(
@@ -176,6 +200,7 @@ def parse_paise(column: pa.Array, casts: IntCasts | None = None) -> Parsed:
                 "amount {value!r} has decimals or digit grouping but this file is read as"
                 " paise (use --amount-unit rupees if it holds rupees)",
             ),
+            _bad(too_large, column, "amount {value!r} is too large (more than 18 digits)"),
             _bad(other, column, "malformed amount {value!r}"),
         ]
     )

@@ -174,18 +174,24 @@ def _style_text(styles: set[str]) -> str:
 
 
 def build_frame(
-    spec: TableSpec, raw: RawTable, unit_setting: str = "auto"
+    spec: TableSpec, raw: RawTable, unit_setting: str = "auto", *, consume: bool = False
 ) -> tuple[pd.DataFrame, FileReport, list[Problem]]:
-    """Validate and convert one entity file. Problems are returned, not raised."""
+    """Validate and convert one entity file. Problems are returned, not raised.
+
+    consume: the caller is done with `raw`'s columns: each is replaced by its cleaned copy as
+    soon as that is made, so a large file never holds both versions of every column."""
     log = ProblemLog(raw)
     n = raw.n_rows
     casts = convert.IntCasts()
     kinds = {c.name: c.kind for c in spec.columns}
     columns: dict[str, pa.Array] = {}
     for name, values in raw.columns.items():
+        log.cells(name, convert.nul_cells(values))
         # A numeric column that casts cleanly has nothing to trim (and the cast is kept).
         numeric = kinds.get(name) in ("money", "time") and casts(values) is not None
         columns[name] = values if numeric else convert.clean_strings(values)
+        if consume:
+            raw.columns[name] = columns[name]
     warnings: list[str] = []
     if "settled_by" in columns:
         columns["settled_by"] = _razorpay_is_default(columns["settled_by"])

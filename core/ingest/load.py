@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
 import json
+import os
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +19,7 @@ from types import MappingProxyType
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+import pyarrow as pa
 
 from core.dataset import BANK_FILES, Dataset
 from core.db import raw, transaction
@@ -41,14 +44,65 @@ from core.ingest.tables import DATASET_FIELD, SETTLEMENTS, TABLES, TableSpec
 
 BANK_STEM = "bank_statement"
 LOAD_THREADS = 2
-
-
-def _files_by_name(folder: Path) -> dict[str, Path]:
-    return {p.name.lower(): p for p in folder.iterdir() if p.is_file()}
-
-
 ENTITY_SUFFIXES = (".csv", ".json", ".xlsx", ".xls")
 REVERSALS_STEM = "reversals"
+READ_NAMES = frozenset(
+    [
+        *(f"{spec.stem}{ext}" for spec in TABLES.values() for ext in ENTITY_SUFFIXES),
+        *(f"{REVERSALS_STEM}{ext}" for ext in ENTITY_SUFFIXES),
+        *BANK_FILES,
+    ]
+)
+
+
+def _files_by_name(folder: Path) -> tuple[dict[str, Path], list[Problem]]:
+    """The folder's files by lower-case name. Two files whose names differ only in case
+    (`payments.csv` beside `PAYMENTS.CSV`, possible on Linux) are refused naming both, for
+    the names the importer reads: silently taking either would import the wrong one."""
+    files: dict[str, Path] = {}
+    problems: list[Problem] = []
+    for path in sorted(folder.iterdir()):
+        if not path.is_file():
+            continue
+        key = path.name.lower()
+        first = files.setdefault(key, path)
+        if first is not path and key in READ_NAMES:
+            message = f"{path.name} is in the folder too (names differ only in case): keep one"
+            problems.append(Problem(first.name, 0, "", message))
+    return files, problems
+
+
+MAX_FILE_MB_ENV = "RAZORRECON_MAX_FILE_MB"
+DEFAULT_MAX_FILE_MB = 512
+
+
+def max_file_bytes() -> int:
+    """The largest input file accepted, from RAZORRECON_MAX_FILE_MB (default 512 MB).
+    A file's bytes, its text and its columns are in memory together while it is read."""
+    text = os.environ.get(MAX_FILE_MB_ENV, "").strip()
+    if not text:
+        return DEFAULT_MAX_FILE_MB << 20
+    try:
+        megabytes = int(text)
+    except ValueError:
+        megabytes = 0
+    if megabytes <= 0:
+        raise ConfigError(f"{MAX_FILE_MB_ENV} must be a whole number of MB above 0, not {text!r}")
+    return megabytes << 20
+
+
+def size_problem(name: str, size: int, limit: int | None = None) -> Problem | None:
+    """A file over the size cap, named with its size and the cap; else None."""
+    limit = max_file_bytes() if limit is None else limit
+    if size <= limit:
+        return None
+    return Problem(
+        name,
+        0,
+        "",
+        f"file of {size / (1 << 20):,.1f} MB is over the {limit >> 20:,} MB limit"
+        f" ({MAX_FILE_MB_ENV})",
+    )
 
 
 def _locate(spec_stem: str, files: dict[str, Path]) -> tuple[list[Path], list[Problem]]:
@@ -77,7 +131,8 @@ def _read_entity_file(spec: TableSpec, path: Path, data: bytes) -> RawTable:
         return read_json_table(path.name, data, wanted, notes, reread=path.read_bytes)
     if suffix in (".xlsx", ".xls"):
         return read_sheet_table(path.name, data, wanted, aliases, fmt=suffix[1:])
-    return read_csv_table(path.name, data, wanted, reread=path.read_bytes, aliases=aliases)
+    # CSV: Arrow streams the file itself (data is b"": the bytes were never read whole).
+    return read_csv_table(path.name, path, wanted, reread=path.read_bytes, aliases=aliases)
 
 
 @dataclass(frozen=True)
@@ -97,9 +152,15 @@ class _FileResult:
     reversal_links: tuple[tuple[str, str], ...] = ()  # (rvrsl_ id, trf_ id) from a reversals file
 
 
+def _file_sha256(path: Path) -> str:
+    with path.open("rb") as stream:
+        return hashlib.file_digest(stream, "sha256").hexdigest()
+
+
 def _load_entity_file(spec: TableSpec, path: Path, amount_unit: str) -> _FileResult:
-    data = path.read_bytes()
-    sha = hashlib.sha256(data).hexdigest()
+    streamed = path.suffix.lower() == ".csv"  # read by Arrow from the file, in blocks
+    data = b"" if streamed else path.read_bytes()
+    sha = _file_sha256(path) if streamed else hashlib.sha256(data).hexdigest()
     attribute = DATASET_FIELD[spec.kind]
     routed: list[tuple[str, pd.DataFrame]] = []
     problems: list[Problem] = []
@@ -119,7 +180,7 @@ def _load_entity_file(spec: TableSpec, path: Path, amount_unit: str) -> _FileRes
     rows_table = None
     if spec.kind == "settlement_recon":
         table, rows_table = split_recon_rows(table)
-    frame, report, found = build_frame(spec, table, amount_unit)
+    frame, report, found = build_frame(spec, table, amount_unit, consume=True)
     problems = found + problems
     if rows_table is not None:
         rows_frame, _, row_problems = build_frame(SETTLEMENTS, rows_table, report.amount_unit)
@@ -209,6 +270,27 @@ def _load_bank_file(path: Path, mappings: tuple[BankMapping, ...]) -> _FileResul
     return _FileResult("bank", path.name, sha, frame, report, problems, mapping=described)
 
 
+# Arrow's jemalloc keeps freed pages for this long before returning them (its default).
+ARROW_JEMALLOC_DECAY_MS = 1000
+
+
+@contextlib.contextmanager
+def _freed_memory_returned_at_once() -> Iterator[None]:
+    """While files are read, Arrow's jemalloc (the CLI's pool) returns freed pages at once:
+    each file's parse buffers and raw columns are freed while the next is built, and kept for
+    a second they add up. Measured on 217 MB of CSV: peak RSS 0.69 GB against 0.91 GB, no
+    slower. Without jemalloc (another pool) this does nothing."""
+    try:
+        pa.jemalloc_set_decay_ms(0)
+    except (NotImplementedError, pa.ArrowNotImplementedError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        pa.jemalloc_set_decay_ms(ARROW_JEMALLOC_DECAY_MS)
+
+
 def load_dataset(
     folder: str | Path,
     amount_unit: str = "auto",
@@ -227,11 +309,24 @@ def load_dataset(
     """
     if amount_unit not in UNITS:
         raise ConfigError(f"amount unit must be one of {', '.join(UNITS)}, not {amount_unit!r}")
+    with _freed_memory_returned_at_once():
+        return _load_dataset(folder, amount_unit, bank_mappings)
+
+
+def _load_dataset(
+    folder: str | Path, amount_unit: str, bank_mappings: Sequence[BankMapping]
+) -> tuple[Dataset, ImportReport]:
     root = Path(folder)
     if not root.is_dir():
         raise InputError([Problem(str(folder), 0, "", "not a folder")])
-    files = _files_by_name(root)
-    problems: list[Problem] = []
+    files, problems = _files_by_name(root)
+    limit = max_file_bytes()
+    for name in sorted(READ_NAMES & files.keys()):
+        too_big = size_problem(files[name].name, files[name].stat().st_size, limit)
+        if too_big is not None:
+            problems.append(too_big)
+    if problems:  # nothing is read: a file over the cap is never loaded into memory
+        raise InputError(problems)
     jobs: list[Callable[[], _FileResult]] = []
     for spec in TABLES.values():
         found, located = _locate(spec.stem, files)

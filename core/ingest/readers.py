@@ -10,19 +10,34 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 from core.errors import Problem
 from core.ingest import json_index
 
 UTF8_BOM = b"\xef\xbb\xbf"
+# The csv module's own default field limit: a longer cell is refused, by every reader, with
+# its line and column. The module's limit itself is raised (once, for the process) so that
+# the csv module never raises mid-file: we find such a cell and name it instead.
+MAX_CELL_CHARS = 131_072
+csv.field_size_limit(max(csv.field_size_limit(), (1 << 31) - 1))
+# Deeper JSON than this is refused (json.loads would run out of recursion near 1,000).
+MAX_JSON_DEPTH = 64
+# Python's int() refuses longer digit strings (sys.get_int_max_str_digits()).
+MAX_NUMBER_DIGITS = 4300
+# Small JSON files are scanned for those two before json.loads; a larger one only when it
+# fails (a deep one either fails or shows a run of brackets).
+DEPTH_SCAN_MAX_CHARS = 4 << 20
 
 
 def normalise_header(name: str) -> str:
@@ -81,7 +96,48 @@ def _utf8_problem(file: str, data: bytes, exc: UnicodeDecodeError) -> Problem:
     return Problem(file, line, str(column), "not UTF-8 text (save the file as UTF-8)")
 
 
+def position_of(data: bytes | str, offset: int) -> tuple[int, int]:
+    """1-based (line, column) of a byte (or character) offset."""
+    newline = b"\n" if isinstance(data, bytes) else "\n"
+    line = data.count(newline, 0, offset) + 1  # type: ignore[arg-type]
+    column = offset - (data.rfind(newline, 0, offset) + 1) + 1  # type: ignore[arg-type]
+    return line, column
+
+
+def nul_problem(file: str, data: bytes) -> Problem | None:
+    """A NUL byte has no place in a CSV, JSON or text file: the first one, named, or None."""
+    at = data.find(b"\0")
+    if at < 0:
+        return None
+    line, column = position_of(data, at)
+    count = data.count(b"\0")
+    more = f" ({count} NUL bytes in the file)" if count > 1 else ""
+    return Problem(file, line, str(column), f"NUL byte: not a text file{more}")
+
+
+def refuse_nul(file: str, data: bytes) -> None:
+    problem = nul_problem(file, data)
+    if problem is not None:
+        raise ReadFailure([problem])
+
+
+def oversize_cells(file: str, records: Sequence[tuple[int, Sequence[str]]]) -> list[Problem]:
+    """Cells longer than MAX_CELL_CHARS, each named by line and 1-based column number."""
+    return [
+        Problem(
+            file,
+            line,
+            str(position + 1),
+            f"cell of {len(cell):,} characters: longer than the {MAX_CELL_CHARS:,} allowed",
+        )
+        for line, cells in records
+        for position, cell in enumerate(cells)
+        if len(cell) > MAX_CELL_CHARS
+    ]
+
+
 def decode_text(file: str, data: bytes) -> str:
+    refuse_nul(file, data)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -107,6 +163,7 @@ def csv_record_lines(text: str) -> list[tuple[int, list[str]]]:
 
 
 HEADER_PROBE_BYTES = 1 << 20
+STREAM_CHUNK_BYTES = 1 << 20
 
 
 def _header_of(text: str) -> tuple[int, list[str]]:
@@ -188,9 +245,18 @@ def read_sheet_table(
     )
 
 
+def file_has_nul(path: Path) -> bool:
+    """Whether a file holds a NUL byte, read 1 MB at a time (never the whole file at once)."""
+    with path.open("rb") as stream:
+        while chunk := stream.read(STREAM_CHUNK_BYTES):
+            if b"\0" in chunk:
+                return True
+    return False
+
+
 def read_csv_table(
     file: str,
-    data: bytes,
+    data: bytes | Path,
     wanted: Sequence[str],
     reread: Callable[[], bytes] | None = None,
     aliases: Mapping[str, str] | None = None,
@@ -201,22 +267,34 @@ def read_csv_table(
     when a problem needs line numbers. `reread` gives the bytes again for that, so the caller
     need not keep a large file in memory while its columns are converted.
     """
-    body = pa.py_buffer(data)
-    if data.startswith(UTF8_BOM):
-        body = body[len(UTF8_BOM) :]
-    head = data[:HEADER_PROBE_BYTES].decode("utf-8-sig", errors="replace")
+    if isinstance(data, Path):
+        # Streamed from the file: its bytes are never held whole while Arrow parses them.
+        path = data
+        if file_has_nul(path):
+            refuse_nul(file, path.read_bytes())
+        with path.open("rb") as stream:
+            first = stream.read(HEADER_PROBE_BYTES)
+        source = reread or path.read_bytes
+    else:
+        refuse_nul(file, data)
+        first = data[:HEADER_PROBE_BYTES]
+        source = reread or (lambda: data)
+    head = first.decode("utf-8-sig", errors="replace")
     header_line, header = _header_of(head)
     if not header:
         raise ReadFailure([Problem(file, 0, "", "the file is empty: no header row")])
+    offset = len(UTF8_BOM) if first.startswith(UTF8_BOM) else 0
     if header_line > 1:  # blank lines before the header: hand Arrow the bytes from the header
         offset = 0
         for _ in range(header_line - 1):
-            offset = data.index(b"\n", offset) + 1
-        body = pa.py_buffer(data)[offset:]
+            offset = first.index(b"\n", offset) + 1
+    if isinstance(data, Path):
+        body: pa.NativeFile = pa.input_stream(str(data))
+        body.read(offset)
+    else:
+        body = pa.BufferReader(pa.py_buffer(data)[offset:])
     _, written, ignored, aliased = header_keys(header, wanted, aliases)
     keep = [key for key in wanted if key in written]
-
-    source = reread or (lambda: data)
 
     def find_lines() -> npt.NDArray[np.int64]:
         records = csv_record_lines(source().decode("utf-8-sig", errors="replace"))
@@ -225,7 +303,7 @@ def read_csv_table(
 
     try:
         table = pa_csv.read_csv(
-            pa.BufferReader(body),
+            body,
             parse_options=pa_csv.ParseOptions(newlines_in_values=True),
             convert_options=pa_csv.ConvertOptions(
                 column_types={written[k]: pa.string() for k in keep},
@@ -237,9 +315,31 @@ def read_csv_table(
             read_options=pa_csv.ReadOptions(block_size=1 << 20),
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        text = decode_text(file, data)  # raises with the position of any non-UTF-8 byte
+        text = decode_text(file, source())  # raises with the position of any non-UTF-8 byte
         raise ReadFailure(_csv_shape_problems(file, text, header_line, len(header), exc)) from exc
     columns = {k: table.column(written[k]) for k in keep}
+    long_cells = [
+        (k, np.flatnonzero(lengths > MAX_CELL_CHARS))
+        for k in keep
+        if len(columns[k])
+        and (lengths := pc.fill_null(pc.utf8_length(columns[k]), 0).to_numpy()).max()
+        > MAX_CELL_CHARS
+    ]
+    if long_cells:
+        lines = find_lines()
+        raise ReadFailure(
+            [
+                Problem(
+                    file,
+                    int(lines[row]) if row < len(lines) else 0,
+                    written[k],
+                    f"cell of {len(columns[k][row].as_py()):,} characters: longer than the"
+                    f" {MAX_CELL_CHARS:,} allowed",
+                )
+                for k, rows in long_cells
+                for row in rows.tolist()
+            ]
+        )
     return RawTable(
         file=file,
         fmt="csv",
@@ -256,23 +356,104 @@ def read_csv_table(
 def _csv_shape_problems(
     file: str, text: str, header_line: int, width: int, exc: Exception
 ) -> list[Problem]:
+    records = csv_record_lines(text)
     problems = [
         Problem(file, start, "", f"expected {width} fields like the header, found {len(cells)}")
-        for start, cells in csv_record_lines(text)
+        for start, cells in records
         if start > header_line and len(cells) != width
     ]
+    problems.extend(oversize_cells(file, records))
+    problems.sort(key=lambda p: p.line)
     return problems or [Problem(file, 0, "", f"not a readable CSV file: {exc}")]
 
 
 # --- JSON --------------------------------------------------------------------------------
 
 
+class _Repeated(dict[str, Any]):
+    """A JSON object that wrote a key more than once (json keeps the last value)."""
+
+    repeated: str = ""
+
+
+def _pairs_to_dict(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    made = dict(pairs)
+    if len(made) == len(pairs):
+        return made
+    seen: set[str] = set()
+    repeated = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+    marked = _Repeated(made)
+    marked.repeated = repeated
+    return marked
+
+
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]|-?\d{' + str(MAX_NUMBER_DIGITS + 1) + ",}")
+
+
+def _scan_json(text: str) -> tuple[int, int, int]:
+    """(offset of the first bracket deeper than MAX_JSON_DEPTH or -1, offset of the first number
+    longer than MAX_NUMBER_DIGITS digits or -1, its digits). Strings are skipped."""
+    depth = 0
+    deep = long_at = -1
+    digits = 0
+    for match in _TOKENS.finditer(text):
+        token = match.group()
+        first = token[0]
+        if first == '"':
+            continue
+        if first in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH and deep < 0:
+                deep = match.start()
+        elif first in "]}":
+            depth -= 1
+        elif long_at < 0:
+            long_at, digits = match.start(), len(token.lstrip("-"))
+        if deep >= 0 and long_at >= 0:
+            break
+    return deep, long_at, digits
+
+
+def _json_limits(file: str, text: str) -> list[Problem]:
+    """Nesting deeper than MAX_JSON_DEPTH and numbers longer than Python's int() reads."""
+    deep, long_at, digits = _scan_json(text)
+    problems = []
+    if deep >= 0:
+        line, column = position_of(text, deep)
+        problems.append(
+            Problem(file, line, str(column), f"JSON nested more than {MAX_JSON_DEPTH} levels deep")
+        )
+    if long_at >= 0:
+        line, column = position_of(text, long_at)
+        problems.append(
+            Problem(
+                file,
+                line,
+                str(column),
+                f"number of {digits:,} digits: longer than the {MAX_NUMBER_DIGITS:,} allowed",
+            )
+        )
+    return sorted(problems, key=lambda p: (p.line, int(p.column)))
+
+
 def _json_items(file: str, text: str) -> list[Any]:
+    """The items of a collection envelope or list. Refused (ReadFailure, with line and column):
+    invalid JSON, nesting deeper than MAX_JSON_DEPTH, numbers longer than MAX_NUMBER_DIGITS
+    digits, and a key written twice in one object (json.loads would keep the last silently)."""
+    if len(text) <= DEPTH_SCAN_MAX_CHARS or "[[[[" in text or "{{{{" in text:
+        limits = _json_limits(file, text)
+        if limits:
+            raise ReadFailure(limits)
     try:
-        document = json.loads(text, parse_float=str)
+        document = json.loads(text, parse_float=str, object_pairs_hook=_pairs_to_dict)
     except json.JSONDecodeError as exc:
         raise ReadFailure(
             [Problem(file, exc.lineno, str(exc.colno), f"invalid JSON: {exc.msg}")]
+        ) from None
+    except (RecursionError, ValueError) as exc:
+        limits = _json_limits(file, text)
+        raise ReadFailure(
+            limits or [Problem(file, 0, "", f"not a readable JSON file: {exc}")]
         ) from None
     if isinstance(document, dict) and isinstance(document.get("items"), list):
         items: list[Any] = document["items"]
@@ -288,6 +469,26 @@ def _json_items(file: str, text: str) -> list[Any]:
                     'expected a Razorpay collection {"entity": "collection", "items": [...]}'
                     " or a list of items",
                 )
+            ]
+        )
+    if isinstance(document, _Repeated):
+        raise ReadFailure(
+            [Problem(file, 1, "", f"key {document.repeated!r} is written twice in the envelope")]
+        )
+    # An item's own fields (a notes object keeps json's rule, as the fast reader does).
+    repeated = [(i, item.repeated) for i, item in enumerate(items) if isinstance(item, _Repeated)]
+    if repeated:
+        lines = json_item_lines(text)
+        raise ReadFailure(
+            [
+                Problem(
+                    file,
+                    int(lines[i]) if i < len(lines) else 0,
+                    key,
+                    f"item {i + 1}: key {key!r} is written twice in one object"
+                    " (refused rather than keep one of the values)",
+                )
+                for i, key in repeated
             ]
         )
     return items

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import math
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -53,6 +54,8 @@ def is_sheet(file_name: str) -> bool:
 
 def number_text(value: float | int) -> str:
     """The exact decimal a numeric cell holds, plain notation (see the module docstring)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)  # 'inf' / 'nan' from a crafted workbook: refused as a malformed cell
     exact = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
     if exact == exact.to_integral_value():
         return str(int(exact))
