@@ -38,6 +38,7 @@ COMMAND_MODULES: dict[str, str] = {
     "users": "core.access_cli",
     "sync": "core.razorpay.cli",
     "export": "core.razorpay.cli",
+    "rollforward": "core.books.cli",
 }
 
 
