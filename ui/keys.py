@@ -130,3 +130,11 @@ ADMIN_PICK = "admin_pick"
 ADMIN_GRANT_ROLE = "admin_grant_role"
 ADMIN_GRANT = "admin_grant"
 ADMIN_DEACTIVATE = "admin_deactivate"
+
+# --- Books page ------------------------------------------------------------------------
+BOOKS_MONTH = "books_month"
+BOOKS_CHART = "books_chart"
+BOOKS_MOVEMENTS = "books_movements"
+BOOKS_OPEN_ITEMS = "books_open_items"
+BOOKS_DRILLDOWN = "books_drilldown"
+BOOKS_EXPORT = "books_export"

@@ -18,3 +18,10 @@ def stored_events(conn: sqlite3.Connection) -> pd.DataFrame:
     run = latest_completed_run(conn)
     flagged = exception_keys(conn, run.id) if run is not None else frozenset()
     return ledger_events(read_dataset(conn), flagged)
+
+
+def months_of(events: pd.DataFrame) -> list[str]:
+    """The IST months ('YYYY-MM') that have events, latest first."""
+    if events.empty:
+        return []
+    return sorted({f"{d.year:04d}-{d.month:02d}" for d in events["day"]}, reverse=True)

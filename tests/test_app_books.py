@@ -1,0 +1,68 @@
+"""The Books page under AppTest: the month's roll-forward ties out on the builder's data,
+and a reader (viewer) can see it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from streamlit.runtime.pages_manager import PagesManager
+from streamlit.testing.v1 import AppTest
+
+from core.db import connect, migrate
+from tests.app_builder import build
+from tests.app_signin import signed_in
+from tests.review_support import add_people
+from ui import keys
+
+
+@pytest.fixture(autouse=True)
+def _navigation_v2(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = PagesManager.__init__
+
+    def init(self: PagesManager, *args: object, **kwargs: object) -> None:
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", init)
+
+
+@pytest.fixture
+def app_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    path = tmp_path / "app.sqlite"
+    conn = connect(path)
+    migrate(conn)
+    build(conn, payments=800, seed=11)
+    add_people(conn)
+    conn.close()
+    monkeypatch.setenv("DATABASE_URL", str(path))
+    yield path
+
+
+def _books(email: str) -> AppTest:
+    at = signed_in(email)
+    at.run()
+    at.switch_page("pages/books.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_books_page_shows_a_month_that_ties_out_with_a_chart(app_db: Path) -> None:
+    at = _books("admin@example.com")
+    assert at.title[0].value == "Books"
+    metrics = {m.label: m.value for m in at.metric}
+    assert set(metrics) == {"Opening", "Closing", "Open items", "Residual"}
+    assert metrics["Closing"] == metrics["Open items"]
+    assert any("no unexplained residual" in s.value for s in at.success)
+    assert [n for n in at.main if getattr(n, "type", "") == "vega_lite_chart"]
+    months = at.selectbox(key=keys.BOOKS_MONTH).options
+    assert len(months) >= 1
+    at.selectbox(key=keys.BOOKS_MONTH).select(months[-1]).run()
+    assert not at.exception
+
+
+def test_a_viewer_can_read_the_books(app_db: Path) -> None:
+    at = _books("viewer@example.com")
+    assert at.title[0].value == "Books"
