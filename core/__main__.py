@@ -39,6 +39,7 @@ COMMAND_MODULES: dict[str, str] = {
     "sync": "core.razorpay.cli",
     "export": "core.razorpay.cli",
     "rollforward": "core.books.cli",
+    "journal": "core.books.cli",
 }
 
 

@@ -163,3 +163,18 @@ def test_rollforward_cli_refuses_a_month_that_is_not_yyyy_mm(stored_benchmark: P
     with pytest.raises(SystemExit) as exc:
         main(["rollforward", "--db", str(stored_benchmark), "--month", "2026-13"])
     assert exc.value.code == 2
+
+
+def test_journal_cli_writes_tally_xml_with_configured_ledger_names(
+    stored_benchmark: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from core.__main__ import main
+
+    names = tmp_path / "ledgers.json"
+    names.write_text(json.dumps({"bank": "HDFC Current A/c"}), encoding="utf-8")
+    args = ["journal", "--db", str(stored_benchmark), "--month", "2026-06"]
+    assert main([*args, "--format", "tally", "--ledgers", str(names)]) == 0
+    xml = capsys.readouterr().out
+    assert xml.startswith("<ENVELOPE>") and "<LEDGERNAME>HDFC Current A/c</LEDGERNAME>" in xml
+    assert main(args) == 0
+    assert capsys.readouterr().out.startswith("voucher,date,kind,reference,ledger")

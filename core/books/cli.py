@@ -1,11 +1,14 @@
 """`python -m core rollforward --db PATH --month YYYY-MM [--json]`: the month's roll-forward
-of the Razorpay receivable (docs/books.md). Exit 0 when it ran, whatever the residual."""
+of the Razorpay receivable; `python -m core journal --db PATH --month YYYY-MM [--format
+csv|tally] [--ledgers FILE]`: its journal entries (docs/books.md). Exit 0 when it ran,
+whatever the residual."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +33,20 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--month", required=True, type=_month, help="YYYY-MM (IST)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(func=run)
+
+    journal = subparsers.add_parser(
+        "journal",
+        help="journal entries for a month: CSV or Tally XML vouchers",
+        description="Balanced vouchers per settlement and the month's captures (docs/books.md).",
+    )
+    journal.add_argument("--db", required=True, type=Path, help="the SQLite file")
+    journal.add_argument("--month", required=True, type=_month, help="YYYY-MM (IST)")
+    journal.add_argument("--format", choices=("csv", "tally"), default="csv")
+    journal.add_argument(
+        "--ledgers", type=Path, help="JSON object: ledger key -> name in your chart of accounts"
+    )
+    journal.add_argument("--company", help="Tally company to import into (SVCURRENTCOMPANY)")
+    journal.set_defaults(func=run_journal)
 
 
 def report_lines(data: dict[str, Any]) -> list[str]:
@@ -66,4 +83,26 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(result, indent=2))
     else:
         print("\n".join(report_lines(result)))
+    return 0
+
+
+def run_journal(args: argparse.Namespace) -> int:
+    from core.books.journal import Ledgers, journal_csv, month_vouchers, tally_xml
+    from core.db import open_database
+    from core.db.raw import read_dataset
+
+    if not args.db.is_file():
+        raise ConfigError(f"--db: no such database: {args.db}")
+    ledgers = Ledgers()
+    if args.ledgers is not None:
+        try:
+            names = json.loads(args.ledgers.read_text(encoding="utf-8"))
+            ledgers = Ledgers.from_mapping(dict(names))
+        except (OSError, ValueError, TypeError) as exc:
+            raise ConfigError(f"--ledgers: {exc}") from exc
+    with open_database(args.db) as conn:
+        dataset = read_dataset(conn)
+    vouchers = month_vouchers(dataset, args.month, ledgers)
+    text = journal_csv(vouchers) if args.format == "csv" else tally_xml(vouchers, args.company)
+    sys.stdout.write(text)
     return 0
