@@ -63,6 +63,32 @@ def test_books_page_shows_a_month_that_ties_out_with_a_chart(app_db: Path) -> No
     assert not at.exception
 
 
-def test_a_viewer_can_read_the_books(app_db: Path) -> None:
+def test_a_viewer_can_read_the_books_but_not_enter_a_pricing_plan(app_db: Path) -> None:
     at = _books("viewer@example.com")
     assert at.title[0].value == "Books"
+    assert not [b for b in at.button if b.key == keys.BOOKS_PLAN_SAVE]
+    assert any("No pricing plan yet" in i.value for i in at.info)
+
+
+def test_an_admin_saves_a_pricing_plan_version_and_sees_it(app_db: Path) -> None:
+    at = _books("admin@example.com")
+    assert any(h.value == "New plan version" for h in at.subheader)
+    at.session_state[keys.BOOKS_PLAN_EDITOR] = {
+        "edited_rows": {"1": {"Percent": "1.70"}, "0": {"Fixed ₹": "0.50"}},
+        "added_rows": [],
+        "deleted_rows": [],
+    }
+    at.button(key=keys.BOOKS_PLAN_SAVE).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    conn = connect(app_db)
+    try:
+        from core.books.store import pricing_plans
+
+        (plan,) = pricing_plans(conn)
+    finally:
+        conn.close()
+    assert {(r.method, r.percent_bp, r.fixed_paise) for r in plan.rules} == {
+        ("card", 170, 0),
+        ("upi", 0, 50),
+    }
+    assert any("version 1 saved" in s.value for s in at.success)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from decimal import Decimal, InvalidOperation
+
 import altair as alt
 import pandas as pd
 
+from core.books.pricing import METHOD_CLASSES, PricingPlan, PricingRule
+from core.money import parse_rupees
 from ui.charts import INDIAN_SHORT
-from ui.format import inr
+from ui.format import inr, ist
 
 LABELS = {
     "captured": "Captured payments",
@@ -69,3 +73,63 @@ def balance_chart(days: pd.DataFrame) -> alt.Chart:
             tooltip=["Day:T", "Series:N", alt.Tooltip("Rupees:Q", format=",")],
         )
     )
+
+
+def plans_table(plans: tuple[PricingPlan, ...]) -> pd.DataFrame:
+    """One row per plan version and payment class: percent, fixed fee, GST."""
+    rows = [
+        {
+            "Version": plan.version,
+            "From (IST)": ist(plan.effective_from),
+            "Class": rule.method,
+            "Percent": f"{rule.percent_bp / 100:.2f}%",
+            "Fixed": inr(rule.fixed_paise),
+            "GST": f"{plan.gst_bp / 100:.0f}%",
+        }
+        for plan in plans
+        for rule in plan.rules
+    ]
+    return pd.DataFrame(rows)
+
+
+def overcharges_table(summary: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "Month": summary["month"],
+            "Class": summary["method_class"],
+            "Payments": summary["payments"],
+            "Overcharged": [inr(int(v)) for v in summary["overcharge"]],
+        }
+    )
+
+
+def editor_frame() -> pd.DataFrame:
+    """The plan editor's starting rows: every payment class, no fee."""
+    return pd.DataFrame(
+        {
+            "Class": list(METHOD_CLASSES),
+            "Percent": ["" for _ in METHOD_CLASSES],
+            "Fixed ₹": ["" for _ in METHOD_CLASSES],
+        }
+    )
+
+
+def rules_from_editor(frame: pd.DataFrame) -> tuple[PricingRule, ...]:
+    """The edited rows as rules; a row with neither percent nor fixed fee is left out.
+    Raises ValueError (with the class named) on a percent or amount that is not exact."""
+    rules = []
+    for klass, percent, fixed in frame[["Class", "Percent", "Fixed ₹"]].itertuples(
+        index=False, name=None
+    ):
+        p_text, f_text = str(percent or "").strip(), str(fixed or "").strip()
+        if not p_text and not f_text:
+            continue
+        try:
+            bp = Decimal(p_text.rstrip("%") or "0") * 100
+        except InvalidOperation as exc:
+            raise ValueError(f"{klass}: not a percentage: {p_text!r}") from exc
+        if bp != bp.to_integral_value():
+            raise ValueError(f"{klass}: a percentage has at most two decimals")
+        paise = parse_rupees(f_text) if f_text else 0
+        rules.append(PricingRule(str(klass), int(bp), paise))
+    return tuple(rules)
