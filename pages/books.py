@@ -6,7 +6,8 @@ import json
 
 import streamlit as st
 
-from core.books import daily_balances, month_rollforward
+from core.books import daily_balances
+from core.books.close import books_view, close_month, closed_months
 from core.books.journal import journal_csv, month_vouchers, tally_xml
 from core.books.pricing import fee_check, overcharge_summary
 from core.books.store import months_of, pricing_plans, save_pricing_plan, stored_events
@@ -31,7 +32,24 @@ with roll_tab:
         "What Razorpay owes: opening + captured − refunds − fees − disputes ± adjustments − "
         "transfers − settlements = closing, tied out to the open items."
     )
-    result = month_rollforward(events, month)
+    closes = shell.read(closed_months)
+    result = books_view(events, month, closes)
+    if month in closes:
+        st.info(f"{month} is closed ({closes[month].closed_by}): the figures are as closed.")
+    elif auth.can("admin") and st.button("Close this month", key=keys.BOOKS_CLOSE):
+        with shell.guarded():
+            auth.require("admin", "close a month")
+            with shell.connection() as conn:
+                close_month(
+                    conn,
+                    events,
+                    month,
+                    actor=auth.actor_name(),
+                    request_id=shell.request_id("close"),
+                )
+            shell.done("close")
+            shell.flash("success", f"{month} closed.")
+            st.rerun()
     open_total = sum(amount for _, amount in result.open_items)
     figures = (
         ("Opening", result.opening),
@@ -77,21 +95,7 @@ with journal_tab:
         f"{len(vouchers):,} balanced vouchers: the month's captured payments and one per "
         "settlement; every line names the recon rows it comes from."
     )
-    left, right = st.columns(2)
-    left.download_button(
-        "Journal (CSV)",
-        journal_csv(vouchers),
-        file_name=f"journal-{month}.csv",
-        mime="text/csv",
-        key=keys.BOOKS_JOURNAL_CSV,
-    )
-    right.download_button(
-        "Tally vouchers (XML)",
-        tally_xml(vouchers),
-        file_name=f"tally-{month}.xml",
-        mime="application/xml",
-        key=keys.BOOKS_JOURNAL_TALLY,
-    )
+    books.journal_downloads(month, journal_csv(vouchers), tally_xml(vouchers))
 
 with pricing_tab:
     if plans:

@@ -66,7 +66,7 @@ def test_books_page_shows_a_month_that_ties_out_with_a_chart(app_db: Path) -> No
 def test_a_viewer_can_read_the_books_but_not_enter_a_pricing_plan(app_db: Path) -> None:
     at = _books("viewer@example.com")
     assert at.title[0].value == "Books"
-    assert not [b for b in at.button if b.key == keys.BOOKS_PLAN_SAVE]
+    assert not [b for b in at.button if b.key in (keys.BOOKS_PLAN_SAVE, keys.BOOKS_CLOSE)]
     assert any("No pricing plan yet" in i.value for i in at.info)
 
 
@@ -92,3 +92,12 @@ def test_an_admin_saves_a_pricing_plan_version_and_sees_it(app_db: Path) -> None
         ("upi", 0, 50),
     }
     assert any("version 1 saved" in s.value for s in at.success)
+
+
+def test_an_admin_closes_a_month_and_it_shows_as_closed(app_db: Path) -> None:
+    at = _books("admin@example.com")
+    month = at.selectbox(key=keys.BOOKS_MONTH).value
+    at.button(key=keys.BOOKS_CLOSE).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(f"{month} is closed" in i.value for i in at.info)
+    assert not [b for b in at.button if b.key == keys.BOOKS_CLOSE]

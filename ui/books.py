@@ -6,9 +6,11 @@ from decimal import Decimal, InvalidOperation
 
 import altair as alt
 import pandas as pd
+import streamlit as st
 
 from core.books.pricing import METHOD_CLASSES, PricingPlan, PricingRule
 from core.money import parse_rupees
+from ui import keys
 from ui.charts import INDIAN_SHORT
 from ui.format import inr, ist
 
@@ -21,6 +23,7 @@ LABELS = {
     "written_off": "Written off (lost disputes)",
     "adjustments": "Adjustments",
     "transfers": "Transfers and reversals",
+    "prior_period_adjustments": "Prior-period adjustments (closed months)",
     "settlements": "Settlements",
     "instant_settlements": "Instant settlements",
     "unsettled_payments": "Unsettled captured payments",
@@ -133,3 +136,22 @@ def rules_from_editor(frame: pd.DataFrame) -> tuple[PricingRule, ...]:
         paise = parse_rupees(f_text) if f_text else 0
         rules.append(PricingRule(str(klass), int(bp), paise))
     return tuple(rules)
+
+
+def journal_downloads(month: str, csv_text: str, xml_text: str) -> None:
+    """The month's journal as CSV and as Tally vouchers, side by side."""
+    left, right = st.columns(2)
+    left.download_button(
+        "Journal (CSV)",
+        csv_text,
+        file_name=f"journal-{month}.csv",
+        mime="text/csv",
+        key=keys.BOOKS_JOURNAL_CSV,
+    )
+    right.download_button(
+        "Tally vouchers (XML)",
+        xml_text,
+        file_name=f"tally-{month}.xml",
+        mime="application/xml",
+        key=keys.BOOKS_JOURNAL_TALLY,
+    )

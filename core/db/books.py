@@ -47,3 +47,30 @@ def insert_plan(
         (effective_from, gst_bp, rules_json, created_at, created_by, request_id),
     )
     return int(cursor.lastrowid or 0)
+
+
+def month_close_rows(conn: sqlite3.Connection) -> list[tuple[str, int, str, str]]:
+    """(month, closed_at, closed_by, snapshot_json) of every closed month, oldest first."""
+    rows = conn.execute(
+        "SELECT month, closed_at, closed_by, snapshot_json FROM month_closes ORDER BY month"
+    )
+    return [(str(r[0]), int(r[1]), str(r[2]), str(r[3])) for r in rows]
+
+
+def insert_month_close(
+    conn: sqlite3.Connection,
+    *,
+    month: str,
+    closed_at: int,
+    closed_by: str,
+    run_id: int | None,
+    closing: int,
+    residual: int,
+    snapshot_json: str,
+    request_id: str,
+) -> None:
+    conn.execute(
+        "INSERT INTO month_closes (month, closed_at, closed_by, run_id, closing, residual,"
+        " snapshot_json, request_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (month, closed_at, closed_by, run_id, closing, residual, snapshot_json, request_id),
+    )
