@@ -40,6 +40,7 @@ COMMAND_MODULES: dict[str, str] = {
     "export": "core.razorpay.cli",
     "rollforward": "core.books.cli",
     "journal": "core.books.cli",
+    "close-report": "core.books.cli",
 }
 
 

@@ -2,7 +2,6 @@
 fees checked against the contracted pricing plan (docs/books.md)."""
 
 import datetime as dt
-import json
 
 import streamlit as st
 
@@ -10,6 +9,7 @@ from core.books import daily_balances
 from core.books.close import books_view, close_month, closed_months
 from core.books.journal import journal_csv, month_vouchers, tally_xml
 from core.books.pricing import fee_check, overcharge_summary
+from core.books.report import build_report, bundle, pdf
 from core.books.store import months_of, pricing_plans, save_pricing_plan, stored_events
 from core.calendar import IST
 from core.db.raw import read_dataset
@@ -78,13 +78,8 @@ with roll_tab:
         st.dataframe(
             books.drilldown_table(result.drilldown), key=keys.BOOKS_DRILLDOWN, hide_index=True
         )
-    st.download_button(
-        "Download the roll-forward (JSON)",
-        json.dumps(result.as_dict(), indent=2),
-        file_name=f"rollforward-{month}.json",
-        mime="application/json",
-        key=keys.BOOKS_EXPORT,
-    )
+    report = shell.read(build_report, month)
+    books.report_downloads(month, bundle(report), pdf(report))
 
 dataset = shell.read(read_dataset)
 plans = shell.read(pricing_plans)

@@ -57,6 +57,8 @@ def test_books_page_shows_a_month_that_ties_out_with_a_chart(app_db: Path) -> No
     assert metrics["Closing"] == metrics["Open items"]
     assert any("no unexplained residual" in s.value for s in at.success)
     assert [n for n in at.main if getattr(n, "type", "") == "vega_lite_chart"]
+    downloads = {b.key for b in at.get("download_button")}
+    assert {keys.BOOKS_REPORT_ZIP, keys.BOOKS_REPORT_PDF, keys.BOOKS_JOURNAL_TALLY} <= downloads
     months = at.selectbox(key=keys.BOOKS_MONTH).options
     assert len(months) >= 1
     at.selectbox(key=keys.BOOKS_MONTH).select(months[-1]).run()

@@ -74,3 +74,37 @@ def test_an_open_month_after_an_open_month_has_no_prior_period_line(
         conn.close()
     assert view == month_rollforward(events, "2026-06")
     assert PRIOR_PERIOD not in dict(view.movements)
+
+
+def test_close_report_cli_writes_a_bundle_and_a_pdf(
+    benchmark_dir: Path, db_path: Path, tmp_path: Path
+) -> None:
+    import zipfile
+
+    from core.__main__ import main
+
+    conn = connect(db_path)
+    try:
+        reconcile_folder_into_db(conn, benchmark_dir, params=EngineParams(), as_of=AS_OF)
+        close_month(conn, stored_events(conn), "2026-05", actor="admin", request_id="r")
+    finally:
+        conn.close()
+    out, pdf = tmp_path / "close.zip", tmp_path / "close.pdf"
+    args = ["close-report", "--db", str(db_path), "--month", "2026-05"]
+    assert main([*args, "--out", str(out), "--pdf", str(pdf)]) == 0
+    with zipfile.ZipFile(out) as archive:
+        names = {n.split("/", 1)[1] for n in archive.namelist()}
+        roll = archive.read("close-2026-05/rollforward.csv").decode()
+        head = archive.read("close-2026-05/audit_head.txt").decode()
+    assert {
+        "rollforward.csv",
+        "journal.csv",
+        "tally.xml",
+        "open_exceptions_by_class.csv",
+        "open_exceptions_by_age.csv",
+        "fee_overcharges.csv",
+        "audit_head.txt",
+    } <= names
+    assert "residual,residual,0,0.00" in roll
+    assert head.startswith("seq ") and int(head.split()[1]) > 0
+    assert pdf.read_bytes().startswith(b"%PDF")

@@ -155,3 +155,22 @@ def journal_downloads(month: str, csv_text: str, xml_text: str) -> None:
         mime="application/xml",
         key=keys.BOOKS_JOURNAL_TALLY,
     )
+
+
+def report_downloads(month: str, zipped: bytes, pdf_bytes: bytes) -> None:
+    """The month-end close report: the CSV bundle and the PDF."""
+    left, right = st.columns(2)
+    left.download_button(
+        "Close report (CSV bundle)",
+        zipped,
+        file_name=f"close-{month}.zip",
+        mime="application/zip",
+        key=keys.BOOKS_REPORT_ZIP,
+    )
+    right.download_button(
+        "Close report (PDF)",
+        pdf_bytes,
+        file_name=f"close-{month}.pdf",
+        mime="application/pdf",
+        key=keys.BOOKS_REPORT_PDF,
+    )

@@ -48,6 +48,17 @@ def register(subparsers: Any) -> None:
     journal.add_argument("--company", help="Tally company to import into (SVCURRENTCOMPANY)")
     journal.set_defaults(func=run_journal)
 
+    report = subparsers.add_parser(
+        "close-report",
+        help="the month-end close report: a CSV bundle (zip) and a PDF",
+        description="Roll-forward, open exceptions, overcharges, journals, audit head.",
+    )
+    report.add_argument("--db", required=True, type=Path, help="the SQLite file")
+    report.add_argument("--month", required=True, type=_month, help="YYYY-MM (IST)")
+    report.add_argument("--out", required=True, type=Path, help="the zip to write")
+    report.add_argument("--pdf", type=Path, help="also write the PDF here")
+    report.set_defaults(func=run_report)
+
 
 def report_lines(data: dict[str, Any]) -> list[str]:
     """The roll-forward as text lines, amounts in rupees."""
@@ -105,4 +116,20 @@ def run_journal(args: argparse.Namespace) -> int:
     vouchers = month_vouchers(dataset, args.month, ledgers)
     text = journal_csv(vouchers) if args.format == "csv" else tally_xml(vouchers, args.company)
     sys.stdout.write(text)
+    return 0
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from core.books.report import build_report, bundle, pdf
+    from core.db import open_database
+
+    if not args.db.is_file():
+        raise ConfigError(f"--db: no such database: {args.db}")
+    with open_database(args.db) as conn:
+        report = build_report(conn, args.month)
+    args.out.write_bytes(bundle(report))
+    print(f"close report {args.month} -> {args.out} ({len(report.files)} files)")
+    if args.pdf is not None:
+        args.pdf.write_bytes(pdf(report))
+        print(f"PDF -> {args.pdf}")
     return 0
