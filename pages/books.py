@@ -25,7 +25,9 @@ if not months:
     st.stop()
 
 month = st.selectbox("Month (IST)", months, key=keys.BOOKS_MONTH)
-roll_tab, journal_tab, pricing_tab = st.tabs(["Roll-forward", "Journal", "Pricing"])
+roll_tab, journal_tab, pricing_tab, gst_tab = st.tabs(
+    ["Roll-forward", "Journal", "Pricing", "GST on fees"]
+)
 
 with roll_tab:
     st.caption(
@@ -130,3 +132,6 @@ with pricing_tab:
                     "success", f"Pricing plan version {version} saved. Reconcile to use it."
                 )
                 st.rerun()
+
+with gst_tab:
+    books.gst_section(dataset, month)

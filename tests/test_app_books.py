@@ -103,3 +103,13 @@ def test_an_admin_closes_a_month_and_it_shows_as_closed(app_db: Path) -> None:
     assert not at.exception, [e.value for e in at.exception]
     assert any(f"{month} is closed" in i.value for i in at.info)
     assert not [b for b in at.button if b.key == keys.BOOKS_CLOSE]
+
+
+def test_the_gst_tab_ties_a_typed_invoice_out(app_db: Path) -> None:
+    at = _books("admin@example.com")
+    at.text_input(key=keys.BOOKS_GST_TAXABLE).input("1,000.00").run()
+    at.text_input(key=keys.BOOKS_GST_AMOUNT).input("180.00").run()
+    assert not at.exception, [e.value for e in at.exception]
+    tables = [d.value for d in at.dataframe if "GST" in d.value.columns]
+    assert len(tables) == 1 and "Invoice − by payment" in list(tables[0][""])
+    assert any("Input tax credit (CGST+SGST)" in m.value for m in at.markdown)

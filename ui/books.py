@@ -8,11 +8,13 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from core.books.gst import SUPPLIER_STATE, Invoice, tie_out
 from core.books.pricing import METHOD_CLASSES, PricingPlan, PricingRule
+from core.dataset import Dataset
 from core.money import parse_rupees
 from ui import keys
 from ui.charts import INDIAN_SHORT
-from ui.format import inr, ist
+from ui.format import inr, ist, md
 
 LABELS = {
     "captured": "Captured payments",
@@ -174,3 +176,49 @@ def report_downloads(month: str, zipped: bytes, pdf_bytes: bytes) -> None:
         mime="application/pdf",
         key=keys.BOOKS_REPORT_PDF,
     )
+
+
+def gst_section(dataset: Dataset, month: str) -> None:
+    """GST on fees: the two bases, the invoice typed in, and the ITC split."""
+    left, mid, right = st.columns(3)
+    state = left.text_input("Your GST state", value=SUPPLIER_STATE, key=keys.BOOKS_GST_STATE)
+    taxable = mid.text_input("Invoice taxable value (₹)", key=keys.BOOKS_GST_TAXABLE)
+    gst = right.text_input("Invoice GST (₹)", key=keys.BOOKS_GST_AMOUNT)
+    invoice = None
+    if taxable.strip():
+        try:
+            paise = parse_rupees(gst) if gst.strip() else 0
+            same = state.strip().lower() == SUPPLIER_STATE.lower()
+            split = {"cgst": paise // 2, "sgst": paise - paise // 2} if same else {"igst": paise}
+            invoice = Invoice(month, parse_rupees(taxable), **split)
+        except ValueError as exc:
+            st.error(md(str(exc)))
+    t = tie_out(dataset, month, invoice, merchant_state=state)
+    rows = [
+        ("Fees by payment (captured, refunds, instant)", t.payment_fees, t.payment_gst),
+        ("Fees by settlement (recon rows settled)", t.settlement_fees, t.settlement_gst),
+        (
+            "Settled rows charging other than their payment",
+            t.row_fee_differences,
+            t.row_gst_differences,
+        ),
+        ("Timing and other rows (not itemised)", t.timing_fees, t.timing_gst),
+    ]
+    if t.invoice is not None and t.invoice_fee_difference is not None:
+        rows.append(("Invoice", t.invoice.taxable_value, t.invoice.gst))
+        rows.append(
+            ("Invoice − by payment", t.invoice_fee_difference, t.invoice_gst_difference or 0)
+        )
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "": [r[0] for r in rows],
+                "Fees": [inr(r[1]) for r in rows],
+                "GST": [inr(r[2]) for r in rows],
+            }
+        ),
+        key=keys.BOOKS_GST_TABLE,
+        hide_index=True,
+    )
+    credit = ", ".join(f"{name} {inr(amount)}" for name, amount in t.itc)
+    st.markdown(f"**Input tax credit ({t.itc_kind}):** {credit}")
