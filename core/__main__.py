@@ -41,6 +41,7 @@ COMMAND_MODULES: dict[str, str] = {
     "rollforward": "core.books.cli",
     "journal": "core.books.cli",
     "close-report": "core.books.cli",
+    "pricing": "core.books.cli",
 }
 
 

@@ -209,3 +209,22 @@ def test_a_plan_without_rules_is_refused(db_path: Path) -> None:
             PricingRule("crypto", 100)
     finally:
         conn.close()
+
+
+def test_pricing_cli_stores_a_version_once_per_request(db_path: Path, tmp_path: Path) -> None:
+    import json
+
+    from core.__main__ import main
+
+    rules = tmp_path / "plan.json"
+    rules.write_text(json.dumps([{"method": "card", "percent_bp": 190}]), encoding="utf-8")
+    args = ["pricing", "--db", str(db_path), "--rules", str(rules), "--from", "2026-04-01"]
+    assert main([*args, "--actor", "cfo@example.com"]) == 0
+    assert main([*args, "--actor", "cfo@example.com"]) == 0
+    conn = connect(db_path)
+    try:
+        (plan,) = pricing_plans(conn)
+    finally:
+        conn.close()
+    assert plan.effective_from == ts("2026-04-01T00:00")
+    assert plan.rules == (PricingRule("card", 190, 0),)

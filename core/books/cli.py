@@ -1,7 +1,8 @@
-"""`python -m core rollforward --db PATH --month YYYY-MM [--json]`: the month's roll-forward
-of the Razorpay receivable; `python -m core journal --db PATH --month YYYY-MM [--format
-csv|tally] [--ledgers FILE]`: its journal entries (docs/books.md). Exit 0 when it ran,
-whatever the residual."""
+"""The books' commands (docs/books.md): `rollforward --db PATH --month YYYY-MM [--json]`
+(the Razorpay receivable), `journal --db PATH --month YYYY-MM [--format csv|tally]
+[--ledgers FILE]`, `close-report --db PATH --month YYYY-MM --out ZIP [--pdf PDF]` and
+`pricing --db PATH --rules JSON --from DATE --actor WHO`. Exit 0 when it ran, whatever the
+residual."""
 
 from __future__ import annotations
 
@@ -58,6 +59,17 @@ def register(subparsers: Any) -> None:
     report.add_argument("--out", required=True, type=Path, help="the zip to write")
     report.add_argument("--pdf", type=Path, help="also write the PDF here")
     report.set_defaults(func=run_report)
+
+    pricing = subparsers.add_parser(
+        "pricing",
+        help="store a new version of the contracted pricing plan",
+        description="Rules as JSON: [{method, percent_bp, fixed_paise}] (docs/books.md).",
+    )
+    pricing.add_argument("--db", required=True, type=Path, help="the SQLite file")
+    pricing.add_argument("--rules", required=True, type=Path, help="JSON file of rules")
+    pricing.add_argument("--from", dest="effective_from", required=True, help="ISO date (IST)")
+    pricing.add_argument("--actor", required=True, help="who enters the plan (audited)")
+    pricing.set_defaults(func=run_pricing)
 
 
 def report_lines(data: dict[str, Any]) -> list[str]:
@@ -132,4 +144,35 @@ def run_report(args: argparse.Namespace) -> int:
     if args.pdf is not None:
         args.pdf.write_bytes(pdf(report))
         print(f"PDF -> {args.pdf}")
+    return 0
+
+
+def run_pricing(args: argparse.Namespace) -> int:
+    import hashlib
+
+    from core.books.pricing import PricingRule
+    from core.books.store import save_pricing_plan
+    from core.db import open_database
+    from core.engine.cli import parse_as_of
+
+    try:
+        text = args.rules.read_text(encoding="utf-8")
+        rules = tuple(
+            PricingRule(str(r["method"]), int(r.get("percent_bp", 0)), int(r.get("fixed_paise", 0)))
+            for r in json.loads(text)
+        )
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise ConfigError(f"--rules: {exc}") from exc
+    start = parse_as_of(f"{args.effective_from}T00:00:00")
+    # The same file, date and actor again is the same request: nothing new is stored.
+    request = hashlib.sha256(f"{text}|{start}|{args.actor}".encode()).hexdigest()
+    with open_database(args.db) as conn:
+        version = save_pricing_plan(
+            conn,
+            effective_from=start,
+            rules=rules,
+            actor=args.actor,
+            request_id=f"cli-{request}",
+        )
+    print(f"pricing plan version {version} in force from {args.effective_from}")
     return 0
