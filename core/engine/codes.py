@@ -97,6 +97,10 @@ TRANSFER_CODES: tuple[str, ...] = (
     MISSING_RECONCILIATION_RECORD,
 )
 
+# Codes of the pricing check, applied after the others when a run has a plan
+# (core/engine/fees.py): a payment's, ranked right after SETTLEMENT_AMOUNT_DISCREPANCY.
+PRICING_CODES: tuple[str, ...] = (FEE_OVERCHARGED,)
+
 # Exposure classes (spec section 6).
 AMOUNT_AT_RISK = "amount_at_risk"
 AWAITING = "awaiting_settlement"
