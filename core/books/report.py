@@ -1,7 +1,8 @@
 """The month-end close report (docs/books.md): a CSV bundle (zip) and a PDF for a month.
 
 Roll-forward (as the books show it: a closed month's snapshot), the balance by day, open
-exceptions by class and by age, fee overcharges against the contracted plan, the journal
+exceptions by class and by age, fee overcharges against the contracted plan, GST on fees
+by payment and by settlement with the input tax credit, the journal
 (CSV and Tally XML) and the head of the audit chain, so the report can be tied to the trail.
 """
 
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.books.close import books_view, closed_months
+from core.books.gst import GstTieOut, tie_out
 from core.books.journal import journal_csv, month_vouchers, tally_xml
 from core.books.pricing import fee_check, overcharge_summary
 from core.books.rollforward import MonthRollForward, daily_balances, month_bounds
@@ -43,6 +45,19 @@ def _csv(header: tuple[str, ...], rows: Sequence[Sequence[object]]) -> str:
     writer.writerow(header)
     writer.writerows(rows)
     return out.getvalue()
+
+
+def _gst_csv(t: GstTieOut) -> str:
+    """The month's fees and GST by payment and by settlement, the itemised difference, the
+    rest, and the input tax credit (no invoice: the payment basis's GST)."""
+    rows: list[tuple[object, ...]] = [
+        ("by_payment", t.payment_fees, t.payment_gst),
+        ("by_settlement", t.settlement_fees, t.settlement_gst),
+        ("rows_charging_other_than_their_payment", t.row_fee_differences, t.row_gst_differences),
+        ("timing_and_other_rows", t.timing_fees, t.timing_gst),
+    ]
+    rows += [(f"itc_{name.lower()}", "", amount) for name, amount in t.itc]
+    return _csv(("line", "fees_paise", "gst_paise"), rows)
 
 
 def build_report(conn: sqlite3.Connection, month: str) -> CloseReport:
@@ -88,6 +103,7 @@ def build_report(conn: sqlite3.Connection, month: str) -> CloseReport:
         "open_exceptions_by_class.csv": _csv(("class", "count", "paise"), list(by_class)),
         "open_exceptions_by_age.csv": _csv(("age", "count", "paise"), list(ageing)),
         "fee_overcharges.csv": _csv(("month", "class", "payments", "paise"), list(over)),
+        "gst_tie_out.csv": _gst_csv(tie_out(dataset, month)),
         "journal.csv": journal_csv(vouchers),
         "tally.xml": tally_xml(vouchers),
         "audit_head.txt": f"seq {seq}\nhash {digest}\n",
