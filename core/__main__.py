@@ -38,6 +38,10 @@ COMMAND_MODULES: dict[str, str] = {
     "users": "core.access_cli",
     "sync": "core.razorpay.cli",
     "export": "core.razorpay.cli",
+    "rollforward": "core.books.cli",
+    "journal": "core.books.cli",
+    "close-report": "core.books.cli",
+    "pricing": "core.books.cli",
 }
 
 

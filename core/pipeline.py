@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from core.books.pricing import PricingPlan
 from core.calendar import WorkingCalendar
 from core.dataset import DATASET_FILES, DATASET_TABLES, Dataset
 from core.db.connection import background_checkpoints
@@ -132,10 +133,16 @@ def load_folder(
     return LoadedFolder(Path(folder), dataset, report, hashes, {"load_s": round(loaded - began, 3)})
 
 
-def reconcile_loaded(loaded: LoadedFolder, params: EngineParams, as_of: int) -> FolderRun:
-    """Reconcile a loaded folder. Writes nothing."""
+def reconcile_loaded(
+    loaded: LoadedFolder,
+    params: EngineParams,
+    as_of: int,
+    pricing: tuple[PricingPlan, ...] = (),
+) -> FolderRun:
+    """Reconcile a loaded folder (with the merchant's pricing plans, when given). Writes
+    nothing."""
     began = time.perf_counter()
-    outcomes = reconcile(loaded.dataset, params, as_of)
+    outcomes = reconcile(loaded.dataset, params, as_of, pricing)
     done = time.perf_counter()
     return FolderRun(
         folder=loaded.folder,
@@ -226,11 +233,13 @@ def reconcile_folder_into_db(
     """Load, reconcile, store dataset and run, sync exceptions (nothing is written when the
     input is bad). The raw tables are staged while the engine runs; the statement column
     mappings saved in the database apply."""
+    from core.books.store import pricing_plans
     from core.ingest.mappings import saved_mappings
 
     loaded = load_folder(folder, amount_unit, saved_mappings(conn))
+    pricing = pricing_plans(conn)
     with staging_folder(conn, loaded) as staging:
-        run = reconcile_loaded(loaded, params, as_of)
+        run = reconcile_loaded(loaded, params, as_of, pricing)
         return store_folder_run(conn, run, source=source, staging=staging)
 
 
@@ -245,9 +254,11 @@ def reconcile_database(
     # Webhook marks up to here are answered by this run; later ones stay open.
     marks_through = max((mark[0] for mark in open_marks(conn)), default=0)
     began = time.perf_counter()
+    from core.books.store import pricing_plans
+
     dataset = read_dataset(conn)
     loaded = time.perf_counter()
-    outcomes = reconcile(dataset, params, as_of)
+    outcomes = reconcile(dataset, params, as_of, pricing_plans(conn))
     done = time.perf_counter()
     timings = {"load_s": round(loaded - began, 3), "reconcile_s": round(done - loaded, 3)}
     result = _persist_and_sync(

@@ -42,6 +42,8 @@ ROOT_CAUSES: dict[str, str] = {
     "TRANSFER_REVERSAL_EXCESS": "The reversal rows return more than the transfer's reversed "
     "amount.",
     "TRANSFER_NOT_DEBITED": "A Route transfer, overdue, with no recon row debiting it.",
+    "FEE_ABOVE_CONTRACT": "The fee charged is above the merchant's contracted pricing plan.",
+    "GST_ABOVE_CONTRACT": "The fee is as contracted but the GST charged on it is above 18%.",
 }
 
 # The root causes each reason code can have; the first is the default when evidence is thin.
@@ -69,4 +71,5 @@ CAUSES_BY_CODE: dict[str, tuple[str, ...]] = {
     "INSTANT_PAYOUT_REVERSED": ("INSTANT_PAYOUT_RETURNED",),
     "TRANSFER_AMOUNT_MISMATCH": ("TRANSFER_DEBIT_DIFFERS",),
     "TRANSFER_REVERSAL_MISMATCH": ("TRANSFER_REVERSAL_SHORT", "TRANSFER_REVERSAL_EXCESS"),
+    "FEE_OVERCHARGED": ("FEE_ABOVE_CONTRACT", "GST_ABOVE_CONTRACT"),
 }

@@ -411,6 +411,18 @@ def build(conn: sqlite3.Connection) -> dict[str, int]:
         actual=195120,
     )
 
+    # FEE_OVERCHARGED (docs/books.md): a plan of 2% + GST allows 2,000 + 360 on 1,00,000.
+    p_over = payment(conn, "pay_OVF001", 100000, fee=2950, tax=450)
+    good_rows.append(recon_payment_row(conn, p_over, "setl_GOOD01"))
+    ids["FEE_ABOVE_CONTRACT"] = exception(
+        conn, "payment", "pay_OVF001", "FEE_OVERCHARGED", expected=2360, actual=2950
+    )
+    p_over_gst = payment(conn, "pay_OVG001", 100000, fee=2500, tax=500)
+    good_rows.append(recon_payment_row(conn, p_over_gst, "setl_GOOD01"))
+    ids["GST_ABOVE_CONTRACT"] = exception(
+        conn, "payment", "pay_OVG001", "FEE_OVERCHARGED", expected=2360, actual=2500
+    )
+
     p_low = payment(conn, "pay_LOW001", 500000)
     good_rows.append(recon_payment_row(conn, p_low, "setl_GOOD01", amount=450000))
     ids["SETTLED_AMOUNT_LOWER"] = exception(

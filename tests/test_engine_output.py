@@ -169,6 +169,7 @@ def test_every_code_the_engine_emits_has_a_class() -> None:
         + C.DISPUTE_CODES
         + C.INSTANT_SETTLEMENT_CODES
         + C.TRANSFER_CODES
+        + C.PRICING_CODES
     )
     assert emitted == set(C.EXPOSURE_CLASS)
 

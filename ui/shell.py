@@ -33,6 +33,7 @@ PAGES: tuple[tuple[str, str, str], ...] = (
     ("pages/overview.py", "Overview", ":material/dashboard:"),
     ("pages/exceptions.py", "Exceptions", ":material/rule:"),
     ("pages/settlement.py", "Settlement", ":material/account_balance:"),
+    ("pages/books.py", "Books", ":material/menu_book:"),
     ("pages/investigation.py", "Investigation", ":material/search:"),
     ("pages/data.py", "Data", ":material/upload_file:"),
     ("pages/evaluation.py", "Evaluation", ":material/fact_check:"),

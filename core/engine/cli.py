@@ -126,7 +126,10 @@ def run(args: argparse.Namespace) -> int:
                 # worker threads while this one reconciles and writes results.csv.
                 conn = stack.enter_context(open_database(args.db))
                 staging = stack.enter_context(staging_folder(conn, loaded))
-            folder_run = reconcile_loaded(loaded, params, as_of)
+            from core.books.store import pricing_plans
+
+            pricing = pricing_plans(conn) if conn is not None else ()
+            folder_run = reconcile_loaded(loaded, params, as_of, pricing)
             timings = dict(folder_run.timings)
             began = time.perf_counter()
             write_results_csv_to(folder_run.outcomes, temporary)

@@ -44,6 +44,9 @@ INSTANT_PAYOUT_REVERSED = "INSTANT_PAYOUT_REVERSED"
 TRANSFER_AMOUNT_MISMATCH = "TRANSFER_AMOUNT_MISMATCH"
 TRANSFER_REVERSAL_MISMATCH = "TRANSFER_REVERSAL_MISMATCH"
 
+# Contracted pricing (docs/books.md): only when a run is given the merchant's pricing plan.
+FEE_OVERCHARGED = "FEE_OVERCHARGED"
+
 # Pending reasons of the wider model.
 DISPUTE_UNDER_REVIEW = "DISPUTE_UNDER_REVIEW"
 
@@ -94,6 +97,10 @@ TRANSFER_CODES: tuple[str, ...] = (
     MISSING_RECONCILIATION_RECORD,
 )
 
+# Codes of the pricing check, applied after the others when a run has a plan
+# (core/engine/fees.py): a payment's, ranked right after SETTLEMENT_AMOUNT_DISCREPANCY.
+PRICING_CODES: tuple[str, ...] = (FEE_OVERCHARGED,)
+
 # Exposure classes (spec section 6).
 AMOUNT_AT_RISK = "amount_at_risk"
 AWAITING = "awaiting_settlement"
@@ -125,6 +132,7 @@ EXPOSURE_CLASS: dict[str, str] = {
     INSTANT_PAYOUT_REVERSED: AWAITING,
     TRANSFER_AMOUNT_MISMATCH: AMOUNT_AT_RISK,
     TRANSFER_REVERSAL_MISMATCH: AMOUNT_AT_RISK,
+    FEE_OVERCHARGED: AMOUNT_AT_RISK,
 }
 EXPOSURE_CLASSES: tuple[str, ...] = (AMOUNT_AT_RISK, AWAITING, STRUCTURAL, DISPUTED, REALISED_LOSS)
 

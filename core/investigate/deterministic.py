@@ -896,7 +896,43 @@ def _transfer_not_debited(ev: Evidence, exc: Record, c: _Cite) -> Finding:
     )
 
 
+def _fee_overcharged(ev: Evidence, exc: Record, c: _Cite) -> Finding:
+    """FEE_OVERCHARGED (docs/books.md): the engine's expected is the plan's fee (incl. GST),
+    actual the fee charged. GST above 18% of the fee before it is a GST overcharge; else
+    the fee itself is above the plan."""
+    pid = str(exc["entity_id"])
+    expected, actual, _ = _amounts(exc)
+    advice = (
+        "Raise the overcharge with Razorpay quoting the payment, the fee charged and the "
+        "pricing plan version in force; claim the difference and its GST."
+    )
+    rows = _rows(ev, pid, "payment")
+    source = rows[0] if rows else _payment(ev, pid)
+    if source is None or source.get("fee") is None:
+        return ("FEE_ABOVE_CONTRACT", LOW, _missing(exc, c, "the payment or its recon row"), advice)
+    fee, tax = int(source["fee"]), int(source.get("tax") or 0)
+    what = f"recon row {c.id(source['row_key'])}" if rows else f"payment {c.id(pid)}"
+    head = f"Payment {c.id(pid)} was charged a fee of {c.inr(fee)} incl. GST {c.inr(tax)} ({what})"
+    if expected is not None and actual is not None:
+        head += f" where the contracted plan allows {c.inr(expected)}"
+    gst_fair = ((fee - tax) * 1800 + 5000) // 10000
+    if tax > gst_fair + 1:
+        return (
+            "GST_ABOVE_CONTRACT",
+            HIGH,
+            f"{head}. The GST is more than 18% of the fee before GST.",
+            advice,
+        )
+    return (
+        "FEE_ABOVE_CONTRACT",
+        HIGH if expected is not None else MEDIUM,
+        f"{head}. The GST is 18% of the fee before it: the fee itself is above the plan.",
+        advice,
+    )
+
+
 RULES: dict[str, Rule] = {
+    "FEE_OVERCHARGED": _fee_overcharged,
     "SETTLEMENT_AMOUNT_DISCREPANCY": _settlement_amount_discrepancy,
     "AMOUNT_MISMATCH": _amount_mismatch,
     "DUPLICATE_RECONCILIATION_RECORD": _duplicate_record,

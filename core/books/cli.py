@@ -1,0 +1,178 @@
+"""The books' commands (docs/books.md): `rollforward --db PATH --month YYYY-MM [--json]`
+(the Razorpay receivable), `journal --db PATH --month YYYY-MM [--format csv|tally]
+[--ledgers FILE]`, `close-report --db PATH --month YYYY-MM --out ZIP [--pdf PDF]` and
+`pricing --db PATH --rules JSON --from DATE --actor WHO`. Exit 0 when it ran, whatever the
+residual."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from core.errors import ConfigError
+
+MONTH = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
+
+
+def _month(text: str) -> str:
+    if not MONTH.match(text):
+        raise argparse.ArgumentTypeError(f"not a month YYYY-MM: {text!r}")
+    return text
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "rollforward",
+        help="roll the Razorpay receivable forward over a month",
+        description="Opening + movements = closing, tied out to the open items (docs/books.md).",
+    )
+    parser.add_argument("--db", required=True, type=Path, help="the SQLite file")
+    parser.add_argument("--month", required=True, type=_month, help="YYYY-MM (IST)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.set_defaults(func=run)
+
+    journal = subparsers.add_parser(
+        "journal",
+        help="journal entries for a month: CSV or Tally XML vouchers",
+        description="Balanced vouchers per settlement and the month's captures (docs/books.md).",
+    )
+    journal.add_argument("--db", required=True, type=Path, help="the SQLite file")
+    journal.add_argument("--month", required=True, type=_month, help="YYYY-MM (IST)")
+    journal.add_argument("--format", choices=("csv", "tally"), default="csv")
+    journal.add_argument(
+        "--ledgers", type=Path, help="JSON object: ledger key -> name in your chart of accounts"
+    )
+    journal.add_argument("--company", help="Tally company to import into (SVCURRENTCOMPANY)")
+    journal.set_defaults(func=run_journal)
+
+    report = subparsers.add_parser(
+        "close-report",
+        help="the month-end close report: a CSV bundle (zip) and a PDF",
+        description="Roll-forward, open exceptions, overcharges, journals, audit head.",
+    )
+    report.add_argument("--db", required=True, type=Path, help="the SQLite file")
+    report.add_argument("--month", required=True, type=_month, help="YYYY-MM (IST)")
+    report.add_argument("--out", required=True, type=Path, help="the zip to write")
+    report.add_argument("--pdf", type=Path, help="also write the PDF here")
+    report.set_defaults(func=run_report)
+
+    pricing = subparsers.add_parser(
+        "pricing",
+        help="store a new version of the contracted pricing plan",
+        description="Rules as JSON: [{method, percent_bp, fixed_paise}] (docs/books.md).",
+    )
+    pricing.add_argument("--db", required=True, type=Path, help="the SQLite file")
+    pricing.add_argument("--rules", required=True, type=Path, help="JSON file of rules")
+    pricing.add_argument("--from", dest="effective_from", required=True, help="ISO date (IST)")
+    pricing.add_argument("--actor", required=True, help="who enters the plan (audited)")
+    pricing.set_defaults(func=run_pricing)
+
+
+def report_lines(data: dict[str, Any]) -> list[str]:
+    """The roll-forward as text lines, amounts in rupees."""
+    from core.money import format_rupees
+
+    def line(label: str, amount: int) -> str:
+        return f"  {label:<28} {format_rupees(amount):>18}"
+
+    out = [f"Razorpay receivable, {data['month']}", line("opening", data["opening"])]
+    out += [line(k, v) for k, v in data["movements"].items() if v]
+    out.append(line("closing", data["closing"]))
+    out.append("open items")
+    out += [line(k, v) for k, v in data["open_items"].items() if v]
+    out.append(line("residual (unexplained)", data["residual"]))
+    for item in data["drilldown"]:
+        out.append(
+            f"    {item['day']} {item['entity_type']} {item['entity_id']}"
+            f" {format_rupees(item['amount'])}"
+        )
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from core.books.rollforward import month_rollforward
+    from core.books.store import stored_events
+    from core.db import open_database
+
+    if not args.db.is_file():
+        raise ConfigError(f"--db: no such database: {args.db}")
+    with open_database(args.db) as conn:
+        result = month_rollforward(stored_events(conn), args.month).as_dict()
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print("\n".join(report_lines(result)))
+    return 0
+
+
+def run_journal(args: argparse.Namespace) -> int:
+    from core.books.journal import Ledgers, journal_csv, month_vouchers, tally_xml
+    from core.db import open_database
+    from core.db.raw import read_dataset
+
+    if not args.db.is_file():
+        raise ConfigError(f"--db: no such database: {args.db}")
+    ledgers = Ledgers()
+    if args.ledgers is not None:
+        try:
+            names = json.loads(args.ledgers.read_text(encoding="utf-8"))
+            ledgers = Ledgers.from_mapping(dict(names))
+        except (OSError, ValueError, TypeError) as exc:
+            raise ConfigError(f"--ledgers: {exc}") from exc
+    with open_database(args.db) as conn:
+        dataset = read_dataset(conn)
+    vouchers = month_vouchers(dataset, args.month, ledgers)
+    text = journal_csv(vouchers) if args.format == "csv" else tally_xml(vouchers, args.company)
+    sys.stdout.write(text)
+    return 0
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from core.books.report import build_report, bundle, pdf
+    from core.db import open_database
+
+    if not args.db.is_file():
+        raise ConfigError(f"--db: no such database: {args.db}")
+    with open_database(args.db) as conn:
+        report = build_report(conn, args.month)
+    args.out.write_bytes(bundle(report))
+    print(f"close report {args.month} -> {args.out} ({len(report.files)} files)")
+    if args.pdf is not None:
+        args.pdf.write_bytes(pdf(report))
+        print(f"PDF -> {args.pdf}")
+    return 0
+
+
+def run_pricing(args: argparse.Namespace) -> int:
+    import hashlib
+
+    from core.books.pricing import PricingRule
+    from core.books.store import save_pricing_plan
+    from core.db import open_database
+    from core.engine.cli import parse_as_of
+
+    try:
+        text = args.rules.read_text(encoding="utf-8")
+        rules = tuple(
+            PricingRule(str(r["method"]), int(r.get("percent_bp", 0)), int(r.get("fixed_paise", 0)))
+            for r in json.loads(text)
+        )
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise ConfigError(f"--rules: {exc}") from exc
+    start = parse_as_of(f"{args.effective_from}T00:00:00")
+    # The same file, date and actor again is the same request: nothing new is stored.
+    request = hashlib.sha256(f"{text}|{start}|{args.actor}".encode()).hexdigest()
+    with open_database(args.db) as conn:
+        version = save_pricing_plan(
+            conn,
+            effective_from=start,
+            rules=rules,
+            actor=args.actor,
+            request_id=f"cli-{request}",
+        )
+    print(f"pricing plan version {version} in force from {args.effective_from}")
+    return 0

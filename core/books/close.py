@@ -1,0 +1,131 @@
+"""Closing a month (docs/books.md): its roll-forward frozen, never silently changed.
+
+A closed month shows its snapshot. When later data changes what the books say up to the
+end of a closed month, the next open month opens from the snapshot's closing and shows the
+change as its own line, `prior_period_adjustments`.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass, replace
+
+import pandas as pd
+
+from core.books.rollforward import MonthRollForward, month_rollforward
+from core.db import books as books_sql
+from core.db.connection import transaction
+
+PRIOR_PERIOD = "prior_period_adjustments"
+
+
+@dataclass(frozen=True)
+class ClosedMonth:
+    month: str
+    closed_at: int
+    closed_by: str
+    snapshot: MonthRollForward
+
+
+def _from_dict(data: dict[str, object]) -> MonthRollForward:
+    movements = data["movements"]
+    open_items = data["open_items"]
+    drill = data["drilldown"]
+    assert isinstance(movements, dict) and isinstance(open_items, dict)
+    assert isinstance(drill, list)
+    return MonthRollForward(
+        month=str(data["month"]),
+        opening=int(str(data["opening"])),
+        movements=tuple((str(k), int(v)) for k, v in movements.items()),
+        closing=int(str(data["closing"])),
+        open_items=tuple((str(k), int(v)) for k, v in open_items.items()),
+        residual=int(str(data["residual"])),
+        drilldown=tuple(
+            (str(d["day"]), str(d["entity_type"]), str(d["entity_id"]), int(d["amount"]))
+            for d in drill
+        ),
+    )
+
+
+def closed_months(conn: sqlite3.Connection) -> dict[str, ClosedMonth]:
+    """Every closed month by 'YYYY-MM'."""
+    return {
+        month: ClosedMonth(month, at, by, _from_dict(json.loads(text)))
+        for month, at, by, text in books_sql.month_close_rows(conn)
+    }
+
+
+def close_month(
+    conn: sqlite3.Connection,
+    events: pd.DataFrame,
+    month: str,
+    *,
+    actor: str,
+    request_id: str,
+    run_id: int | None = None,
+    now: int | None = None,
+) -> ClosedMonth:
+    """Freeze `month`'s roll-forward (audited). Closing a closed month changes nothing and
+    returns it as it was closed. The caller checks that `actor` may close months."""
+    from core.audit import append
+
+    stamp = int(time.time()) if now is None else int(now)
+    with transaction(conn):
+        found = closed_months(conn).get(month)
+        if found is not None:
+            return found
+        snapshot = books_view(events, month, closed_months(conn))
+        books_sql.insert_month_close(
+            conn,
+            month=month,
+            closed_at=stamp,
+            closed_by=actor,
+            run_id=run_id,
+            closing=snapshot.closing,
+            residual=snapshot.residual,
+            snapshot_json=json.dumps(snapshot.as_dict()),  # keeps the line order
+            request_id=request_id,
+        )
+        append(
+            conn,
+            actor=actor,
+            action="month_closed",
+            entity_type="month",
+            entity_id=month,
+            payload={
+                "closing": snapshot.closing,
+                "residual": snapshot.residual,
+                "run_id": run_id,
+                "request_id": request_id,
+            },
+            now=stamp,
+        )
+    return ClosedMonth(month, stamp, actor, snapshot)
+
+
+def books_view(
+    events: pd.DataFrame, month: str, closes: dict[str, ClosedMonth]
+) -> MonthRollForward:
+    """What the books show for `month`: its snapshot when closed. An open month right after
+    a closed one opens from the snapshot's closing; what the data say now about the same
+    moment, if different, is its `prior_period_adjustments` line (so its closing is today's
+    figure). Any other open month rolls forward from its open predecessor."""
+    if month in closes:
+        return closes[month].snapshot
+    live = month_rollforward(events, month)
+    before = closes.get(_previous(month))
+    if before is None:
+        return live
+    adjustment = live.opening - before.snapshot.closing
+    return replace(
+        live,
+        opening=before.snapshot.closing,
+        movements=((PRIOR_PERIOD, adjustment), *live.movements),
+    )
+
+
+def _previous(month: str) -> str:
+    year, mon = int(month[:4]), int(month[5:7])
+    return f"{year - 1}-12" if mon == 1 else f"{year:04d}-{mon - 1:02d}"

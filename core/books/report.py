@@ -1,0 +1,170 @@
+"""The month-end close report (docs/books.md): a CSV bundle (zip) and a PDF for a month.
+
+Roll-forward (as the books show it: a closed month's snapshot), the balance by day, open
+exceptions by class and by age, fee overcharges against the contracted plan, GST on fees
+by payment and by settlement with the input tax credit, the journal
+(CSV and Tally XML) and the head of the audit chain, so the report can be tied to the trail.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import sqlite3
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from core.books.close import books_view, closed_months
+from core.books.gst import GstTieOut, tie_out
+from core.books.journal import journal_csv, month_vouchers, tally_xml
+from core.books.pricing import fee_check, overcharge_summary
+from core.books.rollforward import MonthRollForward, daily_balances, month_bounds
+from core.books.store import pricing_plans, stored_events
+from core.db.audit import head as audit_head
+from core.db.raw import read_dataset
+from core.money import format_rupees
+
+
+@dataclass(frozen=True)
+class CloseReport:
+    month: str
+    closed: bool
+    rollforward: MonthRollForward
+    exposure_by_class: tuple[tuple[str, int, int], ...]  # class, count, paise
+    ageing: tuple[tuple[str, int, int], ...]  # bucket, count, paise
+    overcharges: tuple[tuple[str, str, int, int], ...]  # month, class, payments, paise
+    audit_seq: int
+    audit_hash: str
+    files: dict[str, str]  # name -> text
+
+
+def _csv(header: tuple[str, ...], rows: Sequence[Sequence[object]]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def _gst_csv(t: GstTieOut) -> str:
+    """The month's fees and GST by payment and by settlement, the itemised difference, the
+    rest, and the input tax credit (no invoice: the payment basis's GST)."""
+    rows: list[tuple[object, ...]] = [
+        ("by_payment", t.payment_fees, t.payment_gst),
+        ("by_settlement", t.settlement_fees, t.settlement_gst),
+        ("rows_charging_other_than_their_payment", t.row_fee_differences, t.row_gst_differences),
+        ("timing_and_other_rows", t.timing_fees, t.timing_gst),
+    ]
+    rows += [(f"itc_{name.lower()}", "", amount) for name, amount in t.itc]
+    return _csv(("line", "fees_paise", "gst_paise"), rows)
+
+
+def build_report(conn: sqlite3.Connection, month: str) -> CloseReport:
+    """Everything the close report holds for `month` ('YYYY-MM'), read in one go."""
+    from core import views
+
+    events = stored_events(conn)
+    closes = closed_months(conn)
+    roll = books_view(events, month, closes)
+    dataset = read_dataset(conn)
+    vouchers = month_vouchers(dataset, month)
+    summary = overcharge_summary(fee_check(dataset, pricing_plans(conn)))
+    summary = summary[summary["month"] == month]
+    over = tuple(
+        (str(m), str(k), int(n), int(p))
+        for m, k, n, p in summary[["month", "method_class", "payments", "overcharge"]].itertuples(
+            index=False, name=None
+        )
+    )
+    ov = views.overview(conn)
+    by_class = tuple(
+        (cls, t.count, t.paise) for cls, t in (ov.exposure_by_class.items() if ov else ())
+    )
+    ageing = tuple((b.label, b.count, b.paise) for b in (ov.ageing if ov else ()))
+    top = audit_head(conn)
+    seq, digest = (0, "") if top is None else (int(top[0]), str(top[1]))
+    first, following = month_bounds(month)
+    days = daily_balances(events)
+    days = days[(days["day"] >= first) & (days["day"] < following)]
+    files = {
+        "rollforward.csv": _csv(
+            ("section", "line", "paise", "rupees"),
+            [("opening", "opening", roll.opening, format_rupees(roll.opening))]
+            + [("movement", k, v, format_rupees(v)) for k, v in roll.movements]
+            + [("closing", "closing", roll.closing, format_rupees(roll.closing))]
+            + [("open_item", k, v, format_rupees(v)) for k, v in roll.open_items]
+            + [("residual", "residual", roll.residual, format_rupees(roll.residual))],
+        ),
+        "residual_drilldown.csv": _csv(
+            ("day", "entity_type", "entity_id", "paise"), [tuple(d) for d in roll.drilldown]
+        ),
+        "daily.csv": days.to_csv(index=False),
+        "open_exceptions_by_class.csv": _csv(("class", "count", "paise"), list(by_class)),
+        "open_exceptions_by_age.csv": _csv(("age", "count", "paise"), list(ageing)),
+        "fee_overcharges.csv": _csv(("month", "class", "payments", "paise"), list(over)),
+        "gst_tie_out.csv": _gst_csv(tie_out(dataset, month)),
+        "journal.csv": journal_csv(vouchers),
+        "tally.xml": tally_xml(vouchers),
+        "audit_head.txt": f"seq {seq}\nhash {digest}\n",
+    }
+    return CloseReport(month, month in closes, roll, by_class, ageing, over, seq, digest, files)
+
+
+def bundle(report: CloseReport) -> bytes:
+    """The report's files as a zip (fixed timestamps: the same report, the same bytes)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name in sorted(report.files):
+            info = zipfile.ZipInfo(f"close-{report.month}/{name}", date_time=(2026, 1, 1, 0, 0, 0))
+            archive.writestr(info, report.files[name])
+    return out.getvalue()
+
+
+def _ascii(text: str) -> str:
+    return text.replace("₹", "Rs ").replace("−", "-").encode("latin-1", "replace").decode("latin-1")
+
+
+def pdf(report: CloseReport) -> bytes:
+    """A short PDF of the close: roll-forward, open items, residual, exceptions by class
+    and age, overcharges, and the audit chain head."""
+    from fpdf import FPDF
+
+    roll = report.rollforward
+    doc = FPDF()
+    doc.set_auto_page_break(True, margin=15)
+    doc.add_page()
+    doc.set_font("Helvetica", "B", 14)
+    state = "closed" if report.closed else "open"
+    doc.cell(
+        0, 8, _ascii(f"Month-end close {report.month} ({state})"), new_x="LMARGIN", new_y="NEXT"
+    )
+
+    def section(title: str, rows: list[tuple[str, str]]) -> None:
+        doc.set_font("Helvetica", "B", 11)
+        doc.cell(0, 7, _ascii(title), new_x="LMARGIN", new_y="NEXT")
+        doc.set_font("Helvetica", "", 9)
+        for label, value in rows:
+            doc.cell(110, 5, _ascii(label))
+            doc.cell(0, 5, _ascii(value), align="R", new_x="LMARGIN", new_y="NEXT")
+
+    money = format_rupees
+    section(
+        "Razorpay receivable",
+        [("Opening", money(roll.opening))]
+        + [(k, money(v)) for k, v in roll.movements if v]
+        + [("Closing", money(roll.closing))],
+    )
+    section("Open items", [(k, money(v)) for k, v in roll.open_items if v])
+    section("Residual (unexplained)", [("Residual", money(roll.residual))])
+    section(
+        "Open exceptions by class",
+        [(c, f"{n} / {money(p)}") for c, n, p in report.exposure_by_class],
+    )
+    section("Open exceptions by age", [(a, f"{n} / {money(p)}") for a, n, p in report.ageing])
+    section(
+        "Fee overcharges (contracted plan)",
+        [(f"{m} {k}", f"{n} / {money(p)}") for m, k, n, p in report.overcharges] or [("none", "")],
+    )
+    section("Audit chain head", [("seq", str(report.audit_seq)), ("hash", report.audit_hash[:32])])
+    return bytes(doc.output())

@@ -1,0 +1,474 @@
+"""The roll-forward of the Razorpay receivable (docs/books.md).
+
+Every movement of the merchant's Razorpay balance becomes one *event*: a signed amount in
+paise (its effect on what Razorpay owes the merchant), a Unix time, a line and the entity it
+comes from. Three kinds of line:
+
+- flow lines (FLOW_LINES): captured, fees, refunds, disputes, adjustments, transfers,
+  settlements. opening + Σ flow = closing.
+- open-item lines (OPEN_LINES): what is still with Razorpay at that moment, each entity once
+  (unsettled captured payments, held payments, pending refunds, other unsettled rows) plus
+  the differences the reconciliation flagged as exceptions (claims under review).
+- `unexplained`: a difference that no exception covers. closing − Σ open items equals the
+  sum of these, the residual, and its events are the drill-down.
+
+"Captured" is the payment entity (the merchant's record of the sale); "settled" is a recon
+row that names a settlement Razorpay paid (a processed regular settlement, or an instant
+settlement). An entity's difference is what it should have brought minus what its settled
+rows brought; a settlement's difference is what its rows add up to minus what it paid.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from core.calendar import IST
+from core.dataset import Dataset
+
+CAPTURED = "captured"
+FEES = "fees"
+REFUNDS = "refunds"
+DISPUTE_DEBITS = "dispute_debits"
+DISPUTE_REVERSALS = "dispute_reversals"
+WRITTEN_OFF = "written_off"
+ADJUSTMENTS = "adjustments"
+TRANSFERS = "transfers"
+SETTLEMENTS = "settlements"
+INSTANT_SETTLEMENTS = "instant_settlements"
+FLOW_LINES: tuple[str, ...] = (
+    CAPTURED,
+    REFUNDS,
+    FEES,
+    DISPUTE_DEBITS,
+    DISPUTE_REVERSALS,
+    WRITTEN_OFF,
+    ADJUSTMENTS,
+    TRANSFERS,
+    SETTLEMENTS,
+    INSTANT_SETTLEMENTS,
+)
+OPEN_PAYMENTS = "unsettled_payments"
+HELD = "held"
+OPEN_REFUNDS = "pending_refunds"
+OPEN_OTHER = "unsettled_other_rows"
+INSTANT_ADVANCES = "instant_advances"
+FLAGGED = "flagged_differences"
+OPEN_LINES: tuple[str, ...] = (
+    OPEN_PAYMENTS,
+    HELD,
+    OPEN_REFUNDS,
+    OPEN_OTHER,
+    INSTANT_ADVANCES,
+    FLAGGED,
+)
+UNEXPLAINED = "unexplained"
+
+EVENT_COLUMNS = ("ts", "line", "entity_type", "entity_id", "amount")
+EXCEPTION = "EXCEPTION"
+
+
+def exception_entities(outcomes: pd.DataFrame) -> frozenset[tuple[str, str]]:
+    """(entity_type, entity_id) of every EXCEPTION outcome: the differences they explain."""
+    if outcomes.empty:
+        return frozenset()
+    hit = outcomes[outcomes["status"] == EXCEPTION]
+    return frozenset(zip(hit["entity_type"].astype(str), hit["entity_id"].astype(str), strict=True))
+
+
+def _events(
+    ts: pd.Series, line: str | pd.Series, etype: str, eid: pd.Series, amount: pd.Series
+) -> pd.DataFrame:
+    frame = pd.DataFrame(
+        {
+            "ts": pd.Series(ts).to_numpy(dtype=np.int64),
+            "line": line if isinstance(line, str) else line.to_numpy(dtype=object),
+            "entity_type": etype,
+            "entity_id": pd.Series(eid).astype(str).to_numpy(dtype=object),
+            "amount": pd.Series(amount).to_numpy(dtype=np.int64),
+        }
+    )
+    return frame[frame["amount"] != 0]
+
+
+def _is_foreign(currency: pd.Series) -> pd.Series:
+    upper = currency.astype("string").str.upper()
+    return (upper.notna() & (upper != "INR")).fillna(False).astype(bool)
+
+
+def _razorpay_settled(settled_by: pd.Series) -> pd.Series:
+    text = settled_by.astype("string").str.strip().str.lower()
+    return (text.isna() | (text == "") | (text == "razorpay")).fillna(True).astype(bool)
+
+
+def _settle_times(dataset: Dataset) -> pd.Series:
+    """settlement id -> the time it paid out: processed regular settlements and instant
+    settlements (created_at)."""
+    st = dataset.settlements
+    regular = st[st["status"].astype(str) == "processed"]
+    inst = dataset.instant_settlements
+    times = pd.concat(
+        [
+            pd.Series(regular["created_at"].to_numpy(np.int64), index=regular["id"].astype(str)),
+            pd.Series(inst["created_at"].to_numpy(np.int64), index=inst["id"].astype(str)),
+        ]
+    )
+    return times[~times.index.duplicated(keep="first")]
+
+
+def _item_events(
+    *,
+    etype: str,
+    ids: pd.Series,
+    created: pd.Series,
+    expected: pd.Series,
+    open_line: pd.Series,
+    rows: pd.DataFrame,
+    flagged: frozenset[tuple[str, str]],
+) -> list[pd.DataFrame]:
+    """Open-item and difference events of entities that own recon rows (payments, refunds).
+
+    rows: the entities' recon rows with `owner`, `settle_ts` (NaN when unsettled) and `net`.
+    The entity is open from `created` until its first settled row; its difference is
+    `expected` (at that moment) minus each settled row's net (at the row's settlement)."""
+    frame = pd.DataFrame(
+        {"id": ids.astype(str).to_numpy(), "created": created.to_numpy(np.int64)}
+    ).assign(expected=expected.to_numpy(np.int64), open_line=open_line.to_numpy(dtype=object))
+    settled = rows[rows["settle_ts"].notna()]
+    first = settled.groupby("owner")["settle_ts"].min()
+    frame["first"] = frame["id"].map(first)
+    out = [_events(frame["created"], frame["open_line"], etype, frame["id"], frame["expected"])]
+    closed = frame[frame["first"].notna()]
+    out.append(
+        _events(
+            closed["first"].astype(np.int64),
+            closed["open_line"],
+            etype,
+            closed["id"],
+            -closed["expected"],
+        )
+    )
+    is_flagged = pd.Series(
+        [(etype, i) in flagged for i in closed["id"]], index=closed.index, dtype=bool
+    )
+    diff_line = np.where(is_flagged, FLAGGED, UNEXPLAINED)
+    out.append(
+        _events(
+            closed["first"].astype(np.int64),
+            pd.Series(diff_line, index=closed.index),
+            etype,
+            closed["id"],
+            closed["expected"],
+        )
+    )
+    owners = frame.set_index("id")
+    mine = settled[settled["owner"].isin(owners.index)]
+    owner_flagged = pd.Series([(etype, o) in flagged for o in mine["owner"]], dtype=bool)
+    out.append(
+        _events(
+            mine["settle_ts"].astype(np.int64),
+            pd.Series(np.where(owner_flagged, FLAGGED, UNEXPLAINED)),
+            etype,
+            mine["owner"],
+            -mine["net"],
+        )
+    )
+    return out
+
+
+def ledger_events(dataset: Dataset, flagged: Iterable[tuple[str, str]] = ()) -> pd.DataFrame:
+    """Every event of the receivable (columns EVENT_COLUMNS), unsorted.
+
+    flagged: (entity_type, entity_id) of the exceptions of a run over this dataset
+    (`exception_entities`); their differences are open items, any other difference is
+    `unexplained`."""
+    flags = frozenset(flagged)
+    times = _settle_times(dataset)
+    recon = dataset.recon.copy()
+    recon["settle_ts"] = recon["settlement_id"].astype(str).map(times).astype("float64")
+    recon.loc[recon["settlement_id"].isna(), "settle_ts"] = np.nan
+    recon["net"] = recon["credit"].astype(np.int64) - recon["debit"].astype(np.int64)
+    recon["held"] = recon["on_hold"].astype(bool) & ~recon["settled"].astype(bool)
+    rtype = recon["type"].astype(str)
+    events: list[pd.DataFrame] = []
+
+    # Payments: captured (or owning recon rows) and settled through Razorpay.
+    pay = dataset.payments
+    pay_ids = pay["id"].astype(str)
+    pay_rows = recon[(rtype == "payment") & recon["entity_id"].astype(str).isin(pay_ids)]
+    pay_rows = pay_rows.assign(owner=pay_rows["entity_id"].astype(str))
+    first_row = pay_rows.drop_duplicates("owner").set_index("owner")
+    has_rows = pay_ids.isin(pay_rows["owner"])
+    captured = (
+        pay["captured"].astype(bool) | pay["status"].astype(str).isin(["captured", "refunded"])
+    ).to_numpy()
+    keep = (captured & _razorpay_settled(pay["settled_by"]).to_numpy()) | has_rows.to_numpy()
+    p = pay[keep]
+    pid = p["id"].astype(str)
+    cap = captured[keep]
+    foreign = _is_foreign(p["currency"]).to_numpy()
+    row_amount = pid.map(first_row["amount"]).astype("Int64")
+    inr = np.where(
+        foreign,
+        p["base_amount"].astype("Int64").fillna(row_amount).fillna(0).to_numpy(np.int64),
+        p["amount"].to_numpy(np.int64),
+    )
+    fee = p["fee"].astype("Int64").fillna(pid.map(first_row["fee"]).astype("Int64")).fillna(0)
+    amount = pd.Series(np.where(cap, inr, 0), index=p.index)
+    fees = pd.Series(np.where(cap, fee.to_numpy(np.int64), 0), index=p.index)
+    created = p["created_at"].astype(np.int64)
+    events.append(_events(created, CAPTURED, "payment", pid, amount))
+    events.append(_events(created, FEES, "payment", pid, -fees))
+    held_owner = set(pay_rows.loc[pay_rows["held"], "owner"])
+    open_line = pd.Series(
+        np.where(pid.isin(held_owner), HELD, OPEN_PAYMENTS), index=p.index, dtype=object
+    )
+    events += _item_events(
+        etype="payment",
+        ids=pid,
+        created=created,
+        expected=amount - fees,
+        open_line=open_line,
+        rows=pay_rows,
+        flagged=flags,
+    )
+
+    # Refunds, processed or pending: taken from the balance when made.
+    ref = dataset.refunds
+    ref_ids = ref["id"].astype(str)
+    ref_rows = recon[(rtype == "refund") & recon["entity_id"].astype(str).isin(ref_ids)]
+    ref_rows = ref_rows.assign(owner=ref_rows["entity_id"].astype(str))
+    rfirst = ref_rows.drop_duplicates("owner").set_index("owner")
+    live = ref["status"].astype(str).isin(["processed", "pending"]).to_numpy()
+    rkeep = (live & _razorpay_settled(ref["settled_by"]).to_numpy()) | ref_ids.isin(
+        ref_rows["owner"]
+    ).to_numpy()
+    r = ref[rkeep]
+    rid = r["id"].astype(str)
+    rlive = live[rkeep]
+    rforeign = _is_foreign(r["currency"]).to_numpy()
+    r_row_amount = rid.map(rfirst["amount"]).astype("Int64")
+    r_inr = np.where(
+        rforeign,
+        r["base_amount"].astype("Int64").fillna(r_row_amount).fillna(0).to_numpy(np.int64),
+        r["amount"].to_numpy(np.int64),
+    )
+    r_fee = rid.map(rfirst["fee"]).astype("Int64").fillna(0).to_numpy(np.int64)
+    r_amount = pd.Series(np.where(rlive, r_inr, 0), index=r.index)
+    r_fees = pd.Series(np.where(rlive, r_fee, 0), index=r.index)
+    rcreated = r["created_at"].astype(np.int64)
+    events.append(_events(rcreated, REFUNDS, "refund", rid, -r_amount))
+    events.append(_events(rcreated, FEES, "refund", rid, -r_fees))
+    events += _item_events(
+        etype="refund",
+        ids=rid,
+        created=rcreated,
+        expected=-(r_amount + r_fees),
+        open_line=pd.Series(OPEN_REFUNDS, index=r.index, dtype=object),
+        rows=ref_rows,
+        flagged=flags,
+    )
+
+    # Every other recon row is its own item: it brings exactly its net when settled.
+    owned = recon.index.isin(pay_rows.index) | recon.index.isin(ref_rows.index)
+    # A payment or refund row for no known entity should have brought nothing: once settled,
+    # all it brought is a difference (the engine's PAYMENT_ID_MISMATCH when it saw it).
+    orphan = ~owned & rtype.isin(["payment", "refund"]).to_numpy()
+    stray = recon[orphan & recon["settle_ts"].notna().to_numpy()]
+    stray_id = stray["entity_id"].astype(str)
+    stray_line = pd.Series(
+        [FLAGGED if ("recon_row", i) in flags else UNEXPLAINED for i in stray_id],
+        index=stray.index,
+        dtype=object,
+    )
+    events.append(
+        _events(
+            stray["settle_ts"].astype(np.int64), stray_line, "recon_row", stray_id, -stray["net"]
+        )
+    )
+    other = recon[~owned & ~orphan]
+    lost = set(
+        dataset.disputes.loc[dataset.disputes["status"].astype(str) == "lost", "id"].astype(str)
+    )
+    otype = other["type"].astype(str)
+    dispute = other["dispute_id"].astype("string")
+    line = np.select(
+        [
+            (otype == "adjustment") & dispute.notna() & dispute.isin(lost) & (other["net"] < 0),
+            (otype == "adjustment") & dispute.notna() & (other["net"] < 0),
+            (otype == "adjustment") & dispute.notna(),
+            otype == "adjustment",
+        ],
+        [WRITTEN_OFF, DISPUTE_DEBITS, DISPUTE_REVERSALS, ADJUSTMENTS],
+        default=TRANSFERS,
+    )
+    key = other["row_key"].astype(str)
+    when = (
+        other["created_at"].astype("float64").fillna(other["settle_ts"]).fillna(0).astype(np.int64)
+    )
+    events.append(_events(when, pd.Series(line, index=other.index), "recon_row", key, other["net"]))
+    events.append(_events(when, OPEN_OTHER, "recon_row", key, other["net"]))
+    done = other[other["settle_ts"].notna()]
+    events.append(
+        _events(
+            done["settle_ts"].astype(np.int64),
+            OPEN_OTHER,
+            "recon_row",
+            done["row_key"],
+            -done["net"],
+        )
+    )
+
+    # Settlements: what Razorpay paid out, against what their rows add up to.
+    settled = recon[recon["settle_ts"].notna()]
+    rows_sum = settled.groupby(settled["settlement_id"].astype(str))["net"].sum()
+    st = dataset.settlements
+    regular = st[st["status"].astype(str) == "processed"]
+    sid = regular["id"].astype(str)
+    s_ts = regular["created_at"].astype(np.int64)
+    paid = regular["amount"].astype(np.int64)
+    events.append(_events(s_ts, SETTLEMENTS, "settlement", sid, -paid))
+    s_diff = sid.map(rows_sum).fillna(0).astype(np.int64) - paid
+    s_line = pd.Series(
+        [FLAGGED if ("settlement", i) in flags else UNEXPLAINED for i in sid],
+        index=regular.index,
+        dtype=object,
+    )
+    events.append(_events(s_ts, s_line, "settlement", sid, s_diff))
+
+    payouts = dataset.instant_payouts
+    done_payouts = payouts[payouts["status"].astype(str) == "processed"]
+    po_ts = done_payouts["processed_at"].astype("Int64").fillna(done_payouts["created_at"])
+    po_fees = done_payouts["fees"].astype("Int64").fillna(0).astype(np.int64)
+    po_gross = done_payouts["amount"].astype(np.int64)
+    parent = done_payouts["instant_settlement_id"].astype(str)
+    events.append(
+        _events(po_ts, INSTANT_SETTLEMENTS, "instant_settlement", parent, -(po_gross - po_fees))
+    )
+    events.append(_events(po_ts, FEES, "instant_settlement", parent, -po_fees))
+    # An instant settlement is an advance on the balance: open (negative) from its payout
+    # until recon rows that name it account for what it drew.
+    events.append(_events(po_ts, INSTANT_ADVANCES, "instant_settlement", parent, -po_gross))
+    inst = dataset.instant_settlements
+    iid = inst["id"].astype(str)
+    events.append(
+        _events(
+            inst["created_at"].astype(np.int64),
+            INSTANT_ADVANCES,
+            "instant_settlement",
+            iid,
+            iid.map(rows_sum).fillna(0).astype(np.int64),
+        )
+    )
+
+    frame = pd.concat([e for e in events if len(e)], ignore_index=True)
+    if frame.empty:
+        frame = pd.DataFrame({c: pd.Series(dtype=object) for c in EVENT_COLUMNS})
+    frame["ts"] = frame["ts"].astype(np.int64)
+    frame["amount"] = frame["amount"].astype(np.int64)
+    frame["day"] = pd.to_datetime(frame["ts"], unit="s", utc=True).dt.tz_convert(IST).dt.date
+    return frame
+
+
+def daily_balances(events: pd.DataFrame) -> pd.DataFrame:
+    """One row per IST day with an event: each flow line's movement, the closing balance,
+    each open-item line's balance at the end of the day, and the residual (closing − open
+    items, which equals the cumulative `unexplained`)."""
+    lines = (*FLOW_LINES, *OPEN_LINES, UNEXPLAINED)
+    pivot = events.pivot_table(
+        index="day", columns="line", values="amount", aggfunc="sum", fill_value=0
+    ).reindex(columns=list(lines), fill_value=0)
+    pivot = pivot.sort_index().astype(np.int64)
+    out = pd.DataFrame(index=pivot.index)
+    flow = pivot[list(FLOW_LINES)]
+    out["closing"] = flow.sum(axis=1).cumsum()
+    out["opening"] = out["closing"] - flow.sum(axis=1)
+    for name in FLOW_LINES:
+        out[name] = flow[name]
+    opens = pivot[list(OPEN_LINES)].cumsum()
+    for name in OPEN_LINES:
+        out[f"open_{name}"] = opens[name]
+    out["open_items"] = opens.sum(axis=1)
+    out["residual"] = out["closing"] - out["open_items"]
+    out["unexplained_cumulative"] = pivot[UNEXPLAINED].cumsum()
+    out.index.name = "day"
+    return out.reset_index().astype({c: np.int64 for c in out.columns})
+
+
+@dataclass(frozen=True)
+class MonthRollForward:
+    """One month: opening, the flow lines, closing; the open items at month end; the
+    residual and the entities whose unexplained differences make it."""
+
+    month: str
+    opening: int
+    movements: tuple[tuple[str, int], ...]
+    closing: int
+    open_items: tuple[tuple[str, int], ...]
+    residual: int
+    drilldown: tuple[tuple[str, str, str, int], ...]  # (day, entity_type, entity_id, amount)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "month": self.month,
+            "opening": self.opening,
+            "movements": dict(self.movements),
+            "closing": self.closing,
+            "open_items": dict(self.open_items),
+            "residual": self.residual,
+            "drilldown": [
+                {"day": d, "entity_type": t, "entity_id": i, "amount": a}
+                for d, t, i, a in self.drilldown
+            ],
+        }
+
+
+def month_bounds(month: str) -> tuple[dt.date, dt.date]:
+    """'YYYY-MM' -> its first day and the first day of the next month."""
+    first = dt.date.fromisoformat(f"{month}-01")
+    following = (first.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
+    return first, following
+
+
+def month_rollforward(events: pd.DataFrame, month: str) -> MonthRollForward:
+    """The roll-forward of `month` ('YYYY-MM', IST)."""
+    first, following = month_bounds(month)
+    before = events[events["day"] < first]
+    upto = events[events["day"] < following]
+    inside = upto[upto["day"] >= first]
+    flow_before = before[before["line"].isin(FLOW_LINES)]["amount"].sum()
+    moves = inside[inside["line"].isin(FLOW_LINES)].groupby("line")["amount"].sum()
+    movements = tuple((name, int(moves.get(name, 0))) for name in FLOW_LINES)
+    opening = int(flow_before)
+    closing = opening + sum(a for _, a in movements)
+    open_sum = upto[upto["line"].isin(OPEN_LINES)].groupby("line")["amount"].sum()
+    open_items = tuple((name, int(open_sum.get(name, 0))) for name in OPEN_LINES)
+    residual = closing - sum(a for _, a in open_items)
+    unexplained = upto[upto["line"] == UNEXPLAINED]
+    per_entity = unexplained.groupby(["entity_type", "entity_id"])["amount"].sum()
+    nonzero = set(per_entity[per_entity != 0].index)
+    detail = unexplained[
+        [
+            k in nonzero
+            for k in zip(unexplained["entity_type"], unexplained["entity_id"], strict=True)
+        ]
+    ]
+    grouped = detail.groupby(["day", "entity_type", "entity_id"], as_index=False)["amount"].sum()
+    grouped = grouped[grouped["amount"] != 0]
+    drilldown = tuple(
+        (str(day), str(etype), str(eid), int(amount))
+        for day, etype, eid, amount in grouped.itertuples(index=False, name=None)
+    )
+    return MonthRollForward(
+        month=month,
+        opening=opening,
+        movements=movements,
+        closing=closing,
+        open_items=open_items,
+        residual=residual,
+        drilldown=drilldown,
+    )

@@ -1,0 +1,85 @@
+"""The books over what the database holds: the roll-forward of its raw tables and latest
+run, and the merchant's pricing plan (stored, versioned, audited)."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+import pandas as pd
+
+from core.books.pricing import GST_BP, PricingPlan, PricingRule
+from core.books.rollforward import ledger_events
+from core.db import books as books_sql
+from core.db.books import exception_keys
+from core.db.connection import transaction
+from core.db.raw import read_dataset
+from core.db.runs import latest_completed_run
+
+
+def stored_events(conn: sqlite3.Connection) -> pd.DataFrame:
+    """The receivable's events over the raw tables, with the differences that the latest
+    completed run flagged as exceptions explained (none when there is no run)."""
+    run = latest_completed_run(conn)
+    flagged = exception_keys(conn, run.id) if run is not None else frozenset()
+    return ledger_events(read_dataset(conn), flagged)
+
+
+def months_of(events: pd.DataFrame) -> list[str]:
+    """The IST months ('YYYY-MM') that have events, latest first."""
+    if events.empty:
+        return []
+    return sorted({f"{d.year:04d}-{d.month:02d}" for d in events["day"]}, reverse=True)
+
+
+def pricing_plans(conn: sqlite3.Connection) -> tuple[PricingPlan, ...]:
+    """Every stored version of the merchant's pricing plan, oldest first."""
+    return tuple(PricingPlan.from_json(*row) for row in books_sql.pricing_rows(conn))
+
+
+def save_pricing_plan(
+    conn: sqlite3.Connection,
+    *,
+    effective_from: int,
+    rules: tuple[PricingRule, ...],
+    actor: str,
+    request_id: str,
+    gst_bp: int = GST_BP,
+    now: int | None = None,
+) -> int:
+    """Store a new version of the pricing plan, audited; its version. Idempotent: the same
+    request_id again returns the version it made and writes nothing."""
+    from core.audit import append
+
+    if not rules:
+        raise ValueError("a pricing plan needs at least one rule")
+    plan = PricingPlan(0, int(effective_from), tuple(rules), int(gst_bp))
+    stamp = int(time.time()) if now is None else int(now)
+    with transaction(conn):
+        found = books_sql.plan_for_request(conn, request_id)
+        if found is not None:
+            return found
+        version = books_sql.insert_plan(
+            conn,
+            effective_from=plan.effective_from,
+            gst_bp=plan.gst_bp,
+            rules_json=plan.rules_json(),
+            created_at=stamp,
+            created_by=actor,
+            request_id=request_id,
+        )
+        append(
+            conn,
+            actor=actor,
+            action="pricing_plan_saved",
+            entity_type="pricing_plan",
+            entity_id=str(version),
+            payload={
+                "effective_from": plan.effective_from,
+                "gst_bp": plan.gst_bp,
+                "rules": plan.rules_json(),
+                "request_id": request_id,
+            },
+            now=stamp,
+        )
+    return version

@@ -1,0 +1,115 @@
+"""The Books page under AppTest: the month's roll-forward ties out on the builder's data,
+and a reader (viewer) can see it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from streamlit.runtime.pages_manager import PagesManager
+from streamlit.testing.v1 import AppTest
+
+from core.db import connect, migrate
+from tests.app_builder import build
+from tests.app_signin import signed_in
+from tests.review_support import add_people
+from ui import keys
+
+
+@pytest.fixture(autouse=True)
+def _navigation_v2(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = PagesManager.__init__
+
+    def init(self: PagesManager, *args: object, **kwargs: object) -> None:
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", init)
+
+
+@pytest.fixture
+def app_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    path = tmp_path / "app.sqlite"
+    conn = connect(path)
+    migrate(conn)
+    build(conn, payments=800, seed=11)
+    add_people(conn)
+    conn.close()
+    monkeypatch.setenv("DATABASE_URL", str(path))
+    yield path
+
+
+def _books(email: str) -> AppTest:
+    at = signed_in(email)
+    at.run()
+    at.switch_page("pages/books.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_books_page_shows_a_month_that_ties_out_with_a_chart(app_db: Path) -> None:
+    at = _books("admin@example.com")
+    assert at.title[0].value == "Books"
+    metrics = {m.label: m.value for m in at.metric}
+    assert set(metrics) == {"Opening", "Closing", "Open items", "Residual"}
+    assert metrics["Closing"] == metrics["Open items"]
+    assert any("no unexplained residual" in s.value for s in at.success)
+    assert [n for n in at.main if getattr(n, "type", "") == "vega_lite_chart"]
+    downloads = {b.key for b in at.get("download_button")}
+    assert {keys.BOOKS_REPORT_ZIP, keys.BOOKS_REPORT_PDF, keys.BOOKS_JOURNAL_TALLY} <= downloads
+    months = at.selectbox(key=keys.BOOKS_MONTH).options
+    assert len(months) >= 1
+    at.selectbox(key=keys.BOOKS_MONTH).select(months[-1]).run()
+    assert not at.exception
+
+
+def test_a_viewer_can_read_the_books_but_not_enter_a_pricing_plan(app_db: Path) -> None:
+    at = _books("viewer@example.com")
+    assert at.title[0].value == "Books"
+    assert not [b for b in at.button if b.key in (keys.BOOKS_PLAN_SAVE, keys.BOOKS_CLOSE)]
+    assert any("No pricing plan yet" in i.value for i in at.info)
+
+
+def test_an_admin_saves_a_pricing_plan_version_and_sees_it(app_db: Path) -> None:
+    at = _books("admin@example.com")
+    assert any(h.value == "New plan version" for h in at.subheader)
+    at.session_state[keys.BOOKS_PLAN_EDITOR] = {
+        "edited_rows": {"1": {"Percent": "1.70"}, "0": {"Fixed ₹": "0.50"}},
+        "added_rows": [],
+        "deleted_rows": [],
+    }
+    at.button(key=keys.BOOKS_PLAN_SAVE).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    conn = connect(app_db)
+    try:
+        from core.books.store import pricing_plans
+
+        (plan,) = pricing_plans(conn)
+    finally:
+        conn.close()
+    assert {(r.method, r.percent_bp, r.fixed_paise) for r in plan.rules} == {
+        ("card", 170, 0),
+        ("upi", 0, 50),
+    }
+    assert any("version 1 saved" in s.value for s in at.success)
+
+
+def test_an_admin_closes_a_month_and_it_shows_as_closed(app_db: Path) -> None:
+    at = _books("admin@example.com")
+    month = at.selectbox(key=keys.BOOKS_MONTH).value
+    at.button(key=keys.BOOKS_CLOSE).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(f"{month} is closed" in i.value for i in at.info)
+    assert not [b for b in at.button if b.key == keys.BOOKS_CLOSE]
+
+
+def test_the_gst_tab_ties_a_typed_invoice_out(app_db: Path) -> None:
+    at = _books("admin@example.com")
+    at.text_input(key=keys.BOOKS_GST_TAXABLE).input("1,000.00").run()
+    at.text_input(key=keys.BOOKS_GST_AMOUNT).input("180.00").run()
+    assert not at.exception, [e.value for e in at.exception]
+    tables = [d.value for d in at.dataframe if "GST" in d.value.columns]
+    assert len(tables) == 1 and "Invoice − by payment" in list(tables[0][""])
+    assert any("Input tax credit (CGST+SGST)" in m.value for m in at.markdown)

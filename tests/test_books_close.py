@@ -1,0 +1,110 @@
+"""Closing a month (core.books.close): the month is frozen; later data that touches it is a
+prior-period adjustment in the next open month, never a silent change of the closed one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.audit import AuditFilter, query
+from core.benchmark import generate
+from core.books.close import PRIOR_PERIOD, books_view, close_month, closed_months
+from core.books.rollforward import month_rollforward
+from core.books.store import stored_events
+from core.db import connect
+from core.engine import EngineParams
+from core.pipeline import reconcile_folder_into_db
+from tests.engine_support import ts
+
+AS_OF = ts("2026-06-30T23:59:59+05:30")
+
+
+@pytest.fixture(scope="module")
+def benchmark_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("bench")
+    generate(out, payments=1500, seed=7)
+    return out
+
+
+def test_a_closed_month_stays_as_closed_and_later_data_is_a_prior_period_adjustment(
+    benchmark_dir: Path, db_path: Path
+) -> None:
+    conn = connect(db_path)
+    try:
+        reconcile_folder_into_db(conn, benchmark_dir, params=EngineParams(), as_of=AS_OF)
+        events = stored_events(conn)
+        may = close_month(conn, events, "2026-05", actor="admin@example.com", request_id="c1")
+        again = close_month(conn, events, "2026-05", actor="someone", request_id="c2")
+        assert again == may and again.closed_by == "admin@example.com"
+        assert len(query(conn, AuditFilter(action="month_closed"))) == 1
+        # A payment captured in May disappears behind the books' back.
+        row = conn.execute(
+            "SELECT id, amount - fee FROM payments WHERE created_at BETWEEN ? AND ?"
+            " AND status = 'captured' AND id NOT IN (SELECT entity_id FROM recon_rows)"
+            " ORDER BY id LIMIT 1",
+            (ts("2026-05-05T00:00"), ts("2026-05-25T00:00")),
+        ).fetchone()
+        assert row is not None
+        with conn:
+            conn.execute("DELETE FROM payments WHERE id = ?", (row[0],))
+        later = stored_events(conn)
+        closes = closed_months(conn)
+    finally:
+        conn.close()
+    assert books_view(later, "2026-05", closes) == may.snapshot
+    assert month_rollforward(later, "2026-05").closing == may.snapshot.closing - int(row[1])
+    june = books_view(later, "2026-06", closes)
+    moves = dict(june.movements)
+    assert june.opening == may.snapshot.closing
+    assert moves[PRIOR_PERIOD] == -int(row[1])
+    assert june.opening + sum(moves.values()) == june.closing
+    assert june.closing == month_rollforward(later, "2026-06").closing
+
+
+def test_an_open_month_after_an_open_month_has_no_prior_period_line(
+    benchmark_dir: Path, db_path: Path
+) -> None:
+    conn = connect(db_path)
+    try:
+        reconcile_folder_into_db(conn, benchmark_dir, params=EngineParams(), as_of=AS_OF)
+        events = stored_events(conn)
+        view = books_view(events, "2026-06", closed_months(conn))
+    finally:
+        conn.close()
+    assert view == month_rollforward(events, "2026-06")
+    assert PRIOR_PERIOD not in dict(view.movements)
+
+
+def test_close_report_cli_writes_a_bundle_and_a_pdf(
+    benchmark_dir: Path, db_path: Path, tmp_path: Path
+) -> None:
+    import zipfile
+
+    from core.__main__ import main
+
+    conn = connect(db_path)
+    try:
+        reconcile_folder_into_db(conn, benchmark_dir, params=EngineParams(), as_of=AS_OF)
+        close_month(conn, stored_events(conn), "2026-05", actor="admin", request_id="r")
+    finally:
+        conn.close()
+    out, pdf = tmp_path / "close.zip", tmp_path / "close.pdf"
+    args = ["close-report", "--db", str(db_path), "--month", "2026-05"]
+    assert main([*args, "--out", str(out), "--pdf", str(pdf)]) == 0
+    with zipfile.ZipFile(out) as archive:
+        names = {n.split("/", 1)[1] for n in archive.namelist()}
+        roll = archive.read("close-2026-05/rollforward.csv").decode()
+        head = archive.read("close-2026-05/audit_head.txt").decode()
+    assert {
+        "rollforward.csv",
+        "journal.csv",
+        "tally.xml",
+        "open_exceptions_by_class.csv",
+        "open_exceptions_by_age.csv",
+        "fee_overcharges.csv",
+        "audit_head.txt",
+    } <= names
+    assert "residual,residual,0,0.00" in roll
+    assert head.startswith("seq ") and int(head.split()[1]) > 0
+    assert pdf.read_bytes().startswith(b"%PDF")

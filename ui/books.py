@@ -1,0 +1,224 @@
+"""The Books page's tables and chart (core.books): labels, rupees, the balance over time."""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from core.books.gst import SUPPLIER_STATE, Invoice, tie_out
+from core.books.pricing import METHOD_CLASSES, PricingPlan, PricingRule
+from core.dataset import Dataset
+from core.money import parse_rupees
+from ui import keys
+from ui.charts import INDIAN_SHORT
+from ui.format import inr, ist, md
+
+LABELS = {
+    "captured": "Captured payments",
+    "refunds": "Refunds",
+    "fees": "Fees (incl. GST)",
+    "dispute_debits": "Dispute debits",
+    "dispute_reversals": "Dispute reversals",
+    "written_off": "Written off (lost disputes)",
+    "adjustments": "Adjustments",
+    "transfers": "Transfers and reversals",
+    "prior_period_adjustments": "Prior-period adjustments (closed months)",
+    "settlements": "Settlements",
+    "instant_settlements": "Instant settlements",
+    "unsettled_payments": "Unsettled captured payments",
+    "held": "Held by Razorpay",
+    "pending_refunds": "Refunds not yet settled",
+    "unsettled_other_rows": "Other unsettled rows",
+    "instant_advances": "Instant settlements not yet drawn",
+    "flagged_differences": "Differences under review (exceptions)",
+}
+
+
+def lines_table(lines: tuple[tuple[str, int], ...]) -> pd.DataFrame:
+    """(line, paise) pairs as a two-column table of labels and exact rupees."""
+    return pd.DataFrame(
+        {
+            "Line": [LABELS.get(name, name) for name, _ in lines],
+            "Amount": [inr(amount) for _, amount in lines],
+        }
+    )
+
+
+def drilldown_table(rows: tuple[tuple[str, str, str, int], ...]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "Day": [r[0] for r in rows],
+            "Entity": [f"{r[1]}: {r[2]}" for r in rows],
+            "Unexplained": [inr(r[3]) for r in rows],
+        }
+    )
+
+
+def balance_chart(days: pd.DataFrame) -> alt.Chart:
+    """The closing balance and the open items per day (whole rupees), and the residual."""
+    frame = pd.DataFrame(
+        {
+            "Day": pd.to_datetime(days["day"].astype(str)),
+            "Closing balance": days["closing"] // 100,
+            "Open items": days["open_items"] // 100,
+            "Residual": days["residual"] // 100,
+        }
+    ).melt("Day", var_name="Series", value_name="Rupees")
+    return (
+        alt.Chart(frame, title="Razorpay receivable by day")
+        .mark_line(point=False)
+        .encode(
+            x=alt.X("Day:T", title=None),
+            y=alt.Y("Rupees:Q", title="₹", axis=alt.Axis(labelExpr=INDIAN_SHORT)),
+            color=alt.Color("Series:N", legend=alt.Legend(orient="bottom", title=None)),
+            strokeDash=alt.StrokeDash("Series:N", legend=None),
+            tooltip=["Day:T", "Series:N", alt.Tooltip("Rupees:Q", format=",")],
+        )
+    )
+
+
+def plans_table(plans: tuple[PricingPlan, ...]) -> pd.DataFrame:
+    """One row per plan version and payment class: percent, fixed fee, GST."""
+    rows = [
+        {
+            "Version": plan.version,
+            "From (IST)": ist(plan.effective_from),
+            "Class": rule.method,
+            "Percent": f"{rule.percent_bp / 100:.2f}%",
+            "Fixed": inr(rule.fixed_paise),
+            "GST": f"{plan.gst_bp / 100:.0f}%",
+        }
+        for plan in plans
+        for rule in plan.rules
+    ]
+    return pd.DataFrame(rows)
+
+
+def overcharges_table(summary: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "Month": summary["month"],
+            "Class": summary["method_class"],
+            "Payments": summary["payments"],
+            "Overcharged": [inr(int(v)) for v in summary["overcharge"]],
+        }
+    )
+
+
+def editor_frame() -> pd.DataFrame:
+    """The plan editor's starting rows: every payment class, no fee."""
+    return pd.DataFrame(
+        {
+            "Class": list(METHOD_CLASSES),
+            "Percent": ["" for _ in METHOD_CLASSES],
+            "Fixed ₹": ["" for _ in METHOD_CLASSES],
+        }
+    )
+
+
+def rules_from_editor(frame: pd.DataFrame) -> tuple[PricingRule, ...]:
+    """The edited rows as rules; a row with neither percent nor fixed fee is left out.
+    Raises ValueError (with the class named) on a percent or amount that is not exact."""
+    rules = []
+    for klass, percent, fixed in frame[["Class", "Percent", "Fixed ₹"]].itertuples(
+        index=False, name=None
+    ):
+        p_text, f_text = str(percent or "").strip(), str(fixed or "").strip()
+        if not p_text and not f_text:
+            continue
+        try:
+            bp = Decimal(p_text.rstrip("%") or "0") * 100
+        except InvalidOperation as exc:
+            raise ValueError(f"{klass}: not a percentage: {p_text!r}") from exc
+        if bp != bp.to_integral_value():
+            raise ValueError(f"{klass}: a percentage has at most two decimals")
+        paise = parse_rupees(f_text) if f_text else 0
+        rules.append(PricingRule(str(klass), int(bp), paise))
+    return tuple(rules)
+
+
+def journal_downloads(month: str, csv_text: str, xml_text: str) -> None:
+    """The month's journal as CSV and as Tally vouchers, side by side."""
+    left, right = st.columns(2)
+    left.download_button(
+        "Journal (CSV)",
+        csv_text,
+        file_name=f"journal-{month}.csv",
+        mime="text/csv",
+        key=keys.BOOKS_JOURNAL_CSV,
+    )
+    right.download_button(
+        "Tally vouchers (XML)",
+        xml_text,
+        file_name=f"tally-{month}.xml",
+        mime="application/xml",
+        key=keys.BOOKS_JOURNAL_TALLY,
+    )
+
+
+def report_downloads(month: str, zipped: bytes, pdf_bytes: bytes) -> None:
+    """The month-end close report: the CSV bundle and the PDF."""
+    left, right = st.columns(2)
+    left.download_button(
+        "Close report (CSV bundle)",
+        zipped,
+        file_name=f"close-{month}.zip",
+        mime="application/zip",
+        key=keys.BOOKS_REPORT_ZIP,
+    )
+    right.download_button(
+        "Close report (PDF)",
+        pdf_bytes,
+        file_name=f"close-{month}.pdf",
+        mime="application/pdf",
+        key=keys.BOOKS_REPORT_PDF,
+    )
+
+
+def gst_section(dataset: Dataset, month: str) -> None:
+    """GST on fees: the two bases, the invoice typed in, and the ITC split."""
+    left, mid, right = st.columns(3)
+    state = left.text_input("Your GST state", value=SUPPLIER_STATE, key=keys.BOOKS_GST_STATE)
+    taxable = mid.text_input("Invoice taxable value (₹)", key=keys.BOOKS_GST_TAXABLE)
+    gst = right.text_input("Invoice GST (₹)", key=keys.BOOKS_GST_AMOUNT)
+    invoice = None
+    if taxable.strip():
+        try:
+            paise = parse_rupees(gst) if gst.strip() else 0
+            same = state.strip().lower() == SUPPLIER_STATE.lower()
+            split = {"cgst": paise // 2, "sgst": paise - paise // 2} if same else {"igst": paise}
+            invoice = Invoice(month, parse_rupees(taxable), **split)
+        except ValueError as exc:
+            st.error(md(str(exc)))
+    t = tie_out(dataset, month, invoice, merchant_state=state)
+    rows = [
+        ("Fees by payment (captured, refunds, instant)", t.payment_fees, t.payment_gst),
+        ("Fees by settlement (recon rows settled)", t.settlement_fees, t.settlement_gst),
+        (
+            "Settled rows charging other than their payment",
+            t.row_fee_differences,
+            t.row_gst_differences,
+        ),
+        ("Timing and other rows (not itemised)", t.timing_fees, t.timing_gst),
+    ]
+    if t.invoice is not None and t.invoice_fee_difference is not None:
+        rows.append(("Invoice", t.invoice.taxable_value, t.invoice.gst))
+        rows.append(
+            ("Invoice − by payment", t.invoice_fee_difference, t.invoice_gst_difference or 0)
+        )
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "": [r[0] for r in rows],
+                "Fees": [inr(r[1]) for r in rows],
+                "GST": [inr(r[2]) for r in rows],
+            }
+        ),
+        key=keys.BOOKS_GST_TABLE,
+        hide_index=True,
+    )
+    credit = ", ".join(f"{name} {inr(amount)}" for name, amount in t.itc)
+    st.markdown(f"**Input tax credit ({t.itc_kind}):** {credit}")
