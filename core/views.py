@@ -9,7 +9,9 @@ indexed SQL, so a page stays fast with a million payments.
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import datetime as dt
 import hashlib
 import importlib
 import io
@@ -17,12 +19,13 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from core.calendar import IST
 from core.db import views as db
 from core.db.views import ALL_STATUSES, OPEN_STATUSES, QUEUE_SORTS, QueueFilter
 from core.outputs import safe_cell
@@ -186,6 +189,57 @@ def latest_run(conn: sqlite3.Connection) -> RunInfo | None:
     return _run_info(conn, row) if row else None
 
 
+def latest_data_date(conn: sqlite3.Connection) -> dt.date | None:
+    """The IST date of the newest payment, settlement or bank line: the as-of a run of
+    these data defaults to (not today: March data reconciled in May would all be old)."""
+    row = db.latest_data_moments(conn)
+    days = [
+        dt.datetime.fromtimestamp(int(row[k]), tz=IST).date()
+        for k in ("payment", "settlement")
+        if row[k] is not None
+    ]
+    if row["bank"]:
+        with contextlib.suppress(ValueError):
+            days.append(dt.date.fromisoformat(str(row["bank"])[:10]))
+    return max(days) if days else None
+
+
+@dataclass(frozen=True)
+class Holdings:
+    """What the database holds now: whose data (source of the latest import), and how many
+    rows each raw table has. A Replace import empties these five tables."""
+
+    source: str | None
+    location: str
+    payments: int
+    refunds: int
+    settlements: int
+    recon_rows: int
+    bank_lines: int
+
+    @property
+    def is_benchmark(self) -> bool:
+        return self.source in SYNTHETIC_SOURCES
+
+    @property
+    def empty(self) -> bool:
+        return not (self.payments or self.settlements or self.bank_lines or self.recon_rows)
+
+
+def holdings(conn: sqlite3.Connection) -> Holdings:
+    last = db.latest_import(conn)
+    counts = db.raw_counts(conn)
+    return Holdings(
+        source=None if last is None else str(last["source"]),
+        location="" if last is None else str(last.get("location") or ""),
+        payments=int(counts["payments"]),
+        refunds=int(counts["refunds"]),
+        settlements=int(counts["settlements"]),
+        recon_rows=int(counts["recon_rows"]),
+        bank_lines=int(counts["bank_lines"]),
+    )
+
+
 def recent_runs(conn: sqlite3.Connection, limit: int = 10) -> list[RunInfo]:
     return [_run_info(conn, r) for r in db.recent_runs(conn, limit)]
 
@@ -317,6 +371,7 @@ class QueueItem:
     assignee: str | None
     due_date: str | None
     version: int
+    needs_review: bool = False  # no longer found by a run after a person worked on it
 
 
 @dataclass(frozen=True)
@@ -329,6 +384,7 @@ class QueuePage:
     page: int
     pages: int
     page_size: int
+    other_statuses: int = 0  # searched items the status filter hides (0 when not asked)
 
 
 @dataclass(frozen=True)
@@ -364,6 +420,7 @@ def _item(row: dict[str, Any], as_of: int) -> QueueItem:
         assignee=row["assignee"],
         due_date=row["due_date"],
         version=int(row["version"]),
+        needs_review=row.get("not_found_run_id") is not None,
     )
 
 
@@ -399,7 +456,16 @@ def queue(
         page=page,
         pages=pages,
         page_size=page_size,
+        other_statuses=hidden_by_status(conn, flt, moment) if flt.search or not total else 0,
     )
+
+
+def hidden_by_status(conn: sqlite3.Connection, flt: QueueFilter, as_of: int) -> int:
+    """How many items match every filter but the status one (in the statuses not chosen)."""
+    others = tuple(s for s in ALL_STATUSES if s not in flt.statuses)
+    if not flt.statuses or not others:
+        return 0
+    return int(db.queue_count(conn, replace(flt, statuses=others), as_of)["n"])
 
 
 def queue_options(conn: sqlite3.Connection) -> QueueOptions:

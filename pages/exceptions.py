@@ -22,6 +22,17 @@ st.markdown(
     f"**{page.total:,}** exceptions match, exposure **{inr(page.total_paise)}**"
     f" · page {page.page} of {page.pages}"
 )
+if page.other_statuses:
+    hint = st.columns([3, 1])
+    hint[0].info(
+        f"{page.other_statuses:,} more match in other statuses.", icon=":material/filter_alt:"
+    )
+    hint[1].button(
+        "Show every status",
+        key=keys.QUEUE_ALL_STATUSES,
+        on_click=shell.set_state,
+        args=(keys.QUEUE_STATUSES, list(views.ALL_STATUSES)),
+    )
 if not page.items:
     st.info("Nothing matches these filters.")
     st.stop()

@@ -41,6 +41,12 @@ widgets.facts(
         ("Due", item["due_date"] or "—"),
     ]
 )
+if item.get("not_found_run_id") and item["status"] not in ("RESOLVED", "AUTO_CLEARED"):
+    st.warning(
+        f"Needs review: no longer found by run #{item['not_found_run_id']}. A person worked "
+        "on it, so it stays open until someone resolves or reopens it.",
+        icon=":material/report:",
+    )
 st.caption(
     f"{md(item['entity_type'])} **{md(item['entity_id'])}** · codes {md(item['reason_codes'])} · "
     f"expected {inr(item['expected_amount'])}, actual {inr(item['actual_amount'])}, "
@@ -49,6 +55,7 @@ st.caption(
 if item["settlement_id"] and st.button(
     f"Open settlement {md(item['settlement_id'])}", key=keys.INVESTIGATE_TO_SETTLEMENT
 ):
+    shell.forget(keys.SETTLEMENT_SEARCH, keys.SETTLEMENT_CHOICE)
     st.session_state[keys.SELECTED_SETTLEMENT] = item["settlement_id"]
     st.switch_page("pages/settlement.py")
 
@@ -125,6 +132,7 @@ with answer_col:
             on_click=shell.decide,
             args=("escalate", exception_id, version),
         )
+    shell.show_flash(keys.DECISION_FLASH)
 
 st.markdown("#### History")
 widgets.records_table(

@@ -12,14 +12,16 @@ left, right = st.columns([1, 3])
 search = left.text_input(
     "Find a settlement",
     key=keys.SETTLEMENT_SEARCH,
-    placeholder="setl_… or UTR",
+    placeholder="setl_… or UTR, any part",
     persist_state="session",
+    on_change=shell.forget,
+    args=(keys.SELECTED_SETTLEMENT, keys.SETTLEMENT_CHOICE),
 )
 choices = shell.read(views.settlement_choices, search)
 preselected = st.session_state.get(keys.SELECTED_SETTLEMENT)
 ids = [c["id"] for c in choices]
-if preselected and preselected not in ids:
-    ids.insert(0, preselected)
+if preselected and preselected not in ids and not search.strip():
+    ids.insert(0, preselected)  # chosen on another page, outside the first choices
 if not ids:
     st.info("No settlement matches." if search else "No settlements in the database yet.")
     st.stop()
@@ -38,6 +40,7 @@ chosen = right.selectbox(
 st.session_state[keys.SELECTED_SETTLEMENT] = chosen
 view = shell.read(views.settlement_view, chosen)
 if view is None:
+    shell.forget(keys.SELECTED_SETTLEMENT, keys.SETTLEMENT_CHOICE)
     st.error(f"Settlement {md(chosen)} is not in the database.")
     st.stop()
 

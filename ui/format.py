@@ -40,6 +40,14 @@ CLASS_LABELS = {
     "realised_loss": "Realised loss",
     "structural": "Structural",
 }
+STATUS_LABELS = {
+    "OPEN": "Open",
+    "ASSIGNED": "Assigned",
+    "INVESTIGATED": "Investigated",
+    "ESCALATED": "Escalated",
+    "RESOLVED": "Resolved",
+    "AUTO_CLEARED": "Auto-cleared",
+}
 SORT_LABELS = {
     "exposure_desc": "Exposure, largest first",
     "exposure_asc": "Exposure, smallest first",
@@ -100,6 +108,10 @@ def class_label(name: str) -> str:
     return CLASS_LABELS.get(name, name.replace("_", " ").capitalize() or "—")
 
 
+def status_label(status: str) -> str:
+    return STATUS_LABELS.get(status, status)
+
+
 def code_label(code: str) -> str:
     return code.replace("_", " ").capitalize() if code else "—"
 
@@ -147,7 +159,8 @@ def queue_frame(items: Iterable[QueueItem]) -> pd.DataFrame:
             "Order": i.order_id or "",
             "UTR": i.utr or "",
             "Age (days)": "" if i.age_days is None else str(i.age_days),
-            "Status": i.status,
+            "Status": status_label(i.status)
+            + (" · needs review: no longer found" if i.needs_review else ""),
             "Assignee": i.assignee or "",
             "Due": i.due_date or "",
         }

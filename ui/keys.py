@@ -11,6 +11,7 @@ DEMO_SANDBOX = "demo_sandbox"  # this session's private copy of the database (de
 SELECTED_EXCEPTION = "selected_exception_id"  # the exception the Investigation page shows
 SELECTED_SETTLEMENT = "selected_settlement_id"  # the settlement the Settlement page shows
 FLASH = "flash_message"  # (kind, text) shown once on the next page render
+DECISION_FLASH = "decision_message"  # (kind, text) shown once beside the Decision box
 DEEP_LINK = "deep_link_exception"  # the ?exception= value already applied
 REQUEST_IDS = "request_ids"  # action name -> idempotency key of the pending request
 
@@ -49,6 +50,7 @@ QUEUE_ESCALATE_NOTE = "queue_escalate_note"
 QUEUE_ESCALATE = "queue_escalate"
 QUEUE_EXPORT = "queue_export"
 QUEUE_RESET = "queue_reset"
+QUEUE_ALL_STATUSES = "queue_all_statuses"
 
 # --- Settlement page ------------------------------------------------------------------
 SETTLEMENT_SEARCH = "settlement_search"
@@ -76,7 +78,8 @@ INVESTIGATE_TO_SETTLEMENT = "investigate_to_settlement"
 # --- Data page ------------------------------------------------------------------------
 UPLOAD_FILES = "upload_files"
 UPLOAD_UNIT = "upload_unit"
-UPLOAD_REPLACE = "upload_replace"
+UPLOAD_MODE = "upload_mode"
+UPLOAD_CONFIRM = "upload_confirm"
 UPLOAD_IMPORT = "upload_import"
 UPLOAD_RESULT = "upload_result"
 UPLOAD_PROBLEMS = "upload_problems"

@@ -86,8 +86,13 @@ def flash(kind: str, text: str) -> None:
     st.session_state[keys.FLASH] = (kind, text)
 
 
-def show_flash() -> None:
-    kind, text = st.session_state.pop(keys.FLASH, (None, None))
+def flash_at(slot: str, kind: str, text: str) -> None:
+    """A message to show once, where the page calls show_flash(slot)."""
+    st.session_state[slot] = (kind, text)
+
+
+def show_flash(slot: str = keys.FLASH) -> None:
+    kind, text = st.session_state.pop(slot, (None, None))
     # Flash texts carry names and ids typed by people or read from data: shown as text.
     if kind == "success":
         st.success(md(text))
@@ -99,10 +104,13 @@ def show_flash() -> None:
 
 def decide(action: str, exception_id: int, version: int) -> None:
     """on_click of Resolve / Escalate. A callback runs before the page script, so the note
-    box can be emptied after a decision; the outcome is shown as a flash message."""
+    box can be emptied after a decision; the outcome is shown beside the Decision box
+    (show_flash(keys.DECISION_FLASH)), where the reviewer is looking."""
     note = str(st.session_state.get(keys.DECISION_NOTE) or "").strip()
     if not note:
-        flash("error", "Write a note first: it says what was decided and why.")
+        flash_at(
+            keys.DECISION_FLASH, "error", "Write a note first: it says what was decided and why."
+        )
         return
     from ui.widgets import module
 
@@ -114,7 +122,11 @@ def decide(action: str, exception_id: int, version: int) -> None:
         if kind == "written_off":
             extra["amount"] = _paise(st.session_state.get(keys.DECISION_AMOUNT))
             if extra["amount"] is None:
-                flash("error", "A write-off needs the amount written off, in rupees.")
+                flash_at(
+                    keys.DECISION_FLASH,
+                    "error",
+                    "A write-off needs the amount written off, in rupees.",
+                )
                 return
     try:
         act = getattr(module("core.review", "Review"), action)
@@ -131,18 +143,21 @@ def decide(action: str, exception_id: int, version: int) -> None:
     except Exception as exc:
         if not isinstance(exc, sqlite3.OperationalError):
             done(key)  # answered for good: the next click is a new request
-        flash(*describe_error(exc))
+        flash_at(keys.DECISION_FLASH, *describe_error(exc))
         return
     done(key)
     st.session_state[keys.DECISION_NOTE] = ""
     if result.approval_id is not None and result.action == "resolve":
-        flash(
+        flash_at(
+            keys.DECISION_FLASH,
             "success",
             f"Write-off of exception #{exception_id} is pending approval "
             f"(#{result.approval_id}): an approver other than you must approve it.",
         )
         return
-    flash("success", f"Exception #{exception_id} is now {result.to_status}.")
+    flash_at(
+        keys.DECISION_FLASH, "success", f"Exception #{exception_id} is now {result.to_status}."
+    )
 
 
 def _paise(text: object) -> int | None:
@@ -233,6 +248,17 @@ def selected_exception() -> int | None:
         chosen = top.items[0].id if top.items else None
         st.session_state[keys.SELECTED_EXCEPTION] = chosen
     return None if chosen is None else int(chosen)
+
+
+def forget(*state_keys: str) -> None:
+    """Drop shared state (an on_change callback: a new search forgets the old choice)."""
+    for key in state_keys:
+        st.session_state.pop(key, None)
+
+
+def set_state(state_key: str, value: Any) -> None:
+    """on_click callback: set shared state (or a widget's value) before the rerun."""
+    st.session_state[state_key] = value
 
 
 def follow(widget_key: str, state_key: str) -> None:
