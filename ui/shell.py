@@ -350,7 +350,16 @@ _frame = threading.local()
 
 
 def run(page: Any) -> None:
-    """Run the selected page inside the error boundary."""
+    """Run the selected page inside the error boundary.
+
+    A deep link to an exception is `/?exception=ID` (the root): opened as a first request,
+    a page's own path (`/investigation?...`) makes Streamlit's frontend probe
+    `/investigation/_stcore/health` and `/host-config` first, two 404s in the console
+    (streamlit/streamlit#7074). From the root, the app switches to Investigation itself.
+    """
+    link = st.query_params.get("exception")
+    if link and link.isdigit() and getattr(page, "url_path", None) == "":
+        st.switch_page(str(ROOT / "pages/investigation.py"), query_params={"exception": link})
     show_flash()
     _frame.active = True
     try:
