@@ -20,6 +20,7 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -372,6 +373,7 @@ class QueueItem:
     due_date: str | None
     version: int
     needs_review: bool = False  # no longer found by a run after a person worked on it
+    overdue: bool = False  # open, and its due date is before the run's as-of (IST date)
 
 
 @dataclass(frozen=True)
@@ -421,7 +423,16 @@ def _item(row: dict[str, Any], as_of: int) -> QueueItem:
         due_date=row["due_date"],
         version=int(row["version"]),
         needs_review=row.get("not_found_run_id") is not None,
+        overdue=bool(
+            row["due_date"]
+            and row["status"] in OPEN_STATUSES
+            and str(row["due_date"]) < _ist_day(as_of)
+        ),
     )
+
+
+def _ist_day(seconds: int) -> str:
+    return dt.datetime.fromtimestamp(int(seconds), tz=IST).date().isoformat()
 
 
 def _as_of(conn: sqlite3.Connection, as_of: int | None) -> int:
@@ -494,6 +505,45 @@ CSV_COLUMNS = (
     "due_date",
     "version",
 )
+# Read first: amounts in rupees (numbers, two decimals), times in IST; the raw columns
+# (paise, Unix seconds) follow under their own names for anyone who recomputes.
+CSV_READABLE = (
+    ("Exception", "id", None),
+    ("Status", "status", None),
+    ("Reason", "reason_code", None),
+    ("Exposure (₹)", "exposure_amount", "rupees"),
+    ("Expected (₹)", "expected_amount", "rupees"),
+    ("Received (₹)", "actual_amount", "rupees"),
+    ("Difference (₹)", "difference", "rupees"),
+    ("Entity", "entity_id", None),
+    ("Settlement", "settlement_id", None),
+    ("Order", "order_id", None),
+    ("UTR", "utr", None),
+    ("Created (IST)", "entity_created_at", "ist"),
+    ("Assignee", "assignee", None),
+    ("Due (IST date)", "due_date", None),
+)
+
+
+def rupees_number(paise: int) -> Decimal:
+    """Paise as a rupee number with two decimals (a spreadsheet sums it): 13500 -> 135.00."""
+    return Decimal(int(paise)).scaleb(-2)
+
+
+def ist_text(seconds: int) -> str:
+    """Unix seconds as '2026-03-31 14:05 IST'."""
+    return dt.datetime.fromtimestamp(int(seconds), tz=IST).strftime("%Y-%m-%d %H:%M IST")
+
+
+def _readable(row: dict[str, Any], column: str, kind: str | None) -> Any:
+    value = row.get(column)
+    if value is None:
+        return ""
+    if kind == "rupees":
+        return rupees_number(int(value))
+    if kind == "ist":
+        return ist_text(int(value))
+    return safe_cell(value)
 
 
 def queue_csv_chunks(
@@ -503,16 +553,20 @@ def queue_csv_chunks(
     sort: str = "exposure_desc",
     as_of: int | None = None,
 ) -> Iterator[str]:
-    """The whole filtered set as CSV text, chunk by chunk; amounts are integer paise (numbers,
-    never prefixed); a text cell a spreadsheet would run as a formula starts with `'`."""
+    """The whole filtered set as CSV text, chunk by chunk: readable columns first (rupees,
+    IST), then the raw ones (integer paise, Unix seconds, never prefixed); a text cell a
+    spreadsheet would run as a formula starts with `'`."""
     moment = _as_of(conn, as_of)
     buffer = io.StringIO()
     # CRLF (RFC 4180): the writer then quotes a cell holding a carriage return too.
     writer = csv.writer(buffer, lineterminator="\r\n")
-    writer.writerow(CSV_COLUMNS)
+    writer.writerow([label for label, _, _ in CSV_READABLE] + list(CSV_COLUMNS))
     for batch in db.queue_iter(conn, flt, moment, sort):
         for row in batch:
-            writer.writerow(["" if row.get(c) is None else safe_cell(row[c]) for c in CSV_COLUMNS])
+            writer.writerow(
+                [_readable(row, c, kind) for _, c, kind in CSV_READABLE]
+                + ["" if row.get(c) is None else safe_cell(row[c]) for c in CSV_COLUMNS]
+            )
         yield buffer.getvalue()
         buffer.seek(0)
         buffer.truncate()

@@ -3,14 +3,9 @@
 import streamlit as st
 
 from core import views
-from ui import auth, keys, shell, widgets
+from ui import auth, decision, keys, shell, widgets
 from ui.format import class_label, inr, ist, md
 
-RESOLUTIONS = {
-    "explained": "Explained",
-    "corrected_at_source": "Corrected at source",
-    "written_off": "Written off",
-}
 shell.require_frame()
 st.title("Investigation")
 st.session_state[keys.INVESTIGATE_ID] = shell.selected_exception()
@@ -62,11 +57,14 @@ if item["settlement_id"] and st.button(
 evidence_col, answer_col = st.columns([3, 2])
 with evidence_col:
     st.markdown("#### Evidence (read only)")
+    details = st.toggle("Show internal keys", key=keys.INVESTIGATE_DETAILS)
     for n, section in enumerate(shell.read(views.evidence, exception_id)):
         with st.expander(f"{md(section.title)} ({len(section.records)})", expanded=n < 3):
             if section.note:
                 st.caption(md(section.note))
-            widgets.records_table(section.records, f"{keys.EVIDENCE_TABLE}-{n}", "Nothing found.")
+            widgets.records_table(
+                section.records, f"{keys.EVIDENCE_TABLE}-{n}", "Nothing found.", details=details
+            )
 
 with answer_col:
     st.markdown("#### Investigator")
@@ -93,46 +91,7 @@ with answer_col:
         st.caption(f"Source: {md(answer.source_label)}")
         st.caption("Citations (checked against the evidence): " + md(", ".join(answer.citations)))
 
-    st.markdown("#### Decision")
-    pending = shell.read(widgets.module("core.review", "Review").pending_for, exception_id)
-    if pending is not None:
-        st.info(
-            f"Write-off of {inr(pending.amount)} by {pending.maker} awaits approval "
-            f"(#{pending.id}): an approver other than {pending.maker} decides on the "
-            "Approvals page."
-        )
-    if not auth.can("review"):
-        st.caption("Deciding needs the reviewer role.")
-    else:
-        st.text_area("Note (required)", key=keys.DECISION_NOTE, height=90)
-        kind = st.radio(
-            "Resolution",
-            list(RESOLUTIONS),
-            format_func=RESOLUTIONS.get,
-            horizontal=True,
-            key=keys.DECISION_RESOLUTION,
-        )
-        if kind == "written_off":
-            st.text_input("Amount written off (₹)", key=keys.DECISION_AMOUNT, placeholder="₹")
-            st.caption(f"Above {inr(shell.four_eyes())} a second person (approver) must approve.")
-        resolve_col, escalate_col = st.columns(2)
-        version, status = int(item["version"]), item["status"]
-        resolve_col.button(
-            "Resolve",
-            key=keys.DECISION_RESOLVE,
-            type="primary",
-            disabled=status in ("RESOLVED", "AUTO_CLEARED"),
-            on_click=shell.decide,
-            args=("resolve", exception_id, version),
-        )
-        escalate_col.button(
-            "Escalate",
-            key=keys.DECISION_ESCALATE,
-            disabled=status in ("RESOLVED", "AUTO_CLEARED", "ESCALATED"),
-            on_click=shell.decide,
-            args=("escalate", exception_id, version),
-        )
-    shell.show_flash(keys.DECISION_FLASH)
+    decision.box(item)
 
 st.markdown("#### History")
 widgets.records_table(

@@ -4,7 +4,7 @@ import streamlit as st
 
 from core import views
 from ui import keys, shell, widgets
-from ui.format import inr, ist, md, queue_frame
+from ui.format import QUEUE_COLUMNS, inr, ist, md, queue_columns, queue_frame
 
 shell.require_frame()
 st.title("Settlement")
@@ -85,17 +85,30 @@ for check in view.checks:
             f"{inr(check.computed)} (difference {inr(check.difference)})"
         )
 
+details = st.toggle(
+    "Show internal keys", key=keys.SETTLEMENT_DETAILS, help="row_key, line_no, file, import"
+)
 st.subheader("Bank line(s)")
-widgets.records_table(view.bank_lines, keys.SETTLEMENT_BANK, "No bank line carries this UTR.")
+widgets.records_table(
+    view.bank_lines, keys.SETTLEMENT_BANK, "No bank line carries this UTR.", details=details
+)
 
 st.subheader(f"Recon rows ({view.row_count:,})")
 if view.row_count > len(view.rows):
     st.caption(f"The first {len(view.rows):,} rows are shown.")
-widgets.records_table(view.rows, keys.SETTLEMENT_ROWS, "No recon rows name this settlement.")
+widgets.records_table(
+    view.rows, keys.SETTLEMENT_ROWS, "No recon rows name this settlement.", details=details
+)
 
 if view.open_exceptions:
     st.subheader("Open exceptions on this settlement")
-    st.dataframe(queue_frame(view.open_exceptions), hide_index=True, key=keys.SETTLEMENT_QUEUE)
+    st.dataframe(
+        queue_frame(view.open_exceptions),
+        hide_index=True,
+        column_order=QUEUE_COLUMNS,
+        column_config=queue_columns(),
+        key=keys.SETTLEMENT_QUEUE,
+    )
     ids_open = [i.id for i in view.open_exceptions]
     pick = st.selectbox("Exception", ids_open, key=keys.SETTLEMENT_OPEN_EXCEPTION)
     if st.button("Investigate", key=keys.SETTLEMENT_INVESTIGATE, icon=":material/search:"):

@@ -327,6 +327,7 @@ def test_audit_export_holds_the_filtered_trail_and_reverifies(app_db: tuple[Path
 def test_assigning_and_escalating_selected_rows(app_db: tuple[Path, Built]) -> None:
     path, _ = app_db
     at = _app("pages/exceptions.py")
+    at.toggle(key=keys.QUEUE_BULK).set_value(True).run()  # tick several (a click opens one)
     table = at.dataframe[0]
     chosen = [int(i) for i in table.value["Id"].iloc[:3]]
     at.session_state[table.key] = {"selection": {"rows": [0, 1, 2], "columns": []}}

@@ -51,6 +51,10 @@ QUEUE_ESCALATE = "queue_escalate"
 QUEUE_EXPORT = "queue_export"
 QUEUE_RESET = "queue_reset"
 QUEUE_ALL_STATUSES = "queue_all_statuses"
+QUEUE_BULK = "queue_bulk"  # toggle: tick several rows (else a click opens one)
+QUEUE_MORE = "queue_more_columns"
+QUEUE_TABLE_NONCE = "queue_table_nonce"  # moves on when a click opens a row
+QUEUE_ORDER = "queue_order"  # ids of the queue page last shown, for "Next exception"
 
 # --- Settlement page ------------------------------------------------------------------
 SETTLEMENT_SEARCH = "settlement_search"
@@ -61,6 +65,7 @@ SETTLEMENT_LINES = "settlement_lines"
 SETTLEMENT_BANK = "settlement_bank"
 SETTLEMENT_ROWS = "settlement_rows"
 SETTLEMENT_QUEUE = "settlement_queue"
+SETTLEMENT_DETAILS = "settlement_details"  # toggle: internal keys (row_key, line_no, ...)
 
 # --- Investigation page ---------------------------------------------------------------
 INVESTIGATE_ID = "investigate_id"
@@ -71,9 +76,14 @@ DECISION_RESOLUTION = "decision_resolution"
 DECISION_AMOUNT = "decision_amount"
 DECISION_RESOLVE = "decision_resolve"
 DECISION_ESCALATE = "decision_escalate"
+DECISION_REOPEN = "decision_reopen"
+DECISION_ASSIGNEE = "decision_assignee"
+DECISION_ASSIGN = "decision_assign"
+DECISION_NEXT = "decision_next"
 EVIDENCE_TABLE = "evidence_table"  # prefix: one table per evidence section
 HISTORY_TABLE = "history_table"
 INVESTIGATE_TO_SETTLEMENT = "investigate_to_settlement"
+INVESTIGATE_DETAILS = "investigate_details"  # toggle: internal keys in the evidence
 
 # --- Data page ------------------------------------------------------------------------
 UPLOAD_FILES = "upload_files"
@@ -116,6 +126,7 @@ AUDIT_VERIFY_RESULT = "audit_verify_result"
 AUDIT_EXPORT = "audit_export"
 AUDIT_EXPORT_FORMAT = "audit_export_format"
 AUDIT_TABLE = "audit_table"
+AUDIT_DETAILS = "audit_details"  # toggle: every payload field and the full hash
 
 # --- Approvals page --------------------------------------------------------------------
 APPROVALS_TABLE = "approvals_table"

@@ -160,6 +160,54 @@ def decide(action: str, exception_id: int, version: int) -> None:
     )
 
 
+def assign_one(exception_id: int, version: int) -> None:
+    """on_click of Assign on the Decision box."""
+    from ui.widgets import module
+
+    assignee = st.session_state.get(keys.DECISION_ASSIGNEE)
+    if not assignee:
+        flash_at(keys.DECISION_FLASH, "error", "Choose who gets it first.")
+        return
+    key = f"assign-{exception_id}"
+    try:
+        with connection() as conn:
+            result = module("core.review", "Review").assign(
+                conn,
+                exception_id,
+                actor=auth.actor(),
+                assignee=str(assignee),
+                request_id=request_id(key),
+                expected_version=version,
+            )
+    except Exception as exc:
+        if not isinstance(exc, sqlite3.OperationalError):
+            done(key)
+        flash_at(keys.DECISION_FLASH, *describe_error(exc))
+        return
+    done(key)
+    flash_at(
+        keys.DECISION_FLASH,
+        "success",
+        f"Exception #{exception_id} is {result.to_status}, with {result.assignee}.",
+    )
+
+
+def next_exception(current: int) -> None:
+    """on_click of Next exception: the next row of the queue page last shown, else the
+    largest open exposure other than this one."""
+    order = [int(i) for i in st.session_state.get(keys.QUEUE_ORDER) or []]
+    following = order[order.index(current) + 1 :] if current in order else []
+    if following:
+        st.session_state[keys.SELECTED_EXCEPTION] = following[0]
+        return
+    top = read(views.queue, views.QueueFilter(), page_size=2)
+    others = [i.id for i in top.items if i.id != current]
+    if others:
+        st.session_state[keys.SELECTED_EXCEPTION] = others[0]
+    else:
+        flash_at(keys.DECISION_FLASH, "success", "No other open exception: the queue is done.")
+
+
 def _paise(text: object) -> int | None:
     try:
         return parse_rupees(str(text or ""))

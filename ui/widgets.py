@@ -131,8 +131,11 @@ def signature(*parts: Any) -> str:
     return hashlib.sha1(repr(parts).encode()).hexdigest()[:10]
 
 
-def records_table(records: Iterable[Mapping[str, Any]], key: str, empty: str) -> None:
-    frame = records_frame(records)
+def records_table(
+    records: Iterable[Mapping[str, Any]], key: str, empty: str, *, details: bool = False
+) -> None:
+    """A table of records with friendly names; internal keys only with `details`."""
+    frame = records_frame(records, details=details)
     if frame.empty:
         st.caption(empty)
     else:
