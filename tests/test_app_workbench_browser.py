@@ -11,6 +11,7 @@ from core.db import connect, migrate
 from tests.app_browser import (
     CHROMIUM,
     CHROMIUM_ARGS,
+    SCREENSHOTS,
     Server,
     running_server,
     screen_errors,
@@ -18,6 +19,7 @@ from tests.app_browser import (
 )
 from tests.app_builder import build
 
+SHOTS = SCREENSHOTS
 playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = [
     pytest.mark.browser,
@@ -65,3 +67,16 @@ def test_the_status_filter_shows_all_four_default_statuses(server: Server, page:
     for label in ("Open", "Assigned", "Investigated", "Escalated"):
         chip = page.get_by_role("button", name=label, exact=True)  # type: ignore[attr-defined]
         assert chip.first.is_visible(), label
+
+
+def test_the_queue_table_fits_1440_without_a_sideways_scroll(server: Server, page: object) -> None:
+    page.goto(f"{server.url}/exceptions")  # type: ignore[attr-defined]
+    wait_rendered(page)
+    page.wait_for_selector('[data-testid="stDataFrame"] .dvn-scroller')  # type: ignore[attr-defined]
+    overflow = page.evaluate(  # type: ignore[attr-defined]
+        "() => { const s = document.querySelector('[data-testid=\"stDataFrame\"] .dvn-scroller');"
+        " return s.scrollWidth - s.clientWidth; }"
+    )
+    assert overflow <= 1, f"the queue scrolls sideways by {overflow} px"
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "exceptions-1440.png"))  # type: ignore[attr-defined]

@@ -189,7 +189,13 @@ FIELD_LABELS = {
 
 
 def field_label(key: str) -> str:
-    return FIELD_LABELS.get(key, key.replace("_", " ").capitalize())
+    """A friendly column name for a raw field (snake_case); a name already written for
+    people ('requested by', 'Amount') stays as it is."""
+    if key in FIELD_LABELS:
+        return FIELD_LABELS[key]
+    if key.isidentifier() and key == key.lower():
+        return key.replace("_", " ").capitalize()
+    return key
 
 
 def records_frame(records: Iterable[Mapping[str, Any]], *, details: bool = False) -> pd.DataFrame:
@@ -235,7 +241,7 @@ def queue_frame(items: Iterable[QueueItem]) -> pd.DataFrame:
             "Age": i.age_days,
             "Status": status_label(i.status)
             + (" · needs review: no longer found" if i.needs_review else ""),
-            "Assignee": i.assignee or "",
+            "Assignee": (i.assignee or "").split("@", 1)[0],
             "Due": due_text(i.due_date, i.overdue),
         }
         for i in items
@@ -250,16 +256,16 @@ def queue_columns(more: bool = False) -> dict[str, Any]:
 
     cc = st.column_config
     config: dict[str, Any] = {
-        "Id": cc.NumberColumn("Id", width=55, format="%d", help="Exception id"),
-        "Reason": cc.TextColumn("Reason", width=175),
-        "Exposure": cc.TextColumn("Exposure", width=105, help="Money at stake, ₹"),
-        "Entity": cc.TextColumn("Entity", width=165, help="Payment, refund or bank line"),
-        "Settlement": cc.TextColumn("Settlement", width=135),
-        "UTR": cc.TextColumn("UTR", width=130),
-        "Age": cc.NumberColumn("Age (d)", width=55, format="%d", help="Days at the run's as-of"),
-        "Status": cc.TextColumn("Status", width=95),
-        "Assignee": cc.TextColumn("Assignee", width=120),
-        "Due": cc.TextColumn("Due", width=100, help="Due date; ⚠ overdue at the run's as-of"),
+        "Id": cc.NumberColumn("Id", width=50, format="%d", help="Exception id"),
+        "Reason": cc.TextColumn("Reason", width=140),
+        "Exposure": cc.TextColumn("Exposure", width=100, help="Money at stake, ₹"),
+        "Entity": cc.TextColumn("Entity", width=140, help="Payment, refund or bank line"),
+        "Settlement": cc.TextColumn("Settlement", width=110),
+        "UTR": cc.TextColumn("UTR", width=105),
+        "Age": cc.NumberColumn("Age (d)", width=45, format="%d", help="Days at the run's as-of"),
+        "Status": cc.TextColumn("Status", width=85),
+        "Assignee": cc.TextColumn("Assignee", width=70, help="Who has it (name before the @)"),
+        "Due": cc.TextColumn("Due", width=90, help="Due date; ⚠ overdue at the run's as-of"),
     }
     if more:
         config["Class"] = cc.TextColumn("Class", width=130)
