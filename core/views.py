@@ -479,6 +479,47 @@ def hidden_by_status(conn: sqlite3.Connection, flt: QueueFilter, as_of: int) -> 
     return int(db.queue_count(conn, replace(flt, statuses=others), as_of)["n"])
 
 
+@dataclass(frozen=True)
+class MyWork:
+    """One reviewer's open exceptions at the run's as-of."""
+
+    open: int
+    overdue: int
+    needs_review: int
+
+
+def my_work(conn: sqlite3.Connection, assignee: str, as_of: int | None = None) -> MyWork:
+    row = db.assigned_counts(conn, assignee, _ist_day(_as_of(conn, as_of)))
+    return MyWork(int(row["n"]), int(row["overdue"]), int(row["needs_review"]))
+
+
+@dataclass(frozen=True)
+class RunChanges:
+    """What the latest run's sync changed in the queue (against the run before it)."""
+
+    run_id: int
+    opened: int
+    reopened: int
+    auto_cleared: int
+    no_longer_found: int
+    first: bool  # no earlier run: everything was opened by this one
+
+
+def changes_since_previous_run(conn: sqlite3.Connection) -> RunChanges | None:
+    syncs = db.latest_syncs(conn, 2)
+    if not syncs:
+        return None
+    counts = json.loads(syncs[0]["summary_json"] or "{}")
+    return RunChanges(
+        run_id=int(syncs[0]["run_id"]),
+        opened=int(counts.get("opened", 0)),
+        reopened=int(counts.get("reopened", 0)),
+        auto_cleared=int(counts.get("auto_cleared", 0)),
+        no_longer_found=int(counts.get("no_longer_found", 0)),
+        first=len(syncs) < 2,
+    )
+
+
 def queue_options(conn: sqlite3.Connection) -> QueueOptions:
     return QueueOptions(
         codes=tuple(db.distinct_codes(conn)), assignees=tuple(db.distinct_assignees(conn))

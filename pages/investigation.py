@@ -4,7 +4,7 @@ import streamlit as st
 
 from core import views
 from ui import auth, decision, keys, shell, widgets
-from ui.format import class_label, inr, ist, md
+from ui.format import class_label, due_text, inr, ist, md
 
 shell.require_frame()
 st.title("Investigation")
@@ -33,7 +33,7 @@ widgets.facts(
         ("Class", class_label(item["exposure_class"])),
         ("Status", item["status"]),
         ("Assignee", item["assignee"] or "—"),
-        ("Due", item["due_date"] or "—"),
+        ("Due", due_text(item["due_date"]) or "—"),
     ]
 )
 if item.get("not_found_run_id") and item["status"] not in ("RESOLVED", "AUTO_CLEARED"):

@@ -263,3 +263,38 @@ def test_the_audit_page_shows_the_note_and_amount_as_columns(app_db: tuple[Path,
     resolved = table[table["Note"] == "Fee refunded by Razorpay"].iloc[0]
     assert resolved["Amount"].startswith("₹")
     assert "exposure_amount" not in resolved["Details"]
+
+
+# --- my work and what changed (deliverables 4 and 6, in part) --------------------------
+
+
+def test_the_sidebar_counts_my_work_and_opens_my_queue(app_db: tuple[Path, Built]) -> None:
+    path, _ = app_db
+    conn = connect(path)
+    ids = [r[0] for r in conn.execute("SELECT id FROM exceptions WHERE status = 'OPEN' LIMIT 3")]
+    conn.close()
+    at = pages.signed_in("asha@example.com")
+    at.run()
+    assert any("Nothing is assigned to you" in c.value for c in at.sidebar.caption)
+    conn = connect(path)
+    for n, i in enumerate(ids):
+        from core.review import assign
+
+        assign(conn, i, actor="asha@example.com", assignee="asha@example.com", request_id=f"a{n}")
+    conn.close()
+    at.run()
+    assert any("**My work:** 3 open" in m.value for m in at.sidebar.markdown)
+    at.button(key=keys.MY_WORK).click().run()
+    _no_exception(at)
+    assert at.title[0].value == "Exceptions"
+    assert {int(i) for i in at.dataframe[0].value["Id"]} == set(ids)
+
+
+def test_what_changed_since_the_previous_run(conn: sqlite3.Connection) -> None:
+    sync_exceptions(conn, write_run(conn, [Finding("pay_a"), Finding("pay_b")]))
+    first = views.changes_since_previous_run(conn)
+    assert first is not None and first.first and first.opened == 2
+    sync_exceptions(conn, write_run(conn, [Finding("pay_b"), Finding("pay_c")]))
+    changes = views.changes_since_previous_run(conn)
+    assert changes is not None and not changes.first
+    assert (changes.opened, changes.auto_cleared, changes.reopened) == (1, 1, 0)

@@ -20,12 +20,17 @@ SIGN_IN = "sign_in"
 SIGN_OUT = "sign_out"
 DEMO_SIGN_IN = "demo_sign_in"  # prefix: suffixed with the persona's role
 DEMO_RESET = "demo_reset"
+MY_WORK = "my_work"  # sidebar button: the queue filtered to the signed-in reviewer
+OPEN_QUEUE = "open_queue"  # set by a link into the queue: switch to it on this run
 
 # --- Overview page --------------------------------------------------------------------
 OVERVIEW_CLASS_CHART = "overview_class_chart"
 OVERVIEW_CODE_CHART = "overview_code_chart"
 OVERVIEW_AGE_CHART = "overview_age_chart"
 OVERVIEW_MATCH_CHART = "overview_match_chart"
+OVERVIEW_SHOW_OPENED = "overview_show_opened"
+OVERVIEW_SHOW_CLEARED = "overview_show_cleared"
+OVERVIEW_SHOW_REVIEW = "overview_show_review"
 
 # --- Exceptions page ------------------------------------------------------------------
 QUEUE_CODES = "queue_codes"

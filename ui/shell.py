@@ -392,6 +392,33 @@ def sidebar(result: bootstrap.BootstrapResult | None, session: auth.Session) -> 
                 st.markdown(f"**Last run:** #{run.id}, {ist(run.finished_at)}{took}")
                 if run.is_synthetic:
                     st.caption("Synthetic data: figures describe the benchmark, not a merchant.")
+            my_work_box()
+
+
+def my_work_box() -> None:
+    """The signed-in reviewer's own queue: counts, and a button that filters the queue."""
+    me = auth.actor_name()
+    mine = read(views.my_work, me)
+    if not mine.open:
+        st.caption("Nothing is assigned to you.")
+        return
+    extra = f", **{mine.overdue:,}** overdue" if mine.overdue else ""
+    extra += f", **{mine.needs_review:,}** need review" if mine.needs_review else ""
+    st.markdown(f"**My work:** {mine.open:,} open{extra}")
+    st.button(
+        "Assigned to me",
+        key=keys.MY_WORK,
+        icon=":material/person:",
+        on_click=open_queue,
+        args=(list(views.OPEN_STATUSES), me),
+    )
+
+
+def open_queue(statuses: list[str], assignee: str | None = None) -> None:
+    """on_click: show the queue filtered to these statuses (and assignee), from any page."""
+    st.session_state[keys.QUEUE_STATUSES] = statuses
+    st.session_state[keys.QUEUE_ASSIGNEE] = assignee or "Anyone"
+    st.session_state[keys.OPEN_QUEUE] = True
 
 
 _frame = threading.local()
@@ -405,6 +432,8 @@ def run(page: Any) -> None:
     `/investigation/_stcore/health` and `/host-config` first, two 404s in the console
     (streamlit/streamlit#7074). From the root, the app switches to Investigation itself.
     """
+    if st.session_state.pop(keys.OPEN_QUEUE, False):
+        st.switch_page(str(ROOT / "pages/exceptions.py"))
     link = st.query_params.get("exception")
     if link and link.isdigit() and getattr(page, "url_path", None) == "":
         st.switch_page(str(ROOT / "pages/investigation.py"), query_params={"exception": link})

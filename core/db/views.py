@@ -445,6 +445,29 @@ def queue_iter(
         yield [dict(r) for r in chunk]
 
 
+def assigned_counts(conn: sqlite3.Connection, assignee: str, today: str) -> Row:
+    """One person's open exceptions: how many, how many overdue (due before `today`, an
+    ISO date), how many marked 'no longer found'."""
+    row = _one(
+        conn,
+        "SELECT count(*) AS n, coalesce(sum(due_date < ?), 0) AS overdue, "
+        "coalesce(sum(not_found_run_id IS NOT NULL), 0) AS needs_review FROM exceptions "
+        f"WHERE assignee = ? AND status IN ({_in(OPEN_STATUSES)})",
+        (today, assignee, *OPEN_STATUSES),
+    )
+    assert row is not None
+    return row
+
+
+def latest_syncs(conn: sqlite3.Connection, limit: int = 2) -> list[Row]:
+    """The newest queue syncs (run id, when, counts as JSON), newest first."""
+    return _all(
+        conn,
+        "SELECT run_id, synced_at, summary_json FROM exception_syncs ORDER BY run_id DESC LIMIT ?",
+        (limit,),
+    )
+
+
 def distinct_codes(conn: sqlite3.Connection) -> list[str]:
     return [r[0] for r in conn.execute("SELECT DISTINCT reason_code FROM exceptions ORDER BY 1")]
 
