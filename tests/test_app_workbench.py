@@ -298,3 +298,20 @@ def test_what_changed_since_the_previous_run(conn: sqlite3.Connection) -> None:
     changes = views.changes_since_previous_run(conn)
     assert changes is not None and not changes.first
     assert (changes.opened, changes.auto_cleared, changes.reopened) == (1, 1, 0)
+
+
+def test_the_queue_page_says_how_many_more_match_in_other_statuses(
+    app_db: tuple[Path, Built],
+) -> None:
+    path, _ = app_db
+    conn = connect(path)
+    entity = conn.execute("SELECT entity_id FROM exceptions ORDER BY id LIMIT 1").fetchone()[0]
+    conn.execute("UPDATE exceptions SET status = 'RESOLVED' WHERE entity_id = ?", (entity,))
+    conn.commit()
+    conn.close()
+    at = _app("pages/exceptions.py")
+    at.text_input(key=keys.QUEUE_SEARCH).input(entity.upper()).run()
+    assert any("more match in other statuses" in i.value for i in at.info)
+    at.button(key=keys.QUEUE_ALL_STATUSES).click().run()
+    _no_exception(at)
+    assert entity in list(at.dataframe[0].value["Entity"])
