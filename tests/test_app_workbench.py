@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from core import views
+from core.audit import verify
 from core.db import connect
 from core.db.views import ALL_STATUSES, OPEN_STATUSES, QueueFilter
 from core.money import parse_rupees_short
@@ -160,22 +161,32 @@ def test_a_touched_exception_no_longer_found_needs_review_and_stays_open(
 ) -> None:
     add_people(conn)
     asha = "asha@example.com"
-    first = write_run(conn, [Finding("pay_touched"), Finding("pay_untouched")])
+    first = write_run(
+        conn, [Finding("pay_touched"), Finding("pay_untouched"), Finding("pay_commented")]
+    )
     sync_exceptions(conn, first)
     touched = exception_id(conn, "pay_touched")
     escalate(conn, touched, actor=asha, note="asked Razorpay", request_id="e1")
+    commented = exception_id(conn, "pay_commented")
+    comment(conn, commented, actor=asha, note="looking", request_id="c1")
     second = write_run(conn, [])
     summary = sync_exceptions(conn, second)
-    assert (summary.auto_cleared, summary.no_longer_found) == (1, 1)
+    assert (summary.auto_cleared, summary.no_longer_found) == (1, 2)
     rows = dict(conn.execute("SELECT entity_id, status FROM exceptions").fetchall())
-    assert rows == {"pay_touched": "ESCALATED", "pay_untouched": "AUTO_CLEARED"}
-    (item,) = views.queue(conn, QueueFilter()).items
-    assert item.id == touched and item.needs_review
+    assert rows == {
+        "pay_touched": "ESCALATED",
+        "pay_commented": "OPEN",
+        "pay_untouched": "AUTO_CLEARED",
+    }
+    items = views.queue(conn, QueueFilter(search="pay_touched")).items
+    assert [i.id for i in items] == [touched] and items[0].needs_review
+    assert verify(conn).ok  # the trail still replays to the stored state
     from core.review import reopen
 
     reopen(conn, touched, actor=asha, note="still short", request_id="o1")
-    (item,) = views.queue(conn, QueueFilter()).items
+    (item,) = views.queue(conn, QueueFilter(search="pay_touched")).items
     assert item.status == "OPEN" and not item.needs_review
+    assert verify(conn).ok
 
 
 def test_a_decision_message_appears_beside_the_decision_box(app_db: tuple[Path, Built]) -> None:

@@ -282,10 +282,10 @@ def not_found_candidates(conn: sqlite3.Connection, run_id: int) -> list[sqlite3.
 
 
 def mark_not_found(conn: sqlite3.Connection, ids: Sequence[int], run_id: int, now: int) -> None:
-    """Mark `ids` as 'needs review: no longer found' by run `run_id`; status stays."""
+    """Mark `ids` as 'needs review: no longer found' by run `run_id`; status and version
+    stay (a decision the reviewer is about to take is still valid; core.audit.replay)."""
     conn.executemany(
-        "UPDATE exceptions SET not_found_run_id = ?, version = version + 1, updated_at = ?"
-        " WHERE id = ?",
+        "UPDATE exceptions SET not_found_run_id = ?, updated_at = ? WHERE id = ?",
         [(run_id, now, i) for i in ids],
     )
 
