@@ -66,7 +66,7 @@ def test_the_status_filter_shows_all_four_default_statuses(server: Server, page:
     wait_rendered(page)
     for label in ("Open", "Assigned", "Investigated", "Escalated"):
         chip = page.get_by_role("button", name=label, exact=True)  # type: ignore[attr-defined]
-        assert chip.first.is_visible(), label
+        chip.first.wait_for(state="visible", timeout=30_000)  # fails if hidden or absent
 
 
 def test_the_queue_table_fits_1440_without_a_sideways_scroll(server: Server, page: object) -> None:
