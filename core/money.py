@@ -55,6 +55,40 @@ def parse_rupees(text: str) -> int:
     return int(value)
 
 
+_SHORT_UNITS = {
+    "k": 1_000,
+    "thousand": 1_000,
+    "l": 100_000,
+    "lac": 100_000,
+    "lacs": 100_000,
+    "lakh": 100_000,
+    "lakhs": 100_000,
+    "cr": 10_000_000,
+    "crore": 10_000_000,
+    "crores": 10_000_000,
+}
+_SHORT_SHAPE = re.compile(r"^(?P<number>[+-]?[\d.]+)\s*(?P<unit>[a-z]+)\.?$", re.IGNORECASE)
+
+
+def parse_rupees_short(text: str) -> int:
+    """An amount as people type it: '₹5,000', '5L', '1.2 Cr', '50k', '2.5 lakh' -> paise.
+    Without a unit it is parse_rupees; with one, the result must be whole paise."""
+    cleaned = _RUPEE_NOISE.sub("", text.strip())
+    found = _SHORT_SHAPE.match(cleaned)
+    if found is None:
+        return parse_rupees(text)
+    unit = _SHORT_UNITS.get(found["unit"].lower())
+    if unit is None:
+        raise MoneyFormatError(f"not a rupee amount: {text!r}")
+    try:
+        value = Decimal(found["number"]) * unit * PAISE_PER_RUPEE
+    except InvalidOperation as exc:
+        raise MoneyFormatError(f"not a rupee amount: {text!r}") from exc
+    if value != value.to_integral_value():
+        raise MoneyFormatError(f"not a whole number of paise: {text!r}")
+    return int(value)
+
+
 def parse_paise(text: str) -> int:
     """'13500000' -> 13500000. Only whole numbers: a paise field never has decimals."""
     cleaned = text.strip().replace(",", "")

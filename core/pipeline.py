@@ -295,7 +295,10 @@ def _persist_and_sync(
     )
     began = time.perf_counter()
     # Due dates count the run's own working days: its holidays are no working days either.
-    summary = sync_exceptions(conn, run_id, calendar=WorkingCalendar(params.calendar.holidays))
+    # They count from the run's as-of (the books' date), not the wall clock.
+    summary = sync_exceptions(
+        conn, run_id, calendar=WorkingCalendar(params.calendar.holidays), due_from=as_of
+    )
     stored = get_run(conn, run_id)
     all_timings = {
         **(stored.timings if stored and stored.timings else timings),

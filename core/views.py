@@ -9,7 +9,9 @@ indexed SQL, so a page stays fast with a million payments.
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import datetime as dt
 import hashlib
 import importlib
 import io
@@ -17,12 +19,14 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from core.calendar import IST
 from core.db import views as db
 from core.db.views import ALL_STATUSES, OPEN_STATUSES, QUEUE_SORTS, QueueFilter
 from core.outputs import safe_cell
@@ -186,6 +190,57 @@ def latest_run(conn: sqlite3.Connection) -> RunInfo | None:
     return _run_info(conn, row) if row else None
 
 
+def latest_data_date(conn: sqlite3.Connection) -> dt.date | None:
+    """The IST date of the newest payment, settlement or bank line: the as-of a run of
+    these data defaults to (not today: March data reconciled in May would all be old)."""
+    row = db.latest_data_moments(conn)
+    days = [
+        dt.datetime.fromtimestamp(int(row[k]), tz=IST).date()
+        for k in ("payment", "settlement")
+        if row[k] is not None
+    ]
+    if row["bank"]:
+        with contextlib.suppress(ValueError):
+            days.append(dt.date.fromisoformat(str(row["bank"])[:10]))
+    return max(days) if days else None
+
+
+@dataclass(frozen=True)
+class Holdings:
+    """What the database holds now: whose data (source of the latest import), and how many
+    rows each raw table has. A Replace import empties these five tables."""
+
+    source: str | None
+    location: str
+    payments: int
+    refunds: int
+    settlements: int
+    recon_rows: int
+    bank_lines: int
+
+    @property
+    def is_benchmark(self) -> bool:
+        return self.source in SYNTHETIC_SOURCES
+
+    @property
+    def empty(self) -> bool:
+        return not (self.payments or self.settlements or self.bank_lines or self.recon_rows)
+
+
+def holdings(conn: sqlite3.Connection) -> Holdings:
+    last = db.latest_import(conn)
+    counts = db.raw_counts(conn)
+    return Holdings(
+        source=None if last is None else str(last["source"]),
+        location="" if last is None else str(last.get("location") or ""),
+        payments=int(counts["payments"]),
+        refunds=int(counts["refunds"]),
+        settlements=int(counts["settlements"]),
+        recon_rows=int(counts["recon_rows"]),
+        bank_lines=int(counts["bank_lines"]),
+    )
+
+
 def recent_runs(conn: sqlite3.Connection, limit: int = 10) -> list[RunInfo]:
     return [_run_info(conn, r) for r in db.recent_runs(conn, limit)]
 
@@ -317,6 +372,8 @@ class QueueItem:
     assignee: str | None
     due_date: str | None
     version: int
+    needs_review: bool = False  # no longer found by a run after a person worked on it
+    overdue: bool = False  # open, and its due date is before the run's as-of (IST date)
 
 
 @dataclass(frozen=True)
@@ -329,6 +386,7 @@ class QueuePage:
     page: int
     pages: int
     page_size: int
+    other_statuses: int = 0  # searched items the status filter hides (0 when not asked)
 
 
 @dataclass(frozen=True)
@@ -364,7 +422,17 @@ def _item(row: dict[str, Any], as_of: int) -> QueueItem:
         assignee=row["assignee"],
         due_date=row["due_date"],
         version=int(row["version"]),
+        needs_review=row.get("not_found_run_id") is not None,
+        overdue=bool(
+            row["due_date"]
+            and row["status"] in OPEN_STATUSES
+            and str(row["due_date"]) < _ist_day(as_of)
+        ),
     )
+
+
+def _ist_day(seconds: int) -> str:
+    return dt.datetime.fromtimestamp(int(seconds), tz=IST).date().isoformat()
 
 
 def _as_of(conn: sqlite3.Connection, as_of: int | None) -> int:
@@ -399,6 +467,56 @@ def queue(
         page=page,
         pages=pages,
         page_size=page_size,
+        other_statuses=hidden_by_status(conn, flt, moment) if flt.search or not total else 0,
+    )
+
+
+def hidden_by_status(conn: sqlite3.Connection, flt: QueueFilter, as_of: int) -> int:
+    """How many items match every filter but the status one (in the statuses not chosen)."""
+    others = tuple(s for s in ALL_STATUSES if s not in flt.statuses)
+    if not flt.statuses or not others:
+        return 0
+    return int(db.queue_count(conn, replace(flt, statuses=others), as_of)["n"])
+
+
+@dataclass(frozen=True)
+class MyWork:
+    """One reviewer's open exceptions at the run's as-of."""
+
+    open: int
+    overdue: int
+    needs_review: int
+
+
+def my_work(conn: sqlite3.Connection, assignee: str, as_of: int | None = None) -> MyWork:
+    row = db.assigned_counts(conn, assignee, _ist_day(_as_of(conn, as_of)))
+    return MyWork(int(row["n"]), int(row["overdue"]), int(row["needs_review"]))
+
+
+@dataclass(frozen=True)
+class RunChanges:
+    """What the latest run's sync changed in the queue (against the run before it)."""
+
+    run_id: int
+    opened: int
+    reopened: int
+    auto_cleared: int
+    no_longer_found: int
+    first: bool  # no earlier run: everything was opened by this one
+
+
+def changes_since_previous_run(conn: sqlite3.Connection) -> RunChanges | None:
+    syncs = db.latest_syncs(conn, 2)
+    if not syncs:
+        return None
+    counts = json.loads(syncs[0]["summary_json"] or "{}")
+    return RunChanges(
+        run_id=int(syncs[0]["run_id"]),
+        opened=int(counts.get("opened", 0)),
+        reopened=int(counts.get("reopened", 0)),
+        auto_cleared=int(counts.get("auto_cleared", 0)),
+        no_longer_found=int(counts.get("no_longer_found", 0)),
+        first=len(syncs) < 2,
     )
 
 
@@ -428,6 +546,45 @@ CSV_COLUMNS = (
     "due_date",
     "version",
 )
+# Read first: amounts in rupees (numbers, two decimals), times in IST; the raw columns
+# (paise, Unix seconds) follow under their own names for anyone who recomputes.
+CSV_READABLE = (
+    ("Exception", "id", None),
+    ("Status", "status", None),
+    ("Reason", "reason_code", None),
+    ("Exposure (₹)", "exposure_amount", "rupees"),
+    ("Expected (₹)", "expected_amount", "rupees"),
+    ("Received (₹)", "actual_amount", "rupees"),
+    ("Difference (₹)", "difference", "rupees"),
+    ("Entity", "entity_id", None),
+    ("Settlement", "settlement_id", None),
+    ("Order", "order_id", None),
+    ("UTR", "utr", None),
+    ("Created (IST)", "entity_created_at", "ist"),
+    ("Assignee", "assignee", None),
+    ("Due (IST date)", "due_date", None),
+)
+
+
+def rupees_number(paise: int) -> Decimal:
+    """Paise as a rupee number with two decimals (a spreadsheet sums it): 13500 -> 135.00."""
+    return Decimal(int(paise)).scaleb(-2)
+
+
+def ist_text(seconds: int) -> str:
+    """Unix seconds as '2026-03-31 14:05 IST'."""
+    return dt.datetime.fromtimestamp(int(seconds), tz=IST).strftime("%Y-%m-%d %H:%M IST")
+
+
+def _readable(row: dict[str, Any], column: str, kind: str | None) -> Any:
+    value = row.get(column)
+    if value is None:
+        return ""
+    if kind == "rupees":
+        return rupees_number(int(value))
+    if kind == "ist":
+        return ist_text(int(value))
+    return safe_cell(value)
 
 
 def queue_csv_chunks(
@@ -437,16 +594,20 @@ def queue_csv_chunks(
     sort: str = "exposure_desc",
     as_of: int | None = None,
 ) -> Iterator[str]:
-    """The whole filtered set as CSV text, chunk by chunk; amounts are integer paise (numbers,
-    never prefixed); a text cell a spreadsheet would run as a formula starts with `'`."""
+    """The whole filtered set as CSV text, chunk by chunk: readable columns first (rupees,
+    IST), then the raw ones (integer paise, Unix seconds, never prefixed); a text cell a
+    spreadsheet would run as a formula starts with `'`."""
     moment = _as_of(conn, as_of)
     buffer = io.StringIO()
     # CRLF (RFC 4180): the writer then quotes a cell holding a carriage return too.
     writer = csv.writer(buffer, lineterminator="\r\n")
-    writer.writerow(CSV_COLUMNS)
+    writer.writerow([label for label, _, _ in CSV_READABLE] + list(CSV_COLUMNS))
     for batch in db.queue_iter(conn, flt, moment, sort):
         for row in batch:
-            writer.writerow(["" if row.get(c) is None else safe_cell(row[c]) for c in CSV_COLUMNS])
+            writer.writerow(
+                [_readable(row, c, kind) for _, c, kind in CSV_READABLE]
+                + ["" if row.get(c) is None else safe_cell(row[c]) for c in CSV_COLUMNS]
+            )
         yield buffer.getvalue()
         buffer.seek(0)
         buffer.truncate()

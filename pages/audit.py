@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from ui import audit, keys, shell, widgets
-from ui.format import ist, md
+from ui import audit, keys, shell
+from ui.format import md
 
 shell.require_frame()
 st.title("Audit trail")
@@ -60,19 +60,9 @@ if result is None:
 
 total, entries = audit.entries(where, int(limit))
 st.markdown(f"**{total:,}** entries match; the newest {len(entries):,} are shown.")
-widgets.records_table(
-    [
-        {
-            "seq": e.seq,
-            "when": ist(e.created_at),
-            "actor": e.actor,
-            "action": e.action,
-            "entity": f"{e.entity_type}: {e.entity_id}",
-            "details": e.payload_json,
-            "hash": e.hash[:16],
-        }
-        for e in entries
-    ],
-    keys.AUDIT_TABLE,
-    "No entries match.",
-)
+details = st.toggle("Show raw payload and hash", key=keys.AUDIT_DETAILS)
+table = audit.rows(entries, details=details)
+if table:
+    st.dataframe(table, hide_index=True, width="stretch", key=keys.AUDIT_TABLE)
+else:
+    st.caption("No entries match.")

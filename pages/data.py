@@ -7,7 +7,7 @@ import streamlit as st
 from core import views
 from core.calendar import IST, CalendarParams
 from core.errors import InputError
-from ui import actions, bank_mapping, keys, shell, widgets
+from ui import actions, bank_mapping, import_choice, keys, shell, widgets
 from ui.format import ist
 
 shell.require_frame()
@@ -25,12 +25,13 @@ with upload_tab:
         accept_multiple_files=True,
         key=keys.UPLOAD_FILES,
     )
-    left, right = st.columns(2)
-    unit = left.radio(
+    unit = st.radio(
         "Amounts in", ["auto", "paise", "rupees"], horizontal=True, key=keys.UPLOAD_UNIT
     )
-    replace = right.checkbox("Replace the data already imported", key=keys.UPLOAD_REPLACE)
-    if st.button("Import", key=keys.UPLOAD_IMPORT, type="primary", disabled=not uploads):
+    replace, allowed = import_choice.ask()
+    if st.button(
+        "Import", key=keys.UPLOAD_IMPORT, type="primary", disabled=not uploads or not allowed
+    ):
         try:
             report = actions.import_uploads(uploads, unit, replace)
             st.session_state[keys.UPLOAD_RESULT] = ("ok", report.lines())
@@ -51,9 +52,14 @@ with upload_tab:
             bank_mapping.mapping_form(uploads)
 
 with run_tab:
-    now = dt.datetime.now(tz=IST)
+    latest = shell.read(views.latest_data_date) or dt.datetime.now(tz=IST).date()
     cols = st.columns(2)
-    day = cols[0].date_input("As of (IST date)", value=now.date(), key=keys.RUN_AS_OF_DATE)
+    day = cols[0].date_input(
+        "As of (IST date)",
+        value=latest,
+        key=keys.RUN_AS_OF_DATE,
+        help="Defaults to the latest date in the data: ages and due dates count from it.",
+    )
     moment = cols[1].time_input("As of (IST time)", value=dt.time(23, 59), key=keys.RUN_AS_OF_TIME)
     cols = st.columns(4)
     calendar = CalendarParams(

@@ -4,7 +4,7 @@ import streamlit as st
 
 from core import views
 from ui import auth, keys, shell, widgets
-from ui.format import inr, queue_frame
+from ui.format import QUEUE_COLUMNS, QUEUE_MORE_COLUMNS, inr, queue_columns, queue_frame
 
 shell.require_frame()
 st.title("Exceptions")
@@ -22,22 +22,45 @@ st.markdown(
     f"**{page.total:,}** exceptions match, exposure **{inr(page.total_paise)}**"
     f" · page {page.page} of {page.pages}"
 )
+if page.other_statuses:
+    hint = st.columns([3, 1])
+    hint[0].info(
+        f"{page.other_statuses:,} more match in other statuses.", icon=":material/filter_alt:"
+    )
+    hint[1].button(
+        "Show every status",
+        key=keys.QUEUE_ALL_STATUSES,
+        on_click=shell.set_state,
+        args=(keys.QUEUE_STATUSES, list(views.ALL_STATUSES)),
+    )
 if not page.items:
     st.info("Nothing matches these filters.")
     st.stop()
 
-table_key = f"{keys.QUEUE_TABLE}-{widgets.signature(query_sig, page.page, page.items)}"
+toggles = st.columns([1, 1, 4])
+bulk = toggles[0].toggle("Select several", key=keys.QUEUE_BULK, help="To assign or escalate")
+more = toggles[1].toggle("More columns", key=keys.QUEUE_MORE, help="Class, difference, order")
+nonce = st.session_state.get(keys.QUEUE_TABLE_NONCE, 0)
+sig = widgets.signature(query_sig, page.page, page.items, bulk, nonce)
 event = st.dataframe(
     queue_frame(page.items),
     hide_index=True,
     width="stretch",
     height=min(35 * (len(page.items) + 1) + 3, 640),
+    column_order=QUEUE_COLUMNS + (QUEUE_MORE_COLUMNS if more else ()),
+    column_config=queue_columns(more),
     on_select="rerun",
-    selection_mode="multi-row",
-    key=table_key,
+    selection_mode="multi-row" if bulk else "single-row",
+    key=f"{keys.QUEUE_TABLE}-{sig}",
 )
 st.pagination(page.pages, key=page_key, max_visible_pages=7)
-selected = [page.items[i] for i in event.selection.rows if i < len(page.items)]
+rows = [i for i in event.selection.rows if i < len(page.items)]
+st.session_state[keys.QUEUE_ORDER] = [i.id for i in page.items]  # for "Next exception"
+if rows and not bulk:  # a click on a row opens it
+    st.session_state[keys.QUEUE_TABLE_NONCE] = nonce + 1  # back here: nothing selected
+    st.session_state[keys.SELECTED_EXCEPTION] = page.items[rows[0]].id
+    st.switch_page("pages/investigation.py")
+selected = [page.items[i] for i in rows] if bulk else []
 
 open_col, assign_col, escalate_col, export_col = st.columns([3, 3, 3, 2])
 with open_col:
@@ -81,6 +104,8 @@ if auth.can("review"):
             disabled=not selected or not note.strip(),
         ):
             shell.bulk_decision("bulk_escalate", versions, "Escalated {n}.", note=note.strip())
+    if not bulk:
+        assign_col.caption("Click a row to open it; turn on Select several to assign or escalate.")
 else:
     assign_col.caption("Assigning and escalating need the reviewer role.")
 with export_col:

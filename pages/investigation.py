@@ -3,14 +3,9 @@
 import streamlit as st
 
 from core import views
-from ui import auth, keys, shell, widgets
-from ui.format import class_label, inr, ist, md
+from ui import auth, decision, keys, shell, widgets
+from ui.format import class_label, due_text, inr, ist, md
 
-RESOLUTIONS = {
-    "explained": "Explained",
-    "corrected_at_source": "Corrected at source",
-    "written_off": "Written off",
-}
 shell.require_frame()
 st.title("Investigation")
 st.session_state[keys.INVESTIGATE_ID] = shell.selected_exception()
@@ -38,9 +33,15 @@ widgets.facts(
         ("Class", class_label(item["exposure_class"])),
         ("Status", item["status"]),
         ("Assignee", item["assignee"] or "—"),
-        ("Due", item["due_date"] or "—"),
+        ("Due", due_text(item["due_date"]) or "—"),
     ]
 )
+if item.get("not_found_run_id") and item["status"] not in ("RESOLVED", "AUTO_CLEARED"):
+    st.warning(
+        f"Needs review: no longer found by run #{item['not_found_run_id']}. A person worked "
+        "on it, so it stays open until someone resolves or reopens it.",
+        icon=":material/report:",
+    )
 st.caption(
     f"{md(item['entity_type'])} **{md(item['entity_id'])}** · codes {md(item['reason_codes'])} · "
     f"expected {inr(item['expected_amount'])}, actual {inr(item['actual_amount'])}, "
@@ -49,17 +50,21 @@ st.caption(
 if item["settlement_id"] and st.button(
     f"Open settlement {md(item['settlement_id'])}", key=keys.INVESTIGATE_TO_SETTLEMENT
 ):
+    shell.forget(keys.SETTLEMENT_SEARCH, keys.SETTLEMENT_CHOICE)
     st.session_state[keys.SELECTED_SETTLEMENT] = item["settlement_id"]
     st.switch_page("pages/settlement.py")
 
 evidence_col, answer_col = st.columns([3, 2])
 with evidence_col:
     st.markdown("#### Evidence (read only)")
+    details = st.toggle("Show internal keys", key=keys.INVESTIGATE_DETAILS)
     for n, section in enumerate(shell.read(views.evidence, exception_id)):
         with st.expander(f"{md(section.title)} ({len(section.records)})", expanded=n < 3):
             if section.note:
                 st.caption(md(section.note))
-            widgets.records_table(section.records, f"{keys.EVIDENCE_TABLE}-{n}", "Nothing found.")
+            widgets.records_table(
+                section.records, f"{keys.EVIDENCE_TABLE}-{n}", "Nothing found.", details=details
+            )
 
 with answer_col:
     st.markdown("#### Investigator")
@@ -86,45 +91,7 @@ with answer_col:
         st.caption(f"Source: {md(answer.source_label)}")
         st.caption("Citations (checked against the evidence): " + md(", ".join(answer.citations)))
 
-    st.markdown("#### Decision")
-    pending = shell.read(widgets.module("core.review", "Review").pending_for, exception_id)
-    if pending is not None:
-        st.info(
-            f"Write-off of {inr(pending.amount)} by {pending.maker} awaits approval "
-            f"(#{pending.id}): an approver other than {pending.maker} decides on the "
-            "Approvals page."
-        )
-    if not auth.can("review"):
-        st.caption("Deciding needs the reviewer role.")
-    else:
-        st.text_area("Note (required)", key=keys.DECISION_NOTE, height=90)
-        kind = st.radio(
-            "Resolution",
-            list(RESOLUTIONS),
-            format_func=RESOLUTIONS.get,
-            horizontal=True,
-            key=keys.DECISION_RESOLUTION,
-        )
-        if kind == "written_off":
-            st.text_input("Amount written off (₹)", key=keys.DECISION_AMOUNT, placeholder="₹")
-            st.caption(f"Above {inr(shell.four_eyes())} a second person (approver) must approve.")
-        resolve_col, escalate_col = st.columns(2)
-        version, status = int(item["version"]), item["status"]
-        resolve_col.button(
-            "Resolve",
-            key=keys.DECISION_RESOLVE,
-            type="primary",
-            disabled=status in ("RESOLVED", "AUTO_CLEARED"),
-            on_click=shell.decide,
-            args=("resolve", exception_id, version),
-        )
-        escalate_col.button(
-            "Escalate",
-            key=keys.DECISION_ESCALATE,
-            disabled=status in ("RESOLVED", "AUTO_CLEARED", "ESCALATED"),
-            on_click=shell.decide,
-            args=("escalate", exception_id, version),
-        )
+    decision.box(item)
 
 st.markdown("#### History")
 widgets.records_table(

@@ -50,6 +50,28 @@ cards[4].metric(
     border=True,
 )
 
+changes = shell.read(views.changes_since_previous_run)
+if changes is not None:
+    st.subheader("First run" if changes.first else f"Since the previous run (#{changes.run_id})")
+    row = st.columns(4)
+    for column, (label, n, key, statuses) in zip(
+        row,
+        (
+            ("Opened", changes.opened, keys.OVERVIEW_SHOW_OPENED, ["OPEN"]),
+            ("Auto-cleared", changes.auto_cleared, keys.OVERVIEW_SHOW_CLEARED, ["AUTO_CLEARED"]),
+            (
+                "Needs review: no longer found",
+                changes.no_longer_found,
+                keys.OVERVIEW_SHOW_REVIEW,
+                list(views.OPEN_STATUSES),
+            ),
+        ),
+        strict=False,
+    ):
+        column.metric(label, f"{n:,}", border=True)
+        column.button("Show in the queue", key=key, on_click=shell.open_queue, args=(statuses,))
+    row[3].metric("Reopened", f"{changes.reopened:,}", border=True)
+
 st.subheader("Open exposure by class")
 class_cards = st.columns(len(ov.exposure_by_class))
 for column, (cls, total) in zip(class_cards, ov.exposure_by_class.items(), strict=True):

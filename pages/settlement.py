@@ -4,7 +4,7 @@ import streamlit as st
 
 from core import views
 from ui import keys, shell, widgets
-from ui.format import inr, ist, md, queue_frame
+from ui.format import QUEUE_COLUMNS, inr, ist, md, queue_columns, queue_frame
 
 shell.require_frame()
 st.title("Settlement")
@@ -12,14 +12,16 @@ left, right = st.columns([1, 3])
 search = left.text_input(
     "Find a settlement",
     key=keys.SETTLEMENT_SEARCH,
-    placeholder="setl_… or UTR",
+    placeholder="setl_… or UTR, any part",
     persist_state="session",
+    on_change=shell.forget,
+    args=(keys.SELECTED_SETTLEMENT, keys.SETTLEMENT_CHOICE),
 )
 choices = shell.read(views.settlement_choices, search)
 preselected = st.session_state.get(keys.SELECTED_SETTLEMENT)
 ids = [c["id"] for c in choices]
-if preselected and preselected not in ids:
-    ids.insert(0, preselected)
+if preselected and preselected not in ids and not search.strip():
+    ids.insert(0, preselected)  # chosen on another page, outside the first choices
 if not ids:
     st.info("No settlement matches." if search else "No settlements in the database yet.")
     st.stop()
@@ -38,6 +40,7 @@ chosen = right.selectbox(
 st.session_state[keys.SELECTED_SETTLEMENT] = chosen
 view = shell.read(views.settlement_view, chosen)
 if view is None:
+    shell.forget(keys.SELECTED_SETTLEMENT, keys.SETTLEMENT_CHOICE)
     st.error(f"Settlement {md(chosen)} is not in the database.")
     st.stop()
 
@@ -82,17 +85,30 @@ for check in view.checks:
             f"{inr(check.computed)} (difference {inr(check.difference)})"
         )
 
+details = st.toggle(
+    "Show internal keys", key=keys.SETTLEMENT_DETAILS, help="row_key, line_no, file, import"
+)
 st.subheader("Bank line(s)")
-widgets.records_table(view.bank_lines, keys.SETTLEMENT_BANK, "No bank line carries this UTR.")
+widgets.records_table(
+    view.bank_lines, keys.SETTLEMENT_BANK, "No bank line carries this UTR.", details=details
+)
 
 st.subheader(f"Recon rows ({view.row_count:,})")
 if view.row_count > len(view.rows):
     st.caption(f"The first {len(view.rows):,} rows are shown.")
-widgets.records_table(view.rows, keys.SETTLEMENT_ROWS, "No recon rows name this settlement.")
+widgets.records_table(
+    view.rows, keys.SETTLEMENT_ROWS, "No recon rows name this settlement.", details=details
+)
 
 if view.open_exceptions:
     st.subheader("Open exceptions on this settlement")
-    st.dataframe(queue_frame(view.open_exceptions), hide_index=True, key=keys.SETTLEMENT_QUEUE)
+    st.dataframe(
+        queue_frame(view.open_exceptions),
+        hide_index=True,
+        column_order=QUEUE_COLUMNS,
+        column_config=queue_columns(),
+        key=keys.SETTLEMENT_QUEUE,
+    )
     ids_open = [i.id for i in view.open_exceptions]
     pick = st.selectbox("Exception", ids_open, key=keys.SETTLEMENT_OPEN_EXCEPTION)
     if st.button("Investigate", key=keys.SETTLEMENT_INVESTIGATE, icon=":material/search:"):

@@ -139,9 +139,9 @@ def test_filtering_the_queue_by_code_and_search(app_db: tuple[Path, Built]) -> N
     expected = views.queue(conn, QueueFilter(codes=("AMOUNT_MISMATCH",))).total
     conn.close()
     assert f"**{expected:,}** exceptions match" in at.markdown[0].value
-    target = table["Entity"].iloc[0].split(": ", 1)[1]
+    target = table["Entity"].iloc[0]
     at.text_input(key=keys.QUEUE_SEARCH).input(target).run()
-    assert list(at.dataframe[0].value["Entity"]) == [f"payment: {target}"]
+    assert list(at.dataframe[0].value["Entity"]) == [target]
 
 
 def test_queue_shows_one_page_and_pages_on(app_db: tuple[Path, Built]) -> None:
@@ -224,7 +224,7 @@ def test_resolving_an_exception_closes_it_and_audits_it(app_db: tuple[Path, Buil
     at.switch_page("pages/audit.py")
     at.run()
     _no_exception(at)
-    assert str(exception_id) in " ".join(at.dataframe[0].value["entity"])
+    assert str(exception_id) in " ".join(at.dataframe[0].value["Entity"])
 
 
 def test_a_decision_on_a_stale_page_is_refused_with_a_message(
@@ -327,6 +327,7 @@ def test_audit_export_holds_the_filtered_trail_and_reverifies(app_db: tuple[Path
 def test_assigning_and_escalating_selected_rows(app_db: tuple[Path, Built]) -> None:
     path, _ = app_db
     at = _app("pages/exceptions.py")
+    at.toggle(key=keys.QUEUE_BULK).set_value(True).run()  # tick several (a click opens one)
     table = at.dataframe[0]
     chosen = [int(i) for i in table.value["Id"].iloc[:3]]
     at.session_state[table.key] = {"selection": {"rows": [0, 1, 2], "columns": []}}

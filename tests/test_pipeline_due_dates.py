@@ -1,9 +1,9 @@
-"""Exception due dates count the run's working days: its holidays as well as weekends."""
+"""Exception due dates count the run's working days (its holidays as well as weekends)
+from the run's as-of, the date the books are reconciled to, not the wall clock."""
 
 from __future__ import annotations
 
 import sqlite3
-import time
 
 from core.calendar import CalendarParams, WorkingCalendar, ist_date
 from core.engine import EngineParams
@@ -16,8 +16,8 @@ AS_OF = 1_782_844_199  # 2026-06-30T23:59:59+05:30, the spec example's as-of
 
 
 def test_exception_due_dates_skip_the_runs_holidays(conn: sqlite3.Connection) -> None:
-    today = ist_date(int(time.time()))
-    holiday = WorkingCalendar().add_working_days(today, 1)  # the next working day, made a holiday
+    as_of_day = ist_date(AS_OF)
+    holiday = WorkingCalendar().add_working_days(as_of_day, 1)  # next working day: a holiday
     calendar = WorkingCalendar([holiday])
     params = EngineParams(calendar=CalendarParams(holidays=frozenset({holiday})))
     reconcile_folder_into_db(conn, SPEC_EXAMPLE / "dataset", params=params, as_of=AS_OF)
@@ -27,7 +27,8 @@ def test_exception_due_dates_skip_the_runs_holidays(conn: sqlite3.Connection) ->
     assert rows
     moved = 0
     for exposure_class, amount, due, opened_at in rows:
-        start = ist_date(int(opened_at))
+        assert opened_at > AS_OF  # opened now, due counted from the as-of
+        start = as_of_day
         days = working_days_for(exposure_class, amount)
         assert due == calendar.add_working_days(start, days).isoformat()
         assert due != holiday.isoformat()

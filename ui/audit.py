@@ -37,3 +37,47 @@ def export(where: Any, fmt: str) -> bytes:
     with shell.connection() as conn:
         _audit().write_export(conn, stream, fmt, where)
     return stream.getvalue().encode("utf-8")
+
+
+def rows(entries: list[Any], *, details: bool = False) -> list[dict[str, Any]]:
+    """Audit entries for the table: the note and the amount (₹) in their own columns; the
+    rest of the payload as short 'field: value' text (paise as ₹, times in IST)."""
+    import json
+
+    from ui.format import cell, field_label, inr, ist
+
+    shown = []
+    for e in entries:
+        try:
+            payload = json.loads(e.payload_json) if e.payload_json else {}
+        except ValueError:
+            payload = {}
+        if not isinstance(payload, dict):
+            payload = {"payload": payload}
+        note = payload.pop("note", None)
+        amount = next(
+            (
+                payload.pop(k)
+                for k in ("write_off_amount", "exposure_amount", "amount")
+                if isinstance(payload.get(k), int)
+            ),
+            None,
+        )
+        rest = "; ".join(
+            f"{field_label(k)}: {cell(k, v)}" for k, v in payload.items() if v not in (None, "")
+        )
+        row = {
+            "Seq": str(e.seq),
+            "When": ist(e.created_at),
+            "By": e.actor,
+            "Action": e.action,
+            "Entity": f"{e.entity_type}: {e.entity_id}",
+            "Note": note or "",
+            "Amount": inr(amount) if amount is not None else "",
+            "Details": rest,
+        }
+        if details:
+            row["Raw payload"] = e.payload_json
+            row["Hash"] = e.hash
+        shown.append(row)
+    return shown

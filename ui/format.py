@@ -33,12 +33,21 @@ TIME_FIELDS = frozenset(
         "imported_at",
     }
 )
+DATE_FIELDS = frozenset({"due_date", "txn_date", "value_date"})
 CLASS_LABELS = {
     "amount_at_risk": "Amount at risk",
     "awaiting_settlement": "Awaiting settlement",
     "disputed": "Disputed",
     "realised_loss": "Realised loss",
     "structural": "Structural",
+}
+STATUS_LABELS = {
+    "OPEN": "Open",
+    "ASSIGNED": "Assigned",
+    "INVESTIGATED": "Investigated",
+    "ESCALATED": "Escalated",
+    "RESOLVED": "Resolved",
+    "AUTO_CLEARED": "Auto-cleared",
 }
 SORT_LABELS = {
     "exposure_desc": "Exposure, largest first",
@@ -100,6 +109,10 @@ def class_label(name: str) -> str:
     return CLASS_LABELS.get(name, name.replace("_", " ").capitalize() or "—")
 
 
+def status_label(status: str) -> str:
+    return STATUS_LABELS.get(status, status)
+
+
 def code_label(code: str) -> str:
     return code.replace("_", " ").capitalize() if code else "—"
 
@@ -116,9 +129,12 @@ def money_fields() -> frozenset[str]:
 
 
 def cell(key: str, value: Any) -> Any:
-    """One record value for display: paise as rupees, Unix seconds as IST time."""
+    """One record value for display: paise as rupees, Unix seconds as IST time, ISO dates
+    in the same day style."""
     if value is None:
         return ""
+    if key in DATE_FIELDS and isinstance(value, str):
+        return due_text(value)
     if key in money_fields() and isinstance(value, int) and not isinstance(value, bool):
         return format_inr(value)
     if key in TIME_FIELDS and isinstance(value, int) and not isinstance(value, bool):
@@ -128,31 +144,131 @@ def cell(key: str, value: Any) -> Any:
     return value
 
 
-def records_frame(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
-    """Records (dicts) as a frame of display values, columns in first-seen order."""
-    rows = [{k: cell(k, v) for k, v in r.items()} for r in records]
+# Keys that name rows inside the system, not facts a reviewer reads: behind a details toggle.
+INTERNAL_FIELDS = frozenset(
+    {"row_key", "line_no", "request_id", "import_id", "file", "version", "payload_json", "hash"}
+)
+FIELD_LABELS = {
+    "id": "Id",
+    "type": "Type",
+    "entity_id": "Entity",
+    "entity_type": "Entity type",
+    "payment_id": "Payment",
+    "order_id": "Order",
+    "settlement_id": "Settlement",
+    "utr": "UTR",
+    "amount": "Amount",
+    "fee": "Fee",
+    "tax": "Tax (GST)",
+    "credit": "Credit",
+    "debit": "Debit",
+    "balance": "Balance",
+    "on_hold": "On hold",
+    "settled": "Settled",
+    "settled_at": "Settled at",
+    "created_at": "Created",
+    "txn_date": "Date",
+    "value_date": "Value date",
+    "narration": "Narration",
+    "reference": "Reference",
+    "status": "Status",
+    "method": "Method",
+    "currency": "Currency",
+    "outcome_status": "Engine outcome",
+    "match_method": "Matched by",
+    "action": "Action",
+    "actor": "By",
+    "note": "Note",
+    "from_status": "From",
+    "to_status": "To",
+    "exception_id": "Exception",
+    "captured": "Captured",
+    "refund_id": "Refund",
+    "due_date": "Due",
+}
+
+
+def field_label(key: str) -> str:
+    """A friendly column name for a raw field (snake_case); a name already written for
+    people ('requested by', 'Amount') stays as it is."""
+    if key in FIELD_LABELS:
+        return FIELD_LABELS[key]
+    if key.isidentifier() and key == key.lower():
+        return key.replace("_", " ").capitalize()
+    return key
+
+
+def records_frame(records: Iterable[Mapping[str, Any]], *, details: bool = False) -> pd.DataFrame:
+    """Records (dicts) as a frame of display values with friendly column names, in
+    first-seen order; internal keys (row_key, line_no, request_id, ...) only with details."""
+    rows = [
+        {field_label(k): cell(k, v) for k, v in r.items() if details or k not in INTERNAL_FIELDS}
+        for r in records
+    ]
     return pd.DataFrame(rows).astype("string") if rows else pd.DataFrame()
+
+
+def due_text(due: str | None, overdue: bool = False) -> str:
+    """An ISO due date as '03 Apr 2026', with an overdue badge at the run's as-of."""
+    if not due:
+        return ""
+    try:
+        text = dt.date.fromisoformat(due).strftime("%d %b %Y")
+    except ValueError:
+        return due
+    return f"⚠ {text} overdue" if overdue else text
+
+
+# The queue table: what a reviewer reads first fits 1440 px without a sideways scroll;
+# Class, Difference and Order follow behind "More columns".
+QUEUE_COLUMNS = ("Id", "Reason", "Exposure", "Entity", "Settlement", "UTR", "Age")
+QUEUE_COLUMNS += ("Status", "Assignee", "Due")
+QUEUE_MORE_COLUMNS = ("Class", "Difference", "Order")
 
 
 def queue_frame(items: Iterable[QueueItem]) -> pd.DataFrame:
     rows = [
         {
-            "Id": str(i.id),
+            "Id": i.id,
             "Reason": i.reason_code,
             "Class": class_label(i.exposure_class),
             "Exposure": inr(i.exposure_paise),
             "Difference": inr(i.difference_paise),
-            "Entity": f"{i.entity_type}: {i.entity_id}",
+            "Entity": i.entity_id,
             "Settlement": i.settlement_id or "",
             "Order": i.order_id or "",
             "UTR": i.utr or "",
-            "Age (days)": "" if i.age_days is None else str(i.age_days),
-            "Status": i.status,
-            "Assignee": i.assignee or "",
-            "Due": i.due_date or "",
+            "Age": i.age_days,
+            "Status": status_label(i.status)
+            + (" · needs review: no longer found" if i.needs_review else ""),
+            "Assignee": (i.assignee or "").split("@", 1)[0],
+            "Due": due_text(i.due_date, i.overdue),
         }
         for i in items
     ]
-    columns = ["Id", "Reason", "Class", "Exposure", "Difference", "Entity", "Settlement"]
-    columns += ["Order", "UTR", "Age (days)", "Status", "Assignee", "Due"]
-    return pd.DataFrame(rows, columns=columns).astype("string")
+    frame = pd.DataFrame(rows, columns=[*QUEUE_COLUMNS, *QUEUE_MORE_COLUMNS])
+    return frame.astype({c: "string" for c in frame.columns if c not in ("Id", "Age")})
+
+
+def queue_columns(more: bool = False) -> dict[str, Any]:
+    """column_config for queue_frame: friendly help, compact widths, numbers as numbers."""
+    import streamlit as st  # ui only: core never imports streamlit
+
+    cc = st.column_config
+    config: dict[str, Any] = {
+        "Id": cc.NumberColumn("Id", width=50, format="%d", help="Exception id"),
+        "Reason": cc.TextColumn("Reason", width=140),
+        "Exposure": cc.TextColumn("Exposure", width=100, help="Money at stake, ₹"),
+        "Entity": cc.TextColumn("Entity", width=140, help="Payment, refund or bank line"),
+        "Settlement": cc.TextColumn("Settlement", width=110),
+        "UTR": cc.TextColumn("UTR", width=105),
+        "Age": cc.NumberColumn("Age (d)", width=45, format="%d", help="Days at the run's as-of"),
+        "Status": cc.TextColumn("Status", width=85),
+        "Assignee": cc.TextColumn("Assignee", width=70, help="Who has it (name before the @)"),
+        "Due": cc.TextColumn("Due", width=90, help="Due date; ⚠ overdue at the run's as-of"),
+    }
+    if more:
+        config["Class"] = cc.TextColumn("Class", width=130)
+        config["Difference"] = cc.TextColumn("Difference", width=105)
+        config["Order"] = cc.TextColumn("Order", width=150)
+    return config

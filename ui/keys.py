@@ -11,6 +11,7 @@ DEMO_SANDBOX = "demo_sandbox"  # this session's private copy of the database (de
 SELECTED_EXCEPTION = "selected_exception_id"  # the exception the Investigation page shows
 SELECTED_SETTLEMENT = "selected_settlement_id"  # the settlement the Settlement page shows
 FLASH = "flash_message"  # (kind, text) shown once on the next page render
+DECISION_FLASH = "decision_message"  # (kind, text) shown once beside the Decision box
 DEEP_LINK = "deep_link_exception"  # the ?exception= value already applied
 REQUEST_IDS = "request_ids"  # action name -> idempotency key of the pending request
 
@@ -19,12 +20,17 @@ SIGN_IN = "sign_in"
 SIGN_OUT = "sign_out"
 DEMO_SIGN_IN = "demo_sign_in"  # prefix: suffixed with the persona's role
 DEMO_RESET = "demo_reset"
+MY_WORK = "my_work"  # sidebar button: the queue filtered to the signed-in reviewer
+OPEN_QUEUE = "open_queue"  # set by a link into the queue: switch to it on this run
 
 # --- Overview page --------------------------------------------------------------------
 OVERVIEW_CLASS_CHART = "overview_class_chart"
 OVERVIEW_CODE_CHART = "overview_code_chart"
 OVERVIEW_AGE_CHART = "overview_age_chart"
 OVERVIEW_MATCH_CHART = "overview_match_chart"
+OVERVIEW_SHOW_OPENED = "overview_show_opened"
+OVERVIEW_SHOW_CLEARED = "overview_show_cleared"
+OVERVIEW_SHOW_REVIEW = "overview_show_review"
 
 # --- Exceptions page ------------------------------------------------------------------
 QUEUE_CODES = "queue_codes"
@@ -49,6 +55,11 @@ QUEUE_ESCALATE_NOTE = "queue_escalate_note"
 QUEUE_ESCALATE = "queue_escalate"
 QUEUE_EXPORT = "queue_export"
 QUEUE_RESET = "queue_reset"
+QUEUE_ALL_STATUSES = "queue_all_statuses"
+QUEUE_BULK = "queue_bulk"  # toggle: tick several rows (else a click opens one)
+QUEUE_MORE = "queue_more_columns"
+QUEUE_TABLE_NONCE = "queue_table_nonce"  # moves on when a click opens a row
+QUEUE_ORDER = "queue_order"  # ids of the queue page last shown, for "Next exception"
 
 # --- Settlement page ------------------------------------------------------------------
 SETTLEMENT_SEARCH = "settlement_search"
@@ -59,6 +70,7 @@ SETTLEMENT_LINES = "settlement_lines"
 SETTLEMENT_BANK = "settlement_bank"
 SETTLEMENT_ROWS = "settlement_rows"
 SETTLEMENT_QUEUE = "settlement_queue"
+SETTLEMENT_DETAILS = "settlement_details"  # toggle: internal keys (row_key, line_no, ...)
 
 # --- Investigation page ---------------------------------------------------------------
 INVESTIGATE_ID = "investigate_id"
@@ -69,14 +81,20 @@ DECISION_RESOLUTION = "decision_resolution"
 DECISION_AMOUNT = "decision_amount"
 DECISION_RESOLVE = "decision_resolve"
 DECISION_ESCALATE = "decision_escalate"
+DECISION_REOPEN = "decision_reopen"
+DECISION_ASSIGNEE = "decision_assignee"
+DECISION_ASSIGN = "decision_assign"
+DECISION_NEXT = "decision_next"
 EVIDENCE_TABLE = "evidence_table"  # prefix: one table per evidence section
 HISTORY_TABLE = "history_table"
 INVESTIGATE_TO_SETTLEMENT = "investigate_to_settlement"
+INVESTIGATE_DETAILS = "investigate_details"  # toggle: internal keys in the evidence
 
 # --- Data page ------------------------------------------------------------------------
 UPLOAD_FILES = "upload_files"
 UPLOAD_UNIT = "upload_unit"
-UPLOAD_REPLACE = "upload_replace"
+UPLOAD_MODE = "upload_mode"
+UPLOAD_CONFIRM = "upload_confirm"
 UPLOAD_IMPORT = "upload_import"
 UPLOAD_RESULT = "upload_result"
 UPLOAD_PROBLEMS = "upload_problems"
@@ -113,6 +131,7 @@ AUDIT_VERIFY_RESULT = "audit_verify_result"
 AUDIT_EXPORT = "audit_export"
 AUDIT_EXPORT_FORMAT = "audit_export_format"
 AUDIT_TABLE = "audit_table"
+AUDIT_DETAILS = "audit_details"  # toggle: every payload field and the full hash
 
 # --- Approvals page --------------------------------------------------------------------
 APPROVALS_TABLE = "approvals_table"

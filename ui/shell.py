@@ -87,8 +87,13 @@ def flash(kind: str, text: str) -> None:
     st.session_state[keys.FLASH] = (kind, text)
 
 
-def show_flash() -> None:
-    kind, text = st.session_state.pop(keys.FLASH, (None, None))
+def flash_at(slot: str, kind: str, text: str) -> None:
+    """A message to show once, where the page calls show_flash(slot)."""
+    st.session_state[slot] = (kind, text)
+
+
+def show_flash(slot: str = keys.FLASH) -> None:
+    kind, text = st.session_state.pop(slot, (None, None))
     # Flash texts carry names and ids typed by people or read from data: shown as text.
     if kind == "success":
         st.success(md(text))
@@ -100,10 +105,13 @@ def show_flash() -> None:
 
 def decide(action: str, exception_id: int, version: int) -> None:
     """on_click of Resolve / Escalate. A callback runs before the page script, so the note
-    box can be emptied after a decision; the outcome is shown as a flash message."""
+    box can be emptied after a decision; the outcome is shown beside the Decision box
+    (show_flash(keys.DECISION_FLASH)), where the reviewer is looking."""
     note = str(st.session_state.get(keys.DECISION_NOTE) or "").strip()
     if not note:
-        flash("error", "Write a note first: it says what was decided and why.")
+        flash_at(
+            keys.DECISION_FLASH, "error", "Write a note first: it says what was decided and why."
+        )
         return
     from ui.widgets import module
 
@@ -115,7 +123,11 @@ def decide(action: str, exception_id: int, version: int) -> None:
         if kind == "written_off":
             extra["amount"] = _paise(st.session_state.get(keys.DECISION_AMOUNT))
             if extra["amount"] is None:
-                flash("error", "A write-off needs the amount written off, in rupees.")
+                flash_at(
+                    keys.DECISION_FLASH,
+                    "error",
+                    "A write-off needs the amount written off, in rupees.",
+                )
                 return
     try:
         act = getattr(module("core.review", "Review"), action)
@@ -132,18 +144,69 @@ def decide(action: str, exception_id: int, version: int) -> None:
     except Exception as exc:
         if not isinstance(exc, sqlite3.OperationalError):
             done(key)  # answered for good: the next click is a new request
-        flash(*describe_error(exc))
+        flash_at(keys.DECISION_FLASH, *describe_error(exc))
         return
     done(key)
     st.session_state[keys.DECISION_NOTE] = ""
     if result.approval_id is not None and result.action == "resolve":
-        flash(
+        flash_at(
+            keys.DECISION_FLASH,
             "success",
             f"Write-off of exception #{exception_id} is pending approval "
             f"(#{result.approval_id}): an approver other than you must approve it.",
         )
         return
-    flash("success", f"Exception #{exception_id} is now {result.to_status}.")
+    flash_at(
+        keys.DECISION_FLASH, "success", f"Exception #{exception_id} is now {result.to_status}."
+    )
+
+
+def assign_one(exception_id: int, version: int) -> None:
+    """on_click of Assign on the Decision box."""
+    from ui.widgets import module
+
+    assignee = st.session_state.get(keys.DECISION_ASSIGNEE)
+    if not assignee:
+        flash_at(keys.DECISION_FLASH, "error", "Choose who gets it first.")
+        return
+    key = f"assign-{exception_id}"
+    try:
+        with connection() as conn:
+            result = module("core.review", "Review").assign(
+                conn,
+                exception_id,
+                actor=auth.actor(),
+                assignee=str(assignee),
+                request_id=request_id(key),
+                expected_version=version,
+            )
+    except Exception as exc:
+        if not isinstance(exc, sqlite3.OperationalError):
+            done(key)
+        flash_at(keys.DECISION_FLASH, *describe_error(exc))
+        return
+    done(key)
+    flash_at(
+        keys.DECISION_FLASH,
+        "success",
+        f"Exception #{exception_id} is {result.to_status}, with {result.assignee}.",
+    )
+
+
+def next_exception(current: int) -> None:
+    """on_click of Next exception: the next row of the queue page last shown, else the
+    largest open exposure other than this one."""
+    order = [int(i) for i in st.session_state.get(keys.QUEUE_ORDER) or []]
+    following = order[order.index(current) + 1 :] if current in order else []
+    if following:
+        st.session_state[keys.SELECTED_EXCEPTION] = following[0]
+        return
+    top = read(views.queue, views.QueueFilter(), page_size=2)
+    others = [i.id for i in top.items if i.id != current]
+    if others:
+        st.session_state[keys.SELECTED_EXCEPTION] = others[0]
+    else:
+        flash_at(keys.DECISION_FLASH, "success", "No other open exception: the queue is done.")
 
 
 def _paise(text: object) -> int | None:
@@ -236,6 +299,17 @@ def selected_exception() -> int | None:
     return None if chosen is None else int(chosen)
 
 
+def forget(*state_keys: str) -> None:
+    """Drop shared state (an on_change callback: a new search forgets the old choice)."""
+    for key in state_keys:
+        st.session_state.pop(key, None)
+
+
+def set_state(state_key: str, value: Any) -> None:
+    """on_click callback: set shared state (or a widget's value) before the rerun."""
+    st.session_state[state_key] = value
+
+
 def follow(widget_key: str, state_key: str) -> None:
     """on_change callback: copy a widget's value into shared state."""
     st.session_state[state_key] = st.session_state[widget_key]
@@ -319,13 +393,51 @@ def sidebar(result: bootstrap.BootstrapResult | None, session: auth.Session) -> 
                 st.markdown(f"**Last run:** #{run.id}, {ist(run.finished_at)}{took}")
                 if run.is_synthetic:
                     st.caption("Synthetic data: figures describe the benchmark, not a merchant.")
+            my_work_box()
+
+
+def my_work_box() -> None:
+    """The signed-in reviewer's own queue: counts, and a button that filters the queue."""
+    me = auth.actor_name()
+    mine = read(views.my_work, me)
+    if not mine.open:
+        st.caption("Nothing is assigned to you.")
+        return
+    extra = f", **{mine.overdue:,}** overdue" if mine.overdue else ""
+    extra += f", **{mine.needs_review:,}** need review" if mine.needs_review else ""
+    st.markdown(f"**My work:** {mine.open:,} open{extra}")
+    st.button(
+        "Assigned to me",
+        key=keys.MY_WORK,
+        icon=":material/person:",
+        on_click=open_queue,
+        args=(list(views.OPEN_STATUSES), me),
+    )
+
+
+def open_queue(statuses: list[str], assignee: str | None = None) -> None:
+    """on_click: show the queue filtered to these statuses (and assignee), from any page."""
+    st.session_state[keys.QUEUE_STATUSES] = statuses
+    st.session_state[keys.QUEUE_ASSIGNEE] = assignee or "Anyone"
+    st.session_state[keys.OPEN_QUEUE] = True
 
 
 _frame = threading.local()
 
 
 def run(page: Any) -> None:
-    """Run the selected page inside the error boundary."""
+    """Run the selected page inside the error boundary.
+
+    A deep link to an exception is `/?exception=ID` (the root): opened as a first request,
+    a page's own path (`/investigation?...`) makes Streamlit's frontend probe
+    `/investigation/_stcore/health` and `/host-config` first, two 404s in the console
+    (streamlit/streamlit#7074). From the root, the app switches to Investigation itself.
+    """
+    if st.session_state.pop(keys.OPEN_QUEUE, False):
+        st.switch_page(str(ROOT / "pages/exceptions.py"))
+    link = st.query_params.get("exception")
+    if link and link.isdigit() and getattr(page, "url_path", None) == "":
+        st.switch_page(str(ROOT / "pages/investigation.py"), query_params={"exception": link})
     show_flash()
     _frame.active = True
     try:

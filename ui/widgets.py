@@ -11,10 +11,10 @@ from typing import Any
 import streamlit as st
 
 from core.errors import ConfigError
-from core.money import MoneyFormatError, parse_rupees
+from core.money import MoneyFormatError, parse_rupees_short
 from core.views import OPEN_STATUSES, QueueFilter, QueueOptions
 from ui import keys
-from ui.format import SORT_LABELS, class_label, md, records_frame
+from ui.format import SORT_LABELS, class_label, md, records_frame, status_label
 
 ANY, UNASSIGNED = "Anyone", "Unassigned"
 
@@ -29,11 +29,13 @@ def module(name: str, what: str) -> ModuleType:
 
 def rupees_input(label: str, key: str, column: Any) -> int | None:
     """A text box for an amount in rupees; returns paise, or None when empty or invalid."""
-    text = column.text_input(label, key=key, placeholder="₹", persist_state="session")
+    text = column.text_input(
+        label, key=key, placeholder="₹5,000 · 5L · 1.2 Cr", persist_state="session"
+    )
     if not text or not text.strip():
         return None
     try:
-        return parse_rupees(text)
+        return parse_rupees_short(text)
     except MoneyFormatError:
         column.error(f"Not an amount in rupees: {md(repr(text))}")
         return None
@@ -43,11 +45,21 @@ def queue_filters(options: QueueOptions) -> tuple[QueueFilter, str, int]:
     """The filter panel; returns the filter, the sort key and the page size."""
     st.session_state.setdefault(keys.QUEUE_STATUSES, list(OPEN_STATUSES))
     with st.container(border=True):
-        row = st.columns([2, 2, 2, 2])
+        # Pills, not a multiselect: every chosen status stays visible (a narrow multiselect
+        # showed two of the four default chips).
+        statuses = st.pills(
+            "Status",
+            options.statuses,
+            selection_mode="multi",
+            format_func=status_label,
+            key=keys.QUEUE_STATUSES,
+            persist_state="session",
+        )
+        row = st.columns([3, 2, 2])
         search = row[0].text_input(
             "Search",
             key=keys.QUEUE_SEARCH,
-            placeholder="payment / refund id, order id, UTR",
+            placeholder="any part of an id, order id, UTR, narration or note",
             persist_state="session",
         )
         codes = row[1].multiselect(
@@ -59,9 +71,6 @@ def queue_filters(options: QueueOptions) -> tuple[QueueFilter, str, int]:
             format_func=class_label,
             key=keys.QUEUE_CLASSES,
             persist_state="session",
-        )
-        statuses = row[3].multiselect(
-            "Status", options.statuses, key=keys.QUEUE_STATUSES, persist_state="session"
         )
         row = st.columns([2, 2, 1, 1, 1, 1])
         settlement = row[0].text_input(
@@ -122,8 +131,11 @@ def signature(*parts: Any) -> str:
     return hashlib.sha1(repr(parts).encode()).hexdigest()[:10]
 
 
-def records_table(records: Iterable[Mapping[str, Any]], key: str, empty: str) -> None:
-    frame = records_frame(records)
+def records_table(
+    records: Iterable[Mapping[str, Any]], key: str, empty: str, *, details: bool = False
+) -> None:
+    """A table of records with friendly names; internal keys only with `details`."""
+    frame = records_frame(records, details=details)
     if frame.empty:
         st.caption(empty)
     else:

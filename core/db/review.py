@@ -195,7 +195,7 @@ def refresh_from_run(conn: sqlite3.Connection, run_id: int, now: int) -> int:
     material fact changed, so a re-run alone never makes a reviewer's view stale.
     """
     cursor = conn.execute(
-        f"UPDATE exceptions AS e SET {_COPY}, last_run_id = ?,"
+        f"UPDATE exceptions AS e SET {_COPY}, last_run_id = ?, not_found_run_id = NULL,"
         f" version = e.version + (CASE WHEN {_CHANGED} THEN 1 ELSE 0 END),"
         f" updated_at = CASE WHEN {_CHANGED} THEN ? ELSE e.updated_at END"
         f" FROM outcomes o WHERE {_IN_RUN} AND (e.last_run_id IS NOT ? OR {_CHANGED})",
@@ -244,11 +244,21 @@ _NOT_IN_RUN = (
 )
 
 
+# A person worked on it: assigned, escalated, investigated, or any human event (a human
+# action always carries a request id; the engine's sync events do not).
+_TOUCHED = (
+    "(e.assignee IS NOT NULL OR e.status IN ('ASSIGNED', 'INVESTIGATED', 'ESCALATED')"
+    " OR EXISTS (SELECT 1 FROM exception_events v WHERE v.exception_id = e.id"
+    " AND v.request_id IS NOT NULL))"
+)
+
+
 def auto_clear_candidates(conn: sqlite3.Connection, run_id: int) -> list[sqlite3.Row]:
-    """Open exceptions (any status but RESOLVED/AUTO_CLEARED) that this run no longer has."""
+    """Open exceptions (any status but RESOLVED/AUTO_CLEARED) that this run no longer has
+    and no person has touched."""
     return conn.execute(
-        f"SELECT e.id, e.status, e.exposure_amount FROM exceptions e WHERE {_NOT_IN_RUN}"
-        " ORDER BY e.id",
+        "SELECT e.id, e.status, e.exposure_amount FROM exceptions e"
+        f" WHERE {_NOT_IN_RUN} AND NOT {_TOUCHED} ORDER BY e.id",
         (run_id,),
     ).fetchall()
 
@@ -256,10 +266,28 @@ def auto_clear_candidates(conn: sqlite3.Connection, run_id: int) -> list[sqlite3
 def auto_clear(conn: sqlite3.Connection, run_id: int, now: int) -> int:
     cursor = conn.execute(
         "UPDATE exceptions AS e SET status = 'AUTO_CLEARED', version = e.version + 1,"
-        f" updated_at = ?, closed_at = ? WHERE {_NOT_IN_RUN}",
+        f" updated_at = ?, closed_at = ? WHERE {_NOT_IN_RUN} AND NOT {_TOUCHED}",
         (now, now, run_id),
     )
     return int(cursor.rowcount)
+
+
+def not_found_candidates(conn: sqlite3.Connection, run_id: int) -> list[sqlite3.Row]:
+    """Touched open exceptions this run no longer has, not yet marked 'no longer found'."""
+    return conn.execute(
+        "SELECT e.id, e.status, e.exposure_amount, e.assignee FROM exceptions e"
+        f" WHERE {_NOT_IN_RUN} AND {_TOUCHED} AND e.not_found_run_id IS NULL ORDER BY e.id",
+        (run_id,),
+    ).fetchall()
+
+
+def mark_not_found(conn: sqlite3.Connection, ids: Sequence[int], run_id: int, now: int) -> None:
+    """Mark `ids` as 'needs review: no longer found' by run `run_id`; status and version
+    stay (a decision the reviewer is about to take is still valid; core.audit.replay)."""
+    conn.executemany(
+        "UPDATE exceptions SET not_found_run_id = ?, updated_at = ? WHERE id = ?",
+        [(run_id, now, i) for i in ids],
+    )
 
 
 # -- events -------------------------------------------------------------------------------
@@ -373,12 +401,15 @@ def update_state(
     due_date: str | None,
     closed_at: int | None,
     now: int,
+    settled: bool = False,
 ) -> bool:
-    """Move an exception on, only if it is still at `expected_version`; whether it moved."""
+    """Move an exception on, only if it is still at `expected_version`; whether it moved.
+    `settled`: a person resolved or reopened it (clears 'no longer found')."""
     cursor = conn.execute(
         "UPDATE exceptions SET status = ?, assignee = ?, due_date = ?, closed_at = ?,"
+        " not_found_run_id = CASE WHEN ? THEN NULL ELSE not_found_run_id END,"
         " version = version + 1, updated_at = ? WHERE id = ? AND version = ?",
-        (status, assignee, due_date, closed_at, now, exception_id, expected_version),
+        (status, assignee, due_date, closed_at, settled, now, exception_id, expected_version),
     )
     return cursor.rowcount == 1
 

@@ -36,7 +36,7 @@ QUEUE_SORTS: dict[str, str] = {
 QUEUE_COLUMNS = (
     "id, entity_type, entity_id, reason_code, reason_codes, exposure_class, exposure_amount, "
     "expected_amount, actual_amount, difference, settlement_id, order_id, utr, "
-    "entity_created_at, status, assignee, due_date, version, updated_at"
+    "entity_created_at, status, assignee, due_date, version, updated_at, not_found_run_id"
 )
 
 # Tables the data builder may fill (tests and the UI benchmark); nothing else is writable here.
@@ -103,6 +103,32 @@ def data_version(conn: sqlite3.Connection) -> str:
     """Changes whenever an import is added or removed (raw data changed)."""
     row = conn.execute("SELECT count(*), coalesce(max(id), 0) FROM imports").fetchone()
     return f"{int(row[0])}:{int(row[1])}"
+
+
+def latest_data_moments(conn: sqlite3.Connection) -> Row:
+    """The newest payment / settlement (Unix seconds) and bank line (ISO date) stored."""
+    row = _one(
+        conn,
+        "SELECT (SELECT max(created_at) FROM payments) AS payment, "
+        "(SELECT max(created_at) FROM settlements) AS settlement, "
+        "(SELECT max(txn_date) FROM bank_lines) AS bank",
+    )
+    assert row is not None
+    return row
+
+
+def raw_counts(conn: sqlite3.Connection) -> Row:
+    """How many rows each raw table holds (what a Replace import removes)."""
+    row = _one(
+        conn,
+        "SELECT (SELECT count(*) FROM payments) AS payments, "
+        "(SELECT count(*) FROM refunds) AS refunds, "
+        "(SELECT count(*) FROM settlements) AS settlements, "
+        "(SELECT count(*) FROM recon_rows) AS recon_rows, "
+        "(SELECT count(*) FROM bank_lines) AS bank_lines",
+    )
+    assert row is not None
+    return row
 
 
 def discard_running_runs(conn: sqlite3.Connection) -> int:
@@ -308,8 +334,8 @@ class QueueFilter:
     codes / classes / statuses: reason codes, exposure classes, lifecycle states.
     settlement_id: exactly this settlement. min_age_days / max_age_days: days between the
     entity's creation and `as_of` (inclusive bounds). min_exposure / max_exposure: paise,
-    inclusive. assignee: exactly this reviewer; "" means unassigned. search: a payment,
-    refund or settlement id, order id or UTR, matched as a prefix.
+    inclusive. assignee: exactly this reviewer; "" means unassigned. search: any part of a
+    payment, refund or settlement id, order id, UTR, bank narration or note, any case.
     """
 
     codes: tuple[str, ...] = ()
@@ -324,9 +350,23 @@ class QueueFilter:
     search: str | None = None
 
 
-def _glob_prefix(text: str) -> str:
-    escaped = "".join(f"[{ch}]" if ch in "*?[]" else ch for ch in text)
-    return escaped + "*"
+def _like(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _search(term: str) -> tuple[str, list[Any]]:
+    """Case-insensitive substring over ids, UTR, narration and notes (exception_search, an
+    FTS5 trigram index); a term under 3 characters (too short for trigrams) uses LIKE."""
+    compact = term.replace(" ", "").replace("-", "").replace("/", "")
+    if len(compact) < 3:
+        like = _like(term)
+        columns = ("entity_id", "order_id", "utr", "settlement_id")
+        sql = " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in columns)
+        return f"({sql})", [like] * len(columns)
+    phrases = {term, compact} if len(term) >= 3 else {compact}
+    query = " OR ".join('"' + p.replace('"', '""') + '"' for p in sorted(phrases))
+    return "id IN (SELECT rowid FROM exception_search WHERE exception_search MATCH ?)", [query]
 
 
 def _where(flt: QueueFilter, as_of: int) -> tuple[str, list[Any]]:
@@ -363,20 +403,9 @@ def _where(flt: QueueFilter, as_of: int) -> tuple[str, list[Any]]:
             params.append(flt.assignee)
     term = (flt.search or "").strip()
     if term:
-        upper = term.upper().replace(" ", "").replace("-", "").replace("/", "")
-        clauses.append(
-            "(entity_id GLOB ? OR order_id GLOB ? OR utr GLOB ? OR utr GLOB ? "
-            "OR settlement_id GLOB ?)"
-        )
-        params.extend(
-            [
-                _glob_prefix(term),
-                _glob_prefix(term),
-                _glob_prefix(term),
-                _glob_prefix(upper),
-                _glob_prefix(term),
-            ]
-        )
+        clause, found = _search(term)
+        clauses.append(clause)
+        params.extend(found)
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 
@@ -414,6 +443,29 @@ def queue_iter(
     )
     while chunk := cursor.fetchmany(batch):
         yield [dict(r) for r in chunk]
+
+
+def assigned_counts(conn: sqlite3.Connection, assignee: str, today: str) -> Row:
+    """One person's open exceptions: how many, how many overdue (due before `today`, an
+    ISO date), how many marked 'no longer found'."""
+    row = _one(
+        conn,
+        "SELECT count(*) AS n, coalesce(sum(due_date < ?), 0) AS overdue, "
+        "coalesce(sum(not_found_run_id IS NOT NULL), 0) AS needs_review FROM exceptions "
+        f"WHERE assignee = ? AND status IN ({_in(OPEN_STATUSES)})",
+        (today, assignee, *OPEN_STATUSES),
+    )
+    assert row is not None
+    return row
+
+
+def latest_syncs(conn: sqlite3.Connection, limit: int = 2) -> list[Row]:
+    """The newest queue syncs (run id, when, counts as JSON), newest first."""
+    return _all(
+        conn,
+        "SELECT run_id, synced_at, summary_json FROM exception_syncs ORDER BY run_id DESC LIMIT ?",
+        (limit,),
+    )
 
 
 def distinct_codes(conn: sqlite3.Connection) -> list[str]:
@@ -508,15 +560,15 @@ def outcome_for(
 
 
 def settlement_choices(conn: sqlite3.Connection, search: str, limit: int) -> list[Row]:
-    """Settlements whose id or UTR starts with `search`; those with open exposure first."""
-    term = _glob_prefix(search.strip()) if search.strip() else "*"
+    """Settlements whose id or UTR holds `search` (any case); open exposure first."""
+    term = _like(search.strip())
     return _all(
         conn,
         "SELECT s.id, s.amount, s.status, s.utr, s.created_at, "
         "coalesce(e.exposure, 0) AS exposure FROM settlements s LEFT JOIN ("
         f"  SELECT settlement_id, sum(exposure_amount) AS exposure FROM exceptions "
         f"  WHERE status IN ({_in(OPEN_STATUSES)}) GROUP BY settlement_id"
-        ") e ON e.settlement_id = s.id WHERE s.id GLOB ? OR s.utr GLOB ? "
+        ") e ON e.settlement_id = s.id WHERE s.id LIKE ? ESCAPE '\\' OR s.utr LIKE ? ESCAPE '\\' "
         "ORDER BY coalesce(e.exposure, 0) DESC, s.created_at DESC LIMIT ?",
         (*OPEN_STATUSES, term, term, limit),
     )

@@ -10,6 +10,7 @@ Legal moves (anything else is refused, exit 3):
 | resolve | OPEN, ASSIGNED, INVESTIGATED, ESCALATED | RESOLVED |
 | escalate | OPEN, ASSIGNED, INVESTIGATED | ESCALATED |
 | reopen | RESOLVED, ESCALATED, AUTO_CLEARED | OPEN (unassigned, new due date) |
+| reopen | any open one marked "no longer found" (needs review) | OPEN (as above) |
 | comment | any | unchanged |
 
 Every action needs an actor with the reviewer role (core.access; a refusal is audited)
@@ -138,6 +139,8 @@ def _apply(
     if expected_version is not None and exc.version != expected_version:
         raise _stale(conn, exc, expected_version)
     allowed = TRANSITIONS[action]
+    if action == "reopen" and exc.needs_review:
+        allowed = {exc.status: "OPEN"}  # no longer found: a person says it still holds
     if exc.status not in allowed:
         legal = ", ".join(allowed)
         raise RefusedError(
@@ -181,6 +184,7 @@ def _apply(
             due_date=due,
             closed_at=closed_at,
             now=now,
+            settled=action in ("resolve", "reopen"),
         ):
             raise _stale(conn, _load(conn, exc.id), exc.version)
         version += 1

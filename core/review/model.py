@@ -46,6 +46,12 @@ class ExceptionRecord:
     opened_at: int
     updated_at: int
     closed_at: int | None
+    not_found_run_id: int | None = None  # a run no longer found it after a person touched it
+
+    @property
+    def needs_review(self) -> bool:
+        """'Needs review: no longer found': open until a person resolves or reopens it."""
+        return self.not_found_run_id is not None and not self.is_closed
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> ExceptionRecord:

@@ -6,7 +6,11 @@ Identity is (entity_type, entity_id, reason_code). After a run:
   (amounts, codes, settlement, last_run_id) refresh, and a material change is audited;
 - one that holds again after AUTO_CLEARED reopens, and so does a RESOLVED one whose
   exposure moved since the decision (the decision was taken on other facts);
-- an exception not RESOLVED/AUTO_CLEARED that the run no longer has is AUTO_CLEARED.
+- an exception not RESOLVED/AUTO_CLEARED that the run no longer has is AUTO_CLEARED, unless
+  a person touched it (assigned, escalated, investigated, commented): then its status
+  stays and it is marked "needs review: no longer found" (not_found_run_id) until a person
+  resolves or reopens it, or a later run finds it again.
+Due dates count working days from `due_from` (the pipeline passes the run's as-of).
 Every change writes an exception event and an audit entry, in the same transaction.
 """
 
@@ -45,6 +49,7 @@ class SyncSummary:
     refreshed: int = 0
     run_id: int = 0
     audit_entries: int = 0
+    no_longer_found: int = 0  # touched by a person: kept open, marked for review
 
 
 def sync_exceptions(
@@ -54,6 +59,7 @@ def sync_exceptions(
     *,
     now: int | None = None,
     calendar: WorkingCalendar | None = None,
+    due_from: int | None = None,
 ) -> SyncSummary:
     """Bring `exceptions` in line with run `run_id`'s outcomes, atomically.
 
@@ -62,7 +68,7 @@ def sync_exceptions(
     Syncing the same run twice changes nothing the second time.
     """
     stamp = int(time.time()) if now is None else int(now)
-    rules = due_dates_by_rule(stamp, calendar)
+    rules = due_dates_by_rule(stamp if due_from is None else int(due_from), calendar)
     outermost = not conn.in_transaction  # then the new head is anchored at the end
     with transaction(conn):
         status = review_sql.run_status(conn, run_id)
@@ -114,6 +120,8 @@ def sync_exceptions(
         opened = review_sql.exceptions_after(conn, first_new)
         cleared = review_sql.auto_clear_candidates(conn, run_id)
         review_sql.auto_clear(conn, run_id, stamp)
+        gone = review_sql.not_found_candidates(conn, run_id)
+        review_sql.mark_not_found(conn, [r["id"] for r in gone], run_id, stamp)
 
         for r in reopen:
             why = (
@@ -172,6 +180,15 @@ def sync_exceptions(
                 "AUTO_CLEARED",
                 {"exposure_amount": r["exposure_amount"]},
             )
+        for r in gone:
+            record(
+                r["id"],
+                "no_longer_found",
+                "no longer found by the engine; a person worked on it: needs review",
+                r["status"],
+                r["status"],
+                {"exposure_amount": r["exposure_amount"], "assignee": r["assignee"]},
+            )
 
         summary = SyncSummary(
             opened=len(opened),
@@ -179,6 +196,7 @@ def sync_exceptions(
             reopened=len(reopen),
             auto_cleared=len(cleared),
             refreshed=len(changed),
+            no_longer_found=len(gone),
             run_id=run_id,
             audit_entries=len(audits),
         )
@@ -189,6 +207,8 @@ def sync_exceptions(
             "auto_cleared": summary.auto_cleared,
             "refreshed": summary.refreshed,
         }
+        if gone:
+            counts["no_longer_found"] = summary.no_longer_found
         if audits or not review_sql.run_synced(conn, run_id):
             audits.append(AuditEvent(actor, SYNC_ACTION, "run", str(run_id), counts))
         review_sql.record_sync(conn, run_id, stamp, actor, canonical_json(counts))

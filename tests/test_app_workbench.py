@@ -1,0 +1,328 @@
+"""Issue 13, the reviewer's workbench: each test fails on the code before the fix."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from core import views
+from core.audit import verify
+from core.db import connect
+from core.db.views import ALL_STATUSES, OPEN_STATUSES, QueueFilter
+from core.money import parse_rupees_short
+from core.review import comment, escalate, resolve, sync_exceptions
+from tests import test_app_pages as pages
+from tests.app_builder import Built
+from tests.review_support import Finding, add_people, exception_id, write_run
+from ui import keys
+
+# The page tests' database and navigation fixtures, shared.
+app_db = pages.app_db
+_navigation_v2 = pages._navigation_v2
+_app = pages._app
+_no_exception = pages._no_exception
+
+
+def _settlements(path: Path) -> list[tuple[str, str]]:
+    conn = connect(path)
+    try:
+        return [tuple(r) for r in conn.execute("SELECT id, utr FROM settlements ORDER BY id")]
+    finally:
+        conn.close()
+
+
+def test_searching_a_settlement_by_utr_or_any_part_of_its_id_selects_it(
+    app_db: tuple[Path, Built],
+) -> None:
+    path, _ = app_db
+    rows = _settlements(path)
+    at = _app("pages/settlement.py")
+    first = at.selectbox(key=keys.SETTLEMENT_CHOICE).value
+    target_id, target_utr = next((i, u) for i, u in rows if i != first and u)
+    at.text_input(key=keys.SETTLEMENT_SEARCH).input(target_utr).run()
+    assert at.selectbox(key=keys.SETTLEMENT_CHOICE).value == target_id
+    assert not at.error
+    other_id = next(i for i, _ in rows if i not in (first, target_id))
+    at.text_input(key=keys.SETTLEMENT_SEARCH).input(other_id[3:].upper()).run()
+    assert at.selectbox(key=keys.SETTLEMENT_CHOICE).value == other_id
+    assert not at.error
+    _no_exception(at)
+
+
+def test_a_settlement_search_without_a_match_says_so(app_db: tuple[Path, Built]) -> None:
+    at = _app("pages/settlement.py")
+    at.text_input(key=keys.SETTLEMENT_SEARCH).input("zz-no-such-settlement").run()
+    assert [i.value for i in at.info] == ["No settlement matches."]
+    assert not at.error
+
+
+def test_queue_search_is_a_case_insensitive_substring_over_ids_utrs_and_notes(
+    conn: sqlite3.Connection,
+) -> None:
+    add_people(conn)
+    run = write_run(conn, [Finding("pay_ixyiAbC123"), Finding("pay_other99")])
+    sync_exceptions(conn, run)
+    target = exception_id(conn, "pay_ixyiAbC123")
+    everything = QueueFilter(statuses=ALL_STATUSES)
+    for term in ("ixyi", "IXYIabc", "abc12"):
+        found = views.queue(conn, QueueFilter(statuses=ALL_STATUSES, search=term))
+        assert [i.id for i in found.items] == [target], term
+    comment(
+        conn,
+        target,
+        actor="asha@example.com",
+        note="Customer says bank ref ODH5ms",
+        request_id="c1",
+    )
+    found = views.queue(conn, QueueFilter(statuses=ALL_STATUSES, search="odh5MS"))
+    assert [i.id for i in found.items] == [target]
+    assert views.queue(conn, everything).total == 2
+
+
+def test_queue_search_counts_matches_the_status_filter_hides(conn: sqlite3.Connection) -> None:
+    add_people(conn)
+    run = write_run(conn, [Finding("pay_hidden1")])
+    sync_exceptions(conn, run)
+    resolve(
+        conn,
+        exception_id(conn, "pay_hidden1"),
+        actor="asha@example.com",
+        note="explained",
+        request_id="r1",
+        resolution="explained",
+    )
+    page = views.queue(conn, QueueFilter(statuses=OPEN_STATUSES, search="hidden"))
+    assert page.total == 0
+    assert page.other_statuses == 1
+
+
+def test_the_status_filter_shows_every_default_status(app_db: tuple[Path, Built]) -> None:
+    at = _app("pages/exceptions.py")
+    assert list(at.pills(key=keys.QUEUE_STATUSES).value) == list(OPEN_STATUSES)
+
+
+@pytest.mark.parametrize(
+    ("text", "paise"),
+    [("5L", 50_000_000), ("1.2 Cr", 1_200_000_000), ("₹5,000", 500_000), ("50k", 5_000_000)],
+)
+def test_amount_filters_accept_lakh_crore_and_the_rupee_sign(text: str, paise: int) -> None:
+    assert parse_rupees_short(text) == paise
+
+
+def test_the_queue_takes_5l_as_an_amount_filter(app_db: tuple[Path, Built]) -> None:
+    at = _app("pages/exceptions.py")
+    at.text_input(key=keys.QUEUE_MIN_AMOUNT).input("5L").run()
+    assert not at.error
+    _no_exception(at)
+
+
+def test_due_dates_count_from_the_runs_as_of(conn: sqlite3.Connection) -> None:
+    run = write_run(conn, [Finding("pay_due", exposure_class="structural")])
+    march_31 = 1_774_981_800  # 2026-04-01 00:00 IST: the as-of of March's books
+    sync_exceptions(conn, run, due_from=march_31 - 1)
+    (due,) = conn.execute("SELECT due_date FROM exceptions").fetchone()
+    assert due == "2026-04-14"  # 10 working days after Tue 31 March 2026
+
+
+def test_the_reconcile_tab_defaults_as_of_to_the_latest_date_in_the_data(
+    app_db: tuple[Path, Built],
+) -> None:
+    path, _ = app_db
+    conn = connect(path)
+    latest = views.latest_data_date(conn)
+    conn.close()
+    at = _app("pages/data.py")
+    assert at.date_input(key=keys.RUN_AS_OF_DATE).value == latest
+
+
+def test_importing_over_the_benchmark_asks_and_replace_names_what_goes(
+    app_db: tuple[Path, Built], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, _ = app_db
+    conn = connect(path)
+    conn.execute("UPDATE imports SET source = 'benchmark'")
+    conn.commit()
+    conn.close()
+    at = _app("pages/data.py")
+    mode = at.radio(key=keys.UPLOAD_MODE)
+    assert mode.value is None
+    assert list(mode.options) == ["Replace what is there", "Keep it: use a separate workspace"]
+    assert at.button(key=keys.UPLOAD_IMPORT).disabled
+    mode.set_value("replace").run()
+    confirm = at.checkbox(key=keys.UPLOAD_CONFIRM)
+    assert "payments" in confirm.label and "Exceptions, their history" in confirm.label
+    assert not confirm.value
+
+
+def test_a_touched_exception_no_longer_found_needs_review_and_stays_open(
+    conn: sqlite3.Connection,
+) -> None:
+    add_people(conn)
+    asha = "asha@example.com"
+    first = write_run(
+        conn, [Finding("pay_touched"), Finding("pay_untouched"), Finding("pay_commented")]
+    )
+    sync_exceptions(conn, first)
+    touched = exception_id(conn, "pay_touched")
+    escalate(conn, touched, actor=asha, note="asked Razorpay", request_id="e1")
+    commented = exception_id(conn, "pay_commented")
+    comment(conn, commented, actor=asha, note="looking", request_id="c1")
+    second = write_run(conn, [])
+    summary = sync_exceptions(conn, second)
+    assert (summary.auto_cleared, summary.no_longer_found) == (1, 2)
+    rows = dict(conn.execute("SELECT entity_id, status FROM exceptions").fetchall())
+    assert rows == {
+        "pay_touched": "ESCALATED",
+        "pay_commented": "OPEN",
+        "pay_untouched": "AUTO_CLEARED",
+    }
+    items = views.queue(conn, QueueFilter(search="pay_touched")).items
+    assert [i.id for i in items] == [touched] and items[0].needs_review
+    assert verify(conn).ok  # the trail still replays to the stored state
+    from core.review import reopen
+
+    reopen(conn, touched, actor=asha, note="still short", request_id="o1")
+    (item,) = views.queue(conn, QueueFilter(search="pay_touched")).items
+    assert item.status == "OPEN" and not item.needs_review
+    assert verify(conn).ok
+
+
+def test_a_decision_message_appears_beside_the_decision_box(app_db: tuple[Path, Built]) -> None:
+    at = _app("pages/investigation.py")
+    at.button(key=keys.DECISION_RESOLVE).click().run()
+    (column,) = [c for c in at.columns if any(m.value == "#### Decision" for m in c.markdown)]
+    assert any("Write a note first" in e.value for e in column.error)
+
+
+# --- readability and speed (issue 13, deliverables 1 and 3) ----------------------------
+
+
+def test_queue_csv_has_rupees_and_ist_before_the_raw_paise(conn: sqlite3.Connection) -> None:
+    import csv
+    import io
+
+    run = write_run(conn, [Finding("pay_csv", exposure_amount=12_345_67)])
+    sync_exceptions(conn, run)
+    text = views.queue_csv(conn, QueueFilter()).decode("utf-8")
+    (row,) = list(csv.DictReader(io.StringIO(text)))
+    assert row["Exposure (₹)"] == "12345.67"
+    assert row["exposure_amount"] == "1234567"  # the raw paise follow
+    header = text.splitlines()[0].split(",")
+    assert header.index("Exposure (₹)") < header.index("exposure_amount")
+
+
+def test_settlement_tables_hide_internal_keys_until_asked(app_db: tuple[Path, Built]) -> None:
+    at = _app("pages/settlement.py")
+    columns = {c for d in at.dataframe for c in d.value.columns}
+    assert not {"row_key", "line_no", "Row key", "Line no"} & columns
+    assert "Amount" in columns
+    at.toggle(key=keys.SETTLEMENT_DETAILS).set_value(True).run()
+    columns = {c for d in at.dataframe for c in d.value.columns}
+    assert "Row key" in columns
+
+
+def test_clicking_a_queue_row_opens_it_and_next_moves_on(app_db: tuple[Path, Built]) -> None:
+    at = _app("pages/exceptions.py")
+    table = at.dataframe[0]
+    ids = [int(i) for i in table.value["Id"]]
+    at.session_state[table.key] = {"selection": {"rows": [1], "columns": []}}
+    at.run()
+    _no_exception(at)
+    assert at.title[0].value == "Investigation"
+    assert at.subheader[0].value.startswith(f"#{ids[1]} ")
+    at.switch_page("pages/investigation.py")  # AppTest's next run starts where the test says
+    at.run()
+    assert at.subheader[0].value.startswith(f"#{ids[1]} ")
+    at.button(key=keys.DECISION_NEXT).click().run()
+    assert at.subheader[0].value.startswith(f"#{ids[2]} ")
+
+
+def test_investigation_reopens_and_assigns(app_db: tuple[Path, Built]) -> None:
+    path, _ = app_db
+    at = _app("pages/investigation.py")
+    exception = int(at.number_input(key=keys.INVESTIGATE_ID).value)
+    at.selectbox(key=keys.DECISION_ASSIGNEE).select("asha@example.com").run()
+    at.button(key=keys.DECISION_ASSIGN).click().run()
+    _no_exception(at)
+    at.text_area(key=keys.DECISION_NOTE).input("Asked the bank").run()
+    at.button(key=keys.DECISION_ESCALATE).click().run()
+    at.text_area(key=keys.DECISION_NOTE).input("Bank says it is ours").run()
+    at.button(key=keys.DECISION_REOPEN).click().run()
+    _no_exception(at)
+    conn = connect(path)
+    actions = [
+        r[0]
+        for r in conn.execute(
+            "SELECT action FROM exception_events WHERE exception_id = ? ORDER BY id", (exception,)
+        )
+    ]
+    conn.close()
+    assert actions[-3:] == ["assigned", "escalated", "reopened"]
+
+
+def test_the_audit_page_shows_the_note_and_amount_as_columns(app_db: tuple[Path, Built]) -> None:
+    at = _app("pages/investigation.py")
+    at.text_area(key=keys.DECISION_NOTE).input("Fee refunded by Razorpay").run()
+    at.button(key=keys.DECISION_RESOLVE).click().run()
+    at.switch_page("pages/audit.py")
+    at.run()
+    _no_exception(at)
+    table = at.dataframe[0].value
+    assert "Fee refunded by Razorpay" in list(table["Note"])
+    resolved = table[table["Note"] == "Fee refunded by Razorpay"].iloc[0]
+    assert resolved["Amount"].startswith("₹")
+    assert "exposure_amount" not in resolved["Details"]
+
+
+# --- my work and what changed (deliverables 4 and 6, in part) --------------------------
+
+
+def test_the_sidebar_counts_my_work_and_opens_my_queue(app_db: tuple[Path, Built]) -> None:
+    path, _ = app_db
+    conn = connect(path)
+    ids = [r[0] for r in conn.execute("SELECT id FROM exceptions WHERE status = 'OPEN' LIMIT 3")]
+    conn.close()
+    at = pages.signed_in("asha@example.com")
+    at.run()
+    assert any("Nothing is assigned to you" in c.value for c in at.sidebar.caption)
+    conn = connect(path)
+    for n, i in enumerate(ids):
+        from core.review import assign
+
+        assign(conn, i, actor="asha@example.com", assignee="asha@example.com", request_id=f"a{n}")
+    conn.close()
+    at.run()
+    assert any("**My work:** 3 open" in m.value for m in at.sidebar.markdown)
+    at.button(key=keys.MY_WORK).click().run()
+    _no_exception(at)
+    assert at.title[0].value == "Exceptions"
+    assert {int(i) for i in at.dataframe[0].value["Id"]} == set(ids)
+
+
+def test_what_changed_since_the_previous_run(conn: sqlite3.Connection) -> None:
+    sync_exceptions(conn, write_run(conn, [Finding("pay_a"), Finding("pay_b")]))
+    first = views.changes_since_previous_run(conn)
+    assert first is not None and first.first and first.opened == 2
+    sync_exceptions(conn, write_run(conn, [Finding("pay_b"), Finding("pay_c")]))
+    changes = views.changes_since_previous_run(conn)
+    assert changes is not None and not changes.first
+    assert (changes.opened, changes.auto_cleared, changes.reopened) == (1, 1, 0)
+
+
+def test_the_queue_page_says_how_many_more_match_in_other_statuses(
+    app_db: tuple[Path, Built],
+) -> None:
+    path, _ = app_db
+    conn = connect(path)
+    entity = conn.execute("SELECT entity_id FROM exceptions ORDER BY id LIMIT 1").fetchone()[0]
+    conn.execute("UPDATE exceptions SET status = 'RESOLVED' WHERE entity_id = ?", (entity,))
+    conn.commit()
+    conn.close()
+    at = _app("pages/exceptions.py")
+    at.text_input(key=keys.QUEUE_SEARCH).input(entity.upper()).run()
+    assert any("more match in other statuses" in i.value for i in at.info)
+    at.button(key=keys.QUEUE_ALL_STATUSES).click().run()
+    _no_exception(at)
+    assert entity in list(at.dataframe[0].value["Entity"])

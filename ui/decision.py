@@ -1,0 +1,97 @@
+"""The Investigation page's Decision box: every action where the reviewer is looking.
+
+Resolve, escalate, reopen, assign, and "Next exception"; the outcome of each is shown
+right under the buttons (keys.DECISION_FLASH), not above the page title.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from ui import auth, keys, shell
+from ui.format import inr
+from ui.widgets import module
+
+RESOLUTIONS = {
+    "explained": "Explained",
+    "corrected_at_source": "Corrected at source",
+    "written_off": "Written off",
+}
+CLOSED = ("RESOLVED", "AUTO_CLEARED")
+
+
+def box(item: dict[str, Any]) -> None:
+    exception_id, version, status = int(item["id"]), int(item["version"]), item["status"]
+    st.markdown("#### Decision")
+    pending = shell.read(module("core.review", "Review").pending_for, exception_id)
+    if pending is not None:
+        st.info(
+            f"Write-off of {inr(pending.amount)} by {pending.maker} awaits approval "
+            f"(#{pending.id}): an approver other than {pending.maker} decides on the "
+            "Approvals page."
+        )
+    if not auth.can("review"):
+        st.caption("Deciding needs the reviewer role.")
+    else:
+        st.text_area("Note (required)", key=keys.DECISION_NOTE, height=90)
+        kind = st.radio(
+            "Resolution",
+            list(RESOLUTIONS),
+            format_func=RESOLUTIONS.get,
+            horizontal=True,
+            key=keys.DECISION_RESOLUTION,
+        )
+        if kind == "written_off":
+            st.text_input("Amount written off (₹)", key=keys.DECISION_AMOUNT, placeholder="₹")
+            st.caption(f"Above {inr(shell.four_eyes())} a second person (approver) must approve.")
+        marked = bool(item.get("not_found_run_id")) and status not in CLOSED
+        resolve_col, escalate_col, reopen_col = st.columns(3)
+        resolve_col.button(
+            "Resolve",
+            key=keys.DECISION_RESOLVE,
+            type="primary",
+            disabled=status in CLOSED,
+            on_click=shell.decide,
+            args=("resolve", exception_id, version),
+        )
+        escalate_col.button(
+            "Escalate",
+            key=keys.DECISION_ESCALATE,
+            disabled=status in (*CLOSED, "ESCALATED"),
+            on_click=shell.decide,
+            args=("escalate", exception_id, version),
+        )
+        reopen_col.button(
+            "Reopen",
+            key=keys.DECISION_REOPEN,
+            disabled=not (marked or status in (*CLOSED, "ESCALATED")),
+            on_click=shell.decide,
+            args=("reopen", exception_id, version),
+            help="Back to OPEN, unassigned (from resolved, escalated, auto-cleared, or "
+            "needs review: no longer found)",
+        )
+        assign_col, assign_button = st.columns([3, 1], vertical_alignment="bottom")
+        assign_col.selectbox(
+            "Assign to",
+            shell.people(),
+            index=None,
+            key=keys.DECISION_ASSIGNEE,
+            placeholder="a reviewer",
+        )
+        assign_button.button(
+            "Assign",
+            key=keys.DECISION_ASSIGN,
+            disabled=status in CLOSED,
+            on_click=shell.assign_one,
+            args=(exception_id, version),
+        )
+    shell.show_flash(keys.DECISION_FLASH)
+    st.button(
+        "Next exception",
+        key=keys.DECISION_NEXT,
+        icon=":material/skip_next:",
+        on_click=shell.next_exception,
+        args=(exception_id,),
+    )
