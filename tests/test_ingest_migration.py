@@ -30,14 +30,14 @@ AFTER_0010_RAW = ("0010", "0015")
 
 
 def _database_before_0010(path: Path) -> sqlite3.Connection:
-    """Every migration but 0010 and the later ones that change its tables applied by hand, as
-    a database made before 0010 existed."""
+    """The migrations before 0010 (and 0011, which the importer reads) applied by hand, as a
+    database made before 0010 existed; the later ones build on 0010's tables."""
     conn = connect(path)
     conn.execute(
         "CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)"
     )
     for name, sql in available_migrations():
-        if name.startswith(AFTER_0010_RAW):
+        if name >= "0010" and not name.startswith("0011"):
             continue
         for statement in _split_statements(sql):
             conn.execute(statement)
@@ -72,7 +72,7 @@ def test_0010_keeps_every_row_and_rowid_and_keys_stay_unique(
 
     applied = migrate(conn)
     assert applied[0] == "0010_raw_unique_keys"
-    assert all(name.startswith(AFTER_0010_RAW) for name in applied)
+    assert {f"{n}_" for n in AFTER_0010_RAW} <= {name[:5] for name in applied}
 
     # Later ingest migrations add columns at the end: the old ones keep every value.
     after = {
