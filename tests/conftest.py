@@ -30,3 +30,18 @@ def conn(db_path: Path) -> Iterator[sqlite3.Connection]:
     connection = connect(db_path)
     yield connection
     connection.close()
+
+
+@pytest.fixture
+def streamlit_navigation_v2(monkeypatch: pytest.MonkeyPatch) -> None:
+    """AppTest resets Streamlit's 'pages/ folder means v1 multipage app' flag before every
+    run; the real server clears it once app.py has called st.navigation. Do the same."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    original = PagesManager.__init__
+
+    def init(self: PagesManager, *args: object, **kwargs: object) -> None:
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", init)

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
 from core.db import connect, migrate
@@ -17,16 +16,8 @@ from tests.conftest import ROOT
 from tests.review_support import add_people
 from ui import keys
 
-
-@pytest.fixture(autouse=True)
-def _navigation_v2(monkeypatch: pytest.MonkeyPatch) -> None:
-    original = PagesManager.__init__
-
-    def init(self: PagesManager, *args: object, **kwargs: object) -> None:
-        original(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(PagesManager, "__init__", init)
+# AppTest and the v2 multipage app: see tests.conftest.streamlit_navigation_v2.
+pytestmark = pytest.mark.usefixtures("streamlit_navigation_v2")
 
 
 @pytest.fixture

@@ -18,9 +18,9 @@ from tests.app_builder import Built
 from tests.review_support import Finding, add_people, exception_id, write_run
 from ui import keys
 
-# The page tests' database and navigation fixtures, shared.
+# The page tests' database fixture and helpers, shared; navigation as every AppTest file.
+pytestmark = pytest.mark.usefixtures("streamlit_navigation_v2")
 app_db = pages.app_db
-_navigation_v2 = pages._navigation_v2
 _app = pages._app
 _no_exception = pages._no_exception
 
