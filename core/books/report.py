@@ -24,6 +24,7 @@ from core.books.store import pricing_plans, stored_events
 from core.db.audit import head as audit_head
 from core.db.raw import read_dataset
 from core.money import format_rupees
+from core.pdf import Document
 
 
 @dataclass(frozen=True)
@@ -121,32 +122,14 @@ def bundle(report: CloseReport) -> bytes:
     return out.getvalue()
 
 
-def _ascii(text: str) -> str:
-    return text.replace("₹", "Rs ").replace("−", "-").encode("latin-1", "replace").decode("latin-1")
-
-
 def pdf(report: CloseReport) -> bytes:
     """A short PDF of the close: roll-forward, open items, residual, exceptions by class
     and age, overcharges, and the audit chain head."""
-    from fpdf import FPDF
-
     roll = report.rollforward
-    doc = FPDF()
-    doc.set_auto_page_break(True, margin=15)
-    doc.add_page()
-    doc.set_font("Helvetica", "B", 14)
+    doc = Document()
     state = "closed" if report.closed else "open"
-    doc.cell(
-        0, 8, _ascii(f"Month-end close {report.month} ({state})"), new_x="LMARGIN", new_y="NEXT"
-    )
-
-    def section(title: str, rows: list[tuple[str, str]]) -> None:
-        doc.set_font("Helvetica", "B", 11)
-        doc.cell(0, 7, _ascii(title), new_x="LMARGIN", new_y="NEXT")
-        doc.set_font("Helvetica", "", 9)
-        for label, value in rows:
-            doc.cell(110, 5, _ascii(label))
-            doc.cell(0, 5, _ascii(value), align="R", new_x="LMARGIN", new_y="NEXT")
+    doc.title(f"Month-end close {report.month} ({state})")
+    section = doc.section
 
     money = format_rupees
     section(
@@ -167,4 +150,4 @@ def pdf(report: CloseReport) -> bytes:
         [(f"{m} {k}", f"{n} / {money(p)}") for m, k, n, p in report.overcharges] or [("none", "")],
     )
     section("Audit chain head", [("seq", str(report.audit_seq)), ("hash", report.audit_hash[:32])])
-    return bytes(doc.output())
+    return doc.output()
