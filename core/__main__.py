@@ -34,6 +34,7 @@ COMMAND_MODULES: dict[str, str] = {
     "exceptions": "core.review.cli",
     "investigate": "core.investigate.cli",
     "review": "core.review.cli",
+    "packet": "core.review.packet_cli",
     "audit": "core.audit.cli",
     "users": "core.access_cli",
     "sync": "core.razorpay.cli",

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+import ui.packet
 from core import views
 from ui import auth, decision, keys, shell, widgets
 from ui.format import class_label, due_text, inr, ist, md
@@ -92,6 +93,7 @@ with answer_col:
         st.caption("Citations (checked against the evidence): " + md(", ".join(answer.citations)))
 
     decision.box(item)
+    ui.packet.downloads(exception_id)
 
 st.markdown("#### History")
 widgets.records_table(

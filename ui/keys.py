@@ -89,6 +89,8 @@ EVIDENCE_TABLE = "evidence_table"  # prefix: one table per evidence section
 HISTORY_TABLE = "history_table"
 INVESTIGATE_TO_SETTLEMENT = "investigate_to_settlement"
 INVESTIGATE_DETAILS = "investigate_details"  # toggle: internal keys in the evidence
+PACKET_PDF = "packet_pdf"  # download: the escalation packet as PDF (ui/packet.py)
+PACKET_ZIP = "packet_zip"  # download: the escalation packet as a ZIP of CSVs
 
 # --- Data page ------------------------------------------------------------------------
 UPLOAD_FILES = "upload_files"

@@ -11,7 +11,8 @@ ready-to-send message, addressed to Razorpay support or to the bank depending on
 Customer identifiers are masked everywhere in the packet: emails, phones, UPI VPAs and
 card numbers (`core.investigate.redact`), and bank account numbers (fields named like an
 account, and "A/C 1234..." in free text) down to their last four digits. Record ids, UTRs
-and amounts are kept: they are what support needs.
+and amounts are kept: they are what support needs; so are the names of the merchant's own
+people who acted (actor, assignee), which an auditor needs.
 
 `render_pdf(packet)` and `render_zip(packet)` (summary.csv, evidence_NN_<section>.csv,
 history.csv, audit_head.csv, investigator.csv, message.txt) give the same bytes for the
@@ -99,6 +100,8 @@ KEEP_FIELDS = frozenset(
         "request_id",
     }
 )
+# Who acted or owns the work: the merchant's own people, named for the auditor.
+STAFF_FIELDS = frozenset({"actor", "assignee", "requested_by", "decided_by", "closed_by"})
 EXTRA_MONEY = frozenset(
     {
         "expected_amount",
@@ -160,7 +163,7 @@ def mask_text(text: str) -> str:
 
 def mask_value(key: str, value: Any) -> Any:
     """One record field masked (ids kept, unless one carries an '@')."""
-    if not isinstance(value, str):
+    if not isinstance(value, str) or key in STAFF_FIELDS:
         return value
     if key in KEEP_FIELDS and "@" not in value:
         return value
