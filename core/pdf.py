@@ -51,9 +51,14 @@ class Document:
         """A heading and label/value lines, values left-aligned and wrapped."""
         self.heading(title)
         self.doc.set_font("Helvetica", "", 9)
+        room = self.doc.epw - 50
         for label, value in rows:
             self.doc.cell(50, 5, latin1(label))
-            self.doc.multi_cell(0, 5, latin1(value), new_x="LMARGIN", new_y="NEXT")
+            text = latin1(value)
+            if self.doc.get_string_width(text) < room:  # fits: no line breaking to do
+                self.doc.cell(0, 5, text, new_x="LMARGIN", new_y="NEXT")
+            else:
+                self.doc.multi_cell(0, 5, text, new_x="LMARGIN", new_y="NEXT")
 
     def paragraph(self, text: str, *, size: int = 9) -> None:
         self.doc.set_font("Helvetica", "", size)

@@ -37,6 +37,7 @@ from core.review.packet import (
     render_zip,
 )
 from tests import investigate_world as world
+from tests.app_browser import CHROMIUM, CHROMIUM_ARGS, running_server, wait_rendered
 from tests.app_builder import build as build_app
 from tests.app_signin import signed_in
 from tests.conftest import ROOT
@@ -436,3 +437,42 @@ def test_a_reviewer_gets_both_packet_buttons_and_a_viewer_gets_them_disabled(
     buttons = {b.key: b for b in viewer.get("download_button")}
     assert buttons[keys.PACKET_PDF].proto.disabled and buttons[keys.PACKET_ZIP].proto.disabled
     assert any("packet needs the reviewer role" in c.value for c in viewer.caption)
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's /usr/bin/chromium")
+def test_clicking_the_pdf_button_in_a_browser_downloads_the_packet_and_audits_it(
+    seeded: tuple[Path, dict[str, int]], tmp_path: Path
+) -> None:
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    database, exception_id = seeded[0], fee_id(seeded)
+    with (
+        running_server(database, tmp_path / "streamlit.log") as server,
+        playwright_api.sync_playwright() as p,
+    ):
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = chromium.new_page(viewport={"width": 1440, "height": 2000})
+            page.goto(f"{server.url}/investigation?exception={exception_id}")
+            wait_rendered(page)
+            assert page.get_by_label("Exception id").input_value() == str(exception_id)
+            with page.expect_download(timeout=120_000) as download:
+                page.get_by_role("button", name="Escalation packet (PDF)").click()
+            saved = tmp_path / download.value.suggested_filename
+            download.value.save_as(saved)
+        finally:
+            chromium.close()
+    assert saved.name == f"escalation-{exception_id}.pdf"
+    text = pdf_text(saved.read_bytes())
+    assert "pay_FEE001" in text and "AXISCN0000000001" in text
+    assert world.EMAIL not in text and ACCOUNT not in text
+    conn = connect(database)
+    try:
+        rows = conn.execute(
+            "SELECT actor, entity_id, payload_json FROM audit_log WHERE action = 'packet.exported'"
+        ).fetchall()
+    finally:
+        conn.close()
+    assert len(rows) == 1 and rows[0][1] == str(exception_id)
+    assert rows[0][0].startswith("local:")
+    assert json.loads(rows[0][2])["sha256"] == hashlib.sha256(saved.read_bytes()).hexdigest()
