@@ -33,6 +33,8 @@ from core.review.packet import (
     RAZORPAY,
     build_packet,
     export_packet,
+    mask_record,
+    mask_text,
     render_pdf,
     render_zip,
 )
@@ -189,6 +191,33 @@ def test_customer_identifiers_are_masked_in_the_pdf_and_the_zip(
         assert marker in pdf, marker
     # What support needs stays: ids, the UTR, the reviewer who acted.
     assert "AXISCN0000000001" in zipped and "asha@example.com" in zipped
+
+
+def test_bank_account_numbers_are_masked_to_their_last_four_digits() -> None:
+    assert (
+        mask_text("IMPS to A/C No. 123456789012 ref 61234")
+        == "IMPS to A/C No. XXXXXXXX9012 ref 61234"
+    )
+    assert mask_text("ACCT:987654321 credited") == "ACCT:XXXXX4321 credited"
+    assert mask_text("NEFT CR-UTIB0000123-RAZORPAY-AXISCN0000000001") == (
+        "NEFT CR-UTIB0000123-RAZORPAY-AXISCN0000000001"
+    )
+    record = mask_record(
+        {
+            "beneficiary_account": "5010 0123 456789",
+            "account_id": "acc_HvYzq2Lk9",
+            "utr": "918765432109",
+            "assignee": "asha@example.com",
+            "notes": {"email": world.EMAIL},
+        }
+    )
+    assert record == {
+        "beneficiary_account": "XXXXXXXXXX6789",
+        "account_id": "acc_HvYzq2Lk9",
+        "utr": "918765432109",
+        "assignee": "asha@example.com",
+        "notes": '{"email": "[EMAIL]"}',
+    }
 
 
 def test_formula_cells_are_neutralised_in_every_csv(
