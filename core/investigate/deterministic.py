@@ -1468,7 +1468,7 @@ def _direction(cause: str, f: _Facts, c: _Cite) -> str:
         return fixed.format(amount=amount)
     if cause in _BANK_CAUSES:
         return f"the bank credited {amount} {'less' if less else 'more'} than Razorpay settled"
-    if cause in _DEBIT_CAUSES:
+    if cause in _DEBIT_CAUSES or (cause == "SETTLED_TWICE" and f.kind in ("refund", "transfer")):
         return f"Razorpay deducted {amount} {'less' if less else 'more'} than expected"
     return f"Razorpay paid {amount} {'less' if less else 'more'} than expected"
 
