@@ -24,6 +24,7 @@ Definitions (docs/benchmark.md):
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import shutil
 import sqlite3
@@ -92,6 +93,46 @@ class TypeScore:
     true_positives: int
 
 
+# Confidence bins of the reliability table: [low, high).
+RELIABILITY_EDGES = (0.0, 0.5, 0.7, 0.85, 0.95, 1.01)
+
+
+@dataclass(frozen=True)
+class ReliabilityBin:
+    """Answers whose confidence is in [low, high): how many, their mean confidence, and the
+    share whose root cause equals the label (None when the bin is empty)."""
+
+    low: float
+    high: float
+    answers: int
+    mean_confidence: float | None
+    accuracy: float | None
+
+
+@dataclass(frozen=True)
+class InvestigatorScore:
+    """The investigator on the labelled exceptions of one split.
+
+    labelled / correct: root causes named right. reliability: confidence bins against
+    accuracy (is a 0.7 answer right about 70% of the time?). cites_entity / cites_amount /
+    cites_counterparty: share of answers whose summary or recommendation names the entity,
+    the money at stake, and who acts (Razorpay support, the bank, the customer, or a
+    write-off in the books). by_scenario: scenario -> (labelled, correct).
+    """
+
+    labelled: int
+    correct: int
+    reliability: tuple[ReliabilityBin, ...]
+    cites_entity: float | None
+    cites_amount: float | None
+    cites_counterparty: float | None
+    by_scenario: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.correct / self.labelled if self.labelled else None
+
+
 @dataclass(frozen=True)
 class SplitReport:
     """The scores over one set of records (all, or the held-out split).
@@ -105,7 +146,8 @@ class SplitReport:
     throughput: payments per
     second of the pipeline run that produced the results. root_cause_accuracy: share of
     labelled exceptions whose predicted root cause equals the label (None until an
-    investigator is plugged in; see RootCausePredictor).
+    investigator is plugged in; see RootCausePredictor). investigator: its reliability
+    table and usefulness checks, when the predictor reports confidence and citations.
     """
 
     records: int
@@ -126,6 +168,7 @@ class SplitReport:
     root_cause_accuracy: float | None = None
     by_pending: dict[str, CodeScore] = field(default_factory=dict)
     by_entity_type: dict[str, TypeScore] = field(default_factory=dict)
+    investigator: InvestigatorScore | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -139,6 +182,7 @@ class EvaluationReport:
     (columns) by outcome key (MATCHED, PENDING:<reason>, EXCEPTION:<code>, or "(none)" for
     no outcome). disagreements: every record whose outcome is not right, label beside
     outcome. timings: seconds per pipeline step. fingerprint: of the generated dataset.
+    ambiguous: the investigator on the ambiguous cases alone (run with ambiguous=True).
     """
 
     payments: int
@@ -150,12 +194,14 @@ class EvaluationReport:
     confusion: pd.DataFrame
     disagreements: pd.DataFrame
     timings: dict[str, float] = field(default_factory=dict)
+    ambiguous: InvestigatorScore | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The `--json` shape: {"full": {...}, "held_out": {...}} plus the run's context."""
         return {
             "full": self.full.to_dict(),
             "held_out": self.held_out.to_dict(),
+            "ambiguous": asdict(self.ambiguous) if self.ambiguous is not None else None,
             "payments": self.payments,
             "seed": self.seed,
             "as_of": self.as_of,
@@ -337,6 +383,7 @@ def score(
         root_cause_accuracy=root_cause_accuracy(joined, root_causes),
         by_pending=by_pending,
         by_entity_type=by_entity_type,
+        investigator=investigator_score(joined, root_causes),
     )
 
 
@@ -354,6 +401,74 @@ def root_cause_accuracy(joined: pd.DataFrame, predictions: pd.DataFrame | None) 
     merged = exceptions.merge(predicted, on=["entity_type", "entity_id"], how="left")
     right = merged["predicted_root_cause"].fillna("") == merged["root_cause"]
     return float(right.mean())
+
+
+USEFULNESS_COLUMNS = ("confidence", "cites_entity", "cites_amount", "cites_counterparty")
+
+
+def investigator_score(
+    joined: pd.DataFrame, predictions: pd.DataFrame | None
+) -> InvestigatorScore | None:
+    """Reliability and usefulness of the predictions on the labelled exceptions of `joined`
+    (None unless the predictor reports confidence and the usefulness checks). An exception
+    with no prediction counts as wrong, with confidence 0 and no citations."""
+    if predictions is None or any(c not in predictions.columns for c in USEFULNESS_COLUMNS):
+        return None
+    exceptions = joined[joined["label_status"] == rules.EXCEPTION]
+    columns = ["entity_type", "entity_id", "root_cause", *USEFULNESS_COLUMNS]
+    predicted = predictions[columns].rename(columns={"root_cause": "predicted_root_cause"})
+    merged = exceptions.merge(predicted, on=["entity_type", "entity_id"], how="left")
+    right = (merged["predicted_root_cause"].fillna("") == merged["root_cause"]).to_numpy()
+    confidence = merged["confidence"].astype(float).fillna(0.0).to_numpy()
+    bins = []
+    for low, high in itertools.pairwise(RELIABILITY_EDGES):
+        inside = (confidence >= low) & (confidence < high)
+        count = int(inside.sum())
+        bins.append(
+            ReliabilityBin(
+                low=low,
+                high=min(high, 1.0),
+                answers=count,
+                mean_confidence=float(confidence[inside].mean()) if count else None,
+                accuracy=float(right[inside].mean()) if count else None,
+            )
+        )
+
+    def share(column: str) -> float | None:
+        return float(merged[column].fillna(False).astype(bool).mean()) if len(merged) else None
+
+    by_scenario: dict[str, tuple[int, int]] = {}
+    for scenario, group in merged.assign(right=right).groupby("scenario", sort=True):
+        by_scenario[str(scenario)] = (len(group), int(group["right"].sum()))
+    return InvestigatorScore(
+        labelled=len(merged),
+        correct=int(right.sum()),
+        reliability=tuple(bins),
+        cites_entity=share("cites_entity"),
+        cites_amount=share("cites_amount"),
+        cites_counterparty=share("cites_counterparty"),
+        by_scenario=by_scenario,
+    )
+
+
+def format_investigator(score: InvestigatorScore, where: str) -> list[str]:
+    """The reliability table and usefulness checks, saying what they were measured on."""
+    lines = [
+        f"  investigator (deterministic) on {score.labelled:,} labelled exceptions: root cause "
+        f"right {score.correct:,} ({_percent(score.accuracy).strip()})",
+        f"  usefulness: names the entity {_percent(score.cites_entity).strip()}, the amount "
+        f"{_percent(score.cites_amount).strip()}, who acts "
+        f"{_percent(score.cites_counterparty).strip()}",
+        f"  confidence reliability, measured on {where} (not production accuracy):",
+        f"    {'confidence':<14}{'answers':>8}{'mean conf.':>12}{'accuracy':>10}",
+    ]
+    for b in score.reliability:
+        mean = "-" if b.mean_confidence is None else f"{b.mean_confidence:.2f}"
+        lines.append(
+            f"    {f'[{b.low:.2f}, {b.high:.2f})':<14}{b.answers:>8,}{mean:>12}"
+            f"{_percent(b.accuracy):>10}"
+        )
+    return lines
 
 
 def confusion_by_code(joined: pd.DataFrame) -> pd.DataFrame:
@@ -412,12 +527,14 @@ def run_evaluation(
     root_cause_predictor: RootCausePredictor | None = None,
     work_dir: str | Path | None = None,
     money_model: bool = True,
+    ambiguous: bool = False,
 ) -> EvaluationReport:
     """Generate, run the pipeline in an in-memory database, then score against the labels.
 
     work_dir: keep the dataset, labels and results.csv there (default: a temporary folder
     removed afterwards). money_model: generate with Razorpay's money model beyond the spec
-    (docs/benchmark.md) too.
+    (docs/benchmark.md) too. ambiguous: also plant the combined-fault cases for the
+    investigator (core/benchmark/ambiguous.py).
     """
     from core.db import connect, migrate
 
@@ -426,7 +543,12 @@ def run_evaluation(
         dataset_dir = root / "dataset"
         started = time.perf_counter()
         generated = generate(
-            dataset_dir, payments=payments, seed=seed, as_of=as_of, money_model=money_model
+            dataset_dir,
+            payments=payments,
+            seed=seed,
+            as_of=as_of,
+            money_model=money_model,
+            ambiguous=ambiguous,
         )
         generate_seconds = time.perf_counter() - started
         # The labels leave the dataset folder before the importer opens it.
@@ -471,7 +593,33 @@ def run_evaluation(
             ]
         ].reset_index(drop=True),
         timings=timings,
+        ambiguous=investigator_score(
+            joined[joined["scenario"].str.startswith(AMBIGUOUS_SCENARIO)], predictions
+        )
+        if ambiguous
+        else None,
     )
+
+
+AMBIGUOUS_SCENARIO = "payment/ambiguous_"
+
+
+def format_ambiguous(report: EvaluationReport) -> str:
+    """The investigator on the ambiguous cases: accuracy per scenario, usefulness, and the
+    reliability table, labelled as measured on the synthetic benchmark."""
+    score = report.ambiguous
+    if score is None:
+        return ""
+    lines = [
+        "AMBIGUOUS CASES (combined faults, labelled by construction in "
+        "core/benchmark/ambiguous.py;",
+        f"  {report.payments:,} payments, seed {report.seed}; SYNTHETIC, not production data)",
+        *format_investigator(score, "the ambiguous cases of the SYNTHETIC benchmark"),
+        f"    {'scenario':<44}{'labelled':>9}{'right':>7}",
+    ]
+    for scenario, (labelled, right) in score.by_scenario.items():
+        lines.append(f"    {scenario:<44}{labelled:>9,}{right:>7,}")
+    return "\n".join(lines)
 
 
 def _percent(value: float | None) -> str:
@@ -496,6 +644,11 @@ def format_split(title: str, report: SplitReport) -> str:
             "not measured (no investigator plugged in)"
             if report.root_cause_accuracy is None
             else _percent(report.root_cause_accuracy)
+        ),
+        *(
+            format_investigator(report.investigator, "this split of the SYNTHETIC benchmark")
+            if report.investigator is not None
+            else []
         ),
         "",
         f"  {'reason code':<34}{'labelled':>9}{'reported':>9}{'right':>7}"
@@ -564,6 +717,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--json", action="store_true", help="print the reports as JSON")
     parser.add_argument(
+        "--ambiguous",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also score the investigator on a second dataset with combined-fault cases",
+    )
+    parser.add_argument(
         "--money-model",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -582,11 +741,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             root_cause_predictor=predict_root_causes,
             money_model=args.money_model,
         )
+        hard = None
+        if args.ambiguous:
+            hard = run_evaluation(
+                args.payments,
+                args.seed,
+                args.as_of,
+                root_cause_predictor=predict_root_causes,
+                money_model=args.money_model,
+                ambiguous=True,
+            )
     except RazorReconError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2, sort_keys=True))
+        data = report.to_dict()
+        data["ambiguous"] = hard.to_dict()["ambiguous"] if hard is not None else None
+        print(json.dumps(data, indent=2, sort_keys=True))
     else:
         print(format_report(report))
+        if hard is not None:
+            print("\n" + format_ambiguous(hard))
     return 0

@@ -188,6 +188,7 @@ def generate(
     bank_statement: bool = True,
     money_model: bool = True,
     layout: str = "api",
+    ambiguous: bool = False,
 ) -> GeneratedBenchmark:
     """Write a benchmark dataset into `out_dir` and its labels into `out_dir/ground_truth.csv`.
 
@@ -198,6 +199,8 @@ def generate(
     instant settlements; docs/benchmark.md) and writes the four optional files.
     layout "dashboard" / "dashboard-xlsx" writes the files as Razorpay Dashboard reports
     (rupees, IST dates, display headers; CSV or one workbook per file).
+    ambiguous=True also plants combined faults for the investigator's evaluation
+    (core/benchmark/ambiguous.py).
     """
     started = time.perf_counter()
     if payments < world.MIN_PAYMENTS:
@@ -222,6 +225,10 @@ def generate(
     own = money.added_payments(payments, faults) if money_model else 0
     pays = world.build_payments(payments - own, calendar, ids, streams["payments"])
     world.plant_payment_faults(pays, calendar, ids, streams["faults"], faults)
+    if ambiguous:
+        from core.benchmark import ambiguous as cases
+
+        cases.plant(pays, calendar, np.random.default_rng([seed, cases.STREAM_KEY]))
     refunds = world.build_refunds(pays, calendar, ids, streams["refunds"], faults)
     rows, planted = world.build_recon_rows(pays, refunds, calendar, ids, streams["rows"], faults)
     mm: money.MoneyModel | None = None

@@ -10,9 +10,16 @@ low confidence, and a low confidence always asks for a human.
 
 from __future__ import annotations
 
+import datetime as dt
+import itertools
+import os
+import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+from core.books.journal import Ledgers
+from core.errors import ConfigError
 from core.investigate.evidence import Evidence
 from core.investigate.result import UNCLASSIFIED, Answer
 from core.money import format_inr, format_minor
@@ -42,6 +49,9 @@ class _Cite:
     def __init__(self) -> None:
         self.ids: list[str] = []
         self.amounts: list[int] = []
+        # What a rule found that the next step depends on (a duplicate's verdict, the true
+        # owner of a mis-mapped order, the fee behind a difference).
+        self.facts: dict[str, str] = {}
 
     def id(self, value: Any) -> str:
         text = str(value)
@@ -64,23 +74,54 @@ Finding = tuple[str, float, str, str]  # root cause, confidence, summary, recomm
 Rule = Callable[[Evidence, Record, _Cite], Finding]
 
 
-def explain(evidence: Evidence) -> Answer:
-    """The deterministic answer for the exception in `evidence`."""
+def explain(evidence: Evidence, policy: Policy | None = None) -> Answer:
+    """The deterministic answer for the exception in `evidence`.
+
+    The code's rule names the cause; then, like a senior analyst, the answer reads across
+    entities (the settlement the record sits in, the other reason codes, the timeline),
+    sizes the money at stake and its direction, and turns that into a concrete next step:
+    who to ask, about which ids and amounts, by when, a drafted message, a journal entry,
+    or a write-off below materiality. Confidence drops with every ambiguity found.
+    """
+    policy = policy or Policy.from_env()
     exception = evidence.exception
     code = str(exception.get("reason_code", ""))
     cite = _Cite()
     rule = RULES.get(code)
     if rule is None or code not in CAUSES_BY_CODE:
-        cause, confidence = UNCLASSIFIED, 0.0
         summary = (
             f"Reason code {code or '(none)'} on {exception.get('entity_type')} "
             f"{cite.id(exception.get('entity_id'))} has no investigation rule."
         )
-        recommendation = "Investigate by hand and tell the maintainers about this code."
-    else:
-        cause, confidence, summary, recommendation = rule(evidence, exception, cite)
-    assert cause == UNCLASSIFIED or cause in ROOT_CAUSES
-    review = cause not in ROUTINE_CAUSES or confidence < REVIEW_BELOW_CONFIDENCE
+        return Answer(
+            root_cause=UNCLASSIFIED,
+            confidence=0.0,
+            summary=summary,
+            recommendation="Investigate by hand and tell the maintainers about this code.",
+            requires_human_review=True,
+            citations=tuple(cite.ids),
+            cited_amounts=tuple(cite.amounts),
+        )
+    cause, confidence, summary, action = rule(evidence, exception, cite)
+    assert cause in ROOT_CAUSES
+    context = _read_across(evidence, exception, cause, cite)
+    if context.notes:
+        summary = f"{summary} {' '.join(context.notes)}"
+    confidence = max(0.05, round(confidence - context.penalty, 2))
+    facts = _facts(evidence, exception, cause)
+    plan = _next_step(cause, facts, action, cite, policy)
+    review, why = _needs_review(cause, confidence, facts, plan, policy, context)
+    recommendation = plan.text
+    if plan.draft:
+        recommendation += f' Draft to {plan.counterparty}: "{plan.draft}"'
+    if plan.journal:
+        recommendation += f" Suggested journal entry: {plan.journal}."
+    if context.failed_settlement and cause != "SETTLEMENT_PAYOUT_FAILED":
+        recommendation += (
+            f" Settlement {context.failed_settlement}'s payout failed: get it retried first "
+            "(its own exception); this money arrives only with it."
+        )
+    recommendation += f" {why}"
     return Answer(
         root_cause=cause,
         confidence=confidence,
@@ -89,7 +130,53 @@ def explain(evidence: Evidence) -> Answer:
         requires_human_review=review,
         citations=tuple(cite.ids),
         cited_amounts=tuple(cite.amounts),
+        draft_message=plan.draft,
+        journal_entry=plan.journal,
     )
+
+
+# --- the policy: materiality and when a person must decide --------------------------------
+
+MATERIALITY_ENV = "RAZORRECON_MATERIALITY_PAISE"
+REVIEW_AMOUNT_ENV = "RAZORRECON_REVIEW_AMOUNT_PAISE"
+REVIEW_OVERDUE_ENV = "RAZORRECON_REVIEW_OVERDUE_DAYS"
+# ₹10.00: below this a difference costs more to chase (a support ticket, a reviewer's time)
+# than it returns; the answer suggests writing it off instead of raising it.
+DEFAULT_MATERIALITY_PAISE = 1_000
+# ₹1,00,000 (one lakh) at stake, or more than a week past due: a person decides.
+DEFAULT_REVIEW_AMOUNT_PAISE = 10_000_000
+DEFAULT_REVIEW_OVERDUE_DAYS = 7
+
+
+@dataclass(frozen=True)
+class Policy:
+    """materiality_paise: differences below this are written off, not chased.
+    review_amount_paise: at or above this at stake, a person must decide.
+    review_overdue_days: money missing more than this many days past its due date, likewise.
+    Read from the environment (RAZORRECON_MATERIALITY_PAISE, RAZORRECON_REVIEW_AMOUNT_PAISE,
+    RAZORRECON_REVIEW_OVERDUE_DAYS); a value that is not a whole number ≥ 0 is refused."""
+
+    materiality_paise: int = DEFAULT_MATERIALITY_PAISE
+    review_amount_paise: int = DEFAULT_REVIEW_AMOUNT_PAISE
+    review_overdue_days: int = DEFAULT_REVIEW_OVERDUE_DAYS
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Policy:
+        source = os.environ if env is None else env
+        return cls(
+            materiality_paise=_env_int(source, MATERIALITY_ENV, DEFAULT_MATERIALITY_PAISE),
+            review_amount_paise=_env_int(source, REVIEW_AMOUNT_ENV, DEFAULT_REVIEW_AMOUNT_PAISE),
+            review_overdue_days=_env_int(source, REVIEW_OVERDUE_ENV, DEFAULT_REVIEW_OVERDUE_DAYS),
+        )
+
+
+def _env_int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = str(env.get(name, "") or "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit():
+        raise ConfigError(f"{name} must be a whole number ≥ 0, not {raw!r}")
+    return int(raw)
 
 
 # --- evidence look-ups -------------------------------------------------------------------
@@ -204,21 +291,60 @@ def _settlement_amount_discrepancy(ev: Evidence, exc: Record, c: _Cite) -> Findi
             f" where {c.inr(amount - int(p_fee))} (amount {c.inr(amount)} minus fee "
             f"{c.inr(p_fee)}) was expected"
         )
-    if p_tax is not None and r_tax != int(p_tax):
+    if p_tax is None or p_fee is None:
+        if p_fee is not None and r_fee != int(p_fee):
+            return (
+                "FEE_CHARGED_DIFFERENTLY",
+                MEDIUM,
+                f"{head}. The row deducts a fee of {c.inr(r_fee)} against {c.inr(p_fee)} on "
+                "the payment; the payment holds no GST to compare.",
+                fee_advice,
+            )
+        return (
+            "FEE_CHARGED_DIFFERENTLY",
+            LOW,
+            f"{head}. The payment holds no fee to compare with the row's {c.inr(r_fee)}.",
+            fee_advice,
+        )
+    # The fee includes GST: compare the fee before GST, then the GST on it.
+    p_base, r_base = int(p_fee) - int(p_tax), r_fee - r_tax
+    follows = abs(r_tax - _gst_on(r_base)) <= 1  # the row's GST is 18% of its own fee
+    if r_base != p_base:
+        detail = (
+            f"the fee before GST is {c.inr(r_base)} against {c.inr(p_base)} on the payment"
+            if p_base
+            else f"a fee of {c.inr(r_base)} before GST was charged where the payment has none"
+        )
+        if r_tax == int(p_tax):
+            gst, confidence = f"; GST is the same ({c.inr(r_tax)})", HIGH
+        elif follows:
+            gst, confidence = (
+                f"; GST {c.inr(r_tax)} is 18% of that fee, so it merely followed the fee "
+                "(a fee difference, not a GST error)",
+                HIGH,
+            )
+        else:
+            # Both the fee and the GST rate are off: two faults, either could be the cause.
+            gst, confidence = (
+                f"; GST {c.inr(r_tax)} is not 18% of that fee either (against "
+                f"{c.inr(p_tax)} on the payment), so the GST is off too",
+                MEDIUM,
+            )
+        c.facts["fee_detail"] = f"row fee {format_inr(r_fee)} incl. GST {format_inr(r_tax)}"
+        return (
+            "FEE_CHARGED_DIFFERENTLY",
+            confidence,
+            f"{head}. The row deducts a fee of {c.inr(r_fee)} against {c.inr(p_fee)} on the "
+            f"payment: {detail}{gst}.",
+            fee_advice,
+        )
+    if r_tax != int(p_tax):
+        c.facts["fee_detail"] = f"GST {format_inr(r_tax)} against {format_inr(int(p_tax))}"
         return (
             "GST_CHARGED_DIFFERENTLY",
             HIGH,
             f"{head}. The row's GST is {c.inr(r_tax)} against {c.inr(p_tax)} on the payment "
-            f"(row fee {c.inr(r_fee)}).",
-            fee_advice,
-        )
-    if p_fee is not None and r_fee != int(p_fee):
-        gst = f"; GST is the same ({c.inr(r_tax)})" if p_tax is not None else ""
-        return (
-            "FEE_CHARGED_DIFFERENTLY",
-            HIGH,
-            f"{head}. The row deducts a fee of {c.inr(r_fee)} against {c.inr(p_fee)} on the "
-            f"payment{gst}.",
+            f"(row fee {c.inr(r_fee)}); the fee before GST is the same.",
             fee_advice,
         )
     return (
@@ -228,6 +354,11 @@ def _settlement_amount_discrepancy(ev: Evidence, exc: Record, c: _Cite) -> Findi
         f"deduction of {c.inr(amount - credit)}.",
         fee_advice,
     )
+
+
+def _gst_on(fee_before_gst: int) -> int:
+    """18% GST on a fee, rounded half up to the paisa."""
+    return (fee_before_gst * 18 + 50) // 100
 
 
 def _amount_mismatch(ev: Evidence, exc: Record, c: _Cite) -> Finding:
@@ -279,12 +410,55 @@ def _duplicate_record(ev: Evidence, exc: Record, c: _Cite) -> Finding:
         f"{c.id(r['row_key'])} ({c.inr(r[field])} in {c.opt(r.get('settlement_id'))})" for r in rows
     )
     total = sum(int(r[field]) for r in rows)
+    c.facts["duplicate_rows"] = ", ".join(str(r["row_key"]) for r in rows)
+    verdict, said, confidence = _duplicate_verdict(ev, rows, field, c)
+    if verdict:
+        c.facts["duplicate"] = verdict
     return (
         "SETTLED_TWICE",
-        HIGH,
+        confidence,
         f"{kind.capitalize()} {c.id(eid)} appears in {len(rows)} recon rows: {listed}; "
-        f"together {c.inr(total)}.",
+        f"together {c.inr(total)}.{said}",
         advice,
+    )
+
+
+def _duplicate_verdict(
+    ev: Evidence, rows: list[Record], field: str, c: _Cite
+) -> tuple[str, str, float]:
+    """Is the duplicate in the settlement arithmetic? If every settlement holding the rows
+    adds up with all of them, the money really moved twice; if one adds up only without a
+    row, the report repeats a line. (verdict, sentence, confidence)"""
+    one = int(rows[0][field])
+    extra = one * (len(rows) - 1)
+    breaks: list[int] = []
+    for sid in dict.fromkeys(str(r.get("settlement_id") or "") for r in rows):
+        arithmetic = _arithmetic(ev, sid) if sid else None
+        if arithmetic is None:
+            return "", " The settlement arithmetic is not in the evidence.", HIGH
+        breaks.append(int(arithmetic["difference"]))
+    # difference = settlement amount - net of rows; a repeated credit row makes it negative,
+    # a repeated debit row positive.
+    echo = -extra if field == "credit" else extra
+    if all(b == 0 for b in breaks):
+        moved = "paid" if field == "credit" else "taken"
+        return (
+            f"{moved}_twice",
+            f" The settlement adds up only with every one of these rows, so {c.inr(extra)} "
+            f"really was {moved} twice.",
+            HIGH,
+        )
+    if sum(breaks) == echo:
+        return (
+            "report_echo",
+            " The settlement amount counts the record once (it is out by exactly one row), "
+            "so the report repeats a line.",
+            HIGH,
+        )
+    return (
+        "",
+        " The settlement does not add up either way; the duplicate is one of several faults.",
+        MEDIUM,
     )
 
 
@@ -300,6 +474,9 @@ def _wrong_mapping(ev: Evidence, exc: Record, c: _Cite) -> Finding:
         if refund is None or not rows:
             return "MAPPED_TO_OTHER_PAYMENT", LOW, _missing(exc, c, "the refund or its row"), advice
         row = rows[0]
+        c.facts["true_owner"] = (
+            f"refund {eid} belongs to payment {refund['payment_id']}, not {row.get('payment_id')}"
+        )
         return (
             "MAPPED_TO_OTHER_PAYMENT",
             HIGH,
@@ -314,21 +491,42 @@ def _wrong_mapping(ev: Evidence, exc: Record, c: _Cite) -> Finding:
     row = rows[0]
     other = row.get("payment_id")
     if other and other != eid:
-        exists = "exists" if _payment(ev, str(other)) else "is not in the data"
+        named = _payment(ev, str(other))
+        exists = (
+            f"which exists: {c.inr(named['amount'])}, order {c.opt(named.get('order_id'))}"
+            if named
+            else "which is not in the data"
+        )
+        c.facts["true_owner"] = f"the row belongs to payment {eid}, not {other}"
         return (
             "MAPPED_TO_OTHER_PAYMENT",
-            HIGH,
+            HIGH if named else MEDIUM,
             f"Recon row {c.id(row['row_key'])} for payment {c.id(eid)} names payment "
-            f"{c.id(other)} (which {exists}).",
+            f"{c.id(other)} ({exists}).",
             advice,
         )
     row_order, own_order = row.get("order_id"), payment.get("order_id")
     if row_order and own_order and row_order != own_order:
+        owners = [p for p in ev.records("payment", order_id=str(row_order)) if p.get("id") != eid]
+        if owners:
+            owner = owners[0]
+            whose = (
+                f" Order {c.id(row_order)} belongs to payment {c.id(owner['id'])} "
+                f"({c.inr(owner['amount'])}, {owner.get('status')}, created "
+                f"{owner.get('created_date')})."
+            )
+            c.facts["true_owner"] = (
+                f"order {row_order} belongs to payment {owner['id']}; payment {eid} belongs "
+                f"to order {own_order}"
+            )
+        else:
+            whose = f" No payment in the data belongs to order {c.id(row_order)}."
+            c.facts["true_owner"] = f"payment {eid} belongs to order {own_order}"
         return (
             "MAPPED_TO_OTHER_ORDER",
             HIGH,
             f"Recon row {c.id(row['row_key'])} for payment {c.id(eid)} names order "
-            f"{c.id(row_order)}, but the payment belongs to order {c.id(own_order)}.",
+            f"{c.id(row_order)}, but the payment belongs to order {c.id(own_order)}.{whose}",
             advice,
         )
     return (
@@ -581,13 +779,15 @@ def _sum_mismatch(ev: Evidence, exc: Record, c: _Cite) -> Finding:
     )
     if arithmetic is None:
         return "SETTLEMENT_ARITHMETIC_BREAK", LOW, _missing(exc, c, "the settlement"), advice
+    difference = int(arithmetic["difference"])
+    way = "less" if difference < 0 else "more"
     return (
         "SETTLEMENT_ARITHMETIC_BREAK",
-        HIGH if arithmetic["difference"] else MEDIUM,
+        HIGH if difference else MEDIUM,
         f"Settlement {c.id(sid)} is for {c.inr(arithmetic['settlement_amount'])}, but its "
         f"{arithmetic['rows']} recon rows net to {c.inr(arithmetic['net_of_rows'])} (credits "
         f"{c.inr(arithmetic['sum_credit'])}, debits {c.inr(arithmetic['sum_debit'])}): "
-        f"{c.inr(arithmetic['difference'])} unexplained.",
+        f"Razorpay paid {c.inr(abs(difference))} {way} than the rows add up to, unexplained.",
         advice,
     )
 
@@ -602,15 +802,57 @@ def _duplicate_bank(ev: Evidence, exc: Record, c: _Cite) -> Finding:
     if settlement is None or len(credits) < 2:
         return "BANK_CREDITED_TWICE", LOW, _missing(exc, c, "the second bank credit"), advice
     listed = ", ".join(
-        f"{c.id(r['id'])} ({c.inr(r['credit'])} on {r['txn_date']})" for r in credits
+        f"{c.id(r['id'])} ({_channel(r)}, {c.inr(r['credit'])} on {r['txn_date']}"
+        + (f", balance after {c.inr(r['balance'])}" if r.get("balance") is not None else "")
+        + ")"
+        for r in credits
     )
+    c.facts["bank_lines"] = " and ".join(f"{_channel(r)} line {r['id']}" for r in credits)
+    verdict, said, confidence = _bank_twice_verdict(credits, c)
+    if verdict:
+        c.facts["bank_twice"] = verdict
     return (
         "BANK_CREDITED_TWICE",
-        HIGH,
+        confidence,
         f"Settlement {c.id(sid)} ({c.inr(settlement['amount'])}, UTR "
-        f"{c.id(settlement['utr'])}) has {len(credits)} bank credits: {listed}.",
+        f"{c.id(settlement['utr'])}) has {len(credits)} bank credits: {listed}.{said}",
         advice,
     )
+
+
+_CHANNEL = re.compile(r"\b(IMPS|NEFT|RTGS|UPI|IFT|FT)\b", re.IGNORECASE)
+
+
+def _channel(line: Record) -> str:
+    """The payment rail a bank line names in its narration (IMPS, NEFT, RTGS, UPI)."""
+    found = _CHANNEL.search(str(line.get("narration") or ""))
+    return found.group(1).upper() if found else "credit"
+
+
+def _bank_twice_verdict(credits: list[Record], c: _Cite) -> tuple[str, str, float]:
+    """Did each credit raise the running balance (Razorpay paid twice), or does the
+    statement repeat one line with the same balance (an export echo)?"""
+    ordered = sorted(credits, key=lambda r: (str(r.get("txn_date")), int(r.get("line_no") or 0)))
+    if any(r.get("balance") is None for r in ordered):
+        return "", " The statement has no running balance to tell a real second credit.", HIGH
+    balances = [int(r["balance"]) for r in ordered]
+    steps = [b - a for a, b in itertools.pairwise(balances)]
+    channels = {_channel(r) for r in ordered}
+    if all(step == int(r["credit"]) for step, r in zip(steps, ordered[1:], strict=False)):
+        rails = " and ".join(sorted(channels)) if len(channels) > 1 else next(iter(channels))
+        return (
+            "paid_twice",
+            f" Each credit raised the running balance by its amount (by {rails}): the money "
+            "arrived twice, so Razorpay paid twice and will claw one back.",
+            HIGH,
+        )
+    if all(step == 0 for step in steps):
+        return (
+            "statement_echo",
+            " The running balance did not move between them: the statement repeats one credit.",
+            HIGH,
+        )
+    return "", " The running balance moved by other amounts in between.", HIGH
 
 
 def _bank_amount(ev: Evidence, exc: Record, c: _Cite) -> Finding:
@@ -682,11 +924,20 @@ def _settlement_failed(ev: Evidence, exc: Record, c: _Cite) -> Finding:
     )
     if settlement is None:
         return "SETTLEMENT_PAYOUT_FAILED", MEDIUM, _missing(exc, c, "the settlement"), advice
+    arithmetic = _arithmetic(ev, sid)
+    rows = ""
+    if arithmetic is not None and arithmetic.get("rows"):
+        rows = (
+            f" None of its {arithmetic['rows']} recon rows (credits "
+            f"{c.inr(arithmetic['sum_credit'])}, debits {c.inr(arithmetic['sum_debit'])}) "
+            "has reached the bank."
+        )
+        c.facts["failed_rows"] = f", {arithmetic['rows']} recon rows"
     return (
         "SETTLEMENT_PAYOUT_FAILED",
         HIGH,
         f"Settlement {c.id(sid)} of {c.inr(settlement['amount'])} has status "
-        f"'{settlement['status']}': Razorpay did not pay it out.",
+        f"'{settlement['status']}': Razorpay did not pay it out.{rows}",
         advice,
     )
 
@@ -969,3 +1220,654 @@ def allowed_causes(exception: Mapping[str, Any]) -> tuple[str, ...]:
             if cause not in causes:
                 causes.append(cause)
     return tuple(causes)
+
+
+# --- reading across entities -------------------------------------------------------------
+
+
+@dataclass
+class _Context:
+    """What the evidence says beyond the primary rule: notes for the summary, how much
+    confidence the ambiguities cost, and the facts the next step depends on."""
+
+    notes: list[str] = field(default_factory=list)
+    penalty: float = 0.0
+    failed_settlement: str | None = None
+    impossible: bool = False
+    secondary: list[str] = field(default_factory=list)
+
+
+_BANK_TROUBLE = {
+    "SETTLEMENT_FAILED": "its payout failed",
+    "MISSING_BANK_ENTRY": "no bank credit carries its UTR",
+    "BANK_UTR_AMOUNT_MISMATCH": "the bank credited a different amount",
+    "SETTLEMENT_SUM_MISMATCH": "its amount is not the sum of its rows",
+}
+
+
+def _read_across(ev: Evidence, exc: Record, cause: str, c: _Cite) -> _Context:
+    ctx = _Context()
+    _other_codes(ev, exc, c, ctx)
+    _settlement_context(ev, exc, c, ctx)
+    _timeline(ev, exc, c, ctx)
+    return ctx
+
+
+def _other_codes(ev: Evidence, exc: Record, c: _Cite, ctx: _Context) -> None:
+    """Explain every reason code of the exception, not only the primary one."""
+    primary = str(exc.get("reason_code", ""))
+    codes = [x.strip() for x in str(exc.get("reason_codes") or "").split(";") if x.strip()]
+    for code in dict.fromkeys(codes):
+        if code == primary:
+            continue
+        rule = RULES.get(code)
+        if rule is None:
+            ctx.notes.append(f"It also carries reason code {code}, which no rule explains.")
+            ctx.penalty += 0.2
+            continue
+        sub_cause, sub_confidence, sub_summary, _ = rule(ev, {**exc, "reason_code": code}, c)
+        ctx.secondary.append(sub_cause)
+        ctx.notes.append(f"Second reason code {code} ({sub_cause}): {sub_summary}")
+        # Two faults on one record: each explanation is less certain than one alone.
+        ctx.penalty += 0.05 if sub_confidence >= HIGH else 0.15
+
+
+def _settlement_context(ev: Evidence, exc: Record, c: _Cite, ctx: _Context) -> None:
+    """Roll the record up under its settlement: a failed payout, a short or missing bank
+    credit, or other open exceptions in the same settlement."""
+    entity_type = str(exc.get("entity_type", ""))
+    if entity_type not in ("settlement", "instant_settlement", "bank_entry"):
+        for item in ev.items:
+            if item.tool != "settlement" or "settlement_id" not in item.args:
+                continue
+            for record in item.records:
+                if str(record.get("status", "")).lower() == "failed":
+                    ctx.failed_settlement = str(record["id"])
+                    ctx.notes.append(
+                        f"The money sits in settlement {c.id(record['id'])} of "
+                        f"{c.inr(record['amount'])}, whose payout failed: none of it has "
+                        "reached the bank yet, so the payout comes first."
+                    )
+                    ctx.penalty += 0.05
+    related = ev.records("related_exceptions")
+    if entity_type == "settlement":
+        others = [r for r in related if r.get("entity_type") != "settlement"]
+        if others:
+            listed = ", ".join(
+                f"{c.id(r['entity_id'])} ({r['reason_code']}"
+                + (f", {c.inr(abs(int(r['difference'])))}" if r.get("difference") else "")
+                + ")"
+                for r in others[:5]
+            )
+            more = f" and {len(others) - 5} more" if len(others) > 5 else ""
+            ctx.notes.append(
+                f"{len(others)} other open exception(s) sit in this settlement: {listed}{more}."
+            )
+        return
+    for r in related:
+        trouble = _BANK_TROUBLE.get(str(r.get("reason_code")))
+        sid = r.get("entity_id")
+        if not trouble or r.get("entity_type") != "settlement" or sid == ctx.failed_settlement:
+            continue
+        ctx.notes.append(
+            f"Its settlement {c.id(sid)} has an open exception too: {trouble} "
+            f"({c.inr(abs(int(r.get('difference') or 0)))})."
+        )
+        ctx.penalty += 0.05
+
+
+def _timeline(ev: Evidence, exc: Record, c: _Cite, ctx: _Context) -> None:
+    """Notice what cannot have happened in that order (a refund before its payment, a row
+    settled before its record was created)."""
+    if exc.get("entity_type") == "refund":
+        refund = _first(ev.records("refund", refund_id=str(exc["entity_id"])))
+        payment = _payment(ev, str(refund.get("payment_id"))) if refund else None
+        if refund and payment and int(refund["created_at"]) < int(payment["created_at"]):
+            ctx.impossible = True
+            ctx.penalty += 0.25
+            ctx.notes.append(
+                f"Impossible timeline: refund {c.id(refund['id'])} was created on "
+                f"{refund.get('created_date')}, before its payment {c.id(payment['id'])} "
+                f"({payment.get('created_date')}); one of the two records is wrong."
+            )
+    for row in _rows(ev, str(exc.get("entity_id"))):
+        settled, created = row.get("settled_at"), row.get("created_at")
+        if settled is not None and created is not None and int(settled) < int(created):
+            ctx.impossible = True
+            ctx.penalty += 0.25
+            ctx.notes.append(
+                f"Impossible timeline: recon row {c.id(row['row_key'])} was settled on "
+                f"{row.get('settled_date')}, before the record it settles was created."
+            )
+            break
+
+
+# --- the money at stake, its direction and its deadline ----------------------------------
+
+
+@dataclass(frozen=True)
+class _Facts:
+    kind: str
+    eid: str
+    sid: str | None
+    utr: str | None
+    difference: int
+    stake: int
+    named: int
+    due: str | None
+    days_overdue: int
+
+
+# Money settled under a settlement the data does not hold has not been traced to the bank.
+_UNTRACED = frozenset({"SETTLEMENT_NOT_FOUND"})
+
+
+def _facts(ev: Evidence, exc: Record, cause: str) -> _Facts:
+    eid = str(exc.get("entity_id"))
+    difference = int(exc.get("difference") or 0)
+    stake = abs(difference) or abs(int(exc.get("exposure_amount") or 0))
+    named = (
+        stake
+        or abs(int(exc.get("actual_amount") or 0))
+        or abs(int(exc.get("expected_amount") or 0))
+    )
+    cal = _calendar(ev, eid)
+    due, days = None, 0
+    if cal:
+        due = cal.get("due_date") or cal.get("bank_credit_due")
+        unpaid = cause in _UNTRACED or not (
+            cal.get("settled_dates") or cal.get("bank_credit_dates")
+        )
+        overdue = cal.get("overdue") or cal.get("bank_overdue")
+        if due and overdue and unpaid and cal.get("as_of_date"):
+            days = (dt.date.fromisoformat(cal["as_of_date"]) - dt.date.fromisoformat(due)).days
+    sid = exc.get("settlement_id") or (eid if exc.get("entity_type") == "settlement" else None)
+    return _Facts(
+        kind=str(exc.get("entity_type", "record")),
+        eid=eid,
+        sid=str(sid) if sid else None,
+        utr=str(exc["utr"]) if exc.get("utr") else None,
+        difference=difference,
+        stake=stake,
+        named=named,
+        due=str(due) if due else None,
+        days_overdue=max(0, days),
+    )
+
+
+_BANK_CAUSES = frozenset(
+    {"BANK_SHORT_CREDIT", "BANK_EXCESS_CREDIT", "BANK_CREDITED_TWICE", "BANK_CREDIT_MISSING"}
+)
+_DEBIT_CAUSES = frozenset(
+    {
+        "REFUND_AMOUNT_DIFFERS",
+        "REFUND_NOT_SETTLED",
+        "TRANSFER_DEBIT_DIFFERS",
+        "TRANSFER_NOT_DEBITED",
+        "CHARGEBACK_DEBIT",
+        "DISPUTE_LOST_FUNDS",
+        "DISPUTE_AWAITING_RESPONSE",
+        "FEE_ABOVE_CONTRACT",
+        "GST_ABOVE_CONTRACT",
+    }
+)
+# Differences that are only worth chasing above the materiality threshold.
+_WRITE_OFF_CAUSES = frozenset(
+    {
+        "FEE_CHARGED_DIFFERENTLY",
+        "GST_CHARGED_DIFFERENTLY",
+        "SETTLED_AMOUNT_LOWER",
+        "SETTLED_AMOUNT_HIGHER",
+        "REFUND_AMOUNT_DIFFERS",
+        "SETTLEMENT_ARITHMETIC_BREAK",
+        "BANK_SHORT_CREDIT",
+        "BANK_EXCESS_CREDIT",
+        "TRANSFER_DEBIT_DIFFERS",
+        "TRANSFER_REVERSAL_SHORT",
+        "TRANSFER_REVERSAL_EXCESS",
+        "FEE_ABOVE_CONTRACT",
+        "GST_ABOVE_CONTRACT",
+    }
+)
+# Causes whose booking is a judgement call whatever the amount.
+_JUDGEMENT_CAUSES = frozenset(
+    {
+        "SETTLED_TWICE",
+        "BANK_CREDITED_TWICE",
+        "CAPTURE_STATUS_OUT_OF_SYNC",
+        "UNKNOWN_ENTITY",
+        "UNIDENTIFIED_BANK_CREDIT",
+        "CHARGEBACK_DEBIT",
+        "DISPUTE_LOST_FUNDS",
+        "DISPUTE_REVERSAL_NOT_CREDITED",
+        "DISPUTE_AWAITING_RESPONSE",
+        "TRANSFER_REVERSAL_EXCESS",
+    }
+)
+
+
+def _direction(cause: str, f: _Facts, c: _Cite) -> str:
+    """Which way the money is out, in words: 'Razorpay paid ₹X less than expected'."""
+    if not f.difference:
+        return ""
+    amount = c.inr(abs(f.difference))
+    less = f.difference < 0
+    if cause == "SETTLEMENT_ARITHMETIC_BREAK":
+        return (
+            f"Razorpay paid {amount} {'less' if less else 'more'} than the settlement's "
+            "recon rows add up to"
+        )
+    if cause == "UNIDENTIFIED_BANK_CREDIT":
+        return f"the bank credited {amount} that no settlement explains"
+    if cause == "UNKNOWN_ENTITY":
+        return f"Razorpay settled {amount} for a record that is not in the data"
+    if cause == "CAPTURE_STATUS_OUT_OF_SYNC":
+        return f"Razorpay paid {amount} for a payment held as not captured"
+    fixed = _FIXED_DIRECTION.get(cause)
+    if fixed:
+        return fixed.format(amount=amount)
+    if cause in _BANK_CAUSES:
+        return f"the bank credited {amount} {'less' if less else 'more'} than Razorpay settled"
+    if cause in _DEBIT_CAUSES or (cause == "SETTLED_TWICE" and f.kind in ("refund", "transfer")):
+        return f"Razorpay deducted {amount} {'less' if less else 'more'} than expected"
+    return f"Razorpay paid {amount} {'less' if less else 'more'} than expected"
+
+
+_FIXED_DIRECTION = {
+    "NOT_SETTLED": "Razorpay has not yet paid the {amount} due",
+    "SETTLEMENT_NOT_FOUND": "{amount} sits in a settlement the data does not hold, so it "
+    "cannot be traced to the bank",
+    "REFUND_NOT_SETTLED": "Razorpay has not yet debited the {amount} refund",
+    "TRANSFER_NOT_DEBITED": "Razorpay has not yet debited the {amount} transfer",
+    "BANK_CREDIT_MISSING": "the bank has not credited the {amount} Razorpay settled",
+    "SETTLEMENT_PAYOUT_FAILED": "Razorpay has not paid out {amount}",
+    "CHARGEBACK_DEBIT": "Razorpay debited {amount} for the dispute",
+    "DISPUTE_AWAITING_RESPONSE": "{amount} is at stake in the open dispute",
+    "DISPUTE_LOST_FUNDS": "{amount} is lost to the dispute",
+    "DISPUTE_REVERSAL_NOT_CREDITED": "Razorpay still owes {amount} of the dispute debit",
+    "INSTANT_PAYOUT_RETURNED": "{amount} went back to the Razorpay balance",
+}
+_ASK = {
+    "NOT_SETTLED": "Please tell us when it will be settled, or why it is held.",
+    "REFUND_NOT_SETTLED": "Please confirm the refund's status and settlement.",
+    "SETTLEMENT_NOT_FOUND": "Please send the settlement or the report that contains it.",
+    "DISPUTE_REVERSAL_NOT_CREDITED": "Please credit the reversal in the next settlement.",
+    "TRANSFER_NOT_DEBITED": "Please confirm whether the transfer was debited.",
+}
+
+
+def _deadline(f: _Facts) -> str:
+    if not f.due:
+        return ""
+    if f.days_overdue:
+        return f" It was due on {f.due} and is {f.days_overdue} days overdue."
+    return f" It was due on {f.due}."
+
+
+@dataclass(frozen=True)
+class _Plan:
+    text: str
+    counterparty: str = ""
+    draft: str = ""
+    journal: str = ""
+    write_off: bool = False
+
+
+LEDGERS = Ledgers()
+
+
+def _entry(debit: str, credit: str, amount: str, why: str) -> str:
+    return f"Dr {debit} {amount} / Cr {credit} {amount} ({why})"
+
+
+def _quote(f: _Facts, c: _Cite) -> str:
+    parts = [f"{f.kind} {c.id(f.eid)}"]
+    if f.sid and f.sid != f.eid:
+        parts.append(f"settlement {c.id(f.sid)}")
+    if f.utr:
+        parts.append(f"UTR {c.id(f.utr)}")
+    return ", ".join(parts)
+
+
+def _next_step(cause: str, f: _Facts, action: str, c: _Cite, policy: Policy) -> _Plan:
+    """A concrete next step: who to ask about which ids and amounts, by when, a drafted
+    message where one is due, and the journal entry where the books must move."""
+    direction = _direction(cause, f, c)
+    said = f" {direction[0].upper()}{direction[1:]}." if direction else ""
+    quote = _quote(f, c)
+    if cause in _WRITE_OFF_CAUSES and 0 < f.stake < policy.materiality_paise:
+        amount = c.inr(f.stake)
+        less = f.difference < 0
+        return _Plan(
+            text=f"Write off {amount} on {quote}:{said[:-1] if said else ''}, below the "
+            f"materiality threshold ({_threshold(policy.materiality_paise)}, "
+            f"{MATERIALITY_ENV}); do not raise it with Razorpay support.",
+            journal=_entry(
+                LEDGERS.charges if less else LEDGERS.receivable,
+                LEDGERS.receivable if less else LEDGERS.charges,
+                amount,
+                f"write-off of the difference on {f.eid}",
+            ),
+            write_off=True,
+        )
+    stake = c.inr(f.stake) if f.stake else c.inr(f.named)
+    special = _SPECIAL_PLANS.get(cause)
+    if special is not None:
+        plan = special(f, c, stake, said, quote)
+        if plan is not None:
+            return plan
+    text = f"{action} Quote {quote} ({stake}).{said}{_deadline(f)}"
+    draft = ""
+    if cause in _SUPPORT_CAUSES:
+        ask = _ASK.get(
+            cause, "Please explain the difference and correct it in the next settlement."
+        )
+        draft = f"Hello Razorpay support, about {quote}: {direction or stake}. {ask}"
+        return _Plan(text, "Razorpay support", draft)
+    return _Plan(text)
+
+
+_SUPPORT_CAUSES = frozenset(
+    {
+        "SETTLED_AMOUNT_LOWER",
+        "SETTLEMENT_NOT_FOUND",
+        "NOT_SETTLED",
+        "REFUND_NOT_SETTLED",
+        "DISPUTE_REVERSAL_NOT_CREDITED",
+        "TRANSFER_DEBIT_DIFFERS",
+        "TRANSFER_REVERSAL_SHORT",
+        "TRANSFER_REVERSAL_EXCESS",
+        "TRANSFER_NOT_DEBITED",
+        "FEE_ABOVE_CONTRACT",
+        "GST_ABOVE_CONTRACT",
+    }
+)
+
+
+def _plan_fee(f: _Facts, c: _Cite, stake: str, said: str, quote: str) -> _Plan | None:
+    detail = c.facts.get("fee_detail", "")
+    if f.difference > 0:
+        return _Plan(
+            f"Razorpay deducted {stake} less in fees than the payment record on {quote}.{said}"
+            f" Expect Razorpay to recover it in a later settlement; keep {stake} in "
+            f"{LEDGERS.suspense} until it does.",
+            journal=_entry(
+                LEDGERS.receivable, LEDGERS.suspense, stake, f"fee under-deducted on {f.eid}"
+            ),
+        )
+    draft = (
+        f"Hello Razorpay support, payment {f.eid}"
+        + (f" in settlement {f.sid}" if f.sid else "")
+        + f" was settled {stake} short of its amount minus the fee on the payment record"
+        + (f" ({detail})" if detail else "")
+        + f". Please confirm the fee and GST charged and refund the {stake}."
+    )
+    return _Plan(
+        f"Claim {stake} back from Razorpay support for {quote}.{said}"
+        + (f" {detail[0].upper()}{detail[1:]}." if detail else ""),
+        "Razorpay support",
+        draft,
+        _entry(LEDGERS.receivable, LEDGERS.charges, stake, f"excess fee claimed back on {f.eid}"),
+    )
+
+
+def _plan_higher(f: _Facts, c: _Cite, stake: str, said: str, quote: str) -> _Plan:
+    return _Plan(
+        f"Do not book the extra {stake} on {quote} as sales.{said} Razorpay will recover it "
+        f"in a later settlement: hold it in {LEDGERS.suspense} and ask Razorpay support to "
+        "confirm.",
+        "Razorpay support",
+        f"Hello Razorpay support, {quote} settled {stake} more than the captured amount. "
+        "Please confirm whether and when you will recover it.",
+        _entry(LEDGERS.receivable, LEDGERS.suspense, stake, f"excess settled for {f.eid}"),
+    )
+
+
+def _plan_twice(f: _Facts, c: _Cite, stake: str, said: str, quote: str) -> _Plan | None:
+    verdict = c.facts.get("duplicate")
+    rows = c.facts.get("duplicate_rows", "")
+    if verdict == "taken_twice":
+        return _Plan(
+            f"Claim {stake} back from Razorpay: refund {f.eid} was debited twice ({rows}) and "
+            f"settlement {f.sid} adds up only with both debits, so the money really left "
+            "twice. Book both debits as they happened and raise the duplicate as a "
+            "receivable.",
+            "Razorpay support",
+            f"Hello Razorpay support, refund {f.eid} was debited twice in settlement {f.sid}"
+            + (f" (UTR {f.utr})" if f.utr else "")
+            + f", rows {rows}, {stake} each. The customer was refunded once. Please reverse "
+            f"the duplicate debit of {stake} in the next settlement.",
+            _entry(LEDGERS.receivable, LEDGERS.refunds, stake, f"duplicate debit of {f.eid}"),
+        )
+    if verdict == "paid_twice":
+        return _Plan(
+            f"Razorpay paid {f.kind} {f.eid} twice ({rows}) and settlement {f.sid} adds up only "
+            f"with both credits: {stake} reached you in excess and Razorpay will claw it back. "
+            f"Hold {stake} in {LEDGERS.suspense}; do not book it as sales.",
+            "Razorpay support",
+            f"Hello Razorpay support, {f.kind} {f.eid} was settled twice in settlement "
+            f"{f.sid}, rows {rows}, {stake} each. Please confirm how and when you will "
+            "recover the duplicate.",
+            _entry(LEDGERS.receivable, LEDGERS.suspense, stake, f"duplicate settlement of {f.eid}"),
+        )
+    if verdict == "report_echo":
+        return _Plan(
+            f"Book {f.kind} {f.eid} once: settlement {f.sid} adds up without the second row "
+            f"({rows}), so the recon report repeats a line and no {stake} moved twice. Ask "
+            "Razorpay support for a corrected report.",
+            "Razorpay support",
+            f"Hello Razorpay support, the recon report of settlement {f.sid} lists {f.kind} "
+            f"{f.eid} twice ({rows}) though the settlement amount counts it once. Please send "
+            "a corrected report.",
+        )
+    return None
+
+
+def _plan_bank_twice(f: _Facts, c: _Cite, stake: str, said: str, quote: str) -> _Plan | None:
+    verdict = c.facts.get("bank_twice")
+    lines = c.facts.get("bank_lines", "")
+    if verdict == "paid_twice":
+        return _Plan(
+            f"Razorpay paid settlement {f.eid} twice ({lines}; both raised the running "
+            f"balance): {stake} is Razorpay's money and it will claw it back. Keep {stake} "
+            f"in {LEDGERS.suspense} (do not spend it) and ask Razorpay support how they will "
+            "recover it.",
+            "Razorpay support",
+            f"Hello Razorpay support, settlement {f.eid} (UTR {f.utr}) reached our bank twice "
+            f"({lines}), {stake} each. Please confirm how and when you will recover the "
+            "duplicate payout.",
+            _entry(LEDGERS.bank, LEDGERS.suspense, stake, f"second credit of {f.eid}, to return"),
+        )
+    if verdict == "statement_echo":
+        return _Plan(
+            f"The statement repeats the credit of settlement {f.eid} ({lines}) with the same "
+            f"running balance: only one {stake} reached the account. Ask the bank for a "
+            "corrected statement and do not book the second line.",
+            "the bank",
+            f"Hello, our statement shows UTR {f.utr} twice ({lines}) for {stake} with the same "
+            "balance. Please confirm that only one credit was received and send a corrected "
+            "statement.",
+        )
+    return None
+
+
+def _plan_missing_bank(f: _Facts, c: _Cite, stake: str, said: str, quote: str) -> _Plan:
+    return _Plan(
+        f"Ask the bank for the credit of {stake} under UTR {f.utr or '(none)'} for settlement "
+        f"{f.eid}.{_deadline(f)} If the bank has nothing, ask Razorpay support for the "
+        "payout's proof and status.",
+        "the bank",
+        f"Hello, we expected a credit of {stake} from Razorpay Software Pvt Ltd under UTR "
+        f"{f.utr or '(none)'}"
+        + (f", due on {f.due}" if f.due else "")
+        + ". It is not on our statement. Please trace it and confirm the date it was or "
+        "will be credited.",
+    )
+
+
+def _plan_bank_amount(f: _Facts, c: _Cite, stake: str, said: str, quote: str) -> _Plan:
+    return _Plan(
+        f"Ask the bank to trace {stake} on UTR {f.utr or '(none)'} for settlement {f.eid}.{said}",
+        "the bank",
+        f"Hello, the credit under UTR {f.utr or '(none)'} differs from Razorpay's settlement "
+        f"{f.eid} by {stake}. Please confirm the amount received and any charges deducted.",
+    )
+
+
+def _plan_failed(f: _Facts, c: _Cite, stake: str, said: str, quote: str) -> _Plan:
+    rows = c.facts.get("failed_rows", "")
+    return _Plan(
+        f"Fix the settlement bank account in the Razorpay dashboard and ask Razorpay support "
+        f"to retry the payout of settlement {f.eid} ({stake}{rows}); until it arrives keep "
+        f"it in {LEDGERS.receivable}.",
+        "Razorpay support",
+        f"Hello Razorpay support, the payout of settlement {f.eid}"
+        + (f" (UTR {f.utr})" if f.utr else "")
+        + f" for {stake} failed. Please tell us why and when it will be retried.",
+    )
+
+
+def _plan_sum(f: _Facts, c: _Cite, stake: str, said: str, quote: str) -> _Plan:
+    return _Plan(
+        f"Ask Razorpay support for the full recon report of settlement {f.eid}"
+        + (f" (UTR {f.utr})" if f.utr else "")
+        + f".{said} A row may be missing from the import or the settlement amount is wrong.",
+        "Razorpay support",
+        f"Hello Razorpay support, settlement {f.eid} does not equal the sum of its recon "
+        f"rows: {said.strip()[:-1] if said else stake}. Please send the full report "
+        "or explain the difference.",
+    )
+
+
+def _plan_mapping(f: _Facts, c: _Cite, stake: str, said: str, quote: str) -> _Plan:
+    owner = c.facts.get("true_owner", "")
+    return _Plan(
+        f"Ask Razorpay support to correct the mapping on {quote} ({stake})"
+        + (f"; {owner}" if owner else "")
+        + ". Check that the other order is not marked paid twice in the order system.",
+        "Razorpay support",
+        f"Hello Razorpay support, the recon row for {f.kind} {f.eid} names the wrong record"
+        + (f" ({owner})" if owner else "")
+        + ". Please correct the mapping.",
+    )
+
+
+def _plan_status(f: _Facts, c: _Cite, stake: str, said: str, quote: str) -> _Plan:
+    return _Plan(
+        f"Mark payment {f.eid} captured in the order system and fulfil or refund its order: "
+        f"Razorpay settled {stake} for it (settlement {f.sid or '-'}).",
+        journal=_entry(LEDGERS.receivable, LEDGERS.sales, stake, f"sale behind {f.eid}"),
+    )
+
+
+def _plan_refund_amount(f: _Facts, c: _Cite, stake: str, said: str, quote: str) -> _Plan:
+    if f.difference > 0:
+        return _Plan(
+            f"Claim {stake} back from Razorpay support for {quote}.{said}",
+            "Razorpay support",
+            f"Hello Razorpay support, refund {f.eid} was debited {stake} more than its amount. "
+            f"Please reverse the {stake}.",
+            _entry(LEDGERS.receivable, LEDGERS.refunds, stake, f"over-debit of {f.eid}"),
+        )
+    return _Plan(
+        f"Ask Razorpay support whether refund {f.eid} reached the customer in full ({quote})."
+        f"{said} Expect a further debit of {stake} if it did.",
+        "Razorpay support",
+        f"Hello Razorpay support, refund {f.eid} was debited {stake} less than its amount. "
+        "Did the customer receive the full refund?",
+    )
+
+
+def _plan_unknown(f: _Facts, c: _Cite, stake: str, said: str, quote: str) -> _Plan:
+    return _Plan(
+        f"Find {f.eid} ({stake} in settlement {f.sid or '-'}): import the missing payments or "
+        "refunds (another account or date range?) or ask Razorpay support what it is; hold "
+        f"{stake} in {LEDGERS.suspense} meanwhile.",
+        journal=_entry(LEDGERS.receivable, LEDGERS.suspense, stake, f"unidentified row {f.eid}"),
+    )
+
+
+def _plan_unidentified(f: _Facts, c: _Cite, stake: str, said: str, quote: str) -> _Plan:
+    return _Plan(
+        f"Find the settlement behind bank line {f.eid} ({stake}) in the Razorpay dashboard "
+        f"by amount and date and import it; hold {stake} in {LEDGERS.suspense} meanwhile, "
+        "or reclassify it if it is not a Razorpay payout.",
+        journal=_entry(LEDGERS.bank, LEDGERS.suspense, stake, f"unidentified credit {f.eid}"),
+    )
+
+
+def _plan_lost(f: _Facts, c: _Cite, stake: str, said: str, quote: str) -> _Plan:
+    return _Plan(
+        f"Book the loss of {stake} on {quote}: the money will not come back through a "
+        "settlement; recover it from the customer if you can.",
+        journal=_entry(LEDGERS.chargebacks, LEDGERS.receivable, stake, f"lost {f.eid}"),
+    )
+
+
+def _plan_late(f: _Facts, c: _Cite, stake: str, said: str, quote: str) -> _Plan:
+    return _Plan(
+        f"No money is at risk: {quote} ({stake}) settled late. Note the delay and raise it "
+        "with Razorpay support only if it recurs."
+    )
+
+
+PlanMaker = Callable[[_Facts, _Cite, str, str, str], "_Plan | None"]
+_SPECIAL_PLANS: dict[str, PlanMaker] = {
+    "FEE_CHARGED_DIFFERENTLY": _plan_fee,
+    "GST_CHARGED_DIFFERENTLY": _plan_fee,
+    "SETTLED_AMOUNT_HIGHER": _plan_higher,
+    "SETTLED_TWICE": _plan_twice,
+    "BANK_CREDITED_TWICE": _plan_bank_twice,
+    "BANK_CREDIT_MISSING": _plan_missing_bank,
+    "BANK_SHORT_CREDIT": _plan_bank_amount,
+    "BANK_EXCESS_CREDIT": _plan_bank_amount,
+    "SETTLEMENT_PAYOUT_FAILED": _plan_failed,
+    "SETTLEMENT_ARITHMETIC_BREAK": _plan_sum,
+    "MAPPED_TO_OTHER_PAYMENT": _plan_mapping,
+    "MAPPED_TO_OTHER_ORDER": _plan_mapping,
+    "CAPTURE_STATUS_OUT_OF_SYNC": _plan_status,
+    "REFUND_AMOUNT_DIFFERS": _plan_refund_amount,
+    "UNKNOWN_ENTITY": _plan_unknown,
+    "UNIDENTIFIED_BANK_CREDIT": _plan_unidentified,
+    "DISPUTE_LOST_FUNDS": _plan_lost,
+    "SETTLED_LATE": _plan_late,
+}
+
+
+def _threshold(paise: int) -> str:
+    """A policy threshold in words ('10 rupees', '1 lakh rupees'): it is a setting, not an
+    amount from the evidence, so it is not written the way evidence amounts are cited."""
+    if paise and paise % 10_000_000 == 0:
+        return f"{paise // 10_000_000} lakh rupees"
+    if paise % 100 == 0:
+        return f"{paise // 100} rupees"
+    return f"{paise} in paise"
+
+
+def _needs_review(
+    cause: str, confidence: float, f: _Facts, plan: _Plan, policy: Policy, ctx: _Context
+) -> tuple[bool, str]:
+    """A person decides when the evidence is ambiguous, the money large or long overdue,
+    the timeline impossible, or the booking a judgement call; not for routine follow-up."""
+    reasons = []
+    if confidence < REVIEW_BELOW_CONFIDENCE:
+        reasons.append(f"the evidence is ambiguous (confidence {confidence:.0%})")
+    if f.stake >= policy.review_amount_paise:
+        reasons.append(
+            f"{format_inr(f.stake)} is at stake (review from "
+            f"{_threshold(policy.review_amount_paise)}, {REVIEW_AMOUNT_ENV})"
+        )
+    if f.days_overdue > policy.review_overdue_days:
+        reasons.append(
+            f"the money is {f.days_overdue} days past due (review after "
+            f"{policy.review_overdue_days})"
+        )
+    if ctx.impossible:
+        reasons.append("the timeline is impossible")
+    if cause in _JUDGEMENT_CAUSES and not plan.write_off:
+        reasons.append("how to book it is a judgement call")
+    if reasons:
+        return True, "Human review required: " + "; ".join(reasons) + "."
+    if plan.write_off:
+        return False, "No human review needed: a write-off below materiality is routine."
+    return False, "No human review needed: routine follow-up."

@@ -8,8 +8,10 @@ Nothing is written. No model is asked: the figure is reproducible and free.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +21,9 @@ from core.db import investigate as db
 from core.errors import InputError, Problem
 from core.investigate.deterministic import explain
 from core.investigate.evidence import gather
+from core.investigate.result import Answer
 from core.investigate.tools import EvidenceTools, run_context
+from core.money import format_inr
 
 REQUIRED_COLUMNS = ("entity_type", "entity_id", "root_cause")
 
@@ -129,17 +133,53 @@ def root_cause_accuracy(
     )
 
 
+PREDICTION_COLUMNS = (
+    *REQUIRED_COLUMNS,
+    "confidence",
+    "cites_entity",
+    "cites_amount",
+    "cites_counterparty",
+)
+# Who acts on the advice: Razorpay, the bank, the customer, or the books (a write-off).
+COUNTERPARTY = re.compile(r"\b(Razorpay|bank|customer|Write off)\b", re.IGNORECASE)
+
+
 def predict_root_causes(conn: sqlite3.Connection, run_id: int) -> pd.DataFrame:
-    """The deterministic investigator's root cause for every EXCEPTION outcome of a run,
-    as a frame (entity_type, entity_id, root_cause). It reads no labels: the evaluation
-    joins them afterwards (`core.evaluation.run_evaluation(root_cause_predictor=...)`)."""
-    rows: list[tuple[str, str, str]] = []
+    """The deterministic investigator's answer for every EXCEPTION outcome of a run, as a
+    frame: entity_type, entity_id, root_cause, confidence, and the usefulness checks
+    (`usefulness`). It reads no labels: the evaluation joins them afterwards
+    (`core.evaluation.run_evaluation(root_cause_predictor=...)`)."""
+    rows: list[tuple[Any, ...]] = []
     with db.read_only(conn) as ro:
         tools = EvidenceTools(ro, context=run_context(ro, run_id))
         for outcome in db.exception_outcomes(ro, run_id):
-            named = explain(gather(tools, _as_record(outcome))).root_cause
-            rows.append((str(outcome["entity_type"]), str(outcome["entity_id"]), named))
-    return pd.DataFrame(rows, columns=list(REQUIRED_COLUMNS), dtype="string")
+            answer = explain(gather(tools, _as_record(outcome)))
+            rows.append(
+                (
+                    str(outcome["entity_type"]),
+                    str(outcome["entity_id"]),
+                    answer.root_cause,
+                    answer.confidence,
+                    *usefulness(answer, outcome),
+                )
+            )
+    frame = pd.DataFrame(rows, columns=list(PREDICTION_COLUMNS))
+    for column in REQUIRED_COLUMNS:
+        frame[column] = frame[column].astype("string")
+    return frame.astype({"confidence": float})
+
+
+def usefulness(answer: Answer, exception: Mapping[str, Any]) -> tuple[bool, bool, bool]:
+    """Does the answer name the entity, the money at stake (the difference, else the
+    amount), and who acts? Checked on the summary and recommendation a reviewer reads."""
+    text = f"{answer.summary}\n{answer.recommendation}"
+    entity = str(exception.get("entity_id") or "") in text
+    stake = [abs(int(exception.get(k) or 0)) for k in ("difference", "actual_amount")]
+    stake += [abs(int(exception.get("expected_amount") or 0))]
+    wanted = next((v for v in stake if v), 0)
+    amount = wanted == 0 or format_inr(wanted) in text
+    counterparty = COUNTERPARTY.search(answer.recommendation) is not None
+    return entity, amount, counterparty
 
 
 def _as_record(outcome: dict[str, Any]) -> dict[str, Any]:

@@ -144,11 +144,16 @@ def gather(tools: EvidenceTools, exception: Mapping[str, Any]) -> Evidence:
     entity_type = str(exception["entity_type"])
     entity_id = str(exception["entity_id"])
     code = str(exception["reason_code"])
+    # A duplicate row is judged by its settlement's arithmetic: does the settlement add up
+    # only with both rows (the money really moved twice) or without one (a report echo)?
+    duplicate = code == "DUPLICATE_RECONCILIATION_RECORD"
 
     if entity_type == "payment":
         payment = plan.one("payment", payment_id=entity_id)
         rows = plan.many("recon_rows", entity_id=entity_id)
         plan.settlements_of(rows)
+        if duplicate:
+            plan.arithmetic_of(rows)
         if code == "WRONG_MAPPING" or "WRONG_MAPPING" in str(exception.get("reason_codes", "")):
             for row in rows:
                 other = row.get("payment_id")
@@ -164,6 +169,8 @@ def gather(tools: EvidenceTools, exception: Mapping[str, Any]) -> Evidence:
             plan.one("payment", payment_id=str(refund["payment_id"]))
         rows = plan.many("recon_rows", entity_id=entity_id)
         plan.settlements_of(rows)
+        if duplicate:
+            plan.arithmetic_of(rows)
         plan.one("calendar_status", entity_type="refund", entity_id=entity_id)
     elif entity_type == "settlement":
         settlement = plan.one("settlement", settlement_id=entity_id)
@@ -212,6 +219,8 @@ def gather(tools: EvidenceTools, exception: Mapping[str, Any]) -> Evidence:
         if source and str(source).startswith("pay_"):
             plan.one("payment", payment_id=str(source))
         plan.settlements_of(rows)
+        if duplicate:
+            plan.arithmetic_of(rows)
     elif entity_type == "bank_entry":
         line = plan.one("bank_lines", line_id=entity_id)
         if line and line.get("utr"):
@@ -258,3 +267,8 @@ class _Plan:
         ids = [str(r["settlement_id"]) for r in rows if r.get("settlement_id")]
         for settlement_id in dict.fromkeys(ids):
             self.one("settlement", settlement_id=settlement_id)
+
+    def arithmetic_of(self, rows: list[Mapping[str, Any]]) -> None:
+        ids = [str(r["settlement_id"]) for r in rows if r.get("settlement_id")]
+        for settlement_id in dict.fromkeys(ids):
+            self.one("settlement_arithmetic", settlement_id=settlement_id)

@@ -19,7 +19,10 @@ class Answer:
     0.0-1.0; summary: what happened, citing record ids and ₹ amounts; recommendation: what
     a reviewer should do next; requires_human_review: a person must decide (the answer
     cannot be acted on as routine); citations: the record ids the summary relies on;
-    cited_amounts: the integer-paise amounts it relies on.
+    cited_amounts: the integer-paise amounts it relies on. draft_message: a message to
+    Razorpay support or the bank, ready to send, where one is due (else ""); journal_entry:
+    the entry the books need, where they must move (else ""). Both are optional (a model's
+    answer leaves them empty); the deterministic recommendation repeats them in its text.
     """
 
     root_cause: str
@@ -29,6 +32,8 @@ class Answer:
     requires_human_review: bool
     citations: tuple[str, ...] = ()
     cited_amounts: tuple[int, ...] = ()
+    draft_message: str = ""
+    journal_entry: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -39,6 +44,8 @@ class Answer:
             "requires_human_review": self.requires_human_review,
             "citations": list(self.citations),
             "cited_amounts": list(self.cited_amounts),
+            "draft_message": self.draft_message,
+            "journal_entry": self.journal_entry,
         }
 
     @classmethod
@@ -51,6 +58,8 @@ class Answer:
             requires_human_review=bool(data["requires_human_review"]),
             citations=tuple(str(c) for c in data.get("citations", ())),
             cited_amounts=tuple(int(a) for a in data.get("cited_amounts", ())),
+            draft_message=str(data.get("draft_message") or ""),
+            journal_entry=str(data.get("journal_entry") or ""),
         )
 
 

@@ -153,6 +153,8 @@ def _result(
     if from_model:
         # A model can add a reason for review, never remove one.
         review = review or baseline.requires_human_review or shown.root_cause != baseline.root_cause
+    # A model answer caught contradicting or inventing evidence is itself worth a look.
+    review = review or any(a.outcome == "discarded" for a in outcome.attempts)
     return Investigation(
         exception_id=int(exception["id"]),
         source=str(outcome.model) if from_model else DETERMINISTIC,
