@@ -125,7 +125,10 @@ def load_folder(
     from core.ingest import load_dataset
 
     began = time.perf_counter()
-    dataset, report = load_dataset(Path(folder), amount_unit, bank_mappings)
+    # Overlapping the big files is faster; the import command reads them in turn instead.
+    dataset, report = load_dataset(
+        Path(folder), amount_unit, bank_mappings, overlap_large_files=True
+    )
     loaded = time.perf_counter()
     # The importer's content hash covers the files and the amount-unit setting.
     read = {f.file: f.sha256 for f in report.files if f.sha256}

@@ -32,7 +32,13 @@ from core.dataset import (
     Dataset,
 )
 from core.db.connection import transaction
-from core.db.staging import StagedTable, arrow_column, copy_table, table_schema
+from core.db.staging import (
+    StagedTable,
+    arrow_column,
+    bulk_cache_kib,
+    copy_table,
+    table_schema,
+)
 
 # Dataset attribute -> (table, primary key, columns). Column names are fixed identifiers
 # from core.dataset, never user input, so building the statement text from them is safe.
@@ -51,10 +57,6 @@ BATCH_ROWS = 50_000
 # Rows per INSERT statement: one statement step from Python per 64 rows instead of per row
 # (measured with callgrind on 100k rows: 11-13% fewer instructions than one row each).
 ROWS_PER_STATEMENT = 64
-# Page cache for bulk writes (KiB, negative = size). The upsert path's random key lookups and
-# CREATE INDEX's sorter (which sorts in memory up to this size, else spills to temporary
-# files: 25-30% slower at 1M rows) both need more than the default 2 MB.
-BULK_CACHE_KIB = 262_144
 
 
 @dataclass(frozen=True)
@@ -233,10 +235,11 @@ def _parameters(
 
 
 @contextmanager
-def bulk_writes(conn: sqlite3.Connection) -> Iterator[None]:
-    """A larger page cache while loading many rows; the connection's setting is restored."""
+def bulk_writes(conn: sqlite3.Connection, row_bytes: int) -> Iterator[None]:
+    """A page cache sized for loading `row_bytes` of rows (core.db.staging.bulk_cache_kib);
+    the connection's setting is restored."""
     previous = conn.execute("PRAGMA cache_size").fetchone()[0]
-    conn.execute(f"PRAGMA cache_size = {-BULK_CACHE_KIB}")
+    conn.execute(f"PRAGMA cache_size = {-bulk_cache_kib(row_bytes)}")
     try:
         yield
     finally:
