@@ -257,3 +257,14 @@ def test_generated_identifiers_never_reach_the_model_and_every_utr_does(
     assert lines and all(rec["utr"] == planted["utr"] for rec in lines)
     assert planted["utr"] in lines[0]["narration"]
     assert "[NAME]" in lines[0]["narration"]
+
+
+def test_common_words_of_a_remark_are_not_blanked_elsewhere() -> None:
+    line = {
+        "id": "bank.csv:5",
+        "utr": "HDFCN52022062412",
+        "narration": "NEFT-HDFCN52022062412-SALARY FOR JUNE",
+    }
+    payment = {"id": "pay_W0RDS1", "description": "Order for a chair"}
+    redactor = Redactor.for_records([line, payment], ID_FIELDS)
+    assert redactor.value(payment, keep=ID_FIELDS)["description"] == "Order for a chair"

@@ -236,7 +236,58 @@ _NAME_KEYS = re.compile(
 _NOT_NAME_KEYS = frozenset(
     {"file", "file_name", "filename", "bank_name", "merchant_name", "method", "tool", "tool_name"}
 )
-_NAME_WORD_STOP = CHANNEL_CODES | BUSINESS_WORDS | frozenset({"MR", "MRS", "MS", "SHRI", "SMT"})
+# Words of a name-shaped field that are not names: never replaced elsewhere on their own
+# (a remark such as "SALARY FOR JUNE" must not blank every "for" in the evidence).
+_COMMON_WORDS = frozenset(
+    [
+        "MR",
+        "MRS",
+        "MS",
+        "SHRI",
+        "SMT",
+        "THE",
+        "AND",
+        "FOR",
+        "WITH",
+        "OF",
+        "ON",
+        "AT",
+        "ORDER",
+        "REFUND",
+        "SALARY",
+        "RENT",
+        "FEE",
+        "FEES",
+        "BILL",
+        "INVOICE",
+        "SELF",
+        "CASH",
+        "CHARGES",
+        "CHARGE",
+        "ADVANCE",
+        "BALANCE",
+        "AMOUNT",
+        "NOTE",
+        "REMARK",
+        "MONTH",
+        "JAN",
+        "FEB",
+        "MAR",
+        "APR",
+        "MAY",
+        "JUN",
+        "JUNE",
+        "JUL",
+        "JULY",
+        "AUG",
+        "SEP",
+        "SEPT",
+        "OCT",
+        "NOV",
+        "DEC",
+    ]
+)
+_NAME_WORD_STOP = CHANNEL_CODES | BUSINESS_WORDS | _COMMON_WORDS
 
 
 def _is_business(name: str) -> bool:
