@@ -21,6 +21,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from core.ingest.utr import account_numbers, extract_utr, is_utr_shaped
@@ -404,11 +405,19 @@ class Redactor:
             names.update(names_in(record, skip=id_fields))
         return Redactor(frozenset(protected), frozenset(names), self.strict)
 
-    def text(self, text: str) -> str:
-        """`text` with every kind of personal data replaced by its marker."""
-        guard = _tokens_pattern(
+    @cached_property
+    def _guard(self) -> re.Pattern[str] | None:
+        return _tokens_pattern(
             (p for p in self.protected if len(p) >= 6 and "@" not in p), letters_only=False
         )
+
+    @cached_property
+    def _names(self) -> re.Pattern[str] | None:
+        return _tokens_pattern(_name_tokens(self.names), letters_only=True)
+
+    def text(self, text: str) -> str:
+        """`text` with every kind of personal data replaced by its marker."""
+        guard = self._guard
         saved: list[str] = []
 
         def hide(match: re.Match[str]) -> str:
@@ -417,7 +426,7 @@ class Redactor:
 
         out = guard.sub(hide, text) if guard else text
         out = _patterns(out, strict=self.strict)
-        names = _tokens_pattern(_name_tokens(self.names), letters_only=True)
+        names = self._names
         if names:
             out = names.sub(PLACEHOLDERS["name"], out)
         if saved:
