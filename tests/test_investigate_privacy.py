@@ -42,6 +42,7 @@ LAST_NAMES = ("KULKARNI", "CHATTERJEE", "DESHPANDE", "RAGHAVAN", "MALHOTRA", "NA
         ("refund to A/C NO: 000123456789", "000123456789", "[ACCOUNT]"),
         ("TO A/C XXXXXXXX5678 credited", "XXXXXXXX5678", "[ACCOUNT]"),
         ("ACCOUNT NO 123456789 IFSC HDFC0001234", "HDFC0001234", "[IFSC]"),
+        ("NEFT-HDFCN12345678901-A B-ACCT 4111111111111111-HDFC0001234", "HDFC0001234", "[IFSC]"),
         ("UPI/412345678901/ROHAN DESHPANDE/rohan@okaxis/HDFC BANK", "ROHAN DESHPANDE", "[NAME]"),
         ("IMPS/P2A/623412341234/PRIYA NAMBIAR/KKBK0000123", "PRIYA NAMBIAR", "[NAME]"),
         ("NEFT-HDFCN52022062412345678-KAVYA MALHOTRA-SALARY", "KAVYA MALHOTRA", "[NAME]"),
@@ -235,7 +236,7 @@ def test_generated_identifiers_never_reach_the_model_and_every_utr_does(
     # A secret that is also (part of) the UTR, or of the world's own text, proves nothing.
     if not server.requests:
         _requests(conn, ids, server)  # the requests as they are before anything is planted
-    baseline = " ".join(r.raw for r in server.requests).lower()
+    baseline = " ".join(r.raw for r in server.requests[: len(CASES)]).lower()
     for secret in secrets:
         assume(secret.lower() not in planted["utr"].lower())
         assume(secret.lower() not in baseline)

@@ -470,6 +470,11 @@ def _str_or_none(value: Any) -> str | None:
 
 
 def _patterns(text: str, *, strict: bool) -> str:
+    # An IFSC identifies a person's account only next to an account number: decide before
+    # the number is replaced (it may leave as [ACCOUNT], [CARD], [AADHAAR] or [PHONE]).
+    with_account = bool(
+        account_numbers(text.upper()) or (strict and LONG_DIGITS.search(text))
+    ) or bool(IFSC_LABEL.search(text))
     out = EMAIL.sub(PLACEHOLDERS["email"], text)
     out = VPA.sub(PLACEHOLDERS["vpa"], out)
     out = CARD.sub(_card, out)
@@ -481,7 +486,7 @@ def _patterns(text: str, *, strict: bool) -> str:
     out = PHONE_INTL.sub(PLACEHOLDERS["phone"], out)
     out = PHONE_IN.sub(PLACEHOLDERS["phone"], out)
     out = LONG_DIGITS.sub(_long_digits if strict else _short_account, out)
-    if PLACEHOLDERS["account"] in out or IFSC_LABEL.search(out):
+    if with_account or PLACEHOLDERS["account"] in out:
         out = IFSC.sub(PLACEHOLDERS["ifsc"], out)
     return out
 
