@@ -73,3 +73,46 @@ CAUSES_BY_CODE: dict[str, tuple[str, ...]] = {
     "TRANSFER_REVERSAL_MISMATCH": ("TRANSFER_REVERSAL_SHORT", "TRANSFER_REVERSAL_EXCESS"),
     "FEE_OVERCHARGED": ("FEE_ABOVE_CONTRACT", "GST_ABOVE_CONTRACT"),
 }
+
+# The sign of the exception's `difference` (actual minus expected, integer paise) each root
+# cause requires: -1 less arrived than expected, +1 more. A model's root cause whose sign
+# contradicts the exception's difference is discarded (SETTLED_AMOUNT_HIGHER when less was
+# settled, BANK_EXCESS_CREDIT for a short credit). Causes not listed carry no sign rule.
+DIFFERENCE_SIGN: dict[str, int] = {
+    "SETTLED_AMOUNT_LOWER": -1,
+    "SETTLED_AMOUNT_HIGHER": +1,
+    "BANK_SHORT_CREDIT": -1,
+    "BANK_EXCESS_CREDIT": +1,
+    "BANK_CREDITED_TWICE": +1,
+    "TRANSFER_REVERSAL_SHORT": -1,
+    "TRANSFER_REVERSAL_EXCESS": +1,
+    "FEE_ABOVE_CONTRACT": +1,
+    "GST_ABOVE_CONTRACT": +1,
+}
+
+
+def causes_for_codes(primary: str, others: str | None = None) -> tuple[str, ...]:
+    """Root causes allowed for an exception: the primary code's, then the other codes'
+    (`others` is the ';'-separated `reason_codes` column)."""
+    codes = [primary, *(c.strip() for c in str(others or "").split(";") if c.strip())]
+    causes: list[str] = []
+    for code in codes:
+        for cause in CAUSES_BY_CODE.get(code, ()):
+            if cause not in causes:
+                causes.append(cause)
+    return tuple(causes)
+
+
+def sign_contradiction(root_cause: str, difference: int | None) -> str | None:
+    """Why `root_cause` cannot explain a `difference` (actual - expected), or None."""
+    wanted = DIFFERENCE_SIGN.get(root_cause)
+    if wanted is None or difference is None:
+        return None
+    actual = (difference > 0) - (difference < 0)
+    if actual == wanted:
+        return None
+    said = {-1: "less", 0: "no difference", 1: "more"}
+    return (
+        f"root cause {root_cause} needs {said[wanted]} than expected, but the difference "
+        f"is {difference} paise ({said[actual] if actual else said[0]})"
+    )

@@ -92,7 +92,12 @@ def answer(
     )
 
 
-def function_call(name: str, args: dict[str, Any]) -> Reply:
+def function_call(name: str, args: dict[str, Any], call_id: str = "call-1") -> Reply:
+    return function_calls((name, args, call_id))
+
+
+def function_calls(*calls: tuple[str, dict[str, Any], str]) -> Reply:
+    """One model turn asking for one or more tool calls: (name, args, call id) each."""
     return Reply(
         200,
         {
@@ -100,7 +105,10 @@ def function_call(name: str, args: dict[str, Any]) -> Reply:
                 {
                     "content": {
                         "role": "model",
-                        "parts": [{"functionCall": {"id": "call-1", "name": name, "args": args}}],
+                        "parts": [
+                            {"functionCall": {"id": call_id, "name": name, "args": args}}
+                            for name, args, call_id in calls
+                        ],
                     },
                     "finishReason": "STOP",
                     "index": 0,
@@ -113,6 +121,36 @@ def function_call(name: str, args: dict[str, Any]) -> Reply:
             },
         },
     )
+
+
+class ToolUsingModel:
+    """A scripted model that uses the tools: on the first request it asks for the calls
+    `plan(request)` returns; once the SDK and our loop send the function responses back, it
+    answers with `answer_from(request, outputs)`, where `outputs` maps each call id to the
+    parsed JSON the tool returned. Every call it asked for is kept in `asked`."""
+
+    def __init__(
+        self,
+        plan: Callable[[FakeRequest], list[tuple[str, dict[str, Any]]]],
+        answer_from: Callable[[FakeRequest, dict[str, Any]], dict[str, Any]],
+    ) -> None:
+        self.plan = plan
+        self.answer_from = answer_from
+        self.asked: list[tuple[str, str, dict[str, Any]]] = []
+
+    def __call__(self, request: FakeRequest) -> Reply:
+        responses = request.function_responses
+        if not responses:
+            calls = [(name, args, f"call-{n}") for n, (name, args) in enumerate(self.plan(request))]
+            self.asked += [(call_id, name, args) for name, args, call_id in calls]
+            return function_calls(*calls)
+        outputs: dict[str, Any] = {}
+        for response in responses:
+            body = response.get("response", {})
+            outputs[str(response.get("id"))] = (
+                json.loads(body["output"]) if "output" in body else {"error": body.get("error")}
+            )
+        return answer(self.answer_from(request, outputs))
 
 
 def error(status: int, label: str = "UNAVAILABLE") -> Reply:

@@ -15,6 +15,7 @@ from core.db import connect
 from core.investigate import ALLOWED_TOOLS, ClientConfig, ModelSpec, investigate
 from core.investigate.gemini import parse_models
 from core.money import format_inr
+from core.root_causes import sign_contradiction
 from tests import investigate_world as world
 from tests.fake_gemini import FakeGemini, FakeRequest, Reply, answer, error, function_call, hang
 from tests.fake_gemini import running as fake_gemini
@@ -62,12 +63,19 @@ def config(fake: FakeGemini, **overrides: Any) -> ClientConfig:
 
 
 def good_answer(request: FakeRequest) -> Reply:
-    """A well-behaved model: names the first allowed cause and cites the exception's figures."""
+    """A well-behaved model: names the first allowed cause that agrees with the sign of the
+    difference, and cites the exception's entity and figures (the difference included)."""
     evidence = request.evidence()
     exc = evidence["exception"]
-    cause = evidence["allowed_root_causes"][0]["root_cause"]
-    figures = [a for a in (exc.get("expected_amount"), exc.get("actual_amount")) if a is not None]
-    said = " and ".join(format_inr(a) for a in figures)
+    difference = exc.get("difference")
+    causes = [c["root_cause"] for c in evidence["allowed_root_causes"]]
+    cause = next((c for c in causes if sign_contradiction(c, difference) is None), causes[0])
+    figures = [
+        a
+        for a in (exc.get("expected_amount"), exc.get("actual_amount"), difference)
+        if a is not None
+    ]
+    said = " and ".join(format_inr(abs(a)) for a in figures)
     return answer(
         {
             "root_cause": cause,
@@ -434,7 +442,10 @@ def test_a_model_may_call_allow_listed_tools_and_cite_what_they_return(
         assert response["name"] == "recon_rows"
         assert "pay_OTHER1" in response["response"]["output"]
         return _answer_citing(
-            ["pay_OTHER1", "order_OTHER1"], [117600], "pay_OTHER1 settles ₹1,176.00 in its own row."
+            ["pay_DUP001", "pay_OTHER1", "order_OTHER1"],
+            [147000, 117600],
+            "pay_DUP001 is settled twice (₹1,470.00 too much); pay_OTHER1 settles ₹1,176.00 in"
+            " its own row.",
         )
 
     server.script[LITE] = [function_call("recon_rows", {"entity_id": "pay_OTHER1"}), after_tool]

@@ -39,7 +39,7 @@ _ZEROS = re.compile(r"^0+$")
 _ACCOUNT = re.compile(
     r"(?<![A-Z0-9])(?:A/C|A/CS|AC|ACC|ACCT|ACCOUNT)\.?"
     r"(?:\s*(?:NO|NUMBER|NUM|NBR)\.?)?\s*[:#.\-]?\s*"
-    r"[0-9X*]*[0-9][0-9X*]*(?![A-Z0-9])"
+    r"(?P<number>[0-9X*]*[0-9][0-9X*]*)(?![A-Z0-9])"
 )
 
 
@@ -51,6 +51,13 @@ def is_utr_shaped(token: str) -> bool:
     if not _BANK_STYLE.match(token) or _IFSC.match(token):
         return False
     return sum(ch.isdigit() for ch in token) >= 6
+
+
+def account_numbers(text: str) -> tuple[str, ...]:
+    """Each account number written after an account label in the (upper-case) `text`, as
+    written (digits, or digits masked with X or *): what `without_account_numbers` takes
+    out. The investigator's redaction uses it, so both agree on what an account is."""
+    return tuple(m.group("number") for m in _ACCOUNT.finditer(text))
 
 
 def without_account_numbers(text: str) -> str:

@@ -227,12 +227,14 @@ def ask(
     run_tool: ToolRunner,
     guard: BudgetGuard,
     on_usage: UsageSink,
+    allowed: tuple[str, ...] | None = None,
 ) -> ModelReply:
     """Ask one model for a structured answer, serving its tool calls through `run_tool`.
 
     Tools are offered for at most `config.max_tool_rounds` rounds; the last request offers
     none, so the model must answer. A model that refuses the tools with HTTP 400 (some
     refuse function calling together with JSON output) is asked once more without them.
+    `allowed` restricts the schema's root_cause enum to this exception's causes.
     """
     from google.genai import types
 
@@ -243,7 +245,7 @@ def ask(
     tools_refused = False
     while True:
         offer_tools = rounds_left > 0 and not tools_refused
-        generation = _generation(config, spec, system_instruction, offer_tools)
+        generation = _generation(config, spec, system_instruction, offer_tools, allowed)
         size = len(system_instruction) + sum(len(_content_text(c)) for c in contents)
         guard(size // 3 + config.max_output_tokens)
         try:
@@ -291,8 +293,18 @@ def ask(
         return ModelReply(answer=answer, usage=usage, tool_results=tuple(fetched))
 
 
+def uses_default_temperature(model: str) -> bool:
+    """Gemini 3 models are tuned for their default temperature (1.0); Google advises against
+    lowering it (looping, degraded reasoning), so none is sent. Older models get 0."""
+    return model.lower().removeprefix("models/").startswith("gemini-3")
+
+
 def _generation(
-    config: ClientConfig, spec: ModelSpec, system_instruction: str, offer_tools: bool
+    config: ClientConfig,
+    spec: ModelSpec,
+    system_instruction: str,
+    offer_tools: bool,
+    allowed: tuple[str, ...] | None = None,
 ) -> Any:
     from google.genai import types
 
@@ -308,9 +320,9 @@ def _generation(
     return types.GenerateContentConfig(
         system_instruction=system_instruction,
         response_mime_type="application/json",
-        response_json_schema=answer_json_schema(),
+        response_json_schema=answer_json_schema(allowed),
         max_output_tokens=config.max_output_tokens,
-        temperature=0.0,
+        temperature=None if uses_default_temperature(spec.name) else 0.0,
         tools=tools,
         automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
         thinking_config=(

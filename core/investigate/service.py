@@ -4,8 +4,10 @@ answer that survives every check. Never writes financial data or an exception's 
 Order of work: read the exception and gather evidence on a read-only connection; compute
 the deterministic answer; if a key is configured, redact the evidence, look up the cache
 by its hash, else walk the model ladder (circuit breakers, token budgets, transient errors
-move down, permanent ones stop); check the answer (root cause allowed for the code, every
-id and amount in the evidence); show it, or the deterministic answer with the reason.
+move down, permanent ones stop); check the answer (root cause allowed for the codes and
+consistent with the sign of the difference, every id and amount in the evidence or a sum or
+difference of two evidence amounts, the entity and the difference named); show it, or the
+deterministic answer with the reason.
 Writes go to the investigator's own tables and the audit trail only.
 """
 
@@ -26,16 +28,74 @@ from core.db import migrate, open_database, transaction
 from core.errors import NotFoundError
 from core.investigate import gemini
 from core.investigate.auditing import record as audit
-from core.investigate.deterministic import allowed_causes, explain
+from core.investigate.deterministic import explain
 from core.investigate.evidence import Evidence, gather
 from core.investigate.prompt import PROMPT_VERSION, SYSTEM_INSTRUCTION, user_message
-from core.investigate.redact import redact_contact_handles
+from core.investigate.redact import Redactor, redact_contact_handles
 from core.investigate.result import DETERMINISTIC, Answer, Attempt, Investigation
-from core.investigate.tools import EvidenceTools, ToolRefused, ToolResult, run_context
-from core.investigate.verify import check_citations
+from core.investigate.tools import ID_FIELDS, EvidenceTools, ToolRefused, ToolResult, run_context
+from core.investigate.verify import check_citations, specificity_gap
+from core.root_causes import causes_for_codes, sign_contradiction
 
 NO_KEY = "no API key configured (set GEMINI_API_KEY or LLM_API_KEY)"
 ConnOrPath = sqlite3.Connection | str | Path
+# Tool arguments that name records (kept through redaction like id fields).
+_ARG_ID_KEYS = frozenset({"refund_id", "line_id", "exception_id", "entity_type", "date"})
+
+
+def allowed_causes(exception: Mapping[str, Any]) -> tuple[str, ...]:
+    """Root causes a model may name: the primary code's, then the other codes'."""
+    return causes_for_codes(str(exception.get("reason_code", "")), exception.get("reason_codes"))
+
+
+def redact_evidence(
+    evidence: Evidence, redactor: Redactor | None = None
+) -> tuple[Evidence, Redactor]:
+    """The copy of `evidence` that may leave the machine, and the redactor that made it
+    (which knows the evidence's ids, UTRs and personal names, for later tool results).
+    Ids, UTRs and amounts are kept; personal data in every other string is replaced."""
+    records = [evidence.exception, *(r for item in evidence.items for r in item.records)]
+    active = (
+        redactor.extended(records, ID_FIELDS)
+        if redactor is not None
+        else Redactor.for_records(records, ID_FIELDS)
+    )
+    redacted = Evidence(
+        exception=active.value(dict(evidence.exception), keep=ID_FIELDS),
+        items=tuple(
+            ToolResult(
+                tool=item.tool,
+                args=active.value(dict(item.args), keep=ID_FIELDS | _ARG_ID_KEYS),
+                records=tuple(active.value(dict(r), keep=ID_FIELDS) for r in item.records),
+                note=item.note,
+            )
+            for item in evidence.items
+        ),
+        redacted=True,
+    )
+    return redacted, active
+
+
+def model_answer_problem(answer: Answer, redacted: Evidence, allowed: tuple[str, ...]) -> str:
+    """Why a model's answer may not be shown (empty: it may): a root cause outside the
+    codes' causes or against the sign of the difference, a citation the evidence does not
+    hold, or an answer vaguer than the rules' (entity or difference not named)."""
+    exception = redacted.exception
+    if answer.root_cause not in allowed:
+        return (
+            f"root cause {answer.root_cause!r} is not allowed for "
+            f"{exception.get('reason_code')} (allowed: {', '.join(allowed)})"
+        )
+    difference = exception.get("difference")
+    contradiction = sign_contradiction(
+        answer.root_cause, difference if isinstance(difference, int) else None
+    )
+    if contradiction:
+        return f"contradicts the amounts: {contradiction}"
+    check = check_citations(answer, redacted)
+    if not check.ok:
+        return check.reason
+    return specificity_gap(answer, exception)
 
 
 @contextmanager
@@ -87,7 +147,7 @@ def investigate(
         )
         evidence = gather(tools, exception)
         baseline = explain(evidence)
-        redacted = evidence.redact()
+        redacted, session.redactor = redact_evidence(evidence)
         evidence_hash = redacted.digest(PROMPT_VERSION)
         outcome: _Outcome | None = None
         if not config.enabled:
@@ -189,6 +249,7 @@ class _Session:
         self.config = config
         self.spent = 0
         self.current_model = "evidence plan"
+        self.redactor = Redactor()
 
     # --- audit hooks --------------------------------------------------------------------
 
@@ -283,11 +344,9 @@ class _Session:
             extra = tuple(tools.call(name, args) for name, args in calls)
         except ToolRefused:
             return None
-        seen = redacted.with_items(tuple(Evidence({}, extra).redact().items))
-        if answer.root_cause not in allowed_causes(redacted.exception):
-            return None
-        if not check_citations(answer, seen).ok:
-            return None  # the records it cited changed: ask again
+        seen = redacted.with_items(redact_evidence(Evidence({}, extra), self.redactor)[0].items)
+        if model_answer_problem(answer, seen, allowed_causes(redacted.exception)):
+            return None  # the records it cited changed, or the checks did: ask again
         return _Outcome(
             answer=answer,
             model=str(hit["model"]),
@@ -301,6 +360,11 @@ class _Session:
     def ladder(self, tools: EvidenceTools, redacted: Evidence, evidence_hash: str) -> _Outcome:
         outcome = _Outcome()
         allowed = allowed_causes(redacted.exception)
+        if not allowed:
+            outcome.fallback_reason = (
+                f"no root cause is defined for {redacted.exception.get('reason_code')}"
+            )
+            return outcome
         text = redact_contact_handles(user_message(redacted, allowed))
         try:
             client = gemini.make_client(self.config)
@@ -355,7 +419,8 @@ class _Session:
             result = tools.call(name, args)
             fetched.append(result)
             calls.append((name, dict(args)))
-            return Evidence({}, (result,)).redact().items[0]
+            shown, self.redactor = redact_evidence(Evidence({}, (result,)), self.redactor)
+            return shown.items[0]
 
         spent_before = self.spent
         try:
@@ -368,6 +433,7 @@ class _Session:
                 run_tool=run_tool,
                 guard=self.guard,
                 on_usage=self.charge,
+                allowed=allowed,
             )
         except gemini.BudgetExceeded as exc:
             outcome.attempts.append(Attempt(spec.name, "skipped", str(exc)))
@@ -393,15 +459,7 @@ class _Session:
             citations=tuple(reply.answer.cited_record_ids),
             cited_amounts=tuple(reply.answer.cited_amounts_paise),
         )
-        problem = ""
-        if answer.root_cause not in allowed:
-            problem = (
-                f"root cause {answer.root_cause!r} is not allowed for "
-                f"{redacted.exception.get('reason_code')} (allowed: {', '.join(allowed)})"
-            )
-        else:
-            check = check_citations(answer, redacted.with_items(reply.tool_results))
-            problem = check.reason
+        problem = model_answer_problem(answer, redacted.with_items(reply.tool_results), allowed)
         if problem:
             self.failed(spec.name, f"answer discarded: {problem}")
             outcome.attempts.append(Attempt(spec.name, "discarded", problem, used))

@@ -125,8 +125,18 @@ def _schema(properties: dict[str, Any], *, required: tuple[str, ...] = ()) -> di
     }
 
 
-_STR = {"type": "string"}
-_INT = {"type": "integer"}
+def _str(description: str) -> dict[str, Any]:
+    return {"type": "string", "description": description}
+
+
+def _int(description: str) -> dict[str, Any]:
+    return {"type": "integer", "description": description}
+
+
+_PAYMENT_ID = _str("Razorpay payment id, e.g. pay_29QQoUBi66xm2f.")
+_SETTLEMENT_ID = _str("Razorpay settlement id, e.g. setl_DGlQ1Rj8os78Ec (or setlod_ instant).")
+_UTR = _str("Bank transfer reference (UTR) exactly as in the evidence.")
+_AMOUNT = _int("Amount in integer paise (100 paise = 1 rupee).")
 
 TOOL_SPECS: dict[str, ToolSpec] = {
     spec.name: spec
@@ -134,22 +144,31 @@ TOOL_SPECS: dict[str, ToolSpec] = {
         ToolSpec(
             "payment",
             "A payment by id, or the payments of an order.",
-            _schema({"payment_id": _STR, "order_id": _STR}),
+            _schema({"payment_id": _PAYMENT_ID, "order_id": _str("Razorpay order id, order_...")}),
             (("payment_id",), ("order_id",)),
         ),
         ToolSpec(
-            "refund", "A refund by id.", _schema({"refund_id": _STR}, required=("refund_id",))
+            "refund",
+            "A refund by id.",
+            _schema({"refund_id": _str("Razorpay refund id, rfnd_...")}, required=("refund_id",)),
         ),
         ToolSpec(
             "settlement",
             "A settlement by id, or the settlements carrying a UTR or an amount (paise).",
-            _schema({"settlement_id": _STR, "utr": _STR, "amount_paise": _INT}),
+            _schema({"settlement_id": _SETTLEMENT_ID, "utr": _UTR, "amount_paise": _AMOUNT}),
             (("settlement_id",), ("utr",), ("amount_paise",)),
         ),
         ToolSpec(
             "recon_rows",
             "Settlement recon rows of an entity (payment, refund, row key) or of a settlement.",
-            _schema({"entity_id": _STR, "settlement_id": _STR}),
+            _schema(
+                {
+                    "entity_id": _str(
+                        "The entity the rows settle: a pay_, rfnd_, trf_ or disp_ id, or a row key."
+                    ),
+                    "settlement_id": _SETTLEMENT_ID,
+                }
+            ),
             (("entity_id",), ("settlement_id",)),
         ),
         ToolSpec(
@@ -158,11 +177,16 @@ TOOL_SPECS: dict[str, ToolSpec] = {
             " or by date.",
             _schema(
                 {
-                    "line_id": _STR,
-                    "utr": _STR,
-                    "amount_paise": _INT,
-                    "date": {"type": "string", "description": "ISO date"},
-                    "window_days": {"type": "integer", "minimum": 0, "maximum": MAX_WINDOW_DAYS},
+                    "line_id": _str("Bank line id: statement file and line, e.g. bank.csv:12."),
+                    "utr": _UTR,
+                    "amount_paise": _int("Credit amount in integer paise."),
+                    "date": {"type": "string", "description": "ISO date (YYYY-MM-DD)."},
+                    "window_days": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "maximum": MAX_WINDOW_DAYS,
+                        "description": "Days either side of date to search (default 0).",
+                    },
                 }
             ),
             (
@@ -178,20 +202,26 @@ TOOL_SPECS: dict[str, ToolSpec] = {
             "dispute",
             "A dispute by id with its recon adjustment rows and their totals (debited, "
             "reversed, outstanding).",
-            _schema({"dispute_id": _STR}, required=("dispute_id",)),
+            _schema(
+                {"dispute_id": _str("Razorpay dispute id, disp_...")}, required=("dispute_id",)
+            ),
         ),
         ToolSpec(
             "settlement_arithmetic",
             "A settlement's amount against the sum of its recon rows and its bank credits.",
-            _schema({"settlement_id": _STR}, required=("settlement_id",)),
+            _schema({"settlement_id": _SETTLEMENT_ID}, required=("settlement_id",)),
         ),
         ToolSpec(
             "calendar_status",
             "Created, due and overdue dates of a payment, refund or settlement as of the run.",
             _schema(
                 {
-                    "entity_type": {"type": "string", "enum": ["payment", "refund", "settlement"]},
-                    "entity_id": _STR,
+                    "entity_type": {
+                        "type": "string",
+                        "enum": ["payment", "refund", "settlement"],
+                        "description": "What entity_id names.",
+                    },
+                    "entity_id": _str("The payment, refund or settlement id."),
                 },
                 required=("entity_type", "entity_id"),
             ),
@@ -199,17 +229,23 @@ TOOL_SPECS: dict[str, ToolSpec] = {
         ToolSpec(
             "instant_settlement",
             "An instant settlement (setlod_...) with its payouts, their UTRs and bank dates.",
-            _schema({"instant_settlement_id": _STR}, required=("instant_settlement_id",)),
+            _schema(
+                {"instant_settlement_id": _str("Instant settlement id, setlod_...")},
+                required=("instant_settlement_id",),
+            ),
         ),
         ToolSpec(
             "transfer",
             "A Route transfer (trf_...) with the recon rows that reverse it.",
-            _schema({"transfer_id": _STR}, required=("transfer_id",)),
+            _schema({"transfer_id": _str("Route transfer id, trf_...")}, required=("transfer_id",)),
         ),
         ToolSpec(
             "related_exceptions",
             "Other exceptions on the same entities or settlements.",
-            _schema({"exception_id": _INT}, required=("exception_id",)),
+            _schema(
+                {"exception_id": _int("The exception's numeric id (exception.id).")},
+                required=("exception_id",),
+            ),
         ),
     )
 }
