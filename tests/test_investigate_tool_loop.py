@@ -104,9 +104,11 @@ def test_the_model_calls_a_tool_the_loop_runs_it_and_the_answer_uses_its_result(
     credit, debit = conn.execute(
         "SELECT sum(credit), sum(debit) FROM recon_rows WHERE settlement_id = 'setl_GOOD01'"
     ).fetchone()
-    ran = [i for i in result.evidence.items if i.tool == "settlement_arithmetic"]
-    assert [dict(i.args) for i in ran] == [{"settlement_id": "setl_GOOD01"}]
-    assert ran[0].records[0]["net_of_rows"] == credit - debit
+    # (The gathered evidence may hold the same settlement's arithmetic already: the model's
+    # call is the last item, appended by the loop.)
+    ran = result.evidence.items[-1]
+    assert (ran.tool, dict(ran.args)) == ("settlement_arithmetic", {"settlement_id": "setl_GOOD01"})
+    assert ran.records[0]["net_of_rows"] == credit - debit
 
     # The answer shown is the model's, built from the tool's output, and it verified.
     assert result.source == LITE, result.fallback_reason

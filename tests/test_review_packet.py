@@ -27,6 +27,7 @@ from core.errors import NotFoundError, RefusedError
 from core.investigate import gather_evidence
 from core.investigate.deterministic import explain
 from core.investigate.prompt import PROMPT_VERSION
+from core.investigate.service import redact_evidence
 from core.review import comment
 from core.review.packet import (
     BANK,
@@ -343,7 +344,7 @@ def test_a_verified_cached_model_answer_is_the_packets_answer_and_a_stale_one_is
     exception_id = fee_id(seeded)
     evidence = gather_evidence(conn, exception_id)
     rules = explain(evidence)
-    key = evidence.redact().digest(PROMPT_VERSION)
+    key = redact_evidence(evidence)[0].digest(PROMPT_VERSION)
 
     def cache(answer: dict[str, object]) -> None:
         with transaction(conn):

@@ -23,7 +23,7 @@ from core.errors import ConfigError
 from core.investigate.evidence import Evidence
 from core.investigate.result import UNCLASSIFIED, Answer
 from core.money import format_inr, format_minor
-from core.root_causes import CAUSES_BY_CODE, ROOT_CAUSES
+from core.root_causes import CAUSES_BY_CODE, ROOT_CAUSES, causes_for_codes
 
 Record = Mapping[str, Any]
 
@@ -1212,14 +1212,9 @@ RULES: dict[str, Rule] = {
 
 def allowed_causes(exception: Mapping[str, Any]) -> tuple[str, ...]:
     """Root causes a model may name: those of the primary code, then the other codes'."""
-    codes = [str(exception.get("reason_code", ""))]
-    codes += [c for c in str(exception.get("reason_codes", "")).split(";") if c]
-    causes: list[str] = []
-    for code in codes:
-        for cause in CAUSES_BY_CODE.get(code.strip(), ()):
-            if cause not in causes:
-                causes.append(cause)
-    return tuple(causes)
+    return causes_for_codes(
+        str(exception.get("reason_code", "")).strip(), exception.get("reason_codes")
+    )
 
 
 # --- reading across entities -------------------------------------------------------------

@@ -15,7 +15,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from core.investigate.redact import redact_value
 from core.investigate.tools import (
     ID_FIELDS,
     MONEY_FIELDS,
@@ -75,24 +74,6 @@ class Evidence:
 
     def with_items(self, extra: tuple[ToolResult, ...]) -> Evidence:
         return replace(self, items=self.items + extra)
-
-    def redact(self) -> Evidence:
-        """The copy that may leave the machine: personal data replaced in every string
-        except record ids (and an id holding '@' is redacted too)."""
-        keep = ID_FIELDS
-        return Evidence(
-            exception=redact_value(dict(self.exception), keep=keep),
-            items=tuple(
-                ToolResult(
-                    tool=item.tool,
-                    args=redact_value(dict(item.args), keep=keep | _ARG_ID_KEYS),
-                    records=tuple(redact_value(dict(r), keep=keep) for r in item.records),
-                    note=item.note,
-                )
-                for item in self.items
-            ),
-            redacted=True,
-        )
 
     # --- what a citation may name -------------------------------------------------------
 

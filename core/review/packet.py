@@ -32,7 +32,6 @@ import csv
 import datetime as dt
 import hashlib
 import hmac
-import importlib
 import io
 import json
 import re
@@ -155,10 +154,16 @@ def _mask_digits(number: str) -> str:
 def mask_text(text: str) -> str:
     """Free text with customer identifiers masked: emails, phones, VPAs, cards (the
     investigator's redaction) and bank account numbers after A/C, ACCT or ACCOUNT."""
-    masked = ACCOUNT_TEXT.sub(
-        lambda m: f"{m.group('lead')}{m.group('gap')}{_mask_digits(m.group('number'))}", text
-    )
-    return redact_text(masked)
+    # The last four digits stay (support needs to know which account); the investigator's
+    # redaction, which would take the whole number, runs with them set aside.
+    kept: list[str] = []
+
+    def set_aside(match: re.Match[str]) -> str:
+        kept.append(f"{match.group('lead')}{match.group('gap')}{_mask_digits(match['number'])}")
+        return f"\x00{len(kept) - 1}\x00"
+
+    redacted = redact_text(ACCOUNT_TEXT.sub(set_aside, text))
+    return re.sub("\x00(\\d+)\x00", lambda m: kept[int(m.group(1))], redacted)
 
 
 def mask_value(key: str, value: Any) -> Any:
@@ -409,29 +414,24 @@ def _fields(
 
 def _investigator_answer(conn: sqlite3.Connection, exception_id: int) -> InvestigatorAnswer:
     """A verified cached model answer for exactly this evidence, else the rules' answer."""
-    try:
-        investigate = importlib.import_module("core.investigate")
-    except ModuleNotFoundError:
-        return InvestigatorAnswer("none", "", 0.0, "", "", True, (), "investigator not installed")
     from core.db import investigate as cache_db
+    from core.investigate import Answer, gather_evidence
     from core.investigate.deterministic import allowed_causes, explain
     from core.investigate.prompt import PROMPT_VERSION
-    from core.investigate.verify import check_citations
+    from core.investigate.service import model_answer_problem, redact_evidence
 
-    evidence = investigate.gather_evidence(conn, exception_id)
+    evidence = gather_evidence(conn, exception_id)
     shown = explain(evidence)
     source, note = "deterministic", "the rules' answer (no verified model answer cached)"
-    redacted = evidence.redact()
+    redacted = redact_evidence(evidence)[0]  # as the investigator keys its cache
     hit = cache_db.cache_get(conn, redacted.digest(PROMPT_VERSION))
     if hit is not None:
         try:
-            cached = investigate.Answer.from_dict(json.loads(hit["answer_json"])["answer"])
+            cached = Answer.from_dict(json.loads(hit["answer_json"])["answer"])
         except (KeyError, TypeError, ValueError):
             cached = None
-        if (
-            cached is not None
-            and cached.root_cause in allowed_causes(redacted.exception)
-            and check_citations(cached, redacted).ok
+        if cached is not None and not model_answer_problem(
+            cached, redacted, allowed_causes(redacted.exception)
         ):
             shown = cached
             source, note = f"{hit['model']} (cached)", "a model's answer, checked again now"
