@@ -10,7 +10,7 @@ from typing import Any
 
 import streamlit as st
 
-from ui import auth, keys, shell
+from ui import auth, keys, shell, shortcuts
 from ui.format import inr
 from ui.widgets import module
 
@@ -47,7 +47,8 @@ def box(item: dict[str, Any]) -> None:
             st.text_input("Amount written off (₹)", key=keys.DECISION_AMOUNT, placeholder="₹")
             st.caption(f"Above {inr(shell.four_eyes())} a second person (approver) must approve.")
         marked = bool(item.get("not_found_run_id")) and status not in CLOSED
-        resolve_col, escalate_col, reopen_col = st.columns(3)
+        # Resolve is widest: its button also shows its shortcut, Ctrl + Enter.
+        resolve_col, escalate_col, reopen_col = st.columns([4, 3, 3], gap="small")
         resolve_col.button(
             "Resolve",
             key=keys.DECISION_RESOLVE,
@@ -55,6 +56,7 @@ def box(item: dict[str, Any]) -> None:
             disabled=status in CLOSED,
             on_click=shell.decide,
             args=("resolve", exception_id, version),
+            shortcut=shortcuts.RESOLVE,
         )
         escalate_col.button(
             "Escalate",
@@ -62,6 +64,7 @@ def box(item: dict[str, Any]) -> None:
             disabled=status in (*CLOSED, "ESCALATED"),
             on_click=shell.decide,
             args=("escalate", exception_id, version),
+            shortcut=shortcuts.ESCALATE,
         )
         reopen_col.button(
             "Reopen",
@@ -87,11 +90,35 @@ def box(item: dict[str, Any]) -> None:
             on_click=shell.assign_one,
             args=(exception_id, version),
         )
+        shortcuts.note_keys()
     shell.show_flash(keys.DECISION_FLASH)
-    st.button(
+    previous_col, next_col = st.columns(2)
+    previous_col.button(
+        "Previous",
+        key=keys.DECISION_PREVIOUS,
+        icon=":material/skip_previous:",
+        on_click=previous_exception,
+        args=(exception_id,),
+        shortcut=shortcuts.PREVIOUS,
+    )
+    next_col.button(
         "Next exception",
         key=keys.DECISION_NEXT,
         icon=":material/skip_next:",
         on_click=shell.next_exception,
         args=(exception_id,),
+        shortcut=shortcuts.NEXT,
     )
+    st.caption(shortcuts.INVESTIGATION_HELP)
+
+
+def previous_exception(current: int) -> None:
+    """on_click of Previous: the row before this one on the queue page last shown."""
+    order = [int(i) for i in st.session_state.get(keys.QUEUE_ORDER) or []]
+    earlier = order[: order.index(current)] if current in order else []
+    if earlier:
+        st.session_state[keys.SELECTED_EXCEPTION] = earlier[-1]
+    else:
+        shell.flash_at(
+            keys.DECISION_FLASH, "warning", "No previous exception on the queue page last shown."
+        )
