@@ -47,9 +47,10 @@ def box(item: dict[str, Any]) -> None:
             st.text_input("Amount written off (₹)", key=keys.DECISION_AMOUNT, placeholder="₹")
             st.caption(f"Above {inr(shell.four_eyes())} a second person (approver) must approve.")
         marked = bool(item.get("not_found_run_id")) and status not in CLOSED
-        # Resolve is widest: its button also shows its shortcut, Ctrl + Enter.
-        resolve_col, escalate_col, reopen_col = st.columns([4, 3, 3], gap="small")
-        resolve_col.button(
+        # Side by side at their own widths (the buttons also show their keys), wrapping if
+        # the column is narrow, so no label is cut short.
+        buttons = st.container(horizontal=True, gap="small")
+        buttons.button(
             "Resolve",
             key=keys.DECISION_RESOLVE,
             type="primary",
@@ -58,7 +59,7 @@ def box(item: dict[str, Any]) -> None:
             args=("resolve", exception_id, version),
             shortcut=shortcuts.RESOLVE,
         )
-        escalate_col.button(
+        buttons.button(
             "Escalate",
             key=keys.DECISION_ESCALATE,
             disabled=status in (*CLOSED, "ESCALATED"),
@@ -66,7 +67,7 @@ def box(item: dict[str, Any]) -> None:
             args=("escalate", exception_id, version),
             shortcut=shortcuts.ESCALATE,
         )
-        reopen_col.button(
+        buttons.button(
             "Reopen",
             key=keys.DECISION_REOPEN,
             disabled=not (marked or status in (*CLOSED, "ESCALATED")),
