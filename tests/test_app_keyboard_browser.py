@@ -198,8 +198,9 @@ def test_a_shortcut_presses_nothing_a_click_could_not(
 
 
 def _resolve_one(conn: sqlite3.Connection) -> list[tuple[int]]:
+    from core.access import local_user
     from core.review import resolve
 
     (item,) = views.queue(conn, QueueFilter(), page_size=1).items
-    resolve(conn, item.id, actor="local", note="closed for the test", request_id="kb-closed")
+    resolve(conn, item.id, actor=local_user(), note="closed for the test", request_id="kb-closed")
     return [(item.id,)]
