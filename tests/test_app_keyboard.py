@@ -46,6 +46,7 @@ def test_a_viewer_gets_no_deciding_key_only_next_and_previous(app_db: tuple[Path
     at = _app("pages/investigation.py", "viewer@example.com")
     _no_exception(at)
     assert _shortcuts(at) == {keys.DECISION_PREVIOUS: "k", keys.DECISION_NEXT: "j"}
+    assert _keyboard_captions(at) == [shortcuts.MOVE_HELP]
     assert at.get("html") == []  # no note box, so nothing to focus
 
 

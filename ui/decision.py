@@ -110,7 +110,7 @@ def box(item: dict[str, Any]) -> None:
         args=(exception_id,),
         shortcut=shortcuts.NEXT,
     )
-    st.caption(shortcuts.INVESTIGATION_HELP)
+    st.caption(shortcuts.INVESTIGATION_HELP if auth.can("review") else shortcuts.MOVE_HELP)
 
 
 def previous_exception(current: int) -> None:

@@ -34,6 +34,7 @@ INVESTIGATION_HELP = (
     "**Ctrl/⌘+Enter** resolve · **Esc** leave the note · "
     f"**{ESCALATE}** escalate"
 )
+MOVE_HELP = f"Keyboard: **{NEXT}** next · **{PREVIOUS}** previous"  # without the reviewer role
 QUEUE_HELP = f"Keyboard: **{OPEN}** opens the exception chosen below."
 
 # Only focus moves; the note box is found by its widget key's class (st-key-<key>).
