@@ -80,8 +80,7 @@ SETTLED = """() => !document.querySelector('[data-stale="true"]')
 
 
 def _settled(page: object) -> None:
-    page.wait_for_function(SETTLED, timeout=30_000)  # type: ignore[attr-defined]
-    page.wait_for_timeout(150)  # type: ignore[attr-defined]
+    """Called once something new from this run is on screen, so the run has started."""
     page.wait_for_function(SETTLED, timeout=30_000)  # type: ignore[attr-defined]
 
 
