@@ -8,8 +8,13 @@
    process): the Overview, the Exceptions page's first render, a filter change, a next
    page, and a search. `--db` measures an existing database (for example the benchmark
    helper's 1M-payment run); otherwise one is written with the test data builder.
+3. Working the queue (issue 13), server time per step on the same database: open (a click
+   on the queue's first row, which runs the queue and then the Investigation page), decide
+   (a note and Resolve), next (Next exception). The decisions are written to a copy of the
+   database, so the measured one is left as it was. Target <= 0.3 s each, printed beside
+   the medians, never asserted; CPU seconds are printed too, as the machine may be busy.
 
-`measure_pages(db)` and `measure_cold_start(folder)` return dicts for `benchmarks/run.py`.
+`measure_pages(db)`, `measure_workflow(db)` and `measure_cold_start(folder)` return dicts.
 """
 
 from __future__ import annotations
@@ -37,6 +42,20 @@ def _median_seconds(fn: Callable[[], object], repeats: int) -> float:
         fn()
         samples.append(time.perf_counter() - started)
     return round(statistics.median(samples), 3)
+
+
+def _median_timed(samples: list[tuple[float, float]]) -> tuple[float, float]:
+    """Median wall and CPU seconds of (wall, cpu) samples."""
+    return (
+        round(statistics.median(w for w, _ in samples), 3),
+        round(statistics.median(c for _, c in samples), 3),
+    )
+
+
+def _timed(fn: Callable[[], object]) -> tuple[float, float]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - wall, time.process_time() - cpu
 
 
 def build_database(path: Path, payments: int) -> dict[str, Any]:
@@ -135,6 +154,84 @@ def measure_pages(database: Path, repeats: int = 5) -> dict[str, Any]:
         PagesManager.__init__ = original  # type: ignore[method-assign]
 
 
+WORKFLOW_TARGET_S = 0.3
+
+
+def measure_workflow(database: Path, folder: Path, repeats: int = 5) -> dict[str, Any]:
+    """Median server seconds of open / decide / next, as the pages run them (AppTest runs
+    the real app.py in process), on a copy of `database` written to `folder`."""
+    import shutil
+    import sqlite3
+
+    from streamlit import config
+    from streamlit.runtime.pages_manager import PagesManager
+    from streamlit.testing.v1 import AppTest
+
+    from ui import keys
+
+    copy = folder / "workflow.sqlite"
+    source = sqlite3.connect(database)
+    try:
+        source.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # everything in the main file
+    finally:
+        source.close()
+    started = time.perf_counter()
+    shutil.copyfile(database, copy)
+    copy_s = time.perf_counter() - started
+    os.environ["DATABASE_URL"] = str(copy)
+    config.set_option("server.address", "127.0.0.1")  # the local single user, as make run
+    original = PagesManager.__init__
+
+    def init(self: PagesManager, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False  # as the server does after app.py runs
+
+    PagesManager.__init__ = init  # type: ignore[method-assign]
+    try:
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+        at.run()
+        steps: dict[str, list[tuple[float, float]]] = {"open": [], "decide": [], "next": []}
+        worked: list[str] = []
+        shown: list[str] = []  # the decision's message, proof each Resolve was written
+        for n in range(repeats + 1):  # the first round warms the caches; not counted
+            at.switch_page("pages/exceptions.py")
+            at.run()
+            table = at.dataframe[0]
+            at.session_state[table.key] = {"selection": {"rows": [0], "columns": []}}
+            opened = _timed(at.run)  # the click: queue script, then Investigation's
+            at.switch_page("pages/investigation.py")  # AppTest's next run starts here
+            worked.append(at.subheader[0].value.split(" ")[0])
+            at.text_area(key=keys.DECISION_NOTE).input(f"benchmark decision {n}")
+            decided = _timed(at.button(key=keys.DECISION_RESOLVE).click().run)
+            shown += [str(m.value) for m in at.success if "is now" in str(m.value)]
+            moved = _timed(at.button(key=keys.DECISION_NEXT).click().run)
+            if n:
+                steps["open"].append(opened)
+                steps["decide"].append(decided)
+                steps["next"].append(moved)
+        result: dict[str, Any] = {"copy_s": round(copy_s, 2), "worked": worked}
+        for name, samples in steps.items():
+            wall, cpu = _median_timed(samples)
+            result[f"{name}_s"] = wall
+            result[f"{name}_cpu_s"] = cpu
+        result["target_s"] = WORKFLOW_TARGET_S
+        result["decisions_shown"] = shown
+        result["errors"] = [e.value for e in at.exception] + [e.value for e in at.error]
+        return result
+    finally:
+        PagesManager.__init__ = original  # type: ignore[method-assign]
+        copy.unlink(missing_ok=True)
+
+
+def workflow_table(result: dict[str, Any]) -> str:
+    """The `make bench` row: one line per step, the target beside it."""
+    lines = ["step     server s (median)   CPU s   target"]
+    for name in ("open", "decide", "next"):
+        wall, cpu = result[f"{name}_s"], result[f"{name}_cpu_s"]
+        lines.append(f"{name:<8} {wall:>17.3f} {cpu:>7.3f}   <= {result['target_s']} s")
+    return "\n".join(lines)
+
+
 def measure_cold_start(folder: Path) -> dict[str, Any]:
     """Seconds from opening the app on an empty database to the Overview's KPI cards."""
     from playwright.sync_api import sync_playwright
@@ -179,6 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", type=Path, help="measure this database instead of building one")
     parser.add_argument("--skip-cold-start", action="store_true")
     parser.add_argument("--skip-pages", action="store_true")
+    parser.add_argument("--skip-workflow", action="store_true")
     args = parser.parse_args(argv)
     report: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="razorrecon-ui-bench-") as tmp:
@@ -186,13 +284,17 @@ def main(argv: list[str] | None = None) -> int:
         if not args.skip_cold_start:
             report["cold_start"] = measure_cold_start(folder)
             print(json.dumps({"cold_start": report["cold_start"]}, indent=2), flush=True)
+        database = args.db
+        if database is None and not (args.skip_pages and args.skip_workflow):
+            database = folder / "big.sqlite"
+            report["build"] = build_database(database, args.payments)
         if not args.skip_pages:
-            database = args.db
-            if database is None:
-                database = folder / "big.sqlite"
-                report["build"] = build_database(database, args.payments)
             report["pages"] = measure_pages(database)
             print(json.dumps({"pages": report["pages"]}, indent=2), flush=True)
+        if not args.skip_workflow:
+            report["workflow"] = measure_workflow(database, folder)
+            print(json.dumps({"workflow": report["workflow"]}, indent=2), flush=True)
+            print(workflow_table(report["workflow"]), flush=True)
     return 0
 
 

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from core import views
-from ui import auth, keys, shell, widgets
+from ui import auth, keys, shell, shortcuts, widgets
 from ui.format import QUEUE_COLUMNS, QUEUE_MORE_COLUMNS, inr, queue_columns, queue_frame
 
 shell.require_frame()
@@ -73,7 +73,14 @@ with open_col:
         format_func=labels.get,
         key=keys.QUEUE_OPEN_CHOICE,
     )
-    if st.button("Investigate", key=keys.QUEUE_OPEN, type="primary", icon=":material/search:"):
+    if st.button(
+        "Investigate",
+        key=keys.QUEUE_OPEN,
+        type="primary",
+        icon=":material/search:",
+        shortcut=shortcuts.OPEN,
+        help=shortcuts.QUEUE_HELP,
+    ):
         st.session_state[keys.SELECTED_EXCEPTION] = int(choice)
         st.switch_page("pages/investigation.py")
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import streamlit as st
 
-from ui import auth, keys, shell
+from ui import auth, keys, shell, shortcuts
 from ui.format import inr
 from ui.widgets import module
 
@@ -47,23 +47,27 @@ def box(item: dict[str, Any]) -> None:
             st.text_input("Amount written off (₹)", key=keys.DECISION_AMOUNT, placeholder="₹")
             st.caption(f"Above {inr(shell.four_eyes())} a second person (approver) must approve.")
         marked = bool(item.get("not_found_run_id")) and status not in CLOSED
-        resolve_col, escalate_col, reopen_col = st.columns(3)
-        resolve_col.button(
+        # Side by side at their own widths (the buttons also show their keys), wrapping if
+        # the column is narrow, so no label is cut short.
+        buttons = st.container(horizontal=True, gap="small")
+        buttons.button(
             "Resolve",
             key=keys.DECISION_RESOLVE,
             type="primary",
             disabled=status in CLOSED,
             on_click=shell.decide,
             args=("resolve", exception_id, version),
+            shortcut=shortcuts.RESOLVE,
         )
-        escalate_col.button(
+        buttons.button(
             "Escalate",
             key=keys.DECISION_ESCALATE,
             disabled=status in (*CLOSED, "ESCALATED"),
             on_click=shell.decide,
             args=("escalate", exception_id, version),
+            shortcut=shortcuts.ESCALATE,
         )
-        reopen_col.button(
+        buttons.button(
             "Reopen",
             key=keys.DECISION_REOPEN,
             disabled=not (marked or status in (*CLOSED, "ESCALATED")),
@@ -87,11 +91,35 @@ def box(item: dict[str, Any]) -> None:
             on_click=shell.assign_one,
             args=(exception_id, version),
         )
+        shortcuts.note_keys()
     shell.show_flash(keys.DECISION_FLASH)
-    st.button(
+    previous_col, next_col = st.columns(2)
+    previous_col.button(
+        "Previous",
+        key=keys.DECISION_PREVIOUS,
+        icon=":material/skip_previous:",
+        on_click=previous_exception,
+        args=(exception_id,),
+        shortcut=shortcuts.PREVIOUS,
+    )
+    next_col.button(
         "Next exception",
         key=keys.DECISION_NEXT,
         icon=":material/skip_next:",
         on_click=shell.next_exception,
         args=(exception_id,),
+        shortcut=shortcuts.NEXT,
     )
+    st.caption(shortcuts.INVESTIGATION_HELP if auth.can("review") else shortcuts.MOVE_HELP)
+
+
+def previous_exception(current: int) -> None:
+    """on_click of Previous: the row before this one on the queue page last shown."""
+    order = [int(i) for i in st.session_state.get(keys.QUEUE_ORDER) or []]
+    earlier = order[: order.index(current)] if current in order else []
+    if earlier:
+        st.session_state[keys.SELECTED_EXCEPTION] = earlier[-1]
+    else:
+        shell.flash_at(
+            keys.DECISION_FLASH, "warning", "No previous exception on the queue page last shown."
+        )

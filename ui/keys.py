@@ -85,6 +85,7 @@ DECISION_REOPEN = "decision_reopen"
 DECISION_ASSIGNEE = "decision_assignee"
 DECISION_ASSIGN = "decision_assign"
 DECISION_NEXT = "decision_next"
+DECISION_PREVIOUS = "decision_previous"  # the row before, on the queue page last shown
 EVIDENCE_TABLE = "evidence_table"  # prefix: one table per evidence section
 HISTORY_TABLE = "history_table"
 INVESTIGATE_TO_SETTLEMENT = "investigate_to_settlement"
