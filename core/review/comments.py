@@ -40,7 +40,7 @@ from core.db import comments as comments_sql
 from core.db import review as review_sql
 from core.db import transaction
 from core.errors import ConfigError, InputError, NotFoundError, Problem, RefusedError, StorageError
-from core.review.model import ExceptionRecord
+from core.review.model import ActionResult, ExceptionRecord
 
 MAX_BODY = 10_000  # characters; the database refuses more (0085)
 MAX_REQUEST_ID = 200
@@ -128,22 +128,16 @@ class Comment:
 
 
 @dataclass(frozen=True)
-class CommentResult:
-    """The answer to add_comment: the rows it wrote; replayed: True when this is the stored
-    answer to an earlier identical request (nothing was written again)."""
+class CommentResult(ActionResult):
+    """The answer to add_comment: an ActionResult (action 'comment'; from_status equals
+    to_status, the version stays) with the rows it wrote: comment_id, the attachments'
+    ids, and its author and time. replayed: True when this is the stored answer to an
+    earlier identical request (nothing was written again)."""
 
-    request_id: str
-    exception_id: int
-    comment_id: int
-    event_id: int
-    audit_seq: int
-    author: str
-    created_at: int
+    comment_id: int = 0
+    author: str = ""
+    created_at: int = 0
     attachment_ids: tuple[int, ...] = ()
-    replayed: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, replayed: bool) -> CommentResult:
@@ -318,13 +312,16 @@ def add_comment(
     body: str,
     request_id: str,
     attachments: Iterable[NewAttachment | tuple[str, bytes]] = (),
+    expected_version: int | None = None,
     now: int | None = None,
 ) -> CommentResult:
     """Add a comment (and its attachments) to the exception's thread and history.
 
-    Its status, assignee and version stay. Raises InputError (bad text or file: nothing
-    written), RefusedError (not a reviewer, audited; attachment count over the limit;
-    request id used for something else), NotFoundError (no such exception).
+    Its status, assignee and version stay; `expected_version`, when given, must be the
+    exception's version (else refused, like every review action). Raises InputError
+    (bad text or file: nothing written), RefusedError (not a reviewer, audited; the
+    attachment count over the limit; a stale version; a request id used for something
+    else), NotFoundError (no such exception).
     """
     if isinstance(actor, str) and not actor.strip():
         raise _problem("actor", "is required and must not be blank")
@@ -364,6 +361,7 @@ def add_comment(
                 "actor": author,
                 "body_sha256": body_sha,
                 "attachments": described,
+                "expected_version": expected_version,
             }
         ).encode("utf-8")
     ).hexdigest()
@@ -374,14 +372,20 @@ def add_comment(
         if prior is not None:
             if prior[0] != digest:
                 raise RefusedError(
-                    f"request id {rid!r} was already used for a different action or comment; "
-                    "use a new request id for a new comment"
+                    f"request id {rid!r} was already used for a different action or payload; "
+                    "use a new request id for a new action"
                 )
             return CommentResult.from_dict(json.loads(prior[1]), replayed=True)
         row = review_sql.get_exception(conn, int(exception_id))
         if row is None:
             raise NotFoundError(f"exception {exception_id} does not exist")
         exc = ExceptionRecord.from_row(row)
+        if expected_version is not None and exc.version != expected_version:
+            raise RefusedError(
+                f"exception {exc.id} changed since you loaded it: it is at version "
+                f"{exc.version}, you had version {expected_version}; it is now {exc.status}. "
+                "Reload and comment again."
+            )
         if files:
             held = comments_sql.count_attachments(conn, exc.id)
             if held + len(files) > limit:
@@ -440,10 +444,15 @@ def add_comment(
         )
         result = CommentResult(
             request_id=rid,
+            action="comment",
             exception_id=exc.id,
-            comment_id=comment_id,
+            from_status=exc.status,
+            to_status=exc.status,
+            version=exc.version,
+            assignee=exc.assignee,
             event_id=event_id,
             audit_seq=seq,
+            comment_id=comment_id,
             author=author,
             created_at=stamp,
             attachment_ids=ids,
