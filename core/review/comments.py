@@ -73,7 +73,7 @@ MEDIA_TYPES = frozenset(EXTENSIONS.values())
 KIND_NAMES = {PDF: "PDF", PNG: "PNG", JPEG: "JPEG", CSV: "CSV", TEXT: "text", XLSX: "XLSX"}
 KIND_NAMES[EML] = "e-mail (.eml)"
 
-_UNSAFE = re.compile(r"[^\w.\-() ]+")
+_KEPT = frozenset(".-_() ")
 _HEADER = re.compile(r"^[A-Za-z0-9-]+:")
 _MARKUP = re.compile(r"^\s*<\s*(!doctype|html|head|body|script|svg|\?xml|iframe)", re.IGNORECASE)
 
@@ -191,6 +191,11 @@ def _size_text(size: int) -> str:
     return f"{size / 1024:,.0f} KiB" if size >= 1024 else f"{size} bytes"
 
 
+def _safe(ch: str) -> bool:
+    """Letters, digits and combining marks of any script (राशि keeps its vowel signs)."""
+    return ch in _KEPT or unicodedata.category(ch)[0] in "LNM"
+
+
 def safe_filename(name: str) -> str:
     """The last path part of `name`, without control or formatting characters (no bidi
     tricks), anything but letters, digits, '.', '-', '_', '(', ')' and spaces replaced by
@@ -198,7 +203,8 @@ def safe_filename(name: str) -> str:
     base = re.split(r"[\\/]", str(name))[-1]
     base = unicodedata.normalize("NFC", base)
     base = "".join(ch for ch in base if not unicodedata.category(ch).startswith("C"))
-    base = _UNSAFE.sub("_", base)
+    base = "".join(ch if _safe(ch) else "_" for ch in base)
+    base = re.sub("_+", "_", base)
     base = re.sub(r"\s+", " ", base).strip(" .")
     stem, dot, ext = base.rpartition(".")
     if not dot or not stem.strip(" ._") or not ext:
