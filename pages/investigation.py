@@ -3,7 +3,7 @@
 import streamlit as st
 
 from core import views
-from ui import auth, decision, keys, shell, widgets
+from ui import auth, comments, decision, keys, shell, widgets
 from ui.format import class_label, due_text, inr, ist, md
 
 shell.require_frame()
@@ -94,6 +94,5 @@ with answer_col:
     decision.box(item)
 
 st.markdown("#### History")
-widgets.records_table(
-    shell.read(views.exception_history, exception_id), keys.HISTORY_TABLE, "No actions yet."
-)
+widgets.records_table(comments.history_records(exception_id), keys.HISTORY_TABLE, "No actions yet.")
+comments.thread(exception_id)
