@@ -44,11 +44,11 @@ def _one_open(conn: sqlite3.Connection, entity: str = "pay_1") -> int:
     return exception_id(conn, entity)
 
 
-def _xlsx() -> bytes:
+def _xlsx(*extra: str) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("[Content_Types].xml", "<Types/>")
-        archive.writestr("xl/workbook.xml", "<workbook/>")
+        for name in ("[Content_Types].xml", "xl/workbook.xml", *extra):
+            archive.writestr(name, "<x/>")
     return buffer.getvalue()
 
 
@@ -271,6 +271,7 @@ def test_a_file_whose_bytes_are_not_what_its_name_says_is_refused() -> None:
         "page.txt": b"<!DOCTYPE html><script>alert(1)</script>",  # markup is not text here
         "tool.exe": b"MZ\x90\x00",  # not on the allowlist
         "sheet.xlsx": b"PK\x03\x04not really a zip",
+        "macros.xlsx": _xlsx("xl/vbaProject.bin"),  # a macro workbook renamed
         "notes.txt": b"text\x00with a NUL",
         "mail.eml": b"just some words, no headers",
         "ledger.csv": "\u20b9 in Latin-1".encode("cp1252", "replace") + b"\xff\xfe",

@@ -74,6 +74,7 @@ KIND_NAMES = {PDF: "PDF", PNG: "PNG", JPEG: "JPEG", CSV: "CSV", TEXT: "text", XL
 KIND_NAMES[EML] = "e-mail (.eml)"
 
 _KEPT = frozenset(".-_() ")
+_CONTROL = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")  # control characters but tab/CR/LF/FF
 _HEADER = re.compile(r"^[A-Za-z0-9-]+:")
 _MARKUP = re.compile(r"^\s*<\s*(!doctype|html|head|body|script|svg|\?xml|iframe)", re.IGNORECASE)
 
@@ -220,9 +221,7 @@ def _text_kind(content: bytes) -> str | None:
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError:
         return None
-    if any(unicodedata.category(ch) == "Cc" and ch not in "\t\n\r\f" for ch in text):
-        return None
-    return text
+    return None if _CONTROL.search(text) else text
 
 
 def _is_xlsx(content: bytes) -> bool:
@@ -231,7 +230,8 @@ def _is_xlsx(content: bytes) -> bool:
             names = set(archive.namelist())
     except (zipfile.BadZipFile, ValueError, OSError):
         return False
-    return "[Content_Types].xml" in names and "xl/workbook.xml" in names
+    workbook = "[Content_Types].xml" in names and "xl/workbook.xml" in names
+    return workbook and "xl/vbaProject.bin" not in names  # no macros
 
 
 def sniff(filename: str, content: bytes) -> str:
@@ -508,13 +508,15 @@ def attachment(conn: sqlite3.Connection, attachment_id: int) -> bytes:
 
 def history(conn: sqlite3.Connection, exception_id: int) -> list[dict[str, Any]]:
     """The exception's history (every event, oldest first, as core.views.exception_history
-    gives it) with an `attachments` column: the files a comment event carried, by name,
-    type and size. For the Investigation page's History table."""
+    gives it) with an `attachments` column, when any comment carried files: the files of
+    each comment event, by name, type and size. For the Investigation page's History table."""
     events = [
         dict(zip(r.keys(), tuple(r), strict=True))
         for r in review_sql.events_of(conn, int(exception_id))
     ]
     by_comment = {c.event_id: c for c in list_comments(conn, exception_id)}
+    if not any(c.attachments for c in by_comment.values()):
+        return events
     for event in events:
         comment = by_comment.get(int(event["id"]))
         event["attachments"] = (
