@@ -42,6 +42,7 @@ bench: $(DEV_STAMP)
 	$(PY) -m benchmarks.run --keep $(BENCH_DIR)
 	$(PY) -m benchmarks.ui --db $(BENCH_DIR)/p1000000/bench.sqlite
 	$(PY) -m benchmarks.review_sync
+	$(PY) -m benchmarks.review_comments
 
 ## lint: ruff everywhere, mypy strict on core/
 lint: $(DEV_STAMP)

@@ -4,7 +4,7 @@ import streamlit as st
 
 import ui.packet
 from core import views
-from ui import auth, decision, keys, shell, widgets
+from ui import auth, comments, decision, keys, shell, widgets
 from ui.format import class_label, due_text, inr, ist, md
 
 shell.require_frame()
@@ -96,6 +96,5 @@ with answer_col:
     ui.packet.downloads(exception_id)
 
 st.markdown("#### History")
-widgets.records_table(
-    shell.read(views.exception_history, exception_id), keys.HISTORY_TABLE, "No actions yet."
-)
+widgets.records_table(comments.history_records(exception_id), keys.HISTORY_TABLE, "No actions yet.")
+comments.thread(exception_id)

@@ -92,6 +92,12 @@ INVESTIGATE_TO_SETTLEMENT = "investigate_to_settlement"
 INVESTIGATE_DETAILS = "investigate_details"  # toggle: internal keys in the evidence
 PACKET_PDF = "packet_pdf"  # download: the escalation packet as PDF (ui/packet.py)
 PACKET_ZIP = "packet_zip"  # download: the escalation packet as a ZIP of CSVs
+COMMENT_TEXT = "comment_text"
+COMMENT_FILES = "comment_files"  # prefix: suffixed with COMMENT_FILES_NONCE (a new box)
+COMMENT_FILES_NONCE = "comment_files_nonce"  # moves on when a comment is posted
+COMMENT_POST = "comment_post"
+COMMENT_FLASH = "comment_message"  # (kind, text) shown once under the comment form
+COMMENT_DOWNLOAD = "comment_download"  # prefix: suffixed with the attachment's id
 
 # --- Data page ------------------------------------------------------------------------
 UPLOAD_FILES = "upload_files"

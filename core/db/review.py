@@ -31,6 +31,7 @@ EXCEPTION_COLUMNS = (
     "opened_at",
     "updated_at",
     "closed_at",
+    "not_found_run_id",  # 0047: "needs review: no longer found" (ExceptionRecord.needs_review)
 )
 EVENT_COLUMNS = (
     "id",

@@ -17,6 +17,15 @@ from core.review.actions import (
     resolve,
 )
 from core.review.approvals import Approval, approve, list_approvals, pending_for, reject
+from core.review.comments import (
+    Attachment,
+    Comment,
+    CommentResult,
+    NewAttachment,
+    add_comment,
+    attachment,
+    list_comments,
+)
 from core.review.due import due_date, working_days_for
 from core.review.model import (
     STATUSES,
@@ -40,13 +49,19 @@ __all__ = [
     "TRANSITIONS",
     "ActionResult",
     "Approval",
+    "Attachment",
     "BulkResult",
+    "Comment",
+    "CommentResult",
     "ExceptionEvent",
     "ExceptionRecord",
+    "NewAttachment",
     "SyncSummary",
     "act",
+    "add_comment",
     "approve",
     "assign",
+    "attachment",
     "audit_trail",
     "bulk_assign",
     "bulk_escalate",
@@ -57,6 +72,7 @@ __all__ = [
     "get_exception",
     "history",
     "list_approvals",
+    "list_comments",
     "list_exceptions",
     "mark_investigated",
     "pending_for",

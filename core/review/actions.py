@@ -20,8 +20,9 @@ its type: explained, corrected_at_source or written_off (with the amount, paise)
 write-off above the four-eyes threshold (RAZORRECON_FOUR_EYES_PAISE) does not resolve: it
 waits for an approver other than its maker (core.review.approvals).
 
-A request id answers once: the same id with the same payload returns the first answer
-and does nothing; with another payload it is refused.
+A comment goes through core.review.comments.add_comment (the exception's thread; it
+may carry attachments there). A request id answers once: the same id with the same
+payload returns the first answer and does nothing; with another payload it is refused.
 `expected_version`, when given, must equal the exception's version (else refused).
 """
 
@@ -40,6 +41,7 @@ from core.db import access as access_sql
 from core.db import review as review_sql
 from core.db import transaction
 from core.errors import InputError, NotFoundError, Problem, RefusedError
+from core.review.comments import add_comment
 from core.review.due import due_date
 from core.review.model import ActionResult, BulkResult, ExceptionRecord
 
@@ -349,6 +351,16 @@ def act(
     if action not in ("assign", "escalate") and assignee_ is not None:
         raise _problem("assignee", f"{action} takes no assignee")
     resolution_, amount_ = _resolution(action, resolution, amount)
+    if action == "comment":  # the thread's entry, its history event and audit entry
+        return add_comment(
+            conn,
+            exception_id,
+            actor=actor,
+            body=note_ or "",
+            request_id=rid,
+            expected_version=expected_version,
+            now=now,
+        )
     acting = access.require(
         conn, actor, "review", action=action, entity_type="exception", entity_id=str(exception_id)
     )

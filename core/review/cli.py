@@ -1,8 +1,10 @@
 """`python -m core review ...` (human decisions) and `python -m core exceptions list`.
 
-review resolve|escalate|reopen|assign|comment|investigate EXCEPTION_ID --db PATH
+review resolve|escalate|reopen|assign|investigate EXCEPTION_ID --db PATH
     --request-id ID [--note TEXT] [--assignee EMAIL] [--expected-version N] [--json]
     [--resolution explained|corrected_at_source|written_off --amount RUPEES] [--actor EMAIL]
+review comment --db PATH --exception ID --text TEXT [--attach FILE]... [--request-id ID]
+    [--expected-version N] [--actor EMAIL] [--json]   (or: comment ID --note TEXT ...)
 review approve|reject APPROVAL_ID --db PATH --request-id ID [--note TEXT] [--actor EMAIL]
 review approvals --db PATH [--all] [--json]
 review show EXCEPTION_ID --db PATH [--json]
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import json
 import sqlite3
 import sys
@@ -35,10 +38,11 @@ from core.errors import EXIT_OK, InputError, NotFoundError, Problem
 from core.money import MoneyFormatError, format_inr, parse_rupees
 from core.review.actions import RESOLUTIONS, act
 from core.review.approvals import approve, list_approvals, reject
+from core.review.comments import NewAttachment, add_comment, max_attachment_bytes
 from core.review.model import ActionResult
 from core.review.queries import audit_trail, get_exception, history, list_exceptions
 
-ACTIONS = ("resolve", "escalate", "reopen", "assign", "comment", "investigate")
+ACTIONS = ("resolve", "escalate", "reopen", "assign", "investigate")
 
 
 @contextmanager
@@ -69,7 +73,7 @@ def register(subparsers: Any) -> None:
         p.add_argument("--request-id", required=True, metavar="ID")
         p.add_argument(
             "--note",
-            required=name in ("resolve", "escalate", "reopen", "comment"),
+            required=name in ("resolve", "escalate", "reopen"),
             metavar="TEXT",
         )
         p.add_argument("--assignee", required=name == "assign", metavar="EMAIL")
@@ -79,6 +83,7 @@ def register(subparsers: Any) -> None:
             p.add_argument("--amount", metavar="RUPEES", help="the amount written off")
         p.add_argument("--json", action="store_true", help="print the result as JSON")
         p.set_defaults(func=_run_action, action_name=name)
+    register_comment(actions)
     for name in ("approve", "reject"):
         p = actions.add_parser(name, help=f"{name} a write-off awaiting four eyes")
         p.add_argument("approval_id", type=int, metavar="APPROVAL_ID")
@@ -141,6 +146,78 @@ def _run_action(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_dict(), ensure_ascii=False))
     else:
         print(_describe(result))
+    return EXIT_OK
+
+
+def register_comment(actions: Any) -> None:
+    p = actions.add_parser("comment", help="comment on an exception, with attachments")
+    p.add_argument("exception_id", type=int, nargs="?", metavar="EXCEPTION_ID")
+    p.add_argument("--exception", type=int, dest="exception", metavar="ID")
+    p.add_argument("--db", required=True, metavar="PATH")
+    p.add_argument("--actor", metavar="EMAIL", help="act as this user (needs the role)")
+    p.add_argument("--text", "--note", dest="text", required=True, metavar="TEXT")
+    p.add_argument("--attach", action="append", default=[], metavar="FILE")
+    p.add_argument(
+        "--request-id",
+        metavar="ID",
+        help="idempotency key (default: from the exception, actor, text and files, so "
+        "running the same command again adds nothing)",
+    )
+    p.add_argument("--expected-version", type=int, metavar="N")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=_run_comment)
+
+
+def _attachment_file(name: str, cap: int) -> NewAttachment:
+    """A file to attach, read only when within the cap (a larger one is refused unread)."""
+    path = Path(name)
+    if not path.is_file():
+        raise InputError([Problem(name, 0, "", "no such file to attach")])
+    size = path.stat().st_size
+    if size > cap:
+        raise InputError(
+            [
+                Problem(
+                    name,
+                    0,
+                    "",
+                    f"is {size:,} bytes, over the {cap // 1024:,} KiB limit for an attachment "
+                    "(RAZORRECON_MAX_ATTACHMENT_KB); nothing was saved",
+                )
+            ]
+        )
+    return NewAttachment(path.name, path.read_bytes())
+
+
+def _run_comment(args: argparse.Namespace) -> int:
+    ids = {i for i in (args.exception_id, args.exception) if i is not None}
+    if len(ids) != 1:
+        raise InputError([Problem("--exception", 0, "", "give one exception id")])
+    (exception_id,) = ids
+    cap = max_attachment_bytes()
+    files = [_attachment_file(name, cap) for name in args.attach]
+    actor = acting(args)
+    rid = args.request_id
+    if rid is None:
+        who = actor.actor if isinstance(actor, access.Principal) else actor
+        parts = [str(exception_id), who, args.text.strip()]
+        parts += [hashlib.sha256(f.content).hexdigest() + f.filename for f in files]
+        rid = "cli-" + hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()[:32]
+    with existing_database(args.db) as conn:
+        result = add_comment(
+            conn,
+            exception_id,
+            actor=actor,
+            body=args.text,
+            request_id=rid,
+            attachments=files,
+            expected_version=args.expected_version,
+        )
+    if args.json:
+        print(json.dumps(result.to_dict(), ensure_ascii=False))
+    else:
+        attached = f", {len(result.attachment_ids)} attachment(s)" if result.attachment_ids else ""
+        print(f"comment #{result.comment_id}{attached}: " + _describe(result))
     return EXIT_OK
 
 
