@@ -17,6 +17,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SCREENSHOTS = ROOT / "test-artifacts" / "screenshots"
@@ -152,3 +153,14 @@ def screen_errors(page: object) -> list[str]:
     for selector in ('[data-testid="stException"]', '[data-testid="stAlertContentError"]'):
         found += [el.inner_text() for el in page.query_selector_all(selector)]  # type: ignore[attr-defined]
     return found
+
+
+def open_exception(page: Any, exception_id: int | str) -> None:
+    """Open one exception on the Investigation page by typing its id, as a person would
+    (the page's default exception depends on the queue, and the box shows it only once
+    the page has settled: a test reads the id it chose, never the box)."""
+    field = page.get_by_label("Exception id")
+    field.fill(str(exception_id))
+    field.press("Enter")
+    wait_rendered(page)
+    page.wait_for_selector(f"text=#{exception_id} ·", timeout=30_000)

@@ -16,6 +16,7 @@ from tests.app_browser import (
     PAGE_PATHS,
     SCREENSHOTS,
     Server,
+    open_exception,
     running_server,
     screen_errors,
     wait_rendered,
@@ -95,8 +96,8 @@ def test_cold_start_then_every_page_then_resolve_and_audit(
 
     page.goto(f"{server.url}/investigation")
     wait_rendered(page)
-    exception_id = page.get_by_label("Exception id").input_value()
-    assert exception_id.isdigit()
+    exception_id = str(_count(database, "SELECT min(id) FROM exceptions WHERE status = 'OPEN'"))
+    open_exception(page, exception_id)
     page.fill('textarea[aria-label="Note (required)"]', "Confirmed with the bank; closing.")
     page.get_by_role("button", name="Resolve").click()
     page.wait_for_selector(f"text=Exception #{exception_id} is now RESOLVED", timeout=60_000)

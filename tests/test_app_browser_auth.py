@@ -7,7 +7,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -17,6 +16,7 @@ from tests.app_browser import (
     CHROMIUM_ARGS,
     SCREENSHOTS,
     free_port,
+    open_exception,
     running_server,
     screen_errors,
     wait_rendered,
@@ -79,6 +79,16 @@ def _status(database: Path, exception_id: int) -> str:
     try:
         row = conn.execute("SELECT status FROM exceptions WHERE id = ?", (exception_id,))
         return str(row.fetchone()[0])
+    finally:
+        conn.close()
+
+
+def _open_exception_id(database: Path) -> int:
+    conn = connect(database)
+    try:
+        return int(
+            conn.execute("SELECT min(id) FROM exceptions WHERE status = 'OPEN'").fetchone()[0]
+        )
     finally:
         conn.close()
 
@@ -166,15 +176,6 @@ def test_oidc_sign_in_and_four_eyes_reviewer_asks_approver_approves(
         ]
 
 
-def _open(page: Any, exception_id: str) -> None:
-    """Open one exception on the Investigation page by its id, as a person types it."""
-    field = page.get_by_label("Exception id")
-    field.fill(exception_id)
-    field.press("Enter")
-    wait_rendered(page)
-    page.wait_for_selector(f"text=#{exception_id} ·", timeout=30_000)
-
-
 def test_two_demo_visitors_work_in_separate_sandboxes(
     database: Path, browser: object, tmp_path: Path
 ) -> None:
@@ -194,8 +195,11 @@ def test_two_demo_visitors_work_in_separate_sandboxes(
         for page in visitors:  # in-app navigation keeps the session (and its sandbox)
             page.get_by_role("link", name="Investigation").click()
             wait_rendered(page)
-        exception_id = first.get_by_label("Exception id").input_value()
-        _open(second, exception_id)  # both visitors on the same exception, each in its sandbox
+        exception_id = str(_open_exception_id(database))
+        for page in visitors:
+            open_exception(
+                page, exception_id
+            )  # both visitors on the same exception, each in its sandbox
         first.fill('textarea[aria-label="Note (required)"]', "Demo visitor one decides.")
         first.get_by_role("button", name="Resolve").click()
         first.wait_for_selector(f"text=Exception #{exception_id} is now RESOLVED", timeout=60_000)
@@ -207,7 +211,7 @@ def test_two_demo_visitors_work_in_separate_sandboxes(
         second.wait_for_selector('[data-testid="stMetric"]', timeout=60_000)
         second.get_by_role("link", name="Investigation").click()
         wait_rendered(second)
-        _open(second, exception_id)
+        open_exception(second, exception_id)
         body = second.inner_text("body")
         _shot(second, "demo-visitor-two")
         assert "RESOLVED" not in body and "Demo visitor one decides." not in body
