@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core.benchmark import bank, dashboard, files, labels, money, world
+from core.benchmark import bank, dashboard, fees, files, labels, money, world
 from core.benchmark.ids import IdFactory
 from core.calendar import IST
 from core.dataset import BANK_FILE
@@ -222,6 +222,8 @@ def generate(
     own = money.added_payments(payments, faults) if money_model else 0
     pays = world.build_payments(payments - own, calendar, ids, streams["payments"])
     world.plant_payment_faults(pays, calendar, ids, streams["faults"], faults)
+    if faults:  # fee overcharges against the plan (core.benchmark.fees), their own stream
+        fees.plant_overcharges(pays, np.random.default_rng([seed, fees.FEES_STREAM_KEY]))
     refunds = world.build_refunds(pays, calendar, ids, streams["refunds"], faults)
     rows, planted = world.build_recon_rows(pays, refunds, calendar, ids, streams["rows"], faults)
     mm: money.MoneyModel | None = None
@@ -298,6 +300,7 @@ def generate(
         ],
         ignore_index=True,
     )
+    truth = fees.add_labels(truth, fees.overcharged_ids(pays))
     truth = truth.sort_values(["entity_type", "entity_id"], kind="stable").reset_index(drop=True)
     truth["split"] = assign_split(truth["scenario"], streams["split"])
     truth = truth[list(GROUND_TRUTH_COLUMNS)]
@@ -307,6 +310,8 @@ def generate(
     counts["labels_held_out"] = int((truth["split"] == HELD_OUT).sum())
 
     names = tuple(counts_name for counts_name in counts if counts_name.endswith(".csv"))
+    fees.write_plan(target, fees.plan_start(as_of_ts))
+    fees.write_invoice(target, target, as_of_ts, planted=faults)
     for name in dashboard.LAYOUTS:
         (target / name).with_suffix(".xlsx").unlink(missing_ok=True)
     if layout != "api":
