@@ -39,7 +39,6 @@ import pandas as pd
 
 from core.benchmark import rules
 from core.benchmark.fees import INVOICE_FILE, INVOICE_TRUTH_FILE, PRICING_FILE
-from core.books.pricing import PricingPlan
 from core.benchmark.generator import (
     DEFAULT_AS_OF,
     GROUND_TRUTH_FILE,
@@ -47,6 +46,7 @@ from core.benchmark.generator import (
     generate,
     read_ground_truth,
 )
+from core.books.pricing import PricingPlan
 
 NONE = "(none)"
 OUTCOME_FIELDS = ("status", "reason_code", "reason_codes", "match_method")
@@ -414,7 +414,9 @@ def read_pricing_plan(path: Path) -> tuple[PricingPlan, ...]:
     document = json.loads(path.read_text(encoding="utf-8"))
     rules_text = json.dumps(document["rules"])
     return (
-        PricingPlan.from_json(1, int(document["effective_from"]), int(document["gst_bp"]), rules_text),
+        PricingPlan.from_json(
+            1, int(document["effective_from"]), int(document["gst_bp"]), rules_text
+        ),
     )
 
 
@@ -433,7 +435,9 @@ class InvoiceScore:
         return (self.found_fee, self.found_gst) == (self.planted_fee, self.planted_gst)
 
 
-def score_invoice(conn: sqlite3.Connection, dataset_dir: Path, truth_path: Path) -> InvoiceScore | None:
+def score_invoice(
+    conn: sqlite3.Connection, dataset_dir: Path, truth_path: Path
+) -> InvoiceScore | None:
     """Tie the folder's tax invoice out against the stored data (core.books.gst) and compare
     its difference with the planted one; None when the benchmark wrote no invoice."""
     from core.books.gst import parse_invoice_file, tie_out

@@ -98,7 +98,7 @@ def plant_overcharges(p: world.Payments, rng: np.random.Generator) -> IntArray:
         & (p.amount >= MIN_AMOUNT)
     )
     share, least = OVERCHARGES
-    count = min(len(pool), max(least, int(round(len(p.id) * share))))
+    count = min(len(pool), max(least, round(len(p.id) * share)))
     chosen = np.sort(rng.choice(pool, size=count, replace=False)) if count else pool[:0]
     fee, tax = _fee(p.amount[chosen], bp[chosen] + OVERCHARGE_BP)
     p.fee[chosen], p.tax[chosen] = fee, tax
@@ -131,8 +131,8 @@ def add_labels(truth: pd.DataFrame, ids: set[str]) -> pd.DataFrame:
             out.at[index, "status"] = rules.EXCEPTION
             out.at[index, "reason_code"] = FEE_OVERCHARGED
             out.at[index, "exposure_class"] = rules.exposure_class(FEE_OVERCHARGED)
-            if out.at[index, "scenario"] in ("", "clean"):
-                out.at[index, "scenario"] = SCENARIO
+            if out.at[index, "scenario"] in ("", "payment/clean"):
+                out.at[index, "scenario"] = f"payment/{SCENARIO}"
             if out.at[index, "root_cause"] == "":
                 out.at[index, "root_cause"] = ROOT_CAUSE
     return out

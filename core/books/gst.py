@@ -19,7 +19,6 @@ the merchant's state differs from the supplier's, else CGST + SGST, half each.
 from __future__ import annotations
 
 import csv
-import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,14 +73,15 @@ def parse_invoice_csv(month: str, text: str, file: str = "invoice.csv") -> Invoi
         if number == 1 and name == "component":
             continue
         if len(cells) != 2:
+            where = "3" if len(cells) > 2 else "2"
             problems.append(
-                Problem(file, number, "", f"expected 2 cells (component,amount), got {len(cells)}")
+                Problem(
+                    file, number, where, f"expected 2 cells (component,amount), got {len(cells)}"
+                )
             )
             continue
         if name in seen:
-            problems.append(
-                Problem(file, number, "1", f"{cells[0]!r} repeats line {seen[name]}")
-            )
+            problems.append(Problem(file, number, "1", f"{cells[0]!r} repeats line {seen[name]}"))
             continue
         seen[name] = number
         if name == "month":
@@ -132,7 +132,8 @@ def parse_invoice_bytes(file: str, data: bytes, month: str) -> Invoice:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise InputError([Problem(file, line, "", "not UTF-8 text")]) from None
+        column = exc.start - data.rfind(b"\n", 0, exc.start)  # 1-based, in bytes
+        raise InputError([Problem(file, line, str(column), "not UTF-8 text")]) from None
     return parse_invoice_csv(month, text, file)
 
 

@@ -15,8 +15,8 @@ import pyarrow.compute as pc
 
 from core.errors import InputError, Problem
 from core.ingest import convert
-from core.ingest.convert import BadCells
 from core.ingest.cards import card_columns
+from core.ingest.convert import BadCells
 from core.ingest.layouts import (
     CARD_OBJECT,
     FEE_EXCLUSIVE_TAX,
