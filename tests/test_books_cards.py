@@ -216,3 +216,24 @@ def test_a_report_with_card_network_and_type_columns_is_read(tmp_path: Path) -> 
     dataset, _ = load_dataset(folder)
     row = dataset.payments.iloc[0]
     assert (row["card_network"], row["card_type"]) == ("RuPay", "debit")
+
+
+def test_real_api_exports_carry_card_objects_that_classify_their_payments() -> None:
+    real = Path(__file__).parent / "fixtures" / "real_exports" / "api_json"
+    dataset, _ = load_dataset(real)
+    pay = dataset.payments
+    cards = pay[pay["method"] == "card"]
+    assert len(cards) > 0 and cards["card_network"].notna().all()
+    plan = PricingPlan(1, 0, (*CARD_RULES, PricingRule("card", 200)))
+    check = fee_check(dataset, (plan,)).set_index("payment_id")
+    for pid, row in cards.set_index("id").iterrows():
+        if pid not in check.index:
+            continue  # not captured
+        klass = check.loc[pid, "method_class"]
+        abroad = bool(row["international"]) or row["card_international"] == "true"
+        if abroad or str(row["currency"]) != "INR":
+            assert klass == "international", pid
+        elif row["card_type"] == "credit":
+            assert klass == "credit", pid
+        elif row["card_type"] == "debit":
+            assert klass in ("debit", "rupay_debit"), pid
