@@ -107,7 +107,9 @@ with pricing_tab:
         lost = unclassified_cards(dataset, plans)
         if len(lost):
             st.warning(f"{len(lost):,} card payments cannot be classified (no `card` line).")
-            st.dataframe(books.unclassified_table(lost), key=keys.BOOKS_UNCLASSIFIED)
+            st.dataframe(
+                books.unclassified_table(lost), key=keys.BOOKS_UNCLASSIFIED, hide_index=True
+            )
         st.subheader("Plan versions")
         st.dataframe(books.plans_table(plans), key=keys.BOOKS_PLANS, hide_index=True)
     else:
