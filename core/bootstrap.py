@@ -212,6 +212,9 @@ def default_builder(conn: sqlite3.Connection, work: Path, progress: ProgressFn) 
     # The labels leave the dataset folder before the importer opens it.
     labels = work / views.LABELS_FILE
     shutil.move(str(generated.ground_truth), labels)
+    truth = folder / "invoice_truth.json"  # the planted invoice difference: a label too
+    if truth.exists():
+        shutil.move(str(truth), work / truth.name)
     meta = {"as_of": int(generated.as_of), "seed": BENCHMARK_SEED, "payments": BENCHMARK_PAYMENTS}
     (work / views.LABELS_META).write_text(json.dumps(meta), encoding="utf-8")
     progress(0.2, "Importing the dataset")
@@ -225,12 +228,38 @@ def default_builder(conn: sqlite3.Connection, work: Path, progress: ProgressFn) 
         files=loaded.files,
     )
 
+    _store_benchmark_plan(conn, folder)
+
     def later(fraction: float, message: str) -> None:
         progress(0.25 + 0.6 * fraction, message)
 
     run_id = reconcile_stored(conn, as_of=int(generated.as_of), progress=later)
     progress(0.88, "Scoring the run against the held-out labels")
     views.store_evaluation(conn, run_id, labels)
+
+
+def _store_benchmark_plan(conn: sqlite3.Connection, folder: Path) -> None:
+    """The benchmark's pricing plan (core.benchmark.fees), stored as the merchant's, so the
+    run flags the planted fee overcharges and the Books page shows them."""
+    from core.books.pricing import PricingRule
+    from core.books.store import save_pricing_plan
+
+    path = folder / "pricing_plan.json"
+    if not path.exists():
+        return
+    plan = json.loads(path.read_text(encoding="utf-8"))
+    rules = tuple(
+        PricingRule(str(r["method"]), int(r["percent_bp"]), int(r["fixed_paise"]))
+        for r in plan["rules"]
+    )
+    save_pricing_plan(
+        conn,
+        effective_from=int(plan["effective_from"]),
+        rules=rules,
+        gst_bp=int(plan["gst_bp"]),
+        actor="benchmark",
+        request_id=f"benchmark-plan-seed-{BENCHMARK_SEED}",
+    )
 
 
 def ensure_ready(

@@ -35,6 +35,13 @@ PAYMENT_COLUMNS: dict[str, str] = {
     "contact": "string",
     "description": "string",
     "notes": "string",
+    # The card's details (the API's `card` object, or a report's card columns), for pricing
+    # by network and type (docs/books.md); <NA> when not given. card_international is the
+    # text 'true' or 'false'.
+    "card_network": "string",
+    "card_type": "string",
+    "card_international": "string",
+    "card_sub_type": "string",
 }
 REFUND_COLUMNS: dict[str, str] = {
     "id": "string",

@@ -39,6 +39,7 @@ from typing import Any
 import pandas as pd
 
 from core.benchmark import rules
+from core.benchmark.fees import INVOICE_FILE, INVOICE_TRUTH_FILE, PRICING_FILE
 from core.benchmark.generator import (
     DEFAULT_AS_OF,
     GROUND_TRUTH_FILE,
@@ -46,6 +47,7 @@ from core.benchmark.generator import (
     generate,
     read_ground_truth,
 )
+from core.books.pricing import PricingPlan
 
 NONE = "(none)"
 OUTCOME_FIELDS = ("status", "reason_code", "reason_codes", "match_method")
@@ -195,10 +197,12 @@ class EvaluationReport:
     disagreements: pd.DataFrame
     timings: dict[str, float] = field(default_factory=dict)
     ambiguous: InvestigatorScore | None = None
+    invoice: InvoiceScore | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The `--json` shape: {"full": {...}, "held_out": {...}} plus the run's context."""
         return {
+            "invoice": None if self.invoice is None else asdict(self.invoice),
             "full": self.full.to_dict(),
             "held_out": self.held_out.to_dict(),
             "ambiguous": asdict(self.ambiguous) if self.ambiguous is not None else None,
@@ -496,10 +500,13 @@ def run_pipeline(
     import and reconcile the folder, write results.csv, store the dataset and the run, sync
     the exception queue. Timed per step."""
     from core.engine import EngineParams, write_results_csv
-    from core.pipeline import reconcile_folder, store_folder_run
+    from core.pipeline import load_folder, reconcile_loaded, store_folder_run
 
     began = time.perf_counter()
-    folder_run = reconcile_folder(dataset_dir, EngineParams(), as_of)
+    # The merchant's contracted pricing, when the folder states one (the benchmark does):
+    # the run checks every fee against it (FEE_OVERCHARGED), as a stored plan would.
+    plans = read_pricing_plan(dataset_dir / PRICING_FILE)
+    folder_run = reconcile_loaded(load_folder(dataset_dir), EngineParams(), as_of, plans)
     timings = {
         "import": float(folder_run.timings["load_s"]),
         "reconcile": float(folder_run.timings["reconcile_s"]),
@@ -512,6 +519,58 @@ def run_pipeline(
     timings["persist"] = time.perf_counter() - step
     timings["pipeline"] = time.perf_counter() - began
     return PipelineRun(results_csv, stored.run_id, timings, len(folder_run.dataset.payments))
+
+
+def read_pricing_plan(path: Path) -> tuple[PricingPlan, ...]:
+    """The plan in a `pricing_plan.json` (core.benchmark.fees.write_plan), as version 1;
+    none when there is no such file."""
+    if not path.exists():
+        return ()
+    document = json.loads(path.read_text(encoding="utf-8"))
+    rules_text = json.dumps(document["rules"])
+    return (
+        PricingPlan.from_json(
+            1, int(document["effective_from"]), int(document["gst_bp"]), rules_text
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class InvoiceScore:
+    """The planted tax-invoice difference and what the GST tie-out found for its month."""
+
+    month: str
+    planted_fee: int
+    planted_gst: int
+    found_fee: int | None
+    found_gst: int | None
+
+    @property
+    def found(self) -> bool:
+        return (self.found_fee, self.found_gst) == (self.planted_fee, self.planted_gst)
+
+
+def score_invoice(
+    conn: sqlite3.Connection, dataset_dir: Path, truth_path: Path
+) -> InvoiceScore | None:
+    """Tie the folder's tax invoice out against the stored data (core.books.gst) and compare
+    its difference with the planted one; None when the benchmark wrote no invoice."""
+    from core.books.gst import parse_invoice_file, tie_out
+    from core.db.raw import read_dataset
+
+    invoice_path = dataset_dir / INVOICE_FILE
+    if not invoice_path.exists() or not truth_path.exists():
+        return None
+    truth = json.loads(truth_path.read_text(encoding="utf-8"))
+    invoice = parse_invoice_file(invoice_path, str(truth["month"]))
+    result = tie_out(read_dataset(conn), invoice.month, invoice)
+    return InvoiceScore(
+        month=invoice.month,
+        planted_fee=int(truth["fee_difference"]),
+        planted_gst=int(truth["gst_difference"]),
+        found_fee=result.invoice_fee_difference,
+        found_gst=result.invoice_gst_difference,
+    )
 
 
 def read_results(path: Path) -> pd.DataFrame:
@@ -554,11 +613,15 @@ def run_evaluation(
         # The labels leave the dataset folder before the importer opens it.
         labels_path = root / GROUND_TRUTH_FILE
         shutil.move(str(generated.ground_truth), labels_path)
+        invoice_truth = root / INVOICE_TRUTH_FILE
+        if (dataset_dir / INVOICE_TRUTH_FILE).exists():
+            shutil.move(str(dataset_dir / INVOICE_TRUTH_FILE), invoice_truth)
         conn = connect(":memory:")
         try:
             migrate(conn)
             run = run_pipeline(conn, dataset_dir, generated.as_of, root / "results.csv")
             predictions = root_cause_predictor(conn, run.run_id) if root_cause_predictor else None
+            invoice = score_invoice(conn, dataset_dir, invoice_truth)
         finally:
             conn.close()
         # Only now, with results.csv written and the run stored, are the labels read.
@@ -598,6 +661,7 @@ def run_evaluation(
         )
         if ambiguous
         else None,
+        invoice=invoice,
     )
 
 
@@ -698,6 +762,21 @@ def format_report(report: EvaluationReport) -> str:
         "",
     ]
     body = [format_split("FULL", report.full), "", format_split("HELD-OUT (20%)", report.held_out)]
+    if report.invoice is not None:
+        from core.money import format_inr
+
+        i = report.invoice
+        body += [
+            "",
+            f"tax invoice {i.month}: planted difference {format_inr(i.planted_fee)} "
+            f"(GST {format_inr(i.planted_gst)}); the GST tie-out finds "
+            + (
+                "no invoice difference"
+                if i.found_fee is None
+                else f"{format_inr(i.found_fee)} (GST {format_inr(i.found_gst or 0)})"
+            )
+            + (": found" if i.found else ": NOT found"),
+        ]
     if len(report.disagreements):
         body += ["", f"disagreements ({len(report.disagreements)}; first 20):"]
         body.append(report.disagreements.head(20).to_string(index=False))

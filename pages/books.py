@@ -8,7 +8,7 @@ import streamlit as st
 from core.books import daily_balances
 from core.books.close import books_view, close_month, closed_months
 from core.books.journal import journal_csv, month_vouchers, tally_xml
-from core.books.pricing import fee_check, overcharge_summary
+from core.books.pricing import fee_check, overcharge_summary, unclassified_cards
 from core.books.report import build_report, bundle, pdf
 from core.books.store import months_of, pricing_plans, save_pricing_plan, stored_events
 from core.calendar import IST
@@ -103,6 +103,12 @@ with pricing_tab:
         else:
             st.dataframe(
                 books.overcharges_table(summary), key=keys.BOOKS_OVERCHARGES, hide_index=True
+            )
+        lost = unclassified_cards(dataset, plans)
+        if len(lost):
+            st.warning(f"{len(lost):,} card payments cannot be classified (no `card` line).")
+            st.dataframe(
+                books.unclassified_table(lost), key=keys.BOOKS_UNCLASSIFIED, hide_index=True
             )
         st.subheader("Plan versions")
         st.dataframe(books.plans_table(plans), key=keys.BOOKS_PLANS, hide_index=True)

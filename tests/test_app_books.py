@@ -104,3 +104,40 @@ def test_the_gst_tab_ties_a_typed_invoice_out(app_db: Path) -> None:
     tables = [d.value for d in at.dataframe if "GST" in d.value.columns]
     assert len(tables) == 1 and "Invoice − by payment" in list(tables[0][""])
     assert any("Input tax credit (CGST+SGST)" in m.value for m in at.markdown)
+
+
+def test_card_payments_the_plan_cannot_classify_are_listed_not_overcharged(app_db: Path) -> None:
+    # A plan that prices cards only by network and type (no `card` line); five of the
+    # builder's (UPI) payments become card payments with no card details: they cannot be
+    # classified.
+    from core.books.pricing import PricingRule
+    from core.books.store import save_pricing_plan
+
+    conn = connect(app_db)
+    try:
+        with conn:
+            conn.execute(
+                "UPDATE payments SET method = 'card'"
+                " WHERE id IN (SELECT id FROM payments ORDER BY id LIMIT 5)"
+            )
+        save_pricing_plan(
+            conn,
+            effective_from=0,
+            rules=(PricingRule("upi", 0), PricingRule("credit", 190), PricingRule("debit", 40)),
+            actor="admin@example.com",
+            request_id="req-cards",
+        )
+        cards = conn.execute(
+            "SELECT count(*) FROM payments WHERE method = 'card' AND international = 0"
+            " AND currency = 'INR' AND (captured = 1 OR status IN ('captured', 'refunded'))"
+        ).fetchone()[0]
+    finally:
+        conn.close()
+    at = _books("admin@example.com")
+    assert cards == 5
+    warned = [w.value for w in at.warning if "cannot be classified" in w.value]
+    assert warned == [f"{cards:,} card payments cannot be classified (no `card` line)."]
+    table = [d.value for d in at.dataframe if "Plan version" in d.value.columns]
+    assert len(table) == 1 and len(table[0]) == cards and set(table[0]["Class"]) == {"card"}
+    summary = [d.value for d in at.dataframe if "Overcharged" in d.value.columns]
+    assert all("card" not in set(s["Class"]) for s in summary)

@@ -92,7 +92,10 @@ def test_every_outcome_appears_in_both_splits(tmp_path: Path, payments: int, see
         part = truth[truth["split"] == split]
         assert set(zip(part["status"], part["reason_code"], strict=True)) >= EVERY_OUTCOME, split
         assert {rules.FUZZY_UTR, rules.CONSOLIDATED} <= set(part["match_method"]), split
-        assert set(part["reason_codes"]) >= PRIORITY_CONFLICTS, split
+        # FEE_OVERCHARGED (the pricing check, docs/books.md) joins a conflict whose row
+        # also deducts more than the plan: the conflict between the spec's codes remains.
+        spec_codes = part["reason_codes"].str.replace(";FEE_OVERCHARGED", "", regex=False)
+        assert set(spec_codes) >= PRIORITY_CONFLICTS, split
 
 
 def test_split_is_eighty_twenty_within_each_scenario(default_benchmark: Path) -> None:

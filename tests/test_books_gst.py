@@ -7,6 +7,7 @@ import pytest
 
 from core.books.gst import Invoice, parse_invoice_csv, tie_out
 from core.dataset import Dataset
+from core.errors import InputError
 from core.pipeline import load_folder
 from tests.conftest import SPEC_EXAMPLE
 
@@ -41,17 +42,25 @@ def test_an_invoice_over_the_payment_basis_shows_the_difference_and_igst_outside
     assert result.itc_mismatch  # Karnataka to Maharashtra is IGST, the invoice says CGST+SGST
 
 
-def test_the_two_bases_differ_by_row_fee_differences_and_the_rest(
+def test_the_two_bases_differ_by_timing_other_rows_and_row_differences_with_nothing_unexplained(
     dataset: Dataset,
 ) -> None:
-    t = tie_out(dataset, "2026-06")
-    assert t.payment_fees - t.settlement_fees == t.timing_fees - t.row_fee_differences
-    assert t.payment_gst - t.settlement_gst == t.timing_gst - t.row_gst_differences
+    for month in ("2026-05", "2026-06"):
+        t = tie_out(dataset, month)
+        assert (t.unexplained_fees, t.unexplained_gst) == (0, 0)
+        assert t.payment_fees - t.settlement_fees == (
+            t.timing_fees - t.other_rows_fees - t.row_fee_differences
+        )
+        assert t.payment_gst - t.settlement_gst == (
+            t.timing_gst - t.other_rows_gst - t.row_gst_differences
+        )
+    # The spec example's June settles May's late payments: a named timing line.
+    assert tie_out(dataset, "2026-06").settled_from_other_months_fees > 0
 
 
 def test_invoice_csv_is_read_in_exact_rupees() -> None:
     text = 'component,amount\nTaxable value,"1,23,456.78"\nIGST,22222.22\n'
     invoice = parse_invoice_csv("2026-06", text)
     assert (invoice.taxable_value, invoice.igst, invoice.gst) == (12345678, 2222222, 2222222)
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError, match="no taxable_value line"):
         parse_invoice_csv("2026-06", "igst,1.00\n")

@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from core.benchmark import generate, read_ground_truth
-from core.evaluation import join_outcomes, score
+from core.benchmark.fees import PRICING_FILE
+from core.evaluation import join_outcomes, read_pricing_plan, score
 
 SEEDS = ((1, 300), (2, 450), (3, 600), (4, 800), (5, 1000), (6, 1500))
 
@@ -22,7 +23,9 @@ def test_six_seeds_have_different_fingerprints_and_full_agreement(tmp_path: Path
         generated = generate(folder, payments=payments, seed=seed)
         prints.add(generated.fingerprint)
         dataset, _ = ingest.load_dataset(folder)
-        outcomes = engine.reconcile(dataset, engine.EngineParams(), generated.as_of)
+        # With the merchant's plan the benchmark writes, as evaluation.py runs it.
+        plans = read_pricing_plan(folder / PRICING_FILE)
+        outcomes = engine.reconcile(dataset, engine.EngineParams(), generated.as_of, plans)
         engine.write_results_csv(outcomes, folder / "results.csv")
         results = pd.read_csv(folder / "results.csv", dtype=str, keep_default_na=False)
         joined = join_outcomes(results, read_ground_truth(generated.ground_truth))

@@ -41,6 +41,12 @@ NOT_IN_REPORTS = {
     # Razorpay's API writes empty notes as []; the reports leave the cell blank.
     ("payments", "notes"),
     ("refunds", "notes"),
+    # The API's `card` object (network, type, ...) has no column in the Payments report
+    # (docs/razorpay-sources.md section 11).
+    ("payments", "card_network"),
+    ("payments", "card_type"),
+    ("payments", "card_international"),
+    ("payments", "card_sub_type"),
     # The combined recon report has no payment_id column (the API sets it on refund,
     # transfer, adjustment and reversal rows).
     ("recon", "payment_id"),

@@ -8,9 +8,10 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from core.books.gst import SUPPLIER_STATE, Invoice, tie_out
+from core.books.gst import SUPPLIER_STATE, Invoice, parse_invoice_bytes, tie_out
 from core.books.pricing import METHOD_CLASSES, PricingPlan, PricingRule
 from core.dataset import Dataset
+from core.errors import InputError
 from core.money import parse_rupees
 from ui import keys
 from ui.charts import INDIAN_SHORT
@@ -178,37 +179,71 @@ def report_downloads(month: str, zipped: bytes, pdf_bytes: bytes) -> None:
     )
 
 
+def _typed_invoice(month: str, state: str, taxable: str, gst: str) -> Invoice | None:
+    if not taxable.strip():
+        return None
+    paise = parse_rupees(gst) if gst.strip() else 0
+    same = state.strip().lower() == SUPPLIER_STATE.lower()
+    split = {"cgst": paise // 2, "sgst": paise - paise // 2} if same else {"igst": paise}
+    return Invoice(month, parse_rupees(taxable), **split)
+
+
 def gst_section(dataset: Dataset, month: str) -> None:
-    """GST on fees: the two bases, the invoice typed in, and the ITC split."""
+    """GST on fees: the two bases and what lies between them, Razorpay's invoice (typed in
+    or uploaded as CSV) explained as timing or a real difference, and the ITC split."""
     left, mid, right = st.columns(3)
     state = left.text_input("Your GST state", value=SUPPLIER_STATE, key=keys.BOOKS_GST_STATE)
     taxable = mid.text_input("Invoice taxable value (₹)", key=keys.BOOKS_GST_TAXABLE)
     gst = right.text_input("Invoice GST (₹)", key=keys.BOOKS_GST_AMOUNT)
+    upload = st.file_uploader(
+        "…or upload Razorpay's tax invoice as CSV (lines `component,amount` in rupees: "
+        "taxable_value, cgst, sgst, igst; optionally `month,YYYY-MM`)",
+        type=["csv"],
+        key=keys.BOOKS_GST_UPLOAD,
+    )
     invoice = None
-    if taxable.strip():
-        try:
-            paise = parse_rupees(gst) if gst.strip() else 0
-            same = state.strip().lower() == SUPPLIER_STATE.lower()
-            split = {"cgst": paise // 2, "sgst": paise - paise // 2} if same else {"igst": paise}
-            invoice = Invoice(month, parse_rupees(taxable), **split)
-        except ValueError as exc:
-            st.error(md(str(exc)))
+    try:
+        if upload is not None:
+            invoice = parse_invoice_bytes(upload.name, upload.getvalue(), month)
+        else:
+            invoice = _typed_invoice(month, state, taxable, gst)
+    except InputError as exc:
+        st.error(md(f"The invoice was not read: {exc}"))
+    except ValueError as exc:
+        st.error(md(str(exc)))
     t = tie_out(dataset, month, invoice, merchant_state=state)
     rows = [
         ("Fees by payment (captured, refunds, instant)", t.payment_fees, t.payment_gst),
         ("Fees by settlement (recon rows settled)", t.settlement_fees, t.settlement_gst),
         (
-            "Settled rows charging other than their payment",
-            t.row_fee_differences,
-            t.row_gst_differences,
+            "Timing: this month's payments and refunds settled later or not yet",
+            t.captured_not_settled_fees,
+            t.captured_not_settled_gst,
         ),
-        ("Timing and other rows (not itemised)", t.timing_fees, t.timing_gst),
+        (
+            "Timing: earlier months' payments and refunds settled this month",
+            -t.settled_from_other_months_fees,
+            -t.settled_from_other_months_gst,
+        ),
+        (
+            "Other rows settled (transfers, adjustments, unknown)",
+            -t.other_rows_fees,
+            -t.other_rows_gst,
+        ),
+        (
+            "Settled rows charging other than their payment",
+            -t.row_fee_differences,
+            -t.row_gst_differences,
+        ),
+        ("Unexplained", t.unexplained_fees, t.unexplained_gst),
     ]
     if t.invoice is not None and t.invoice_fee_difference is not None:
         rows.append(("Invoice", t.invoice.taxable_value, t.invoice.gst))
         rows.append(
             ("Invoice − by payment", t.invoice_fee_difference, t.invoice_gst_difference or 0)
         )
+        rows.append(("… of which timing", t.invoice_timing_fees, t.invoice_timing_gst))
+        rows.append(("… of which a real difference", t.invoice_real_fees, t.invoice_real_gst))
     st.dataframe(
         pd.DataFrame(
             {
@@ -220,5 +255,30 @@ def gst_section(dataset: Dataset, month: str) -> None:
         key=keys.BOOKS_GST_TABLE,
         hide_index=True,
     )
+    if t.invoice is not None:
+        if t.invoice_basis == "payment":
+            st.success("The invoice ties out to the fees charged by payment.")
+        elif t.invoice_basis == "settlement":
+            st.info(
+                "The invoice equals the fees by settlement: its difference from the payment "
+                f"basis, {inr(t.invoice_timing_fees)}, is all timing."
+            )
+        else:
+            st.warning(
+                f"The invoice differs from the fees charged by {inr(t.invoice_real_fees)} "
+                f"(GST {inr(t.invoice_real_gst)}): a real difference to raise with Razorpay."
+            )
     credit = ", ".join(f"{name} {inr(amount)}" for name, amount in t.itc)
     st.markdown(f"**Input tax credit ({t.itc_kind}):** {credit}")
+
+
+def unclassified_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Card payments the plan cannot price (card details unknown, no `card` line)."""
+    return pd.DataFrame(
+        {
+            "Payment": frame["payment_id"],
+            "Captured (IST)": [ist(int(v)) for v in frame["created_at"]],
+            "Class": frame["method_class"],
+            "Plan version": frame["plan_version"],
+        }
+    )

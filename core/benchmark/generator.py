@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core.benchmark import bank, dashboard, files, labels, money, world
+from core.benchmark import bank, dashboard, fees, files, labels, money, world
 from core.benchmark.ids import IdFactory
 from core.calendar import IST
 from core.dataset import BANK_FILE
@@ -225,6 +225,8 @@ def generate(
     own = money.added_payments(payments, faults) if money_model else 0
     pays = world.build_payments(payments - own, calendar, ids, streams["payments"])
     world.plant_payment_faults(pays, calendar, ids, streams["faults"], faults)
+    if faults:  # fee overcharges against the plan (core.benchmark.fees), their own stream
+        fees.plant_overcharges(pays, np.random.default_rng([seed, fees.FEES_STREAM_KEY]))
     if ambiguous:
         from core.benchmark import ambiguous as cases
 
@@ -305,6 +307,7 @@ def generate(
         ],
         ignore_index=True,
     )
+    truth = fees.add_labels(truth, fees.overcharged_ids(pays))
     truth = truth.sort_values(["entity_type", "entity_id"], kind="stable").reset_index(drop=True)
     truth["split"] = assign_split(truth["scenario"], streams["split"])
     truth = truth[list(GROUND_TRUTH_COLUMNS)]
@@ -314,6 +317,8 @@ def generate(
     counts["labels_held_out"] = int((truth["split"] == HELD_OUT).sum())
 
     names = tuple(counts_name for counts_name in counts if counts_name.endswith(".csv"))
+    fees.write_plan(target, fees.plan_start(as_of_ts))
+    fees.write_invoice(target, target, as_of_ts, planted=faults)
     for name in dashboard.LAYOUTS:
         (target / name).with_suffix(".xlsx").unlink(missing_ok=True)
     if layout != "api":

@@ -109,6 +109,10 @@ MONEY_MODEL_CLASS: dict[str, str] = {
 EXPOSURE_CLASS.update(
     {code: klass for code, klass in MONEY_MODEL_CLASS.items() if code not in EXPOSURE_CLASS}
 )
+# Contracted pricing (docs/books.md): labelled where core.benchmark.fees plants fee
+# overcharges against the benchmark's plan; kept out of the spec's sets like the above.
+PRICING_CLASS: dict[str, str] = {"FEE_OVERCHARGED": "amount_at_risk"}
+EXPOSURE_CLASS.update(PRICING_CLASS)
 MONEY_MODEL_CODES: tuple[str, ...] = tuple(MONEY_MODEL_CLASS)
 MONEY_MODEL_CLASSES: tuple[str, ...] = ("realised_loss",)
 

@@ -4,8 +4,14 @@ The month's fees (without GST) and GST, counted two ways: by payment (the fee an
 each payment captured in the month, plus the fees of refunds and instant payouts made in
 it) and by settlement (the fee and tax on the recon rows of the settlements made in the
 month). Razorpay's invoice, typed in or uploaded, is compared with the payment basis, and
-the two bases are reconciled with each other: fees charged on payments captured this month
-but settled in another (timing), and recon rows whose fee differs from their payment's.
+the two bases are reconciled with each other, line by line: timing (fees on payments and
+refunds of this month settled in another month or not yet, less those of other months
+settled in this one's settlements), other rows settled (transfers, adjustments, rows for
+no known payment), settled rows whose fee differs from their payment's (incl. duplicate
+rows), and what is left, unexplained (zero by construction unless a row has no date).
+An invoice is explained against both: equal to the payment basis it ties out; equal to the
+settlement basis its difference from the payment basis is all timing; otherwise the
+difference from the payment basis is a real difference, to raise with Razorpay.
 The input-tax-credit summary splits the invoice's GST by the place of supply: IGST when
 the merchant's state differs from the supplier's, else CGST + SGST, half each.
 """
@@ -13,8 +19,8 @@ the merchant's state differs from the supplier's, else CGST + SGST, half each.
 from __future__ import annotations
 
 import csv
-import io
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -22,7 +28,8 @@ import pandas as pd
 from core.books.rollforward import month_bounds
 from core.calendar import IST
 from core.dataset import Dataset
-from core.money import parse_rupees
+from core.errors import InputError, Problem
+from core.money import MoneyFormatError, parse_rupees
 
 # Razorpay Software Private Limited's registration (the supplier on its invoices).
 SUPPLIER_STATE = "Karnataka"
@@ -44,19 +51,90 @@ class Invoice:
         return self.igst + self.cgst + self.sgst
 
 
-def parse_invoice_csv(month: str, text: str) -> Invoice:
-    """An invoice from CSV lines `component,amount` (rupees): taxable_value, igst, cgst,
-    sgst (any case; a header row and unknown components are ignored)."""
+INVOICE_COMPONENTS = ("taxable_value", "igst", "cgst", "sgst")
+MAX_INVOICE_BYTES = 64 * 1024
+
+
+def parse_invoice_csv(month: str, text: str, file: str = "invoice.csv") -> Invoice:
+    """An invoice from CSV lines `component,amount`, amounts in rupees: taxable_value, igst,
+    cgst, sgst (any case, spaces for underscores), and optionally `month,YYYY-MM`, which
+    must be `month`. A `component,amount` header is allowed. Fails closed: any other line,
+    a repeated component, an amount that is not exact rupees, or no taxable_value raises
+    InputError naming file:line:column."""
+    problems: list[Problem] = []
     values: dict[str, int] = {}
-    for row in csv.reader(io.StringIO(text)):
-        if len(row) < 2:
+    seen: dict[str, int] = {}
+    lines = text.splitlines()
+    for number, row in enumerate(csv.reader(lines), start=1):
+        cells = [cell.strip() for cell in row]
+        if not any(cells):
             continue
-        name = row[0].strip().lower().replace(" ", "_")
-        if name in ("taxable_value", "igst", "cgst", "sgst"):
-            values[name] = parse_rupees(row[1])
-    if "taxable_value" not in values:
-        raise ValueError("the invoice CSV needs a taxable_value line")
+        name = cells[0].lower().replace(" ", "_")
+        if number == 1 and name == "component":
+            continue
+        if len(cells) != 2:
+            where = "3" if len(cells) > 2 else "2"
+            problems.append(
+                Problem(
+                    file, number, where, f"expected 2 cells (component,amount), got {len(cells)}"
+                )
+            )
+            continue
+        if name in seen:
+            problems.append(Problem(file, number, "1", f"{cells[0]!r} repeats line {seen[name]}"))
+            continue
+        seen[name] = number
+        if name == "month":
+            if cells[1] != month:
+                problems.append(
+                    Problem(file, number, "2", f"the invoice is for {cells[1]!r}, not {month}")
+                )
+            continue
+        if name not in INVOICE_COMPONENTS:
+            problems.append(
+                Problem(
+                    file,
+                    number,
+                    "1",
+                    f"unknown component {cells[0]!r}: one of month, "
+                    + ", ".join(INVOICE_COMPONENTS),
+                )
+            )
+            continue
+        try:
+            paise = parse_rupees(cells[1])
+        except MoneyFormatError as exc:
+            problems.append(Problem(file, number, "2", str(exc)))
+            continue
+        if paise < 0:
+            problems.append(Problem(file, number, "2", f"{cells[0]} is negative"))
+            continue
+        values[name] = paise
+    if not problems and "taxable_value" not in values:
+        problems.append(Problem(file, 0, "", "no taxable_value line"))
+    if problems:
+        raise InputError(problems)
     return Invoice(month, **values)
+
+
+def parse_invoice_file(path: Path, month: str) -> Invoice:
+    """parse_invoice_csv over a file (UTF-8, at most MAX_INVOICE_BYTES)."""
+    data = path.read_bytes()
+    return parse_invoice_bytes(path.name, data, month)
+
+
+def parse_invoice_bytes(file: str, data: bytes, month: str) -> Invoice:
+    """An uploaded invoice CSV's bytes (see parse_invoice_csv); refused when too large or
+    not UTF-8."""
+    if len(data) > MAX_INVOICE_BYTES:
+        raise InputError([Problem(file, 0, "", f"larger than {MAX_INVOICE_BYTES // 1024} KiB")])
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        column = exc.start - data.rfind(b"\n", 0, exc.start)  # 1-based, in bytes
+        raise InputError([Problem(file, line, str(column), "not UTF-8 text")]) from None
+    return parse_invoice_csv(month, text, file)
 
 
 @dataclass(frozen=True)
@@ -66,13 +144,27 @@ class GstTieOut:
     payment_gst: int
     settlement_fees: int  # by settlement
     settlement_gst: int
-    timing_fees: int  # the rest of by payment − by settlement: timing and other rows (not
-    timing_gst: int  # itemised yet: docs/books.md)
-    row_fee_differences: int  # settled rows whose fee differs from their payment's
-    row_gst_differences: int
+    # by payment − by settlement = timing − other rows − row differences + unexplained
+    timing_fees: int  # captured_later − settled_earlier (payments and refunds)
+    timing_gst: int
+    captured_not_settled_fees: int  # this month's payments and refunds settled in another
+    captured_not_settled_gst: int  # month's settlements, or not yet
+    settled_from_other_months_fees: int  # rows of other months' payments and refunds in
+    settled_from_other_months_gst: int  # this month's settlements
+    other_rows_fees: int  # transfers, adjustments, rows for no known payment, settled
+    other_rows_gst: int
+    row_fee_differences: int  # settled rows (of this month's payments) charging other than
+    row_gst_differences: int  # their payment (fee differences and duplicate rows)
+    unexplained_fees: int
+    unexplained_gst: int
     invoice: Invoice | None
     invoice_fee_difference: int | None  # invoice − by payment
     invoice_gst_difference: int | None
+    invoice_basis: str | None  # 'payment' (ties), 'settlement' (all timing) or None (real)
+    invoice_timing_fees: int  # the part of invoice − by payment that is timing
+    invoice_timing_gst: int
+    invoice_real_fees: int  # the rest: a real difference, to raise with Razorpay
+    invoice_real_gst: int
     itc: tuple[tuple[str, int], ...]  # (IGST | CGST | SGST, paise)
     itc_kind: str  # 'IGST' or 'CGST+SGST'
     itc_mismatch: bool  # the invoice's split is not the place of supply's
@@ -82,6 +174,13 @@ def _in_month(seconds: pd.Series, month: str) -> pd.Series:
     first, following = month_bounds(month)
     days = pd.to_datetime(seconds.astype("int64"), unit="s", utc=True).dt.tz_convert(IST).dt.date
     return (days >= first) & (days < following)
+
+
+def _net(rows: pd.DataFrame, fee: str = "fee", tax: str = "tax") -> tuple[int, int]:
+    """(fees without GST, GST) of some rows."""
+    f = rows[fee].astype("Int64").fillna(0).astype(np.int64)
+    t = rows[tax].astype("Int64").fillna(0).astype(np.int64)
+    return int((f - t).sum()), int(t.sum())
 
 
 def tie_out(
@@ -97,24 +196,19 @@ def tie_out(
         ["captured", "refunded"]
     )
     p = pay[captured & _in_month(pay["created_at"], month)]
-    p_fee = p["fee"].astype("Int64").fillna(0).astype(np.int64)
-    p_tax = p["tax"].astype("Int64").fillna(0).astype(np.int64)
     recon = dataset.recon
-    ref_rows = recon[
-        (recon["type"].astype(str) == "refund")
-        & _in_month(recon["created_at"].astype("Int64").fillna(0), month)
-    ]
+    is_refund = recon["type"].astype(str) == "refund"
+    refund_in_month = is_refund & _in_month(recon["created_at"].astype("Int64").fillna(0), month)
+    ref_rows = recon[refund_in_month]
     payouts = dataset.instant_payouts
     done = payouts[
         (payouts["status"].astype(str) == "processed")
         & _in_month(payouts["processed_at"].astype("Int64").fillna(payouts["created_at"]), month)
     ]
-    po_fee = done["fees"].astype("Int64").fillna(0).astype(np.int64)
-    po_tax = done["tax"].astype("Int64").fillna(0).astype(np.int64)
-    payment_gst = int(p_tax.sum() + ref_rows["tax"].sum() + po_tax.sum())
-    payment_fees = int(
-        (p_fee - p_tax).sum() + (ref_rows["fee"] - ref_rows["tax"]).sum() + (po_fee - po_tax).sum()
-    )
+    p_fees, p_gst = _net(p)
+    r_fees, r_gst = _net(ref_rows)
+    po_fees, po_gst = _net(done, "fees")
+    payment_fees, payment_gst = p_fees + r_fees + po_fees, p_gst + r_gst + po_gst
 
     st = dataset.settlements
     settled_ids = set(
@@ -122,25 +216,40 @@ def tie_out(
             (st["status"].astype(str) == "processed") & _in_month(st["created_at"], month), "id"
         ].astype(str)
     )
-    rows = recon[recon["settlement_id"].astype(str).isin(settled_ids)]
-    settlement_gst = int(rows["tax"].sum() + po_tax.sum())
-    settlement_fees = int((rows["fee"] - rows["tax"]).sum() + (po_fee - po_tax).sum())
+    in_settlements = recon["settlement_id"].astype(str).isin(settled_ids)
+    rows = recon[in_settlements]
+    s_fees, s_gst = _net(rows)
+    settlement_fees, settlement_gst = s_fees + po_fees, s_gst + po_gst
 
-    # Settled payment rows whose fee or tax differs from their payment's.
+    # Payment rows in this month's settlements: of this month's payments, of other months'
+    # payments, or of no known payment.
     pay_rows = rows[rows["type"].astype(str) == "payment"]
     by_id = pay.set_index(pay["id"].astype(str))
-    known = pay_rows[pay_rows["entity_id"].astype(str).isin(by_id.index)]
-    ids = known["entity_id"].astype(str)
-    their_fee = ids.map(by_id["fee"]).astype("Int64").fillna(known["fee"]).astype(np.int64)
-    their_tax = ids.map(by_id["tax"]).astype("Int64").fillna(known["tax"]).astype(np.int64)
-    row_gst_diff = int((known["tax"].to_numpy() - their_tax.to_numpy()).sum())
-    row_fee_diff = int(
-        ((known["fee"] - known["tax"]).to_numpy() - (their_fee - their_tax).to_numpy()).sum()
-    )
-    # The rest between the two bases: fees captured in one month and settled in another,
-    # and refund, transfer and adjustment rows settled in another month (not itemised).
-    timing_fees = payment_fees - settlement_fees + row_fee_diff
-    timing_gst = payment_gst - settlement_gst + row_gst_diff
+    entity = pay_rows["entity_id"].astype(str)
+    known = entity.isin(by_id.index)
+    this_month = entity.isin(set(p["id"].astype(str)))
+    mine = pay_rows[this_month]
+    ids = mine["entity_id"].astype(str)
+    their = p.drop_duplicates("id").set_index(p.drop_duplicates("id")["id"].astype(str))
+    covered = their[their.index.isin(set(ids))]
+    cov_fees, cov_gst = _net(covered)
+    mine_fees, mine_gst = _net(mine)
+    row_fee_diff, row_gst_diff = mine_fees - cov_fees, mine_gst - cov_gst
+    earlier_fees, earlier_gst = _net(pay_rows[known & ~this_month])
+    # This month's payments with no row in this month's settlements.
+    later_fees, later_gst = _net(p[~p["id"].astype(str).isin(set(ids))])
+    # Refund rows: of this month not in its settlements; in its settlements from other months.
+    ref_later_fees, ref_later_gst = _net(recon[refund_in_month & ~in_settlements])
+    ref_earlier_fees, ref_earlier_gst = _net(recon[~refund_in_month & is_refund & in_settlements])
+    other = rows[(rows["type"].astype(str) != "payment") & (rows["type"].astype(str) != "refund")]
+    unknown_fees, unknown_gst = _net(pay_rows[~known])
+    o_fees, o_gst = _net(other)
+    other_fees, other_gst = o_fees + unknown_fees, o_gst + unknown_gst
+    later_fees, later_gst = later_fees + ref_later_fees, later_gst + ref_later_gst
+    earlier_fees, earlier_gst = earlier_fees + ref_earlier_fees, earlier_gst + ref_earlier_gst
+    timing_fees, timing_gst = later_fees - earlier_fees, later_gst - earlier_gst
+    unexplained_fees = (payment_fees - settlement_fees) - (timing_fees - other_fees - row_fee_diff)
+    unexplained_gst = (payment_gst - settlement_gst) - (timing_gst - other_gst - row_gst_diff)
 
     same_state = merchant_state.strip().lower() == supplier_state.strip().lower()
     gst_total = invoice.gst if invoice is not None else payment_gst
@@ -154,6 +263,19 @@ def tie_out(
         itc = (("IGST", gst_total),)
         kind = "IGST"
         mismatch = invoice is not None and (invoice.cgst > 0 or invoice.sgst > 0)
+    basis: str | None = None
+    inv_timing = (0, 0)
+    inv_real = (0, 0)
+    if invoice is not None:
+        by_payment = (invoice.taxable_value - payment_fees, invoice.gst - payment_gst)
+        by_settlement = (invoice.taxable_value - settlement_fees, invoice.gst - settlement_gst)
+        if by_payment == (0, 0):
+            basis = "payment"
+        elif by_settlement == (0, 0):
+            basis = "settlement"
+            inv_timing = by_payment
+        else:
+            inv_real = by_payment
     return GstTieOut(
         month=month,
         payment_fees=payment_fees,
@@ -162,11 +284,24 @@ def tie_out(
         settlement_gst=settlement_gst,
         timing_fees=timing_fees,
         timing_gst=timing_gst,
+        captured_not_settled_fees=later_fees,
+        captured_not_settled_gst=later_gst,
+        settled_from_other_months_fees=earlier_fees,
+        settled_from_other_months_gst=earlier_gst,
+        other_rows_fees=other_fees,
+        other_rows_gst=other_gst,
         row_fee_differences=row_fee_diff,
         row_gst_differences=row_gst_diff,
+        unexplained_fees=unexplained_fees,
+        unexplained_gst=unexplained_gst,
         invoice=invoice,
         invoice_fee_difference=None if invoice is None else invoice.taxable_value - payment_fees,
         invoice_gst_difference=None if invoice is None else invoice.gst - payment_gst,
+        invoice_basis=basis,
+        invoice_timing_fees=inv_timing[0],
+        invoice_timing_gst=inv_timing[1],
+        invoice_real_fees=inv_real[0],
+        invoice_real_gst=inv_real[1],
         itc=itc,
         itc_kind=kind,
         itc_mismatch=mismatch,

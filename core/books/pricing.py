@@ -17,12 +17,16 @@ import pandas as pd
 
 from core.dataset import Dataset
 
-# Payment classes a plan prices. The Dataset carries the payment `method` and the
-# `international` flag; card network and type are not in it, so every domestic card is
-# priced by the `card` rule (see docs/books.md).
+# Payment classes a plan prices. A domestic card payment is priced by its network and type
+# when the payment carries them (the Payments API's `card` object, or a report's card
+# columns: core.ingest.cards): RuPay debit, other debit, credit, corporate (business) cards;
+# `card` is the plan's line for a card whose details are unknown or not priced apart
+# (prepaid, or a class the plan has no line for). International cards (and payments in
+# another currency) are `international`.
+CARD_CLASSES: tuple[str, ...] = ("card", "rupay_debit", "debit", "credit", "corporate")
 METHOD_CLASSES: tuple[str, ...] = (
     "upi",
-    "card",
+    *CARD_CLASSES,
     "international",
     "netbanking",
     "wallet",
@@ -77,12 +81,89 @@ class PricingPlan:
         return cls(int(version), int(effective_from), rules, int(gst_bp))
 
 
-def payment_class(method: pd.Series, international: pd.Series) -> pd.Series:
-    """Each payment's class: `international` for a card payment flagged international (or
-    in another currency), else its method when a plan can price it, else `other`."""
+def payment_class(
+    method: pd.Series, international: pd.Series, cards: pd.DataFrame | None = None
+) -> pd.Series:
+    """Each payment's class: `international` for a payment flagged international (or in
+    another currency, or on a card issued abroad), a card class for a domestic card payment
+    (`cards`: the payments' card_network, card_type and card_sub_type, when known), else its
+    method when a plan can price it, else `other`."""
     text = method.astype("string").str.lower().fillna("other")
     known = text.where(text.isin(METHOD_CLASSES), "other")
+    if cards is not None and len(cards):
+        network = cards["card_network"].astype("string").str.lower().str.replace(" ", "")
+        kind = cards["card_type"].astype("string").str.lower().str.strip()
+        sub = cards["card_sub_type"].astype("string").str.lower().str.strip()
+        card = pd.Series("card", index=known.index, dtype=object)
+        card = card.where(~(kind == "credit").fillna(False).to_numpy(), "credit")
+        debit = (kind == "debit").fillna(False).to_numpy()
+        card = card.where(~debit, "debit")
+        card = card.where(~(debit & (network == "rupay").fillna(False).to_numpy()), "rupay_debit")
+        card = card.where(~(sub == "business").fillna(False).to_numpy(), "corporate")
+        known = known.where(~(known == "card").to_numpy(), card)
     return known.where(~international.to_numpy(dtype=bool), "international").astype(str)
+
+
+def _card_international(pay: pd.DataFrame) -> np.ndarray:
+    if "card_international" not in pay.columns:
+        return np.zeros(len(pay), dtype=bool)
+    flag = pay["card_international"].astype("string").str.strip().str.lower()
+    return flag.isin(["true", "1", "yes"]).fillna(False).to_numpy(dtype=bool)
+
+
+def priced_by(klass: pd.Series, plan: PricingPlan) -> pd.Series:
+    """The plan line each class is priced by: its own, else (a card class the plan does not
+    price apart) the plan's `card` line, else <NA> (not priced)."""
+    lines = {r.method for r in plan.rules}
+    own = klass.where(klass.isin(lines))
+    if "card" in lines:
+        fallback = klass.isin(CARD_CLASSES) & own.isna()
+        own = own.where(~fallback.to_numpy(), "card")
+    return own
+
+
+def unclassified_cards(dataset: Dataset, plans: tuple[PricingPlan, ...]) -> pd.DataFrame:
+    """Captured card payments the plan in force cannot price: the plan prices cards by
+    network or type and has no `card` line, and the payment's card details are unknown (or
+    its class has no line). Listed as "cannot classify", never as an overcharge."""
+    columns = ["payment_id", "created_at", "method_class", "plan_version"]
+    pay = dataset.payments
+    if not plans or pay.empty:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
+    captured = pay["captured"].astype(bool) | pay["status"].astype(str).isin(
+        ["captured", "refunded"]
+    )
+    p = pay[captured.to_numpy()]
+    foreign = (p["currency"].astype("string").str.upper().fillna("INR") != "INR").to_numpy()
+    flag = p["international"].to_numpy(dtype=bool) | foreign | _card_international(p)
+    klass = payment_class(p["method"], pd.Series(flag, index=p.index), _card_frame(p))
+    ordered = sorted(plans, key=lambda x: (x.effective_from, x.version))
+    starts = np.array([x.effective_from for x in ordered], dtype=np.int64)
+    which = np.searchsorted(starts, p["created_at"].to_numpy(np.int64), side="right") - 1
+    pieces = []
+    for index, plan in enumerate(ordered):
+        mine = (which == index) & klass.isin(CARD_CLASSES).to_numpy()
+        lines = priced_by(klass[mine], plan)
+        gone = lines.isna().to_numpy()
+        pieces.append(
+            pd.DataFrame(
+                {
+                    "payment_id": p["id"].astype(str).to_numpy()[mine][gone],
+                    "created_at": p["created_at"].to_numpy(np.int64)[mine][gone],
+                    "method_class": klass[mine].to_numpy()[gone],
+                    "plan_version": plan.version,
+                }
+            )
+        )
+    out = pd.concat(pieces, ignore_index=True) if pieces else pd.DataFrame(columns=columns)
+    return out.reindex(columns=columns).sort_values("payment_id", ignore_index=True)
+
+
+def _card_frame(p: pd.DataFrame) -> pd.DataFrame | None:
+    wanted = ("card_network", "card_type", "card_sub_type")
+    if not all(c in p.columns for c in wanted):
+        return None
+    return p[list(wanted)]
 
 
 def _round_div(values: np.ndarray, divisor: int) -> np.ndarray:
@@ -129,9 +210,8 @@ def fee_check(dataset: Dataset, plans: tuple[PricingPlan, ...]) -> pd.DataFrame:
     row_tax = pid.map(first["tax"]).astype("Int64")
     fee = row_fee.fillna(p["fee"].astype("Int64"))
     tax = row_tax.fillna(p["tax"].astype("Int64"))
-    klass = payment_class(
-        p["method"], p["international"].astype(bool) | pd.Series(foreign, index=p.index)
-    )
+    flag = p["international"].to_numpy(dtype=bool) | foreign | _card_international(p)
+    klass = payment_class(p["method"], pd.Series(flag, index=p.index), _card_frame(p))
     ordered = sorted(plans, key=lambda x: (x.effective_from, x.version))
     starts = np.array([x.effective_from for x in ordered], dtype=np.int64)
     which = np.searchsorted(starts, p["created_at"].to_numpy(np.int64), side="right") - 1
@@ -151,8 +231,9 @@ def fee_check(dataset: Dataset, plans: tuple[PricingPlan, ...]) -> pd.DataFrame:
     for index, plan in enumerate(ordered):
         mine = frame[frame["plan_index"] == index]
         rules = {r.method: r for r in plan.rules}
-        bp = mine["method_class"].map({k: r.percent_bp for k, r in rules.items()})
-        fixed = mine["method_class"].map({k: r.fixed_paise for k, r in rules.items()})
+        line = priced_by(mine["method_class"], plan)
+        bp = line.map({k: r.percent_bp for k, r in rules.items()})
+        fixed = line.map({k: r.fixed_paise for k, r in rules.items()})
         priced = mine[bp.notna()].copy()
         base = _round_div(
             priced["amount"].to_numpy(np.int64) * bp[bp.notna()].to_numpy(np.int64), 10_000

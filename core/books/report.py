@@ -54,8 +54,19 @@ def _gst_csv(t: GstTieOut) -> str:
     rows: list[tuple[object, ...]] = [
         ("by_payment", t.payment_fees, t.payment_gst),
         ("by_settlement", t.settlement_fees, t.settlement_gst),
-        ("rows_charging_other_than_their_payment", t.row_fee_differences, t.row_gst_differences),
-        ("timing_and_other_rows", t.timing_fees, t.timing_gst),
+        ("timing_captured_not_settled", t.captured_not_settled_fees, t.captured_not_settled_gst),
+        (
+            "timing_settled_from_other_months",
+            -t.settled_from_other_months_fees,
+            -t.settled_from_other_months_gst,
+        ),
+        ("other_rows_settled", -t.other_rows_fees, -t.other_rows_gst),
+        (
+            "rows_charging_other_than_their_payment",
+            -t.row_fee_differences,
+            -t.row_gst_differences,
+        ),
+        ("unexplained", t.unexplained_fees, t.unexplained_gst),
     ]
     rows += [(f"itc_{name.lower()}", "", amount) for name, amount in t.itc]
     return _csv(("line", "fees_paise", "gst_paise"), rows)

@@ -15,8 +15,14 @@ import pyarrow.compute as pc
 
 from core.errors import InputError, Problem
 from core.ingest import convert
+from core.ingest.cards import card_columns
 from core.ingest.convert import BadCells
-from core.ingest.layouts import FEE_EXCLUSIVE_TAX, REFUND_PROCESSED_AT, REFUND_SETTLED_AT
+from core.ingest.layouts import (
+    CARD_OBJECT,
+    FEE_EXCLUSIVE_TAX,
+    REFUND_PROCESSED_AT,
+    REFUND_SETTLED_AT,
+)
 from core.ingest.readers import RawTable, ReadFailure, table_from_items
 from core.ingest.report import FileReport
 from core.ingest.tables import TABLES, ColumnSpec, TableSpec
@@ -210,6 +216,8 @@ def build_frame(
                     raw.file, raw.header_line, col.name, f"required column {col.name!r} is missing"
                 )
             )
+    if spec.kind == "payments" and CARD_OBJECT in columns:
+        columns.update(card_columns(columns.pop(CARD_OBJECT), columns))
     unit, reason = decide_unit(spec, raw, columns, unit_setting, casts)
     styles: set[str] = set()
     out: dict[str, pd.Series] = {}
@@ -347,7 +355,7 @@ def frames_from_items(kind: str, items: list[dict[str, Any]], source_name: str) 
     spec = TABLES.get(kind)
     if spec is None:
         raise ValueError(f"unknown kind {kind!r}; expected one of {sorted(TABLES)}")
-    wanted = [c.name for c in spec.columns]
+    wanted = [c.name for c in spec.columns] + ([CARD_OBJECT] if kind == "payments" else [])
     notes = [c.name for c in spec.columns if c.kind == "notes"]
     try:
         raw = table_from_items(source_name, items, wanted, notes)

@@ -17,6 +17,7 @@ from types import MappingProxyType
 FEE_EXCLUSIVE_TAX = "fee_exclusive_tax"  # the combined report's fee before GST
 REFUND_PROCESSED_AT = "processed_at"  # a refunds report's processed / settled date
 REFUND_SETTLED_AT = "settled_at"
+CARD_OBJECT = "card"  # the Payments API's `card` object (expand[]=card), JSON text
 
 ALIASES: Mapping[str, Mapping[str, str]] = MappingProxyType(
     {
@@ -28,6 +29,8 @@ ALIASES: Mapping[str, Mapping[str, str]] = MappingProxyType(
                 "customer_contact": "contact",
                 "fees": "fee",  # the Payments report's "Fee": tax-inclusive like the API
                 "gst": "tax",
+                "card_sub-type": "card_sub_type",
+                "international_card": "card_international",
             }
         ),
         "refunds": MappingProxyType({"refund_id": "id", "processed_on": "processed_at"}),
@@ -65,6 +68,7 @@ EXTRA_COLUMNS: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {
         "settlement_recon": (FEE_EXCLUSIVE_TAX,),
         "refunds": (REFUND_PROCESSED_AT, REFUND_SETTLED_AT),
+        "payments": (CARD_OBJECT,),
     }
 )
 

@@ -1,0 +1,77 @@
+"""The Books page's GST tab in a real browser: a person uploads Razorpay's tax invoice as
+CSV and sees it explained (a real difference, here); a malformed CSV is refused with its
+file, line and column on the screen."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from core.db import connect, migrate
+from tests.app_browser import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    SCREENSHOTS,
+    running_server,
+    screen_errors,
+    wait_rendered,
+)
+from tests.app_builder import build
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's /usr/bin/chromium"),
+]
+GOLDEN = Path(__file__).parent / "fixtures" / "books" / "tax_invoice_2026-06.csv"
+
+
+@pytest.fixture
+def browser() -> Iterator[object]:
+    with playwright_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def _gst_tab(page: object, url: str) -> None:
+    page.goto(f"{url}/books")  # type: ignore[attr-defined]
+    wait_rendered(page)
+    page.get_by_role("tab", name="GST on fees").click(timeout=120_000)  # type: ignore[attr-defined]
+    page.wait_for_selector("text=Input tax credit", timeout=120_000)  # type: ignore[attr-defined]
+
+
+def test_an_uploaded_invoice_csv_is_explained_and_a_bad_one_is_refused_with_its_position(
+    tmp_path: Path, browser: object
+) -> None:
+    database = tmp_path / "app.sqlite"
+    conn = connect(database)
+    migrate(conn)
+    build(conn, payments=300, seed=3)
+    conn.close()
+    # The golden invoice without its month line (the page's month is the builder's latest).
+    invoice = tmp_path / "tax_invoice.csv"
+    lines = GOLDEN.read_text(encoding="utf-8").splitlines()
+    invoice.write_text("\n".join(x for x in lines if not x.startswith("month,")) + "\n")
+    bad = tmp_path / "bad_invoice.csv"
+    bad.write_text("component,amount\ntaxable_value,12.345\n", encoding="utf-8")
+    with running_server(database, tmp_path / "server.log") as server:
+        page = browser.new_page(viewport={"width": 1440, "height": 2400})  # type: ignore[attr-defined]
+        _gst_tab(page, server.url)
+        page.set_input_files('input[type="file"]', str(invoice))
+        page.wait_for_selector("text=a real difference to raise with Razorpay", timeout=120_000)
+        wait_rendered(page)
+        assert "The invoice differs from the fees charged by ₹" in page.inner_text("body")
+        assert screen_errors(page) == []
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / "books-gst-invoice-upload.png"), full_page=True)
+
+        page.set_input_files('input[type="file"]', str(bad))
+        page.wait_for_selector("text=The invoice was not read", timeout=120_000)
+        errors = " ".join(screen_errors(page))
+        assert "bad_invoice.csv:2:2:" in errors, errors
+        assert "not a rupee amount" in errors
