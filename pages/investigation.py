@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from core import views
+from core.investigate import investigate
+from core.views.exception import evidence, exception, exception_history
 from ui import auth, decision, keys, shell, widgets
 from ui.format import class_label, due_text, inr, ist, md
 
@@ -21,7 +22,7 @@ if chosen is None:
     st.info("No exception to investigate: the queue is empty.")
     st.stop()
 exception_id = int(chosen)
-item = shell.read(views.exception, exception_id)
+item = shell.read(exception, exception_id)
 if item is None:
     st.error(f"There is no exception #{exception_id}.")
     st.stop()
@@ -58,7 +59,7 @@ evidence_col, answer_col = st.columns([3, 2])
 with evidence_col:
     st.markdown("#### Evidence (read only)")
     details = st.toggle("Show internal keys", key=keys.INVESTIGATE_DETAILS)
-    for n, section in enumerate(shell.read(views.evidence, exception_id)):
+    for n, section in enumerate(shell.read(evidence, exception_id)):
         with st.expander(f"{md(section.title)} ({len(section.records)})", expanded=n < 3):
             if section.note:
                 st.caption(md(section.note))
@@ -76,8 +77,7 @@ with answer_col:
         disabled=not auth.can("review"),
     ):
         with shell.guarded(), st.spinner("Investigating…"):
-            investigate = widgets.module("core.investigate", "The investigator")
-            answers[exception_id] = investigate.investigate(auth.database(), exception_id)
+            answers[exception_id] = investigate(auth.database(), exception_id)
     answer = answers.get(exception_id)
     if answer is None:
         st.caption("Ask for an explanation: it cites only records from the evidence.")
@@ -95,5 +95,5 @@ with answer_col:
 
 st.markdown("#### History")
 widgets.records_table(
-    shell.read(views.exception_history, exception_id), keys.HISTORY_TABLE, "No actions yet."
+    shell.read(exception_history, exception_id), keys.HISTORY_TABLE, "No actions yet."
 )
