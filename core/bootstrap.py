@@ -30,15 +30,17 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from core import benchmark, ingest, pipeline
 from core.db import connect, database_path, migrate
 from core.db import views as db
-from core.engine import EngineParams
 from core.errors import ConfigError
 from core.leftovers import remove_dead_leftovers_once
 from core.views.evaluation import LABELS_FILE, LABELS_META, dataset_folder, store_evaluation
 from core.views.runs import run_summary
+
+if TYPE_CHECKING:
+    from core.engine import EngineParams
 
 ProgressFn = Callable[[float, str], None]
 Builder = Callable[[sqlite3.Connection, Path, ProgressFn], None]
@@ -171,6 +173,10 @@ def reconcile_stored(
 ) -> int:
     """Reconcile the imported data as of `as_of` through `core.pipeline` (persist the run,
     sync the exception queue), then precompute the run's summary. Returns the run id."""
+    # Imported here, not above: a page of an app whose data are ready never loads them.
+    from core import pipeline
+    from core.engine import EngineParams
+
     latest = db.latest_import(conn)
     if latest is None:
         raise ConfigError("nothing to reconcile: import a dataset first")
@@ -191,6 +197,8 @@ def default_builder(conn: sqlite3.Connection, work: Path, progress: ProgressFn) 
 
     The run's as-of is the benchmark's own, so the result is the same on every machine.
     """
+    from core import benchmark, ingest  # only a cold start of an empty database needs them
+
     progress(0.02, f"Generating the {BENCHMARK_PAYMENTS:,}-payment synthetic benchmark")
     folder = work / "dataset"
     generated = benchmark.generate(folder, payments=BENCHMARK_PAYMENTS, seed=BENCHMARK_SEED)

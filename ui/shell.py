@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import streamlit as st
 
-from core import bootstrap, review
+from core import bootstrap
 from core.db import connect, database_path
 from core.errors import InputError, RazorReconError, RefusedError
 from core.money import MoneyFormatError, parse_rupees
@@ -115,6 +115,8 @@ def decide(action: str, exception_id: int, version: int) -> None:
             keys.DECISION_FLASH, "error", "Write a note first: it says what was decided and why."
         )
         return
+    from core import review
+
     key = f"{action}-{exception_id}"
     extra: dict[str, Any] = {}
     if action == "resolve":
@@ -163,6 +165,8 @@ def decide(action: str, exception_id: int, version: int) -> None:
 
 def assign_one(exception_id: int, version: int) -> None:
     """on_click of Assign on the Decision box."""
+    from core import review
+
     assignee = st.session_state.get(keys.DECISION_ASSIGNEE)
     if not assignee:
         flash_at(keys.DECISION_FLASH, "error", "Choose who gets it first.")
@@ -216,6 +220,8 @@ def _paise(text: object) -> int | None:
 
 def approval_decision(decision: str, approval_id: int) -> None:
     """on_click of Approve / Reject on the Approvals page."""
+    from core import review
+
     note = str(st.session_state.get(keys.APPROVAL_NOTE) or "").strip() or None
     key = f"{decision}-approval-{approval_id}"
     try:
@@ -241,6 +247,8 @@ def approval_decision(decision: str, approval_id: int) -> None:
 def bulk_decision(action: str, versions: dict[int, int], message: str, **fields: str) -> None:
     """Apply `core.review.<action>` (bulk_assign, bulk_escalate) to the selected exceptions
     at the versions the reviewer saw; `message` takes `{n}`, the number applied."""
+    from core import review
+
     with guarded(), connection() as conn:
         result = getattr(review, action)(
             conn,

@@ -14,9 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from core.benchmark import HELD_OUT, read_ground_truth
 from core.db import views as db
-from core.evaluation import confusion_by_code, join_outcomes, score
 from core.views.common import SYNTHETIC_SOURCES
 
 LABELS_FILE = "ground_truth.csv"
@@ -78,6 +76,10 @@ def compute_evaluation(
     meta = labels.with_name(LABELS_META)
     if meta.exists() and json.loads(meta.read_text(encoding="utf-8"))["as_of"] != run["as_of"]:
         return None  # the labels describe the benchmark at its own as-of, not this run's
+    # Imported here: scoring runs once per run (then it is read from app_evaluations).
+    from core.benchmark import HELD_OUT, read_ground_truth
+    from core.evaluation import confusion_by_code, join_outcomes, score
+
     truth = read_ground_truth(labels)
     joined = join_outcomes(db.outcomes_frame(conn, run_id), truth)
     held = joined[joined["split"] == HELD_OUT]

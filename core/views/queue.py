@@ -15,6 +15,7 @@ from core.db.views import ALL_STATUSES, OPEN_STATUSES, QUEUE_SORTS, QueueFilter
 from core.outputs import safe_cell
 from core.views.common import EXPOSURE_CLASSES, ist_day, ist_text, run_as_of, rupees_number
 
+# The queue's vocabulary, defined beside its SQL in core.db.views, named here for pages.
 __all__ = [
     "ALL_STATUSES",
     "OPEN_STATUSES",
