@@ -2,7 +2,6 @@
 
 import streamlit as st
 
-from core.investigate import investigate
 from core.views.exception import evidence, exception, exception_history
 from ui import auth, decision, keys, shell, widgets
 from ui.format import class_label, due_text, inr, ist, md
@@ -77,6 +76,8 @@ with answer_col:
         disabled=not auth.can("review"),
     ):
         with shell.guarded(), st.spinner("Investigating…"):
+            from core.investigate import investigate  # loads after the page has painted
+
             answers[exception_id] = investigate(auth.database(), exception_id)
     answer = answers.get(exception_id)
     if answer is None:

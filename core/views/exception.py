@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.db import views as db
-from core.investigate import gather_evidence
 
 
 def exception(conn: sqlite3.Connection, exception_id: int) -> dict[str, Any] | None:
@@ -69,6 +68,9 @@ def basic_evidence(conn: sqlite3.Connection, exception_id: int) -> tuple[Evidenc
 
 def evidence(conn: sqlite3.Connection, exception_id: int) -> tuple[EvidenceSection, ...]:
     """The investigator's evidence: what its allow-listed tools read for this exception."""
+    # Imported here, as the page reaches its evidence: its title and choice paint first.
+    from core.investigate import gather_evidence
+
     gathered = gather_evidence(conn, exception_id)
     sections = [EvidenceSection("Exception", (dict(gathered.exception),))]
     for item in gathered.items:
