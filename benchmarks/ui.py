@@ -80,8 +80,9 @@ def measure_pages(database: Path, repeats: int = 5) -> dict[str, Any]:
     from streamlit.runtime.pages_manager import PagesManager
     from streamlit.testing.v1 import AppTest
 
-    from core import views
     from core.db import connect
+    from core.views.queue import QueueFilter, queue, queue_options
+    from core.views.runs import latest_run, run_summary
     from ui import keys
 
     os.environ["DATABASE_URL"] = str(database)
@@ -98,16 +99,16 @@ def measure_pages(database: Path, repeats: int = 5) -> dict[str, Any]:
     PagesManager.__init__ = init  # type: ignore[method-assign]
     try:
         conn = connect(database)
-        run = views.latest_run(conn)
+        run = latest_run(conn)
         assert run is not None, "the database has no completed run"
         started = time.perf_counter()
-        views.run_summary(conn, run.id)  # the once-per-run figures, if not cached yet
+        run_summary(conn, run.id)  # the once-per-run figures, if not cached yet
         summary_s = time.perf_counter() - started
         payments = conn.execute("SELECT count(*) FROM payments").fetchone()[0]
-        first = views.queue(conn, views.QueueFilter(), page_size=1)
+        first = queue(conn, QueueFilter(), page_size=1)
         open_exceptions = first.total
         term = first.items[0].entity_id if first.items else "pay_"
-        codes = views.queue_options(conn).codes
+        codes = queue_options(conn).codes
         conn.close()
 
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)

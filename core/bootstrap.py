@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import importlib
 import json
 import os
 import shutil
@@ -31,13 +30,17 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from core import views
 from core.db import connect, database_path, migrate
 from core.db import views as db
 from core.errors import ConfigError
 from core.leftovers import remove_dead_leftovers_once
+from core.views.evaluation import LABELS_FILE, LABELS_META, dataset_folder, store_evaluation
+from core.views.runs import run_summary
+
+if TYPE_CHECKING:
+    from core.engine import EngineParams
 
 ProgressFn = Callable[[float, str], None]
 Builder = Callable[[sqlite3.Connection, Path, ProgressFn], None]
@@ -45,7 +48,6 @@ Builder = Callable[[sqlite3.Connection, Path, ProgressFn], None]
 BENCHMARK_PAYMENTS = 5000
 BENCHMARK_SEED = 42
 POLL_SECONDS = 0.2
-DATASET_FOLDER_SUFFIX = ".benchmark"
 
 _ready_paths: set[str] = set()
 _ready_guard = threading.Lock()
@@ -84,12 +86,6 @@ def progress_path(path: str) -> Path:
 
 def scratch_path(path: str) -> Path:
     return Path(f"{path}.bootstrap-build")
-
-
-def dataset_folder(path: str) -> Path:
-    """Where the cold start keeps the generated benchmark: `dataset/` and, beside it (never
-    inside the folder the importer reads), the labels `ground_truth.csv`."""
-    return Path(f"{path}{DATASET_FOLDER_SUFFIX}")
 
 
 def _state(conn: sqlite3.Connection) -> tuple[str, int | None]:
@@ -168,35 +164,31 @@ def _describe_scratch(path: Path) -> str:
     return f"half-finished start in {path.name}: {imports} import(s), {states}"
 
 
-def _module(name: str) -> Any:
-    try:
-        return importlib.import_module(name)
-    except ImportError as exc:  # a part of the product is not installed
-        raise ConfigError(f"cannot build the benchmark: {exc}") from exc
-
-
 def reconcile_stored(
     conn: sqlite3.Connection,
     *,
     as_of: int,
-    params: Any = None,
+    params: EngineParams | None = None,
     progress: ProgressFn = _noop,
 ) -> int:
     """Reconcile the imported data as of `as_of` through `core.pipeline` (persist the run,
     sync the exception queue), then precompute the run's summary. Returns the run id."""
-    engine, pipeline = _module("core.engine"), _module("core.pipeline")
+    # Imported here, not above: a page of an app whose data are ready never loads them.
+    from core import pipeline
+    from core.engine import EngineParams
+
     latest = db.latest_import(conn)
     if latest is None:
         raise ConfigError("nothing to reconcile: import a dataset first")
     progress(0.1, "Reconciling, saving the run and updating the exception queue")
     result = pipeline.reconcile_database(
         conn,
-        params if params is not None else engine.EngineParams(),
+        params if params is not None else EngineParams(),
         as_of,
         str(latest["source"]),
     )
     progress(0.85, "Summarising the run")
-    views.run_summary(conn, int(result.run_id))
+    run_summary(conn, int(result.run_id))
     return int(result.run_id)
 
 
@@ -205,18 +197,19 @@ def default_builder(conn: sqlite3.Connection, work: Path, progress: ProgressFn) 
 
     The run's as-of is the benchmark's own, so the result is the same on every machine.
     """
-    benchmark, ingest = _module("core.benchmark"), _module("core.ingest")
+    from core import benchmark, ingest  # only a cold start of an empty database needs them
+
     progress(0.02, f"Generating the {BENCHMARK_PAYMENTS:,}-payment synthetic benchmark")
     folder = work / "dataset"
     generated = benchmark.generate(folder, payments=BENCHMARK_PAYMENTS, seed=BENCHMARK_SEED)
     # The labels leave the dataset folder before the importer opens it.
-    labels = work / views.LABELS_FILE
+    labels = work / LABELS_FILE
     shutil.move(str(generated.ground_truth), labels)
     truth = folder / "invoice_truth.json"  # the planted invoice difference: a label too
     if truth.exists():
         shutil.move(str(truth), work / truth.name)
     meta = {"as_of": int(generated.as_of), "seed": BENCHMARK_SEED, "payments": BENCHMARK_PAYMENTS}
-    (work / views.LABELS_META).write_text(json.dumps(meta), encoding="utf-8")
+    (work / LABELS_META).write_text(json.dumps(meta), encoding="utf-8")
     progress(0.2, "Importing the dataset")
     dataset, loaded = ingest.load_dataset(folder)
     ingest.store_dataset(
@@ -235,7 +228,7 @@ def default_builder(conn: sqlite3.Connection, work: Path, progress: ProgressFn) 
 
     run_id = reconcile_stored(conn, as_of=int(generated.as_of), progress=later)
     progress(0.88, "Scoring the run against the held-out labels")
-    views.store_evaluation(conn, run_id, labels)
+    store_evaluation(conn, run_id, labels)
 
 
 def _store_benchmark_plan(conn: sqlite3.Connection, folder: Path) -> None:

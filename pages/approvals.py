@@ -2,13 +2,13 @@
 
 import streamlit as st
 
+from core import review
 from ui import auth, keys, shell, widgets
 from ui.format import inr, ist
 
 shell.require_frame()
 st.title("Approvals")
 shell.need("approve", "Approving write-offs")
-review = widgets.module("core.review", "Review")
 st.caption(
     f"A write-off above {inr(shell.four_eyes())} is resolved only when an approver other "
     "than the person who asked for it approves it."

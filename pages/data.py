@@ -4,9 +4,9 @@ import datetime as dt
 
 import streamlit as st
 
-from core import views
 from core.calendar import IST, CalendarParams
 from core.errors import InputError
+from core.views.runs import latest_data_date, recent_runs
 from ui import actions, bank_mapping, import_choice, keys, shell, widgets
 from ui.format import ist
 
@@ -52,7 +52,7 @@ with upload_tab:
             bank_mapping.mapping_form(uploads)
 
 with run_tab:
-    latest = shell.read(views.latest_data_date) or dt.datetime.now(tz=IST).date()
+    latest = shell.read(latest_data_date) or dt.datetime.now(tz=IST).date()
     cols = st.columns(2)
     day = cols[0].date_input(
         "As of (IST date)",
@@ -121,7 +121,7 @@ with sync_tab:
             st.rerun()
 
 with runs_tab:
-    runs = shell.read(views.recent_runs)
+    runs = shell.read(recent_runs)
     widgets.records_table(
         [
             {

@@ -2,17 +2,18 @@
 
 import streamlit as st
 
-from core import views
+from core.views.evaluation import evaluation_report
+from core.views.runs import latest_run
 from ui import charts, keys, shell
 from ui.format import md
 
 shell.require_frame()
 st.title("Evaluation")
-run = shell.read(views.latest_run)
+run = shell.read(latest_run)
 if run is None:
     st.info("No completed run yet.")
     st.stop()
-report = shell.read(views.evaluation_report, run.id)
+report = shell.read(evaluation_report, run.id)
 if report is None:
     st.info(
         "Held-out evaluation needs the benchmark's labels, and they describe the synthetic "

@@ -2,20 +2,20 @@
 
 import streamlit as st
 
-from core import views
+from core.views.queue import ALL_STATUSES, queue, queue_csv, queue_options
 from ui import auth, keys, shell, shortcuts, widgets
 from ui.format import QUEUE_COLUMNS, QUEUE_MORE_COLUMNS, inr, queue_columns, queue_frame
 
 shell.require_frame()
 st.title("Exceptions")
-options = shell.read(views.queue_options)
+options = shell.read(queue_options)
 flt, sort, size = widgets.queue_filters(options)
 
 # The page widget's key carries the query, so a new filter or sort starts at page 1.
 query_sig = widgets.signature(flt, sort, size)
 page_key = f"{keys.QUEUE_PAGE}-{query_sig}"
 page = shell.read(
-    views.queue, flt, sort=sort, page=int(st.session_state.get(page_key, 1)), page_size=size
+    queue, flt, sort=sort, page=int(st.session_state.get(page_key, 1)), page_size=size
 )
 
 st.markdown(
@@ -31,7 +31,7 @@ if page.other_statuses:
         "Show every status",
         key=keys.QUEUE_ALL_STATUSES,
         on_click=shell.set_state,
-        args=(keys.QUEUE_STATUSES, list(views.ALL_STATUSES)),
+        args=(keys.QUEUE_STATUSES, list(ALL_STATUSES)),
     )
 if not page.items:
     st.info("Nothing matches these filters.")
@@ -118,7 +118,7 @@ else:
 with export_col:
     st.download_button(
         f"CSV ({page.total:,})",
-        data=lambda: shell.read(views.queue_csv, flt, sort=sort),
+        data=lambda: shell.read(queue_csv, flt, sort=sort),
         file_name="exceptions.csv",
         mime="text/csv",
         key=keys.QUEUE_EXPORT,

@@ -3,7 +3,7 @@
 import streamlit as st
 
 import ui.packet
-from core import views
+from core.views.exception import evidence, exception
 from ui import auth, comments, decision, keys, shell, widgets
 from ui.format import class_label, due_text, inr, ist, md
 
@@ -22,7 +22,7 @@ if chosen is None:
     st.info("No exception to investigate: the queue is empty.")
     st.stop()
 exception_id = int(chosen)
-item = shell.read(views.exception, exception_id)
+item = shell.read(exception, exception_id)
 if item is None:
     st.error(f"There is no exception #{exception_id}.")
     st.stop()
@@ -59,7 +59,7 @@ evidence_col, answer_col = st.columns([3, 2])
 with evidence_col:
     st.markdown("#### Evidence (read only)")
     details = st.toggle("Show internal keys", key=keys.INVESTIGATE_DETAILS)
-    for n, section in enumerate(shell.read(views.evidence, exception_id)):
+    for n, section in enumerate(shell.read(evidence, exception_id)):
         with st.expander(f"{md(section.title)} ({len(section.records)})", expanded=n < 3):
             if section.note:
                 st.caption(md(section.note))
@@ -77,8 +77,9 @@ with answer_col:
         disabled=not auth.can("review"),
     ):
         with shell.guarded(), st.spinner("Investigating…"):
-            investigate = widgets.module("core.investigate", "The investigator")
-            answers[exception_id] = investigate.investigate(auth.database(), exception_id)
+            from core.investigate import investigate  # loads after the page has painted
+
+            answers[exception_id] = investigate(auth.database(), exception_id)
     answer = answers.get(exception_id)
     if answer is None:
         st.caption("Ask for an explanation: it cites only records from the evidence.")

@@ -2,13 +2,16 @@
 
 import streamlit as st
 
-from core import views
+from core.views.evaluation import heldout_accuracy
+from core.views.overview import overview
+from core.views.queue import OPEN_STATUSES
+from core.views.runs import changes_since_previous_run
 from ui import charts, keys, shell
 from ui.format import class_label, inr, inr_short
 
 shell.require_frame()
 st.title("Overview")
-ov = shell.read(views.overview)
+ov = shell.read(overview)
 if ov is None:
     st.info("No completed reconciliation yet. Import data and run it on the Data page.")
     st.page_link("pages/data.py", label="Go to Data", icon=":material/upload_file:")
@@ -50,7 +53,7 @@ cards[4].metric(
     border=True,
 )
 
-changes = shell.read(views.changes_since_previous_run)
+changes = shell.read(changes_since_previous_run)
 if changes is not None:
     st.subheader("First run" if changes.first else f"Since the previous run (#{changes.run_id})")
     row = st.columns(4)
@@ -63,7 +66,7 @@ if changes is not None:
                 "Needs review: no longer found",
                 changes.no_longer_found,
                 keys.OVERVIEW_SHOW_REVIEW,
-                list(views.OPEN_STATUSES),
+                list(OPEN_STATUSES),
             ),
         ),
         strict=False,
@@ -103,7 +106,7 @@ with right:
         st.vega_lite_chart(rates, width="stretch", key=keys.OVERVIEW_MATCH_CHART)
 
 st.subheader("Held-out accuracy")
-accuracy = shell.read(views.heldout_accuracy, run.id)
+accuracy = shell.read(heldout_accuracy, run.id)
 if accuracy is None:
     st.caption(
         "Not measured for this run: accuracy is measured only on a run of the synthetic "

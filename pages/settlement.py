@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from core import views
+from core.views.settlement import settlement_choices, settlement_view
 from ui import keys, shell, widgets
 from ui.format import QUEUE_COLUMNS, inr, ist, md, queue_columns, queue_frame
 
@@ -17,7 +17,7 @@ search = left.text_input(
     on_change=shell.forget,
     args=(keys.SELECTED_SETTLEMENT, keys.SETTLEMENT_CHOICE),
 )
-choices = shell.read(views.settlement_choices, search)
+choices = shell.read(settlement_choices, search)
 preselected = st.session_state.get(keys.SELECTED_SETTLEMENT)
 ids = [c["id"] for c in choices]
 if preselected and preselected not in ids and not search.strip():
@@ -38,7 +38,7 @@ chosen = right.selectbox(
     key=keys.SETTLEMENT_CHOICE,
 )
 st.session_state[keys.SELECTED_SETTLEMENT] = chosen
-view = shell.read(views.settlement_view, chosen)
+view = shell.read(settlement_view, chosen)
 if view is None:
     shell.forget(keys.SELECTED_SETTLEMENT, keys.SETTLEMENT_CHOICE)
     st.error(f"Settlement {md(chosen)} is not in the database.")

@@ -116,8 +116,9 @@ def test_holidays_and_as_of_parse_in_ist() -> None:
 
 def test_reconciling_the_upload_persists_a_run_and_opens_exceptions(database: Path) -> None:
     pytest.importorskip("core.engine")
-    from core import views
     from core.db import views as db
+    from core.views.queue import QueueFilter, queue
+    from core.views.runs import latest_run
 
     actions.import_uploads(_uploads(SPEC_EXAMPLE / "dataset"), "auto", False)
     as_of = actions.as_of_seconds(dt.date(2026, 6, 30), dt.time(23, 59, 59))
@@ -125,12 +126,12 @@ def test_reconciling_the_upload_persists_a_run_and_opens_exceptions(database: Pa
     run_id = actions.reconcile(CalendarParams(), as_of, lambda f, m: progress.append(m))
     conn = connect(database)
     try:
-        run = views.latest_run(conn)
+        run = latest_run(conn)
         assert run is not None and run.id == run_id and run.as_of == as_of
         assert run.source == "files" and run.location.startswith("upload: ")
         expected = list(csv.DictReader((SPEC_EXAMPLE / "expected_outcomes.csv").open()))
         exceptions = sum(1 for row in expected if row["status"] == "EXCEPTION")
-        assert views.queue(conn, views.QueueFilter()).total == exceptions > 0
+        assert queue(conn, QueueFilter()).total == exceptions > 0
         assert db.get_run_summary(conn, run_id) is not None
     finally:
         conn.close()

@@ -171,7 +171,8 @@ def test_the_real_cold_start_keeps_labels_apart_and_scores_only_its_own_run(
 ) -> None:
     pytest.importorskip("core.benchmark")
     pytest.importorskip("core.evaluation")
-    from core import views
+    from core.views.evaluation import evaluation_report, heldout_accuracy
+    from core.views.runs import latest_run
 
     path = tmp_path / "real.sqlite"
     result = bootstrap.ensure_ready(path)
@@ -181,11 +182,11 @@ def test_the_real_cold_start_keeps_labels_apart_and_scores_only_its_own_run(
     assert not (folder / "dataset" / "ground_truth.csv").exists()  # never beside the data
     conn = connect(path)
     try:
-        run = views.latest_run(conn)
+        run = latest_run(conn)
         assert run is not None and run.is_synthetic and run.source == "benchmark"
-        accuracy = views.heldout_accuracy(conn, run.id)
+        accuracy = heldout_accuracy(conn, run.id)
         assert accuracy is not None and accuracy.metrics["Accuracy"].endswith("%")
-        report = views.evaluation_report(conn, run.id)
+        report = evaluation_report(conn, run.id)
         assert report is not None and set(report.confusion.columns) == {
             "Ground truth",
             "Engine",
@@ -195,6 +196,6 @@ def test_the_real_cold_start_keeps_labels_apart_and_scores_only_its_own_run(
             report.headline["Records"].replace(",", "")
         )
         later = bootstrap.reconcile_stored(conn, as_of=run.as_of + 30 * 86_400)
-        assert views.heldout_accuracy(conn, later) is None  # labels are for the other as-of
+        assert heldout_accuracy(conn, later) is None  # labels are for the other as-of
     finally:
         conn.close()

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from core import views
 from core.audit import verify
 from core.db import connect, migrate
 from core.db.views import QueueFilter
+from core.views.queue import queue as read_queue
 from tests.app_browser import (
     CHROMIUM,
     CHROMIUM_ARGS,
@@ -103,7 +103,7 @@ def test_twenty_exceptions_worked_by_row_click_and_keyboard_alone(
     database: Path, server: Server, page: object
 ) -> None:
     conn = connect(database)
-    queue = views.queue(conn, QueueFilter()).items  # the page's default filter and sort
+    queue = read_queue(conn, QueueFilter()).items  # the page's default filter and sort
     conn.close()
     targets = [i.id for i in queue[:WORKED]]
     codes = {i.reason_code for i in queue[:WORKED]}
@@ -200,6 +200,6 @@ def _resolve_one(conn: sqlite3.Connection) -> list[tuple[int]]:
     from core.access import local_user
     from core.review import resolve
 
-    (item,) = views.queue(conn, QueueFilter(), page_size=1).items
+    (item,) = read_queue(conn, QueueFilter(), page_size=1).items
     resolve(conn, item.id, actor=local_user(), note="closed for the test", request_id="kb-closed")
     return [(item.id,)]

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core import views
 from core.db import connect, migrate
 from core.db.views import QueueFilter
+from core.views.queue import queue
 from tests.app_builder import Built, build
 from tests.app_signin import signed_in
 from tests.conftest import ROOT
@@ -88,7 +88,7 @@ def _no_exception(at: AppTest) -> None:
 def _open_count(path: Path) -> int:
     conn = connect(path)
     try:
-        return views.queue(conn, QueueFilter()).total
+        return queue(conn, QueueFilter()).total
     finally:
         conn.close()
 
@@ -126,7 +126,7 @@ def test_filtering_the_queue_by_code_and_search(app_db: tuple[Path, Built]) -> N
     table = at.dataframe[0].value
     assert set(table["Reason"]) == {"AMOUNT_MISMATCH"}
     conn = connect(path)
-    expected = views.queue(conn, QueueFilter(codes=("AMOUNT_MISMATCH",))).total
+    expected = queue(conn, QueueFilter(codes=("AMOUNT_MISMATCH",))).total
     conn.close()
     assert f"**{expected:,}** exceptions match" in at.markdown[0].value
     target = table["Entity"].iloc[0]

@@ -8,9 +8,13 @@ import sqlite3
 
 import pytest
 
-from core import views
 from core.db import views as db
 from core.db.views import QueueFilter
+from core.views.exception import basic_evidence
+from core.views.overview import overview
+from core.views.queue import QueueItem, queue, queue_csv, queue_options
+from core.views.runs import compute_run_summary, run_summary
+from core.views.settlement import settlement_view
 from tests.app_builder import Built, build
 
 
@@ -19,13 +23,13 @@ def built(conn: sqlite3.Connection) -> Built:
     return build(conn, payments=1200, seed=3)
 
 
-def _all_open(conn: sqlite3.Connection) -> list[views.QueueItem]:
-    page = views.queue(conn, QueueFilter(), page_size=10_000)
+def _all_open(conn: sqlite3.Connection) -> list[QueueItem]:
+    page = queue(conn, QueueFilter(), page_size=10_000)
     return list(page.items)
 
 
 def test_overview_totals_agree_with_the_rows(conn: sqlite3.Connection, built: Built) -> None:
-    ov = views.overview(conn)
+    ov = overview(conn)
     assert ov is not None
     captured = conn.execute("SELECT count(*), sum(amount) FROM payments").fetchone()
     assert (ov.summary.captured.count, ov.summary.captured.paise) == tuple(captured)
@@ -40,7 +44,7 @@ def test_overview_totals_agree_with_the_rows(conn: sqlite3.Connection, built: Bu
 def test_credited_in_bank_counts_only_matched_bank_lines(
     conn: sqlite3.Connection, built: Built
 ) -> None:
-    summary = views.compute_run_summary(conn, built.run_id)
+    summary = compute_run_summary(conn, built.run_id)
     lines = conn.execute("SELECT count(*), sum(credit) FROM bank_lines").fetchone()
     assert (summary.credited.count, summary.credited.paise) == tuple(lines)
     assert summary.credited.count < built.settlements  # some settlements have no bank line
@@ -49,7 +53,7 @@ def test_credited_in_bank_counts_only_matched_bank_lines(
 def test_match_rate_by_day_counts_every_settled_payment(
     conn: sqlite3.Connection, built: Built
 ) -> None:
-    summary = views.run_summary(conn, built.run_id)
+    summary = run_summary(conn, built.run_id)
     with_settlement = conn.execute(
         "SELECT count(*) FROM outcomes WHERE entity_type = 'payment' AND settlement_id IS NOT NULL"
     ).fetchone()[0]
@@ -61,7 +65,7 @@ def test_match_rate_by_day_counts_every_settled_payment(
 def test_run_summary_is_cached_until_the_data_change(
     conn: sqlite3.Connection, built: Built
 ) -> None:
-    first = views.run_summary(conn, built.run_id)
+    first = run_summary(conn, built.run_id)
     cached = db.get_run_summary(conn, built.run_id)
     assert cached is not None and cached["data_version"] == db.data_version(conn)
     conn.execute(
@@ -72,51 +76,51 @@ def test_run_summary_is_cached_until_the_data_change(
         "INSERT INTO payments (id, amount, status, captured, created_at) "
         "VALUES ('pay_new', 12345, 'captured', 1, 0)"
     )
-    second = views.run_summary(conn, built.run_id)
+    second = run_summary(conn, built.run_id)
     assert second.captured.paise == first.captured.paise + 12345
 
 
 def test_queue_filters_by_code_class_and_amount(conn: sqlite3.Connection, built: Built) -> None:
     items = _all_open(conn)
     code = "SETTLEMENT_AMOUNT_DISCREPANCY"
-    page = views.queue(conn, QueueFilter(codes=(code,)), page_size=10_000)
+    page = queue(conn, QueueFilter(codes=(code,)), page_size=10_000)
     assert page.total == sum(1 for i in items if i.reason_code == code) > 0
     assert {i.reason_code for i in page.items} == {code}
     low, high = 1000, 3000
-    ranged = views.queue(conn, QueueFilter(min_exposure=low, max_exposure=high), page_size=999)
+    ranged = queue(conn, QueueFilter(min_exposure=low, max_exposure=high), page_size=999)
     expected = [i for i in items if low <= i.exposure_paise <= high]
     assert ranged.total == len(expected) > 0
-    structural = views.queue(conn, QueueFilter(classes=("structural",)), page_size=999)
+    structural = queue(conn, QueueFilter(classes=("structural",)), page_size=999)
     assert {i.exposure_class for i in structural.items} == {"structural"}
 
 
 def test_queue_pages_in_the_database_and_sorts(conn: sqlite3.Connection, built: Built) -> None:
-    first = views.queue(conn, QueueFilter(), page_size=10, page=1)
-    second = views.queue(conn, QueueFilter(), page_size=10, page=2)
+    first = queue(conn, QueueFilter(), page_size=10, page=1)
+    second = queue(conn, QueueFilter(), page_size=10, page=2)
     assert len(first.items) == 10 and first.total == built.exceptions
     assert first.pages == -(-built.exceptions // 10)
     exposures = [i.exposure_paise for i in first.items + second.items]
     assert exposures == sorted(exposures, reverse=True)
     assert not {i.id for i in first.items} & {i.id for i in second.items}
-    oldest = views.queue(conn, QueueFilter(), sort="oldest", page_size=20)
+    oldest = queue(conn, QueueFilter(), sort="oldest", page_size=20)
     ages = [i.age_days for i in oldest.items]
     assert ages == sorted(ages, reverse=True)
-    beyond = views.queue(conn, QueueFilter(), page_size=10, page=10_000)
+    beyond = queue(conn, QueueFilter(), page_size=10, page=10_000)
     assert beyond.page == beyond.pages
 
 
 def test_queue_search_finds_payment_order_and_utr(conn: sqlite3.Connection, built: Built) -> None:
     target = next(i for i in _all_open(conn) if i.entity_type == "payment" and i.utr)
     for term in (target.entity_id, target.order_id, target.utr.lower()):
-        page = views.queue(conn, QueueFilter(search=term), page_size=50)
+        page = queue(conn, QueueFilter(search=term), page_size=50)
         assert target.id in {i.id for i in page.items}, term
-    nothing = views.queue(conn, QueueFilter(search="pay_*"), page_size=50)
+    nothing = queue(conn, QueueFilter(search="pay_*"), page_size=50)
     assert nothing.total == 0  # wildcards are literal
 
 
 def test_queue_age_bounds_are_inclusive(conn: sqlite3.Connection, built: Built) -> None:
     items = _all_open(conn)
-    page = views.queue(conn, QueueFilter(min_age_days=10, max_age_days=20), page_size=10_000)
+    page = queue(conn, QueueFilter(min_age_days=10, max_age_days=20), page_size=10_000)
     expected = {i.id for i in items if i.age_days is not None and 10 <= i.age_days <= 20}
     assert {i.id for i in page.items} == expected and expected
 
@@ -125,15 +129,15 @@ def test_queue_assignee_filter_and_unassigned(conn: sqlite3.Connection, built: B
     some = _all_open(conn)[:3]
     for item in some:
         conn.execute("UPDATE exceptions SET assignee = 'asha' WHERE id = ?", (item.id,))
-    assert views.queue(conn, QueueFilter(assignee="asha")).total == 3
-    assert views.queue(conn, QueueFilter(assignee="")).total == built.exceptions - 3
-    assert views.queue_options(conn).assignees == ("asha",)
+    assert queue(conn, QueueFilter(assignee="asha")).total == 3
+    assert queue(conn, QueueFilter(assignee="")).total == built.exceptions - 3
+    assert queue_options(conn).assignees == ("asha",)
 
 
 def test_csv_export_holds_the_whole_filtered_set(conn: sqlite3.Connection, built: Built) -> None:
     flt = QueueFilter(classes=("amount_at_risk", "awaiting_settlement", "structural"))
-    total = views.queue(conn, flt).total
-    rows = list(csv.DictReader(io.StringIO(views.queue_csv(conn, flt).decode())))
+    total = queue(conn, flt).total
+    rows = list(csv.DictReader(io.StringIO(queue_csv(conn, flt).decode())))
     assert len(rows) == total > 50  # more than one page
     assert {int(r["id"]) for r in rows} == {i.id for i in _all_open(conn)}
     assert all(r["exposure_amount"].isdigit() for r in rows)
@@ -144,9 +148,9 @@ def test_settlement_view_decomposes_and_checks(conn: sqlite3.Connection, built: 
         "SELECT id FROM settlements WHERE id NOT IN (SELECT settlement_id FROM exceptions "
         "WHERE settlement_id IS NOT NULL) ORDER BY id LIMIT 1"
     ).fetchone()
-    view = views.settlement_view(conn, sid[0]) if sid else None
+    view = settlement_view(conn, sid[0]) if sid else None
     if view is None:  # every settlement had an exception: pick any
-        view = views.settlement_view(conn, "setl_0000000000")
+        view = settlement_view(conn, "setl_0000000000")
     assert view is not None
     net = next(line for line in view.lines if line.label.startswith("Net"))
     assert net.paise == view.settlement["amount"]
@@ -156,27 +160,27 @@ def test_settlement_view_decomposes_and_checks(conn: sqlite3.Connection, built: 
 
 def test_settlement_view_flags_a_broken_sum(conn: sqlite3.Connection, built: Built) -> None:
     conn.execute("UPDATE settlements SET amount = amount + 700 WHERE id = 'setl_0000000001'")
-    view = views.settlement_view(conn, "setl_0000000001")
+    view = settlement_view(conn, "setl_0000000001")
     assert view is not None
     assert not view.checks[0].ok and view.checks[0].difference == -700
-    assert views.settlement_view(conn, "setl_nope") is None
+    assert settlement_view(conn, "setl_nope") is None
 
 
 def test_evidence_lists_the_rows_behind_an_exception(
     conn: sqlite3.Connection, built: Built
 ) -> None:
     item = next(i for i in _all_open(conn) if i.reason_code == "AMOUNT_MISMATCH")
-    titles = [s.title for s in views.basic_evidence(conn, item.id)]
+    titles = [s.title for s in basic_evidence(conn, item.id)]
     assert "Payment" in titles and "Settlement recon rows" in titles and "Bank lines" in titles
 
 
 def test_no_run_means_no_overview(conn: sqlite3.Connection) -> None:
-    assert views.overview(conn) is None
+    assert overview(conn) is None
     conn.execute(
         "INSERT INTO runs (started_at, status, as_of, source, params_json, input_hashes_json) "
         "VALUES (0, 'running', 0, 'benchmark', '{}', '{}')"
     )
-    assert views.overview(conn) is None  # a running run is never shown as a result
+    assert overview(conn) is None  # a running run is never shown as a result
 
 
 def test_settlement_view_shows_an_instant_settlement(
@@ -191,7 +195,7 @@ def test_settlement_view_shows_an_instant_settlement(
         "status, created_at) VALUES ('setlodp_VIEW01', 'setlod_VIEW01', 50000, 49500, "
         "'KKBKH0000VIEW001', 'processed', 0)"
     )
-    view = views.settlement_view(conn, "setlod_VIEW01")
+    view = settlement_view(conn, "setlod_VIEW01")
     assert view is not None
     assert (view.settlement["amount"], view.settlement["utr"]) == (49500, "KKBKH0000VIEW001")
     assert view.checks == () and view.row_count == 0

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from core import views
 from core.audit import verify
 from core.db import connect
 from core.db.views import ALL_STATUSES, OPEN_STATUSES, QueueFilter
 from core.money import parse_rupees_short
 from core.review import comment, escalate, resolve, sync_exceptions
+from core.views.queue import queue, queue_csv
+from core.views.runs import changes_since_previous_run, latest_data_date
 from tests import test_app_pages as pages
 from tests.app_builder import Built
 from tests.review_support import Finding, add_people, exception_id, write_run
@@ -67,7 +68,7 @@ def test_queue_search_is_a_case_insensitive_substring_over_ids_utrs_and_notes(
     target = exception_id(conn, "pay_ixyiAbC123")
     everything = QueueFilter(statuses=ALL_STATUSES)
     for term in ("ixyi", "IXYIabc", "abc12"):
-        found = views.queue(conn, QueueFilter(statuses=ALL_STATUSES, search=term))
+        found = queue(conn, QueueFilter(statuses=ALL_STATUSES, search=term))
         assert [i.id for i in found.items] == [target], term
     comment(
         conn,
@@ -76,9 +77,9 @@ def test_queue_search_is_a_case_insensitive_substring_over_ids_utrs_and_notes(
         note="Customer says bank ref ODH5ms",
         request_id="c1",
     )
-    found = views.queue(conn, QueueFilter(statuses=ALL_STATUSES, search="odh5MS"))
+    found = queue(conn, QueueFilter(statuses=ALL_STATUSES, search="odh5MS"))
     assert [i.id for i in found.items] == [target]
-    assert views.queue(conn, everything).total == 2
+    assert queue(conn, everything).total == 2
 
 
 def test_queue_search_counts_matches_the_status_filter_hides(conn: sqlite3.Connection) -> None:
@@ -93,7 +94,7 @@ def test_queue_search_counts_matches_the_status_filter_hides(conn: sqlite3.Conne
         request_id="r1",
         resolution="explained",
     )
-    page = views.queue(conn, QueueFilter(statuses=OPEN_STATUSES, search="hidden"))
+    page = queue(conn, QueueFilter(statuses=OPEN_STATUSES, search="hidden"))
     assert page.total == 0
     assert page.other_statuses == 1
 
@@ -131,7 +132,7 @@ def test_the_reconcile_tab_defaults_as_of_to_the_latest_date_in_the_data(
 ) -> None:
     path, _ = app_db
     conn = connect(path)
-    latest = views.latest_data_date(conn)
+    latest = latest_data_date(conn)
     conn.close()
     at = _app("pages/data.py")
     assert at.date_input(key=keys.RUN_AS_OF_DATE).value == latest
@@ -178,13 +179,13 @@ def test_a_touched_exception_no_longer_found_needs_review_and_stays_open(
         "pay_commented": "OPEN",
         "pay_untouched": "AUTO_CLEARED",
     }
-    items = views.queue(conn, QueueFilter(search="pay_touched")).items
+    items = queue(conn, QueueFilter(search="pay_touched")).items
     assert [i.id for i in items] == [touched] and items[0].needs_review
     assert verify(conn).ok  # the trail still replays to the stored state
     from core.review import reopen
 
     reopen(conn, touched, actor=asha, note="still short", request_id="o1")
-    (item,) = views.queue(conn, QueueFilter(search="pay_touched")).items
+    (item,) = queue(conn, QueueFilter(search="pay_touched")).items
     assert item.status == "OPEN" and not item.needs_review
     assert verify(conn).ok
 
@@ -205,7 +206,7 @@ def test_queue_csv_has_rupees_and_ist_before_the_raw_paise(conn: sqlite3.Connect
 
     run = write_run(conn, [Finding("pay_csv", exposure_amount=12_345_67)])
     sync_exceptions(conn, run)
-    text = views.queue_csv(conn, QueueFilter()).decode("utf-8")
+    text = queue_csv(conn, QueueFilter()).decode("utf-8")
     (row,) = list(csv.DictReader(io.StringIO(text)))
     assert row["Exposure (₹)"] == "12345.67"
     assert row["exposure_amount"] == "1234567"  # the raw paise follow
@@ -303,10 +304,10 @@ def test_the_sidebar_counts_my_work_and_opens_my_queue(app_db: tuple[Path, Built
 
 def test_what_changed_since_the_previous_run(conn: sqlite3.Connection) -> None:
     sync_exceptions(conn, write_run(conn, [Finding("pay_a"), Finding("pay_b")]))
-    first = views.changes_since_previous_run(conn)
+    first = changes_since_previous_run(conn)
     assert first is not None and first.first and first.opened == 2
     sync_exceptions(conn, write_run(conn, [Finding("pay_b"), Finding("pay_c")]))
-    changes = views.changes_since_previous_run(conn)
+    changes = changes_since_previous_run(conn)
     assert changes is not None and not changes.first
     assert (changes.opened, changes.auto_cleared, changes.reopened) == (1, 1, 0)
 

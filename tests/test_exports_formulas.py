@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from core import audit, views
+from core import audit
 from core.db.views import QueueFilter
 from core.engine import EngineParams, reconcile, write_results_csv
 from core.ingest import load_dataset
 from core.review import assign, sync_exceptions
+from core.views.queue import queue, queue_csv
 from tests.conftest import SPEC_EXAMPLE
 from tests.engine_support import ts
 from tests.review_support import Finding, add_people, write_run
@@ -34,14 +35,14 @@ def _planted(conn: sqlite3.Connection) -> None:
     add_people(conn, {ACTOR: "admin", **dict.fromkeys(ASSIGNEES, "reviewer")})
     findings = [Finding(value, exposure_amount=10_000 + n) for n, value in enumerate(DANGEROUS)]
     sync_exceptions(conn, write_run(conn, findings))
-    for n, row in enumerate(views.queue(conn, QueueFilter(), page_size=50).items):
+    for n, row in enumerate(queue(conn, QueueFilter(), page_size=50).items):
         assignee = ASSIGNEES[n % len(ASSIGNEES)]
         assign(conn, row.id, actor=ACTOR, assignee=assignee, request_id=f"r{n}")
 
 
 def test_queue_csv_prefixes_formula_cells_and_keeps_paise_numbers(conn: sqlite3.Connection) -> None:
     _planted(conn)
-    rows = _rows(views.queue_csv(conn, QueueFilter(statuses=())).decode("utf-8"))
+    rows = _rows(queue_csv(conn, QueueFilter(statuses=())).decode("utf-8"))
     header, body = rows[0], rows[1:]
     ids = {r[header.index("entity_id")] for r in body}
     assert ids == {"'" + v for v in DANGEROUS}

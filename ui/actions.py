@@ -13,13 +13,15 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from core import bootstrap
+from core import bootstrap, ingest, razorpay
 from core.calendar import IST, CalendarParams
 from core.dataset import BANK_FILES, DATASET_FILES
 from core.db import database_path
+from core.engine import EngineParams
 from core.errors import InputError, Problem
+from core.ingest import bank, load, mappings
+from core.razorpay import config
 from ui import auth, shell
-from ui.widgets import module
 
 # Every file the importer reads: Razorpay files in any of their formats, the bank statement.
 DATASET_NAMES = DATASET_FILES
@@ -50,15 +52,12 @@ def import_uploads(uploads: Iterable[Any], amount_unit: str, replace: bool) -> A
         raise InputError(
             [Problem(n, 0, "", "uploaded twice; remove one of the two") for n in twice]
         )
-    ingest = module("core.ingest", "The importer")
     # Our size cap (RAZORRECON_MAX_FILE_MB), before anything is written or read.
-    load = module("core.ingest.load", "The importer")
     limit = load.max_file_bytes()
     sizes = [(Path(f.name).name, len(f.getvalue())) for f in files]
     too_big = [p for n, size in sizes if (p := load.size_problem(n, size, limit)) is not None]
     if too_big:
         raise InputError(too_big)
-    mappings = module("core.ingest.mappings", "The importer")
     saved = shell.read(mappings.saved_mappings)
     with tempfile.TemporaryDirectory(prefix="razorrecon-upload-") as folder:
         for f in files:
@@ -99,22 +98,20 @@ def as_of_seconds(day: dt.date, moment: dt.time) -> int:
 def reconcile(calendar: CalendarParams, as_of: int, progress: Progress) -> Any:
     """Reconcile the raw tables as of `as_of`: persist the run, open exceptions."""
     auth.require("admin", "reconcile")
-    engine = module("core.engine", "The engine")
-    params = engine.EngineParams(calendar=calendar)
+    params = EngineParams(calendar=calendar)
     with shell.connection() as conn:
         return bootstrap.reconcile_stored(conn, as_of=as_of, params=params, progress=progress)
 
 
 def razorpay_status() -> Any:
-    razorpay = module("core.razorpay", "Razorpay sync")
     return shell.read(razorpay.sync_status)
 
 
 def razorpay_sync(date_from: dt.date, date_to: dt.date, progress: Progress) -> Any:
     """Read the range from the Razorpay API into the raw tables (read-only keys from env)."""
     auth.require("admin", "sync")
-    config = module("core.razorpay.config", "Razorpay sync")
-    syncing = module("core.razorpay.sync", "Razorpay sync")
+    from core.razorpay import sync as syncing  # the Razorpay SDK loads only when syncing
+
     settings = config.settings_from_env()
     days = max(1, (date_to - date_from).days + 1) * 4
 
@@ -135,8 +132,6 @@ def database_name() -> str:
 def unmapped_statement(uploads: Iterable[Any]) -> Any:
     """The uploaded bank statement whose header no layout and no saved mapping recognises:
     (file name, bytes, HeaderGuess), or None."""
-    bank = module("core.ingest.bank", "The importer")
-    mappings = module("core.ingest.mappings", "The importer")
     saved = shell.read(mappings.saved_mappings)
     for f in uploads:
         name = Path(f.name).name.lower()
@@ -152,7 +147,6 @@ def unmapped_statement(uploads: Iterable[Any]) -> Any:
 def save_bank_mapping(name: str, data: bytes, assignments: dict[str, str], label: str) -> Any:
     """Check the mapping against the statement and save it (audited as the signed-in admin)."""
     auth.require("admin", "save a bank mapping")
-    mappings = module("core.ingest.mappings", "The importer")
     with shell.connection() as conn:
         return mappings.save_statement_mapping(
             conn, name, data, assignments, name=label, actor=auth.actor_name()

@@ -10,7 +10,9 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from core.views import AgeBucket, CodeExposure, DayMatchRate, Total
+from core.views.common import Total
+from core.views.overview import AgeBucket, CodeExposure
+from core.views.runs import DayMatchRate
 from ui.format import class_label, inr
 
 CLASS_COLOURS = {

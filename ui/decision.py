@@ -10,9 +10,9 @@ from typing import Any
 
 import streamlit as st
 
+from core.review import pending_for
 from ui import auth, keys, shell, shortcuts
 from ui.format import inr
-from ui.widgets import module
 
 RESOLUTIONS = {
     "explained": "Explained",
@@ -25,7 +25,7 @@ CLOSED = ("RESOLVED", "AUTO_CLEARED")
 def box(item: dict[str, Any]) -> None:
     exception_id, version, status = int(item["id"]), int(item["version"]), item["status"]
     st.markdown("#### Decision")
-    pending = shell.read(module("core.review", "Review").pending_for, exception_id)
+    pending = shell.read(pending_for, exception_id)
     if pending is not None:
         st.info(
             f"Write-off of {inr(pending.amount)} by {pending.maker} awaits approval "

@@ -16,7 +16,7 @@ import pandas as pd
 
 from core.calendar import IST
 from core.money import MONEY_FIELDS, format_inr, format_inr_short
-from core.views import QueueItem
+from core.views.queue import QueueItem
 
 BASE_MONEY_FIELDS = MONEY_FIELDS
 TIME_FIELDS = frozenset(

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core import views
+from core.views.runs import holdings
 from ui import keys, shell
 from ui.format import md
 
 
 def ask() -> tuple[bool, bool]:
     """(replace, allowed): whether to replace the raw data, and whether Import may run."""
-    held = shell.read(views.holdings)
+    held = shell.read(holdings)
     replace, allowed = False, True
     if not held.empty:
         whose = "the synthetic benchmark" if held.is_benchmark else "imported data"

@@ -18,10 +18,12 @@ from typing import Any, TypeVar
 
 import streamlit as st
 
-from core import bootstrap, views
+from core import bootstrap
 from core.db import connect, database_path
 from core.errors import InputError, RazorReconError, RefusedError
 from core.money import MoneyFormatError, parse_rupees
+from core.views.queue import OPEN_STATUSES, QueueFilter, my_work, queue
+from core.views.runs import latest_run
 from ui import auth, keys
 from ui.format import ist, md
 
@@ -66,7 +68,7 @@ def connection() -> Iterator[sqlite3.Connection]:
 
 
 def read(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Call a read model with a fresh connection: `read(views.overview)`."""
+    """Call a read model with a fresh connection: `read(overview)`."""
     with connection() as conn:
         return fn(conn, *args, **kwargs)
 
@@ -113,7 +115,7 @@ def decide(action: str, exception_id: int, version: int) -> None:
             keys.DECISION_FLASH, "error", "Write a note first: it says what was decided and why."
         )
         return
-    from ui.widgets import module
+    from core import review
 
     key = f"{action}-{exception_id}"
     extra: dict[str, Any] = {}
@@ -130,7 +132,7 @@ def decide(action: str, exception_id: int, version: int) -> None:
                 )
                 return
     try:
-        act = getattr(module("core.review", "Review"), action)
+        act = getattr(review, action)
         with connection() as conn:
             result = act(
                 conn,
@@ -163,7 +165,7 @@ def decide(action: str, exception_id: int, version: int) -> None:
 
 def assign_one(exception_id: int, version: int) -> None:
     """on_click of Assign on the Decision box."""
-    from ui.widgets import module
+    from core import review
 
     assignee = st.session_state.get(keys.DECISION_ASSIGNEE)
     if not assignee:
@@ -172,7 +174,7 @@ def assign_one(exception_id: int, version: int) -> None:
     key = f"assign-{exception_id}"
     try:
         with connection() as conn:
-            result = module("core.review", "Review").assign(
+            result = review.assign(
                 conn,
                 exception_id,
                 actor=auth.actor(),
@@ -201,7 +203,7 @@ def next_exception(current: int) -> None:
     if following:
         st.session_state[keys.SELECTED_EXCEPTION] = following[0]
         return
-    top = read(views.queue, views.QueueFilter(), page_size=2)
+    top = read(queue, QueueFilter(), page_size=2)
     others = [i.id for i in top.items if i.id != current]
     if others:
         st.session_state[keys.SELECTED_EXCEPTION] = others[0]
@@ -218,12 +220,12 @@ def _paise(text: object) -> int | None:
 
 def approval_decision(decision: str, approval_id: int) -> None:
     """on_click of Approve / Reject on the Approvals page."""
-    from ui.widgets import module
+    from core import review
 
     note = str(st.session_state.get(keys.APPROVAL_NOTE) or "").strip() or None
     key = f"{decision}-approval-{approval_id}"
     try:
-        fn = getattr(module("core.review", "Review"), decision)
+        fn = getattr(review, decision)
         with connection() as conn:
             result = fn(
                 conn, approval_id, actor=auth.actor(), request_id=request_id(key), note=note
@@ -245,10 +247,10 @@ def approval_decision(decision: str, approval_id: int) -> None:
 def bulk_decision(action: str, versions: dict[int, int], message: str, **fields: str) -> None:
     """Apply `core.review.<action>` (bulk_assign, bulk_escalate) to the selected exceptions
     at the versions the reviewer saw; `message` takes `{n}`, the number applied."""
-    from ui.widgets import module
+    from core import review
 
     with guarded(), connection() as conn:
-        result = getattr(module("core.review", "Review"), action)(
+        result = getattr(review, action)(
             conn,
             list(versions),
             actor=auth.actor(),
@@ -293,7 +295,7 @@ def selected_exception() -> int | None:
         st.session_state[keys.SELECTED_EXCEPTION] = int(link)
     chosen = st.session_state.get(keys.SELECTED_EXCEPTION)
     if chosen is None:
-        top = read(views.queue, views.QueueFilter(), page_size=1)
+        top = read(queue, QueueFilter(), page_size=1)
         chosen = top.items[0].id if top.items else None
         st.session_state[keys.SELECTED_EXCEPTION] = chosen
     return None if chosen is None else int(chosen)
@@ -378,7 +380,7 @@ def sidebar(result: bootstrap.BootstrapResult | None, session: auth.Session) -> 
         st.markdown("### ₹ RazorRecon")
         auth.sidebar_box(session)
         with guarded():
-            run = read(views.latest_run)
+            run = read(latest_run)
             if run is None:
                 label = "needs a reconciliation run" if result else "unavailable"
                 st.caption(f"Database {md(Path(database_path()).name)}: {label}")
@@ -399,7 +401,7 @@ def sidebar(result: bootstrap.BootstrapResult | None, session: auth.Session) -> 
 def my_work_box() -> None:
     """The signed-in reviewer's own queue: counts, and a button that filters the queue."""
     me = auth.actor_name()
-    mine = read(views.my_work, me)
+    mine = read(my_work, me)
     if not mine.open:
         st.caption("Nothing is assigned to you.")
         return
@@ -411,7 +413,7 @@ def my_work_box() -> None:
         key=keys.MY_WORK,
         icon=":material/person:",
         on_click=open_queue,
-        args=(list(views.OPEN_STATUSES), me),
+        args=(list(OPEN_STATUSES), me),
     )
 
 

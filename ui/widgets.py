@@ -3,28 +3,17 @@
 from __future__ import annotations
 
 import hashlib
-import importlib
 from collections.abc import Iterable, Mapping
-from types import ModuleType
 from typing import Any
 
 import streamlit as st
 
-from core.errors import ConfigError
 from core.money import MoneyFormatError, parse_rupees_short
-from core.views import OPEN_STATUSES, QueueFilter, QueueOptions
+from core.views.queue import OPEN_STATUSES, QueueFilter, QueueOptions
 from ui import keys
 from ui.format import SORT_LABELS, class_label, md, records_frame, status_label
 
 ANY, UNASSIGNED = "Anyone", "Unassigned"
-
-
-def module(name: str, what: str) -> ModuleType:
-    """Import a core module that another area provides; a clear error if it is absent."""
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        raise ConfigError(f"{what} is not available in this installation ({exc.name}).") from exc
 
 
 def rupees_input(label: str, key: str, column: Any) -> int | None:

@@ -74,7 +74,7 @@ def _gst_csv(t: GstTieOut) -> str:
 
 def build_report(conn: sqlite3.Connection, month: str) -> CloseReport:
     """Everything the close report holds for `month` ('YYYY-MM'), read in one go."""
-    from core import views
+    from core.views.overview import overview
 
     events = stored_events(conn)
     closes = closed_months(conn)
@@ -89,7 +89,7 @@ def build_report(conn: sqlite3.Connection, month: str) -> CloseReport:
             index=False, name=None
         )
     )
-    ov = views.overview(conn)
+    ov = overview(conn)
     by_class = tuple(
         (cls, t.count, t.paise) for cls, t in (ov.exposure_by_class.items() if ov else ())
     )

@@ -33,8 +33,7 @@ import pyarrow as pa
 from core.dataset import BANK_COLUMNS
 from core.errors import Problem
 from core.ingest import convert
-from core.ingest.headers import header_key, header_signature
-from core.ingest.mappings import BankMapping
+from core.ingest.headers import BankMapping, header_key, header_signature
 from core.ingest.readers import ReadFailure, decode_text, oversize_cells
 from core.ingest.report import FileReport
 from core.ingest.sheets import is_sheet, read_sheet

@@ -14,11 +14,13 @@ import json
 import sqlite3
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import InputError, Problem
-from core.ingest.headers import header_key, header_signature
+from core.ingest.bank import header_row, parse_bank_statement
+from core.ingest.headers import SIGNATURE_SEPARATOR, header_key, header_signature
+from core.ingest.headers import BankMapping as BankMapping  # its public name: mappings.BankMapping
+from core.ingest.readers import ReadFailure
 
 # Our fields, in the order a form shows them.
 BANK_FIELDS: tuple[str, ...] = (
@@ -33,27 +35,6 @@ BANK_FIELDS: tuple[str, ...] = (
     "balance",
 )
 IGNORED = ""  # what a column not mapped to any field is assigned
-SIGNATURE_SEPARATOR = "|"
-
-
-@dataclass(frozen=True)
-class BankMapping:
-    """A saved mapping: name, the header's signature, (field, header name) pairs, the header
-    cells as written, and its version (0 before it is saved)."""
-
-    name: str
-    signature: tuple[str, ...]
-    fields: tuple[tuple[str, str], ...]
-    header: tuple[str, ...]
-    version: int = 0
-
-    @property
-    def signature_text(self) -> str:
-        return SIGNATURE_SEPARATOR.join(self.signature)
-
-    def describe(self) -> str:
-        pairs = ", ".join(f"{name}={field}" for field, name in self.fields)
-        return f"{self.name!r} v{self.version}: {pairs}"
 
 
 def make_mapping(
@@ -113,9 +94,6 @@ def mapping_for_statement(
     """A mapping made from the statement's own header row and checked by reading the whole
     statement with it: any problem (a narration column mapped to an amount, a missing
     header) raises InputError naming file:line:column, and nothing is saved."""
-    from core.ingest.bank import header_row, parse_bank_statement
-    from core.ingest.readers import ReadFailure
-
     header = header_row(file, data)
     if header is None:
         raise InputError([Problem(file, 0, "", "no header row found to map")])

@@ -24,6 +24,8 @@ import pyarrow.csv as pa_csv
 
 from core.errors import Problem
 from core.ingest import json_index
+from core.ingest.failure import ReadFailure as ReadFailure
+from core.ingest.sheets import read_sheet
 
 UTF8_BOM = b"\xef\xbb\xbf"
 # The csv module's own default field limit: a longer cell is refused, by every reader, with
@@ -43,14 +45,6 @@ DEPTH_SCAN_MAX_CHARS = 4 << 20
 def normalise_header(name: str) -> str:
     """'Created At ' -> 'created_at': case-, space- and BOM-insensitive."""
     return "_".join(name.replace("\ufeff", "").strip().lower().split())
-
-
-class ReadFailure(Exception):
-    """The file could not be read at all; carries the problems found."""
-
-    def __init__(self, problems: list[Problem]) -> None:
-        super().__init__("; ".join(str(p) for p in problems))
-        self.problems = problems
 
 
 @dataclass
@@ -214,8 +208,6 @@ def read_sheet_table(
 ) -> RawTable:
     """The first sheet of a workbook: the header is the first row naming two or more wanted
     fields (banner rows above it are skipped); blank leading columns are ignored."""
-    from core.ingest.sheets import read_sheet  # sheets imports this module's ReadFailure
-
     rows = read_sheet(file, data).rows  # an unreadable workbook raises ReadFailure
     if not rows:
         raise ReadFailure([Problem(file, 0, "", "the sheet is empty: no header row")])

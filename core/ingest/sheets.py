@@ -35,7 +35,7 @@ from decimal import Decimal
 from python_calamine import CalamineError, CalamineWorkbook
 
 from core.errors import Problem
-from core.ingest.readers import ReadFailure
+from core.ingest.failure import ReadFailure
 
 SHEET_SUFFIXES = (".xlsx", ".xls")
 

@@ -507,7 +507,7 @@ def attachment(conn: sqlite3.Connection, attachment_id: int) -> bytes:
 
 
 def history(conn: sqlite3.Connection, exception_id: int) -> list[dict[str, Any]]:
-    """The exception's history (every event, oldest first, as core.views.exception_history
+    """The exception's history (every event, oldest first, as core.views.exception.exception_history
     gives it) with an `attachments` column, when any comment carried files: the files of
     each comment event, by name, type and size. For the Investigation page's History table."""
     events = [

@@ -2,11 +2,12 @@
 
 `build_packet(conn, exception_id, *, as_of, anchor)` reads, at one moment: the exception's
 ids, UTR, expected and received amounts and dates; the evidence (as the Investigation page
-shows it, `core.views.evidence`); the investigator's answer (a verified cached model answer
-for exactly this evidence, else the deterministic rules' answer: no network, nothing
-written); the history (`core.views.exception_history`); the audit chain's head and the
-latest anchor outside the database (its file, and whether its HMAC checks); and a
-ready-to-send message, addressed to Razorpay support or to the bank depending on the code.
+shows it, `core.views.exception.evidence`); the investigator's answer (a verified cached
+model answer for exactly this evidence, else the deterministic rules' answer: no network,
+nothing written); the history (`core.views.exception.exception_history`); the audit
+chain's head and the latest anchor outside the database (its file, and whether its HMAC
+checks); and a ready-to-send message, addressed to Razorpay support or to the bank
+depending on the code.
 
 Customer identifiers are masked everywhere in the packet: emails, phones, UPI VPAs and
 card numbers (`core.investigate.redact`), and bank account numbers (fields named like an
@@ -301,21 +302,21 @@ def build_packet(
     """Everything the packet holds for `exception_id`, read now (`as_of`: the moment it is
     dated, Unix seconds; default the clock). `anchor`: the anchor file to read (default
     the database's, core.audit.anchor). Reads only. NotFoundError for an unknown id."""
-    from core import views
+    from core.views.exception import evidence, exception, exception_history
 
     moment = int(time.time()) if as_of is None else int(as_of)
     top = audit_sql.head(conn)  # first: the head this packet is tied to
     seq, digest = (0, GENESIS_HASH) if top is None else (int(top[0]), str(top[1]))
-    item = views.exception(conn, int(exception_id))
+    item = exception(conn, int(exception_id))
     if item is None:
         raise NotFoundError(f"no exception with id {exception_id}")
     sections = tuple(
         EvidencePart(
             mask_text(s.title), mask_text(s.note), tuple(mask_record(r) for r in s.records)
         )
-        for s in views.evidence(conn, int(exception_id))
+        for s in evidence(conn, int(exception_id))
     )
-    history = tuple(mask_record(e) for e in views.exception_history(conn, int(exception_id)))
+    history = tuple(mask_record(e) for e in exception_history(conn, int(exception_id)))
     answer = _investigator_answer(conn, int(exception_id))
     code = str(item["reason_code"])
     recipient = BANK if code in BANK_CODES else RAZORPAY
