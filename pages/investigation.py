@@ -4,7 +4,7 @@ import streamlit as st
 
 from core import views
 from ui import auth, decision, keys, shell, widgets
-from ui.format import class_label, due_text, inr, ist, md
+from ui.format import EVIDENCE_WIDTH, class_label, due_text, inr, ist, md
 
 shell.require_frame()
 st.title("Investigation")
@@ -63,7 +63,11 @@ with evidence_col:
             if section.note:
                 st.caption(md(section.note))
             widgets.records_table(
-                section.records, f"{keys.EVIDENCE_TABLE}-{n}", "Nothing found.", details=details
+                section.records,
+                f"{keys.EVIDENCE_TABLE}-{n}",
+                "Nothing found.",
+                details=details,
+                budget=EVIDENCE_WIDTH,
             )
 
 with answer_col:
