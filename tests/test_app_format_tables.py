@@ -79,7 +79,7 @@ def test_a_table_with_more_columns_than_fit_readably_shows_the_leading_ones() ->
 
 def test_a_last_column_gets_the_room_left_when_there_is_enough() -> None:
     records = [{"seq": "1", "by": "a" * 30, "note": "b" * 30, "details": "c" * 200}] * 2
-    shown, config, hidden = fitted_table(records_frame(records), 500)
+    _, config, hidden = fitted_table(records_frame(records), 500)
     assert hidden == 0 and list(config) == ["Seq", "By", "Note", "Details"]
     assert config["By"]["width"] == config["Note"]["width"] == READABLE_PX
     assert config["Details"]["width"] == 500 - MIN_COLUMN_PX - 2 * READABLE_PX
