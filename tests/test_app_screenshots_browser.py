@@ -90,7 +90,8 @@ CONTENT_HEIGHT = """() => {
   const scroller = document.querySelector('[data-testid="stMain"]');
   const bottom = main.getBoundingClientRect().bottom + (scroller ? scroller.scrollTop : 0);
   const side = document.querySelector('[data-testid="stSidebarContent"]');
-  const shown = side && side.getBoundingClientRect().width > 0 ? side.scrollHeight : 0;
+  const open = side && side.getBoundingClientRect().width > 150;  // collapsed: a thin rail
+  const shown = open ? side.scrollHeight : 0;
   return Math.ceil(Math.max(bottom + 48, shown));
 }"""
 
