@@ -149,3 +149,10 @@ def test_the_audit_csv_has_rupees_and_ist_first_then_the_stored_columns(
     assert rows[-1][0] == "anchor" and rows[-1][len(audit.READABLE_CSV)] == "anchor"
     lines = audit.export(audit.make_filter(), "jsonl").decode().splitlines()
     assert len(lines) == 2  # JSON lines stay exactly as stored, with the anchor
+
+
+def test_every_time_field_reads_in_ist_and_money_in_rupees() -> None:
+    record = {"occurred_at": MOMENT, "as_of": MOMENT, "amount": 13_500_000, "day": "2026-04-03"}
+    (row,) = records_frame([record]).to_dict("records")
+    assert row["Occurred at"] == row["As of"] == "03 Apr 2026, 09:30 IST"
+    assert row["Amount"] == "₹1,35,000.00"

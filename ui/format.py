@@ -128,6 +128,11 @@ def money_fields() -> frozenset[str]:
     return BASE_MONEY_FIELDS | MONEY_FIELDS
 
 
+def is_time_field(key: str) -> bool:
+    """Unix seconds by name: the known ones, and any `*_at` (occurred_at, decided_at, ...)."""
+    return key in TIME_FIELDS or key.endswith("_at")
+
+
 def cell(key: str, value: Any) -> Any:
     """One record value for display: paise as rupees, Unix seconds as IST time, ISO dates
     in the same day style."""
@@ -137,7 +142,7 @@ def cell(key: str, value: Any) -> Any:
         return due_text(value)
     if key in money_fields() and isinstance(value, int) and not isinstance(value, bool):
         return format_inr(value)
-    if key in TIME_FIELDS and isinstance(value, int) and not isinstance(value, bool):
+    if is_time_field(key) and isinstance(value, int) and not isinstance(value, bool):
         return ist(value)
     if isinstance(value, (dict, list, tuple)):
         return str(value)
