@@ -19,11 +19,11 @@ users = shell.read(access.list_users)
 widgets.records_table(
     [
         {
-            "email": u.email,
-            "role": u.role,
-            "active": u.active,
-            "added by": u.added_by,
-            "changed": ist(u.updated_at),
+            "Email": u.email,
+            "Role": u.role,
+            "Active": "yes" if u.active else "no",
+            "Added by": u.added_by,
+            "Changed": ist(u.updated_at),
         }
         for u in users
     ],

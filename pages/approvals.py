@@ -17,12 +17,12 @@ pending = shell.read(review.list_approvals)
 widgets.records_table(
     [
         {
-            "approval": a.id,
-            "exception": a.exception_id,
-            "write off": inr(a.amount),
-            "requested by": a.maker,
-            "when": ist(a.created_at),
-            "note": a.note,
+            "Approval": a.id,
+            "Exception": a.exception_id,
+            "Write-off": inr(a.amount),
+            "Requested by": a.maker,
+            "Asked": ist(a.created_at),
+            "Note": a.note,
         }
         for a in pending
     ],
@@ -56,13 +56,13 @@ st.markdown("#### Decided")
 widgets.records_table(
     [
         {
-            "approval": a.id,
-            "exception": a.exception_id,
-            "write off": inr(a.amount),
-            "maker": a.maker,
-            "decision": a.status,
-            "checker": a.checker,
-            "when": ist(a.decided_at),
+            "Approval": a.id,
+            "Exception": a.exception_id,
+            "Write-off": inr(a.amount),
+            "Asked by": a.maker,
+            "Decision": a.status,
+            "Decided by": a.checker,
+            "Decided": ist(a.decided_at),
         }
         for a in shell.read(review.list_approvals, status=None)
         if a.status != "pending"

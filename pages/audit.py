@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import audit, keys, shell
+from ui import audit, keys, shell, widgets
 from ui.format import md
 
 shell.require_frame()
@@ -60,9 +60,5 @@ if result is None:
 
 total, entries = audit.entries(where, int(limit))
 st.markdown(f"**{total:,}** entries match; the newest {len(entries):,} are shown.")
-details = st.toggle("Show raw payload and hash", key=keys.AUDIT_DETAILS)
-table = audit.rows(entries, details=details)
-if table:
-    st.dataframe(table, hide_index=True, width="stretch", key=keys.AUDIT_TABLE)
-else:
-    st.caption("No entries match.")
+details = st.toggle("Details: raw payload and hash", key=keys.AUDIT_DETAILS)
+widgets.records_table(audit.rows(entries, details=details), keys.AUDIT_TABLE, "No entries match.")

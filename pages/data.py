@@ -46,7 +46,7 @@ with upload_tab:
         st.code("\n".join(outcome[1]), language=None)
     elif outcome:
         st.error(f"The import was refused: {len(outcome[1])} problem(s); nothing was written.")
-        st.dataframe(outcome[1], hide_index=True, width="stretch", key=keys.UPLOAD_PROBLEMS)
+        widgets.records_table(outcome[1], keys.UPLOAD_PROBLEMS, "No problems.")
     if uploads:
         with shell.guarded():
             bank_mapping.mapping_form(uploads)

@@ -37,7 +37,13 @@ st.caption(
 )
 
 st.subheader("By reason code")
-st.dataframe(report.by_code, hide_index=True, width="stretch", key=keys.EVALUATION_BY_CODE)
+st.dataframe(
+    report.by_code,
+    hide_index=True,
+    width="stretch",
+    height=35 * (len(report.by_code) + 1) + 3,  # every code, no scroll inside the table
+    key=keys.EVALUATION_BY_CODE,
+)
 st.subheader("Confusion matrix")
 st.altair_chart(
     charts.confusion(report.confusion, actual="Ground truth", predicted="Engine", count="Count"),

@@ -5,7 +5,7 @@ import streamlit as st
 import ui.packet
 from core.views.exception import evidence, exception
 from ui import auth, comments, decision, keys, shell, widgets
-from ui.format import class_label, due_text, inr, ist, md
+from ui.format import EVIDENCE_WIDTH, class_label, due_text, inr, ist, md
 
 shell.require_frame()
 st.title("Investigation")
@@ -64,7 +64,11 @@ with evidence_col:
             if section.note:
                 st.caption(md(section.note))
             widgets.records_table(
-                section.records, f"{keys.EVIDENCE_TABLE}-{n}", "Nothing found.", details=details
+                section.records,
+                f"{keys.EVIDENCE_TABLE}-{n}",
+                "Nothing found.",
+                details=details,
+                budget=EVIDENCE_WIDTH,
             )
 
 with answer_col:

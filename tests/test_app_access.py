@@ -170,7 +170,7 @@ def test_four_eyes_in_the_app_reviewer_asks_approver_approves(app_db: Path) -> N
         maker.switch_page("pages/approvals.py")
 
     checker = _at("approver@example.com", "pages/approvals.py")
-    assert "asha@example.com" in " ".join(checker.dataframe[0].value["requested by"])
+    assert "asha@example.com" in " ".join(checker.dataframe[0].value["Requested by"])
     checker.button(key=keys.APPROVAL_APPROVE).click().run()
     assert any("approved" in s.value and "RESOLVED" in s.value for s in checker.success)
     assert _status(app_db, exception_id) == "RESOLVED"

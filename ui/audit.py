@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import csv
 import io
+import json
 from typing import Any
 
 from core import audit
+from core.outputs import safe_cell
+from core.views.common import ist_text, rupees_number
 from ui import shell
+from ui.format import cell, field_label, inr, ist
 
 
 def filter_values() -> dict[str, list[str]]:
@@ -26,41 +31,83 @@ def verify() -> Any:
     return shell.read(audit.verify)
 
 
+# The CSV a person downloads: readable columns first (₹ as a number a spreadsheet sums,
+# times in IST, the payload as 'field: value' text), then the stored columns unchanged.
+READABLE_CSV = ("Entry", "When (IST)", "By", "Action", "Entity", "Note", "Amount (₹)", "Details")
+
+
 def export(where: Any, fmt: str) -> bytes:
-    """The filtered trail as a file's bytes (CSV, or JSON lines)."""
+    """The filtered trail as a file's bytes: CSV (readable columns, then the stored ones)
+    or JSON lines (exactly as stored, to re-verify elsewhere)."""
     stream = io.StringIO()
     with shell.connection() as conn:
         audit.write_export(conn, stream, fmt, where)
-    return stream.getvalue().encode("utf-8")
+    if fmt != "csv":
+        return stream.getvalue().encode("utf-8")
+    stream.seek(0)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    for n, row in enumerate(csv.reader(stream)):
+        writer.writerow([*(READABLE_CSV if n == 0 else _readable_cells(row)), *row])
+    return out.getvalue().encode("utf-8")
+
+
+def _readable_cells(row: list[str]) -> list[Any]:
+    """The readable columns of one stored CSV row (seq, created_at, actor, action,
+    entity_type, entity_id, payload_json, ...); the closing anchor row has only its time."""
+    seq, created, actor, action, entity_type, entity_id, payload_json = row[:7]
+    when = ist_text(int(created)) if created.isdigit() else ""
+    if seq == "anchor":
+        return [seq, when, "", action, "", "", "", ""]
+    note, amount, rest = readable_payload(payload_json)
+    return [
+        seq,
+        when,
+        actor,
+        action,
+        f"{entity_type}: {entity_id}",
+        safe_cell(note or ""),
+        "" if amount is None else rupees_number(amount),
+        safe_cell(rest),
+    ]
+
+
+def readable_payload(payload_json: str | None) -> tuple[str | None, int | None, str]:
+    """An entry's payload as (note, amount in paise, the rest as 'Field: value; ...' with
+    paise in ₹ and times in IST)."""
+
+    try:
+        payload = json.loads(payload_json) if payload_json else {}
+    except ValueError:
+        payload = {}
+    if not isinstance(payload, dict):
+        payload = {"payload": payload}
+    note = payload.pop("note", None)
+    amount = next(
+        (
+            payload.pop(k)
+            for k in AMOUNT_FIELDS
+            if isinstance(payload.get(k), int) and not isinstance(payload.get(k), bool)
+        ),
+        None,
+    )
+    rest = "; ".join(
+        f"{field_label(k)}: {cell(k, v)}" for k, v in payload.items() if v not in (None, "")
+    )
+    return (None if note is None else str(note)), amount, rest
+
+
+AMOUNT_FIELDS = ("write_off_amount", "exposure_amount", "amount")
 
 
 def rows(entries: list[Any], *, details: bool = False) -> list[dict[str, Any]]:
     """Audit entries for the table: the note and the amount (₹) in their own columns; the
-    rest of the payload as short 'field: value' text (paise as ₹, times in IST)."""
-    import json
-
-    from ui.format import cell, field_label, inr, ist
+    rest of the payload as short 'field: value' text (paise as ₹, times in IST); the raw
+    payload and the hash only with `details`."""
 
     shown = []
     for e in entries:
-        try:
-            payload = json.loads(e.payload_json) if e.payload_json else {}
-        except ValueError:
-            payload = {}
-        if not isinstance(payload, dict):
-            payload = {"payload": payload}
-        note = payload.pop("note", None)
-        amount = next(
-            (
-                payload.pop(k)
-                for k in ("write_off_amount", "exposure_amount", "amount")
-                if isinstance(payload.get(k), int)
-            ),
-            None,
-        )
-        rest = "; ".join(
-            f"{field_label(k)}: {cell(k, v)}" for k, v in payload.items() if v not in (None, "")
-        )
+        note, amount, rest = readable_payload(e.payload_json)
         row = {
             "Seq": str(e.seq),
             "When": ist(e.created_at),

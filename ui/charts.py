@@ -88,7 +88,9 @@ def exposure_by_code(codes: tuple[CodeExposure, ...]) -> alt.Chart:
         .encode(
             x=alt.X("Open:Q", title="Open exceptions"),
             y=_categories("Code:N"),
-            color=_colour(legend=True),
+            # Colours as in "Open exposure by class" beside it (above it on a phone): a
+            # legend here would leave a phone no room for the bars.
+            color=_colour(legend=False),
             tooltip=["Code", "Class", "Open", "Exposure"],
         )
         .properties(height=90 + 30 * len(codes))
@@ -167,7 +169,8 @@ def confusion(frame: pd.DataFrame, *, actual: str, predicted: str, count: str) -
         text=f"{count}:Q",
         color=alt.condition(alt.datum[count] > 100, alt.value("white"), alt.value("#1f2937")),
     )
-    return (cells + labels).properties(height=alt.Step(24), width=alt.Step(30))
+    # 24 px a column: about thirty outcomes fit the main column at 1440 wide.
+    return (cells + labels).properties(height=alt.Step(24), width=alt.Step(24))
 
 
 BUILDERS: dict[str, Callable[[Any], alt.TopLevelMixin]] = {

@@ -128,6 +128,11 @@ def money_fields() -> frozenset[str]:
     return BASE_MONEY_FIELDS | MONEY_FIELDS
 
 
+def is_time_field(key: str) -> bool:
+    """Unix seconds by name: the known ones, and any `*_at` (occurred_at, decided_at, ...)."""
+    return key in TIME_FIELDS or key.endswith("_at")
+
+
 def cell(key: str, value: Any) -> Any:
     """One record value for display: paise as rupees, Unix seconds as IST time, ISO dates
     in the same day style."""
@@ -137,7 +142,7 @@ def cell(key: str, value: Any) -> Any:
         return due_text(value)
     if key in money_fields() and isinstance(value, int) and not isinstance(value, bool):
         return format_inr(value)
-    if key in TIME_FIELDS and isinstance(value, int) and not isinstance(value, bool):
+    if is_time_field(key) and isinstance(value, int) and not isinstance(value, bool):
         return ist(value)
     if isinstance(value, (dict, list, tuple)):
         return str(value)
@@ -272,3 +277,98 @@ def queue_columns(more: bool = False) -> dict[str, Any]:
         config["Difference"] = cc.TextColumn("Difference", width=105)
         config["Order"] = cc.TextColumn("Order", width=150)
     return config
+
+
+# --- tables that fit ------------------------------------------------------------------
+# Streamlit draws a dataframe on a canvas; a column wider than the room left makes the whole
+# grid scroll sideways, hiding columns. Widths here are set from the text itself (about
+# 7 px a character at the grid's 14 px font, plus cell padding) so a table never needs
+# more than the width it is given; long text is cut with an ellipsis inside its cell
+# instead (every value is still in the CSV or the details).
+MAIN_WIDTH = 960  # px of the main column at 1440 wide, with the sidebar open
+EVIDENCE_WIDTH = 520  # the Investigation page's evidence column (3 of 5), in an expander
+HALF_WIDTH = 450  # one of two columns side by side
+CHAR_PX = 7.0
+CELL_PAD_PX = 22
+MIN_COLUMN_PX = 64
+MAX_COLUMN_PX = 420
+READABLE_PX = 150  # a cut below this hides what an id or a date says
+TAIL_PX = 100  # the least room worth giving a last column, cut
+
+
+def _text_px(text: str) -> int:
+    return int(len(text) * CHAR_PX) + CELL_PAD_PX
+
+
+def natural_widths(frame: pd.DataFrame) -> dict[str, int]:
+    """Each column's width in px: its longest value or its name, within sensible bounds."""
+    widths = {}
+    for column in frame.columns:
+        values = frame[column].astype("string").fillna("")
+        longest = int(values.str.len().max()) if len(values) else 0
+        px = max(_text_px(str(column)), int(longest * CHAR_PX) + CELL_PAD_PX)
+        widths[str(column)] = max(MIN_COLUMN_PX, min(MAX_COLUMN_PX, px))
+    return widths
+
+
+def fitted_widths(widths: Mapping[str, int], budget: int) -> dict[str, int]:
+    """Widths that add up to no more than `budget` where they can: narrow columns keep
+    theirs, the widest are cut to one common cap (never below MIN_COLUMN_PX)."""
+    if sum(widths.values()) <= budget:
+        return dict(widths)
+    low, high = MIN_COLUMN_PX, max(widths.values())
+    while low < high:  # the largest cap that still fits
+        cap = (low + high + 1) // 2
+        if sum(min(w, cap) for w in widths.values()) <= budget:
+            low = cap
+        else:
+            high = cap - 1
+    return {name: min(w, low) for name, w in widths.items()}
+
+
+def columns_that_fit(widths: Mapping[str, int], budget: int) -> dict[str, int]:
+    """The leading columns that fit `budget`, with their widths: none cut below
+    READABLE_PX (an id, a date, an amount stay whole) except a last one given the room
+    left when that is at least TAIL_PX; the rest wait behind 'All columns'."""
+    kept: dict[str, int] = {}
+    for name, px in widths.items():
+        room = budget - sum(min(w, READABLE_PX) for w in kept.values())
+        if kept and min(px, READABLE_PX) > room:
+            if room >= TAIL_PX:
+                fitted = fitted_widths(kept, budget - room)
+                return {**fitted, name: min(px, budget - sum(fitted.values()))}
+            break
+        kept[name] = px
+    return fitted_widths(kept, budget)
+
+
+def vertical_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """One record as 'Field | Value' rows: reads top to bottom, at any width."""
+    row = frame.iloc[0]
+    return pd.DataFrame(
+        {"Field": [str(c) for c in frame.columns], "Value": [str(row[c]) for c in frame.columns]}
+    ).astype("string")
+
+
+def fitted_table(
+    frame: pd.DataFrame, budget: int = MAIN_WIDTH
+) -> tuple[pd.DataFrame, dict[str, Any], int]:
+    """A display frame with column_config widths that fit `budget` px, and how many of its
+    columns are hidden (shown with 'All columns'). Columns empty in every row are left
+    out; one record too wide for a row is shown top to bottom instead; a table with more
+    columns than fit readably shows the leading ones."""
+    import streamlit as st  # ui only: core never imports streamlit
+
+    if len(frame.columns):
+        filled = [c for c in frame.columns if frame[c].astype("string").fillna("").str.len().any()]
+        frame = frame[filled] if filled else frame
+    widths = natural_widths(frame)
+    if len(frame) == 1 and sum(widths.values()) > budget:
+        frame = vertical_frame(frame)
+        widths = natural_widths(frame)
+    kept = columns_that_fit(widths, budget)
+    hidden = len(widths) - len(kept)
+    config: dict[str, Any] = {
+        name: st.column_config.TextColumn(name, width=px) for name, px in kept.items()
+    }
+    return frame, config, hidden

@@ -6,12 +6,21 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import pandas as pd
 import streamlit as st
 
 from core.money import MoneyFormatError, parse_rupees_short
 from core.views.queue import OPEN_STATUSES, QueueFilter, QueueOptions
 from ui import keys
-from ui.format import SORT_LABELS, class_label, md, records_frame, status_label
+from ui.format import (
+    MAIN_WIDTH,
+    SORT_LABELS,
+    class_label,
+    fitted_table,
+    md,
+    records_frame,
+    status_label,
+)
 
 ANY, UNASSIGNED = "Anyone", "Unassigned"
 
@@ -121,14 +130,38 @@ def signature(*parts: Any) -> str:
 
 
 def records_table(
-    records: Iterable[Mapping[str, Any]], key: str, empty: str, *, details: bool = False
+    records: Iterable[Mapping[str, Any]],
+    key: str,
+    empty: str,
+    *,
+    details: bool = False,
+    budget: int = MAIN_WIDTH,
 ) -> None:
     """A table of records with friendly names; internal keys only with `details`."""
     frame = records_frame(records, details=details)
     if frame.empty:
         st.caption(empty)
     else:
-        st.dataframe(frame, hide_index=True, width="stretch", key=key)
+        fitted(frame, key, budget=budget)
+
+
+def fitted(frame: pd.DataFrame, key: str, *, budget: int = MAIN_WIDTH) -> None:
+    """A table of display text that fits `budget` px (the room it has at 1440 wide)
+    without a sideways scroll (ui.format.fitted_table); columns that cannot fit at all
+    are behind an 'All columns' toggle."""
+    shown, config, hidden = fitted_table(frame, budget)
+    everything = hidden > 0 and st.toggle(
+        f"All {len(shown.columns)} columns ({hidden} more)", key=f"{key}-all"
+    )
+    st.dataframe(
+        shown,
+        hide_index=True,
+        width="stretch",
+        height=min(35 * (len(shown) + 1) + 3, 640),  # a short table without a blank tail
+        column_order=None if everything else list(config),
+        column_config=None if everything else config,
+        key=key,
+    )
 
 
 def facts(pairs: Iterable[tuple[str, str]]) -> None:
