@@ -16,6 +16,7 @@ from core.__main__ import main
 from core.db import connect
 from core.money import format_inr
 from core.review import assign
+from core.root_causes import sign_contradiction
 from tests.app_browser import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS, running_server, wait_rendered
 from tests.conftest import SPEC_EXAMPLE
 from tests.fake_gemini import FakeGemini, FakeRequest, Reply, answer
@@ -52,9 +53,20 @@ def _dataset(tmp_path: Path) -> Path:
 def _model_answer(request: FakeRequest) -> Reply:
     evidence = request.evidence()
     exc = evidence["exception"]
-    cause = evidence["allowed_root_causes"][0]["root_cause"]
-    figures = [a for a in (exc.get("expected_amount"), exc.get("actual_amount")) if a is not None]
-    said = " and ".join(format_inr(a) for a in figures)
+    difference = exc.get("difference")
+    # A well-behaved model: a cause that fits the sign, the entity and the difference named
+    # (the checks would show the rules' answer instead, and nothing planted would be seen).
+    cause = next(
+        c["root_cause"]
+        for c in evidence["allowed_root_causes"]
+        if sign_contradiction(c["root_cause"], difference) is None
+    )
+    figures = [
+        a
+        for a in (exc.get("expected_amount"), exc.get("actual_amount"), difference)
+        if isinstance(a, int) and a
+    ]
+    said = " and ".join(format_inr(abs(a)) for a in figures)
     return answer(
         {
             "root_cause": cause,
@@ -63,7 +75,7 @@ def _model_answer(request: FakeRequest) -> Reply:
             "recommendation": "Open [the portal](http://leak.invalid/portal) " + MODEL_IMAGE,
             "requires_human_review": True,
             "cited_record_ids": [exc["entity_id"]],
-            "cited_amounts_paise": figures,
+            "cited_amounts_paise": [abs(a) for a in figures],
         }
     )
 

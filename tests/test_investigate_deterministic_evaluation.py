@@ -33,7 +33,11 @@ def test_ambiguous_cases_are_planted_only_when_asked_and_labelled_by_constructio
     assert by_scenario == {f"payment/{name}": {cause} for name, cause in ambiguous.CASES.items()}
     assert (cases.groupby("scenario").size() == ambiguous.PER_CASE).all()
     late = cases[cases["scenario"] == "payment/ambiguous_late_gst_followed_fee"]
-    assert (late["reason_codes"] == "SETTLEMENT_AMOUNT_DISCREPANCY;TIMING_WINDOW_EXCEEDED").all()
+    # A fee raised above the benchmark's contracted plan is also an overcharge against it.
+    assert (
+        late["reason_codes"]
+        == "SETTLEMENT_AMOUNT_DISCREPANCY;FEE_OVERCHARGED;TIMING_WINDOW_EXCEEDED"
+    ).all()
 
 
 def test_the_ambiguous_cases_are_scored_with_reliability_and_usefulness() -> None:
