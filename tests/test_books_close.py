@@ -105,6 +105,38 @@ def test_close_report_cli_writes_a_bundle_and_a_pdf(
         "fee_overcharges.csv",
         "audit_head.txt",
     } <= names
-    assert "residual,residual,0,0.00" in roll
+    assert "residual,residual,0.00,0" in roll
     assert head.startswith("seq ") and int(head.split()[1]) > 0
     assert pdf.read_bytes().startswith(b"%PDF")
+
+
+def test_every_close_report_csv_reads_in_rupees_with_the_paise_after(
+    benchmark_dir: Path, db_path: Path
+) -> None:
+    import csv
+    import io
+    from decimal import Decimal
+
+    from core.books.report import build_report
+
+    conn = connect(db_path)
+    try:
+        reconcile_folder_into_db(conn, benchmark_dir, params=EngineParams(), as_of=AS_OF)
+        report = build_report(conn, "2026-05")
+    finally:
+        conn.close()
+    checked = 0
+    for name, text in report.files.items():
+        if not name.endswith(".csv"):
+            continue
+        rows = list(csv.DictReader(io.StringIO(text)))
+        header = list(rows[0]) if rows else []
+        for column in (c for c in header if c == "paise" or c.endswith("_paise")):
+            rupees = column.removesuffix("paise") + "rupees"
+            assert rupees in header, (name, column)
+            assert header.index(rupees) < header.index(column), (name, column)
+            for row in rows:
+                if row[column]:
+                    assert Decimal(row[rupees]) * 100 == int(row[column]), (name, row)
+            checked += 1
+    assert checked >= 5  # daily, drill-down, exceptions by class and age, GST tie-out, ...

@@ -15,6 +15,8 @@ import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from core.books.close import books_view, closed_months
 from core.books.gst import GstTieOut, tie_out
 from core.books.journal import journal_csv, month_vouchers, tally_xml
@@ -23,7 +25,7 @@ from core.books.rollforward import MonthRollForward, daily_balances, month_bound
 from core.books.store import pricing_plans, stored_events
 from core.db.audit import head as audit_head
 from core.db.raw import read_dataset
-from core.money import format_rupees
+from core.money import format_rupees, minor_to_decimal
 from core.pdf import Document
 
 
@@ -40,7 +42,33 @@ class CloseReport:
     files: dict[str, str]  # name -> text
 
 
+def _is_paise(column: str) -> bool:
+    return column == "paise" or column.endswith("_paise")
+
+
+def _rupees_cell(value: object) -> object:
+    """A paise cell as rupees with two decimals (a number to a spreadsheet); blanks stay."""
+    if isinstance(value, int | np.integer) and not isinstance(value, bool):
+        return minor_to_decimal(int(value), "INR")
+    return value
+
+
 def _csv(header: tuple[str, ...], rows: Sequence[Sequence[object]]) -> str:
+    """A CSV whose amounts read in rupees: each paise column shown as rupees in its place,
+    the raw paise columns after the rest (as every CSV the app offers)."""
+    paise = [i for i, c in enumerate(header) if _is_paise(c)]
+    if paise:
+        shown = tuple(
+            (c.removesuffix("paise") + "rupees") if i in paise else c for i, c in enumerate(header)
+        )
+        header = (*shown, *(header[i] for i in paise))
+        rows = [
+            (
+                *(_rupees_cell(v) if i in paise else v for i, v in enumerate(r)),
+                *(r[i] for i in paise),
+            )
+            for r in rows
+        ]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(header)
@@ -101,17 +129,20 @@ def build_report(conn: sqlite3.Connection, month: str) -> CloseReport:
     days = days[(days["day"] >= first) & (days["day"] < following)]
     files = {
         "rollforward.csv": _csv(
-            ("section", "line", "paise", "rupees"),
-            [("opening", "opening", roll.opening, format_rupees(roll.opening))]
-            + [("movement", k, v, format_rupees(v)) for k, v in roll.movements]
-            + [("closing", "closing", roll.closing, format_rupees(roll.closing))]
-            + [("open_item", k, v, format_rupees(v)) for k, v in roll.open_items]
-            + [("residual", "residual", roll.residual, format_rupees(roll.residual))],
+            ("section", "line", "paise"),
+            [("opening", "opening", roll.opening)]
+            + [("movement", k, v) for k, v in roll.movements]
+            + [("closing", "closing", roll.closing)]
+            + [("open_item", k, v) for k, v in roll.open_items]
+            + [("residual", "residual", roll.residual)],
         ),
         "residual_drilldown.csv": _csv(
             ("day", "entity_type", "entity_id", "paise"), [tuple(d) for d in roll.drilldown]
         ),
-        "daily.csv": days.to_csv(index=False),
+        "daily.csv": _csv(
+            ("day", *(f"{c}_paise" for c in days.columns if c != "day")),
+            list(days.itertuples(index=False, name=None)),
+        ),
         "open_exceptions_by_class.csv": _csv(("class", "count", "paise"), list(by_class)),
         "open_exceptions_by_age.csv": _csv(("age", "count", "paise"), list(ageing)),
         "fee_overcharges.csv": _csv(("month", "class", "payments", "paise"), list(over)),
