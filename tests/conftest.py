@@ -45,3 +45,18 @@ def streamlit_navigation_v2(monkeypatch: pytest.MonkeyPatch) -> None:
         PagesManager.uses_pages_directory = False
 
     monkeypatch.setattr(PagesManager, "__init__", init)
+
+
+@pytest.fixture
+def browser() -> Iterator[object]:
+    """Debian's headless Chromium, driven by Playwright (tests.app_browser's settings)."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.app_browser import CHROMIUM, CHROMIUM_ARGS
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()

@@ -12,7 +12,6 @@ import pytest
 from core.db import connect
 from tests.app_browser import (
     CHROMIUM,
-    CHROMIUM_ARGS,
     PAGE_PATHS,
     SCREENSHOTS,
     Server,
@@ -36,16 +35,6 @@ def cold_server(tmp_path: Path) -> Iterator[tuple[Server, Path]]:
     database = tmp_path / "cold.sqlite"
     with running_server(database, tmp_path / "streamlit.log") as server:
         yield server, database
-
-
-@pytest.fixture
-def browser() -> Iterator[object]:
-    with playwright_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 def _count(database: Path, sql: str) -> int:

@@ -13,7 +13,6 @@ import pytest
 from core.db import connect, migrate
 from tests.app_browser import (
     CHROMIUM,
-    CHROMIUM_ARGS,
     SCREENSHOTS,
     free_port,
     open_exception,
@@ -31,16 +30,6 @@ pytestmark = [
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's /usr/bin/chromium"),
 ]
 PEOPLE = {"asha": "asha@example.com", "approver": "approver@example.com"}
-
-
-@pytest.fixture
-def browser() -> Iterator[object]:
-    with playwright_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ file, line and column on the screen."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,6 @@ import pytest
 from core.db import connect, migrate
 from tests.app_browser import (
     CHROMIUM,
-    CHROMIUM_ARGS,
     SCREENSHOTS,
     running_server,
     screen_errors,
@@ -26,16 +24,6 @@ pytestmark = [
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's /usr/bin/chromium"),
 ]
 GOLDEN = Path(__file__).parent / "fixtures" / "books" / "tax_invoice_2026-06.csv"
-
-
-@pytest.fixture
-def browser() -> Iterator[object]:
-    with playwright_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 def _gst_tab(page: object, url: str) -> None:

@@ -53,7 +53,8 @@ from core.db import audit as audit_sql
 from core.db import transaction
 from core.errors import InputError, NotFoundError, Problem
 from core.investigate.redact import redact_text
-from core.money import MONEY_FIELDS, format_inr
+from core.investigate.tools import MONEY_FIELDS as TOOL_MONEY_FIELDS
+from core.money import format_inr
 from core.outputs import safe_cell
 from core.pdf import Document
 
@@ -102,31 +103,14 @@ KEEP_FIELDS = frozenset(
 )
 # Who acted or owns the work: the merchant's own people, named for the auditor.
 STAFF_FIELDS = frozenset({"actor", "assignee", "requested_by", "decided_by", "closed_by"})
-EXTRA_MONEY = frozenset(
+# Amounts in paise: every money field the investigator's tools return, and the exception's
+# and bank lines' own.
+MONEY = TOOL_MONEY_FIELDS | frozenset(
     {
         "expected_amount",
         "actual_amount",
         "exposure_amount",
         "difference",
-        "expected_net_credit",
-        "implied_deduction",
-        "sum_credit",
-        "sum_debit",
-        "net_of_rows",
-        "settlement_amount",
-        "bank_credit_total",
-        "bank_difference",
-        "amount_deducted",
-        "debited",
-        "reversed",
-        "outstanding",
-        "amount_requested",
-        "amount_settled",
-        "amount_pending",
-        "amount_reversed",
-        "expected_debit",
-        "reversed_by_rows",
-        "base_amount",
         "credit",
         "debit",
         "balance",
@@ -135,7 +119,6 @@ EXTRA_MONEY = frozenset(
         "fees",
     }
 )
-MONEY = MONEY_FIELDS | EXTRA_MONEY
 ACCOUNT_FIELD = re.compile(
     r"(?i)(?:^|_)(?:account|acct|a_c|ac_no|account_number|beneficiary)(?:_|$)"
 )
