@@ -119,7 +119,9 @@ class InvestigatorScore:
     accuracy (is a 0.7 answer right about 70% of the time?). cites_entity / cites_amount /
     cites_counterparty: share of answers whose summary or recommendation names the entity,
     the money at stake, and who acts (Razorpay support, the bank, the customer, or a
-    write-off in the books). by_scenario: scenario -> (labelled, correct).
+    write-off in the books). by_scenario: scenario -> (labelled, correct). by_source: who
+    gave the answers scored (a model's name, or "deterministic") -> how many; empty when
+    only the rules answered.
     """
 
     labelled: int
@@ -129,6 +131,14 @@ class InvestigatorScore:
     cites_amount: float | None
     cites_counterparty: float | None
     by_scenario: dict[str, tuple[int, int]] = field(default_factory=dict)
+    by_source: dict[str, int] = field(default_factory=dict)
+
+    def who(self) -> str:
+        """Who answered: 'deterministic', or the model and how often the rules stood in."""
+        if not self.by_source:
+            return "deterministic"
+        said = ", ".join(f"{name} {count:,}" for name, count in sorted(self.by_source.items()))
+        return f"as shown to a reviewer: {said}"
 
     @property
     def accuracy(self) -> float | None:
@@ -420,6 +430,8 @@ def investigator_score(
         return None
     exceptions = joined[joined["label_status"] == rules.EXCEPTION]
     columns = ["entity_type", "entity_id", "root_cause", *USEFULNESS_COLUMNS]
+    if "source" in predictions.columns:
+        columns.append("source")
     predicted = predictions[columns].rename(columns={"root_cause": "predicted_root_cause"})
     merged = exceptions.merge(predicted, on=["entity_type", "entity_id"], how="left")
     right = (merged["predicted_root_cause"].fillna("") == merged["root_cause"]).to_numpy()
@@ -444,7 +456,9 @@ def investigator_score(
     by_scenario: dict[str, tuple[int, int]] = {}
     for scenario, group in merged.assign(right=right).groupby("scenario", sort=True):
         by_scenario[str(scenario)] = (len(group), int(group["right"].sum()))
+    sources = merged["source"].fillna("none").value_counts() if "source" in merged else None
     return InvestigatorScore(
+        by_source={} if sources is None else {str(k): int(v) for k, v in sources.items()},
         labelled=len(merged),
         correct=int(right.sum()),
         reliability=tuple(bins),
@@ -458,7 +472,7 @@ def investigator_score(
 def format_investigator(score: InvestigatorScore, where: str) -> list[str]:
     """The reliability table and usefulness checks, saying what they were measured on."""
     lines = [
-        f"  investigator (deterministic) on {score.labelled:,} labelled exceptions: root cause "
+        f"  investigator ({score.who()}) on {score.labelled:,} labelled exceptions: root cause "
         f"right {score.correct:,} ({_percent(score.accuracy).strip()})",
         f"  usefulness: names the entity {_percent(score.cites_entity).strip()}, the amount "
         f"{_percent(score.cites_amount).strip()}, who acts "
@@ -802,6 +816,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also score the investigator on a second dataset with combined-fault cases",
     )
     parser.add_argument(
+        "--investigator",
+        choices=("rules", "model"),
+        default="rules",
+        help="score the deterministic investigator (default), or the investigator as a "
+        "reviewer meets it, model first (needs GEMINI_API_KEY; one request per exception)",
+    )
+    parser.add_argument(
         "--money-model",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -811,13 +832,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from core.errors import RazorReconError
 
     try:
-        from core.investigate.evaluation import predict_root_causes
+        from core.investigate.evaluation import predict_root_causes, predict_with_model
 
+        predictor = predict_with_model if args.investigator == "model" else predict_root_causes
         report = run_evaluation(
             args.payments,
             args.seed,
             args.as_of,
-            root_cause_predictor=predict_root_causes,
+            root_cause_predictor=predictor,
             money_model=args.money_model,
         )
         hard = None
@@ -826,7 +848,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.payments,
                 args.seed,
                 args.as_of,
-                root_cause_predictor=predict_root_causes,
+                root_cause_predictor=predictor,
                 money_model=args.money_model,
                 ambiguous=True,
             )

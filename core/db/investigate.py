@@ -123,6 +123,16 @@ def get_exception(conn: sqlite3.Connection, exception_id: int) -> Record | None:
     )
 
 
+def exceptions_of_run(conn: sqlite3.Connection, run_id: int) -> list[Record]:
+    """The queue's exceptions a run found (id, entity_type, entity_id), by id."""
+    return _rows(
+        conn.execute(
+            "SELECT id, entity_type, entity_id FROM exceptions WHERE last_run_id = ? ORDER BY id",
+            (run_id,),
+        )
+    )
+
+
 def get_payment(conn: sqlite3.Connection, payment_id: str) -> Record | None:
     return _one(
         conn.execute(f"SELECT {_PAYMENT_COLUMNS} FROM payments WHERE id = ?", (payment_id,))

@@ -10,18 +10,24 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import tempfile
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from core.db import connect
 from core.db import investigate as db
-from core.errors import InputError, Problem
+from core.errors import ConfigError, InputError, Problem
 from core.investigate.deterministic import explain
 from core.investigate.evidence import gather
 from core.investigate.result import Answer
+
+if TYPE_CHECKING:
+    from core.investigate.gemini import ClientConfig
 from core.investigate.tools import EvidenceTools, run_context
 from core.money import format_inr
 
@@ -165,6 +171,58 @@ def predict_root_causes(conn: sqlite3.Connection, run_id: int) -> pd.DataFrame:
             )
     frame = pd.DataFrame(rows, columns=list(PREDICTION_COLUMNS))
     for column in REQUIRED_COLUMNS:
+        frame[column] = frame[column].astype("string")
+    return frame.astype({"confidence": float})
+
+
+def predict_with_model(
+    conn: sqlite3.Connection, run_id: int, *, client_config: ClientConfig | None = None
+) -> pd.DataFrame:
+    """The investigator as a reviewer meets it, model included: every exception of the run
+    investigated through `core.investigate.investigate` (the model's answer where it passed
+    every check, else the rules'), as `predict_root_causes`'s frame plus `source` (the
+    model's name, or "deterministic"). Asks the model once per exception (the cache
+    aside): with a real key this costs tokens. `client_config`: default from the
+    environment (GEMINI_API_KEY)."""
+    from core.investigate.gemini import ClientConfig as Config
+    from core.investigate.service import investigate
+
+    config = client_config if client_config is not None else Config.from_env()
+    if not config.api_key:
+        raise ConfigError("scoring the model needs GEMINI_API_KEY (or LLM_API_KEY) set")
+    rows: list[tuple[Any, ...]] = []
+    with db.read_only(conn) as ro:
+        found = db.exceptions_of_run(ro, run_id)
+        outcomes = {
+            (str(o["entity_type"]), str(o["entity_id"])): o
+            for o in db.exception_outcomes(ro, run_id)
+        }
+    # The investigator writes its cache, breaker and audit as it would for a reviewer: on a
+    # file copy of the evaluated database (SQLite's backup API), which is left untouched.
+    with tempfile.TemporaryDirectory(prefix="razorrecon-evaluation-") as folder:
+        copy = connect(Path(folder) / "investigated.sqlite")
+        try:
+            conn.backup(copy)
+            shown_all = [
+                (row, investigate(copy, int(row["id"]), client_config=config, actor="evaluation"))
+                for row in found
+            ]
+        finally:
+            copy.close()
+    for row, shown in shown_all:
+        key = (str(row["entity_type"]), str(row["entity_id"]))
+        answer = Answer(
+            root_cause=shown.root_cause,
+            confidence=shown.confidence,
+            summary=shown.summary,
+            recommendation=shown.recommendation,
+            requires_human_review=shown.requires_human_review,
+            citations=shown.citations,
+        )
+        checks = usefulness(answer, outcomes.get(key, row))
+        rows.append((*key, shown.root_cause, shown.confidence, *checks, shown.source))
+    frame = pd.DataFrame(rows, columns=[*PREDICTION_COLUMNS, "source"])
+    for column in (*REQUIRED_COLUMNS, "source"):
         frame[column] = frame[column].astype("string")
     return frame.astype({"confidence": float})
 
