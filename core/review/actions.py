@@ -28,22 +28,27 @@ payload returns the first answer and does nothing; with another payload it is re
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from core import access
 from core.audit import append, canonical_json, write_anchor
 from core.db import access as access_sql
 from core.db import review as review_sql
 from core.db import transaction
-from core.errors import InputError, NotFoundError, Problem, RefusedError
+from core.errors import InputError, Problem, RefusedError
 from core.review.comments import add_comment
 from core.review.due import due_date
-from core.review.model import ActionResult, BulkResult, ExceptionRecord
+from core.review.model import (
+    ActionResult,
+    BulkResult,
+    ExceptionRecord,
+    load_exception,
+    payload_hash,
+    refuse_other_payload,
+)
 
 OPEN_STATUSES = ("OPEN", "ASSIGNED", "INVESTIGATED", "ESCALATED")
 # action -> {from status: to status}; None as target keeps the status.
@@ -95,17 +100,6 @@ def _required(field: str, value: str | None, *, limit: int) -> str:
     return text
 
 
-def _payload_hash(payload: Mapping[str, Any]) -> str:
-    return hashlib.sha256(canonical_json(dict(payload)).encode("utf-8")).hexdigest()
-
-
-def _refuse_other_payload(request_id: str) -> RefusedError:
-    return RefusedError(
-        f"request id {request_id!r} was already used for a different action or payload; "
-        "use a new request id for a new action"
-    )
-
-
 def _stale(conn: sqlite3.Connection, exc: ExceptionRecord, expected: int) -> RefusedError:
     events = review_sql.events_of(conn, exc.id)
     last = f" (last: {events[-1]['action']} by {events[-1]['actor']})" if events else ""
@@ -113,13 +107,6 @@ def _stale(conn: sqlite3.Connection, exc: ExceptionRecord, expected: int) -> Ref
         f"exception {exc.id} changed since you loaded it: it is at version {exc.version}, "
         f"you had version {expected}; it is now {exc.status}{last}. Reload and decide again."
     )
-
-
-def _load(conn: sqlite3.Connection, exception_id: int) -> ExceptionRecord:
-    row = review_sql.get_exception(conn, exception_id)
-    if row is None:
-        raise NotFoundError(f"exception {exception_id} does not exist")
-    return ExceptionRecord.from_row(row)
 
 
 def _apply(
@@ -188,7 +175,7 @@ def _apply(
             now=now,
             settled=action in ("resolve", "reopen"),
         ):
-            raise _stale(conn, _load(conn, exc.id), exc.version)
+            raise _stale(conn, load_exception(conn, exc.id), exc.version)
         version += 1
     event_name = EVENT_NAMES[action]
     event_id = review_sql.insert_event(
@@ -377,16 +364,16 @@ def act(
         "expected_version": expected_version,
         **({"resolution": resolution_, "amount": amount_} if resolution_ else {}),
     }
-    digest = _payload_hash(payload)
+    digest = payload_hash(payload)
     stamp = int(time.time()) if now is None else int(now)
     outermost = not conn.in_transaction  # then this transaction's head is anchored here
     with transaction(conn):
         prior = review_sql.find_request(conn, rid)
         if prior is not None:
             if prior[0] != digest:
-                raise _refuse_other_payload(rid)
+                raise refuse_other_payload(rid)
             return ActionResult(**{**json.loads(prior[1]), "replayed": True})
-        exc = _load(conn, int(exception_id))
+        exc = load_exception(conn, int(exception_id))
         result = _apply(
             conn,
             exc,
@@ -586,14 +573,14 @@ def _bulk(
         "assignee": assignee_,
         "expected_versions": {str(k): versions[k] for k in sorted(versions)},
     }
-    digest = _payload_hash(payload)
+    digest = payload_hash(payload)
     stamp = int(time.time()) if now is None else int(now)
     outermost = not conn.in_transaction
     with transaction(conn):
         prior = review_sql.find_request(conn, rid)
         if prior is not None:
             if prior[0] != digest:
-                raise _refuse_other_payload(rid)
+                raise refuse_other_payload(rid)
             return BulkResult.from_dict(json.loads(prior[1]), replayed=True)
         found = {r["id"]: ExceptionRecord.from_row(r) for r in review_sql.get_exceptions(conn, ids)}
         applied: list[ActionResult] = []

@@ -21,13 +21,10 @@ from core.errors import NotFoundError, RefusedError
 from core.review.actions import (
     MAX_REQUEST_ID,
     TRANSITIONS,
-    _load,
-    _payload_hash,
-    _refuse_other_payload,
     _required,
     _text,
 )
-from core.review.model import ActionResult
+from core.review.model import ActionResult, load_exception, payload_hash, refuse_other_payload
 
 
 @dataclass(frozen=True)
@@ -107,20 +104,20 @@ def _decide(
         "actor": acting.actor,
         "note": note_,
     }
-    digest = _payload_hash(payload)
+    digest = payload_hash(payload)
     stamp = int(time.time()) if now is None else int(now)
     with transaction(conn):
         prior = review_sql.find_request(conn, rid)
         if prior is not None:
             if prior[0] != digest:
-                raise _refuse_other_payload(rid)
+                raise refuse_other_payload(rid)
             return ActionResult(**{**json.loads(prior[1]), "replayed": True})
         current = _get(conn, found.id)
         if current.status != "pending":
             raise RefusedError(
                 f"write-off #{current.id} was already {current.status} by {current.checker}"
             )
-        exc = _load(conn, current.exception_id)
+        exc = load_exception(conn, current.exception_id)
         status, version, seq_action = exc.status, exc.version, "exception.write_off_rejected"
         event = "write_off_rejected"
         if decision == "approve":

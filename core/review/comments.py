@@ -40,7 +40,12 @@ from core.db import comments as comments_sql
 from core.db import review as review_sql
 from core.db import transaction
 from core.errors import ConfigError, InputError, NotFoundError, Problem, RefusedError, StorageError
-from core.review.model import ActionResult, ExceptionRecord
+from core.review.model import (
+    ActionResult,
+    load_exception,
+    payload_hash,
+    refuse_other_payload,
+)
 
 MAX_BODY = 10_000  # characters; the database refuses more (0085)
 MAX_REQUEST_ID = 200
@@ -359,33 +364,25 @@ def add_comment(
         }
         for f in files
     ]
-    digest = hashlib.sha256(
-        canonical_json(
-            {
-                "kind": "comment",
-                "exception_id": int(exception_id),
-                "actor": author,
-                "body_sha256": body_sha,
-                "attachments": described,
-                "expected_version": expected_version,
-            }
-        ).encode("utf-8")
-    ).hexdigest()
+    digest = payload_hash(
+        {
+            "kind": "comment",
+            "exception_id": int(exception_id),
+            "actor": author,
+            "body_sha256": body_sha,
+            "attachments": described,
+            "expected_version": expected_version,
+        }
+    )
     stamp = int(time.time()) if now is None else int(now)
     outermost = not conn.in_transaction
     with transaction(conn):
         prior = review_sql.find_request(conn, rid)
         if prior is not None:
             if prior[0] != digest:
-                raise RefusedError(
-                    f"request id {rid!r} was already used for a different action or payload; "
-                    "use a new request id for a new action"
-                )
+                raise refuse_other_payload(rid)
             return CommentResult.from_dict(json.loads(prior[1]), replayed=True)
-        row = review_sql.get_exception(conn, int(exception_id))
-        if row is None:
-            raise NotFoundError(f"exception {exception_id} does not exist")
-        exc = ExceptionRecord.from_row(row)
+        exc = load_exception(conn, int(exception_id))
         if expected_version is not None and exc.version != expected_version:
             raise RefusedError(
                 f"exception {exc.id} changed since you loaded it: it is at version "

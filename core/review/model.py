@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from core.audit import canonical_json
+from core.db import review as review_sql
+from core.errors import NotFoundError, RefusedError
 
 STATUSES = ("OPEN", "ASSIGNED", "INVESTIGATED", "RESOLVED", "ESCALATED", "AUTO_CLEARED")
 CLOSED_STATUSES = frozenset({"RESOLVED", "AUTO_CLEARED"})
@@ -155,3 +161,25 @@ class BulkResult:
             skipped=tuple((int(i), str(r)) for i, r in data["skipped"]),
             replayed=replayed,
         )
+
+
+# --- what every idempotent review write shares ---------------------------------------------
+
+
+def payload_hash(payload: Mapping[str, Any]) -> str:
+    """The request's fingerprint: a request id replayed with another payload is refused."""
+    return hashlib.sha256(canonical_json(dict(payload)).encode("utf-8")).hexdigest()
+
+
+def refuse_other_payload(request_id: str) -> RefusedError:
+    return RefusedError(
+        f"request id {request_id!r} was already used for a different action or payload; "
+        "use a new request id for a new action"
+    )
+
+
+def load_exception(conn: sqlite3.Connection, exception_id: int) -> ExceptionRecord:
+    row = review_sql.get_exception(conn, exception_id)
+    if row is None:
+        raise NotFoundError(f"exception {exception_id} does not exist")
+    return ExceptionRecord.from_row(row)
