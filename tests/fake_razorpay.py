@@ -73,6 +73,10 @@ class FakeState:
     recon: list[dict[str, Any]] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
     rate_limit_every: int = 0  # every Nth request answers 429 (0: never)
+    rate_limit_retry_after: str | None = "0"  # the Retry-After of those 429s (None: no header)
+    error_every: int = 0  # every Nth request (not already a 429) answers `error_status`
+    error_status: int = 502
+    date_clock: Callable[[], float] | None = None  # Unix seconds for the Date header
     log: list[Logged] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     served: int = 0
@@ -90,6 +94,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
+
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        clock = self.server.state.date_clock
+        if timestamp is None and clock is not None:
+            timestamp = clock()
+        return super().date_time_string(timestamp)
 
     def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
@@ -157,11 +167,16 @@ class _Handler(BaseHTTPRequestHandler):
                 return
         if state.rate_limit_every and number % state.rate_limit_every == 0:
             self._record(parts.path, query, 429)
+            retry_after = state.rate_limit_retry_after
             self._send(
                 429,
                 _error("BAD_REQUEST_ERROR", "Too many requests"),
-                {"Retry-After": "0"},
+                {"Retry-After": retry_after} if retry_after is not None else {},
             )
+            return
+        if state.error_every and number % state.error_every == 0:
+            self._record(parts.path, query, state.error_status)
+            self._send(state.error_status, b"<html><body>Bad Gateway</body></html>")
             return
         try:
             status, payload = self._route(parts.path, query)
@@ -282,6 +297,7 @@ class FakeRazorpay:
         with self.state.lock:
             self.state.faults.clear()
             self.state.rate_limit_every = 0
+            self.state.error_every = 0
 
     def requests(self, *, path: str | None = None, status: int | None = None) -> list[Logged]:
         with self.state.lock:

@@ -79,6 +79,11 @@ def run_sync(args: argparse.Namespace) -> int:
         f"  {report.requests} requests, {report.retries} retries; {report.items} items, "
         f"{report.inserted} new, {report.updated} changed"
     )
+    if report.retries:
+        print(
+            f"  {report.rate_limited} of the retries were rate limits (429); waited "
+            f"{report.paced_seconds:.1f} s pacing and {report.backoff_seconds:.1f} s backing off"
+        )
     return EXIT_OK
 
 

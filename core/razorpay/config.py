@@ -18,21 +18,51 @@ TEST_KEY_PREFIX = "rzp_test_"
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How failed requests are retried.
+    """How failed requests are retried, and how fast requests are sent (docs/razorpay.md).
 
-    max_attempts: tries per request, the first included.
-    budget: retries allowed in one sync run across all requests; past it the run stops.
+    Errors (timeouts, connection errors, 5xx, a 2xx that is not JSON) and rate limiting (429)
+    are counted apart: a 429 means "slow down", an error means "something is broken".
+
+    max_attempts: tries of one request that may end in an error, the first included.
+    budget: error retries allowed in one sync run whatever its size (the floor).
+    budget_share: and, beyond that floor, error retries allowed per answer received so far
+        (0.1: one per ten answers), so the budget grows with the work done. A dead API gives
+        no answers, so its budget stays at the floor.
+    rate_limit_attempts: 429s one request may get before the run stops.
+    rate_limit_budget / rate_limit_share: 429 retries allowed in one run: the larger of
+        `rate_limit_budget` and `rate_limit_share` per answer received so far.
+    shared_budget: 429s draw from the error budget as well (the behaviour before issue 16);
+        off by default.
     backoff_base: seconds before the first retry; doubled on each further retry.
     backoff_cap: the longest wait between two tries, in seconds (also caps Retry-After).
     connect_timeout / read_timeout: seconds, passed to every request.
+    max_rate: requests per second never exceeded (0: no ceiling until Razorpay answers 429).
+    min_rate: the slowest the pacer goes after repeated 429s, in requests per second.
+    rate_step: requests per second the pacer adds back after each answer (additive increase).
     """
 
     max_attempts: int = 5
     budget: int = 30
+    budget_share: float = 0.1
+    rate_limit_attempts: int = 20
+    rate_limit_budget: int = 100
+    rate_limit_share: float = 1.0
+    shared_budget: bool = False
     backoff_base: float = 0.5
     backoff_cap: float = 30.0
     connect_timeout: float = 5.0
     read_timeout: float = 30.0
+    max_rate: float = 0.0
+    min_rate: float = 0.2
+    rate_step: float = 0.1
+
+    def error_allowance(self, answers: int) -> int:
+        """Error retries (429s too, with `shared_budget`) allowed after `answers` answers."""
+        return max(self.budget, int(self.budget_share * answers))
+
+    def rate_limit_allowance(self, answers: int) -> int:
+        """429 retries allowed after `answers` answers (unused with `shared_budget`)."""
+        return max(self.rate_limit_budget, int(self.rate_limit_share * answers))
 
 
 @dataclass(frozen=True)
@@ -72,21 +102,49 @@ def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float
 
 
 def retry_policy_from_env(env: Mapping[str, str] | None = None) -> RetryPolicy:
-    """RAZORPAY_MAX_ATTEMPTS, RAZORPAY_RETRY_BUDGET, RAZORPAY_BACKOFF_BASE,
-    RAZORPAY_BACKOFF_CAP, RAZORPAY_CONNECT_TIMEOUT, RAZORPAY_READ_TIMEOUT; defaults otherwise.
+    """RAZORPAY_MAX_ATTEMPTS, RAZORPAY_RETRY_BUDGET, RAZORPAY_RETRY_BUDGET_SHARE,
+    RAZORPAY_RATE_LIMIT_ATTEMPTS, RAZORPAY_RATE_LIMIT_BUDGET, RAZORPAY_RATE_LIMIT_SHARE,
+    RAZORPAY_SHARED_RETRY_BUDGET, RAZORPAY_BACKOFF_BASE, RAZORPAY_BACKOFF_CAP,
+    RAZORPAY_CONNECT_TIMEOUT, RAZORPAY_READ_TIMEOUT, RAZORPAY_MAX_RATE, RAZORPAY_MIN_RATE,
+    RAZORPAY_RATE_STEP; defaults otherwise.
     """
     source = os.environ if env is None else env
     default = RetryPolicy()
-    return RetryPolicy(
-        max_attempts=int(_number(source, "RAZORPAY_MAX_ATTEMPTS", default.max_attempts, minimum=1)),
-        budget=int(_number(source, "RAZORPAY_RETRY_BUDGET", default.budget, minimum=0)),
+
+    def count(name: str, value: int, minimum: int) -> int:
+        number = _number(source, name, value, minimum=minimum)
+        if number != int(number):
+            raise ConfigError(f"{name} must be a whole number, got {source.get(name)!r}")
+        return int(number)
+
+    policy = RetryPolicy(
+        max_attempts=count("RAZORPAY_MAX_ATTEMPTS", default.max_attempts, 1),
+        budget=count("RAZORPAY_RETRY_BUDGET", default.budget, 0),
+        budget_share=_number(
+            source, "RAZORPAY_RETRY_BUDGET_SHARE", default.budget_share, minimum=0
+        ),
+        rate_limit_attempts=count("RAZORPAY_RATE_LIMIT_ATTEMPTS", default.rate_limit_attempts, 1),
+        rate_limit_budget=count("RAZORPAY_RATE_LIMIT_BUDGET", default.rate_limit_budget, 0),
+        rate_limit_share=_number(
+            source, "RAZORPAY_RATE_LIMIT_SHARE", default.rate_limit_share, minimum=0
+        ),
+        shared_budget=_flag(source.get("RAZORPAY_SHARED_RETRY_BUDGET")),
         backoff_base=_number(source, "RAZORPAY_BACKOFF_BASE", default.backoff_base, minimum=0),
         backoff_cap=_number(source, "RAZORPAY_BACKOFF_CAP", default.backoff_cap, minimum=0),
         connect_timeout=_number(
             source, "RAZORPAY_CONNECT_TIMEOUT", default.connect_timeout, minimum=0.001
         ),
         read_timeout=_number(source, "RAZORPAY_READ_TIMEOUT", default.read_timeout, minimum=0.001),
+        max_rate=_number(source, "RAZORPAY_MAX_RATE", default.max_rate, minimum=0),
+        min_rate=_number(source, "RAZORPAY_MIN_RATE", default.min_rate, minimum=0.001),
+        rate_step=_number(source, "RAZORPAY_RATE_STEP", default.rate_step, minimum=0),
     )
+    if policy.max_rate and policy.max_rate < policy.min_rate:
+        raise ConfigError(
+            f"RAZORPAY_MAX_RATE ({policy.max_rate:g}) is below RAZORPAY_MIN_RATE "
+            f"({policy.min_rate:g}); raise it or set it to 0 (no ceiling)"
+        )
+    return policy
 
 
 def settings_from_env(env: Mapping[str, str] | None = None) -> RazorpaySettings:

@@ -1,4 +1,4 @@
-"""The HTTP layer under the Razorpay SDK: read-only, with timeouts, retries and a budget.
+"""The HTTP layer under the Razorpay SDK: read-only, with timeouts, pacing, retries, budgets.
 
 The SDK (2.0.1) sends every call through `session.<method>(url, auth=..., ...)` and retries
 nothing by default, so the session it is given does the resilience work:
@@ -6,17 +6,26 @@ nothing by default, so the session it is given does the resilience work:
 - Only GET leaves this process: any other method raises `ReadOnlyViolation` before a socket
   is opened, so no code path can capture, refund or pay out.
 - Every request carries an explicit (connect, read) timeout.
-- Timeouts, connection errors, 429 and 5xx are retried with exponential backoff and jitter
-  (Retry-After is honoured, capped), at most `max_attempts` tries per request and `budget`
-  retries per session. Past either limit, `RazorpayUnavailableError`.
+- A `Pacer` spaces request starts: unpaced until Razorpay answers 429, then the rate halves
+  (multiplicative decrease) and grows back by `rate_step` per answer (additive increase).
+- Timeouts, connection errors, 429 and 5xx are retried with exponential backoff and jitter;
+  a Retry-After header (seconds or an HTTP-date) is honoured exactly, up to the cap.
+- Errors and 429s are counted apart. Errors: at most `max_attempts` tries per request and
+  an error budget per session that grows with the answers received. 429s: at most
+  `rate_limit_attempts` per request and a separate, larger allowance that grows the same
+  way. Past any limit, `RazorpayUnavailableError` naming the limit.
 - 401/403 raise `RazorpayAuthError`; other 4xx pass through to the SDK, which raises its
   own error for them.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import email.utils
+import math
 import random
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +36,10 @@ from core.razorpay.config import RetryPolicy
 from core.razorpay.errors import RazorpayAuthError, RazorpayUnavailableError, ReadOnlyViolation
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504}) | frozenset(range(505, 600))
+RATE_LIMITED = 429
+PACE_WINDOW = 8  # request starts the observed rate is measured over
+PACE_DECREASE = 0.5  # the rate is multiplied by this after a 429
+PACE_FALLBACK_RATE = 10.0  # requests/s halved when no rate could be measured yet
 
 
 @dataclass(frozen=True)
@@ -36,6 +49,7 @@ class RetryEvent:
     url: the request URL without the query. attempt: 1-based try that failed.
     status_code: HTTP status, or None for a timeout or connection error. reason: short text.
     delay: seconds slept before the next try (0 when final). final: no further try.
+    rate_limited: the try was answered 429. limit: with `final`, the limit that was reached.
     """
 
     url: str
@@ -44,39 +58,143 @@ class RetryEvent:
     reason: str
     delay: float
     final: bool
+    rate_limited: bool = False
+    limit: str | None = None
 
 
 def backoff_delay(
     policy: RetryPolicy, retry_number: int, rng: random.Random, retry_after: float | None = None
 ) -> float:
-    """Seconds before retry number `retry_number` (1-based): equal-jitter exponential backoff.
+    """Seconds before retry number `retry_number` (1-based).
 
-    The ceiling doubles from `backoff_base` and is capped at `backoff_cap`; the delay is drawn
-    from [ceiling/2, ceiling], so retries never bunch at zero. A server's Retry-After wins when
-    longer, up to the cap.
+    A server's Retry-After is honoured exactly, up to `backoff_cap`. Without one: equal-jitter
+    exponential backoff, the ceiling doubling from `backoff_base` up to `backoff_cap`, the
+    delay drawn from [ceiling/2, ceiling] so retries never bunch at zero.
     """
-    ceiling = min(policy.backoff_cap, policy.backoff_base * float(2 ** (retry_number - 1)))
-    delay = ceiling / 2 + rng.uniform(0, ceiling / 2)
     if retry_after is not None:
-        delay = max(delay, min(retry_after, policy.backoff_cap))
-    return delay
+        return min(max(0.0, retry_after), policy.backoff_cap)
+    ceiling = min(policy.backoff_cap, policy.backoff_base * float(2 ** min(retry_number - 1, 60)))
+    return ceiling / 2 + rng.uniform(0, ceiling / 2)
 
 
-def _retry_after_seconds(response: requests.Response) -> float | None:
-    raw = response.headers.get("Retry-After", "").strip()
+def parse_retry_after(value: str, now: float) -> float | None:
+    """Seconds to wait from a Retry-After value (RFC 9110 section 10.2.3): delay-seconds, or
+    an HTTP-date measured from `now` (Unix seconds). None when absent or unreadable; a date
+    in the past is 0.
+    """
+    raw = value.strip()
     if not raw:
         return None
     try:
-        return max(0.0, float(raw))
+        seconds = float(raw)
     except ValueError:
-        return None  # an HTTP-date; the backoff applies instead
+        pass
+    else:
+        return max(0.0, seconds) if math.isfinite(seconds) else None
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # RFC 9110: HTTP-dates are GMT
+        when = when.replace(tzinfo=dt.UTC)
+    return max(0.0, when.timestamp() - now)
+
+
+def _retry_after_seconds(
+    response: requests.Response, wall_clock: Callable[[], float]
+) -> float | None:
+    raw = response.headers.get("Retry-After", "")
+    if not raw.strip():
+        return None
+    # an HTTP-date is measured from the server's own Date header when it sent one, so a
+    # skewed local clock cannot stretch or cut the wait
+    now = _header_date(response.headers.get("Date", "")) or wall_clock()
+    return parse_retry_after(raw, now)
+
+
+def _header_date(value: str) -> float | None:
+    if not value.strip():
+        return None
+    try:
+        return email.utils.parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+class Pacer:
+    """AIMD pacing of request starts.
+
+    Unpaced (`rate` None) until the first 429, unless `policy.max_rate` sets a ceiling from
+    the start. After a 429 the rate becomes half of the lower of the current rate and the
+    rate observed over the last `PACE_WINDOW` starts (at least `min_rate`); each answer adds
+    `rate_step` back, up to `max_rate` and to twice the observed rate (so an idle allowance
+    cannot pile up and make the next halving toothless). `wait()` sleeps until the next start
+    is due. `clock` is monotonic seconds; tests pass a fake one.
+    """
+
+    def __init__(
+        self,
+        policy: RetryPolicy,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.policy = policy
+        self.clock = clock
+        self.sleep = sleep
+        self.rate: float | None = policy.max_rate or None
+        self.waited = 0.0
+        self.decreases = 0
+        self._starts: deque[float] = deque(maxlen=PACE_WINDOW)
+
+    def observed_rate(self) -> float | None:
+        """Requests per second over the last starts, or None before two distinct times."""
+        if len(self._starts) < 2:
+            return None
+        span = self._starts[-1] - self._starts[0]
+        return (len(self._starts) - 1) / span if span > 0 else None
+
+    def wait(self) -> float:
+        """Sleep until the next request is due; record its start. Returns the seconds slept."""
+        now = self.clock()
+        slept = 0.0
+        if self.rate is not None and self._starts:
+            due = self._starts[-1] + 1.0 / self.rate
+            if due > now:
+                slept = due - now
+                self.sleep(slept)
+                self.waited += slept
+                now = self.clock()
+        self._starts.append(now)
+        return slept
+
+    def on_rate_limited(self) -> None:
+        """Multiplicative decrease."""
+        known = [r for r in (self.rate, self.observed_rate()) if r is not None]
+        base = min(known) if known else PACE_FALLBACK_RATE
+        self.rate = max(self.policy.min_rate, base * PACE_DECREASE)
+        self.decreases += 1
+
+    def on_answer(self) -> None:
+        """Additive increase."""
+        if self.rate is None:
+            return
+        ceiling = self.policy.max_rate or math.inf
+        observed = self.observed_rate()
+        if observed is not None:
+            ceiling = min(ceiling, 2 * observed)
+        self.rate = max(self.rate, min(self.rate + self.policy.rate_step, ceiling))
 
 
 class RetryingSession(requests.Session):
-    """A `requests.Session` for the Razorpay SDK: GET only, timeouts, bounded retries.
+    """A `requests.Session` for the Razorpay SDK: GET only, timeouts, pacing, bounded retries.
 
-    `on_retry` is called for every failed try (so the caller can log it); `sleep` and `rng`
-    are injectable so tests need not wait. `requests_sent` and `retries_used` count work done.
+    `on_retry` is called for every failed try (so the caller can log it); `sleep`, `rng`,
+    `clock` (monotonic, for pacing) and `wall_clock` (Unix seconds, for a Retry-After date
+    when the answer has no Date header) are injectable so tests need not wait.
+    Counters: `requests_sent`, `answers` (requests that ended in an answer), `retries_used`
+    (all retries), `error_retries`, `rate_limit_retries`, `backoff_seconds`, and the pacer's
+    `pacer.waited`.
     """
 
     def __init__(
@@ -86,14 +204,25 @@ class RetryingSession(requests.Session):
         on_retry: Callable[[RetryEvent], None] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__()
         self.policy = policy
         self.on_retry = on_retry
         self.sleep = sleep
         self.rng = rng or random.Random()
+        self.wall_clock = wall_clock
+        self.pacer = Pacer(policy, clock=clock, sleep=sleep)
         self.requests_sent = 0
-        self.retries_used = 0
+        self.answers = 0
+        self.error_retries = 0
+        self.rate_limit_retries = 0
+        self.backoff_seconds = 0.0
+
+    @property
+    def retries_used(self) -> int:
+        return self.error_retries + self.rate_limit_retries
 
     def request(  # type: ignore[override]
         self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any
@@ -107,9 +236,10 @@ class RetryingSession(requests.Session):
             )
         kwargs["timeout"] = (self.policy.connect_timeout, self.policy.read_timeout)
         plain_url = target.split("?", 1)[0]
-        attempt = 0
+        attempt = errors = limited = 0
         while True:
             attempt += 1
+            self.pacer.wait()
             self.requests_sent += 1
             retry_after: float | None = None
             try:
@@ -129,27 +259,80 @@ class RetryingSession(requests.Session):
                     if 200 <= status < 300 and not _is_json(response):
                         reason = "a 2xx answer that is not JSON (truncated?)"
                     else:
+                        self.answers += 1
+                        self.pacer.on_answer()
                         return response
                 else:
                     reason = f"HTTP {status}"
-                    retry_after = _retry_after_seconds(response)
+                    retry_after = _retry_after_seconds(response, self.wall_clock)
                 response.close()
-            exhausted = attempt >= self.policy.max_attempts
-            over_budget = self.retries_used >= self.policy.budget
-            if exhausted or over_budget:
-                self._notify(RetryEvent(plain_url, attempt, status, reason, 0.0, True))
-                limit = (
-                    f"{attempt} tries"
-                    if exhausted
-                    else f"the retry budget of {self.policy.budget} for this sync"
+            rate_limited = status == RATE_LIMITED
+            if rate_limited:
+                limited += 1
+                self.pacer.on_rate_limited()
+                limit = self._rate_limit_stop(limited)
+            else:
+                errors += 1
+                limit = self._error_stop(errors)
+            if limit is not None:
+                self._notify(
+                    RetryEvent(plain_url, attempt, status, reason, 0.0, True, rate_limited, limit)
                 )
                 raise RazorpayUnavailableError(
                     f"Razorpay unavailable at {plain_url}: {reason} after {limit}"
                 )
-            self.retries_used += 1
-            delay = backoff_delay(self.policy, attempt, self.rng, retry_after)
-            self._notify(RetryEvent(plain_url, attempt, status, reason, delay, False))
-            self.sleep(delay)
+            if rate_limited:
+                self.rate_limit_retries += 1
+            else:
+                self.error_retries += 1
+            delay = backoff_delay(
+                self.policy, limited if rate_limited else errors, self.rng, retry_after
+            )
+            self._notify(RetryEvent(plain_url, attempt, status, reason, delay, False, rate_limited))
+            if delay > 0:
+                self.sleep(delay)
+                self.backoff_seconds += delay
+
+    def _error_stop(self, errors: int) -> str | None:
+        """The limit an error try reached, or None when it may be retried."""
+        policy = self.policy
+        if errors >= policy.max_attempts:
+            return f"{errors} tries (RAZORPAY_MAX_ATTEMPTS={policy.max_attempts} per request)"
+        used = self.retries_used if policy.shared_budget else self.error_retries
+        if used >= policy.error_allowance(self.answers):
+            return self._budget_text()
+        return None
+
+    def _rate_limit_stop(self, limited: int) -> str | None:
+        """The limit a 429 reached, or None when it may be retried."""
+        policy = self.policy
+        if limited >= policy.rate_limit_attempts:
+            return (
+                f"{limited} rate-limited tries of one request "
+                f"(RAZORPAY_RATE_LIMIT_ATTEMPTS={policy.rate_limit_attempts})"
+            )
+        if policy.shared_budget:
+            if self.retries_used >= policy.error_allowance(self.answers):
+                return self._budget_text()
+            return None
+        if self.rate_limit_retries >= policy.rate_limit_allowance(self.answers):
+            return (
+                f"the rate-limit allowance of {policy.rate_limit_allowance(self.answers)} for "
+                f"this sync (RAZORPAY_RATE_LIMIT_BUDGET={policy.rate_limit_budget}, or "
+                f"RAZORPAY_RATE_LIMIT_SHARE={policy.rate_limit_share:g} per answer: "
+                f"{self.answers} answers so far)"
+            )
+        return None
+
+    def _budget_text(self) -> str:
+        policy = self.policy
+        what = "errors and 429s" if policy.shared_budget else "errors"
+        return (
+            f"the retry budget of {policy.error_allowance(self.answers)} for this sync "
+            f"({what}; RAZORPAY_RETRY_BUDGET={policy.budget}, or "
+            f"RAZORPAY_RETRY_BUDGET_SHARE={policy.budget_share:g} per answer: "
+            f"{self.answers} answers so far)"
+        )
 
     def _notify(self, event: RetryEvent) -> None:
         if self.on_retry is not None:

@@ -76,8 +76,10 @@ class SyncReport:
     """The outcome of a completed sync run.
 
     run_id: row in razorpay_sync_runs. date_from / date_to: the IST range. requests: HTTP
-    requests sent (retries included). retries: retries used of the budget.
-    resources: one report per resource, in RESOURCES order.
+    requests sent (retries included). retries: every retry (errors and 429s).
+    resources: one report per resource, in RESOURCES order. rate_limited: the retries that
+    answered a 429. paced_seconds / backoff_seconds: seconds waited by the pacer between
+    requests and before retries.
     """
 
     run_id: int
@@ -86,6 +88,9 @@ class SyncReport:
     requests: int
     retries: int
     resources: tuple[ResourceReport, ...]
+    rate_limited: int = 0
+    paced_seconds: float = 0.0
+    backoff_seconds: float = 0.0
 
     @property
     def items(self) -> int:
@@ -155,7 +160,7 @@ class _Run:
         self.day: dt.date | None = None
 
     def on_retry(self, event: RetryEvent) -> None:
-        action = "gave up" if event.final else f"retrying in {event.delay:.2f}s"
+        action = f"gave up: {event.limit}" if event.final else f"retrying in {event.delay:.2f}s"
         db.record_sync_error(
             self.conn,
             self.run_id,
@@ -331,13 +336,16 @@ def sync(
     today: dt.date | None = None,
     sleep: Callable[[float], None] = time.sleep,
     rng: random.Random | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    wall_clock: Callable[[], float] = time.time,
     on_step: Callable[[str, dt.date, int], None] | None = None,
 ) -> SyncReport:
     """Sync every IST day of [date_from, date_to] for every resource; see the module doc.
 
     `restart` ignores an unfinished range's watermarks. `today` (IST) decides which days are
-    over; `sleep`/`rng` drive the backoff (tests pass fakes). `on_step(resource, day, items)`
-    is called for each resource of a day once that day is committed (progress display).
+    over; `sleep`/`rng`/`clock`/`wall_clock` drive the pacing and backoff (tests pass fakes).
+    `on_step(resource, day, items)` is called for each resource of a day once that day is
+    committed (progress display).
     Raises RazorpayUnavailableError, RazorpayAPIError, RazorpayAuthError or InputError (bad
     data from the API); the run is then recorded as failed with its error, and every step
     committed before it stays.
@@ -358,7 +366,14 @@ def sync(
         for resource, (start, resumed) in starts.items()
     }
     try:
-        run.session = RetryingSession(settings.retry, on_retry=run.on_retry, sleep=sleep, rng=rng)
+        run.session = RetryingSession(
+            settings.retry,
+            on_retry=run.on_retry,
+            sleep=sleep,
+            rng=rng,
+            clock=clock,
+            wall_clock=wall_clock,
+        )
         reader = RazorpayReader(settings, run.session)
         for day in _days(date_from, date_to):
             fetched: dict[str, list[Item]] = {}
@@ -411,6 +426,9 @@ def sync(
         requests=run.requests,
         retries=run.retries,
         resources=tuple(reports[r] for r in RESOURCES),
+        rate_limited=run.session.rate_limit_retries,
+        paced_seconds=run.session.pacer.waited,
+        backoff_seconds=run.session.backoff_seconds,
     )
 
 
