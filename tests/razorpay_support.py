@@ -71,3 +71,31 @@ def day_bounds(day: dt.date) -> tuple[int, int]:
     from core.razorpay.client import ist_day_bounds
 
     return ist_day_bounds(day)
+
+
+class FakeClock:
+    """Simulated time for the pacer and the backoff: `sleep` records the wait and moves the
+    clock on; `advance` moves it for work that takes time (a request's latency). `monotonic`
+    and `time` read the same clock (Unix seconds), so a Retry-After date can be placed on it.
+    """
+
+    def __init__(self, start: float = 1_780_000_000.0) -> None:
+        self.now = start
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def time(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+    @property
+    def slept(self) -> float:
+        return sum(self.sleeps)

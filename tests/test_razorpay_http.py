@@ -77,7 +77,9 @@ def test_recon_report_is_read_by_day_with_pages_of_1000(fake: FakeRazorpay) -> N
     assert reader.fetch_day("settlement_recon", DAY + dt.timedelta(days=1)) == []
 
 
-def test_a_429_is_retried_after_a_backoff_and_then_succeeds(fake: FakeRazorpay) -> None:
+def test_a_429_is_retried_when_retry_after_says_and_the_pacer_spaces_the_retry(
+    fake: FakeRazorpay,
+) -> None:
     fake.state.payments = make_payments(30, day=DAY)
     fake.inject(Fault(status=429, path="/v1/payments", retry_after="0"))
     reader, sleeps, events = reader_for(fake)
@@ -86,9 +88,9 @@ def test_a_429_is_retried_after_a_backoff_and_then_succeeds(fake: FakeRazorpay) 
 
     assert len(items) == 30
     assert [r.status for r in fake.requests(path="/v1/payments")] == [429, 200]
-    assert len(sleeps) == 1 and sleeps[0] > 0
-    assert [(e.status_code, e.final) for e in events] == [(429, False)]
-    assert reader.session.retries_used == 1
+    assert [(e.status_code, e.final, e.delay) for e in events] == [(429, False, 0.0)]
+    assert len(sleeps) == 1 and 0 < sleeps[0] <= 0.2  # the pacer: 5 requests/s after a 429
+    assert reader.session.retries_used == reader.session.rate_limit_retries == 1
 
 
 def test_timeouts_dropped_connections_and_html_5xx_are_all_retried(fake: FakeRazorpay) -> None:
@@ -140,6 +142,7 @@ def test_backoff_grows_exponentially_with_jitter_and_is_capped() -> None:
         assert all(ceiling / 2 <= d <= ceiling for d in delays)
         assert len(delays) > 1  # jittered, not fixed
     assert backoff_delay(policy, 1, rng, retry_after=5.0) == 5.0
+    assert backoff_delay(policy, 4, rng, retry_after=0.25) == 0.25  # exactly, even if shorter
     assert backoff_delay(policy, 1, rng, retry_after=600.0) == 8.0
 
 
