@@ -77,6 +77,7 @@ class FakeState:
     error_every: int = 0  # every Nth request (not already a 429) answers `error_status`
     error_status: int = 502
     date_clock: Callable[[], float] | None = None  # Unix seconds for the Date header
+    admit: Callable[[], bool] | None = None  # a rate limiter: False answers 429, no Retry-After
     log: list[Logged] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     served: int = 0
@@ -165,6 +166,10 @@ class _Handler(BaseHTTPRequestHandler):
                 headers = {"Retry-After": fault.retry_after} if fault.retry_after else {}
                 self._send(fault.status, body, headers)
                 return
+        if state.admit is not None and not state.admit():
+            self._record(parts.path, query, 429)
+            self._send(429, _error("BAD_REQUEST_ERROR", "Too many requests"))
+            return
         if state.rate_limit_every and number % state.rate_limit_every == 0:
             self._record(parts.path, query, 429)
             retry_after = state.rate_limit_retry_after
@@ -396,3 +401,25 @@ def make_payments(count: int, *, day: dt.date, start_index: int = 0) -> list[dic
             }
         )
     return items
+
+
+class TokenBucket:
+    """A rate limiter for `FakeState.admit`: `rate` requests per second on `clock`, bursts of
+    up to `burst`. Each admitted request takes a token; none left answers 429.
+    """
+
+    def __init__(self, rate: float, burst: float, clock: Callable[[], float]) -> None:
+        self.rate = rate
+        self.burst = burst
+        self.clock = clock
+        self.tokens = burst
+        self.at = clock()
+
+    def __call__(self) -> bool:
+        now = self.clock()
+        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return True
+        return False

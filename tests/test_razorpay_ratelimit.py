@@ -31,7 +31,14 @@ from core.razorpay.export import export_dataset
 from core.razorpay.http import RetryEvent, RetryingSession, parse_retry_after
 from core.razorpay.status import sync_status
 from core.razorpay.sync import SyncReport, sync
-from tests.fake_razorpay import KEY_ID, KEY_SECRET, FakeRazorpay, Fault, make_payments
+from tests.fake_razorpay import (
+    KEY_ID,
+    KEY_SECRET,
+    FakeRazorpay,
+    Fault,
+    TokenBucket,
+    make_payments,
+)
 from tests.razorpay_support import SPEC_DATASET, SPEC_FROM, SPEC_TO, FakeClock
 
 AS_OF = "2026-06-30T23:59:59+05:30"  # the benchmark's default as-of
@@ -296,6 +303,32 @@ def test_the_pacer_slows_down_after_a_429_and_speeds_up_again(fake: FakeRazorpay
     assert len(first) == len(second) == 10  # 5.0 -> 9.5 requests/s in ten answers
     assert reader.session.pacer.decreases == 2
     assert reader.session.pacer.waited == pytest.approx(clock.slept)
+
+
+def test_against_a_token_bucket_the_pacer_runs_near_the_limit_with_few_429s(
+    fake: FakeRazorpay,
+) -> None:
+    clock = FakeClock()
+    fake.state.on_request = lambda _: clock.advance(0.1)  # 10 requests/s unpaced
+    limit = 5.0
+    found: dict[str, tuple[int, float]] = {}
+    for label, policy in (
+        ("backoff alone", RetryPolicy(rate_step=1e9)),  # the pacer recovers at once
+        ("paced", RetryPolicy()),
+    ):
+        fake.state.log.clear()
+        fake.state.admit = TokenBucket(limit, 2 * limit, clock.monotonic)
+        reader, _ = session_for(fake, policy, clock)
+        started = clock.now
+        for n in range(300):  # 300 one-page days
+            assert reader.fetch_day("refunds", DAY + dt.timedelta(days=n)) == []
+        statuses = [r.status for r in fake.requests()]
+        assert statuses.count(200) == 300
+        found[label] = (statuses.count(429), len(statuses) / (clock.now - started))
+
+    (alone, _), (paced, rate) = found["backoff alone"], found["paced"]
+    assert paced * 4 < alone  # pacing spares Razorpay most of the 429s
+    assert 0.7 * limit < rate < 1.1 * limit  # while keeping close to the limit
 
 
 def test_retry_after_in_seconds_is_honoured_exactly_and_capped(fake: FakeRazorpay) -> None:

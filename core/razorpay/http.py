@@ -125,11 +125,13 @@ class Pacer:
     """AIMD pacing of request starts.
 
     Unpaced (`rate` None) until the first 429, unless `policy.max_rate` sets a ceiling from
-    the start. After a 429 the rate becomes half of the lower of the current rate and the
-    rate observed over the last `PACE_WINDOW` starts (at least `min_rate`); each answer adds
-    `rate_step` back, up to `max_rate` and to twice the observed rate (so an idle allowance
-    cannot pile up and make the next halving toothless). `wait()` sleeps until the next start
-    is due. `clock` is monotonic seconds; tests pass a fake one.
+    the start. A 429 halves the rate (multiplicative decrease), starting from the lower of
+    the current rate and the natural rate (what the last `PACE_WINDOW` answers took: the
+    speed an unpaced client would reach), and never below `min_rate`. Each answer adds
+    `rate_step` back (additive increase), up to `max_rate` and to twice the natural rate, so
+    an allowance the client cannot use does not pile up and make the next halving toothless.
+    `wait()` sleeps until the next start is due. `clock` is monotonic seconds (tests pass a
+    fake one).
     """
 
     def __init__(
@@ -145,32 +147,36 @@ class Pacer:
         self.rate: float | None = policy.max_rate or None
         self.waited = 0.0
         self.decreases = 0
-        self._starts: deque[float] = deque(maxlen=PACE_WINDOW)
+        self._last_start: float | None = None
+        self._latencies: deque[float] = deque(maxlen=PACE_WINDOW)
 
-    def observed_rate(self) -> float | None:
-        """Requests per second over the last starts, or None before two distinct times."""
-        if len(self._starts) < 2:
-            return None
-        span = self._starts[-1] - self._starts[0]
-        return (len(self._starts) - 1) / span if span > 0 else None
+    def natural_rate(self) -> float | None:
+        """Requests per second the recent answers allow unpaced; None before any took time."""
+        total = sum(self._latencies)
+        return len(self._latencies) / total if total > 0 else None
 
     def wait(self) -> float:
-        """Sleep until the next request is due; record its start. Returns the seconds slept."""
+        """Sleep until the next request is due and mark its start. Returns the seconds slept."""
         now = self.clock()
         slept = 0.0
-        if self.rate is not None and self._starts:
-            due = self._starts[-1] + 1.0 / self.rate
+        if self.rate is not None and self._last_start is not None:
+            due = self._last_start + 1.0 / self.rate
             if due > now:
                 slept = due - now
                 self.sleep(slept)
                 self.waited += slept
                 now = self.clock()
-        self._starts.append(now)
+        self._last_start = now
         return slept
+
+    def took(self) -> None:
+        """The request started by the last `wait()` has ended (answered or failed)."""
+        if self._last_start is not None:
+            self._latencies.append(max(0.0, self.clock() - self._last_start))
 
     def on_rate_limited(self) -> None:
         """Multiplicative decrease."""
-        known = [r for r in (self.rate, self.observed_rate()) if r is not None]
+        known = [r for r in (self.rate, self.natural_rate()) if r is not None]
         base = min(known) if known else PACE_FALLBACK_RATE
         self.rate = max(self.policy.min_rate, base * PACE_DECREASE)
         self.decreases += 1
@@ -180,10 +186,10 @@ class Pacer:
         if self.rate is None:
             return
         ceiling = self.policy.max_rate or math.inf
-        observed = self.observed_rate()
-        if observed is not None:
-            ceiling = min(ceiling, 2 * observed)
-        self.rate = max(self.rate, min(self.rate + self.policy.rate_step, ceiling))
+        natural = self.natural_rate()
+        if natural is not None:
+            ceiling = min(ceiling, 2 * natural)
+        self.rate = max(self.policy.min_rate, min(self.rate + self.policy.rate_step, ceiling))
 
 
 class RetryingSession(requests.Session):
@@ -249,6 +255,7 @@ class RetryingSession(requests.Session):
             except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
                 status, reason = None, f"connection error: {_short(exc)}"
             else:
+                self.pacer.took()  # answers (429 and 5xx too) measure the natural rate
                 status = response.status_code
                 if status in (401, 403):
                     raise RazorpayAuthError(
