@@ -43,6 +43,7 @@ bench: $(DEV_STAMP)
 	$(PY) -m benchmarks.ui --db $(BENCH_DIR)/p1000000/bench.sqlite
 	$(PY) -m benchmarks.review_sync
 	$(PY) -m benchmarks.review_comments
+	$(PY) -m benchmarks.sync_ratelimit
 
 ## lint: ruff everywhere, mypy strict on core/
 lint: $(DEV_STAMP)

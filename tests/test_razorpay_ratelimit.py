@@ -285,8 +285,7 @@ def test_the_pacer_slows_down_after_a_429_and_speeds_up_again(fake: FakeRazorpay
     fake.inject(Fault(status=429, path="/v1/payments", after=25, retry_after="0"))
     clock = FakeClock()
     fake.state.on_request = lambda _: clock.advance(0.1)  # 10 requests/s unpaced
-    policy = RetryPolicy(rate_step=0.5)
-    reader, events = session_for(fake, policy, clock)
+    reader, events = session_for(fake, RetryPolicy(), clock)
 
     assert len(reader.fetch_day("payments", DAY)) == 4_000
 
@@ -294,7 +293,7 @@ def test_the_pacer_slows_down_after_a_429_and_speeds_up_again(fake: FakeRazorpay
     assert all(e.delay == 0 for e in events)  # Retry-After: 0, so every sleep is pacing
     waits = clock.sleeps
     # after each 429 the rate halves to 5/s: 0.2 s between starts, 0.1 s of it waited; then
-    # each answer adds 0.5/s until 10/s (0.1 s between starts) needs no wait at all
+    # each answer adds 5% of the natural 10/s until 10/s (0.1 s between starts) needs no wait
     first, second = waits[: len(waits) // 2], waits[len(waits) // 2 :]
     for run in (first, second):
         assert run[0] == pytest.approx(0.1)
@@ -311,7 +310,7 @@ def test_against_a_token_bucket_the_pacer_runs_near_the_limit_with_few_429s(
     clock = FakeClock()
     fake.state.on_request = lambda _: clock.advance(0.1)  # 10 requests/s unpaced
     limit = 5.0
-    found: dict[str, tuple[int, float]] = {}
+    found: dict[str, tuple[int, float]] = {}  # 429s, answers per simulated second
     for label, policy in (
         ("backoff alone", RetryPolicy(rate_step=1e9)),  # the pacer recovers at once
         ("paced", RetryPolicy()),
@@ -324,11 +323,11 @@ def test_against_a_token_bucket_the_pacer_runs_near_the_limit_with_few_429s(
             assert reader.fetch_day("refunds", DAY + dt.timedelta(days=n)) == []
         statuses = [r.status for r in fake.requests()]
         assert statuses.count(200) == 300
-        found[label] = (statuses.count(429), len(statuses) / (clock.now - started))
+        found[label] = (statuses.count(429), 300 / (clock.now - started))
 
     (alone, _), (paced, rate) = found["backoff alone"], found["paced"]
-    assert paced * 4 < alone  # pacing spares Razorpay most of the 429s
-    assert 0.7 * limit < rate < 1.1 * limit  # while keeping close to the limit
+    assert paced * 1.5 < alone  # pacing spares Razorpay a good part of the 429s
+    assert 0.9 * limit < rate < 1.1 * limit  # answers/s: as close to the limit as without
 
 
 def test_retry_after_in_seconds_is_honoured_exactly_and_capped(fake: FakeRazorpay) -> None:

@@ -128,8 +128,10 @@ class Pacer:
     the start. A 429 halves the rate (multiplicative decrease), starting from the lower of
     the current rate and the natural rate (what the last `PACE_WINDOW` answers took: the
     speed an unpaced client would reach), and never below `min_rate`. Each answer adds
-    `rate_step` back (additive increase), up to `max_rate` and to twice the natural rate, so
-    an allowance the client cannot use does not pile up and make the next halving toothless.
+    `rate_step` times the natural rate back (additive increase, in the client's own units,
+    so recovery takes as many answers against a fast stand-in as against Razorpay), up to
+    `max_rate` and to twice the natural rate, so an allowance the client cannot use does not
+    pile up and make the next halving toothless.
     `wait()` sleeps until the next start is due. `clock` is monotonic seconds (tests pass a
     fake one).
     """
@@ -189,7 +191,9 @@ class Pacer:
         natural = self.natural_rate()
         if natural is not None:
             ceiling = min(ceiling, 2 * natural)
-        self.rate = max(self.policy.min_rate, min(self.rate + self.policy.rate_step, ceiling))
+        unit = natural or self.policy.max_rate or PACE_FALLBACK_RATE
+        step = self.policy.rate_step * unit
+        self.rate = max(self.policy.min_rate, min(self.rate + step, ceiling))
 
 
 class RetryingSession(requests.Session):
