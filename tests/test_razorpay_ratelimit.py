@@ -45,8 +45,9 @@ AS_OF = "2026-06-30T23:59:59+05:30"  # the benchmark's default as-of
 QUARTER_FROM, QUARTER_TO = dt.date(2026, 4, 1), dt.date(2026, 6, 30)  # the benchmark's days
 AFTER = dt.date(2026, 7, 15)
 DAY = dt.date(2026, 5, 20)
-# the policy before issue 16: one fixed budget of 30 retries shared by 429s and 5xx
-FIXED_BUDGET_OF_30 = RetryPolicy(budget=30, budget_share=0.0, shared_budget=True)
+# the policy before issue 16: one fixed budget of 30 retries shared by 429s and 5xx, no
+# pacing (the pacer recovers at once)
+FIXED_BUDGET_OF_30 = RetryPolicy(budget=30, budget_share=0.0, shared_budget=True, rate_step=1e9)
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,8 @@ nothing by default, so the session it is given does the resilience work:
   is opened, so no code path can capture, refund or pay out.
 - Every request carries an explicit (connect, read) timeout.
 - A `Pacer` spaces request starts: unpaced until Razorpay answers 429, then the rate halves
-  (multiplicative decrease) and grows back by `rate_step` per answer (additive increase).
+  (multiplicative decrease) and grows back by `rate_step` times the natural rate per answer
+  (additive increase).
 - Timeouts, connection errors, 429 and 5xx are retried with exponential backoff and jitter;
   a Retry-After header (seconds or an HTTP-date) is honoured exactly, up to the cap.
 - Errors and 429s are counted apart. Errors: at most `max_attempts` tries per request and
@@ -37,7 +38,7 @@ from core.razorpay.errors import RazorpayAuthError, RazorpayUnavailableError, Re
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504}) | frozenset(range(505, 600))
 RATE_LIMITED = 429
-PACE_WINDOW = 8  # request starts the observed rate is measured over
+PACE_WINDOW = 8  # answers whose latency gives the natural rate
 PACE_DECREASE = 0.5  # the rate is multiplied by this after a 429
 PACE_FALLBACK_RATE = 10.0  # requests/s halved when no rate could be measured yet
 
