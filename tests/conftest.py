@@ -123,7 +123,7 @@ def pg_url(postgres_server: object) -> Iterator[str]:
         yield postgres_server.url(name)
     finally:
         mp.undo()
-        postgres_server.drop_database(name)
+        postgres_server.release_database(name)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

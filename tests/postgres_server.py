@@ -31,6 +31,53 @@ PASSWORD = "razorrecon-test"
 TEMPLATE_DB = "razorrecon_template"
 
 
+# What a test may have changed besides rows: tables, columns, indexes, sequences, grants,
+# functions, triggers and whether they are enabled, applied migrations.
+SCHEMA_FINGERPRINT = """
+SELECT md5(string_agg(x, ',' ORDER BY x)) FROM (
+    SELECT c.relname::text || ':' || c.relkind::text || ':' || coalesce(c.relacl::text, '')
+        || ':' || c.relowner::regrole::text AS x
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = 'public'
+    UNION ALL
+    SELECT a.attrelid::regclass::text || '.' || a.attname::text || ':' || a.atttypid::text
+        || ':' || a.attnotnull::text
+    FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+    JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = 'public' AND a.attnum > 0 AND NOT a.attisdropped
+    UNION ALL
+    SELECT t.tgrelid::regclass::text || '.' || t.tgname::text || ':' || t.tgenabled::text
+    FROM pg_trigger t WHERE NOT t.tgisinternal
+    UNION ALL
+    SELECT 'constraint ' || conname::text || ':' || pg_get_constraintdef(oid)
+    FROM pg_constraint WHERE connamespace = 'public'::regnamespace
+    UNION ALL
+    SELECT 'function ' || p.oid::regprocedure::text || ':' || md5(p.prosrc)
+    FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace
+    UNION ALL
+    SELECT 'migration ' || name FROM schema_migrations
+) AS parts
+"""
+
+# Every row out of every table but schema_migrations, identities back to 1. As the
+# superuser in replica mode, so the append-only triggers stay out of it.
+EMPTY_DATABASE = """
+DO $$
+DECLARE r record;
+BEGIN
+    SET LOCAL session_replication_role = replica;
+    FOR r IN SELECT tablename FROM pg_tables
+             WHERE schemaname = 'public' AND tablename <> 'schema_migrations' LOOP
+        EXECUTE format('DELETE FROM %I', r.tablename);
+    END LOOP;
+    FOR r IN SELECT sequencename FROM pg_sequences WHERE schemaname = 'public' LOOP
+        EXECUTE format('ALTER SEQUENCE %I RESTART', r.sequencename);
+    END LOOP;
+END
+$$
+"""
+
+
 def postgres_bin() -> Path | None:
     """The newest installed server's bin folder, or None when PostgreSQL is not installed."""
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=_major)
@@ -66,6 +113,8 @@ class PostgresServer:
     port: int = field(default_factory=_free_port)
     _counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _process_log: Path | None = None
+    _spare: list[str] = field(default_factory=list)
+    _fingerprint: object = None
 
     @property
     def data(self) -> Path:
@@ -181,12 +230,38 @@ class PostgresServer:
             migrate(conn)
         finally:
             conn.close()
+        import psycopg
+
+        with psycopg.connect(self.url(TEMPLATE_DB, "postgres"), autocommit=True) as admin:
+            self._fingerprint = admin.execute(SCHEMA_FINGERPRINT.encode()).fetchone()
 
     def fresh_database(self) -> str:
-        """A new database cloned from the migrated template; its name."""
+        """An empty, migrated database; its name. A database a finished test left with the
+        template's schema is emptied and handed out again (about 40 ms); otherwise a new
+        clone of the template is made (about 0.6 s)."""
+        if self._spare:
+            return self._spare.pop()
         name = f"rr_test_{os.getpid()}_{next(self._counter)}"
         self.admin(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE_DB} OWNER {OWNER_ROLE}")
         return name
+
+    def release_database(self, name: str) -> None:
+        """Give back a test's database: emptied for reuse when its schema, triggers and
+        grants are still the template's, else dropped."""
+        import psycopg
+
+        self.admin(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            f" WHERE datname = '{name}' AND pid <> pg_backend_pid()"
+        )
+        with psycopg.connect(self.url(name, "postgres"), autocommit=True) as conn:
+            same = conn.execute(SCHEMA_FINGERPRINT.encode()).fetchone() == self._fingerprint
+            if same:
+                conn.execute(EMPTY_DATABASE.encode())
+        if same:
+            self._spare.append(name)
+        else:
+            self.admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
     def drop_database(self, name: str) -> None:
         self.admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

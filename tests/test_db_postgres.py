@@ -1,0 +1,178 @@
+"""The PostgreSQL backend's own guarantees (docs/postgres.md): migrations of both dialects
+agree, the audit trail is append-only for the app role and behind triggers for every role,
+and concurrent writers never fork the chain."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from core.audit import append, verify
+from core.db import connect, migrate, transaction
+from core.db.backend import PgRow, translate
+from core.db.migrate import available_migrations, missing_postgres_twins
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.postgres
+
+
+def _fill(conn: sqlite3.Connection, n: int) -> None:
+    for i in range(n):
+        append(
+            conn,
+            actor="asha",
+            action="exception.commented",
+            entity_type="exception",
+            entity_id=str(i),
+            payload={"note": f"comment {i}", "amount": i * 100},
+            now=1_700_000_000 + i,
+        )
+
+
+def _owner(pg_url: str) -> sqlite3.Connection:
+    return connect(os.environ["DATABASE_OWNER_URL"])
+
+
+def test_every_sqlite_migration_has_a_postgresql_twin_of_the_same_name() -> None:
+    assert missing_postgres_twins() == []
+    sqlite_names = [name for name, _ in available_migrations()]
+    assert sqlite_names == [name for name, _ in available_migrations("postgresql")]
+
+
+def test_both_databases_record_the_same_migrations(pg_url: str, tmp_path: Path) -> None:
+    lite = connect(tmp_path / "a.sqlite")
+    migrate(lite)
+    pg = connect(pg_url)
+    names = "SELECT name FROM schema_migrations ORDER BY name"
+    assert [r[0] for r in pg.execute(names)] == [r[0] for r in lite.execute(names)]
+    assert migrate(pg) == []  # up to date: the app role changes nothing
+    pg.close()
+    lite.close()
+
+
+def test_placeholders_become_psycopg_format_outside_quotes_only() -> None:
+    assert translate("SELECT a FROM t WHERE b = ? AND c LIKE '%?%'") == (
+        "SELECT a FROM t WHERE b = %s AND c LIKE '%%?%%'"
+    )
+    assert translate('SELECT "a?" , x % 2 FROM t WHERE y = ?') == (
+        'SELECT "a?" , x %% 2 FROM t WHERE y = %s'
+    )
+
+
+def test_rows_read_by_index_and_by_name_like_sqlite_rows(pg_url: str) -> None:
+    conn = connect(pg_url)
+    row = conn.execute("SELECT ? AS seq, ? AS hash", (7, "abc")).fetchone()
+    assert isinstance(row, PgRow)
+    assert (row[0], row["hash"], tuple(row), row.keys()) == (7, "abc", (7, "abc"), ["seq", "hash"])
+    conn.close()
+
+
+def test_the_app_role_may_not_update_delete_or_truncate_the_audit_trail(pg_url: str) -> None:
+    conn = connect(pg_url)
+    _fill(conn, 3)
+    for statement in (
+        "UPDATE audit_log SET actor = 'mallory' WHERE seq = 1",
+        "DELETE FROM audit_log WHERE seq = 3",
+        "TRUNCATE audit_log",
+        "ALTER TABLE audit_log DISABLE TRIGGER audit_log_no_update",
+        "DROP TRIGGER audit_log_no_delete ON audit_log",
+        "CREATE TABLE audit_log_copy (seq BIGINT)",
+    ):
+        with pytest.raises(sqlite3.DatabaseError, match="permission denied|must be owner"):
+            conn.execute(statement)
+    for table in ("exception_events", "action_requests", "review_comments"):
+        with pytest.raises(sqlite3.DatabaseError, match="permission denied"):
+            conn.execute(f"DELETE FROM {table}")
+    result = verify(conn)
+    assert result.ok and result.rows_checked == 3
+    conn.close()
+
+
+def test_the_triggers_refuse_even_the_owner_role(pg_url: str) -> None:
+    app = connect(pg_url)
+    _fill(app, 2)
+    owner = _owner(pg_url)
+    for statement in (
+        "UPDATE audit_log SET actor = 'mallory' WHERE seq = 1",
+        "DELETE FROM audit_log WHERE seq = 2",
+        "TRUNCATE audit_log",
+    ):
+        with pytest.raises(sqlite3.IntegrityError, match="audit_log is append-only"):
+            owner.execute(statement)
+    assert verify(app).ok
+    owner.close()
+    app.close()
+
+
+def test_verify_names_a_row_the_owner_edited_with_the_triggers_disabled(pg_url: str) -> None:
+    app = connect(pg_url)
+    _fill(app, 5)
+    owner = _owner(pg_url)
+    owner.execute("ALTER TABLE audit_log DISABLE TRIGGER audit_log_no_update")
+    result = verify(app)
+    assert not result.ok and "trigger" in result.problem  # a disabled trigger is no trigger
+    owner.execute("UPDATE audit_log SET payload_json = '{\"note\":\"nothing\"}' WHERE seq = 3")
+    owner.execute("ALTER TABLE audit_log ENABLE TRIGGER audit_log_no_update")
+    result = verify(app)
+    assert not result.ok and result.broken_seq == 3 and "edited" in result.problem
+    owner.close()
+    app.close()
+
+
+def test_a_write_transaction_holds_the_write_lock_until_it_ends(pg_url: str) -> None:
+    first, second = connect(pg_url), connect(pg_url)
+    with transaction(first):
+        second.execute("SET lock_timeout = '200ms'")
+        with pytest.raises(sqlite3.OperationalError, match="lock timeout"):
+            with transaction(second):
+                pass
+        assert not second.in_transaction
+    with transaction(second):  # free again once the first committed
+        pass
+    first.close()
+    second.close()
+
+
+APPENDER = """
+import sys
+from core.audit import append
+from core.db import connect
+conn = connect(sys.argv[1])
+for i in range(int(sys.argv[3])):
+    append(conn, actor=sys.argv[2], action="test.append", entity_type="t", entity_id=str(i),
+           payload={"i": i})
+conn.close()
+"""
+
+
+def test_eight_concurrent_writers_never_fork_the_chain(pg_url: str) -> None:
+    procs = [
+        subprocess.Popen([sys.executable, "-c", APPENDER, pg_url, f"w{k}", "30"], cwd=ROOT)
+        for k in range(8)
+    ]
+    assert [p.wait(timeout=300) for p in procs] == [0] * 8
+    conn = connect(pg_url)
+    result = verify(conn)
+    assert result.ok and result.rows_checked == 240
+    rows = conn.execute("SELECT actor, count(*) FROM audit_log GROUP BY actor ORDER BY 1")
+    assert [tuple(r) for r in rows] == [(f"w{k}", 30) for k in range(8)]
+    assert conn.execute("SELECT count(DISTINCT prev_hash) FROM audit_log").fetchone()[0] == 240
+    conn.close()
+
+
+def test_a_writer_that_skips_the_lock_still_cannot_fork_the_chain(pg_url: str) -> None:
+    conn = connect(pg_url)
+    _fill(conn, 2)
+    first = conn.execute("SELECT prev_hash FROM audit_log WHERE seq = 2").fetchone()[0]
+    with pytest.raises(sqlite3.IntegrityError, match="audit_log_prev_hash"):
+        conn.execute(
+            "INSERT INTO audit_log (seq, created_at, actor, action, entity_type, entity_id,"
+            " payload_json, prev_hash, hash) VALUES (9, 0, 'a', 'b', 'c', 'd', '{}', ?, 'x')",
+            (first,),
+        )
+    conn.close()
