@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 # "RRWRITE" in ASCII). Transaction-scoped: released by COMMIT or ROLLBACK, never leaked.
 WRITE_LOCK = 0x5252_5752_4954_45
 POSTGRES_SCHEMES = ("postgresql", "postgres")
-_SCHEME = re.compile(r"^(postgresql|postgres)(\+[a-z0-9]+)?://", re.IGNORECASE)
+# `:/+`: a URL that went through pathlib (argparse's type=Path) has lost one slash.
+_SCHEME = re.compile(r"^(postgresql|postgres)(\+[a-z0-9]+)?:/+", re.IGNORECASE)
 
 
 def is_postgres_url(value: str | None) -> bool:
@@ -42,7 +43,8 @@ def is_postgres_url(value: str | None) -> bool:
 
 
 def plain_url(value: str) -> str:
-    """`postgresql+psycopg://...` (SQLAlchemy style) as libpq accepts it."""
+    """`postgresql+psycopg://...` (SQLAlchemy style), or a URL pathlib folded to
+    `postgresql:/...`, as libpq accepts it."""
     value = value.strip()
     match = _SCHEME.match(value)
     if match is None:
@@ -80,6 +82,32 @@ def _row_factory(cursor: psycopg.Cursor[Any]) -> Any:
 
 
 _TRANSLATED: dict[str, str] = {}
+_DIALECT: dict[str, str] = {}
+# SQLite spellings core/db uses, and PostgreSQL's: null-safe comparison, the temporary
+# schema's name, the unary + SQLite reads as "do not use an index for this term".
+_REWRITES = (
+    (re.compile(r"\bIS NOT (?!NULL\b)", re.IGNORECASE), "IS DISTINCT FROM "),
+    (re.compile(r"\bIS (?!NOT\b|NULL\b|DISTINCT\b|TRUE\b|FALSE\b)", re.IGNORECASE),
+     "IS NOT DISTINCT FROM "),
+    (re.compile(r"\btemp\.(?=\w)"), "pg_temp."),
+    (re.compile(r"(ORDER BY|,)\s*\+(?=\w+\.)"), r"\1 "),
+)
+
+
+def dialect_sql(sql: str) -> str:
+    """A statement of core/db in PostgreSQL's spelling (see _REWRITES); string literals
+    are left alone."""
+    done = _DIALECT.get(sql)
+    if done is not None:
+        return done
+    parts = re.split(r"('(?:[^']|'')*')", sql)  # odd parts are string literals
+    for i in range(0, len(parts), 2):
+        for pattern, replacement in _REWRITES:
+            parts[i] = pattern.sub(replacement, parts[i])
+    done = "".join(parts)
+    if len(_DIALECT) < 4096:
+        _DIALECT[sql] = done
+    return done
 
 
 def translate(sql: str) -> str:
@@ -209,15 +237,17 @@ class PgConnection:
         cursor = self._conn.cursor()
         with sqlite_errors():
             if params is None:
-                cursor.execute(sql.encode())
+                cursor.execute(dialect_sql(sql).encode())
             else:
-                cursor.execute(translate(sql).encode(), tuple(params))
+                cursor.execute(translate(dialect_sql(sql)).encode(), tuple(params))
         return PgCursor(cursor)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> PgCursor:
         cursor = self._conn.cursor()
         with sqlite_errors():
-            cursor.executemany(translate(sql).encode(), [tuple(r) for r in rows])
+            cursor.executemany(
+                translate(dialect_sql(sql)).encode(), [tuple(r) for r in rows]
+            )
         return PgCursor(cursor)
 
     def copy_rows(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:

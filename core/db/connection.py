@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import cast
 
-from core.db.backend import WRITE_LOCK, PgConnection, is_postgres, is_postgres_url
+from core.db.backend import WRITE_LOCK, PgConnection, is_postgres, is_postgres_url, plain_url
 
 DEFAULT_DATABASE = "razorrecon.sqlite"
 BUSY_TIMEOUT_MS = 30_000
@@ -46,7 +46,7 @@ def database_path(url: str | None = None) -> str:
     value = value.strip() or DEFAULT_DATABASE
     scheme = _URL_SCHEME.match(value) or _DATABASE_SCHEMES.match(value)
     if is_postgres_url(value):
-        return value
+        return plain_url(value)
     if scheme is not None and scheme.group(1).lower() not in SERVED_SCHEMES:
         from core.errors import ConfigError
 

@@ -19,6 +19,18 @@ CREATE TRIGGER review_comments_no_truncate BEFORE TRUNCATE ON review_comments
 CREATE TRIGGER review_attachments_no_truncate BEFORE TRUNCATE ON review_attachments
     FOR EACH STATEMENT EXECUTE FUNCTION razorrecon_refuse('review_attachments is append-only');
 
+-- 3. Raw tables keep the order rows were first stored in (SQLite's rowid; an upsert keeps
+--    it), for reading a dataset back in its import order (core.db.pg_bulk).
+ALTER TABLE payments ADD COLUMN row_order BIGINT GENERATED ALWAYS AS IDENTITY;
+ALTER TABLE refunds ADD COLUMN row_order BIGINT GENERATED ALWAYS AS IDENTITY;
+ALTER TABLE settlements ADD COLUMN row_order BIGINT GENERATED ALWAYS AS IDENTITY;
+ALTER TABLE recon_rows ADD COLUMN row_order BIGINT GENERATED ALWAYS AS IDENTITY;
+ALTER TABLE bank_lines ADD COLUMN row_order BIGINT GENERATED ALWAYS AS IDENTITY;
+ALTER TABLE instant_settlements ADD COLUMN row_order BIGINT GENERATED ALWAYS AS IDENTITY;
+ALTER TABLE instant_payouts ADD COLUMN row_order BIGINT GENERATED ALWAYS AS IDENTITY;
+ALTER TABLE disputes ADD COLUMN row_order BIGINT GENERATED ALWAYS AS IDENTITY;
+ALTER TABLE transfers ADD COLUMN row_order BIGINT GENERATED ALWAYS AS IDENTITY;
+
 DO $$
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'razorrecon_app') THEN
@@ -34,6 +46,10 @@ ALTER DEFAULT PRIVILEGES IN SCHEMA public
     GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO razorrecon_app;
 ALTER DEFAULT PRIVILEGES IN SCHEMA public
     GRANT USAGE, SELECT, UPDATE ON SEQUENCES TO razorrecon_app;
+
+-- A replacing import empties the raw tables in one statement.
+GRANT TRUNCATE ON payments, refunds, settlements, recon_rows, bank_lines, instant_settlements,
+    instant_payouts, disputes, transfers TO razorrecon_app;
 
 REVOKE UPDATE, DELETE, TRUNCATE ON audit_log, exception_events, action_requests,
     review_comments, review_attachments FROM razorrecon_app;
