@@ -166,10 +166,10 @@ def insert_import(
     """Record an import; returns its id. With `import_id` (rows were staged under the id
     `next_import_id` promised) that id is taken, or sqlite3.IntegrityError raised when
     another import took it meanwhile."""
-    if is_postgres(conn):  # one above the largest, as SQLite's INTEGER PRIMARY KEY picks
+    if is_postgres(conn):  # the identity's next value (no staging files on PostgreSQL)
         row = conn.execute(
             "INSERT INTO imports (id, source, location, content_hash, imported_at, report_json)"
-            " VALUES (coalesce(?, (SELECT coalesce(max(id), 0) + 1 FROM imports)),"
+            " VALUES (coalesce(?, nextval(pg_get_serial_sequence('imports', 'id'))),"
             " ?, ?, ?, ?, ?) RETURNING id",
             (import_id, source, location, content_hash, imported_at, report_json),
         ).fetchone()

@@ -142,10 +142,11 @@ def start_sync_run(
 ) -> int:
     cursor = conn.execute(
         "INSERT INTO razorpay_sync_runs (started_at, heartbeat_at, status, range_from, range_to,"
-        " base_url, pid, host, resumed) VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?)",
+        " base_url, pid, host, resumed) VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?)"
+        " RETURNING id",
         (now, now, range_from, range_to, base_url, pid, host, int(resumed)),
     )
-    return int(cursor.lastrowid or 0)
+    return int(cursor.fetchall()[0][0])
 
 
 def record_sync_step(

@@ -96,12 +96,12 @@ def start_run(
     """Record a new run as 'running' and commit; returns its id. With `run_id` (outcomes
     were staged under the id `next_run_id` promised) that id is taken, or
     sqlite3.IntegrityError raised when another run took it meanwhile."""
-    if is_postgres(conn):  # one above the largest id, as SQLite's INTEGER PRIMARY KEY picks
+    if is_postgres(conn):  # the identity's next value (no staging files on PostgreSQL)
         with transaction(conn):
             row = conn.execute(
                 "INSERT INTO runs (id, started_at, status, as_of, source, params_json,"
-                " input_hashes_json) VALUES (coalesce(?, (SELECT coalesce(max(id), 0) + 1"
-                " FROM runs)), ?, 'running', ?, ?, ?, ?) RETURNING id",
+                " input_hashes_json) VALUES (coalesce(?, nextval(pg_get_serial_sequence("
+                "'runs', 'id'))), ?, 'running', ?, ?, ?, ?) RETURNING id",
                 (
                     run_id,
                     int(time.time() if started_at is None else started_at),
