@@ -87,8 +87,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items
         if not (
             item.get_closest_marker("sqlite_only")
-            and getattr(getattr(item, "callspec", None), "params", {}).get("db_url")
-            == "postgres"
+            and getattr(getattr(item, "callspec", None), "params", {}).get("db_url") == "postgres"
         )
     ]
     if len(kept) != len(items):

@@ -14,6 +14,7 @@ once per server; each test gets `CREATE DATABASE ... TEMPLATE` of it (millisecon
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import itertools
 import os
@@ -136,7 +137,7 @@ class PostgresServer:
         env["LC_ALL"] = "C.UTF-8"
         return subprocess.run(
             args,
-            preexec_fn=drop,  # noqa: PLW1509 - no threads are running user code here
+            preexec_fn=drop,
             env=env,
             cwd=self.root,
             capture_output=True,
@@ -202,12 +203,10 @@ class PostgresServer:
     def stop(self) -> None:
         bin_dir = postgres_bin()
         if bin_dir is not None and self.data.exists():
-            try:
+            with contextlib.suppress(subprocess.CalledProcessError):
                 self._command(
                     [str(bin_dir / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "stop"]
                 )
-            except subprocess.CalledProcessError:
-                pass
         shutil.rmtree(self.root, ignore_errors=True)
 
     def url(self, database: str, role: str = APP_ROLE) -> str:

@@ -83,7 +83,7 @@ def test_the_app_role_may_not_update_delete_or_truncate_the_audit_trail(pg_url: 
         "DROP TRIGGER audit_log_no_delete ON audit_log",
         "CREATE TABLE audit_log_copy (seq BIGINT)",
     ):
-        with pytest.raises(sqlite3.DatabaseError, match="permission denied|must be owner"):
+        with pytest.raises(sqlite3.DatabaseError, match=r"permission denied|must be owner"):
             conn.execute(statement)
     for table in ("exception_events", "action_requests", "review_comments"):
         with pytest.raises(sqlite3.DatabaseError, match="permission denied"):
@@ -116,7 +116,7 @@ def test_verify_names_a_row_the_owner_edited_with_the_triggers_disabled(pg_url: 
     owner.execute("ALTER TABLE audit_log DISABLE TRIGGER audit_log_no_update")
     result = verify(app)
     assert not result.ok and "trigger" in result.problem  # a disabled trigger is no trigger
-    owner.execute("UPDATE audit_log SET payload_json = '{\"note\":\"nothing\"}' WHERE seq = 3")
+    owner.execute('UPDATE audit_log SET payload_json = \'{"note":"nothing"}\' WHERE seq = 3')
     owner.execute("ALTER TABLE audit_log ENABLE TRIGGER audit_log_no_update")
     result = verify(app)
     assert not result.ok and result.broken_seq == 3 and "edited" in result.problem
@@ -128,9 +128,8 @@ def test_a_write_transaction_holds_the_write_lock_until_it_ends(pg_url: str) -> 
     first, second = connect(pg_url), connect(pg_url)
     with transaction(first):
         second.execute("SET lock_timeout = '200ms'")
-        with pytest.raises(sqlite3.OperationalError, match="lock timeout"):
-            with transaction(second):
-                pass
+        with pytest.raises(sqlite3.OperationalError, match="lock timeout"), transaction(second):
+            pass
         assert not second.in_transaction
     with transaction(second):  # free again once the first committed
         pass

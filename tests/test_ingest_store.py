@@ -23,6 +23,7 @@ def conn(db_conn: sqlite3.Connection) -> sqlite3.Connection:
     """This module's tests run on SQLite and on PostgreSQL (tests/conftest.py)."""
     return db_conn
 
+
 DATASET = SPEC_EXAMPLE / "dataset"
 RAW_TABLES = ("payments", "refunds", "settlements", "recon_rows", "bank_lines")
 

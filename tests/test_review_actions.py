@@ -28,6 +28,7 @@ def conn(db_conn: sqlite3.Connection) -> sqlite3.Connection:
     """This module's tests run on SQLite and on PostgreSQL (tests/conftest.py)."""
     return db_conn
 
+
 FRIDAY_NOON_IST = 1_767_940_200
 
 

@@ -15,6 +15,7 @@ def conn(db_conn: sqlite3.Connection) -> sqlite3.Connection:
     """This module's tests run on SQLite and on PostgreSQL (tests/conftest.py)."""
     return db_conn
 
+
 MONDAY_NOON_IST = 1_767_940_200  # 2026-01-09 is a Friday; this is Friday 12:00 IST
 
 

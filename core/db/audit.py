@@ -201,8 +201,7 @@ def database_label(conn: sqlite3.Connection) -> str:
     if not is_postgres(conn):
         return ""
     row = conn.execute(
-        "SELECT coalesce(inet_server_addr()::text, 'local'), inet_server_port(),"
-        " current_database()"
+        "SELECT coalesce(inet_server_addr()::text, 'local'), inet_server_port(), current_database()"
     ).fetchone()
     text = "_".join(str(v) for v in row)
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)

@@ -21,6 +21,7 @@ and triggers refuse those statements for every role (migration 0090).
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
@@ -87,8 +88,10 @@ _DIALECT: dict[str, str] = {}
 # schema's name, the unary + SQLite reads as "do not use an index for this term".
 _REWRITES = (
     (re.compile(r"\bIS NOT (?!NULL\b)", re.IGNORECASE), "IS DISTINCT FROM "),
-    (re.compile(r"\bIS (?!NOT\b|NULL\b|DISTINCT\b|TRUE\b|FALSE\b)", re.IGNORECASE),
-     "IS NOT DISTINCT FROM "),
+    (
+        re.compile(r"\bIS (?!NOT\b|NULL\b|DISTINCT\b|TRUE\b|FALSE\b)", re.IGNORECASE),
+        "IS NOT DISTINCT FROM ",
+    ),
     (re.compile(r"\btemp\.(?=\w)"), "pg_temp."),
     (re.compile(r"(ORDER BY|,)\s*\+(?=\w+\.)"), r"\1 "),
 )
@@ -245,20 +248,18 @@ class PgConnection:
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> PgCursor:
         cursor = self._conn.cursor()
         with sqlite_errors():
-            cursor.executemany(
-                translate(dialect_sql(sql)).encode(), [tuple(r) for r in rows]
-            )
+            cursor.executemany(translate(dialect_sql(sql)).encode(), [tuple(r) for r in rows])
         return PgCursor(cursor)
 
     def copy_rows(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
         """COPY rows into `table` (columns named) in the current transaction; the count."""
         count = 0
         names = ", ".join(columns)
-        with sqlite_errors(), self._conn.cursor() as cursor:
-            with cursor.copy(f"COPY {table} ({names}) FROM STDIN".encode()) as copy:
-                for row in rows:
-                    copy.write_row(row)
-                    count += 1
+        statement = f"COPY {table} ({names}) FROM STDIN".encode()
+        with sqlite_errors(), self._conn.cursor() as cursor, cursor.copy(statement) as copy:
+            for row in rows:
+                copy.write_row(row)
+                count += 1
         return count
 
     def commit(self) -> None:
@@ -277,6 +278,31 @@ class PgConnection:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def connect_postgres(url: str) -> PgConnection:
+    """A PostgreSQL connection (autocommit between units of work); refused clearly when the
+    server cannot be reached."""
+    import psycopg
+
+    from core.errors import StorageError
+
+    try:
+        return PgConnection(url)
+    except psycopg.OperationalError as exc:
+        raise StorageError(f"cannot connect to PostgreSQL at {_redacted(url)}: {exc}") from exc
+
+
+def _redacted(url: str) -> str:
+    """The URL without its password."""
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+
+
+def owner_url(url: str | None = None) -> str | None:
+    """DATABASE_OWNER_URL when it names the same kind of database as `url`: the role that
+    runs migrations on PostgreSQL. None otherwise (then `url`'s own role migrates)."""
+    owner = os.environ.get("DATABASE_OWNER_URL", "").strip()
+    return owner if owner and is_postgres_url(owner) else None
 
 
 def dialect_of(conn: Any) -> str:

@@ -21,7 +21,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import cast
 
-from core.db.backend import WRITE_LOCK, PgConnection, is_postgres, is_postgres_url, plain_url
+from core.db.backend import (
+    WRITE_LOCK,
+    connect_postgres,
+    is_postgres,
+    is_postgres_url,
+    plain_url,
+)
 
 DEFAULT_DATABASE = "razorrecon.sqlite"
 BUSY_TIMEOUT_MS = 30_000
@@ -88,31 +94,6 @@ def connect(path: str | Path | None = None) -> sqlite3.Connection:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
     return conn
-
-
-def connect_postgres(url: str) -> PgConnection:
-    """A PostgreSQL connection (autocommit between units of work); refused clearly when the
-    server cannot be reached."""
-    import psycopg
-
-    from core.errors import StorageError
-
-    try:
-        return PgConnection(url)
-    except psycopg.OperationalError as exc:
-        raise StorageError(f"cannot connect to PostgreSQL at {_redacted(url)}: {exc}") from exc
-
-
-def _redacted(url: str) -> str:
-    """The URL without its password."""
-    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
-
-
-def owner_url(url: str | None = None) -> str | None:
-    """DATABASE_OWNER_URL when it names the same kind of database as `url`: the role that
-    runs migrations on PostgreSQL. None otherwise (then `url`'s own role migrates)."""
-    owner = os.environ.get("DATABASE_OWNER_URL", "").strip()
-    return owner if owner and is_postgres_url(owner) else None
 
 
 @contextmanager

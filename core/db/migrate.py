@@ -16,9 +16,9 @@ from __future__ import annotations
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from core.db.backend import is_postgres
+from core.db.backend import connect_postgres, is_postgres, owner_url
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 MIGRATIONS_PG_DIR = Path(__file__).with_name("migrations_pg")
@@ -131,14 +131,12 @@ def _migrate_postgres(conn: Any) -> list[str]:
 def migrate_with_owner(conn: sqlite3.Connection) -> list[str]:
     """`migrate`, run on PostgreSQL by the owner role of DATABASE_OWNER_URL when it is set
     (the app role of DATABASE_URL then needs no right to change the schema)."""
-    from core.db.connection import connect, owner_url
-
     owner = owner_url() if is_postgres(conn) else None
     if owner is None:
         return migrate(conn)
-    owner_conn = connect(owner)
+    owner_conn = connect_postgres(owner)
     try:
-        return migrate(owner_conn)
+        return migrate(cast(sqlite3.Connection, owner_conn))
     finally:
         owner_conn.close()
 

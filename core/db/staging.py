@@ -28,11 +28,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from core.db.backend import is_postgres
 from core.errors import StorageError
 from core.leftovers import STAGING_PREFIX, owned_folder, remove_dead_leftovers
 from core.memory import return_freed_memory
-
-from core.db.backend import is_postgres
 
 # Below this many rows a staging file costs more than binding the rows directly.
 STAGING_MIN_ROWS = 20_000
