@@ -51,6 +51,7 @@ def conn(db_conn: sqlite3.Connection) -> sqlite3.Connection:
     """This module's `conn` tests run on SQLite and on PostgreSQL (tests/conftest.py)."""
     return db_conn
 
+
 STORM_DAY = dt.date(2026, 5, 27)
 EXTRA_PAYMENTS = 250  # three pages on STORM_DAY
 

@@ -100,3 +100,82 @@ def copy_outcome_chunk(
     lists = [c.tolist() if isinstance(c, np.ndarray) else list(c) for c in columns]
     rows = ((run_id, *values) for values in zip(*lists, strict=True))
     return int(conn.copy_rows("outcomes", ["run_id", *fields], rows))
+
+
+# Tables that a PostgreSQL trigger fills (exception_search) or that migrations own.
+_NOT_PUBLISHED = frozenset({"schema_migrations", "exception_search"})
+
+
+def _tables_in_key_order(target: Any) -> list[str]:
+    """The public tables, each after every table its foreign keys point at."""
+    tables = [
+        str(r[0])
+        for r in target.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename"
+        )
+    ]
+    parents: dict[str, set[str]] = {t: set() for t in tables}
+    for child, parent in target.execute(
+        "SELECT conrelid::regclass::text, confrelid::regclass::text FROM pg_constraint"
+        " WHERE contype = 'f' AND connamespace = current_schema()::regnamespace"
+    ):
+        if child in parents and parent != child:
+            parents[child].add(str(parent))
+    ordered: list[str] = []
+    while parents:
+        ready = sorted(t for t, p in parents.items() if not (p - set(ordered)))
+        if not ready:
+            raise ValueError("foreign keys form a cycle: " + ", ".join(sorted(parents)))
+        ordered.extend(ready)
+        for t in ready:
+            del parents[t]
+    return [t for t in ordered if t not in _NOT_PUBLISHED]
+
+
+def _insertable_columns(target: Any, table: str) -> list[str]:
+    return [
+        str(r[0])
+        for r in target.execute(
+            "SELECT column_name FROM information_schema.columns"
+            " WHERE table_schema = current_schema() AND table_name = ?"
+            " AND is_generated = 'NEVER' AND coalesce(identity_generation, '') <> 'ALWAYS'"
+            " ORDER BY ordinal_position",
+            (table,),
+        )
+    ]
+
+
+def publish_sqlite(source: Any, target: Any) -> dict[str, int]:
+    """Copy every table of a SQLite database (`source`, the bootstrap's scratch build)
+    into an empty PostgreSQL database (`target`) in the caller's transaction, by COPY, in
+    foreign-key order; identities then continue after the largest copied id. Rows per
+    table."""
+    copied: dict[str, int] = {}
+    for table in _tables_in_key_order(target):
+        known = {str(r[1]) for r in source.execute(f"PRAGMA table_info({table})")}
+        columns = [c for c in _insertable_columns(target, table) if c in known]
+        if not columns:
+            continue
+        cursor = source.execute(f"SELECT {', '.join(columns)} FROM {table}")
+        copied[table] = int(target.copy_rows(table, columns, (tuple(r) for r in cursor)))
+    for table, column in target.execute(
+        "SELECT table_name, column_name FROM information_schema.columns"
+        " WHERE table_schema = current_schema() AND is_identity = 'YES'"
+        " AND identity_generation = 'BY DEFAULT'"
+    ).fetchall():
+        target.execute(
+            f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'),"
+            f" coalesce((SELECT max({column}) FROM {table}), 0) + 1, false)"
+        )
+    return copied
+
+
+# "RRBOOTS": the session lock one bootstrap holds across every app process.
+BOOTSTRAP_LOCK = 0x5252_424F_4F54_53
+
+
+def try_bootstrap_lock(conn: Any) -> bool:
+    """Take the bootstrap's session-level advisory lock if free (released when `conn`
+    closes, or the process dies)."""
+    row = conn.execute(f"SELECT pg_try_advisory_lock({BOOTSTRAP_LOCK})").fetchone()
+    return bool(row[0])

@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from core.db.backend import is_postgres
 from core.db.connection import transaction
 
 Row = dict[str, Any]
@@ -257,7 +258,10 @@ def outcomes_frame(conn: sqlite3.Connection, run_id: int) -> pd.DataFrame:
 
 
 def database_file(conn: sqlite3.Connection) -> str:
-    """The file of the connection's main database ('' for an in-memory one)."""
+    """The file of the connection's main database ('' for an in-memory one, and on
+    PostgreSQL)."""
+    if is_postgres(conn):
+        return ""
     for row in conn.execute("PRAGMA database_list"):
         if row[1] == "main":
             return str(row[2] or "")
@@ -615,6 +619,8 @@ def insert_rows(
 
 def checkpoint(conn: sqlite3.Connection) -> None:
     """Fold the WAL into the main file (before copying the database elsewhere)."""
+    if is_postgres(conn):
+        return
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
