@@ -94,7 +94,12 @@ _REWRITES = (
     ),
     (re.compile(r"\btemp\.(?=\w)"), "pg_temp."),
     (re.compile(r"(ORDER BY|,)\s*\+(?=\w+\.)"), r"\1 "),
+    # SQLite's LIKE ignores ASCII case; PostgreSQL's ILIKE does.
+    (re.compile(r"\bLIKE\b"), "ILIKE"),
 )
+# SQLite sums a comparison as 0/1; PostgreSQL has no sum(boolean). (Literals allowed inside.)
+_PART = r"(?:[^()']|'[^']*'|\([^()]*\))"
+_SUM_OF_COMPARISON = re.compile(rf"\bsum\(({_PART}*?(?:=|<|>|\bIS\b){_PART}*)\)", re.IGNORECASE)
 
 
 def dialect_sql(sql: str) -> str:
@@ -103,6 +108,7 @@ def dialect_sql(sql: str) -> str:
     done = _DIALECT.get(sql)
     if done is not None:
         return done
+    sql = _SUM_OF_COMPARISON.sub(r"sum(CASE WHEN \1 THEN 1 ELSE 0 END)", sql)
     parts = re.split(r"('(?:[^']|'')*')", sql)  # odd parts are string literals
     for i in range(0, len(parts), 2):
         for pattern, replacement in _REWRITES:
@@ -138,6 +144,22 @@ def translate(sql: str) -> str:
     if len(_TRANSLATED) < 4096:
         _TRANSLATED[sql] = done
     return done
+
+
+def _numeric_loader_base() -> Any:
+    from psycopg.types.numeric import NumericLoader
+
+    return NumericLoader
+
+
+class _IntegralNumericLoader(_numeric_loader_base()):  # type: ignore[misc]
+    """numeric values: int when integral (sums of paise), else float (averages)."""
+
+    def load(self, data: Any) -> Any:
+        value = super().load(data)
+        if value == value.to_integral_value():
+            return int(value)
+        return float(value)
 
 
 class PgCursor:
@@ -222,6 +244,8 @@ class PgConnection:
 
         self.url = plain_url(url)
         self._conn = psycopg.connect(self.url, autocommit=True, row_factory=_row_factory)
+        # sum() of integers is numeric in PostgreSQL: an int again, as SQLite gives it.
+        self._conn.adapters.register_loader("numeric", _IntegralNumericLoader)
         self._depth = 0
         self.row_factory: Any = None  # accepted and ignored: rows are always PgRow
 
