@@ -351,7 +351,7 @@ def count_webhook_rejection(conn: sqlite3.Connection, *, day: str, verdict: str,
     conn.execute(
         "INSERT INTO razorpay_webhook_rejections (day, verdict, count, first_at, last_at)"
         " VALUES (?, ?, 1, ?, ?) ON CONFLICT (day, verdict)"
-        " DO UPDATE SET count = count + 1, last_at = excluded.last_at",
+        " DO UPDATE SET count = razorpay_webhook_rejections.count + 1, last_at = excluded.last_at",
         (day, verdict, now, now),
     )
 
