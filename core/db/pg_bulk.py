@@ -158,16 +158,25 @@ def publish_sqlite(source: Any, target: Any) -> dict[str, int]:
             continue
         cursor = source.execute(f"SELECT {', '.join(columns)} FROM {table}")
         copied[table] = int(target.copy_rows(table, columns, (tuple(r) for r in cursor)))
-    for table, column in target.execute(
+    advance_identities(target)
+    return copied
+
+
+def advance_identities(target: Any, table: str | None = None) -> None:
+    """Make each BY DEFAULT identity (of `table`, or of every table) continue after the
+    largest id stored, after rows were written with explicit ids (SQLite's INTEGER PRIMARY
+    KEY always continues after the largest)."""
+    rows = target.execute(
         "SELECT table_name, column_name FROM information_schema.columns"
         " WHERE table_schema = current_schema() AND is_identity = 'YES'"
-        " AND identity_generation = 'BY DEFAULT'"
-    ).fetchall():
+        " AND identity_generation = 'BY DEFAULT' AND (CAST(? AS TEXT) IS NULL OR table_name = ?)",
+        (table, table),
+    ).fetchall()
+    for name, column in rows:
         target.execute(
-            f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'),"
-            f" coalesce((SELECT max({column}) FROM {table}), 0) + 1, false)"
+            f"SELECT setval(pg_get_serial_sequence('{name}', '{column}'),"
+            f" coalesce((SELECT max({column}) FROM {name}), 0) + 1, false)"
         )
-    return copied
 
 
 # "RRBOOTS": the session lock one bootstrap holds across every app process.

@@ -628,6 +628,10 @@ def insert_rows(
     sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({_in(columns)})"
     with transaction(conn):
         conn.executemany(sql, rows)
+        if is_postgres(conn):
+            from core.db.pg_bulk import advance_identities
+
+            advance_identities(conn, table)
 
 
 def checkpoint(conn: sqlite3.Connection) -> None:
