@@ -175,3 +175,67 @@ def test_a_writer_that_skips_the_lock_still_cannot_fork_the_chain(pg_url: str) -
             (first,),
         )
     conn.close()
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "core", *args], cwd=ROOT, capture_output=True, text=True
+    )
+
+
+def test_reconcile_then_audit_verify_end_to_end_match_sqlite(pg_url: str, tmp_path: Path) -> None:
+    dataset = str(ROOT / "tests" / "fixtures" / "spec_example" / "dataset")
+    as_of = "2026-06-30T23:59:59+05:30"
+    on_pg = _cli("reconcile", dataset, "--out", str(tmp_path / "pg.csv"), "--as-of", as_of,
+                 "--db", pg_url)  # fmt: skip
+    assert on_pg.returncode == 0, on_pg.stderr
+    lite = str(tmp_path / "lite.sqlite")
+    on_lite = _cli("reconcile", dataset, "--out", str(tmp_path / "lite.csv"), "--as-of", as_of,
+                   "--db", lite)  # fmt: skip
+    assert on_lite.returncode == 0, on_lite.stderr
+    assert (tmp_path / "pg.csv").read_bytes() == (tmp_path / "lite.csv").read_bytes()
+    verified = _cli("audit", "verify", "--db", pg_url)
+    assert verified.returncode == 0, verified.stderr
+    assert "audit chain holds" in verified.stdout
+    query = (
+        "SELECT entity_type, entity_id, reason_code, status, exposure_amount, due_date"
+        " FROM exceptions ORDER BY id"
+    )
+    pg, sq = connect(pg_url), connect(lite)
+    assert [tuple(r) for r in pg.execute(query)] == [tuple(r) for r in sq.execute(query)]
+    audit = "SELECT seq, actor, action, entity_type, entity_id FROM audit_log ORDER BY seq"
+    assert [tuple(r) for r in pg.execute(audit)] == [tuple(r) for r in sq.execute(audit)]
+    pg.close()
+    sq.close()
+
+
+def test_the_investigator_reads_through_a_read_only_session_and_keeps_its_state(
+    pg_url: str, tmp_path: Path
+) -> None:
+    from core.db import investigate as inv
+    from core.investigate.service import investigate
+
+    dataset = str(ROOT / "tests" / "fixtures" / "spec_example" / "dataset")
+    done = _cli("reconcile", dataset, "--out", str(tmp_path / "r.csv"), "--db", pg_url)
+    assert done.returncode == 0, done.stderr
+    conn = connect(pg_url)
+    first = int(conn.execute("SELECT min(id) FROM exceptions").fetchone()[0])
+    answer = investigate(conn, first)
+    assert answer.source == "deterministic"
+    with inv.read_only(conn) as ro, pytest.raises(sqlite3.DatabaseError, match="read-only"):
+        ro.execute("DELETE FROM llm_token_usage")
+    with transaction(conn):
+        inv.cache_put(conn, evidence_hash="h1", exception_id=first, model="m",
+                      answer_json="{}", tokens=7, now=1)  # fmt: skip
+        inv.add_token_usage(conn, day="2026-12-01", model="m", prompt_tokens=3,
+                            output_tokens=4, total_tokens=7)  # fmt: skip
+        inv.add_token_usage(conn, day="2026-12-01", model="m", prompt_tokens=1,
+                            output_tokens=1, total_tokens=2)  # fmt: skip
+        inv.breaker_record_failure(conn, model="m", error="x", now=10, threshold=1,
+                                   cooldown_seconds=60)  # fmt: skip
+    cached = inv.cache_get(conn, "h1")
+    assert cached is not None and cached["tokens"] == 7
+    assert inv.tokens_used_on(conn, "2026-12-01") == 9
+    state = inv.breaker_state(conn, "m")
+    assert state is not None and state["open_until"] == 70
+    conn.close()

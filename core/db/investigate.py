@@ -406,10 +406,10 @@ def add_token_usage(
     conn.execute(
         "INSERT INTO llm_token_usage (day, model, calls, prompt_tokens, output_tokens,"
         " total_tokens) VALUES (?, ?, 1, ?, ?, ?)"
-        " ON CONFLICT (day, model) DO UPDATE SET calls = calls + 1,"
-        " prompt_tokens = prompt_tokens + excluded.prompt_tokens,"
-        " output_tokens = output_tokens + excluded.output_tokens,"
-        " total_tokens = total_tokens + excluded.total_tokens",
+        " ON CONFLICT (day, model) DO UPDATE SET calls = llm_token_usage.calls + 1,"
+        " prompt_tokens = llm_token_usage.prompt_tokens + excluded.prompt_tokens,"
+        " output_tokens = llm_token_usage.output_tokens + excluded.output_tokens,"
+        " total_tokens = llm_token_usage.total_tokens + excluded.total_tokens",
         (day, model, prompt_tokens, output_tokens, total_tokens),
     )
 
@@ -439,7 +439,7 @@ def breaker_record_failure(
         "INSERT INTO llm_circuit_breaker (model, consecutive_failures, open_until, last_error,"
         " updated_at) VALUES (?, 1, 0, ?, ?)"
         " ON CONFLICT (model) DO UPDATE SET"
-        " consecutive_failures = consecutive_failures + 1,"
+        " consecutive_failures = llm_circuit_breaker.consecutive_failures + 1,"
         " last_error = excluded.last_error, updated_at = excluded.updated_at",
         (model, error, now),
     )
