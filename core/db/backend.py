@@ -87,11 +87,8 @@ _DIALECT: dict[str, str] = {}
 # SQLite spellings core/db uses, and PostgreSQL's: null-safe comparison, the temporary
 # schema's name, the unary + SQLite reads as "do not use an index for this term".
 _REWRITES = (
-    (re.compile(r"\bIS NOT (?!NULL\b)", re.IGNORECASE), "IS DISTINCT FROM "),
-    (
-        re.compile(r"\bIS (?!NOT\b|NULL\b|DISTINCT\b|TRUE\b|FALSE\b)", re.IGNORECASE),
-        "IS NOT DISTINCT FROM ",
-    ),
+    (re.compile(r"\bIS NOT (?!NULL\b)"), "IS DISTINCT FROM "),
+    (re.compile(r"\bIS (?!NOT\b|NULL\b|DISTINCT\b|TRUE\b|FALSE\b)"), "IS NOT DISTINCT FROM "),
     (re.compile(r"\btemp\.(?=\w)"), "pg_temp."),
     (re.compile(r"(ORDER BY|,)\s*\+(?=\w+\.)"), r"\1 "),
     # SQLite's LIKE ignores ASCII case; PostgreSQL's ILIKE does.
@@ -104,7 +101,8 @@ _SUM_OF_COMPARISON = re.compile(rf"\bsum\(({_PART}*?(?:=|<|>|\bIS\b){_PART}*)\)"
 
 def dialect_sql(sql: str) -> str:
     """A statement of core/db in PostgreSQL's spelling (see _REWRITES); string literals
-    are left alone."""
+    are left alone. Keywords are matched in capitals, as core/db writes them; scripts
+    (migrations) never pass through here (`PgConnection.execute_script`)."""
     done = _DIALECT.get(sql)
     if done is not None:
         return done
@@ -268,6 +266,11 @@ class PgConnection:
             else:
                 cursor.execute(translate(dialect_sql(sql)).encode(), tuple(params))
         return PgCursor(cursor)
+
+    def execute_script(self, sql: str) -> None:
+        """A script (several statements, no parameters) exactly as written: migrations."""
+        with sqlite_errors():
+            self._conn.execute(sql.encode())
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> PgCursor:
         cursor = self._conn.cursor()

@@ -115,7 +115,7 @@ def _migrate_postgres(conn: Any) -> list[str]:
             if conn.execute("SELECT 1 FROM schema_migrations WHERE name = ?", (name,)).fetchone():
                 conn.execute("ROLLBACK")
                 continue
-            conn.execute(sql)  # one script: PostgreSQL runs several statements in one call
+            conn.execute_script(sql)  # verbatim; PostgreSQL runs several statements at once
             conn.execute(
                 "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
                 (name, int(time.time())),
