@@ -239,3 +239,60 @@ def test_the_investigator_reads_through_a_read_only_session_and_keeps_its_state(
     state = inv.breaker_state(conn, "m")
     assert state is not None and state["open_until"] == 70
     conn.close()
+
+
+SPEC_DATASET = ROOT / "tests" / "fixtures" / "spec_example" / "dataset"
+
+
+@pytest.mark.parametrize("table_state", ["empty", "holding rows"])
+def test_copy_stores_a_repeated_key_once_with_its_last_values(
+    pg_url: str, table_state: str
+) -> None:
+    import pandas as pd
+
+    from core.dataset import Dataset
+    from core.ingest import load_dataset, store_dataset
+
+    loaded, _ = load_dataset(SPEC_DATASET)
+    payments = loaded.payments.head(130).copy()
+    repeat = payments.iloc[[0]].copy()
+    repeat["amount"] = repeat["amount"] + 1
+    payments = pd.concat([payments, repeat], ignore_index=True)
+    conn = connect(pg_url)
+    if table_state == "holding rows":
+        store_dataset(
+            conn, Dataset(payments=payments.iloc[[1]]), source="t", location="t", content_hash="a"
+        )
+    store_dataset(conn, Dataset(payments=payments), source="t", location="t", content_hash="b")
+    first = str(payments.iloc[0]["id"])
+    rows = conn.execute("SELECT amount FROM payments WHERE id = ?", (first,)).fetchall()
+    assert [r[0] for r in rows] == [int(repeat.iloc[0]["amount"])]
+    assert conn.execute("SELECT count(*) FROM payments").fetchone()[0] == 130
+    conn.close()
+
+
+def test_a_replacing_import_reads_back_exactly_what_was_loaded(pg_url: str, tmp_path: Path) -> None:
+    import shutil
+
+    import pandas as pd
+
+    from core.db.raw import read_dataset
+    from core.ingest import import_dataset, load_dataset
+
+    conn = connect(pg_url)
+    import_dataset(conn, SPEC_DATASET)
+    folder = tmp_path / "dataset"
+    shutil.copytree(SPEC_DATASET, folder)
+    path = folder / "settlements.csv"
+    path.write_bytes(path.read_bytes().replace(b",155915082,", b",155915083,", 1))
+    report = import_dataset(conn, folder, replace=True)
+    assert report.replaced and report.import_id == 2
+    for table in ("payments", "refunds", "settlements", "recon_rows", "bank_lines"):
+        ids = {r[0] for r in conn.execute(f"SELECT DISTINCT import_id FROM {table}")}
+        assert ids == {2}, table
+    loaded, _ = load_dataset(folder)
+    stored = read_dataset(conn)
+    for name in ("payments", "refunds", "settlements", "recon", "bank"):
+        pd.testing.assert_frame_equal(getattr(loaded, name), getattr(stored, name), obj=name)
+    assert stored.has_bank_statement
+    conn.close()

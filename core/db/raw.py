@@ -322,7 +322,8 @@ def write_frame(
     if is_postgres(conn):  # COPY (core.db.pg_bulk)
         key, spec = RAW_TABLES[attribute][1], RAW_TABLES[attribute][2]
         rows = pg_bulk.frame_rows(frame, spec, (import_id,))
-        upsert = not _table_empty(conn, table)
+        # Into an empty table a plain COPY, unless the frame repeats a key (the last wins).
+        upsert = bool(frame[key].duplicated().any()) or not _table_empty(conn, table)
         pg_bulk.copy_frame(conn, table, key, [*spec, "import_id"], rows, upsert=upsert)
         return len(frame)
     if not _table_empty(conn, table):
