@@ -296,3 +296,19 @@ def test_a_replacing_import_reads_back_exactly_what_was_loaded(pg_url: str, tmp_
         pd.testing.assert_frame_equal(getattr(loaded, name), getattr(stored, name), obj=name)
     assert stored.has_bank_statement
     conn.close()
+
+
+def test_sqlite_spellings_become_postgresql_ones_outside_literals() -> None:
+    from core.db.backend import dialect_sql
+
+    assert dialect_sql("SELECT 1 FROM e WHERE e.a IS NOT o.a AND e.b IS ? AND c IS NOT NULL") == (
+        "SELECT 1 FROM e WHERE e.a IS DISTINCT FROM o.a AND e.b IS NOT DISTINCT FROM ?"
+        " AND c IS NOT NULL"
+    )
+    assert dialect_sql("SELECT sum(status = 'MATCHED'), sum(n) FROM t WHERE x LIKE 'a IS b'") == (
+        "SELECT sum(CASE WHEN status = 'MATCHED' THEN 1 ELSE 0 END), sum(n) FROM t"
+        " WHERE x ILIKE 'a IS b'"
+    )
+    assert dialect_sql("DELETE FROM temp.ids ORDER BY +o.a, +o.b") == (
+        "DELETE FROM pg_temp.ids ORDER BY o.a, o.b"
+    )

@@ -106,8 +106,8 @@ def dialect_sql(sql: str) -> str:
     done = _DIALECT.get(sql)
     if done is not None:
         return done
-    sql = _SUM_OF_COMPARISON.sub(r"sum(CASE WHEN \1 THEN 1 ELSE 0 END)", sql)
-    parts = re.split(r"('(?:[^']|'')*')", sql)  # odd parts are string literals
+    summed = _SUM_OF_COMPARISON.sub(r"sum(CASE WHEN \1 THEN 1 ELSE 0 END)", sql)
+    parts = re.split(r"('(?:[^']|'')*')", summed)  # odd parts are string literals
     for i in range(0, len(parts), 2):
         for pattern, replacement in _REWRITES:
             parts[i] = pattern.sub(replacement, parts[i])
