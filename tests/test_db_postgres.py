@@ -207,6 +207,10 @@ def test_reconcile_then_audit_verify_end_to_end_match_sqlite(pg_url: str, tmp_pa
     assert [tuple(r) for r in pg.execute(audit)] == [tuple(r) for r in sq.execute(audit)]
     pg.close()
     sq.close()
+    for command in (("rollforward", "--json"), ("journal",)):
+        books = [_cli(*command, "--month", "2026-06", "--db", db) for db in (pg_url, lite)]
+        assert [b.returncode for b in books] == [0, 0], books[0].stderr + books[1].stderr
+        assert books[0].stdout == books[1].stdout and books[0].stdout
 
 
 def test_the_investigator_reads_through_a_read_only_session_and_keeps_its_state(
