@@ -14,6 +14,7 @@ once per server; each test gets `CREATE DATABASE ... TEMPLATE` of it (millisecon
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import glob
 import itertools
@@ -193,6 +194,7 @@ class PostgresServer:
                 "start",
             ]
         )
+        atexit.register(self.stop)  # an interrupted pytest still stops its server
         self.admin(
             f"CREATE ROLE {OWNER_ROLE} LOGIN CREATEDB CREATEROLE PASSWORD '{PASSWORD}'",
             f"CREATE ROLE {APP_ROLE} LOGIN PASSWORD '{PASSWORD}'",
