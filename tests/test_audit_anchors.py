@@ -16,13 +16,6 @@ from core.__main__ import main
 from core.audit import row_hash
 from tests.conftest import SPEC_EXAMPLE
 
-
-@pytest.fixture
-def conn(db_conn: sqlite3.Connection) -> sqlite3.Connection:
-    """This module's tests run on SQLite and on PostgreSQL (tests/conftest.py)."""
-    return db_conn
-
-
 DATASET = SPEC_EXAMPLE / "dataset"
 AS_OF = "2026-06-30T23:59:59+05:30"
 KEY = "anchor-key-for-tests"

@@ -28,13 +28,6 @@ from core.pipeline import load_folder, reconcile_database, reconcile_folder_into
 from tests.conftest import SPEC_EXAMPLE
 from tests.engine_support import ts
 
-
-@pytest.fixture
-def conn(db_conn: sqlite3.Connection) -> sqlite3.Connection:
-    """This module's tests run on SQLite and on PostgreSQL (tests/conftest.py)."""
-    return db_conn
-
-
 AS_OF = ts("2026-06-30T23:59:59+05:30")
 # The benchmark's prices (core/benchmark/world.py): UPI free, cards 1.70%, netbanking
 # 1.60%, wallets 1.70%, EMI 2.10%, international 2.50%, GST 18%.

@@ -22,13 +22,6 @@ from core.money import parse_rupees
 from core.root_causes import CAUSES_BY_CODE, ROOT_CAUSES
 from tests import investigate_world as world
 
-
-@pytest.fixture
-def conn(db_conn: sqlite3.Connection) -> sqlite3.Connection:
-    """This module's tests run on SQLite and on PostgreSQL (tests/conftest.py)."""
-    return db_conn
-
-
 NO_MODEL = ClientConfig()
 
 

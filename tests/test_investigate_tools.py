@@ -18,12 +18,6 @@ from tests import investigate_world as world
 
 
 @pytest.fixture
-def conn(db_conn: sqlite3.Connection) -> sqlite3.Connection:
-    """This module's tests run on SQLite and on PostgreSQL (tests/conftest.py)."""
-    return db_conn
-
-
-@pytest.fixture
 def seeded(db_path: Path) -> Iterator[sqlite3.Connection]:
     conn = connect(db_path)
     world.build(conn)
