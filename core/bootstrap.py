@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -32,8 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.db import connect, database_path, migrate
+from core.db import connect, database_path, migrate, pg_bulk, transaction
 from core.db import views as db
+from core.db.backend import is_postgres_url
+from core.db.migrate import migrate_with_owner
 from core.errors import ConfigError
 from core.leftovers import remove_dead_leftovers_once
 from core.views.evaluation import LABELS_FILE, LABELS_META, dataset_folder, store_evaluation
@@ -266,6 +269,8 @@ def ensure_ready(
     path = database_path(str(database) if database is not None else None)
     remove_dead_leftovers_once()  # what a killed earlier process left in the temp folder
     report = progress or _noop
+    if is_postgres_url(path):
+        return _ensure_ready_postgres(path, started, report, builder or default_builder)
     key = os.path.abspath(path)
     if key in _ready_paths and Path(path).exists():
         return BootstrapResult("ready", None, 0.0)
@@ -353,4 +358,88 @@ def _build_locked(
             "built", run_id, time.monotonic() - started, tuple(discarded), timings
         )
     finally:
+        conn.close()
+
+
+def _postgres_progress_path(url: str) -> Path:
+    """Where a PostgreSQL bootstrap reports its progress for waiting sessions of the
+    processes on this machine (the database has no folder of its own)."""
+    label = hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"razorrecon-{label}"
+
+
+def _ensure_ready_postgres(
+    url: str, started: float, report: ProgressFn, builder: Builder
+) -> BootstrapResult:
+    """`ensure_ready` on PostgreSQL (docs/postgres.md): the same states; the lock is a
+    session-level advisory lock every app process shares (released by the server when the
+    holder's connection ends, e.g. its process dies); the build goes to a SQLite scratch
+    file as on SQLite and is published by COPY in one transaction, so readers never see
+    half a start."""
+    with _ready_guard:
+        if url in _ready_paths:
+            return BootstrapResult("ready", None, 0.0)
+    conn = connect(url)
+    lock = None
+    try:
+        migrate_with_owner(conn)
+        state, run_id = _state(conn)
+        waited = False
+        if state == "empty":
+            lock = connect(url)
+            progress = str(_postgres_progress_path(url))
+            while not pg_bulk.try_bootstrap_lock(lock):
+                waited = True
+                seen = read_progress(progress)
+                fraction, message = seen if seen else (0.0, "Starting")
+                report(fraction, f"Another session is preparing the data: {message}")
+                time.sleep(POLL_SECONDS)
+            state, run_id = _state(conn)
+        if state in ("ready", "needs_run"):
+            if state == "ready":
+                with _ready_guard:
+                    _ready_paths.add(url)
+            status = "waited" if waited and state == "ready" else state
+            return BootstrapResult(status, run_id, time.monotonic() - started)
+        if state == "leftover":
+            raise ConfigError(
+                "the PostgreSQL database holds a partial benchmark (raw rows or runs without"
+                " a result) that no cold start published; empty it or run a reconciliation"
+            )
+        timings: dict[str, float] = {}
+
+        def step(fraction: float, message: str) -> None:
+            _write_progress(progress, fraction, message)
+            report(fraction, message)
+
+        step(0.0, "Preparing the benchmark dataset")
+        work = Path(tempfile.mkdtemp(prefix=".bootstrap-"))
+        try:
+            build_conn = connect(work / "build.sqlite")
+            try:
+                migrate(build_conn)
+                t0 = time.monotonic()
+                builder(build_conn, work, step)
+                timings["build"] = time.monotonic() - t0
+                if db.latest_completed_run(build_conn) is None:
+                    raise ConfigError("the benchmark build finished without a completed run")
+                step(0.95, "Publishing the result")
+                t0 = time.monotonic()
+                with transaction(conn):  # one write transaction on the real database
+                    pg_bulk.publish_sqlite(build_conn, conn)
+                timings["publish"] = time.monotonic() - t0
+            finally:
+                build_conn.close()
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                progress_path(progress).unlink()
+        step(1.0, "Ready")
+        _, run_id = _state(conn)
+        with _ready_guard:
+            _ready_paths.add(url)
+        return BootstrapResult("built", run_id, time.monotonic() - started, (), timings)
+    finally:
+        if lock is not None:
+            lock.close()
         conn.close()

@@ -60,3 +60,85 @@ def browser() -> Iterator[object]:
             yield chromium
         finally:
             chromium.close()
+
+
+# --- PostgreSQL: one server per pytest process (xdist worker), one database per test. ---
+# tests/postgres_server.py starts it as the unprivileged `postgres` user. A database test
+# runs on both backends through `db_url` / `db_conn` (the PostgreSQL run is marked
+# `postgres`: select it with `-m postgres`, leave it out with `-m "not postgres"`).
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "postgres: runs against a real PostgreSQL server the tests start"
+    )
+    config.addinivalue_line(
+        "markers",
+        "sqlite_only: uses SQLite's own SQL (e.g. dropping its triggers) in a module whose "
+        "other tests run on both backends; tests/test_db_postgres.py proves the same on "
+        "PostgreSQL",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A `sqlite_only` test is not collected for its PostgreSQL parameter."""
+    kept = [
+        item
+        for item in items
+        if not (
+            item.get_closest_marker("sqlite_only")
+            and getattr(getattr(item, "callspec", None), "params", {}).get("db_url") == "postgres"
+        )
+    ]
+    if len(kept) != len(items):
+        items[:] = kept
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[object]:
+    from tests.postgres_server import PostgresServer, postgres_bin
+
+    if postgres_bin() is None:
+        pytest.fail("PostgreSQL is not installed (apt-get install postgresql; .ci/run does)")
+    server = PostgresServer().start()
+    try:
+        server.migrate_template()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(postgres_server: object) -> Iterator[str]:
+    """The app role's URL of a fresh, migrated PostgreSQL database (a template clone);
+    DATABASE_OWNER_URL is set to the owner role's URL of the same database."""
+    from tests.postgres_server import OWNER_ROLE, PostgresServer
+
+    assert isinstance(postgres_server, PostgresServer)
+    name = postgres_server.fresh_database()
+    mp = pytest.MonkeyPatch()
+    mp.setenv("DATABASE_OWNER_URL", postgres_server.url(name, OWNER_ROLE))
+    try:
+        yield postgres_server.url(name)
+    finally:
+        mp.undo()
+        postgres_server.release_database(name)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh, migrated database: a SQLite file's path, or a PostgreSQL URL."""
+    if request.param == "postgres":
+        return str(request.getfixturevalue("pg_url"))
+    path = tmp_path / "razorrecon.sqlite"
+    connection = connect(path)
+    migrate(connection)
+    connection.close()
+    return str(path)
+
+
+@pytest.fixture
+def db_conn(db_url: str) -> Iterator[sqlite3.Connection]:
+    connection = connect(db_url)
+    yield connection
+    connection.close()

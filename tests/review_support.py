@@ -33,10 +33,10 @@ def write_run(
     with transaction(conn):
         cur = conn.execute(
             "INSERT INTO runs (started_at, finished_at, status, as_of, source, params_json,"
-            " input_hashes_json) VALUES (0, 1, ?, 0, 'test', '{}', '{}')",
+            " input_hashes_json) VALUES (0, 1, ?, 0, 'test', '{}', '{}') RETURNING id",
             (status,),
         )
-        run_id = int(cur.lastrowid or 0)
+        run_id = int(cur.fetchall()[0][0])
         conn.executemany(
             "INSERT INTO outcomes (run_id, entity_type, entity_id, status, reason_code,"
             " reason_codes, settlement_id, expected_amount, actual_amount, difference,"

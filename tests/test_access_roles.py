@@ -14,6 +14,13 @@ from core.errors import InputError, RefusedError
 from core.review import approve, assign, get_exception, history, reject, resolve, sync_exceptions
 from tests.review_support import Finding, add_people, exception_id, write_run
 
+
+@pytest.fixture
+def conn(db_conn: sqlite3.Connection) -> sqlite3.Connection:
+    """This module's tests run on SQLite and on PostgreSQL (tests/conftest.py)."""
+    return db_conn
+
+
 REVIEWER, APPROVER, CFO = "asha@example.com", "approver@example.com", "cfo@example.com"
 
 

@@ -19,6 +19,12 @@ from tests.app_builder import Built, build
 
 
 @pytest.fixture
+def conn(db_conn: sqlite3.Connection) -> sqlite3.Connection:
+    """This module's tests run on SQLite and on PostgreSQL (tests/conftest.py)."""
+    return db_conn
+
+
+@pytest.fixture
 def built(conn: sqlite3.Connection) -> Built:
     return build(conn, payments=1200, seed=3)
 

@@ -25,6 +25,17 @@ from core.errors import InputError
 from tests.conftest import ROOT
 
 
+@pytest.fixture
+def conn(db_conn: sqlite3.Connection) -> sqlite3.Connection:
+    """This module's tests run on SQLite and on PostgreSQL (tests/conftest.py)."""
+    return db_conn
+
+
+@pytest.fixture
+def db_path(db_url: str) -> str:
+    return db_url
+
+
 def _fill(conn: sqlite3.Connection, n: int, actor: str = "asha") -> list[int]:
     return [
         append(
@@ -91,6 +102,7 @@ def test_verify_passes_on_an_empty_trail(conn: sqlite3.Connection) -> None:
     assert result.ok and result.rows_checked == 0 and result.head_hash == GENESIS_HASH
 
 
+@pytest.mark.sqlite_only
 def test_the_database_refuses_update_and_delete_of_audit_rows(conn: sqlite3.Connection) -> None:
     _fill(conn, 2)
     with pytest.raises(sqlite3.IntegrityError, match="append-only"):
@@ -100,6 +112,7 @@ def test_the_database_refuses_update_and_delete_of_audit_rows(conn: sqlite3.Conn
     assert verify(conn).ok
 
 
+@pytest.mark.sqlite_only
 def test_verify_names_a_row_edited_after_its_trigger_was_dropped(
     conn: sqlite3.Connection,
 ) -> None:
@@ -112,6 +125,7 @@ def test_verify_names_a_row_edited_after_its_trigger_was_dropped(
     assert "edited" in result.problem
 
 
+@pytest.mark.sqlite_only
 def test_verify_catches_an_edit_whose_hash_was_recomputed(conn: sqlite3.Connection) -> None:
     _fill(conn, 5)
     row = conn.execute("SELECT * FROM audit_log WHERE seq = 2").fetchone()
@@ -133,6 +147,7 @@ def test_verify_catches_an_edit_whose_hash_was_recomputed(conn: sqlite3.Connecti
     assert "prev_hash" in result.problem
 
 
+@pytest.mark.sqlite_only
 def test_verify_names_the_row_after_a_deleted_one(conn: sqlite3.Connection) -> None:
     _fill(conn, 5)
     _drop_triggers(conn)
@@ -143,6 +158,7 @@ def test_verify_names_the_row_after_a_deleted_one(conn: sqlite3.Connection) -> N
     assert "missing" in result.problem
 
 
+@pytest.mark.sqlite_only
 def test_verify_catches_two_swapped_rows(conn: sqlite3.Connection) -> None:
     _fill(conn, 5)
     _drop_triggers(conn)
@@ -154,6 +170,7 @@ def test_verify_catches_two_swapped_rows(conn: sqlite3.Connection) -> None:
     assert not result.ok and result.broken_seq == 2
 
 
+@pytest.mark.sqlite_only
 def test_verify_fails_when_the_append_only_triggers_are_gone(conn: sqlite3.Connection) -> None:
     _fill(conn, 2)
     _drop_triggers(conn)
@@ -161,6 +178,7 @@ def test_verify_fails_when_the_append_only_triggers_are_gone(conn: sqlite3.Conne
     assert not result.ok and "trigger" in result.problem
 
 
+@pytest.mark.sqlite_only
 def test_an_anchor_catches_a_cut_off_tail(conn: sqlite3.Connection) -> None:
     _fill(conn, 4)
     head = verify(conn)

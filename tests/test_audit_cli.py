@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import csv
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,17 @@ from core.access import Principal
 from core.db import connect
 from core.review import resolve, sync_exceptions
 from tests.review_support import Finding, exception_id, write_run
+
+
+@pytest.fixture
+def conn(db_conn: sqlite3.Connection) -> sqlite3.Connection:
+    """This module's tests run on SQLite and on PostgreSQL (tests/conftest.py)."""
+    return db_conn
+
+
+@pytest.fixture
+def db_path(db_url: str) -> str:
+    return db_url
 
 
 def _seed(db_path: Path) -> None:
@@ -29,6 +41,7 @@ def test_audit_verify_exits_0_on_an_untouched_database(
     assert "holds: 4 row(s)" in capsys.readouterr().out
 
 
+@pytest.mark.sqlite_only
 def test_audit_verify_exits_1_naming_the_first_broken_row_after_an_edit(
     db_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -42,6 +55,7 @@ def test_audit_verify_exits_1_naming_the_first_broken_row_after_an_edit(
     assert "first broken row: seq 2" in out and "edited" in out
 
 
+@pytest.mark.sqlite_only
 def test_audit_verify_with_an_anchor_catches_a_removed_tail(
     db_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
+
 from core.calendar import WorkingCalendar, ist_date
 from core.review import sync_exceptions, working_days_for
 from tests.engine_support import ts
 from tests.review_support import Finding, write_run
+
+
+@pytest.fixture
+def conn(db_conn: sqlite3.Connection) -> sqlite3.Connection:
+    """This module's tests run on SQLite and on PostgreSQL (tests/conftest.py)."""
+    return db_conn
+
 
 NOW = ts("2026-07-01T10:00")
 

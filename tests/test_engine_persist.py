@@ -24,6 +24,13 @@ from core.engine.persist import outcome_chunks, outcome_rows
 from tests.conftest import SPEC_EXAMPLE
 from tests.engine_support import load_example, ts
 
+
+@pytest.fixture
+def conn(db_conn: sqlite3.Connection) -> sqlite3.Connection:
+    """This module's tests run on SQLite and on PostgreSQL (tests/conftest.py)."""
+    return db_conn
+
+
 AS_OF = ts("2026-06-30T23:59:59+05:30")
 # The module, not the function `core.db.migrate` that the package re-exports.
 migrate_module = importlib.import_module("core.db.migrate")

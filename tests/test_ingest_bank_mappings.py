@@ -23,6 +23,13 @@ from core.ingest.readers import ReadFailure
 
 from .conftest import FIXTURES, SPEC_EXAMPLE
 
+
+@pytest.fixture
+def conn(db_conn: sqlite3.Connection) -> sqlite3.Connection:
+    """This module's tests run on SQLite and on PostgreSQL (tests/conftest.py)."""
+    return db_conn
+
+
 CUSTOM = FIXTURES / "bank" / "custom_mapped.csv"
 ASSIGNMENTS = {
     "Posted On": "txn_date",

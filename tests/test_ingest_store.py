@@ -17,6 +17,13 @@ from core.ingest import frames_from_items, import_dataset, load_dataset, store_d
 
 from .conftest import SPEC_EXAMPLE
 
+
+@pytest.fixture
+def conn(db_conn: sqlite3.Connection) -> sqlite3.Connection:
+    """This module's tests run on SQLite and on PostgreSQL (tests/conftest.py)."""
+    return db_conn
+
+
 DATASET = SPEC_EXAMPLE / "dataset"
 RAW_TABLES = ("payments", "refunds", "settlements", "recon_rows", "bank_lines")
 
@@ -74,6 +81,7 @@ def test_changed_rows_are_updated_in_place_never_duplicated(
     assert tuple(amount) == (155915083, 2)
 
 
+@pytest.mark.sqlite_only
 def test_replace_empties_raw_tables_but_keeps_audit_and_exceptions(
     conn: sqlite3.Connection, tmp_path: Path
 ) -> None:
@@ -182,6 +190,7 @@ def _raw_schema(conn: sqlite3.Connection) -> list[tuple[str, str, str]]:
     return [tuple(r) for r in rows]
 
 
+@pytest.mark.sqlite_only
 def test_bulk_import_into_empty_tables_keeps_every_index(conn: sqlite3.Connection) -> None:
     before = _raw_schema(conn)
     assert any(kind == "index" and sql for kind, _, sql in before)  # secondary indexes exist
@@ -197,6 +206,7 @@ def test_bulk_import_into_empty_tables_keeps_every_index(conn: sqlite3.Connectio
     assert "recon_rows_settlement" in plan
 
 
+@pytest.mark.sqlite_only
 def test_replace_over_stored_rows_keeps_schema_and_stores_only_the_new_rows(
     conn: sqlite3.Connection, tmp_path: Path
 ) -> None:
@@ -236,6 +246,7 @@ def _payments_with_a_repeated_id() -> pd.DataFrame:
     return pd.concat([payments, repeat], ignore_index=True)
 
 
+@pytest.mark.sqlite_only
 @pytest.mark.parametrize("table_state", ["empty", "holding rows"])
 def test_a_frame_repeating_a_key_stores_one_row_with_the_last_values(
     conn: sqlite3.Connection, table_state: str
@@ -256,6 +267,7 @@ def test_a_frame_repeating_a_key_stores_one_row_with_the_last_values(
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
+@pytest.mark.sqlite_only
 @pytest.mark.parametrize("table_state", ["empty", "holding rows"])
 def test_values_that_look_like_null_sentinels_are_stored_exactly(
     conn: sqlite3.Connection, table_state: str
@@ -353,6 +365,7 @@ def test_read_dataset_returns_awkward_text_and_large_integers_exactly(
         pd.testing.assert_frame_equal(getattr(stored, name), getattr(Dataset(), name), obj=name)
 
 
+@pytest.mark.sqlite_only
 def test_a_frame_of_other_dtypes_is_stored_as_the_column_types_say(
     conn: sqlite3.Connection,
 ) -> None:

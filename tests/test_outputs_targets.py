@@ -151,11 +151,12 @@ def test_database_url_with_a_scheme_we_do_not_serve_exits_2_naming_ours(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     args = [a.replace("OUT", str(tmp_path / "r.csv")) for a in command]
-    args = [a.replace("URL", "postgresql://host/db") for a in args]
+    # PostgreSQL is served (docs/postgres.md); MySQL is a scheme RazorRecon does not serve.
+    args = [a.replace("URL", "mysql://host/db") for a in args]
     assert main(args) == 2
     err = capsys.readouterr().err
-    assert "postgresql" in err and "sqlite:///" in err
-    assert not (tmp_path / "postgresql:").exists()
+    assert "mysql" in err and "sqlite:///" in err
+    assert not (tmp_path / "mysql:").exists()
     assert not (tmp_path / "r.csv").exists()
 
 
@@ -163,7 +164,7 @@ def test_app_start_refuses_a_database_url_of_another_scheme(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("DATABASE_URL", "postgresql://host/db")
+    monkeypatch.setenv("DATABASE_URL", "mysql://host/db")
     with pytest.raises(ConfigError, match="sqlite"):
         ensure_ready()
-    assert not (tmp_path / "postgresql:").exists()
+    assert not (tmp_path / "mysql:").exists()

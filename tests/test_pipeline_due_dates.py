@@ -5,12 +5,21 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
+
 from core.calendar import CalendarParams, WorkingCalendar, ist_date
 from core.engine import EngineParams
 from core.pipeline import reconcile_folder_into_db
 from core.review.due import working_days_for
 
 from .conftest import SPEC_EXAMPLE
+
+
+@pytest.fixture
+def conn(db_conn: sqlite3.Connection) -> sqlite3.Connection:
+    """This module's tests run on SQLite and on PostgreSQL (tests/conftest.py)."""
+    return db_conn
+
 
 AS_OF = 1_782_844_199  # 2026-06-30T23:59:59+05:30, the spec example's as-of
 

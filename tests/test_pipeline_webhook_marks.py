@@ -6,11 +6,20 @@ import datetime as dt
 import json
 import sqlite3
 
+import pytest
+
 from core.engine import EngineParams
 from core.ingest import import_dataset
 from core.pipeline import reconcile_database
 from core.razorpay.webhooks import handle_webhook, open_marks, sign
 from tests.conftest import SPEC_EXAMPLE
+
+
+@pytest.fixture
+def conn(db_conn: sqlite3.Connection) -> sqlite3.Connection:
+    """This module's tests run on SQLite and on PostgreSQL (tests/conftest.py)."""
+    return db_conn
+
 
 SECRET = "whsec_pipeline_test"
 AS_OF = int(dt.datetime.fromisoformat("2026-06-30T23:59:59+05:30").timestamp())

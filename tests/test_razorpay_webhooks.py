@@ -16,6 +16,13 @@ from core.razorpay.webhooks import WebhookResult, clear_marks, handle_webhook, o
 from tests.fake_razorpay import read_items
 from tests.razorpay_support import SPEC_DATASET
 
+
+@pytest.fixture
+def conn(db_conn: sqlite3.Connection) -> sqlite3.Connection:
+    """This module's tests run on SQLite and on PostgreSQL (tests/conftest.py)."""
+    return db_conn
+
+
 SECRET = "whsec_test_3f9a"
 PAYMENTS = {p["id"]: p for p in read_items(SPEC_DATASET, "payments")}
 REFUNDS = read_items(SPEC_DATASET, "refunds")

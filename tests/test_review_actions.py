@@ -22,6 +22,13 @@ from core.review import (
 )
 from tests.review_support import Finding, add_people, exception_id, write_run
 
+
+@pytest.fixture
+def conn(db_conn: sqlite3.Connection) -> sqlite3.Connection:
+    """This module's tests run on SQLite and on PostgreSQL (tests/conftest.py)."""
+    return db_conn
+
+
 FRIDAY_NOON_IST = 1_767_940_200
 
 
@@ -366,6 +373,7 @@ def test_a_human_decision_survives_a_rerun_of_the_engine(conn: sqlite3.Connectio
     assert [e.action for e in history(conn, exc)] == ["opened", "assigned", "resolved"]
 
 
+@pytest.mark.sqlite_only
 def test_reloading_data_never_erases_the_audit_trail(conn: sqlite3.Connection) -> None:
     exc = _one_open(conn)
     resolve(conn, exc, actor="ravi@example.com", note="accepted", request_id="b")

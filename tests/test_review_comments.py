@@ -28,6 +28,13 @@ from core.review import (
 from core.review.comments import history, max_attachment_bytes, safe_filename, sniff
 from tests.review_support import Finding, add_people, exception_id, write_run
 
+
+@pytest.fixture
+def conn(db_conn: sqlite3.Connection) -> sqlite3.Connection:
+    """This module's tests run on SQLite and on PostgreSQL (tests/conftest.py)."""
+    return db_conn
+
+
 ASHA = "asha@example.com"
 NOON_IST = 1_767_940_200  # Friday 9 January 2026, 12:00 IST
 PNG_BYTES = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
@@ -215,6 +222,7 @@ def test_a_comment_is_audited_with_body_hash_and_file_hashes_and_the_chain_verif
     assert verify(conn).ok
 
 
+@pytest.mark.sqlite_only
 def test_the_database_refuses_to_change_or_delete_a_comment_or_an_attachment(
     conn: sqlite3.Connection,
 ) -> None:

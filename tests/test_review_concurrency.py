@@ -17,6 +17,17 @@ from tests.conftest import ROOT
 from tests.review_support import Finding, add_people, exception_id, write_run
 
 
+@pytest.fixture
+def conn(db_conn: sqlite3.Connection) -> sqlite3.Connection:
+    """This module's tests run on SQLite and on PostgreSQL (tests/conftest.py)."""
+    return db_conn
+
+
+@pytest.fixture
+def db_path(db_url: str) -> str:
+    return db_url
+
+
 def _seed(db_path: Path) -> int:
     conn = connect(db_path)
     add_people(conn)

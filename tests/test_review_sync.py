@@ -9,6 +9,13 @@ from core.errors import NotFoundError, RefusedError
 from core.review import sync_exceptions
 from tests.review_support import Finding, audit_actions, exception_id, statuses, write_run
 
+
+@pytest.fixture
+def conn(db_conn: sqlite3.Connection) -> sqlite3.Connection:
+    """This module's tests run on SQLite and on PostgreSQL (tests/conftest.py)."""
+    return db_conn
+
+
 MONDAY_NOON_IST = 1_767_940_200  # 2026-01-09 is a Friday; this is Friday 12:00 IST
 
 

@@ -85,11 +85,18 @@ def database_file(conn: sqlite3.Connection) -> Path | None:
 
 
 def anchor_file(conn: sqlite3.Connection) -> Path | None:
-    """Where `conn`'s anchors go (module text); None for a database without a file."""
+    """Where `conn`'s anchors go (module text); None for a database without a file.
+
+    On PostgreSQL there is no database file to sit beside: anchors go to
+    RAZORRECON_ANCHOR_DIR/<host>_<port>_<database>.anchors.jsonl when that is set (a folder
+    every app process shares), else nowhere (docs/postgres.md)."""
+    configured = os.environ.get(ANCHOR_DIR_ENV, "").strip()
+    label = audit_sql.database_label(conn)
+    if label:
+        return Path(configured) / f"{label}.anchors.jsonl" if configured else None
     database = database_file(conn)
     if database is None:
         return None
-    configured = os.environ.get(ANCHOR_DIR_ENV, "").strip()
     folder = Path(configured) if configured else database.with_name(database.name + ".anchors")
     return folder / f"{database.name}.anchors.jsonl"
 

@@ -93,12 +93,19 @@ def report_lines(data: dict[str, Any]) -> list[str]:
     return out
 
 
+def _database_exists(db: Path) -> bool:
+    """A SQLite file that exists, or a PostgreSQL URL (argparse's Path keeps its text)."""
+    from core.db.backend import is_postgres_url
+
+    return is_postgres_url(str(db)) or db.is_file()
+
+
 def run(args: argparse.Namespace) -> int:
     from core.books.rollforward import month_rollforward
     from core.books.store import stored_events
     from core.db import open_database
 
-    if not args.db.is_file():
+    if not _database_exists(args.db):
         raise ConfigError(f"--db: no such database: {args.db}")
     with open_database(args.db) as conn:
         result = month_rollforward(stored_events(conn), args.month).as_dict()
@@ -114,7 +121,7 @@ def run_journal(args: argparse.Namespace) -> int:
     from core.db import open_database
     from core.db.raw import read_dataset
 
-    if not args.db.is_file():
+    if not _database_exists(args.db):
         raise ConfigError(f"--db: no such database: {args.db}")
     ledgers = Ledgers()
     if args.ledgers is not None:
@@ -135,7 +142,7 @@ def run_report(args: argparse.Namespace) -> int:
     from core.books.report import build_report, bundle, pdf
     from core.db import open_database
 
-    if not args.db.is_file():
+    if not _database_exists(args.db):
         raise ConfigError(f"--db: no such database: {args.db}")
     with open_database(args.db) as conn:
         report = build_report(conn, args.month)

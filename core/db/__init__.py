@@ -2,7 +2,8 @@
 
 Statements live in the modules of this package, grouped by the area they serve
 (`core.db.raw`, `core.db.runs`, ...). Code outside `core/db` never writes SQL: it calls
-these functions. That keeps a PostgreSQL backend a change of this package alone.
+these functions. That kept the PostgreSQL backend (`core.db.backend`, docs/postgres.md) a
+change of this package, bar a few callers that checked for a SQLite file.
 """
 
 from core.db.connection import (

@@ -75,10 +75,10 @@ def insert_approval(
 ) -> int:
     cursor = conn.execute(
         "INSERT INTO approvals (exception_id, resolution, amount, note, maker, version,"
-        " request_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        " request_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (exception_id, resolution, amount, note, maker, version, request_id, now),
     )
-    return int(cursor.lastrowid or 0)
+    return int(cursor.fetchall()[0][0])
 
 
 def get_approval(conn: sqlite3.Connection, approval_id: int) -> sqlite3.Row | None:

@@ -7,6 +7,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from core.db.backend import is_postgres
+
 AUDIT_COLUMNS = (
     "seq, created_at, actor, action, entity_type, entity_id, payload_json, prev_hash, hash"
 )
@@ -78,6 +80,13 @@ def hash_at(conn: sqlite3.Connection, seq: int) -> str | None:
 def present_triggers(conn: sqlite3.Connection) -> set[str]:
     """Which of the append-only triggers exist."""
     marks = ", ".join("?" for _ in APPEND_ONLY_TRIGGERS)
+    if is_postgres(conn):  # an enabled trigger on audit_log
+        rows = conn.execute(
+            "SELECT tgname FROM pg_trigger WHERE tgrelid = 'audit_log'::regclass"
+            f" AND NOT tgisinternal AND tgenabled <> 'D' AND tgname IN ({marks})",
+            APPEND_ONLY_TRIGGERS,
+        )
+        return {str(r[0]) for r in rows}
     rows = conn.execute(
         f"SELECT name FROM sqlite_master WHERE type = 'trigger' AND name IN ({marks})",
         APPEND_ONLY_TRIGGERS,
@@ -177,8 +186,22 @@ def exception_states(conn: sqlite3.Connection) -> Iterator[tuple[Any, ...]]:
 
 
 def main_database_file(conn: sqlite3.Connection) -> str:
-    """The file of `conn`'s main database ('' in memory or temporary)."""
+    """The file of `conn`'s main database ('' in memory or temporary, and on PostgreSQL)."""
+    if is_postgres(conn):
+        return ""
     for row in conn.execute("PRAGMA database_list").fetchall():
         if row[1] == "main":
             return str(row[2] or "")
     return ""
+
+
+def database_label(conn: sqlite3.Connection) -> str:
+    """A file-name-safe name of a PostgreSQL database (host_port_dbname), for its anchor
+    file; '' for SQLite."""
+    if not is_postgres(conn):
+        return ""
+    row = conn.execute(
+        "SELECT coalesce(inet_server_addr()::text, 'local'), inet_server_port(), current_database()"
+    ).fetchone()
+    text = "_".join(str(v) for v in row)
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)

@@ -43,10 +43,10 @@ def insert_version(
         ).fetchone()
         cursor = conn.execute(
             "INSERT INTO bank_mappings (signature, version, name, header_json, fields_json,"
-            " saved_at, saved_by) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            " saved_at, saved_by) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (signature, latest + 1, name, header_json, fields_json, saved_at, saved_by),
         )
-        row_id = cursor.lastrowid
+        row_id = cursor.fetchall()[0][0]
     return MappingRow(
         int(row_id or 0),
         signature,

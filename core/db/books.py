@@ -43,10 +43,10 @@ def insert_plan(
     cursor = conn.execute(
         "INSERT INTO pricing_plans"
         " (effective_from, gst_bp, rules_json, created_at, created_by, request_id)"
-        " VALUES (?, ?, ?, ?, ?, ?)",
+        " VALUES (?, ?, ?, ?, ?, ?) RETURNING version",
         (effective_from, gst_bp, rules_json, created_at, created_by, request_id),
     )
-    return int(cursor.lastrowid or 0)
+    return int(cursor.fetchall()[0][0])
 
 
 def month_close_rows(conn: sqlite3.Connection) -> list[tuple[str, int, str, str]]:

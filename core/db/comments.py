@@ -31,10 +31,10 @@ def insert_comment(
 ) -> int:
     cursor = conn.execute(
         "INSERT INTO review_comments (exception_id, event_id, request_id, author, created_at,"
-        " body, body_sha256) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        " body, body_sha256) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (exception_id, event_id, request_id, author, created_at, body, body_sha256),
     )
-    return int(cursor.lastrowid or 0)
+    return int(cursor.fetchall()[0][0])
 
 
 def insert_attachment(
@@ -51,7 +51,8 @@ def insert_attachment(
 ) -> int:
     cursor = conn.execute(
         "INSERT INTO review_attachments (exception_id, comment_id, author, created_at,"
-        " filename, media_type, size, sha256, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " filename, media_type, size, sha256, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " RETURNING id",
         (
             exception_id,
             comment_id,
@@ -64,7 +65,7 @@ def insert_attachment(
             sqlite3.Binary(content),
         ),
     )
-    return int(cursor.lastrowid or 0)
+    return int(cursor.fetchall()[0][0])
 
 
 def count_attachments(conn: sqlite3.Connection, exception_id: int) -> int:

@@ -1,5 +1,9 @@
 """Connections: WAL, a busy timeout, foreign keys on, one connection per thread of work.
 
+DATABASE_URL (or `--db`) may also name a PostgreSQL database (`postgresql://...`): then
+`connect` returns a `core.db.backend.PgConnection`, which speaks the same calling style,
+and `transaction` takes the write lock as an advisory lock (docs/postgres.md).
+
 A `sqlite3.Connection` is not shared between threads here: Streamlit runs each session's
 script in its own thread, so callers open a connection for a unit of work (cheap in
 SQLite) and close it. Writes go through `transaction`, which takes the write lock up
@@ -15,10 +19,19 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import cast
+
+from core.db.backend import (
+    WRITE_LOCK,
+    connect_postgres,
+    is_postgres,
+    is_postgres_url,
+    plain_url,
+)
 
 DEFAULT_DATABASE = "razorrecon.sqlite"
 BUSY_TIMEOUT_MS = 30_000
-SERVED_SCHEMES = ("sqlite", "file")
+SERVED_SCHEMES = ("sqlite", "file", "postgresql", "postgres")
 # `scheme:/...` (a URL; pathlib folds `//` into `/`) or a well-known database scheme.
 _URL_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):(?=/)")
 _DATABASE_SCHEMES = re.compile(
@@ -31,20 +44,23 @@ def database_path(url: str | None = None) -> str:
     """The SQLite file named by `url`, else by DATABASE_URL, else the default.
 
     Accepts a plain path, `sqlite:///relative.db`, `sqlite:////abs/path.db`, a SQLite
-    `file:` URI, or `:memory:`. A URL with any other scheme (postgresql://...) is refused
-    (ConfigError, exit 2) instead of becoming a SQLite file under a folder named after it.
+    `file:` URI, or `:memory:`; a PostgreSQL URL (postgresql://...) is returned as it is.
+    A URL with any other scheme (mysql://...) is refused (ConfigError, exit 2) instead of
+    becoming a SQLite file under a folder named after it.
     """
     value = url if url is not None else os.environ.get("DATABASE_URL", DEFAULT_DATABASE)
     value = value.strip() or DEFAULT_DATABASE
     scheme = _URL_SCHEME.match(value) or _DATABASE_SCHEMES.match(value)
+    if is_postgres_url(value):
+        return plain_url(value)
     if scheme is not None and scheme.group(1).lower() not in SERVED_SCHEMES:
         from core.errors import ConfigError
 
         where = "--db" if url is not None else "DATABASE_URL"
         raise ConfigError(
             f"{where}: {value!r} uses the scheme {scheme.group(1)!r}, which RazorRecon does "
-            "not serve; it serves SQLite only: a file path, sqlite:///relative.db, "
-            "sqlite:////absolute.db or a file: URI"
+            "not serve; it serves SQLite (a file path, sqlite:///relative.db, "
+            "sqlite:////absolute.db or a file: URI) and PostgreSQL (postgresql://...)"
         )
     if value.startswith("sqlite:///"):
         value = value[len("sqlite:///") :]
@@ -54,8 +70,14 @@ def database_path(url: str | None = None) -> str:
 
 
 def connect(path: str | Path | None = None) -> sqlite3.Connection:
-    """A new connection with the house settings. The caller closes it."""
+    """A new connection with the house settings. The caller closes it.
+
+    For a PostgreSQL URL this is a `PgConnection` (typed as sqlite3.Connection for the
+    callers: it implements the part of that interface core uses; docs/postgres.md).
+    """
     target = database_path(str(path)) if path is not None else database_path()
+    if is_postgres_url(target):
+        return cast(sqlite3.Connection, connect_postgres(target))
     if target != ":memory:" and not target.startswith("file:"):
         Path(target).parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(
@@ -83,7 +105,22 @@ def transaction(
     Nested use joins the outer transaction (a SAVEPOINT), so a function that writes can be
     called alone or as part of a larger atomic step.
     """
+    if is_postgres(conn) and not conn.in_transaction:
+        # A reading unit sees one snapshot, as SQLite's deferred BEGIN does.
+        conn.execute("BEGIN" if immediate else "BEGIN ISOLATION LEVEL REPEATABLE READ")
+        try:
+            if immediate:
+                # The write lock: writers queue, as behind SQLite's BEGIN IMMEDIATE.
+                conn.execute(f"SELECT pg_advisory_xact_lock({WRITE_LOCK})")
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return
     if conn.in_transaction:
+        if immediate and is_postgres(conn):
+            conn.execute(f"SELECT pg_advisory_xact_lock({WRITE_LOCK})")  # re-entrant
         conn.execute("SAVEPOINT nested")
         try:
             yield conn
@@ -105,11 +142,11 @@ def transaction(
 @contextmanager
 def open_database(path: str | Path | None = None) -> Iterator[sqlite3.Connection]:
     """Connect, bring the schema up to date, yield, close."""
-    from core.db.migrate import migrate
+    from core.db.migrate import migrate_with_owner
 
     conn = connect(path)
     try:
-        migrate(conn)
+        migrate_with_owner(conn)
         yield conn
     finally:
         conn.close()

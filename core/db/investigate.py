@@ -13,9 +13,10 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 
+from core.db.backend import PgConnection, is_postgres
 from core.db.connection import BUSY_TIMEOUT_MS
 
 Record = dict[str, Any]
@@ -67,7 +68,10 @@ def _one(cursor: sqlite3.Cursor) -> Record | None:
 
 
 def database_file(conn: sqlite3.Connection) -> str | None:
-    """The file behind `conn`'s main database, or None for an in-memory database."""
+    """The file behind `conn`'s main database, or None for an in-memory database (and
+    on PostgreSQL)."""
+    if is_postgres(conn):
+        return None
     for row in conn.execute("PRAGMA database_list").fetchall():
         if row[1] == "main":
             return str(row[2]) or None
@@ -95,8 +99,17 @@ def read_only(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """A read-only connection to the same database as `conn`, closed afterwards.
 
     A file database gets its own `mode=ro` connection; an in-memory one (tests, scratch)
-    is switched to `query_only` for the duration and switched back.
+    is switched to `query_only` for the duration and switched back. On PostgreSQL it is a
+    new session whose transactions are all READ ONLY (the server refuses any write).
     """
+    if is_postgres(conn):
+        ro_pg = PgConnection(conn.url)  # type: ignore[attr-defined]
+        try:
+            ro_pg.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+            yield cast(sqlite3.Connection, ro_pg)
+        finally:
+            ro_pg.close()
+        return
     path = database_file(conn)
     if path is not None:
         ro = open_read_only(path)
@@ -393,10 +406,10 @@ def add_token_usage(
     conn.execute(
         "INSERT INTO llm_token_usage (day, model, calls, prompt_tokens, output_tokens,"
         " total_tokens) VALUES (?, ?, 1, ?, ?, ?)"
-        " ON CONFLICT (day, model) DO UPDATE SET calls = calls + 1,"
-        " prompt_tokens = prompt_tokens + excluded.prompt_tokens,"
-        " output_tokens = output_tokens + excluded.output_tokens,"
-        " total_tokens = total_tokens + excluded.total_tokens",
+        " ON CONFLICT (day, model) DO UPDATE SET calls = llm_token_usage.calls + 1,"
+        " prompt_tokens = llm_token_usage.prompt_tokens + excluded.prompt_tokens,"
+        " output_tokens = llm_token_usage.output_tokens + excluded.output_tokens,"
+        " total_tokens = llm_token_usage.total_tokens + excluded.total_tokens",
         (day, model, prompt_tokens, output_tokens, total_tokens),
     )
 
@@ -426,7 +439,7 @@ def breaker_record_failure(
         "INSERT INTO llm_circuit_breaker (model, consecutive_failures, open_until, last_error,"
         " updated_at) VALUES (?, 1, 0, ?, ?)"
         " ON CONFLICT (model) DO UPDATE SET"
-        " consecutive_failures = consecutive_failures + 1,"
+        " consecutive_failures = llm_circuit_breaker.consecutive_failures + 1,"
         " last_error = excluded.last_error, updated_at = excluded.updated_at",
         (model, error, now),
     )

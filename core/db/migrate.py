@@ -4,7 +4,11 @@ Each migration runs in its own transaction and is recorded in `schema_migrations
 starting the app or a CLI command on an up-to-date database changes nothing.
 Number ranges by area, so parallel work never collides: 0001-0009 base, 0010-0019 ingest,
 0020 engine, 0030 benchmark, 0040 review and audit, 0050 investigator, 0060 Razorpay,
-0070 app.
+0070 app, 0090 PostgreSQL backend.
+
+PostgreSQL has its own files, `migrations_pg/NNNN_name.sql` with the same names, so both
+databases record the same `schema_migrations`; a SQLite migration without its PostgreSQL
+twin is refused on PostgreSQL (fail closed) instead of leaving that schema behind.
 """
 
 from __future__ import annotations
@@ -12,19 +16,36 @@ from __future__ import annotations
 import sqlite3
 import time
 from pathlib import Path
+from typing import Any, cast
+
+from core.db.backend import connect_postgres, is_postgres, owner_url
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+MIGRATIONS_PG_DIR = Path(__file__).with_name("migrations_pg")
+# The advisory lock a PostgreSQL migrator holds ("RRMIGRA"): one migrator at a time.
+MIGRATE_LOCK = 0x5252_4D49_4752_41
 
 
-def available_migrations() -> list[tuple[str, str]]:
-    """(name, sql) for every migration file, sorted by name."""
-    return [(p.stem, p.read_text(encoding="utf-8")) for p in sorted(MIGRATIONS_DIR.glob("*.sql"))]
+def available_migrations(dialect: str = "sqlite") -> list[tuple[str, str]]:
+    """(name, sql) for every migration file of `dialect`, sorted by name."""
+    folder = MIGRATIONS_PG_DIR if dialect == "postgresql" else MIGRATIONS_DIR
+    return [(p.stem, p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.sql"))]
+
+
+def missing_postgres_twins() -> list[str]:
+    """SQLite migrations that have no PostgreSQL file of the same name."""
+    pg = {name for name, _ in available_migrations("postgresql")}
+    return [name for name, _ in available_migrations() if name not in pg]
 
 
 def applied_migrations(conn: sqlite3.Connection) -> list[str]:
-    exists = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
-    ).fetchone()
+    if is_postgres(conn):
+        row = conn.execute("SELECT to_regclass('schema_migrations')").fetchone()
+        exists = row is not None and row[0] is not None
+    else:
+        exists = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+        ).fetchone()
     if not exists:
         return []
     return [r[0] for r in conn.execute("SELECT name FROM schema_migrations ORDER BY name")]
@@ -32,6 +53,8 @@ def applied_migrations(conn: sqlite3.Connection) -> list[str]:
 
 def migrate(conn: sqlite3.Connection) -> list[str]:
     """Apply every pending migration; return the names applied now."""
+    if is_postgres(conn):
+        return _migrate_postgres(conn)
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations ("
         " name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)"
@@ -59,6 +82,63 @@ def migrate(conn: sqlite3.Connection) -> list[str]:
             raise
         applied.append(name)
     return applied
+
+
+def _migrate_postgres(conn: Any) -> list[str]:
+    from core.errors import ConfigError
+
+    missing = missing_postgres_twins()
+    if missing:
+        raise ConfigError(
+            "PostgreSQL: these migrations have no version in core/db/migrations_pg/: "
+            + ", ".join(missing)
+        )
+    pending = [m for m in available_migrations("postgresql")]
+    if set(applied_migrations(conn)) >= {name for name, _ in pending}:
+        return []  # up to date: no lock, no write (the app role may not hold CREATE)
+    applied: list[str] = []
+    conn.execute("BEGIN")
+    try:
+        conn.execute(f"SELECT pg_advisory_xact_lock({MIGRATE_LOCK})")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)"
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    for name, sql in pending:
+        conn.execute("BEGIN")
+        try:
+            conn.execute(f"SELECT pg_advisory_xact_lock({MIGRATE_LOCK})")
+            if conn.execute("SELECT 1 FROM schema_migrations WHERE name = ?", (name,)).fetchone():
+                conn.execute("ROLLBACK")
+                continue
+            conn.execute_script(sql)  # verbatim; PostgreSQL runs several statements at once
+            conn.execute(
+                "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
+                (name, int(time.time())),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        applied.append(name)
+    return applied
+
+
+def migrate_with_owner(conn: sqlite3.Connection) -> list[str]:
+    """`migrate`, run on PostgreSQL by the owner role of DATABASE_OWNER_URL when it is set
+    (the app role of DATABASE_URL then needs no right to change the schema)."""
+    owner = owner_url() if is_postgres(conn) else None
+    if owner is None:
+        return migrate(conn)
+    owner_conn = connect_postgres(owner)
+    try:
+        return migrate(cast(sqlite3.Connection, owner_conn))
+    finally:
+        owner_conn.close()
 
 
 def _split_statements(sql: str) -> list[str]:

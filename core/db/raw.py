@@ -31,6 +31,8 @@ from core.dataset import (
     TRANSFER_COLUMNS,
     Dataset,
 )
+from core.db import pg_bulk
+from core.db.backend import is_postgres
 from core.db.connection import transaction
 from core.db.staging import (
     StagedTable,
@@ -140,6 +142,10 @@ def clear_raw_tables(conn: sqlite3.Connection) -> None:
     remove a raw table (a child of `imports`) row by row through every index; dropping frees
     its pages at once, and the schema afterwards is the same as before.
     """
+    if is_postgres(conn):  # one statement; the raw tables' schema is untouched
+        tables = ", ".join(table for table, _, _ in RAW_TABLES.values())
+        conn.execute(f"TRUNCATE {tables}")
+        return
     for table, _, _ in RAW_TABLES.values():
         objects = _schema_objects(conn, table)
         conn.execute(f"DROP TABLE {table}")
@@ -160,6 +166,14 @@ def insert_import(
     """Record an import; returns its id. With `import_id` (rows were staged under the id
     `next_import_id` promised) that id is taken, or sqlite3.IntegrityError raised when
     another import took it meanwhile."""
+    if is_postgres(conn):  # the identity's next value (no staging files on PostgreSQL)
+        row = conn.execute(
+            "INSERT INTO imports (id, source, location, content_hash, imported_at, report_json)"
+            " VALUES (coalesce(?, nextval(pg_get_serial_sequence('imports', 'id'))),"
+            " ?, ?, ?, ?, ?) RETURNING id",
+            (import_id, source, location, content_hash, imported_at, report_json),
+        ).fetchone()
+        return int(row[0])
     cursor = conn.execute(
         "INSERT INTO imports (id, source, location, content_hash, imported_at, report_json)"
         " VALUES (?, ?, ?, ?, ?, ?)",
@@ -237,7 +251,10 @@ def _parameters(
 @contextmanager
 def bulk_writes(conn: sqlite3.Connection, row_bytes: int) -> Iterator[None]:
     """A page cache sized for loading `row_bytes` of rows (core.db.staging.bulk_cache_kib);
-    the connection's setting is restored."""
+    the connection's setting is restored. (PostgreSQL: nothing to tune per connection.)"""
+    if is_postgres(conn):
+        yield
+        return
     previous = conn.execute("PRAGMA cache_size").fetchone()[0]
     conn.execute(f"PRAGMA cache_size = {-bulk_cache_kib(row_bytes)}")
     try:
@@ -302,6 +319,13 @@ def write_frame(
     if frame.empty:
         return 0
     table = RAW_TABLES[attribute][0]
+    if is_postgres(conn):  # COPY (core.db.pg_bulk)
+        key, spec = RAW_TABLES[attribute][1], RAW_TABLES[attribute][2]
+        rows = pg_bulk.frame_rows(frame, spec, (import_id,))
+        # Into an empty table a plain COPY, unless the frame repeats a key (the last wins).
+        upsert = bool(frame[key].duplicated().any()) or not _table_empty(conn, table)
+        pg_bulk.copy_frame(conn, table, key, [*spec, "import_id"], rows, upsert=upsert)
+        return len(frame)
     if not _table_empty(conn, table):
         _insert_rows(conn, attribute, frame, import_id, upsert=True)
         return len(frame)
@@ -405,6 +429,11 @@ def _frame(
     in C, on a second thread while the next batch is fetched.
     """
     names = list(columns)
+    if is_postgres(conn):
+        return _frame_from_json(
+            pg_bulk.json_rows(conn, table, names, "row_order" if order == "rowid" else order),
+            columns,
+        )
     row = "json_object(" + ", ".join(f"'{i}', {name}" for i, name in enumerate(names)) + ")"
     schema = pa.schema(
         [
@@ -430,6 +459,23 @@ def _frame(
     )
 
 
+def _frame_from_json(batches: Iterator[bytes], columns: dict[str, str]) -> pd.DataFrame:
+    """`_frame`'s second half: JSON row batches parsed by Arrow into the frame."""
+    names = list(columns)
+    schema = pa.schema(
+        [
+            (str(i), pa.int64() if columns[n] in _INTEGER_DTYPES else pa.string())
+            for i, n in enumerate(names)
+        ]
+    )
+    tables = [_json_batch(lines, schema) for lines in batches]
+    data = pa.concat_tables(tables).combine_chunks() if tables else schema.empty_table()
+    return pd.DataFrame(
+        {name: _series(data.column(i), columns[name]) for i, name in enumerate(names)},
+        columns=names,
+    )
+
+
 def bank_statement_in_raw_tables(conn: sqlite3.Connection) -> bool:
     """Whether an import whose data the raw tables still hold included a bank statement.
 
@@ -438,6 +484,15 @@ def bank_statement_in_raw_tables(conn: sqlite3.Connection) -> bool:
     replaced. A statement with no transactions counts: it still means "bank checks apply",
     and a later Razorpay sync or webhook import (which never carries one) does not undo it.
     """
+    if is_postgres(conn):
+        row = conn.execute(
+            "SELECT 1 FROM imports"
+            " WHERE id >= coalesce((SELECT max(id) FROM imports"
+            "                       WHERE (report_json::jsonb ->> 'replaced') IN ('true', '1')),"
+            "                      0)"
+            " AND (report_json::jsonb ->> 'has_bank_statement') IN ('true', '1') LIMIT 1"
+        ).fetchone()
+        return row is not None
     row = conn.execute(
         "SELECT 1 FROM imports"
         " WHERE id >= coalesce((SELECT max(id) FROM imports"

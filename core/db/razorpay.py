@@ -142,10 +142,11 @@ def start_sync_run(
 ) -> int:
     cursor = conn.execute(
         "INSERT INTO razorpay_sync_runs (started_at, heartbeat_at, status, range_from, range_to,"
-        " base_url, pid, host, resumed) VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?)",
+        " base_url, pid, host, resumed) VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?)"
+        " RETURNING id",
         (now, now, range_from, range_to, base_url, pid, host, int(resumed)),
     )
-    return int(cursor.lastrowid or 0)
+    return int(cursor.fetchall()[0][0])
 
 
 def record_sync_step(
@@ -350,7 +351,7 @@ def count_webhook_rejection(conn: sqlite3.Connection, *, day: str, verdict: str,
     conn.execute(
         "INSERT INTO razorpay_webhook_rejections (day, verdict, count, first_at, last_at)"
         " VALUES (?, ?, 1, ?, ?) ON CONFLICT (day, verdict)"
-        " DO UPDATE SET count = count + 1, last_at = excluded.last_at",
+        " DO UPDATE SET count = razorpay_webhook_rejections.count + 1, last_at = excluded.last_at",
         (day, verdict, now, now),
     )
 

@@ -7,6 +7,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from core.db.backend import is_postgres
+
 EXCEPTION_COLUMNS = (
     "id",
     "entity_type",
@@ -80,7 +82,7 @@ DueRules = Sequence[tuple[str | None, int, str]]
 EventRow = tuple[int, str, str, str | None, str | None, str | None, str | None, int]
 
 
-def _due_case(rules: DueRules, alias: str) -> tuple[str, list[Any]]:
+def _due_case(rules: DueRules, alias: str, conn: Any = None) -> tuple[str, list[Any]]:
     """A CASE picking each row's due date from (class, min_exposure, date) rules."""
     known = sorted({c for c, _, _ in rules if c is not None})
     marks = ", ".join("?" for _ in known)
@@ -102,10 +104,17 @@ def _due_case(rules: DueRules, alias: str) -> tuple[str, list[Any]]:
     # An open dispute is due on its `respond_by` (IST date), from the disputes raw table.
     respond_by = (
         f"CASE WHEN {alias}.entity_type = 'dispute' AND {alias}.reason_code = 'DISPUTE_OPEN'"
-        " THEN (SELECT date(d.respond_by + 19800, 'unixepoch') FROM disputes d"
+        f" THEN (SELECT {_ist_date(conn, 'd.respond_by')} FROM disputes d"
         f" WHERE d.id = {alias}.entity_id AND d.respond_by IS NOT NULL) END"
     )
     return f"COALESCE({respond_by}, {by_rule})", params
+
+
+def _ist_date(conn: Any, seconds: str) -> str:
+    """The IST calendar date (YYYY-MM-DD) of Unix `seconds`, in the database's SQL."""
+    if is_postgres(conn):
+        return f"to_char(to_timestamp({seconds} + 19800) AT TIME ZONE 'UTC', 'YYYY-MM-DD')"
+    return f"date({seconds} + 19800, 'unixepoch')"
 
 
 # -- runs ---------------------------------------------------------------------------------
@@ -131,8 +140,8 @@ def record_sync(
 ) -> None:
     """Remember the first sync of a run (a repeat of it keeps the first record)."""
     conn.execute(
-        "INSERT OR IGNORE INTO exception_syncs (run_id, synced_at, actor, summary_json)"
-        " VALUES (?, ?, ?, ?)",
+        "INSERT INTO exception_syncs (run_id, synced_at, actor, summary_json)"
+        " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
         (run_id, now, actor, summary_json),
     )
 
@@ -164,7 +173,7 @@ def reopen_from_run(
     """Reopen `ids` with this run's facts and a fresh due date."""
     if not ids:
         return
-    due, due_params = _due_case(rules, "o")
+    due, due_params = _due_case(rules, "o", conn)
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS review_ids (id INTEGER PRIMARY KEY)")
     conn.execute("DELETE FROM temp.review_ids")
     conn.executemany("INSERT INTO temp.review_ids (id) VALUES (?)", [(i,) for i in ids])
@@ -215,7 +224,7 @@ def count_holding(conn: sqlite3.Connection, run_id: int) -> int:
 
 def open_new_from_run(conn: sqlite3.Connection, run_id: int, now: int, rules: DueRules) -> None:
     """Insert an OPEN exception for every EXCEPTION outcome of the run not yet known."""
-    due, due_params = _due_case(rules, "o")
+    due, due_params = _due_case(rules, "o", conn)
     facts = ", ".join(FACT_COLUMNS)
     o_facts = ", ".join(f"o.{c}" for c in FACT_COLUMNS)
     conn.execute(
@@ -304,12 +313,12 @@ def insert_events(conn: sqlite3.Connection, rows: Iterable[EventRow]) -> None:
 
 
 def insert_event(conn: sqlite3.Connection, row: EventRow) -> int:
-    cursor = conn.execute(
+    found = conn.execute(
         "INSERT INTO exception_events (exception_id, action, actor, note, from_status,"
-        " to_status, request_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        " to_status, request_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         row,
-    )
-    return int(cursor.lastrowid or 0)
+    ).fetchall()
+    return int(found[0][0])
 
 
 def events_of(conn: sqlite3.Connection, exception_id: int) -> list[sqlite3.Row]:

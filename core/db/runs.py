@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from core.dataset import OUTCOME_COLUMNS as OUTCOME_FIELDS
+from core.db.backend import is_postgres
 from core.db.connection import transaction
 from core.db.staging import copy_table
 
@@ -95,6 +96,22 @@ def start_run(
     """Record a new run as 'running' and commit; returns its id. With `run_id` (outcomes
     were staged under the id `next_run_id` promised) that id is taken, or
     sqlite3.IntegrityError raised when another run took it meanwhile."""
+    if is_postgres(conn):  # the identity's next value (no staging files on PostgreSQL)
+        with transaction(conn):
+            row = conn.execute(
+                "INSERT INTO runs (id, started_at, status, as_of, source, params_json,"
+                " input_hashes_json) VALUES (coalesce(?, nextval(pg_get_serial_sequence("
+                "'runs', 'id'))), ?, 'running', ?, ?, ?, ?) RETURNING id",
+                (
+                    run_id,
+                    int(time.time() if started_at is None else started_at),
+                    int(as_of),
+                    source,
+                    _json(params),
+                    _json(input_hashes),
+                ),
+            ).fetchone()
+        return int(row[0])
     with transaction(conn):
         cursor = conn.execute(
             "INSERT INTO runs (id, started_at, status, as_of, source, params_json,"
@@ -187,6 +204,15 @@ STAGED_OUTCOMES = "outcomes"
 
 def outcome_table_columns(conn: sqlite3.Connection) -> list[str]:
     """The columns of `outcomes` in table order (run_id, then the OUTCOME_FIELDS)."""
+    if is_postgres(conn):
+        return [
+            str(r[0])
+            for r in conn.execute(
+                "SELECT column_name FROM information_schema.columns"
+                " WHERE table_schema = current_schema() AND table_name = 'outcomes'"
+                " ORDER BY ordinal_position"
+            )
+        ]
     return [str(r[1]) for r in conn.execute("PRAGMA table_info(outcomes)")]
 
 
@@ -209,7 +235,11 @@ def complete_run(
     chunks: the outcomes in pieces, each piece one sequence of values per OUTCOME_FIELDS
     entry, None for NULL (lists or numpy arrays; pieces keep the Python objects of a big
     run small). Rows go ROWS_PER_STATEMENT per INSERT, NULLs as sentinels (see above).
+    On PostgreSQL the chunks go in by COPY (no staging files there).
     """
+    if is_postgres(conn):
+        _complete_run_postgres(conn, run_id, chunks, timings, counts, finished_at)
+        return
     previous_cache = conn.execute("PRAGMA cache_size").fetchone()[0]
     conn.execute(f"PRAGMA cache_size = {-_BULK_CACHE_KIB}")
     try:
@@ -247,6 +277,36 @@ def complete_run(
             )
     finally:
         conn.execute(f"PRAGMA cache_size = {int(previous_cache)}")
+
+
+def _complete_run_postgres(
+    conn: sqlite3.Connection,
+    run_id: int,
+    chunks: Iterable[Sequence[OutcomeColumn]],
+    timings: dict[str, Any],
+    counts: dict[str, Any],
+    finished_at: int | None,
+) -> None:
+    from core.db.pg_bulk import copy_outcome_chunk
+
+    with transaction(conn):
+        state = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if state is None or state["status"] != "running":
+            raise ValueError(f"run {run_id} is not running")
+        for columns in chunks:
+            if len(columns) != len(OUTCOME_FIELDS):
+                raise ValueError(f"expected {len(OUTCOME_FIELDS)} columns, got {len(columns)}")
+            copy_outcome_chunk(conn, run_id, OUTCOME_FIELDS, columns)
+        conn.execute(
+            "UPDATE runs SET status = 'completed', finished_at = ?, timings_json = ?,"
+            " counts_json = ? WHERE id = ?",
+            (
+                int(time.time() if finished_at is None else finished_at),
+                _json(timings),
+                _json(counts),
+                run_id,
+            ),
+        )
 
 
 def update_timings(conn: sqlite3.Connection, run_id: int, timings: dict[str, Any]) -> None:

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from core.db.backend import is_postgres
 from core.errors import StorageError
 from core.leftovers import STAGING_PREFIX, owned_folder, remove_dead_leftovers
 from core.memory import return_freed_memory
@@ -91,6 +92,8 @@ def arrow_column(series: pd.Series, dtype: str) -> pa.Array:
 def worth_staging(conn: sqlite3.Connection, rows: int) -> bool:
     """Whether `rows` rows should go through a staging file: enough of them, and `conn` not
     inside a transaction (SQLite attaches files outside one only)."""
+    if is_postgres(conn):  # staging files are SQLite's; PostgreSQL loads by COPY
+        return False
     return rows >= STAGING_MIN_ROWS and not conn.in_transaction
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from core.db.backend import is_postgres
 from core.db.connection import transaction
 
 Row = dict[str, Any]
@@ -194,11 +195,18 @@ def outcome_counts(conn: sqlite3.Connection, run_id: int) -> list[Row]:
     )
 
 
+def _day(conn: sqlite3.Connection, seconds: str) -> str:
+    """The UTC calendar date (YYYY-MM-DD) of Unix `seconds`, in the database's SQL."""
+    if is_postgres(conn):
+        return f"to_char(to_timestamp({seconds}) AT TIME ZONE 'UTC', 'YYYY-MM-DD')"
+    return f"date({seconds}, 'unixepoch')"
+
+
 def match_rate_by_settlement_day(conn: sqlite3.Connection, run_id: int) -> list[Row]:
     """Per IST date of settlement creation: payments in those settlements, and matched."""
     return _all(
         conn,
-        "SELECT date(s.created_at + ?, 'unixepoch') AS day, sum(p.n) AS payments, "
+        f"SELECT {_day(conn, 's.created_at + ?')} AS day, sum(p.n) AS payments, "
         "sum(p.matched) AS matched FROM ("
         "  SELECT settlement_id, count(*) AS n, sum(status = 'MATCHED') AS matched "
         "  FROM outcomes WHERE run_id = ? AND entity_type = 'payment' "
@@ -257,7 +265,10 @@ def outcomes_frame(conn: sqlite3.Connection, run_id: int) -> pd.DataFrame:
 
 
 def database_file(conn: sqlite3.Connection) -> str:
-    """The file of the connection's main database ('' for an in-memory one)."""
+    """The file of the connection's main database ('' for an in-memory one, and on
+    PostgreSQL)."""
+    if is_postgres(conn):
+        return ""
     for row in conn.execute("PRAGMA database_list"):
         if row[1] == "main":
             return str(row[2] or "")
@@ -355,7 +366,7 @@ def _like(text: str) -> str:
     return f"%{escaped}%"
 
 
-def _search(term: str) -> tuple[str, list[Any]]:
+def _search(term: str, pg: bool = False) -> tuple[str, list[Any]]:
     """Case-insensitive substring over ids, UTR, narration and notes (exception_search, an
     FTS5 trigram index); a term under 3 characters (too short for trigrams) uses LIKE."""
     compact = term.replace(" ", "").replace("-", "").replace("/", "")
@@ -365,11 +376,17 @@ def _search(term: str) -> tuple[str, list[Any]]:
         sql = " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in columns)
         return f"({sql})", [like] * len(columns)
     phrases = {term, compact} if len(term) >= 3 else {compact}
+    if pg:  # the same substrings, case-insensitive, over the trigger-kept document (0075)
+        sql = " OR ".join("(ids || ' ' || notes) ILIKE ? ESCAPE '\\'" for _ in phrases)
+        return (
+            f"id IN (SELECT id FROM exception_search WHERE {sql})",
+            [_like(p) for p in sorted(phrases)],
+        )
     query = " OR ".join('"' + p.replace('"', '""') + '"' for p in sorted(phrases))
     return "id IN (SELECT rowid FROM exception_search WHERE exception_search MATCH ?)", [query]
 
 
-def _where(flt: QueueFilter, as_of: int) -> tuple[str, list[Any]]:
+def _where(flt: QueueFilter, as_of: int, pg: bool = False) -> tuple[str, list[Any]]:
     clauses: list[str] = []
     params: list[Any] = []
     for column, values in (
@@ -403,14 +420,14 @@ def _where(flt: QueueFilter, as_of: int) -> tuple[str, list[Any]]:
             params.append(flt.assignee)
     term = (flt.search or "").strip()
     if term:
-        clause, found = _search(term)
+        clause, found = _search(term, pg)
         clauses.append(clause)
         params.extend(found)
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 
 def queue_count(conn: sqlite3.Connection, flt: QueueFilter, as_of: int) -> Row:
-    where, params = _where(flt, as_of)
+    where, params = _where(flt, as_of, is_postgres(conn))
     row = _one(
         conn,
         f"SELECT count(*) AS n, coalesce(sum(exposure_amount), 0) AS exposure "
@@ -424,7 +441,7 @@ def queue_count(conn: sqlite3.Connection, flt: QueueFilter, as_of: int) -> Row:
 def queue_page(
     conn: sqlite3.Connection, flt: QueueFilter, as_of: int, sort: str, limit: int, offset: int
 ) -> list[Row]:
-    where, params = _where(flt, as_of)
+    where, params = _where(flt, as_of, is_postgres(conn))
     order = QUEUE_SORTS[sort]
     return _all(
         conn,
@@ -437,7 +454,7 @@ def queue_iter(
     conn: sqlite3.Connection, flt: QueueFilter, as_of: int, sort: str, batch: int = 5000
 ) -> Iterator[list[Row]]:
     """The whole filtered set, in batches (CSV export)."""
-    where, params = _where(flt, as_of)
+    where, params = _where(flt, as_of, is_postgres(conn))
     cursor = conn.execute(
         f"SELECT {QUEUE_COLUMNS} FROM exceptions{where} ORDER BY {QUEUE_SORTS[sort]}", params
     )
@@ -611,10 +628,16 @@ def insert_rows(
     sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({_in(columns)})"
     with transaction(conn):
         conn.executemany(sql, rows)
+        if is_postgres(conn):
+            from core.db.pg_bulk import advance_identities
+
+            advance_identities(conn, table)
 
 
 def checkpoint(conn: sqlite3.Connection) -> None:
     """Fold the WAL into the main file (before copying the database elsewhere)."""
+    if is_postgres(conn):
+        return
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 

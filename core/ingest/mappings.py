@@ -191,8 +191,12 @@ def saved_mappings_in(db: str | Path | None) -> tuple[BankMapping, ...]:
     """The mappings saved in an existing database file; none when it does not exist yet (a
     refused import or run must not create it)."""
     from core.db import database_path, open_database
+    from core.db.backend import is_postgres_url
 
-    if db is None or not Path(database_path(str(db))).is_file():
+    if db is None:
+        return ()
+    target = database_path(str(db))
+    if not is_postgres_url(target) and not Path(target).is_file():
         return ()
     with open_database(str(db)) as conn:
         return saved_mappings(conn)

@@ -100,7 +100,7 @@ def model_answer_problem(answer: Answer, redacted: Evidence, allowed: tuple[str,
 
 @contextmanager
 def _writable(conn_or_path: ConnOrPath) -> Iterator[sqlite3.Connection]:
-    if isinstance(conn_or_path, sqlite3.Connection):
+    if not isinstance(conn_or_path, str | Path):  # a connection (SQLite or PostgreSQL)
         migrate(conn_or_path)
         yield conn_or_path
     else:

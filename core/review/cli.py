@@ -34,6 +34,7 @@ from typing import Any
 from core import access
 from core.calendar import IST
 from core.db import database_path, open_database
+from core.db.backend import is_postgres_url
 from core.errors import EXIT_OK, InputError, NotFoundError, Problem
 from core.money import MoneyFormatError, format_inr, parse_rupees
 from core.review.actions import RESOLUTIONS, act
@@ -48,8 +49,8 @@ ACTIONS = ("resolve", "escalate", "reopen", "assign", "investigate")
 @contextmanager
 def existing_database(path: str) -> Iterator[sqlite3.Connection]:
     """Open a database that must already exist (a typo must not create an empty one)."""
-    database_path(path)  # a URL of a scheme we do not serve is refused, naming ours
-    if path != ":memory:" and not Path(path).is_file():
+    path = database_path(path)  # a URL of a scheme we do not serve is refused, naming ours
+    if path != ":memory:" and not is_postgres_url(path) and not Path(path).is_file():
         raise NotFoundError(f"{path}: no such database file")
     with open_database(path) as conn:
         access.seed_admins(conn, access.config_admins())

@@ -1,0 +1,341 @@
+"""The PostgreSQL backend: a psycopg 3 connection that speaks the part of `sqlite3`'s
+connection interface `core.db` uses, so the same statements serve both databases.
+
+What differs, and where it is handled (docs/postgres.md):
+
+- placeholders: `?` becomes `%s` (and a literal `%` becomes `%%`) outside string literals
+  and quoted names, in `translate` — statements keep one spelling in `core/db`;
+- rows: `PgRow` is a tuple that can also be indexed by column name and has `keys()`, like
+  `sqlite3.Row`;
+- transactions: autocommit between units of work; `core.db.transaction` opens `BEGIN` and,
+  for a writing unit (SQLite's BEGIN IMMEDIATE), takes one transaction-scoped advisory lock
+  (`pg_advisory_xact_lock(WRITE_LOCK)`): writers queue as on SQLite, readers never wait,
+  and the audit chain's head is read under that lock, so concurrent appenders never fork it;
+- schema: migrations of their own per dialect (`migrations_pg/`, same version numbers);
+- bulk loads: `copy_rows` (COPY ... FROM STDIN) instead of ADBC's SQLite ingest.
+
+The app role named by DATABASE_URL cannot UPDATE, DELETE or TRUNCATE the audit trail (the
+owner role of DATABASE_OWNER_URL runs the migrations and keeps those rights to itself),
+and triggers refuse those statements for every role (migration 0090).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import psycopg
+
+# The key of the one advisory lock every writing transaction takes (an arbitrary constant:
+# "RRWRITE" in ASCII). Transaction-scoped: released by COMMIT or ROLLBACK, never leaked.
+WRITE_LOCK = 0x5252_5752_4954_45
+POSTGRES_SCHEMES = ("postgresql", "postgres")
+# `:/+`: a URL that went through pathlib (argparse's type=Path) has lost one slash.
+_SCHEME = re.compile(r"^(postgresql|postgres)(\+[a-z0-9]+)?:/+", re.IGNORECASE)
+
+
+def is_postgres_url(value: str | None) -> bool:
+    return value is not None and _SCHEME.match(value.strip()) is not None
+
+
+def plain_url(value: str) -> str:
+    """`postgresql+psycopg://...` (SQLAlchemy style), or a URL pathlib folded to
+    `postgresql:/...`, as libpq accepts it."""
+    value = value.strip()
+    match = _SCHEME.match(value)
+    if match is None:
+        return value
+    return "postgresql://" + value[match.end() :]
+
+
+class PgRow(tuple[Any, ...]):
+    """A result row: a tuple, also indexed by column name (like sqlite3.Row)."""
+
+    _names: dict[str, int]
+
+    def __new__(cls, values: Sequence[Any], names: dict[str, int]) -> PgRow:
+        row = super().__new__(cls, values)
+        row._names = names
+        return row
+
+    def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
+        if isinstance(key, str):
+            return super().__getitem__(self._names[key])
+        return super().__getitem__(key)
+
+    def keys(self) -> list[str]:
+        return list(self._names)
+
+
+def _row_factory(cursor: psycopg.Cursor[Any]) -> Any:
+    description = cursor.description or []
+    names = {column.name: i for i, column in enumerate(description)}
+
+    def make(values: Sequence[Any]) -> PgRow:
+        return PgRow(values, names)
+
+    return make
+
+
+_TRANSLATED: dict[str, str] = {}
+_DIALECT: dict[str, str] = {}
+# SQLite spellings core/db uses, and PostgreSQL's: null-safe comparison, the temporary
+# schema's name, the unary + SQLite reads as "do not use an index for this term".
+_REWRITES = (
+    (re.compile(r"\bIS NOT (?!NULL\b)"), "IS DISTINCT FROM "),
+    (re.compile(r"\bIS (?!NOT\b|NULL\b|DISTINCT\b|TRUE\b|FALSE\b)"), "IS NOT DISTINCT FROM "),
+    (re.compile(r"\btemp\.(?=\w)"), "pg_temp."),
+    (re.compile(r"(ORDER BY|,)\s*\+(?=\w+\.)"), r"\1 "),
+    # SQLite's LIKE ignores ASCII case; PostgreSQL's ILIKE does.
+    (re.compile(r"\bLIKE\b"), "ILIKE"),
+)
+# SQLite sums a comparison as 0/1; PostgreSQL has no sum(boolean). (Literals allowed inside.)
+_PART = r"(?:[^()']|'[^']*'|\([^()]*\))"
+_SUM_OF_COMPARISON = re.compile(rf"\bsum\(({_PART}*?(?:=|<|>|\bIS\b){_PART}*)\)", re.IGNORECASE)
+
+
+def dialect_sql(sql: str) -> str:
+    """A statement of core/db in PostgreSQL's spelling (see _REWRITES); string literals
+    are left alone. Keywords are matched in capitals, as core/db writes them; scripts
+    (migrations) never pass through here (`PgConnection.execute_script`)."""
+    done = _DIALECT.get(sql)
+    if done is not None:
+        return done
+    summed = _SUM_OF_COMPARISON.sub(r"sum(CASE WHEN \1 THEN 1 ELSE 0 END)", sql)
+    parts = re.split(r"('(?:[^']|'')*')", summed)  # odd parts are string literals
+    for i in range(0, len(parts), 2):
+        for pattern, replacement in _REWRITES:
+            parts[i] = pattern.sub(replacement, parts[i])
+    done = "".join(parts)
+    if len(_DIALECT) < 4096:
+        _DIALECT[sql] = done
+    return done
+
+
+def translate(sql: str) -> str:
+    """A statement written with `?` placeholders, as psycopg's `%s` format wants it."""
+    done = _TRANSLATED.get(sql)
+    if done is not None:
+        return done
+    out: list[str] = []
+    quote: str | None = None
+    for ch in sql:
+        if quote is not None:
+            out.append("%%" if ch == "%" else ch)
+            if ch == quote:
+                quote = None
+        elif ch in ("'", '"'):
+            quote = ch
+            out.append(ch)
+        elif ch == "?":
+            out.append("%s")
+        elif ch == "%":
+            out.append("%%")
+        else:
+            out.append(ch)
+    done = "".join(out)
+    if len(_TRANSLATED) < 4096:
+        _TRANSLATED[sql] = done
+    return done
+
+
+def _numeric_loader_base() -> Any:
+    from psycopg.types.numeric import NumericLoader
+
+    return NumericLoader
+
+
+class _IntegralNumericLoader(_numeric_loader_base()):  # type: ignore[misc]
+    """numeric values: int when integral (sums of paise), else float (averages)."""
+
+    def load(self, data: Any) -> Any:
+        value = super().load(data)
+        if value == value.to_integral_value():
+            return int(value)
+        return float(value)
+
+
+class PgCursor:
+    """The result of `PgConnection.execute`: fetchone/fetchall/fetchmany, iteration,
+    rowcount, description."""
+
+    def __init__(self, cursor: psycopg.Cursor[Any]) -> None:
+        self._cursor = cursor
+
+    @property
+    def rowcount(self) -> int:
+        return int(self._cursor.rowcount)
+
+    @property
+    def description(self) -> Any:
+        return self._cursor.description
+
+    @property
+    def lastrowid(self) -> None:
+        raise NotImplementedError(
+            "PostgreSQL has no lastrowid: write the statement with RETURNING id"
+        )
+
+    def fetchone(self) -> Any:
+        if self._cursor.description is None:
+            return None
+        return self._cursor.fetchone()
+
+    def fetchall(self) -> list[Any]:
+        if self._cursor.description is None:
+            return []
+        return list(self._cursor.fetchall())
+
+    def fetchmany(self, size: int = 1) -> list[Any]:
+        if self._cursor.description is None:
+            return []
+        return list(self._cursor.fetchmany(size))
+
+    def __iter__(self) -> Iterator[Any]:
+        if self._cursor.description is None:
+            return iter(())
+        return iter(self._cursor)
+
+    def close(self) -> None:
+        self._cursor.close()
+
+
+@contextmanager
+def sqlite_errors() -> Iterator[None]:
+    """psycopg's errors as the sqlite3 classes callers catch (IntegrityError for a broken
+    constraint or a trigger's refusal, OperationalError for a lost server or a lock
+    timeout, DatabaseError for the rest, e.g. a privilege the role lacks); the psycopg
+    error is kept as the cause. The message keeps PostgreSQL's first line."""
+    import psycopg
+
+    try:
+        yield
+    except psycopg.IntegrityError as exc:
+        raise sqlite3.IntegrityError(_first_line(exc)) from exc
+    except psycopg.OperationalError as exc:
+        raise sqlite3.OperationalError(_first_line(exc)) from exc
+    except psycopg.Error as exc:
+        raise sqlite3.DatabaseError(_first_line(exc)) from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+class PgConnection:
+    """A psycopg connection in autocommit mode with sqlite3.Connection's calling style.
+
+    `dialect` is 'postgresql' (a sqlite3.Connection has none: `dialect_of` answers
+    'sqlite' for it).
+    """
+
+    dialect = "postgresql"
+
+    def __init__(self, url: str) -> None:
+        import psycopg
+
+        self.url = plain_url(url)
+        self._conn = psycopg.connect(self.url, autocommit=True, row_factory=_row_factory)
+        # sum() of integers is numeric in PostgreSQL: an int again, as SQLite gives it.
+        self._conn.adapters.register_loader("numeric", _IntegralNumericLoader)
+        self._depth = 0
+        self.row_factory: Any = None  # accepted and ignored: rows are always PgRow
+
+    @property
+    def raw(self) -> psycopg.Connection[Any]:
+        """The psycopg connection (for COPY)."""
+        return self._conn
+
+    @property
+    def in_transaction(self) -> bool:
+        from psycopg.pq import TransactionStatus
+
+        return bool(self._conn.info.transaction_status != TransactionStatus.IDLE)
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> PgCursor:
+        cursor = self._conn.cursor()
+        with sqlite_errors():
+            if params is None:
+                cursor.execute(dialect_sql(sql).encode())
+            else:
+                cursor.execute(translate(dialect_sql(sql)).encode(), tuple(params))
+        return PgCursor(cursor)
+
+    def execute_script(self, sql: str) -> None:
+        """A script (several statements, no parameters) exactly as written: migrations."""
+        with sqlite_errors():
+            self._conn.execute(sql.encode())
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> PgCursor:
+        cursor = self._conn.cursor()
+        with sqlite_errors():
+            cursor.executemany(translate(dialect_sql(sql)).encode(), [tuple(r) for r in rows])
+        return PgCursor(cursor)
+
+    def copy_rows(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
+        """COPY rows into `table` (columns named) in the current transaction; the count."""
+        count = 0
+        names = ", ".join(columns)
+        statement = f"COPY {table} ({names}) FROM STDIN".encode()
+        with sqlite_errors(), self._conn.cursor() as cursor, cursor.copy(statement) as copy:
+            for row in rows:
+                copy.write_row(row)
+                count += 1
+        return count
+
+    def commit(self) -> None:
+        if self.in_transaction:
+            self._conn.execute(b"COMMIT")
+
+    def rollback(self) -> None:
+        if self.in_transaction:
+            self._conn.execute(b"ROLLBACK")
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> PgConnection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def connect_postgres(url: str) -> PgConnection:
+    """A PostgreSQL connection (autocommit between units of work); refused clearly when the
+    server cannot be reached."""
+    import psycopg
+
+    from core.errors import StorageError
+
+    try:
+        return PgConnection(url)
+    except psycopg.OperationalError as exc:
+        raise StorageError(f"cannot connect to PostgreSQL at {_redacted(url)}: {exc}") from exc
+
+
+def _redacted(url: str) -> str:
+    """The URL without its password."""
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+
+
+def owner_url(url: str | None = None) -> str | None:
+    """DATABASE_OWNER_URL when it names the same kind of database as `url`: the role that
+    runs migrations on PostgreSQL. None otherwise (then `url`'s own role migrates)."""
+    owner = os.environ.get("DATABASE_OWNER_URL", "").strip()
+    return owner if owner and is_postgres_url(owner) else None
+
+
+def dialect_of(conn: Any) -> str:
+    """'postgresql' for a PgConnection, 'sqlite' for a sqlite3 connection."""
+    return str(getattr(conn, "dialect", "sqlite"))
+
+
+def is_postgres(conn: Any) -> bool:
+    return dialect_of(conn) == "postgresql"

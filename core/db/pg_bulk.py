@@ -1,0 +1,190 @@
+"""PostgreSQL bulk paths of the raw tables and outcomes: COPY in, JSON rows out.
+
+SQLite's fast paths (multi-row INSERTs with NULL sentinels, dropped and rebuilt indexes,
+ADBC staging files, json_object reads) are SQLite's own. On PostgreSQL a frame goes in by
+COPY ... FROM STDIN (binary-safe, NULLs as NULLs): straight into an empty table, or into a
+temporary table and from there by one INSERT ... ON CONFLICT DO UPDATE (the last row for a
+key wins, as on SQLite). Rows come back as json_build_object text parsed by Arrow, the same
+parser the SQLite path feeds. Raw tables carry `row_order` (migration 0090), an identity
+that an upsert keeps, so rows read back in the order they were first stored, like SQLite's
+rowid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+BATCH_ROWS = 50_000
+
+
+def _python_values(series: pd.Series, dtype: str) -> list[Any]:
+    """A column as Python ints / strs, None for missing."""
+    if dtype in ("int64", "bool"):
+        return series.to_numpy(dtype=np.int64).tolist()  # type: ignore[no-any-return]
+    if dtype == "Int64":
+        if str(series.dtype) != "Int64":
+            series = series.astype("Int64")
+        values = series.to_numpy(dtype=object, na_value=None)  # type: ignore[call-overload]
+        return [None if v is None else int(v) for v in values]
+    if not isinstance(series.dtype, pd.StringDtype):
+        series = series.astype("string")
+    return series.to_numpy(dtype=object, na_value=None).tolist()  # type: ignore[call-overload, no-any-return]
+
+
+def frame_rows(
+    frame: pd.DataFrame, columns: dict[str, str], extra: Sequence[Any] = ()
+) -> Iterator[tuple[Any, ...]]:
+    """The frame's rows as tuples in `columns` order, `extra` values appended to each;
+    converted a batch at a time."""
+    for start in range(0, len(frame), BATCH_ROWS):
+        part = frame.iloc[start : start + BATCH_ROWS]
+        cols = [_python_values(part[name], dtype) for name, dtype in columns.items()]
+        tail = tuple(extra)
+        for values in zip(*cols, strict=True):
+            yield (*values, *tail)
+
+
+def copy_frame(
+    conn: Any,
+    table: str,
+    key: str,
+    columns: Sequence[str],
+    rows: Iterator[tuple[Any, ...]],
+    *,
+    upsert: bool,
+) -> int:
+    """COPY rows (values for `columns`) into `table`; with `upsert`, through a temporary
+    table and INSERT ... ON CONFLICT (key) DO UPDATE, the last row of a key winning."""
+    if not upsert:
+        return int(conn.copy_rows(table, columns, rows))
+    stage = f"stage_{table}"
+    conn.execute(
+        f"CREATE TEMPORARY TABLE {stage} AS SELECT {', '.join(columns)} FROM {table} LIMIT 0"
+    )
+    try:
+        conn.execute(f"ALTER TABLE {stage} ADD COLUMN stage_order BIGSERIAL")
+        count = int(conn.copy_rows(stage, columns, rows))
+        names = ", ".join(columns)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != key)
+        conn.execute(
+            f"INSERT INTO {table} ({names})"
+            f" SELECT {names} FROM (SELECT DISTINCT ON ({key}) * FROM {stage}"
+            f" ORDER BY {key}, stage_order DESC) AS last ORDER BY stage_order"
+            f" ON CONFLICT ({key}) DO UPDATE SET {updates}"
+        )
+    finally:
+        conn.execute(f"DROP TABLE {stage}")
+    return count
+
+
+def json_rows(conn: Any, table: str, names: Sequence[str], order: str) -> Iterator[bytes]:
+    """Each row as one JSON object {"0": first column, ...} (text), in `order`."""
+    row = "json_build_object(" + ", ".join(f"'{i}', {n}" for i, n in enumerate(names)) + ")"
+    cursor = conn.execute(f"SELECT {row}::text FROM {table} ORDER BY {order}")
+    while batch := cursor.fetchmany(BATCH_ROWS):
+        yield b"\n".join(r[0].encode("utf-8") for r in batch)
+
+
+def copy_outcome_chunk(
+    conn: Any, run_id: int, fields: Sequence[str], columns: Sequence[Any]
+) -> int:
+    """One piece of a run's outcomes (a value sequence per field, None for NULL; lists or
+    numpy arrays) by COPY."""
+    count = len(columns[0]) if len(columns) else 0
+    if any(len(column) != count for column in columns):
+        raise ValueError("outcome columns differ in length")
+    lists = [c.tolist() if isinstance(c, np.ndarray) else list(c) for c in columns]
+    rows = ((run_id, *values) for values in zip(*lists, strict=True))
+    return int(conn.copy_rows("outcomes", ["run_id", *fields], rows))
+
+
+# Tables that a PostgreSQL trigger fills (exception_search) or that migrations own.
+_NOT_PUBLISHED = frozenset({"schema_migrations", "exception_search"})
+
+
+def _tables_in_key_order(target: Any) -> list[str]:
+    """The public tables, each after every table its foreign keys point at."""
+    tables = [
+        str(r[0])
+        for r in target.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename"
+        )
+    ]
+    parents: dict[str, set[str]] = {t: set() for t in tables}
+    for child, parent in target.execute(
+        "SELECT conrelid::regclass::text, confrelid::regclass::text FROM pg_constraint"
+        " WHERE contype = 'f' AND connamespace = current_schema()::regnamespace"
+    ):
+        if child in parents and parent != child:
+            parents[child].add(str(parent))
+    ordered: list[str] = []
+    while parents:
+        ready = sorted(t for t, p in parents.items() if not (p - set(ordered)))
+        if not ready:
+            raise ValueError("foreign keys form a cycle: " + ", ".join(sorted(parents)))
+        ordered.extend(ready)
+        for t in ready:
+            del parents[t]
+    return [t for t in ordered if t not in _NOT_PUBLISHED]
+
+
+def _insertable_columns(target: Any, table: str) -> list[str]:
+    return [
+        str(r[0])
+        for r in target.execute(
+            "SELECT column_name FROM information_schema.columns"
+            " WHERE table_schema = current_schema() AND table_name = ?"
+            " AND is_generated = 'NEVER' AND coalesce(identity_generation, '') <> 'ALWAYS'"
+            " ORDER BY ordinal_position",
+            (table,),
+        )
+    ]
+
+
+def publish_sqlite(source: Any, target: Any) -> dict[str, int]:
+    """Copy every table of a SQLite database (`source`, the bootstrap's scratch build)
+    into an empty PostgreSQL database (`target`) in the caller's transaction, by COPY, in
+    foreign-key order; identities then continue after the largest copied id. Rows per
+    table."""
+    copied: dict[str, int] = {}
+    for table in _tables_in_key_order(target):
+        known = {str(r[1]) for r in source.execute(f"PRAGMA table_info({table})")}
+        columns = [c for c in _insertable_columns(target, table) if c in known]
+        if not columns:
+            continue
+        cursor = source.execute(f"SELECT {', '.join(columns)} FROM {table}")
+        copied[table] = int(target.copy_rows(table, columns, (tuple(r) for r in cursor)))
+    advance_identities(target)
+    return copied
+
+
+def advance_identities(target: Any, table: str | None = None) -> None:
+    """Make each BY DEFAULT identity (of `table`, or of every table) continue after the
+    largest id stored, after rows were written with explicit ids (SQLite's INTEGER PRIMARY
+    KEY always continues after the largest)."""
+    rows = target.execute(
+        "SELECT table_name, column_name FROM information_schema.columns"
+        " WHERE table_schema = current_schema() AND is_identity = 'YES'"
+        " AND identity_generation = 'BY DEFAULT' AND (CAST(? AS TEXT) IS NULL OR table_name = ?)",
+        (table, table),
+    ).fetchall()
+    for name, column in rows:
+        target.execute(
+            f"SELECT setval(pg_get_serial_sequence('{name}', '{column}'),"
+            f" coalesce((SELECT max({column}) FROM {name}), 0) + 1, false)"
+        )
+
+
+# "RRBOOTS": the session lock one bootstrap holds across every app process.
+BOOTSTRAP_LOCK = 0x5252_424F_4F54_53
+
+
+def try_bootstrap_lock(conn: Any) -> bool:
+    """Take the bootstrap's session-level advisory lock if free (released when `conn`
+    closes, or the process dies)."""
+    row = conn.execute(f"SELECT pg_try_advisory_lock({BOOTSTRAP_LOCK})").fetchone()
+    return bool(row[0])
