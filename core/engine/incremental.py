@@ -1,0 +1,496 @@
+"""Incremental runs: re-reconcile only what a day's new rows (and the passage of time) can
+change, carry every other outcome forward from the previous run (docs/engine.md,
+*Incremental runs*).
+
+API (pure: no SQL, no files):
+
+- `merge_rows(stored, day) -> (merged, replaced)`: the day's rows upserted into the stored
+  dataset by key (a row with a stored key replaces it: a correction), and the stored
+  versions the day replaced.
+- `plan_incremental(merged, day, replaced, previous, params, as_of) -> Plan`: the affected
+  set (`Plan.keep`: the outcome keys to decide again) and the sub-dataset that decides
+  them exactly (`Plan.subset`).
+- `reconcile_incremental(...) -> IncrementalResult`: the plan, the engine over the
+  sub-dataset, and the previous run's outcomes for everything else; identical to
+  `reconcile(merged, ...)` (tests/test_engine_incremental.py proves it on random daily
+  loads).
+- `needs_full_run(stored, merged, ...) -> str | None`: why an incremental run cannot be
+  trusted (a global switch of the engine flipped), else None.
+
+Why the affected set is enough. An outcome depends on (docs/engine.md):
+- a payment, refund, transfer, dispute or unknown recon row: the rows of its *family*
+  (the entity, its recon rows by entity_id, refunds and disputes and transfers of the
+  payment, dispute rows by dispute_id; see `_family_keys`), the settlements those rows
+  name (existence and UTR only), the instant settlements, the calendar and as_of;
+- a settlement: its own row, every recon row naming it (the sum), the credits linked to
+  it, and, through `fuzzy_utr` / `consolidated`, every *fallback candidate* (settlements
+  no credit carries the UTR of, credits linked to no UTR);
+- a bank credit: its line, the settlement(s) it is linked to, the fallback candidates.
+So the affected set is the closure of: every key the day's rows (new and replaced
+versions) carry; every outcome of the previous run that is not final (any status but
+MATCHED: time alone moves PENDING to overdue) or was matched by a fallback; every
+fallback candidate; the families whose rows name a settlement the day changed; and the
+settlements and credits linked, in the previous run or now, to anything affected. A
+MATCHED outcome outside it saw none of its inputs change and does not depend on as_of.
+The sub-dataset adds what those outcomes read: every recon row of an affected settlement,
+the settlements affected rows name, and, so that UTR links and fallback candidates come
+out as in the full dataset, each included settlement's and credit's linked counterparts.
+Outcomes the engine gives the sub-dataset's other rows (a recon row read for a sum
+without its payment looks unknown) are dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from core.books.pricing import PricingPlan
+from core.dataset import DATASET_TABLES, OUTCOME_COLUMNS, Dataset
+from core.engine.bank import link_bank
+from core.engine.columns import BoolArray, IntArray, ints, lookup, text
+from core.engine.context import Context
+from core.engine.params import EngineParams
+from core.engine.part import M_UTR
+from core.engine.reconcile import reconcile
+
+# Each table's key: a day's row with a stored key replaces the stored row.
+TABLE_KEYS: dict[str, str] = {
+    "payments": "id",
+    "refunds": "id",
+    "settlements": "id",
+    "recon": "row_key",
+    "bank": "id",
+    "instant_settlements": "id",
+    "instant_payouts": "id",
+    "disputes": "id",
+    "transfers": "id",
+}
+# Family key columns per table. Ids of payments, refunds and transfers share one namespace
+# (a recon row names any of them by entity_id); dispute ids get a prefix of their own.
+DISPUTE_PREFIX = "\x00dispute:"
+FAMILY_COLUMNS: dict[str, tuple[str, ...]] = {
+    "payments": ("id",),
+    "refunds": ("id", "payment_id"),
+    "recon": ("entity_id", "payment_id", "transfer_id", "dispute_id"),
+    "disputes": ("id", "payment_id"),
+    "transfers": ("id", "source"),
+}
+FAMILY_ENTITY_TYPES = ("payment", "refund", "recon_row", "transfer")
+FALLBACK_METHODS = ("fuzzy_utr", "consolidated")
+_EMPTY = pa.scalar("", pa.large_string())
+_SEPARATOR = pa.scalar("\x00", pa.large_string())
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What an incremental run decides again.
+
+    subset: the sub-dataset the engine reconciles. keep: the outcome keys (entity_type,
+    entity_id) taken from that run; every other key keeps the previous run's outcome.
+    stats: counts for the run's report (affected entities per kind, sub-dataset rows).
+    """
+
+    subset: Dataset
+    keep: pd.DataFrame
+    stats: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class IncrementalResult:
+    """outcomes: the full outcome frame (as `reconcile` over the merged dataset gives it);
+    plan: what was re-reconciled; stats: plan.stats plus `reconciled` (outcomes decided
+    again) and `carried_forward` (outcomes taken from the previous run)."""
+
+    outcomes: pd.DataFrame
+    plan: Plan
+    stats: dict[str, int]
+
+
+# --- merging a day's rows -------------------------------------------------------------
+
+
+def _keys(frame: pd.DataFrame, attribute: str) -> pa.Array:
+    return text(frame[TABLE_KEYS[attribute]])
+
+
+def _mask(found: pa.Array | pa.ChunkedArray) -> BoolArray:
+    result: BoolArray = np.asarray(
+        found.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool
+    )
+    return result
+
+
+def merge_rows(stored: Dataset, day: Dataset) -> tuple[Dataset, Dataset]:
+    """The day's rows upserted into `stored` by key (TABLE_KEYS), as the raw tables' upsert
+    does; and `replaced`, the stored rows the day's rows replace (corrections)."""
+    merged: dict[str, pd.DataFrame] = {}
+    replaced: dict[str, pd.DataFrame] = {}
+    for attribute in DATASET_TABLES:
+        old: pd.DataFrame = getattr(stored, attribute)
+        new: pd.DataFrame = getattr(day, attribute)
+        if len(new) == 0:
+            merged[attribute] = old
+            replaced[attribute] = old.iloc[0:0]
+            continue
+        # The last row of a key in the day wins, as repeated upserts would have it.
+        new = new[~new[TABLE_KEYS[attribute]].duplicated(keep="last").to_numpy()]
+        hit = _mask(pc.is_in(_keys(old, attribute), value_set=_keys(new, attribute)))
+        replaced[attribute] = old[hit].reset_index(drop=True)
+        kept = old[~hit]
+        frame = pd.concat([kept, new.astype(old.dtypes.to_dict())], ignore_index=True)
+        merged[attribute] = frame
+    has_bank = stored.has_bank_statement or day.has_bank_statement
+    return (
+        Dataset(**merged, has_bank_statement=has_bank),
+        Dataset(**replaced, has_bank_statement=stored.has_bank_statement),
+    )
+
+
+def needs_full_run(stored: Dataset, merged: Dataset) -> str | None:
+    """Why this day cannot be reconciled incrementally (a switch of the whole engine flips),
+    else None: the first bank statement (bank checks start for every settlement) or the
+    first transfers file (transfer rows stop being outcomes of their own)."""
+    if stored.has_bank_statement != merged.has_bank_statement:
+        return "the first bank statement arrived: every settlement's bank check changes"
+    if (len(stored.transfers) == 0) != (len(merged.transfers) == 0):
+        return "the first transfers arrived: transfer rows are judged differently"
+    return None
+
+
+def pricing_fingerprint(pricing: tuple[PricingPlan, ...]) -> str:
+    """A stable hash of the pricing plans a run used ('none' without plans)."""
+    if not pricing:
+        return "none"
+    text_ = json.dumps([repr(plan) for plan in pricing], sort_keys=True)
+    return hashlib.sha256(text_.encode()).hexdigest()
+
+
+# --- the affected set -----------------------------------------------------------------
+
+
+def _present_keys(values: pa.Array, prefix: str = "") -> pa.Array:
+    """Non-blank values as large_string, `prefix` prepended."""
+    array = text(values)
+    blank = pc.equal(pc.utf8_trim_whitespace(array), "").fill_null(True)
+    array = array.filter(pc.invert(blank))
+    if prefix:
+        array = pc.binary_join_element_wise(pa.scalar(prefix, pa.large_string()), array, _EMPTY)
+    return array
+
+
+def _family_columns(ds: Dataset) -> dict[str, list[pa.Array]]:
+    """Per family table, its key columns (nulls where blank; dispute ids prefixed)."""
+    columns: dict[str, list[pa.Array]] = {}
+    for attribute, names in FAMILY_COLUMNS.items():
+        frame: pd.DataFrame = getattr(ds, attribute)
+        arrays = []
+        for name in names:
+            array = text(frame[name])
+            dispute = (attribute == "recon" and name == "dispute_id") or (
+                attribute == "disputes" and name == "id"
+            )
+            if dispute:
+                array = pc.binary_join_element_wise(
+                    pa.scalar(DISPUTE_PREFIX, pa.large_string()), array, _EMPTY
+                )
+            arrays.append(array)
+        columns[attribute] = arrays
+    return columns
+
+
+def _family_keys(ds: Dataset) -> pa.Array:
+    """Every family key the rows of `ds` carry (the day's rows, or their replaced versions)."""
+    pieces = []
+    for arrays in _family_columns(ds).values():
+        pieces += [_present_keys(a) for a in arrays]
+    return _unique(pieces)
+
+
+def _unique(pieces: Iterable[pa.Array]) -> pa.Array:
+    arrays = [p.cast(pa.large_string()) for p in pieces if len(p)]
+    if not arrays:
+        return pa.array([], type=pa.large_string())
+    return pc.unique(pa.concat_arrays(arrays))
+
+
+def _close_families(
+    columns: dict[str, list[pa.Array]], seeds: pa.Array
+) -> tuple[pa.Array, dict[str, BoolArray]]:
+    """The family keys reachable from `seeds` (a row carrying one key brings all of its
+    keys), and per table the rows in those families."""
+    members = {name: np.zeros(len(arrays[0]), dtype=bool) for name, arrays in columns.items()}
+    known = seeds
+    frontier = seeds
+    while len(frontier):
+        found: list[pa.Array] = []
+        for name, arrays in columns.items():
+            hit = np.zeros(len(members[name]), dtype=bool)
+            for array in arrays:
+                hit |= _mask(pc.is_in(array, value_set=frontier))
+            fresh = hit & ~members[name]
+            if not fresh.any():
+                continue
+            members[name] |= fresh
+            chosen = pa.array(fresh)
+            found += [_present_keys(array.filter(chosen)) for array in arrays]
+        new = _unique(found)
+        frontier = new.filter(pc.invert(pc.is_in(new, value_set=known))) if len(new) else new
+        known = _unique([known, frontier])
+    return known, members
+
+
+def _positions(values: pa.Array, keys: pa.Array) -> IntArray:
+    found = lookup(values, keys)
+    result: IntArray = np.unique(found[found >= 0])
+    return result
+
+
+def _old_links(previous: pd.DataFrame, ds: Dataset) -> tuple[IntArray, IntArray]:
+    """(line, settlement) positions in `ds` linked in the previous run (its bank_entry
+    outcomes name their settlement(s); a consolidated credit lists them `;`-joined)."""
+    rows = previous[previous["entity_type"].to_numpy() == "bank_entry"]
+    if len(rows) == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
+    split = pc.split_pattern(text(rows["settlement_id"]).fill_null(""), ";")
+    parents = pc.list_parent_indices(split).to_numpy(zero_copy_only=False).astype(np.int64)
+    line = lookup(text(rows["entity_id"]), text(ds.bank["id"]))[parents]
+    settlement = lookup(pc.list_flatten(split), text(ds.settlements["id"]))
+    ok = (line >= 0) & (settlement >= 0)
+    return line[ok], settlement[ok]
+
+
+@dataclass(frozen=True)
+class _Links:
+    """Bank links of the whole merged dataset: (line, settlement) pairs now, the previous
+    run's pairs, lines paid to instant payouts, and the fallback candidates."""
+
+    new_line: IntArray
+    new_settlement: IntArray
+    old_line: IntArray
+    old_settlement: IntArray
+    payout_lines: BoolArray
+    candidate_settlements: BoolArray
+    candidate_lines: BoolArray
+
+
+def _links(merged: Dataset, previous: pd.DataFrame, params: EngineParams, as_of: int) -> _Links:
+    m, b = len(merged.settlements), len(merged.bank)
+    old_line, old_settlement = _old_links(previous, merged)
+    if not merged.has_bank_statement:
+        empty = np.zeros(0, dtype=np.int64)
+        return _Links(
+            empty, empty, old_line, old_settlement, np.zeros(b, bool), np.zeros(m, bool),
+            np.zeros(b, bool),
+        )  # fmt: skip
+    # The bank linking reads settlements, payouts and credits only: no recon rows needed.
+    bank_only = Dataset(
+        settlements=merged.settlements,
+        bank=merged.bank,
+        has_bank_statement=True,
+        instant_settlements=merged.instant_settlements,
+        instant_payouts=merged.instant_payouts,
+    )
+    links = link_bank(Context.build(bank_only, params, as_of))
+    lines, settlements = [], []
+    for line in np.flatnonzero(links.line >= 0):
+        members = links.line_settlements.get(int(line), [int(links.line[line])])
+        lines += [int(line)] * len(members)
+        settlements += [int(s) for s in members]
+    credit = ints(merged.bank["credit"])
+    payout = links.line_payout if links.line_payout is not None else np.full(b, -1)
+    return _Links(
+        new_line=np.asarray(lines, dtype=np.int64),
+        new_settlement=np.asarray(settlements, dtype=np.int64),
+        old_line=old_line,
+        old_settlement=old_settlement,
+        payout_lines=payout >= 0,
+        candidate_settlements=links.utr_credits == 0,
+        candidate_lines=(credit > 0) & (links.line_method != M_UTR),
+    )
+
+
+def _close_links(
+    settlements: BoolArray, lines: BoolArray, pairs: list[tuple[IntArray, IntArray]]
+) -> None:
+    """Grow both masks (in place) along (line, settlement) pairs until nothing changes."""
+    line = np.concatenate([p[0] for p in pairs]) if pairs else np.zeros(0, np.int64)
+    settlement = np.concatenate([p[1] for p in pairs]) if pairs else np.zeros(0, np.int64)
+    while True:
+        before = int(settlements.sum()) + int(lines.sum())
+        lines[line[settlements[settlement]]] = True
+        settlements[settlement[lines[line]]] = True
+        if int(settlements.sum()) + int(lines.sum()) == before:
+            return
+
+
+def _previous_of(previous: pd.DataFrame, entity_type: str, open_only: bool) -> pa.Array:
+    """Entity ids of the previous run's outcomes of one type: all that are not MATCHED (and,
+    for settlements and credits, those matched by a fallback) when open_only."""
+    kind = previous["entity_type"].to_numpy() == entity_type
+    if open_only:
+        status = previous["status"].to_numpy()
+        method = previous["match_method"].astype("string").fillna("").to_numpy()
+        kind &= (status != "MATCHED") | np.isin(method, FALLBACK_METHODS)
+    return text(previous["entity_id"][kind])
+
+
+def plan_incremental(
+    merged: Dataset,
+    day: Dataset,
+    replaced: Dataset,
+    previous: pd.DataFrame,
+    params: EngineParams,
+    as_of: int,
+) -> Plan:
+    """The affected set of a day's load and the sub-dataset that decides it (module doc)."""
+    links = _links(merged, previous, params, as_of)
+    s_ids, b_ids = text(merged.settlements["id"]), text(merged.bank["id"])
+    m, b = len(s_ids), len(b_ids)
+
+    # Settlements and credits whose outcome is decided again.
+    s_keep = np.zeros(m, dtype=bool)
+    changed_settlements = _unique([text(day.settlements["id"])])
+    s_keep[_positions(changed_settlements, s_ids)] = True
+    for frame in (day.recon, replaced.recon):
+        s_keep[_positions(text(frame["settlement_id"]), s_ids)] = True
+    s_keep[_positions(_previous_of(previous, "settlement", True), s_ids)] = True
+    s_keep |= links.candidate_settlements
+    b_keep = np.zeros(b, dtype=bool)
+    b_keep[_positions(text(day.bank["id"]), b_ids)] = True
+    b_keep[_positions(_previous_of(previous, "bank_entry", True), b_ids)] = True
+    b_keep |= links.candidate_lines | links.payout_lines
+    new_pairs = (links.new_line, links.new_settlement)
+    _close_links(s_keep, b_keep, [new_pairs, (links.old_line, links.old_settlement)])
+
+    # Families decided again: the day's keys (new and replaced versions), open outcomes,
+    # and the families whose rows name a settlement (or instant settlement) the day changed.
+    columns = _family_columns(merged)
+    recon_settlement = text(merged.recon["settlement_id"])
+    changed_any = _unique([changed_settlements, text(day.instant_settlements["id"])])
+    naming = _mask(pc.is_in(recon_settlement, value_set=changed_any))
+    seeds = [_family_keys(day), _family_keys(replaced)]
+    seeds += [_present_keys(a.filter(pa.array(naming))) for a in columns["recon"]]
+    for entity_type in FAMILY_ENTITY_TYPES:
+        seeds.append(_present_keys(_previous_of(previous, entity_type, True)))
+    seeds.append(_present_keys(_previous_of(previous, "dispute", True), DISPUTE_PREFIX))
+    family_keys, members = _close_families(columns, _unique(seeds))
+
+    # The sub-dataset: family rows, every row of a re-decided settlement (its sum), the
+    # settlements family rows name, and the linked counterparts of every settlement and
+    # credit in it (so UTR links and fallback candidates come out as in the full dataset).
+    recon_rows = members["recon"] | _mask(
+        pc.is_in(recon_settlement, value_set=s_ids.filter(pa.array(s_keep)))
+    )
+    s_in = s_keep.copy()
+    s_in[_positions(recon_settlement.filter(pa.array(members["recon"])), s_ids)] = True
+    b_in = b_keep.copy()
+    _close_links(s_in, b_in, [new_pairs])
+    transfers = members["transfers"]
+    if len(transfers) and not transfers.any():
+        transfers = transfers.copy()  # keep the table non-empty: its emptiness is a switch
+        transfers[0] = True
+    subset = Dataset(
+        payments=_rows(merged.payments, members["payments"]),
+        refunds=_rows(merged.refunds, members["refunds"]),
+        settlements=_rows(merged.settlements, s_in),
+        recon=_rows(merged.recon, recon_rows),
+        bank=_rows(merged.bank, b_in),
+        has_bank_statement=merged.has_bank_statement,
+        instant_settlements=merged.instant_settlements,
+        instant_payouts=merged.instant_payouts,
+        disputes=_rows(merged.disputes, members["disputes"]),
+        transfers=_rows(merged.transfers, transfers),
+    )
+
+    plain_keys = family_keys.filter(
+        pc.invert(pc.starts_with(family_keys, DISPUTE_PREFIX))
+    )
+    dispute_keys = pc.utf8_slice_codeunits(
+        family_keys.filter(pc.starts_with(family_keys, DISPUTE_PREFIX)), len(DISPUTE_PREFIX)
+    )
+    keep_parts = [
+        (entity_type, plain_keys) for entity_type in FAMILY_ENTITY_TYPES
+    ] + [
+        ("dispute", dispute_keys),
+        ("settlement", s_ids.filter(pa.array(s_keep))),
+        ("bank_entry", b_ids.filter(pa.array(b_keep))),
+        ("instant_settlement", text(merged.instant_settlements["id"])),
+    ]
+    keep = pd.DataFrame(
+        {
+            "entity_type": np.concatenate(
+                [np.full(len(ids), kind, dtype=object) for kind, ids in keep_parts]
+            ),
+            "entity_id": pa.concat_arrays([ids.cast(pa.large_string()) for _, ids in keep_parts])
+            .to_numpy(zero_copy_only=False)
+            .astype(object),
+        }
+    )
+    stats = {
+        "payments": len(merged.payments),
+        "affected_payments": int(members["payments"].sum()),
+        "affected_families": len(plain_keys),
+        "affected_settlements": int(s_keep.sum()),
+        "affected_bank_lines": int(b_keep.sum()),
+        "subset_payments": len(subset.payments),
+        "subset_recon_rows": len(subset.recon),
+        "subset_settlements": len(subset.settlements),
+        "subset_bank_lines": len(subset.bank),
+    }
+    return Plan(subset=subset, keep=keep, stats=stats)
+
+
+def _rows(frame: pd.DataFrame, chosen: BoolArray) -> pd.DataFrame:
+    return frame[chosen].reset_index(drop=True)
+
+
+def _key_mask(outcomes: pd.DataFrame, keep: pd.DataFrame) -> BoolArray:
+    """Which outcome rows have a key in `keep`."""
+    joined = pc.binary_join_element_wise(
+        text(outcomes["entity_type"]), text(outcomes["entity_id"]), _SEPARATOR
+    )
+    wanted = pc.binary_join_element_wise(
+        text(pd.Series(keep["entity_type"], dtype="string")),
+        text(pd.Series(keep["entity_id"], dtype="string")),
+        _SEPARATOR,
+    )
+    return _mask(pc.is_in(joined, value_set=wanted))
+
+
+def _sorted(outcomes: pd.DataFrame) -> pd.DataFrame:
+    """Sorted by entity_type then entity_id in byte order, as `assemble` sorts."""
+    table = pa.table(
+        {"t": text(outcomes["entity_type"]), "i": text(outcomes["entity_id"])}
+    )
+    order = pc.sort_indices(table, sort_keys=[("t", "ascending"), ("i", "ascending")])
+    return outcomes.take(order.to_numpy()).reset_index(drop=True)
+
+
+def reconcile_incremental(
+    merged: Dataset,
+    day: Dataset,
+    replaced: Dataset,
+    previous: pd.DataFrame,
+    params: EngineParams,
+    as_of: int,
+    pricing: tuple[PricingPlan, ...] = (),
+) -> IncrementalResult:
+    """The outcomes `reconcile(merged, params, as_of, pricing)` gives, computed from the
+    previous run's outcomes (same params and pricing, over `merged` minus the day's rows
+    plus `replaced`) and a reconcile of the affected sub-dataset only."""
+    plan = plan_incremental(merged, day, replaced, previous, params, as_of)
+    fresh = reconcile(plan.subset, params, as_of, pricing)
+    fresh = fresh[_key_mask(fresh, plan.keep)]
+    carried = previous[~_key_mask(previous, plan.keep)]
+    carried = carried.astype({c: fresh[c].dtype for c in OUTCOME_COLUMNS})
+    outcomes = _sorted(pd.concat([fresh, carried], ignore_index=True))
+    stats = {**plan.stats, "reconciled": len(fresh), "carried_forward": len(carried)}
+    return IncrementalResult(outcomes=outcomes, plan=plan, stats=stats)
