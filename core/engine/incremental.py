@@ -44,7 +44,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -291,13 +291,7 @@ def _links(merged: Dataset, previous: pd.DataFrame, params: EngineParams, as_of:
             np.zeros(b, bool),
         )  # fmt: skip
     # The bank linking reads settlements, payouts and credits only: no recon rows needed.
-    bank_only = Dataset(
-        settlements=merged.settlements,
-        bank=merged.bank,
-        has_bank_statement=True,
-        instant_settlements=merged.instant_settlements,
-        instant_payouts=merged.instant_payouts,
-    )
+    bank_only = replace(merged, recon=merged.recon.iloc[0:0])
     links = link_bank(Context.build(bank_only, params, as_of))
     lines, settlements = [], []
     for line in np.flatnonzero(links.line >= 0):
