@@ -92,13 +92,13 @@ _SEPARATOR = pa.scalar("\x00", pa.large_string())
 class Plan:
     """What an incremental run decides again.
 
-    subset: the sub-dataset the engine reconciles. keep: the outcome keys (entity_type,
-    entity_id) taken from that run; every other key keeps the previous run's outcome.
+    subset: the sub-dataset the engine reconciles. keep: the outcome keys taken from that
+    run (entity_type -> entity ids); every other key keeps the previous run's outcome.
     stats: counts for the run's report (affected entities per kind, sub-dataset rows).
     """
 
     subset: Dataset
-    keep: pd.DataFrame
+    keep: dict[str, pa.Array]
     stats: dict[str, int] = field(default_factory=dict)
 
 
@@ -325,15 +325,21 @@ def _close_links(
             return
 
 
-def _previous_of(previous: pd.DataFrame, entity_type: str, open_only: bool) -> pa.Array:
-    """Entity ids of the previous run's outcomes of one type: all that are not MATCHED (and,
-    for settlements and credits, those matched by a fallback) when open_only."""
-    kind = previous["entity_type"].to_numpy() == entity_type
-    if open_only:
-        status = previous["status"].to_numpy()
-        method = previous["match_method"].astype("string").fillna("").to_numpy()
-        kind &= (status != "MATCHED") | np.isin(method, FALLBACK_METHODS)
-    return text(previous["entity_id"][kind])
+class _Previous:
+    """The previous run's outcomes, by entity type: every id, and the ids still open (any
+    status but MATCHED, or matched by a bank fallback)."""
+
+    def __init__(self, previous: pd.DataFrame) -> None:
+        self.types = text(previous["entity_type"])
+        self.ids = text(previous["entity_id"])
+        method = text(previous["match_method"]).fill_null("")
+        self.open = pc.or_(
+            pc.not_equal(text(previous["status"]), "MATCHED"),
+            pc.is_in(method, value_set=pa.array(FALLBACK_METHODS, pa.large_string())),
+        ).fill_null(True)
+
+    def open_ids(self, entity_type: str) -> pa.Array:
+        return self.ids.filter(pc.and_(pc.equal(self.types, entity_type), self.open))
 
 
 def plan_incremental(
@@ -346,6 +352,7 @@ def plan_incremental(
 ) -> Plan:
     """The affected set of a day's load and the sub-dataset that decides it (module doc)."""
     links = _links(merged, previous, params, as_of)
+    before = _Previous(previous)
     s_ids, b_ids = text(merged.settlements["id"]), text(merged.bank["id"])
     m, b = len(s_ids), len(b_ids)
 
@@ -355,11 +362,11 @@ def plan_incremental(
     s_keep[_positions(changed_settlements, s_ids)] = True
     for frame in (day.recon, replaced.recon):
         s_keep[_positions(text(frame["settlement_id"]), s_ids)] = True
-    s_keep[_positions(_previous_of(previous, "settlement", True), s_ids)] = True
+    s_keep[_positions(before.open_ids("settlement"), s_ids)] = True
     s_keep |= links.candidate_settlements
     b_keep = np.zeros(b, dtype=bool)
     b_keep[_positions(text(day.bank["id"]), b_ids)] = True
-    b_keep[_positions(_previous_of(previous, "bank_entry", True), b_ids)] = True
+    b_keep[_positions(before.open_ids("bank_entry"), b_ids)] = True
     b_keep |= links.candidate_lines | links.payout_lines
     new_pairs = (links.new_line, links.new_settlement)
     _close_links(s_keep, b_keep, [new_pairs, (links.old_line, links.old_settlement)])
@@ -373,27 +380,31 @@ def plan_incremental(
     seeds = [_family_keys(day), _family_keys(replaced)]
     seeds += [_present_keys(a.filter(pa.array(naming))) for a in columns["recon"]]
     for entity_type in FAMILY_ENTITY_TYPES:
-        seeds.append(_present_keys(_previous_of(previous, entity_type, True)))
-    seeds.append(_present_keys(_previous_of(previous, "dispute", True), DISPUTE_PREFIX))
+        seeds.append(_present_keys(before.open_ids(entity_type)))
+    seeds.append(_present_keys(before.open_ids("dispute"), DISPUTE_PREFIX))
     family_keys, members = _close_families(columns, _unique(seeds))
 
-    # The sub-dataset: family rows, every row of a re-decided settlement (its sum), the
-    # settlements family rows name, and the linked counterparts of every settlement and
-    # credit in it (so UTR links and fallback candidates come out as in the full dataset).
-    recon_rows = members["recon"] | _mask(
-        pc.is_in(recon_settlement, value_set=s_ids.filter(pa.array(s_keep)))
-    )
+    # The sub-dataset: family rows, every row of a re-decided settlement (its sum) with the
+    # entity it names (so it is not read as a row of an unknown entity: that outcome
+    # would be dropped anyway, but costs time), the settlements family rows name, and the
+    # linked counterparts of every settlement and credit in it (so UTR links and fallback
+    # candidates come out as in the full dataset).
+    sums = _mask(pc.is_in(recon_settlement, value_set=s_ids.filter(pa.array(s_keep))))
+    recon_rows = members["recon"] | sums
+    named = _unique([text(merged.recon["entity_id"]).filter(pa.array(sums & ~members["recon"]))])
+    chosen = {
+        name: members[name] | _mask(pc.is_in(text(getattr(merged, name)["id"]), value_set=named))
+        for name in ("payments", "refunds", "transfers")
+    }
     s_in = s_keep.copy()
     s_in[_positions(recon_settlement.filter(pa.array(members["recon"])), s_ids)] = True
     b_in = b_keep.copy()
     _close_links(s_in, b_in, [new_pairs])
-    transfers = members["transfers"]
-    if len(transfers) and not transfers.any():
-        transfers = transfers.copy()  # keep the table non-empty: its emptiness is a switch
-        transfers[0] = True
+    if len(chosen["transfers"]) and not chosen["transfers"].any():
+        chosen["transfers"][0] = True  # keep the table non-empty: its emptiness is a switch
     subset = Dataset(
-        payments=_rows(merged.payments, members["payments"]),
-        refunds=_rows(merged.refunds, members["refunds"]),
+        payments=_rows(merged.payments, chosen["payments"]),
+        refunds=_rows(merged.refunds, chosen["refunds"]),
         settlements=_rows(merged.settlements, s_in),
         recon=_rows(merged.recon, recon_rows),
         bank=_rows(merged.bank, b_in),
@@ -401,33 +412,17 @@ def plan_incremental(
         instant_settlements=merged.instant_settlements,
         instant_payouts=merged.instant_payouts,
         disputes=_rows(merged.disputes, members["disputes"]),
-        transfers=_rows(merged.transfers, transfers),
+        transfers=_rows(merged.transfers, chosen["transfers"]),
     )
 
-    plain_keys = family_keys.filter(
-        pc.invert(pc.starts_with(family_keys, DISPUTE_PREFIX))
-    )
-    dispute_keys = pc.utf8_slice_codeunits(
-        family_keys.filter(pc.starts_with(family_keys, DISPUTE_PREFIX)), len(DISPUTE_PREFIX)
-    )
-    keep_parts = [
-        (entity_type, plain_keys) for entity_type in FAMILY_ENTITY_TYPES
-    ] + [
-        ("dispute", dispute_keys),
-        ("settlement", s_ids.filter(pa.array(s_keep))),
-        ("bank_entry", b_ids.filter(pa.array(b_keep))),
-        ("instant_settlement", text(merged.instant_settlements["id"])),
-    ]
-    keep = pd.DataFrame(
-        {
-            "entity_type": np.concatenate(
-                [np.full(len(ids), kind, dtype=object) for kind, ids in keep_parts]
-            ),
-            "entity_id": pa.concat_arrays([ids.cast(pa.large_string()) for _, ids in keep_parts])
-            .to_numpy(zero_copy_only=False)
-            .astype(object),
-        }
-    )
+    is_dispute = pc.starts_with(family_keys, DISPUTE_PREFIX)
+    plain_keys = family_keys.filter(pc.invert(is_dispute))
+    dispute_keys = pc.utf8_slice_codeunits(family_keys.filter(is_dispute), len(DISPUTE_PREFIX))
+    keep = {entity_type: plain_keys for entity_type in FAMILY_ENTITY_TYPES}
+    keep["dispute"] = dispute_keys
+    keep["settlement"] = s_ids.filter(pa.array(s_keep))
+    keep["bank_entry"] = b_ids.filter(pa.array(b_keep))
+    keep["instant_settlement"] = text(merged.instant_settlements["id"])
     stats = {
         "payments": len(merged.payments),
         "affected_payments": int(members["payments"].sum()),
@@ -446,26 +441,43 @@ def _rows(frame: pd.DataFrame, chosen: BoolArray) -> pd.DataFrame:
     return frame[chosen].reset_index(drop=True)
 
 
-def _key_mask(outcomes: pd.DataFrame, keep: pd.DataFrame) -> BoolArray:
-    """Which outcome rows have a key in `keep`."""
-    joined = pc.binary_join_element_wise(
-        text(outcomes["entity_type"]), text(outcomes["entity_id"]), _SEPARATOR
-    )
-    wanted = pc.binary_join_element_wise(
-        text(pd.Series(keep["entity_type"], dtype="string")),
-        text(pd.Series(keep["entity_id"], dtype="string")),
-        _SEPARATOR,
-    )
-    return _mask(pc.is_in(joined, value_set=wanted))
+def _key_mask(outcomes: pd.DataFrame, keep: dict[str, pa.Array]) -> BoolArray:
+    """Which outcome rows have a key in `keep` (entity_type -> entity ids)."""
+    types, ids = text(outcomes["entity_type"]), text(outcomes["entity_id"])
+    result = np.zeros(len(outcomes), dtype=bool)
+    for entity_type in _unique([types]).to_pylist():
+        wanted = keep.get(str(entity_type))
+        if wanted is None or len(wanted) == 0:
+            continue
+        of_type = _mask(pc.equal(types, entity_type))
+        result |= of_type & _mask(pc.is_in(ids, value_set=wanted))
+    return result
 
 
-def _sorted(outcomes: pd.DataFrame) -> pd.DataFrame:
-    """Sorted by entity_type then entity_id in byte order, as `assemble` sorts."""
-    table = pa.table(
-        {"t": text(outcomes["entity_type"]), "i": text(outcomes["entity_id"])}
-    )
-    order = pc.sort_indices(table, sort_keys=[("t", "ascending"), ("i", "ascending")])
-    return outcomes.take(order.to_numpy()).reset_index(drop=True)
+def _combined(fresh: pd.DataFrame, carried: pd.DataFrame) -> pd.DataFrame:
+    """Both frames' rows in one frame sorted by entity_type then entity_id in byte order,
+    as `assemble` sorts; each column built by one take over the two joined (a take over
+    a frame of many Arrow chunks is several times slower)."""
+    def joined(name: str) -> pa.Array:
+        return pa.concat_arrays([text(fresh[name]), text(carried[name])])
+
+    keys = pa.table({"t": joined("entity_type"), "i": joined("entity_id")})
+    order = pc.sort_indices(keys, sort_keys=[("t", "ascending"), ("i", "ascending")])
+    positions = order.to_numpy()
+    columns: dict[str, object] = {}
+    for name in OUTCOME_COLUMNS:
+        kind = fresh[name].dtype
+        if isinstance(kind, pd.StringDtype):
+            columns[name] = pd.arrays.ArrowStringArray(joined(name).take(order))
+        elif name == "entity_created_at":
+            values = pd.concat([fresh[name], carried[name]], ignore_index=True).array
+            columns[name] = values.take(positions)
+        else:
+            values = np.concatenate(
+                [fresh[name].to_numpy(dtype=np.int64), carried[name].to_numpy(dtype=np.int64)]
+            )
+            columns[name] = values[positions]
+    return pd.DataFrame(columns, columns=list(OUTCOME_COLUMNS))
 
 
 def reconcile_incremental(
@@ -484,7 +496,6 @@ def reconcile_incremental(
     fresh = reconcile(plan.subset, params, as_of, pricing)
     fresh = fresh[_key_mask(fresh, plan.keep)]
     carried = previous[~_key_mask(previous, plan.keep)]
-    carried = carried.astype({c: fresh[c].dtype for c in OUTCOME_COLUMNS})
-    outcomes = _sorted(pd.concat([fresh, carried], ignore_index=True))
+    outcomes = _combined(fresh, carried)
     stats = {**plan.stats, "reconciled": len(fresh), "carried_forward": len(carried)}
     return IncrementalResult(outcomes=outcomes, plan=plan, stats=stats)
