@@ -52,7 +52,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from core.books.pricing import PricingPlan
-from core.dataset import DATASET_TABLES, OUTCOME_COLUMNS, Dataset
+from core.dataset import DATASET_TABLES, OUTCOME_COLUMNS, RECON_COLUMNS, Dataset
 from core.engine.bank import link_bank
 from core.engine.columns import BoolArray, IntArray, ints, lookup, text
 from core.engine.context import Context
@@ -116,8 +116,38 @@ class IncrementalResult:
 # --- merging a day's rows -------------------------------------------------------------
 
 
-def _keys(frame: pd.DataFrame, attribute: str) -> pa.Array:
-    return text(frame[TABLE_KEYS[attribute]])
+def _chunks(series: pd.Series) -> pa.ChunkedArray:
+    """A column as Arrow without joining its chunks (a frame merged from stored and new rows
+    has two: joining them would copy every string); text as large_string."""
+    if hasattr(series.array, "__arrow_array__"):
+        converted = pa.array(series.array)  # the ChunkedArray itself for Arrow-backed text
+    else:
+        converted = pa.array(series.to_numpy())
+    array = converted if isinstance(converted, pa.ChunkedArray) else pa.chunked_array([converted])
+    if pa.types.is_string(array.type):
+        array = array.cast(pa.large_string())
+    return array
+
+
+def _keys(frame: pd.DataFrame, attribute: str) -> pa.ChunkedArray:
+    return _chunks(frame[TABLE_KEYS[attribute]])
+
+
+def _rows(frame: pd.DataFrame, chosen: BoolArray) -> pd.DataFrame:
+    """frame[chosen], filtering each Arrow column chunk by chunk (pandas' boolean indexing
+    takes by position, which joins the chunks first)."""
+    if chosen.all():
+        return frame.reset_index(drop=True)
+    mask = pa.array(chosen)
+    columns: dict[str, object] = {}
+    for name in frame.columns:
+        series = frame[name]
+        if hasattr(series.array, "__arrow_array__") and hasattr(series.dtype, "__from_arrow__"):
+            kept = pc.filter(_chunks(series), mask)
+            columns[name] = series.dtype.__from_arrow__(kept)
+        else:
+            columns[name] = series.to_numpy()[chosen]
+    return pd.DataFrame(columns, columns=frame.columns)
 
 
 def _mask(found: pa.Array | pa.ChunkedArray) -> BoolArray:
@@ -142,8 +172,8 @@ def merge_rows(stored: Dataset, day: Dataset) -> tuple[Dataset, Dataset]:
         # The last row of a key in the day wins, as repeated upserts would have it.
         new = new[~new[TABLE_KEYS[attribute]].duplicated(keep="last").to_numpy()]
         hit = _mask(pc.is_in(_keys(old, attribute), value_set=_keys(new, attribute)))
-        replaced[attribute] = old[hit].reset_index(drop=True)
-        kept = old[~hit]
+        replaced[attribute] = _rows(old, hit)
+        kept = _rows(old, ~hit) if hit.any() else old
         frame = pd.concat([kept, new.astype(old.dtypes.to_dict())], ignore_index=True)
         merged[attribute] = frame
     has_bank = stored.has_bank_statement or day.has_bank_statement
@@ -175,9 +205,11 @@ def pricing_fingerprint(pricing: tuple[PricingPlan, ...]) -> str:
 # --- the affected set -----------------------------------------------------------------
 
 
-def _present_keys(values: pa.Array, prefix: str = "") -> pa.Array:
+def _present_keys(values: pa.Array | pa.ChunkedArray, prefix: str = "") -> pa.ChunkedArray:
     """Non-blank values as large_string, `prefix` prepended."""
-    array = text(values)
+    array = pa.chunked_array([values]) if isinstance(values, pa.Array) else values
+    if not pa.types.is_large_string(array.type):
+        array = array.cast(pa.large_string())
     blank = pc.equal(pc.utf8_trim_whitespace(array), "").fill_null(True)
     array = array.filter(pc.invert(blank))
     if prefix:
@@ -185,61 +217,86 @@ def _present_keys(values: pa.Array, prefix: str = "") -> pa.Array:
     return array
 
 
-def _family_columns(ds: Dataset) -> dict[str, list[pa.Array]]:
-    """Per family table, its key columns (nulls where blank; dispute ids prefixed)."""
-    columns: dict[str, list[pa.Array]] = {}
+@dataclass(frozen=True)
+class _KeyColumn:
+    """One family key column of a table: its present keys and the rows holding them (rows
+    None: every row has one, in order). Sparse columns (payment_id, transfer_id,
+    dispute_id of recon rows) are kept compact so the closure probes only set values."""
+
+    keys: pa.ChunkedArray
+    rows: IntArray | None
+
+    def row_mask(self, hits: BoolArray, size: int) -> BoolArray:
+        if self.rows is None:
+            return hits
+        mask = np.zeros(size, dtype=bool)
+        mask[self.rows[hits]] = True
+        return mask
+
+    def keys_of(self, chosen: BoolArray) -> pa.ChunkedArray:
+        picked = chosen if self.rows is None else chosen[self.rows]
+        return self.keys.filter(pa.array(picked))
+
+
+def _key_column(values: pa.ChunkedArray, prefix: str) -> _KeyColumn:
+    present = _mask(pc.invert(pc.equal(pc.utf8_trim_whitespace(values), "")))
+    rows = None if present.all() else np.flatnonzero(present).astype(np.int64)
+    keys = values if rows is None else values.filter(pa.array(present))
+    if prefix:
+        keys = pc.binary_join_element_wise(pa.scalar(prefix, pa.large_string()), keys, _EMPTY)
+    return _KeyColumn(keys=keys, rows=rows)
+
+
+def _family_columns(ds: Dataset) -> dict[str, tuple[int, list[_KeyColumn]]]:
+    """Per family table: its row count and key columns (dispute ids prefixed)."""
+    columns: dict[str, tuple[int, list[_KeyColumn]]] = {}
     for attribute, names in FAMILY_COLUMNS.items():
         frame: pd.DataFrame = getattr(ds, attribute)
-        arrays = []
+        keys = []
         for name in names:
-            array = text(frame[name])
             dispute = (attribute == "recon" and name == "dispute_id") or (
                 attribute == "disputes" and name == "id"
             )
-            if dispute:
-                array = pc.binary_join_element_wise(
-                    pa.scalar(DISPUTE_PREFIX, pa.large_string()), array, _EMPTY
-                )
-            arrays.append(array)
-        columns[attribute] = arrays
+            keys.append(_key_column(_chunks(frame[name]), DISPUTE_PREFIX if dispute else ""))
+        columns[attribute] = (len(frame), keys)
     return columns
 
 
 def _family_keys(ds: Dataset) -> pa.Array:
     """Every family key the rows of `ds` carry (the day's rows, or their replaced versions)."""
-    pieces = []
-    for arrays in _family_columns(ds).values():
-        pieces += [_present_keys(a) for a in arrays]
-    return _unique(pieces)
+    return _unique([c.keys for _, keys in _family_columns(ds).values() for c in keys])
 
 
-def _unique(pieces: Iterable[pa.Array]) -> pa.Array:
-    arrays = [p.cast(pa.large_string()) for p in pieces if len(p)]
+def _unique(pieces: Iterable[pa.Array | pa.ChunkedArray]) -> pa.Array:
+    """The distinct values of all pieces, as one large_string array."""
+    arrays: list[pa.Array] = []
+    for piece in pieces:
+        chunks = piece.chunks if isinstance(piece, pa.ChunkedArray) else [piece]
+        arrays += [c.cast(pa.large_string()) for c in chunks if len(c)]
     if not arrays:
         return pa.array([], type=pa.large_string())
     return pc.unique(pa.concat_arrays(arrays))
 
 
 def _close_families(
-    columns: dict[str, list[pa.Array]], seeds: pa.Array
+    columns: dict[str, tuple[int, list[_KeyColumn]]], seeds: pa.Array
 ) -> tuple[pa.Array, dict[str, BoolArray]]:
     """The family keys reachable from `seeds` (a row carrying one key brings all of its
     keys), and per table the rows in those families."""
-    members = {name: np.zeros(len(arrays[0]), dtype=bool) for name, arrays in columns.items()}
+    members = {name: np.zeros(size, dtype=bool) for name, (size, _) in columns.items()}
     known = seeds
     frontier = seeds
     while len(frontier):
-        found: list[pa.Array] = []
-        for name, arrays in columns.items():
-            hit = np.zeros(len(members[name]), dtype=bool)
-            for array in arrays:
-                hit |= _mask(pc.is_in(array, value_set=frontier))
+        found: list[pa.ChunkedArray] = []
+        for name, (size, keys) in columns.items():
+            hit = np.zeros(size, dtype=bool)
+            for column in keys:
+                hit |= column.row_mask(_mask(pc.is_in(column.keys, value_set=frontier)), size)
             fresh = hit & ~members[name]
             if not fresh.any():
                 continue
             members[name] |= fresh
-            chosen = pa.array(fresh)
-            found += [_present_keys(array.filter(chosen)) for array in arrays]
+            found += [column.keys_of(fresh) for column in keys]
         new = _unique(found)
         frontier = new.filter(pc.invert(pc.is_in(new, value_set=known))) if len(new) else new
         known = _unique([known, frontier])
@@ -255,7 +312,7 @@ def _positions(values: pa.Array, keys: pa.Array) -> IntArray:
 def _old_links(previous: pd.DataFrame, ds: Dataset) -> tuple[IntArray, IntArray]:
     """(line, settlement) positions in `ds` linked in the previous run (its bank_entry
     outcomes name their settlement(s); a consolidated credit lists them `;`-joined)."""
-    rows = previous[previous["entity_type"].to_numpy() == "bank_entry"]
+    rows = _rows(previous, _mask(pc.equal(_chunks(previous["entity_type"]), "bank_entry")))
     if len(rows) == 0:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty
@@ -326,20 +383,21 @@ def _close_links(
 
 
 class _Previous:
-    """The previous run's outcomes, by entity type: every id, and the ids still open (any
-    status but MATCHED, or matched by a bank fallback)."""
+    """The previous run's outcomes, by entity type: the ids still open (any status but
+    MATCHED, or matched by a bank fallback)."""
 
     def __init__(self, previous: pd.DataFrame) -> None:
-        self.types = text(previous["entity_type"])
-        self.ids = text(previous["entity_id"])
-        method = text(previous["match_method"]).fill_null("")
+        self.runs = _type_runs(previous)
+        self.ids = _chunks(previous["entity_id"])
+        method = _chunks(previous["match_method"]).fill_null("")
         self.open = pc.or_(
-            pc.not_equal(text(previous["status"]), "MATCHED"),
+            pc.not_equal(_chunks(previous["status"]), "MATCHED"),
             pc.is_in(method, value_set=pa.array(FALLBACK_METHODS, pa.large_string())),
         ).fill_null(True)
 
-    def open_ids(self, entity_type: str) -> pa.Array:
-        return self.ids.filter(pc.and_(pc.equal(self.types, entity_type), self.open))
+    def open_ids(self, entity_type: str) -> pa.ChunkedArray:
+        start, end = self.runs.get(entity_type, (0, 0))
+        return self.ids.slice(start, end - start).filter(self.open.slice(start, end - start))
 
 
 def plan_incremental(
@@ -378,35 +436,36 @@ def plan_incremental(
     changed_any = _unique([changed_settlements, text(day.instant_settlements["id"])])
     naming = _mask(pc.is_in(recon_settlement, value_set=changed_any))
     seeds = [_family_keys(day), _family_keys(replaced)]
-    seeds += [_present_keys(a.filter(pa.array(naming))) for a in columns["recon"]]
+    seeds += [column.keys_of(naming) for column in columns["recon"][1]]
     for entity_type in FAMILY_ENTITY_TYPES:
         seeds.append(_present_keys(before.open_ids(entity_type)))
     seeds.append(_present_keys(before.open_ids("dispute"), DISPUTE_PREFIX))
     family_keys, members = _close_families(columns, _unique(seeds))
 
-    # The sub-dataset: family rows, every row of a re-decided settlement (its sum) with the
-    # entity it names (so it is not read as a row of an unknown entity: that outcome
-    # would be dropped anyway, but costs time), the settlements family rows name, and the
-    # linked counterparts of every settlement and credit in it (so UTR links and fallback
-    # candidates come out as in the full dataset).
-    sums = _mask(pc.is_in(recon_settlement, value_set=s_ids.filter(pa.array(s_keep))))
-    recon_rows = members["recon"] | sums
-    named = _unique([text(merged.recon["entity_id"]).filter(pa.array(sums & ~members["recon"]))])
-    chosen = {
-        name: members[name] | _mask(pc.is_in(text(getattr(merged, name)["id"]), value_set=named))
-        for name in ("payments", "refunds", "transfers")
-    }
+    # The sub-dataset: family rows; for each re-decided settlement, its other rows as one
+    # summary row (its sum is all it reads of them); the settlements family rows name; and
+    # the linked counterparts of every settlement and credit in it (so UTR links and
+    # fallback candidates come out as in the full dataset).
+    outside = ~members["recon"] & _mask(
+        pc.is_in(recon_settlement, value_set=s_ids.filter(pa.array(s_keep)))
+    )
+    recon = pd.concat(
+        [_rows(merged.recon, members["recon"]), _summary_rows(merged.recon, outside)],
+        ignore_index=True,
+    )
     s_in = s_keep.copy()
     s_in[_positions(recon_settlement.filter(pa.array(members["recon"])), s_ids)] = True
     b_in = b_keep.copy()
     _close_links(s_in, b_in, [new_pairs])
+    chosen = {name: members[name] for name in ("payments", "refunds", "transfers")}
     if len(chosen["transfers"]) and not chosen["transfers"].any():
+        chosen["transfers"] = chosen["transfers"].copy()
         chosen["transfers"][0] = True  # keep the table non-empty: its emptiness is a switch
     subset = Dataset(
         payments=_rows(merged.payments, chosen["payments"]),
         refunds=_rows(merged.refunds, chosen["refunds"]),
         settlements=_rows(merged.settlements, s_in),
-        recon=_rows(merged.recon, recon_rows),
+        recon=recon,
         bank=_rows(merged.bank, b_in),
         has_bank_statement=merged.has_bank_statement,
         instant_settlements=merged.instant_settlements,
@@ -437,46 +496,111 @@ def plan_incremental(
     return Plan(subset=subset, keep=keep, stats=stats)
 
 
-def _rows(frame: pd.DataFrame, chosen: BoolArray) -> pd.DataFrame:
-    return frame[chosen].reset_index(drop=True)
+SUMMARY_PREFIX = "\x00sum:"
+
+
+def _summary_rows(recon: pd.DataFrame, chosen: BoolArray) -> pd.DataFrame:
+    """The chosen recon rows as one row per settlement they name, carrying their net
+    (credit - debit): an `adjustment` without a dispute, which the engine counts in its
+    settlement's sum and gives no outcome (docs/engine.md, *Recon rows*), so the
+    settlement is judged as with every row while the rows' own entities stay out."""
+    rows = np.flatnonzero(chosen)
+    settlement = text(recon["settlement_id"]).take(pa.array(rows, type=pa.int64()))
+    ids = pc.unique(settlement)
+    position = lookup(settlement, ids)
+    net = np.zeros(len(ids), dtype=np.int64)
+    np.add.at(net, position, ints(recon["credit"])[rows] - ints(recon["debit"])[rows])
+    key = pc.binary_join_element_wise(pa.scalar(SUMMARY_PREFIX, pa.large_string()), ids, _EMPTY)
+    n = len(ids)
+    summary = {
+        "row_key": key,
+        "entity_id": key,
+        "type": pa.array(["adjustment"] * n, pa.large_string()),
+        "debit": np.maximum(-net, 0),
+        "credit": np.maximum(net, 0),
+        "amount": np.abs(net),
+        "fee": np.zeros(n, dtype=np.int64),
+        "tax": np.zeros(n, dtype=np.int64),
+        "on_hold": np.zeros(n, dtype=bool),
+        "settled": np.ones(n, dtype=bool),
+        "settlement_id": ids,
+    }
+    frame = {}
+    for name, dtype in RECON_COLUMNS.items():
+        values = summary.get(name)
+        if values is None:
+            frame[name] = pd.Series([pd.NA] * n, dtype=dtype)
+        elif isinstance(values, pa.Array):
+            frame[name] = pd.Series(values.to_pylist(), dtype=dtype)
+        else:
+            frame[name] = pd.Series(values, dtype=dtype)
+    return pd.DataFrame(frame)
 
 
 def _key_mask(outcomes: pd.DataFrame, keep: dict[str, pa.Array]) -> BoolArray:
-    """Which outcome rows have a key in `keep` (entity_type -> entity ids)."""
-    types, ids = text(outcomes["entity_type"]), text(outcomes["entity_id"])
+    """Which outcome rows have a key in `keep` (entity_type -> entity ids). Outcomes come
+    sorted by entity type, so each type is one run of rows: one probe per row."""
+    ids = _chunks(outcomes["entity_id"])
     result = np.zeros(len(outcomes), dtype=bool)
-    for entity_type in _unique([types]).to_pylist():
-        wanted = keep.get(str(entity_type))
-        if wanted is None or len(wanted) == 0:
-            continue
-        of_type = _mask(pc.equal(types, entity_type))
-        result |= of_type & _mask(pc.is_in(ids, value_set=wanted))
+    for entity_type, (start, end) in _type_runs(outcomes).items():
+        wanted = keep.get(entity_type)
+        if wanted is not None and len(wanted):
+            result[start:end] = _mask(pc.is_in(ids.slice(start, end - start), value_set=wanted))
     return result
 
 
-def _combined(fresh: pd.DataFrame, carried: pd.DataFrame) -> pd.DataFrame:
-    """Both frames' rows in one frame sorted by entity_type then entity_id in byte order,
-    as `assemble` sorts; each column built by one take over the two joined (a take over
-    a frame of many Arrow chunks is several times slower)."""
-    def joined(name: str) -> pa.Array:
-        return pa.concat_arrays([text(fresh[name]), text(carried[name])])
+def _type_runs(outcomes: pd.DataFrame) -> dict[str, tuple[int, int]]:
+    """entity_type -> (start, end) of its rows; outcomes are sorted by type, so each type
+    is one run (checked: a type seen twice is refused)."""
+    runs = pc.run_end_encode(_chunks(outcomes["entity_type"]).combine_chunks())
+    result: dict[str, tuple[int, int]] = {}
+    start = 0
+    for end, entity_type in zip(runs.run_ends.to_pylist(), runs.values.to_pylist(), strict=True):
+        if entity_type in result:
+            raise ValueError("outcomes are not sorted by entity_type")
+        result[str(entity_type)] = (start, int(end))
+        start = int(end)
+    return result
 
-    keys = pa.table({"t": joined("entity_type"), "i": joined("entity_id")})
-    order = pc.sort_indices(keys, sort_keys=[("t", "ascending"), ("i", "ascending")])
-    positions = order.to_numpy()
+
+def _combined(fresh: pd.DataFrame, previous: pd.DataFrame, carry: BoolArray) -> pd.DataFrame:
+    """The fresh rows and the previous rows marked `carry` (each frame sorted by entity_type
+    then entity_id; keys disjoint) in one frame sorted the same way, in byte order as
+    `assemble` sorts: per entity type, the ids of both sorted together; then each column
+    built by one take over the two frames joined (previous rows are never copied twice)."""
+    fresh_runs, previous_runs = _type_runs(fresh), _type_runs(previous)
+    fresh_ids, previous_ids = _chunks(fresh["entity_id"]), _chunks(previous["entity_id"])
+    pieces: list[IntArray] = []
+    for entity_type in sorted({*fresh_runs, *previous_runs}):
+        f0, f1 = fresh_runs.get(entity_type, (0, 0))
+        p0, p1 = previous_runs.get(entity_type, (0, 0))
+        kept = p0 + np.flatnonzero(carry[p0:p1])
+        ids = pa.chunked_array(
+            [
+                *fresh_ids.slice(f0, f1 - f0).chunks,
+                *previous_ids.slice(p0, p1 - p0).filter(pa.array(carry[p0:p1])).chunks,
+            ],
+            type=pa.large_string(),
+        ).combine_chunks()
+        local = pc.sort_indices(ids).to_numpy().astype(np.int64)
+        from_fresh = local < f1 - f0
+        carried = kept[np.where(from_fresh, 0, local - (f1 - f0))] if len(kept) else local
+        pieces.append(np.where(from_fresh, f0 + local, len(fresh) + carried))
+    positions = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
+    order = pa.array(positions)
     columns: dict[str, object] = {}
     for name in OUTCOME_COLUMNS:
-        kind = fresh[name].dtype
-        if isinstance(kind, pd.StringDtype):
-            columns[name] = pd.arrays.ArrowStringArray(joined(name).take(order))
-        elif name == "entity_created_at":
-            values = pd.concat([fresh[name], carried[name]], ignore_index=True).array
-            columns[name] = values.take(positions)
+        dtype = fresh[name].dtype
+        if hasattr(dtype, "__from_arrow__"):
+            # A take over chunks costs ~100x one over a joined array (Int64 above all).
+            both = [*_chunks(fresh[name]).chunks, *_chunks(previous[name]).chunks]
+            values = pa.chunked_array(both, type=both[0].type).combine_chunks()
+            columns[name] = dtype.__from_arrow__(pa.chunked_array([values.take(order)]))
         else:
-            values = np.concatenate(
-                [fresh[name].to_numpy(dtype=np.int64), carried[name].to_numpy(dtype=np.int64)]
+            ints_ = np.concatenate(
+                [fresh[name].to_numpy(dtype=np.int64), previous[name].to_numpy(dtype=np.int64)]
             )
-            columns[name] = values[positions]
+            columns[name] = ints_[positions]
     return pd.DataFrame(columns, columns=list(OUTCOME_COLUMNS))
 
 
@@ -494,8 +618,8 @@ def reconcile_incremental(
     plus `replaced`) and a reconcile of the affected sub-dataset only."""
     plan = plan_incremental(merged, day, replaced, previous, params, as_of)
     fresh = reconcile(plan.subset, params, as_of, pricing)
-    fresh = fresh[_key_mask(fresh, plan.keep)]
-    carried = previous[~_key_mask(previous, plan.keep)]
-    outcomes = _combined(fresh, carried)
-    stats = {**plan.stats, "reconciled": len(fresh), "carried_forward": len(carried)}
+    fresh = _rows(fresh, _key_mask(fresh, plan.keep))
+    carry = ~_key_mask(previous, plan.keep)
+    outcomes = _combined(fresh, previous, carry)
+    stats = {**plan.stats, "reconciled": len(fresh), "carried_forward": int(carry.sum())}
     return IncrementalResult(outcomes=outcomes, plan=plan, stats=stats)
