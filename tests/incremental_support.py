@@ -41,7 +41,9 @@ def arrival_days(table: str, frame: pd.DataFrame) -> np.ndarray:
     return days.astype(np.int64)
 
 
-def corrupt(table: str, frame: pd.DataFrame, rng: np.random.Generator, dataset: Dataset) -> pd.DataFrame:
+def corrupt(
+    table: str, frame: pd.DataFrame, rng: np.random.Generator, dataset: Dataset
+) -> pd.DataFrame:
     """A wrong version of each row (same key): amounts, statuses, UTRs, settlement ids."""
     wrong = frame.copy()
     if len(wrong) == 0:
@@ -96,9 +98,7 @@ def daily_loads(
     last = int(ist_dates(np.array([as_of], dtype=np.int64))[0].astype(np.int64))
     first = last - days  # load 0: every row up to this day
     n = days + 1
-    loads: list[dict[str, list[pd.DataFrame]]] = [
-        {t: [] for t in DATASET_TABLES} for _ in range(n)
-    ]
+    loads: list[dict[str, list[pd.DataFrame]]] = [{t: [] for t in DATASET_TABLES} for _ in range(n)]
     for table in DATASET_TABLES:
         frame: pd.DataFrame = getattr(dataset, table)
         if len(frame) == 0:

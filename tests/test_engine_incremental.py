@@ -147,9 +147,7 @@ def test_a_correction_reopens_a_matched_payment_and_its_settlement_then_closes_t
 ) -> None:
     dataset, as_of = quiet_world
     previous = reconcile(dataset, PARAMS, as_of)
-    matched = previous[
-        (previous["entity_type"] == "payment") & (previous["status"] == "MATCHED")
-    ]
+    matched = previous[(previous["entity_type"] == "payment") & (previous["status"] == "MATCHED")]
     payment_id = str(matched.iloc[len(matched) // 2]["entity_id"])
     rows = dataset.recon[dataset.recon["entity_id"] == payment_id]
     settlement_id = str(rows.iloc[0]["settlement_id"])
@@ -169,7 +167,5 @@ def test_a_correction_reopens_a_matched_payment_and_its_settlement_then_closes_t
 
     fixed = Dataset(recon=rows.reset_index(drop=True), has_bank_statement=True)
     merged_again, replaced_again = merge_rows(merged, fixed)
-    back = reconcile_incremental(
-        merged_again, fixed, replaced_again, step.outcomes, PARAMS, as_of
-    )
+    back = reconcile_incremental(merged_again, fixed, replaced_again, step.outcomes, PARAMS, as_of)
     pd.testing.assert_frame_equal(back.outcomes, previous)

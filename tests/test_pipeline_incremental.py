@@ -74,7 +74,11 @@ def split_into_days(folder: Path, out: Path, cuts: list[dt.date]) -> list[Path]:
         target = [bucket(_day_of_seconds(v)) if v else 0 for v in when]
         for i, day in enumerate(days):
             rows = frame[[t == i for t in target]]
-            if len(rows) or path.name in ("payments.csv", "settlements.csv", "settlement_recon.csv"):
+            if len(rows) or path.name in (
+                "payments.csv",
+                "settlements.csv",
+                "settlement_recon.csv",
+            ):
                 rows.to_csv(day / path.name, index=False, quoting=csv.QUOTE_MINIMAL)
     return days
 
@@ -107,7 +111,9 @@ def test_import_day_chain_on_sqlite_equals_a_full_run_over_the_stored_data(
     with open_database(db) as conn:
         runs = list_runs(conn)
         assert [(r.kind, r.base_run_id) for r in reversed(runs)] == [
-            ("full", None), ("incremental", 1), ("incremental", 2)
+            ("full", None),
+            ("incremental", 1),
+            ("incremental", 2),
         ]
         last = runs[0]
         assert last.scope is not None

@@ -89,7 +89,7 @@ def _record(row: sqlite3.Row) -> RunRecord:
 
 def _kind_fields(row: sqlite3.Row) -> dict[str, Any]:
     """kind, base_run_id and scope of a runs row (migration 0095), when it has them."""
-    if "kind" not in row.keys():
+    if "kind" not in list(row.keys()):  # sqlite3.Row: `in` looks at values
         return {}
     scope = row["scope_json"]
     return {
@@ -407,7 +407,9 @@ def read_outcome_frame(conn: sqlite3.Connection, run_id: int) -> pd.DataFrame:
         if name in _OUTCOME_TEXT:
             frame[name] = pd.arrays.ArrowStringArray(column.cast(pa.large_string()))
         elif name == "entity_created_at":
-            frame[name] = pd.Series(column.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get))
+            frame[name] = pd.Series(
+                column.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
+            )
         else:
             frame[name] = column.to_numpy().astype(np.int64)
     return pd.DataFrame(frame, columns=names)
