@@ -15,8 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -95,3 +98,31 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+TARGET = "<= 2 s"
+
+
+def bench_lines(work: Path, measure: Callable[[list[str], Path], Any]) -> list[str]:
+    """`make bench`'s incremental rows: this module run as its own process (measured from
+    outside by run.py's `measure`), its two incremental runs printed beside the target."""
+    log = work / "log-incremental"
+    command = [sys.executable, "-m", "benchmarks.incremental", str(work)]
+    m = measure(command, log)
+    title = "incremental: 50,000 new payments on top of 1,000,000 (engine, in memory)"
+    if m.exit_code:
+        return [f"{title}: failed (exit {m.exit_code}): {m.error.splitlines()[-1:]}"]
+    found = json.loads((log / "stdout.txt").read_text().strip().splitlines()[-1])
+    stats = found["stats"]
+    lines = [title]
+    for i, (wall, cpu) in enumerate(
+        zip(found["incremental_s"], found["incremental_cpu_s"], strict=True), start=1
+    ):
+        lines.append(f"  run {i}: {wall:.2f} s wall, {cpu:.2f} s CPU   target {TARGET}")
+    lines.append(
+        f"  re-reconciled {stats['reconciled']:,} outcomes, carried forward"
+        f" {stats['carried_forward']:,}; full run over the union {found['full_s']:.2f} s;"
+        f" identical: {found['identical']}; process peak {found['peak_mb']:,} MB,"
+        f" {m.seconds:.0f} s in all (generate, load, base run)"
+    )
+    return lines
