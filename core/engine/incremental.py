@@ -171,16 +171,41 @@ def merge_rows(stored: Dataset, day: Dataset) -> tuple[Dataset, Dataset]:
             continue
         # The last row of a key in the day wins, as repeated upserts would have it.
         new = new[~new[TABLE_KEYS[attribute]].duplicated(keep="last").to_numpy()]
-        hit = _mask(pc.is_in(_keys(old, attribute), value_set=_keys(new, attribute)))
+        new = new.astype(old.dtypes.to_dict())
+        at = lookup(_keys(old, attribute).combine_chunks(), _keys(new, attribute).combine_chunks())
+        hit = at >= 0
         replaced[attribute] = _rows(old, hit)
-        kept = _rows(old, ~hit) if hit.any() else old
-        frame = pd.concat([kept, new.astype(old.dtypes.to_dict())], ignore_index=True)
-        merged[attribute] = frame
+        if not hit.any():
+            merged[attribute] = pd.concat([old, new], ignore_index=True)
+            continue
+        # A correction takes its stored row's place (an upsert updates the row in place,
+        # so the raw tables keep its rowid); rows with new keys come after.
+        added = np.ones(len(new), dtype=bool)
+        added[at[hit]] = False
+        positions = np.arange(len(old), dtype=np.int64)
+        positions[hit] = len(old) + at[hit]
+        positions = np.concatenate([positions, len(old) + np.flatnonzero(added)])
+        merged[attribute] = _take(pd.concat([old, new], ignore_index=True), positions)
     has_bank = stored.has_bank_statement or day.has_bank_statement
     return (
         Dataset(**merged, has_bank_statement=has_bank),
         Dataset(**replaced, has_bank_statement=stored.has_bank_statement),
     )
+
+
+def _take(frame: pd.DataFrame, positions: IntArray) -> pd.DataFrame:
+    """frame's rows at `positions`, each Arrow column joined once and taken (a take over
+    chunks is far slower)."""
+    order = pa.array(positions, type=pa.int64())
+    columns: dict[str, object] = {}
+    for name in frame.columns:
+        series = frame[name]
+        if hasattr(series.array, "__arrow_array__") and hasattr(series.dtype, "__from_arrow__"):
+            joined = _chunks(series).combine_chunks()
+            columns[name] = series.dtype.__from_arrow__(pa.chunked_array([joined.take(order)]))
+        else:
+            columns[name] = series.to_numpy()[positions]
+    return pd.DataFrame(columns, columns=frame.columns)
 
 
 def needs_full_run(stored: Dataset, merged: Dataset) -> str | None:
@@ -239,7 +264,8 @@ class _KeyColumn:
 
 
 def _key_column(values: pa.ChunkedArray, prefix: str) -> _KeyColumn:
-    present = _mask(pc.invert(pc.equal(pc.utf8_trim_whitespace(values), "")))
+    # Empty and null are no key (a blank of spaces would only make a bigger family).
+    present = _mask(pc.greater(pc.binary_length(values), 0))
     rows = None if present.all() else np.flatnonzero(present).astype(np.int64)
     keys = values if rows is None else values.filter(pa.array(present))
     if prefix:
