@@ -78,18 +78,22 @@ def main(argv: list[str] | None = None) -> int:
         "new_payments": len(day.payments),
         "day_rows": {t: len(getattr(day, t)) for t in DATASET_TABLES},
     }
-    seconds, cpu = [], []
+    seconds, cpu, steps = [], [], []
     for _ in range(args.repeat):
         began, began_cpu = time.perf_counter(), time.process_time()
         merged, replaced = merge_rows(base, day)
+        merge_cpu = round(time.process_time() - began_cpu, 3)
         step = reconcile_incremental(merged, day, replaced, previous, params, as_of_day)
         seconds.append(round(time.perf_counter() - began, 3))
         cpu.append(round(time.process_time() - began_cpu, 3))
+        steps.append({"merge_cpu_s": merge_cpu, **step.cpu_seconds})
     result["incremental_s"], result["incremental_cpu_s"] = seconds, cpu
+    result["steps_cpu_s"] = steps
     result["stats"] = step.stats
-    began = time.perf_counter()
+    began, began_cpu = time.perf_counter(), time.process_time()
     full = reconcile(merged, params, as_of_day)
     result["full_s"] = round(time.perf_counter() - began, 3)
+    result["full_cpu_s"] = round(time.process_time() - began_cpu, 3)
     result["identical"] = bool(full.equals(step.outcomes))
     result["peak_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     print(json.dumps(result))
@@ -115,13 +119,16 @@ def bench_lines(work: Path, measure: Callable[[list[str], Path], Any]) -> list[s
     found = json.loads((log / "stdout.txt").read_text().strip().splitlines()[-1])
     stats = found["stats"]
     lines = [title]
-    for i, (wall, cpu) in enumerate(
-        zip(found["incremental_s"], found["incremental_cpu_s"], strict=True), start=1
+    for i, (wall, cpu, steps) in enumerate(
+        zip(found["incremental_s"], found["incremental_cpu_s"], found["steps_cpu_s"], strict=True),
+        start=1,
     ):
-        lines.append(f"  run {i}: {wall:.2f} s wall, {cpu:.2f} s CPU   target {TARGET}")
+        parts = ", ".join(f"{k.removesuffix('_cpu_s')} {v:.2f}" for k, v in steps.items())
+        lines.append(f"  run {i}: {wall:.2f} s wall, {cpu:.2f} s CPU ({parts})   target {TARGET}")
     lines.append(
         f"  re-reconciled {stats['reconciled']:,} outcomes, carried forward"
-        f" {stats['carried_forward']:,}; full run over the union {found['full_s']:.2f} s;"
+        f" {stats['carried_forward']:,}; full run over the union {found['full_s']:.2f} s"
+        f" wall, {found['full_cpu_s']:.2f} s CPU;"
         f" identical: {found['identical']}; process peak {found['peak_mb']:,} MB,"
         f" {m.seconds:.0f} s in all (generate, load, base run)"
     )

@@ -419,6 +419,7 @@ def reconcile_day_into_db(
         started = time.perf_counter()
         result = reconcile_incremental(merged, day, replaced, previous, params, as_of, pricing)
         outcomes, scope, kind = result.outcomes, dict(result.stats), "incremental"
+        timings.update(result.cpu_seconds)
         base_id: int | None = base.id
     else:
         started = time.perf_counter()
