@@ -5,6 +5,7 @@ the union of everything loaded so far, at every step (docs/engine.md, *Increment
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -169,3 +170,19 @@ def test_a_correction_reopens_a_matched_payment_and_its_settlement_then_closes_t
     merged_again, replaced_again = merge_rows(merged, fixed)
     back = reconcile_incremental(merged_again, fixed, replaced_again, step.outcomes, PARAMS, as_of)
     pd.testing.assert_frame_equal(back.outcomes, previous)
+
+
+def test_the_first_transfers_switch_to_a_full_run_with_identical_outcomes(
+    world: tuple[Dataset, int],
+) -> None:
+    """While no transfers file came, transfer rows are outcomes of their own; the first
+    transfers change how every such row is judged, so nothing is carried forward."""
+    dataset, as_of = world
+    assert len(dataset.transfers) > 0
+    without = replace(dataset, transfers=dataset.transfers.iloc[0:0])
+    previous = reconcile(without, PARAMS, as_of)
+    day = Dataset(transfers=dataset.transfers, has_bank_statement=True)
+    merged, replaced = merge_rows(without, day)
+    step = reconcile_incremental(merged, day, replaced, previous, PARAMS, as_of)
+    assert step.stats["carried_forward"] == 0
+    pd.testing.assert_frame_equal(step.outcomes, reconcile(merged, PARAMS, as_of))

@@ -211,6 +211,13 @@ def _take(frame: pd.DataFrame, positions: IntArray) -> pd.DataFrame:
     return pd.DataFrame(columns, columns=frame.columns)
 
 
+def _new_keys(frame: pd.DataFrame, attribute: str, replaced: Dataset) -> pa.Array:
+    """The day's keys of one table that were not stored before (rows it added)."""
+    keys = _unique([_keys(frame, attribute)])
+    old = _keys(getattr(replaced, attribute), attribute)
+    return keys.filter(pc.invert(pc.is_in(keys, value_set=old.combine_chunks())))
+
+
 def needs_full_run(stored: Dataset, merged: Dataset) -> str | None:
     """Why this day cannot be reconciled incrementally (a switch of the whole engine flips),
     else None: the first bank statement (bank checks start for every settlement) or the
@@ -646,6 +653,15 @@ def reconcile_incremental(
     previous run's outcomes (same params and pricing, over `merged` minus the day's rows
     plus `replaced`) and a reconcile of the affected sub-dataset only."""
     began = time.process_time()
+    stored_transfers = len(merged.transfers) - len(_new_keys(day.transfers, "transfers", replaced))
+    stored = replace(replaced, transfers=merged.transfers.iloc[:stored_transfers])
+    if needs_full_run(stored, merged) is not None:
+        # A switch of the whole engine flipped: nothing can be carried forward.
+        outcomes = reconcile(merged, params, as_of, pricing)
+        plan = Plan(subset=merged, keep={}, stats={"payments": len(merged.payments)})
+        stats = {**plan.stats, "reconciled": len(outcomes), "carried_forward": 0}
+        cpu = {"reconcile_cpu_s": round(time.process_time() - began, 3)}
+        return IncrementalResult(outcomes=outcomes, plan=plan, stats=stats, cpu_seconds=cpu)
     plan = plan_incremental(merged, day, replaced, previous, params, as_of)
     planned = time.process_time()
     fresh = reconcile(plan.subset, params, as_of, pricing)
