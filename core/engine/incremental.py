@@ -86,7 +86,6 @@ FAMILY_COLUMNS: dict[str, tuple[str, ...]] = {
 FAMILY_ENTITY_TYPES = ("payment", "refund", "recon_row", "transfer")
 FALLBACK_METHODS = ("fuzzy_utr", "consolidated")
 _EMPTY = pa.scalar("", pa.large_string())
-_SEPARATOR = pa.scalar("\x00", pa.large_string())
 
 
 @dataclass(frozen=True)
