@@ -319,11 +319,14 @@ def _close_families(
     """The family keys reachable from `seeds` (a row carrying one key brings all of its
     keys), and per table the rows in those families."""
     members = {name: np.zeros(size, dtype=bool) for name, (size, _) in columns.items()}
+    # A table with one key column (payments) brings no key it was not found by: its rows
+    # are resolved once, at the end, instead of probed on every pass.
+    linking = {name: entry for name, entry in columns.items() if len(entry[1]) > 1}
     known = seeds
     frontier = seeds
     while len(frontier):
         found: list[pa.ChunkedArray] = []
-        for name, (size, keys) in columns.items():
+        for name, (size, keys) in linking.items():
             hit = np.zeros(size, dtype=bool)
             for column in keys:
                 hit |= column.row_mask(_mask(pc.is_in(column.keys, value_set=frontier)), size)
@@ -335,6 +338,9 @@ def _close_families(
         new = _unique(found)
         frontier = new.filter(pc.invert(pc.is_in(new, value_set=known))) if len(new) else new
         known = _unique([known, frontier])
+    for name, (size, keys) in columns.items():
+        if name not in linking:
+            members[name] = keys[0].row_mask(_mask(pc.is_in(keys[0].keys, value_set=known)), size)
     return known, members
 
 
