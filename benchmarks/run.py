@@ -198,6 +198,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(format_row(payments, step, measured[step]), flush=True)
             if "import" in measured and not measured["import"].exit_code:
                 memory_lines.append(import_memory(payments, work, measured["import"]))
+        if max(sizes) >= 1_000_000:  # issue 16: 50,000 new payments on top of 1,000,000
+            from benchmarks.incremental import bench_lines
+
+            print("\n" + "\n".join(bench_lines(work, measure)), flush=True)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -31,6 +31,7 @@ COMMAND_MODULES: dict[str, str] = {
     "bank-mapping": "core.ingest.cli",
     "generate": "core.benchmark.cli",
     "reconcile": "core.engine.cli",
+    "import-day": "core.incremental_cli",
     "exceptions": "core.review.cli",
     "investigate": "core.investigate.cli",
     "review": "core.review.cli",

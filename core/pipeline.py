@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -315,3 +315,129 @@ def _persist_and_sync(
         input_hashes=input_hashes,
         sync=summary,
     )
+
+
+# --- incremental runs (docs/engine.md, "Incremental runs") ----------------------------
+
+
+@dataclass(frozen=True)
+class DayRunResult:
+    """A day's load merged into the raw tables and reconciled.
+
+    run: the stored run; kind: 'incremental' or 'full'; base_run_id: the run whose
+    outcomes were carried forward (None for a full run); scope: what was re-reconciled
+    (core.engine.incremental stats: 'reconciled', 'carried_forward', ...), or, for a full
+    run, 'reason'.
+    """
+
+    run: RunResult
+    kind: str
+    base_run_id: int | None
+    scope: dict[str, Any]
+
+
+def qualify_bank_lines(dataset: Dataset, day: str) -> Dataset:
+    """The dataset with each bank line's id and file prefixed by the day folder's name
+    (`2026-06-03/bank_statement.csv:7`): every day's statement is called
+    bank_statement.*, and a line's id is its file and line number, so without the prefix
+    one day's lines would replace another's."""
+    if len(dataset.bank) == 0:
+        return dataset
+    bank = dataset.bank.copy()
+    for column in ("id", "file"):
+        bank[column] = (day + "/" + bank[column].astype("string")).astype("string")
+    return replace(dataset, bank=bank)
+
+
+def _full_run_reason(
+    conn: sqlite3.Connection,
+    base: Any,
+    params: EngineParams,
+    pricing_hash: str,
+    stored: Dataset,
+    merged: Dataset,
+) -> str | None:
+    """Why a day's load must be reconciled in full, or None when the base run can be
+    carried forward."""
+    from core.db.raw import imports_since
+    from core.engine.incremental import needs_full_run
+
+    if base is None:
+        return "no completed run to carry forward"
+    if base.params != params.to_dict():
+        return f"the parameters differ from run {base.id}'s"
+    if base.input_hashes.get("pricing", "none") != pricing_hash:
+        return f"the pricing plans differ from run {base.id}'s"
+    if imports_since(conn, base.started_at):
+        return f"data imported after run {base.id} was not reconciled by it"
+    return needs_full_run(stored, merged)
+
+
+def reconcile_day_into_db(
+    conn: sqlite3.Connection,
+    folder: str | Path,
+    *,
+    params: EngineParams,
+    as_of: int,
+    amount_unit: str = "auto",
+    source: str = "files",
+    full: bool = False,
+) -> DayRunResult:
+    """Merge a day's folder into the raw tables (upsert by key: new ids are added, a row
+    with a stored key replaces it) and reconcile: incrementally from the latest completed
+    run (core.engine.incremental) when that run can be carried forward, else (or with
+    `full`) every entity. Then store the run, record its kind, sync the exceptions.
+    Nothing is written when the folder is bad."""
+    from core.books.store import pricing_plans
+    from core.db.raw import read_dataset
+    from core.db.runs import latest_completed_run, read_outcome_frame, record_run_kind
+    from core.engine.incremental import (
+        merge_rows,
+        pricing_fingerprint,
+        reconcile_incremental,
+    )
+    from core.ingest import store_dataset
+    from core.ingest.mappings import saved_mappings
+
+    loaded = load_folder(folder, amount_unit, saved_mappings(conn))
+    day = qualify_bank_lines(loaded.dataset, Path(folder).resolve().name)
+    pricing = pricing_plans(conn)
+    pricing_hash = pricing_fingerprint(pricing)
+    began = time.perf_counter()
+    stored = read_dataset(conn)
+    merged, replaced = merge_rows(stored, day)
+    base = latest_completed_run(conn)
+    reason = "a full run was asked for" if full else None
+    reason = reason or _full_run_reason(conn, base, params, pricing_hash, stored, merged)
+    read = time.perf_counter()
+    timings = {**loaded.timings, "read_db_s": round(read - began, 3)}
+    scope: dict[str, Any]
+    if reason is None:
+        assert base is not None
+        previous = read_outcome_frame(conn, base.id)
+        timings["read_base_s"] = round(time.perf_counter() - read, 3)
+        started = time.perf_counter()
+        result = reconcile_incremental(merged, day, replaced, previous, params, as_of, pricing)
+        outcomes, scope, kind = result.outcomes, dict(result.stats), "incremental"
+        timings.update(result.cpu_seconds)
+        base_id: int | None = base.id
+    else:
+        started = time.perf_counter()
+        outcomes = reconcile(merged, params, as_of, pricing)
+        scope, kind, base_id = {"reason": reason}, "full", None
+    timings["reconcile_s"] = round(time.perf_counter() - started, 3)
+    began = time.perf_counter()
+    store_dataset(
+        conn,
+        day,
+        source=source,
+        location=str(folder),
+        content_hash=loaded.report.content_hash,
+        replace=False,
+        files=loaded.report.files,
+    )
+    timings["store_dataset_s"] = round(time.perf_counter() - began, 3)
+    hashes = {**loaded.input_hashes, "pricing": pricing_hash}
+    stored_run = _persist_and_sync(conn, outcomes, params, as_of, source, hashes, timings)
+    record_run_kind(conn, stored_run.run_id, kind=kind, base_run_id=base_id, scope=scope)
+    return DayRunResult(run=stored_run, kind=kind, base_run_id=base_id, scope=scope)

@@ -96,6 +96,15 @@ def holds_import(conn: sqlite3.Connection, content_hash: str, *, replace: bool) 
     )
 
 
+def imports_since(conn: sqlite3.Connection, started_at: int) -> int:
+    """How many imports were recorded after `started_at` (Unix seconds): data a run started
+    then has not reconciled."""
+    row = conn.execute(
+        "SELECT count(*) FROM imports WHERE imported_at > ?", (int(started_at),)
+    ).fetchone()
+    return int(row[0])
+
+
 def raw_tables_empty(conn: sqlite3.Connection) -> bool:
     return all(_table_empty(conn, table) for table, _, _ in RAW_TABLES.values())
 

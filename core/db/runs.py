@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.json as pa_json
 
 from core.dataset import OUTCOME_COLUMNS as OUTCOME_FIELDS
 from core.db.backend import is_postgres
@@ -58,6 +61,11 @@ class RunRecord:
     timings: dict[str, Any] | None
     counts: dict[str, Any] | None
     error: str | None
+    # Migration 0095: 'full' or 'incremental'; an incremental run's base run; its scope
+    # (what it re-reconciled) or why a day's load was reconciled in full.
+    kind: str = "full"
+    base_run_id: int | None = None
+    scope: dict[str, Any] | None = None
 
 
 def _record(row: sqlite3.Row) -> RunRecord:
@@ -76,7 +84,20 @@ def _record(row: sqlite3.Row) -> RunRecord:
         timings=decoded(row["timings_json"]),
         counts=decoded(row["counts_json"]),
         error=row["error"],
+        **_kind_fields(row),
     )
+
+
+def _kind_fields(row: sqlite3.Row) -> dict[str, Any]:
+    """kind, base_run_id and scope of a runs row (migration 0095), when it has them."""
+    if "kind" not in list(row.keys()):  # sqlite3.Row: `in` looks at values
+        return {}
+    scope = row["scope_json"]
+    return {
+        "kind": str(row["kind"]),
+        "base_run_id": None if row["base_run_id"] is None else int(row["base_run_id"]),
+        "scope": None if scope is None else dict(json.loads(scope)),
+    }
 
 
 def _json(value: Any) -> str:
@@ -385,3 +406,70 @@ def read_outcomes(
 def count_outcomes(conn: sqlite3.Connection, run_id: int) -> int:
     row = conn.execute("SELECT COUNT(*) FROM outcomes WHERE run_id = ?", (run_id,)).fetchone()
     return int(row[0])
+
+
+def record_run_kind(
+    conn: sqlite3.Connection,
+    run_id: int,
+    *,
+    kind: str,
+    base_run_id: int | None,
+    scope: dict[str, Any],
+) -> None:
+    """Record whether a run was full or incremental (and over which base run)."""
+    with transaction(conn):
+        conn.execute(
+            "UPDATE runs SET kind = ?, base_run_id = ?, scope_json = ? WHERE id = ?",
+            (kind, base_run_id, _json(scope), run_id),
+        )
+
+
+_OUTCOME_TEXT = frozenset(
+    {
+        "entity_type", "entity_id", "status", "reason_code", "reason_codes", "settlement_id",
+        "exposure_class", "match_method", "order_id", "utr",
+    }
+)  # fmt: skip
+
+
+def read_outcome_frame(conn: sqlite3.Connection, run_id: int) -> pd.DataFrame:
+    """A run's outcomes as the engine's frame (OUTCOME_COLUMNS; amounts int64,
+    entity_created_at Int64, text Arrow-backed), sorted by entity_type then entity_id.
+    Each row comes out of SQLite as one JSON object, parsed by Arrow in C (as
+    core.db.raw reads the raw tables): a Python object per cell is the slow way."""
+    names = list(OUTCOME_FIELDS)
+    row = "json_object(" + ", ".join(f"'{i}', {name}" for i, name in enumerate(names)) + ")"
+    schema = pa.schema(
+        [(str(i), pa.string() if n in _OUTCOME_TEXT else pa.int64()) for i, n in enumerate(names)]
+    )
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    cursor.execute(
+        f"SELECT CAST({row} AS BLOB) FROM outcomes WHERE run_id = ?"
+        " ORDER BY entity_type, entity_id",
+        (run_id,),
+    )
+    batches = []
+    while batch := cursor.fetchmany(100_000):
+        lines = b"\n".join([r[0] for r in batch])
+        batches.append(
+            pa_json.read_json(
+                pa.BufferReader(lines),
+                read_options=pa_json.ReadOptions(block_size=len(lines) + 1, use_threads=False),
+                parse_options=pa_json.ParseOptions(explicit_schema=schema),
+            )
+        )
+    cursor.close()
+    data = pa.concat_tables(batches).combine_chunks() if batches else schema.empty_table()
+    frame: dict[str, Any] = {}
+    for i, name in enumerate(names):
+        column = data.column(i)
+        if name in _OUTCOME_TEXT:
+            frame[name] = pd.arrays.ArrowStringArray(column.cast(pa.large_string()))
+        elif name == "entity_created_at":
+            frame[name] = pd.Series(
+                column.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
+            )
+        else:
+            frame[name] = column.to_numpy().astype(np.int64)
+    return pd.DataFrame(frame, columns=names)

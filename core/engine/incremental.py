@@ -1,0 +1,684 @@
+"""Incremental runs: re-reconcile only what a day's new rows (and the passage of time) can
+change, carry every other outcome forward from the previous run (docs/engine.md,
+*Incremental runs*).
+
+API (pure: no SQL, no files):
+
+- `merge_rows(stored, day) -> (merged, replaced)`: the day's rows upserted into the stored
+  dataset by key (a row with a stored key replaces it: a correction), and the stored
+  versions the day replaced.
+- `plan_incremental(merged, day, replaced, previous, params, as_of) -> Plan`: the affected
+  set (`Plan.keep`: the outcome keys to decide again) and the sub-dataset that decides
+  them exactly (`Plan.subset`).
+- `reconcile_incremental(...) -> IncrementalResult`: the plan, the engine over the
+  sub-dataset, and the previous run's outcomes for everything else; identical to
+  `reconcile(merged, ...)` (tests/test_engine_incremental.py proves it on random daily
+  loads).
+- `needs_full_run(stored, merged, ...) -> str | None`: why an incremental run cannot be
+  trusted (a global switch of the engine flipped), else None.
+
+Why the affected set is enough. An outcome depends on (docs/engine.md):
+- a payment, refund, transfer, dispute or unknown recon row: the rows of its *family*
+  (the entity, its recon rows by entity_id, refunds and disputes and transfers of the
+  payment, dispute rows by dispute_id; see `_family_keys`), the settlements those rows
+  name (existence and UTR only), the instant settlements, the calendar and as_of;
+- a settlement: its own row, every recon row naming it (the sum), the credits linked to
+  it, and, through `fuzzy_utr` / `consolidated`, every *fallback candidate* (settlements
+  no credit carries the UTR of, credits linked to no UTR);
+- a bank credit: its line, the settlement(s) it is linked to, the fallback candidates.
+So the affected set is the closure of: every key the day's rows (new and replaced
+versions) carry; every outcome of the previous run that is not final (any status but
+MATCHED: time alone moves PENDING to overdue) or was matched by a fallback; every
+fallback candidate; the families whose rows name a settlement the day changed; and the
+settlements and credits linked, in the previous run or now, to anything affected. A
+MATCHED outcome outside it saw none of its inputs change and does not depend on as_of.
+The sub-dataset adds what those outcomes read: every recon row of an affected settlement,
+the settlements affected rows name, and, so that UTR links and fallback candidates come
+out as in the full dataset, each included settlement's and credit's linked counterparts.
+Outcomes the engine gives the sub-dataset's other rows (a recon row read for a sum
+without its payment looks unknown) are dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from core.books.pricing import PricingPlan
+from core.dataset import DATASET_TABLES, OUTCOME_COLUMNS, RECON_COLUMNS, Dataset
+from core.engine.bank import link_bank
+from core.engine.columns import BoolArray, IntArray, ints, lookup, text
+from core.engine.context import Context
+from core.engine.params import EngineParams
+from core.engine.part import M_UTR
+from core.engine.reconcile import reconcile
+
+# Each table's key: a day's row with a stored key replaces the stored row.
+TABLE_KEYS: dict[str, str] = {
+    "payments": "id",
+    "refunds": "id",
+    "settlements": "id",
+    "recon": "row_key",
+    "bank": "id",
+    "instant_settlements": "id",
+    "instant_payouts": "id",
+    "disputes": "id",
+    "transfers": "id",
+}
+# Family key columns per table. Ids of payments, refunds and transfers share one namespace
+# (a recon row names any of them by entity_id); dispute ids get a prefix of their own.
+DISPUTE_PREFIX = "\x00dispute:"
+FAMILY_COLUMNS: dict[str, tuple[str, ...]] = {
+    "payments": ("id",),
+    "refunds": ("id", "payment_id"),
+    "recon": ("entity_id", "payment_id", "transfer_id", "dispute_id"),
+    "disputes": ("id", "payment_id"),
+    "transfers": ("id", "source"),
+}
+FAMILY_ENTITY_TYPES = ("payment", "refund", "recon_row", "transfer")
+FALLBACK_METHODS = ("fuzzy_utr", "consolidated")
+_EMPTY = pa.scalar("", pa.large_string())
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What an incremental run decides again.
+
+    subset: the sub-dataset the engine reconciles. keep: the outcome keys taken from that
+    run (entity_type -> entity ids); every other key keeps the previous run's outcome.
+    stats: counts for the run's report (affected entities per kind, sub-dataset rows).
+    """
+
+    subset: Dataset
+    keep: dict[str, pa.Array]
+    stats: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class IncrementalResult:
+    """outcomes: the full outcome frame (as `reconcile` over the merged dataset gives it);
+    plan: what was re-reconciled; stats: plan.stats plus `reconciled` (outcomes decided
+    again) and `carried_forward` (outcomes taken from the previous run); cpu_seconds: this
+    process's CPU seconds per step (plan, reconcile of the sub-dataset, carry forward)."""
+
+    outcomes: pd.DataFrame
+    plan: Plan
+    stats: dict[str, int]
+    cpu_seconds: dict[str, float] = field(default_factory=dict)
+
+
+# --- merging a day's rows -------------------------------------------------------------
+
+
+def _chunks(series: pd.Series) -> pa.ChunkedArray:
+    """A column as Arrow without joining its chunks (a frame merged from stored and new rows
+    has two: joining them would copy every string); text as large_string."""
+    if hasattr(series.array, "__arrow_array__"):
+        converted = pa.array(series.array)  # the ChunkedArray itself for Arrow-backed text
+    else:
+        converted = pa.array(series.to_numpy())
+    array = converted if isinstance(converted, pa.ChunkedArray) else pa.chunked_array([converted])
+    if pa.types.is_string(array.type):
+        array = array.cast(pa.large_string())
+    return array
+
+
+def _keys(frame: pd.DataFrame, attribute: str) -> pa.ChunkedArray:
+    return _chunks(frame[TABLE_KEYS[attribute]])
+
+
+def _rows(frame: pd.DataFrame, chosen: BoolArray) -> pd.DataFrame:
+    """frame[chosen], filtering each Arrow column chunk by chunk (pandas' boolean indexing
+    takes by position, which joins the chunks first)."""
+    if chosen.all():
+        return frame.reset_index(drop=True)
+    mask = pa.array(chosen)
+    columns: dict[str, object] = {}
+    for name in frame.columns:
+        series = frame[name]
+        if hasattr(series.array, "__arrow_array__") and hasattr(series.dtype, "__from_arrow__"):
+            kept = pc.filter(_chunks(series), mask)
+            columns[name] = series.dtype.__from_arrow__(kept)
+        else:
+            columns[name] = series.to_numpy()[chosen]
+    return pd.DataFrame(columns, columns=frame.columns)
+
+
+def _mask(found: pa.Array | pa.ChunkedArray) -> BoolArray:
+    result: BoolArray = np.asarray(
+        found.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool
+    )
+    return result
+
+
+def merge_rows(stored: Dataset, day: Dataset) -> tuple[Dataset, Dataset]:
+    """The day's rows upserted into `stored` by key (TABLE_KEYS), as the raw tables' upsert
+    does; and `replaced`, the stored rows the day's rows replace (corrections)."""
+    merged: dict[str, pd.DataFrame] = {}
+    replaced: dict[str, pd.DataFrame] = {}
+    for attribute in DATASET_TABLES:
+        old: pd.DataFrame = getattr(stored, attribute)
+        new: pd.DataFrame = getattr(day, attribute)
+        if len(new) == 0:
+            merged[attribute] = old
+            replaced[attribute] = old.iloc[0:0]
+            continue
+        # The last row of a key in the day wins, as repeated upserts would have it.
+        new = new[~new[TABLE_KEYS[attribute]].duplicated(keep="last").to_numpy()]
+        new = new.astype(old.dtypes.to_dict())
+        at = lookup(_keys(old, attribute).combine_chunks(), _keys(new, attribute).combine_chunks())
+        hit = at >= 0
+        replaced[attribute] = _rows(old, hit)
+        if not hit.any():
+            merged[attribute] = pd.concat([old, new], ignore_index=True)
+            continue
+        # A correction takes its stored row's place (an upsert updates the row in place,
+        # so the raw tables keep its rowid); rows with new keys come after.
+        added = np.ones(len(new), dtype=bool)
+        added[at[hit]] = False
+        positions = np.arange(len(old), dtype=np.int64)
+        positions[hit] = len(old) + at[hit]
+        positions = np.concatenate([positions, len(old) + np.flatnonzero(added)])
+        merged[attribute] = _take(pd.concat([old, new], ignore_index=True), positions)
+    has_bank = stored.has_bank_statement or day.has_bank_statement
+    return (
+        Dataset(**merged, has_bank_statement=has_bank),
+        Dataset(**replaced, has_bank_statement=stored.has_bank_statement),
+    )
+
+
+def _take(frame: pd.DataFrame, positions: IntArray) -> pd.DataFrame:
+    """frame's rows at `positions`, each Arrow column joined once and taken (a take over
+    chunks is far slower)."""
+    order = pa.array(positions, type=pa.int64())
+    columns: dict[str, object] = {}
+    for name in frame.columns:
+        series = frame[name]
+        if hasattr(series.array, "__arrow_array__") and hasattr(series.dtype, "__from_arrow__"):
+            joined = _chunks(series).combine_chunks()
+            columns[name] = series.dtype.__from_arrow__(pa.chunked_array([joined.take(order)]))
+        else:
+            columns[name] = series.to_numpy()[positions]
+    return pd.DataFrame(columns, columns=frame.columns)
+
+
+def _new_keys(frame: pd.DataFrame, attribute: str, replaced: Dataset) -> pa.Array:
+    """The day's keys of one table that were not stored before (rows it added)."""
+    keys = _unique([_keys(frame, attribute)])
+    old = _keys(getattr(replaced, attribute), attribute)
+    return keys.filter(pc.invert(pc.is_in(keys, value_set=old.combine_chunks())))
+
+
+def needs_full_run(stored: Dataset, merged: Dataset) -> str | None:
+    """Why this day cannot be reconciled incrementally (a switch of the whole engine flips),
+    else None: the first bank statement (bank checks start for every settlement) or the
+    first transfers file (transfer rows stop being outcomes of their own)."""
+    if stored.has_bank_statement != merged.has_bank_statement:
+        return "the first bank statement arrived: every settlement's bank check changes"
+    if (len(stored.transfers) == 0) != (len(merged.transfers) == 0):
+        return "the first transfers arrived: transfer rows are judged differently"
+    return None
+
+
+def pricing_fingerprint(pricing: tuple[PricingPlan, ...]) -> str:
+    """A stable hash of the pricing plans a run used ('none' without plans)."""
+    if not pricing:
+        return "none"
+    text_ = json.dumps([repr(plan) for plan in pricing], sort_keys=True)
+    return hashlib.sha256(text_.encode()).hexdigest()
+
+
+# --- the affected set -----------------------------------------------------------------
+
+
+def _present_keys(values: pa.Array | pa.ChunkedArray, prefix: str = "") -> pa.ChunkedArray:
+    """Non-blank values as large_string, `prefix` prepended."""
+    array = pa.chunked_array([values]) if isinstance(values, pa.Array) else values
+    if not pa.types.is_large_string(array.type):
+        array = array.cast(pa.large_string())
+    blank = pc.equal(pc.utf8_trim_whitespace(array), "").fill_null(True)
+    array = array.filter(pc.invert(blank))
+    if prefix:
+        array = pc.binary_join_element_wise(pa.scalar(prefix, pa.large_string()), array, _EMPTY)
+    return array
+
+
+@dataclass(frozen=True)
+class _KeyColumn:
+    """One family key column of a table: its present keys and the rows holding them (rows
+    None: every row has one, in order). Sparse columns (payment_id, transfer_id,
+    dispute_id of recon rows) are kept compact so the closure probes only set values."""
+
+    keys: pa.ChunkedArray
+    rows: IntArray | None
+
+    def row_mask(self, hits: BoolArray, size: int) -> BoolArray:
+        if self.rows is None:
+            return hits
+        mask = np.zeros(size, dtype=bool)
+        mask[self.rows[hits]] = True
+        return mask
+
+    def keys_of(self, chosen: BoolArray) -> pa.ChunkedArray:
+        picked = chosen if self.rows is None else chosen[self.rows]
+        return self.keys.filter(pa.array(picked))
+
+
+def _key_column(values: pa.ChunkedArray, prefix: str) -> _KeyColumn:
+    # Empty and null are no key (a blank of spaces would only make a bigger family).
+    present = _mask(pc.greater(pc.binary_length(values), 0))
+    rows = None if present.all() else np.flatnonzero(present).astype(np.int64)
+    keys = values if rows is None else values.filter(pa.array(present))
+    if prefix:
+        keys = pc.binary_join_element_wise(pa.scalar(prefix, pa.large_string()), keys, _EMPTY)
+    return _KeyColumn(keys=keys, rows=rows)
+
+
+def _family_columns(ds: Dataset) -> dict[str, tuple[int, list[_KeyColumn]]]:
+    """Per family table: its row count and key columns (dispute ids prefixed)."""
+    columns: dict[str, tuple[int, list[_KeyColumn]]] = {}
+    for attribute, names in FAMILY_COLUMNS.items():
+        frame: pd.DataFrame = getattr(ds, attribute)
+        keys = []
+        for name in names:
+            dispute = (attribute == "recon" and name == "dispute_id") or (
+                attribute == "disputes" and name == "id"
+            )
+            keys.append(_key_column(_chunks(frame[name]), DISPUTE_PREFIX if dispute else ""))
+        columns[attribute] = (len(frame), keys)
+    return columns
+
+
+def _family_keys(ds: Dataset) -> pa.Array:
+    """Every family key the rows of `ds` carry (the day's rows, or their replaced versions)."""
+    return _unique([c.keys for _, keys in _family_columns(ds).values() for c in keys])
+
+
+def _unique(pieces: Iterable[pa.Array | pa.ChunkedArray]) -> pa.Array:
+    """The distinct values of all pieces, as one large_string array."""
+    arrays: list[pa.Array] = []
+    for piece in pieces:
+        chunks = piece.chunks if isinstance(piece, pa.ChunkedArray) else [piece]
+        arrays += [c.cast(pa.large_string()) for c in chunks if len(c)]
+    if not arrays:
+        return pa.array([], type=pa.large_string())
+    return pc.unique(pa.concat_arrays(arrays))
+
+
+def _close_families(
+    columns: dict[str, tuple[int, list[_KeyColumn]]], seeds: pa.Array
+) -> tuple[pa.Array, dict[str, BoolArray]]:
+    """The family keys reachable from `seeds` (a row carrying one key brings all of its
+    keys), and per table the rows in those families."""
+    members = {name: np.zeros(size, dtype=bool) for name, (size, _) in columns.items()}
+    # A table with one key column (payments) brings no key it was not found by: its rows
+    # are resolved once, at the end, instead of probed on every pass.
+    linking = {name: entry for name, entry in columns.items() if len(entry[1]) > 1}
+    known = seeds
+    frontier = seeds
+    while len(frontier):
+        found: list[pa.ChunkedArray] = []
+        for name, (size, keys) in linking.items():
+            hit = np.zeros(size, dtype=bool)
+            for column in keys:
+                hit |= column.row_mask(_mask(pc.is_in(column.keys, value_set=frontier)), size)
+            fresh = hit & ~members[name]
+            if not fresh.any():
+                continue
+            members[name] |= fresh
+            found += [column.keys_of(fresh) for column in keys]
+        new = _unique(found)
+        frontier = new.filter(pc.invert(pc.is_in(new, value_set=known))) if len(new) else new
+        known = _unique([known, frontier])
+    for name, (size, keys) in columns.items():
+        if name not in linking:
+            members[name] = keys[0].row_mask(_mask(pc.is_in(keys[0].keys, value_set=known)), size)
+    return known, members
+
+
+def _positions(values: pa.Array, keys: pa.Array) -> IntArray:
+    found = lookup(values, keys)
+    result: IntArray = np.unique(found[found >= 0])
+    return result
+
+
+def _old_links(previous: pd.DataFrame, ds: Dataset) -> tuple[IntArray, IntArray]:
+    """(line, settlement) positions in `ds` linked in the previous run (its bank_entry
+    outcomes name their settlement(s); a consolidated credit lists them `;`-joined)."""
+    rows = _rows(previous, _mask(pc.equal(_chunks(previous["entity_type"]), "bank_entry")))
+    if len(rows) == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
+    split = pc.split_pattern(text(rows["settlement_id"]).fill_null(""), ";")
+    parents = pc.list_parent_indices(split).to_numpy(zero_copy_only=False).astype(np.int64)
+    line = lookup(text(rows["entity_id"]), text(ds.bank["id"]))[parents]
+    settlement = lookup(pc.list_flatten(split), text(ds.settlements["id"]))
+    ok = (line >= 0) & (settlement >= 0)
+    return line[ok], settlement[ok]
+
+
+@dataclass(frozen=True)
+class _Links:
+    """Bank links of the whole merged dataset: (line, settlement) pairs now, the previous
+    run's pairs, lines paid to instant payouts, and the fallback candidates."""
+
+    new_line: IntArray
+    new_settlement: IntArray
+    old_line: IntArray
+    old_settlement: IntArray
+    payout_lines: BoolArray
+    candidate_settlements: BoolArray
+    candidate_lines: BoolArray
+
+
+def _links(merged: Dataset, previous: pd.DataFrame, params: EngineParams, as_of: int) -> _Links:
+    m, b = len(merged.settlements), len(merged.bank)
+    old_line, old_settlement = _old_links(previous, merged)
+    if not merged.has_bank_statement:
+        empty = np.zeros(0, dtype=np.int64)
+        return _Links(
+            empty, empty, old_line, old_settlement, np.zeros(b, bool), np.zeros(m, bool),
+            np.zeros(b, bool),
+        )  # fmt: skip
+    # The bank linking reads settlements, payouts and credits only: no recon rows needed.
+    bank_only = replace(merged, recon=merged.recon.iloc[0:0])
+    links = link_bank(Context.build(bank_only, params, as_of))
+    lines, settlements = [], []
+    for line in np.flatnonzero(links.line >= 0):
+        members = links.line_settlements.get(int(line), [int(links.line[line])])
+        lines += [int(line)] * len(members)
+        settlements += [int(s) for s in members]
+    credit = ints(merged.bank["credit"])
+    payout = links.line_payout if links.line_payout is not None else np.full(b, -1)
+    return _Links(
+        new_line=np.asarray(lines, dtype=np.int64),
+        new_settlement=np.asarray(settlements, dtype=np.int64),
+        old_line=old_line,
+        old_settlement=old_settlement,
+        payout_lines=payout >= 0,
+        candidate_settlements=links.utr_credits == 0,
+        candidate_lines=(credit > 0) & (links.line_method != M_UTR),
+    )
+
+
+def _close_links(
+    settlements: BoolArray, lines: BoolArray, pairs: list[tuple[IntArray, IntArray]]
+) -> None:
+    """Grow both masks (in place) along (line, settlement) pairs until nothing changes."""
+    line = np.concatenate([p[0] for p in pairs]) if pairs else np.zeros(0, np.int64)
+    settlement = np.concatenate([p[1] for p in pairs]) if pairs else np.zeros(0, np.int64)
+    while True:
+        before = int(settlements.sum()) + int(lines.sum())
+        lines[line[settlements[settlement]]] = True
+        settlements[settlement[lines[line]]] = True
+        if int(settlements.sum()) + int(lines.sum()) == before:
+            return
+
+
+class _Previous:
+    """The previous run's outcomes, by entity type: the ids still open (any status but
+    MATCHED, or matched by a bank fallback)."""
+
+    def __init__(self, previous: pd.DataFrame) -> None:
+        self.runs = _type_runs(previous)
+        self.ids = _chunks(previous["entity_id"])
+        method = _chunks(previous["match_method"]).fill_null("")
+        self.open = pc.or_(
+            pc.not_equal(_chunks(previous["status"]), "MATCHED"),
+            pc.is_in(method, value_set=pa.array(FALLBACK_METHODS, pa.large_string())),
+        ).fill_null(True)
+
+    def open_ids(self, entity_type: str) -> pa.ChunkedArray:
+        start, end = self.runs.get(entity_type, (0, 0))
+        return self.ids.slice(start, end - start).filter(self.open.slice(start, end - start))
+
+
+def plan_incremental(
+    merged: Dataset,
+    day: Dataset,
+    replaced: Dataset,
+    previous: pd.DataFrame,
+    params: EngineParams,
+    as_of: int,
+) -> Plan:
+    """The affected set of a day's load and the sub-dataset that decides it (module doc)."""
+    links = _links(merged, previous, params, as_of)
+    before = _Previous(previous)
+    s_ids, b_ids = text(merged.settlements["id"]), text(merged.bank["id"])
+    m, b = len(s_ids), len(b_ids)
+
+    # Settlements and credits whose outcome is decided again.
+    s_keep = np.zeros(m, dtype=bool)
+    changed_settlements = _unique([text(day.settlements["id"])])
+    s_keep[_positions(changed_settlements, s_ids)] = True
+    for frame in (day.recon, replaced.recon):
+        s_keep[_positions(text(frame["settlement_id"]), s_ids)] = True
+    s_keep[_positions(before.open_ids("settlement"), s_ids)] = True
+    s_keep |= links.candidate_settlements
+    b_keep = np.zeros(b, dtype=bool)
+    b_keep[_positions(text(day.bank["id"]), b_ids)] = True
+    b_keep[_positions(before.open_ids("bank_entry"), b_ids)] = True
+    b_keep |= links.candidate_lines | links.payout_lines
+    new_pairs = (links.new_line, links.new_settlement)
+    _close_links(s_keep, b_keep, [new_pairs, (links.old_line, links.old_settlement)])
+
+    # Families decided again: the day's keys (new and replaced versions), open outcomes,
+    # and the families whose rows name a settlement (or instant settlement) the day changed.
+    columns = _family_columns(merged)
+    recon_settlement = text(merged.recon["settlement_id"])
+    changed_any = _unique([changed_settlements, text(day.instant_settlements["id"])])
+    naming = _mask(pc.is_in(recon_settlement, value_set=changed_any))
+    seeds = [_family_keys(day), _family_keys(replaced)]
+    seeds += [column.keys_of(naming) for column in columns["recon"][1]]
+    for entity_type in FAMILY_ENTITY_TYPES:
+        seeds.append(_present_keys(before.open_ids(entity_type)))
+    seeds.append(_present_keys(before.open_ids("dispute"), DISPUTE_PREFIX))
+    family_keys, members = _close_families(columns, _unique(seeds))
+
+    # The sub-dataset: family rows; for each re-decided settlement, its other rows as one
+    # summary row (its sum is all it reads of them); the settlements family rows name; and
+    # the linked counterparts of every settlement and credit in it (so UTR links and
+    # fallback candidates come out as in the full dataset).
+    outside = ~members["recon"] & _mask(
+        pc.is_in(recon_settlement, value_set=s_ids.filter(pa.array(s_keep)))
+    )
+    recon = pd.concat(
+        [_rows(merged.recon, members["recon"]), _summary_rows(merged.recon, outside)],
+        ignore_index=True,
+    )
+    s_in = s_keep.copy()
+    s_in[_positions(recon_settlement.filter(pa.array(members["recon"])), s_ids)] = True
+    b_in = b_keep.copy()
+    _close_links(s_in, b_in, [new_pairs])
+    chosen = {name: members[name] for name in ("payments", "refunds", "transfers")}
+    if len(chosen["transfers"]) and not chosen["transfers"].any():
+        chosen["transfers"] = chosen["transfers"].copy()
+        chosen["transfers"][0] = True  # keep the table non-empty: its emptiness is a switch
+    subset = Dataset(
+        payments=_rows(merged.payments, chosen["payments"]),
+        refunds=_rows(merged.refunds, chosen["refunds"]),
+        settlements=_rows(merged.settlements, s_in),
+        recon=recon,
+        bank=_rows(merged.bank, b_in),
+        has_bank_statement=merged.has_bank_statement,
+        instant_settlements=merged.instant_settlements,
+        instant_payouts=merged.instant_payouts,
+        disputes=_rows(merged.disputes, members["disputes"]),
+        transfers=_rows(merged.transfers, chosen["transfers"]),
+    )
+
+    is_dispute = pc.starts_with(family_keys, DISPUTE_PREFIX)
+    plain_keys = family_keys.filter(pc.invert(is_dispute))
+    dispute_keys = pc.utf8_slice_codeunits(family_keys.filter(is_dispute), len(DISPUTE_PREFIX))
+    keep = {entity_type: plain_keys for entity_type in FAMILY_ENTITY_TYPES}
+    keep["dispute"] = dispute_keys
+    keep["settlement"] = s_ids.filter(pa.array(s_keep))
+    keep["bank_entry"] = b_ids.filter(pa.array(b_keep))
+    keep["instant_settlement"] = text(merged.instant_settlements["id"])
+    stats = {
+        "payments": len(merged.payments),
+        "affected_payments": int(members["payments"].sum()),
+        "affected_families": len(plain_keys),
+        "affected_settlements": int(s_keep.sum()),
+        "affected_bank_lines": int(b_keep.sum()),
+        "subset_payments": len(subset.payments),
+        "subset_recon_rows": len(subset.recon),
+        "subset_settlements": len(subset.settlements),
+        "subset_bank_lines": len(subset.bank),
+    }
+    return Plan(subset=subset, keep=keep, stats=stats)
+
+
+SUMMARY_PREFIX = "\x00sum:"
+
+
+def _summary_rows(recon: pd.DataFrame, chosen: BoolArray) -> pd.DataFrame:
+    """The chosen recon rows as one row per settlement they name, carrying their net
+    (credit - debit): an `adjustment` without a dispute, which the engine counts in its
+    settlement's sum and gives no outcome (docs/engine.md, *Recon rows*), so the
+    settlement is judged as with every row while the rows' own entities stay out."""
+    rows = np.flatnonzero(chosen)
+    settlement = text(recon["settlement_id"]).take(pa.array(rows, type=pa.int64()))
+    ids = pc.unique(settlement)
+    position = lookup(settlement, ids)
+    net = np.zeros(len(ids), dtype=np.int64)
+    np.add.at(net, position, ints(recon["credit"])[rows] - ints(recon["debit"])[rows])
+    key = pc.binary_join_element_wise(pa.scalar(SUMMARY_PREFIX, pa.large_string()), ids, _EMPTY)
+    n = len(ids)
+    summary = {
+        "row_key": key,
+        "entity_id": key,
+        "type": pa.array(["adjustment"] * n, pa.large_string()),
+        "debit": np.maximum(-net, 0),
+        "credit": np.maximum(net, 0),
+        "amount": np.abs(net),
+        "fee": np.zeros(n, dtype=np.int64),
+        "tax": np.zeros(n, dtype=np.int64),
+        "on_hold": np.zeros(n, dtype=bool),
+        "settled": np.ones(n, dtype=bool),
+        "settlement_id": ids,
+    }
+    frame = {}
+    for name, dtype in RECON_COLUMNS.items():
+        values = summary.get(name)
+        if values is None:
+            frame[name] = pd.Series([pd.NA] * n, dtype=dtype)
+        elif isinstance(values, pa.Array):
+            frame[name] = pd.Series(values.to_pylist(), dtype=dtype)
+        else:
+            frame[name] = pd.Series(values, dtype=dtype)
+    return pd.DataFrame(frame)
+
+
+def _key_mask(outcomes: pd.DataFrame, keep: dict[str, pa.Array]) -> BoolArray:
+    """Which outcome rows have a key in `keep` (entity_type -> entity ids). Outcomes come
+    sorted by entity type, so each type is one run of rows: one probe per row."""
+    ids = _chunks(outcomes["entity_id"])
+    result = np.zeros(len(outcomes), dtype=bool)
+    for entity_type, (start, end) in _type_runs(outcomes).items():
+        wanted = keep.get(entity_type)
+        if wanted is not None and len(wanted):
+            result[start:end] = _mask(pc.is_in(ids.slice(start, end - start), value_set=wanted))
+    return result
+
+
+def _type_runs(outcomes: pd.DataFrame) -> dict[str, tuple[int, int]]:
+    """entity_type -> (start, end) of its rows; outcomes are sorted by type, so each type
+    is one run (checked: a type seen twice is refused)."""
+    runs = pc.run_end_encode(_chunks(outcomes["entity_type"]).combine_chunks())
+    result: dict[str, tuple[int, int]] = {}
+    start = 0
+    for end, entity_type in zip(runs.run_ends.to_pylist(), runs.values.to_pylist(), strict=True):
+        if entity_type in result:
+            raise ValueError("outcomes are not sorted by entity_type")
+        result[str(entity_type)] = (start, int(end))
+        start = int(end)
+    return result
+
+
+def _combined(fresh: pd.DataFrame, previous: pd.DataFrame, carry: BoolArray) -> pd.DataFrame:
+    """The fresh rows and the previous rows marked `carry` (each frame sorted by entity_type
+    then entity_id; keys disjoint) in one frame sorted the same way, in byte order as
+    `assemble` sorts: per entity type, the ids of both sorted together; then each column
+    built by one take over the two frames joined (previous rows are never copied twice)."""
+    fresh_runs, previous_runs = _type_runs(fresh), _type_runs(previous)
+    fresh_ids, previous_ids = _chunks(fresh["entity_id"]), _chunks(previous["entity_id"])
+    pieces: list[IntArray] = []
+    for entity_type in sorted({*fresh_runs, *previous_runs}):
+        f0, f1 = fresh_runs.get(entity_type, (0, 0))
+        p0, p1 = previous_runs.get(entity_type, (0, 0))
+        kept = p0 + np.flatnonzero(carry[p0:p1])
+        ids = pa.chunked_array(
+            [
+                *fresh_ids.slice(f0, f1 - f0).chunks,
+                *previous_ids.slice(p0, p1 - p0).filter(pa.array(carry[p0:p1])).chunks,
+            ],
+            type=pa.large_string(),
+        ).combine_chunks()
+        local = pc.sort_indices(ids).to_numpy().astype(np.int64)
+        from_fresh = local < f1 - f0
+        carried = kept[np.where(from_fresh, 0, local - (f1 - f0))] if len(kept) else local
+        pieces.append(np.where(from_fresh, f0 + local, len(fresh) + carried))
+    positions = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
+    order = pa.array(positions)
+    columns: dict[str, object] = {}
+    for name in OUTCOME_COLUMNS:
+        dtype = fresh[name].dtype
+        if hasattr(dtype, "__from_arrow__"):
+            # A take over chunks costs ~100x one over a joined array (Int64 above all).
+            both = [*_chunks(fresh[name]).chunks, *_chunks(previous[name]).chunks]
+            values = pa.chunked_array(both, type=both[0].type).combine_chunks()
+            columns[name] = dtype.__from_arrow__(pa.chunked_array([values.take(order)]))
+        else:
+            ints_ = np.concatenate(
+                [fresh[name].to_numpy(dtype=np.int64), previous[name].to_numpy(dtype=np.int64)]
+            )
+            columns[name] = ints_[positions]
+    return pd.DataFrame(columns, columns=list(OUTCOME_COLUMNS))
+
+
+def reconcile_incremental(
+    merged: Dataset,
+    day: Dataset,
+    replaced: Dataset,
+    previous: pd.DataFrame,
+    params: EngineParams,
+    as_of: int,
+    pricing: tuple[PricingPlan, ...] = (),
+) -> IncrementalResult:
+    """The outcomes `reconcile(merged, params, as_of, pricing)` gives, computed from the
+    previous run's outcomes (same params and pricing, over `merged` minus the day's rows
+    plus `replaced`) and a reconcile of the affected sub-dataset only."""
+    began = time.process_time()
+    stored_transfers = len(merged.transfers) - len(_new_keys(day.transfers, "transfers", replaced))
+    stored = replace(replaced, transfers=merged.transfers.iloc[:stored_transfers])
+    if needs_full_run(stored, merged) is not None:
+        # A switch of the whole engine flipped: nothing can be carried forward.
+        outcomes = reconcile(merged, params, as_of, pricing)
+        plan = Plan(subset=merged, keep={}, stats={"payments": len(merged.payments)})
+        stats = {**plan.stats, "reconciled": len(outcomes), "carried_forward": 0}
+        cpu = {"reconcile_cpu_s": round(time.process_time() - began, 3)}
+        return IncrementalResult(outcomes=outcomes, plan=plan, stats=stats, cpu_seconds=cpu)
+    plan = plan_incremental(merged, day, replaced, previous, params, as_of)
+    planned = time.process_time()
+    fresh = reconcile(plan.subset, params, as_of, pricing)
+    fresh = _rows(fresh, _key_mask(fresh, plan.keep))
+    reconciled = time.process_time()
+    carry = ~_key_mask(previous, plan.keep)
+    outcomes = _combined(fresh, previous, carry)
+    done = time.process_time()
+    stats = {**plan.stats, "reconciled": len(fresh), "carried_forward": int(carry.sum())}
+    cpu = {
+        "plan_cpu_s": round(planned - began, 3),
+        "reconcile_cpu_s": round(reconciled - planned, 3),
+        "carry_forward_cpu_s": round(done - reconciled, 3),
+    }
+    return IncrementalResult(outcomes=outcomes, plan=plan, stats=stats, cpu_seconds=cpu)

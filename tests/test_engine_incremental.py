@@ -1,0 +1,188 @@
+"""Incremental runs (core.engine.incremental): a chain of daily loads, each reconciled
+incrementally from the previous outcomes, gives exactly the outcomes of a full run over
+the union of everything loaded so far, at every step (docs/engine.md, *Incremental runs*).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from core.benchmark import generate
+from core.dataset import Dataset
+from core.engine import EngineParams, reconcile
+from core.engine.incremental import merge_rows, reconcile_incremental
+from core.ingest import load_dataset
+from tests.incremental_support import daily_loads
+
+PARAMS = EngineParams()
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Dataset, int]:
+    """A 250-payment benchmark with faults and the whole money model (disputes, transfers,
+    instant settlements, fuzzy and consolidated bank credits), as the importer reads it."""
+    folder = tmp_path_factory.mktemp("incremental") / "dataset"
+    generated = generate(folder, payments=250, seed=5)
+    dataset, _ = load_dataset(Path(folder))
+    return dataset, int(generated.as_of)
+
+
+def _empty_outcomes() -> pd.DataFrame:
+    return reconcile(Dataset(), PARAMS, 0)
+
+
+def _chain(world: tuple[Dataset, int], **shape: float | int) -> list[dict[str, int]]:
+    """Reconcile every load incrementally and in full; assert both agree at each step."""
+    dataset, as_of = world
+    stored, previous = Dataset(has_bank_statement=True), _empty_outcomes()
+    reports = []
+    for load in daily_loads(dataset, as_of, **shape):  # type: ignore[arg-type]
+        merged, replaced = merge_rows(stored, load.day)
+        full = reconcile(merged, PARAMS, load.as_of)
+        step = reconcile_incremental(merged, load.day, replaced, previous, PARAMS, load.as_of)
+        pd.testing.assert_frame_equal(step.outcomes, full)
+        reports.append(step.stats)
+        stored, previous = merged, step.outcomes
+    return reports
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    days=st.integers(10, 12),
+    late_share=st.sampled_from([0.0, 0.05, 0.2]),
+    bank_late_share=st.sampled_from([0.0, 0.3, 0.6]),
+    correction_share=st.sampled_from([0.0, 0.03, 0.08]),
+    resend_share=st.sampled_from([0.0, 0.05]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_incremental_chain_equals_full_run_over_random_daily_loads(
+    world: tuple[Dataset, int],
+    days: int,
+    late_share: float,
+    bank_late_share: float,
+    correction_share: float,
+    resend_share: float,
+    seed: int,
+) -> None:
+    reports = _chain(
+        world,
+        days=days,
+        late_share=late_share,
+        bank_late_share=bank_late_share,
+        correction_share=correction_share,
+        resend_share=resend_share,
+        seed=seed,
+    )
+    assert len(reports) == days + 1
+    assert all(r["reconciled"] + r["carried_forward"] > 0 for r in reports)
+
+
+def test_late_rows_and_corrections_of_every_table_keep_the_chain_identical(
+    world: tuple[Dataset, int],
+) -> None:
+    """The harshest fixed shape: many late rows, a late bank statement, many corrections."""
+    reports = _chain(
+        world,
+        days=8,
+        late_share=0.3,
+        bank_late_share=0.7,
+        correction_share=0.15,
+        resend_share=0.1,
+        seed=2026,
+    )
+    assert sum(r["reconciled"] for r in reports[1:]) > 0
+
+
+@pytest.fixture(scope="module")
+def quiet_world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Dataset, int]:
+    """800 payments without planted faults: what stays open is what time has not settled."""
+    folder = tmp_path_factory.mktemp("incremental-quiet") / "dataset"
+    generated = generate(folder, payments=800, seed=9, faults=False)
+    dataset, _ = load_dataset(Path(folder))
+    return dataset, int(generated.as_of)
+
+
+def test_a_days_load_reconciles_a_small_part_and_carries_the_rest_forward(
+    quiet_world: tuple[Dataset, int],
+) -> None:
+    dataset, as_of = quiet_world
+    first, last = daily_loads(
+        dataset, as_of, days=1, late_share=0.0, bank_late_share=0.0,
+        correction_share=0.0, resend_share=0.0, seed=1,
+    )  # fmt: skip
+    base, _ = merge_rows(Dataset(has_bank_statement=True), first.day)
+    previous = reconcile(base, PARAMS, first.as_of)
+    merged, replaced = merge_rows(base, last.day)
+    step = reconcile_incremental(merged, last.day, replaced, previous, PARAMS, last.as_of)
+
+    pd.testing.assert_frame_equal(step.outcomes, reconcile(merged, PARAMS, last.as_of))
+    total = len(step.outcomes)
+    assert step.stats["reconciled"] + step.stats["carried_forward"] == total
+    assert step.stats["reconciled"] * 5 < total
+    assert step.stats["subset_payments"] * 5 < len(merged.payments)
+    # A payment matched on the first day is carried forward untouched, row for row.
+    matched = previous[(previous["entity_type"] == "payment") & (previous["status"] == "MATCHED")]
+    oldest = matched.iloc[0]
+    assert oldest["entity_id"] not in step.plan.keep["payment"].to_pylist()
+    again = step.outcomes[
+        (step.outcomes["entity_type"] == "payment")
+        & (step.outcomes["entity_id"] == oldest["entity_id"])
+    ]
+    assert again.iloc[0].equals(oldest)
+
+
+def _payment_outcome(outcomes: pd.DataFrame, entity_type: str, entity_id: str) -> pd.Series:
+    rows = outcomes[(outcomes["entity_type"] == entity_type) & (outcomes["entity_id"] == entity_id)]
+    assert len(rows) == 1
+    return rows.iloc[0]
+
+
+def test_a_correction_reopens_a_matched_payment_and_its_settlement_then_closes_them(
+    quiet_world: tuple[Dataset, int],
+) -> None:
+    dataset, as_of = quiet_world
+    previous = reconcile(dataset, PARAMS, as_of)
+    matched = previous[(previous["entity_type"] == "payment") & (previous["status"] == "MATCHED")]
+    payment_id = str(matched.iloc[len(matched) // 2]["entity_id"])
+    rows = dataset.recon[dataset.recon["entity_id"] == payment_id]
+    settlement_id = str(rows.iloc[0]["settlement_id"])
+    assert _payment_outcome(previous, "settlement", settlement_id)["status"] == "MATCHED"
+
+    wrong = rows.copy()
+    wrong["credit"] = wrong["credit"] - 100  # the gateway's corrected row: 1 rupee short
+    day = Dataset(recon=wrong.reset_index(drop=True), has_bank_statement=True)
+    merged, replaced = merge_rows(dataset, day)
+    step = reconcile_incremental(merged, day, replaced, previous, PARAMS, as_of)
+    pd.testing.assert_frame_equal(step.outcomes, reconcile(merged, PARAMS, as_of))
+    payment = _payment_outcome(step.outcomes, "payment", payment_id)
+    assert payment["status"] == "EXCEPTION"
+    assert payment["reason_code"] == "SETTLEMENT_AMOUNT_DISCREPANCY"
+    settlement = _payment_outcome(step.outcomes, "settlement", settlement_id)
+    assert settlement["reason_code"] == "SETTLEMENT_SUM_MISMATCH"
+
+    fixed = Dataset(recon=rows.reset_index(drop=True), has_bank_statement=True)
+    merged_again, replaced_again = merge_rows(merged, fixed)
+    back = reconcile_incremental(merged_again, fixed, replaced_again, step.outcomes, PARAMS, as_of)
+    pd.testing.assert_frame_equal(back.outcomes, previous)
+
+
+def test_the_first_transfers_switch_to_a_full_run_with_identical_outcomes(
+    world: tuple[Dataset, int],
+) -> None:
+    """While no transfers file came, transfer rows are outcomes of their own; the first
+    transfers change how every such row is judged, so nothing is carried forward."""
+    dataset, as_of = world
+    assert len(dataset.transfers) > 0
+    without = replace(dataset, transfers=dataset.transfers.iloc[0:0])
+    previous = reconcile(without, PARAMS, as_of)
+    day = Dataset(transfers=dataset.transfers, has_bank_statement=True)
+    merged, replaced = merge_rows(without, day)
+    step = reconcile_incremental(merged, day, replaced, previous, PARAMS, as_of)
+    assert step.stats["carried_forward"] == 0
+    pd.testing.assert_frame_equal(step.outcomes, reconcile(merged, PARAMS, as_of))

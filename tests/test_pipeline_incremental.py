@@ -1,0 +1,180 @@
+"""`python -m core import-day DAY_DIR --db X` end to end on SQLite files: day folders cut
+from a generated benchmark are merged and reconciled incrementally, and the last run's
+outcomes equal a full run over the database's raw tables (docs/engine.md, *Incremental
+runs*)."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from core.benchmark import generate
+from core.db import open_database
+from core.db.runs import get_run, latest_completed_run, list_runs, read_outcome_frame
+from core.engine import EngineParams
+from core.engine.cli import parse_as_of
+from core.pipeline import reconcile_database, reconcile_day_into_db
+
+ROOT = Path(__file__).resolve().parents[1]
+IST = dt.timezone(dt.timedelta(hours=5, minutes=30))
+ARRIVAL = {"settlement_recon.csv": ("settled_at", "created_at")}
+PARAMS = EngineParams()
+
+
+def _ts(text: str) -> int:
+    return parse_as_of(text)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "core", *args], cwd=ROOT, capture_output=True, text=True
+    )
+
+
+def _day_of_seconds(value: str) -> dt.date:
+    return dt.datetime.fromtimestamp(int(value), tz=IST).date()
+
+
+def split_into_days(folder: Path, out: Path, cuts: list[dt.date]) -> list[Path]:
+    """The benchmark's files cut into len(cuts) + 1 day folders: a row goes to the first
+    folder whose cut is after its arrival day (created_at; a recon row's settled_at; a bank
+    line's date), the last folder takes the rest. Same layouts as the full folder."""
+    days = [out / f"day{i}" for i in range(len(cuts) + 1)]
+    for day in days:
+        day.mkdir(parents=True)
+
+    def bucket(day: dt.date) -> int:
+        return next((i for i, cut in enumerate(cuts) if day < cut), len(cuts))
+
+    for path in sorted(folder.glob("*.csv")):
+        if path.name in ("ground_truth.csv", "tax_invoice.csv"):
+            continue
+        if path.name == "bank_statement.csv":
+            lines = path.read_text(encoding="utf-8").splitlines()
+            start = next(i for i, line in enumerate(lines) if line.startswith("Date,"))
+            header, body = lines[start], [x for x in lines[start + 1 :] if not x.startswith("*")]
+            parts: list[list[str]] = [[] for _ in days]
+            for line in body:
+                when = dt.datetime.strptime(line.split(",")[0], "%d/%m/%y").date()
+                parts[bucket(when)].append(line)
+            for day, rows in zip(days, parts, strict=True):
+                if rows:
+                    (day / path.name).write_text("\n".join([header, *rows]) + "\n", "utf-8")
+            continue
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        columns = ARRIVAL.get(path.name, ("created_at",))
+        when = frame[columns[0]].where(frame[columns[0]] != "", frame[columns[-1]])
+        target = [bucket(_day_of_seconds(v)) if v else 0 for v in when]
+        for i, day in enumerate(days):
+            rows = frame[[t == i for t in target]]
+            if len(rows) or path.name in (
+                "payments.csv",
+                "settlements.csv",
+                "settlement_recon.csv",
+            ):
+                rows.to_csv(day / path.name, index=False, quoting=csv.QUOTE_MINIMAL)
+    return days
+
+
+@pytest.fixture(scope="module")
+def days(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], list[str]]:
+    root = tmp_path_factory.mktemp("import-day")
+    generated = generate(root / "full", payments=300, seed=21)
+    last = dt.datetime.fromtimestamp(generated.as_of, tz=IST).date()
+    cuts = [last - dt.timedelta(days=2), last - dt.timedelta(days=1)]
+    folders = split_into_days(root / "full", root / "days", cuts)
+    as_ofs = [f"{cut - dt.timedelta(days=1)}T23:59:59+05:30" for cut in cuts]
+    return folders, [*as_ofs, dt.datetime.fromtimestamp(generated.as_of, tz=IST).isoformat()]
+
+
+def test_import_day_chain_on_sqlite_equals_a_full_run_over_the_stored_data(
+    days: tuple[list[Path], list[str]], tmp_path: Path
+) -> None:
+    folders, as_ofs = days
+    db = tmp_path / "recon.sqlite"
+    outputs = []
+    for folder, as_of in zip(folders, as_ofs, strict=True):
+        done = _cli("import-day", str(folder), "--db", str(db), "--as-of", as_of)
+        assert done.returncode == 0, done.stderr
+        outputs.append(done.stdout)
+    assert "full (no completed run to carry forward)" in outputs[0]
+    assert "incremental over run 1" in outputs[1]
+    assert "incremental over run 2" in outputs[2]
+
+    with open_database(db) as conn:
+        runs = list_runs(conn)
+        assert [(r.kind, r.base_run_id) for r in reversed(runs)] == [
+            ("full", None),
+            ("incremental", 1),
+            ("incremental", 2),
+        ]
+        last = runs[0]
+        assert last.scope is not None
+        total = last.scope["reconciled"] + last.scope["carried_forward"]
+        assert last.scope["reconciled"] < total
+        incremental = read_outcome_frame(conn, last.id)
+        params = EngineParams.from_dict(last.params)
+        full = reconcile_database(conn, params, last.as_of, "files")
+        stored_full = get_run(conn, full.run_id)
+        assert stored_full is not None and stored_full.kind == "full"
+        pd.testing.assert_frame_equal(incremental, read_outcome_frame(conn, full.run_id))
+        # The incremental run brought the queue up to date: the full run finds nothing to
+        # open, reopen, refresh or clear.
+        sync = full.sync
+        assert (sync.opened, sync.reopened, sync.auto_cleared, sync.refreshed) == (0, 0, 0, 0)
+        assert sync.kept > 0
+
+        # The same day imported again: carried forward from the full run, nothing changes.
+        again = reconcile_day_into_db(conn, folders[-1], params=params, as_of=last.as_of)
+        assert (again.kind, again.base_run_id) == ("incremental", full.run_id)
+        pd.testing.assert_frame_equal(
+            read_outcome_frame(conn, again.run.run_id), read_outcome_frame(conn, full.run_id)
+        )
+
+
+def test_full_flag_and_changed_parameters_reconcile_everything(
+    days: tuple[list[Path], list[str]], tmp_path: Path
+) -> None:
+    folders, as_ofs = days
+    with open_database(tmp_path / "full.sqlite") as conn:
+        first = reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+        asked = reconcile_day_into_db(
+            conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]), full=True
+        )
+        assert (asked.kind, asked.scope) == ("full", {"reason": "a full run was asked for"})
+        slower = replace(PARAMS, calendar=replace(PARAMS.calendar, settlement_days=3))
+        changed = reconcile_day_into_db(conn, folders[2], params=slower, as_of=_ts(as_ofs[2]))
+        assert changed.kind == "full"
+        assert changed.scope["reason"] == f"the parameters differ from run {asked.run.run_id}'s"
+        latest = latest_completed_run(conn)
+        assert latest is not None and latest.kind == "full" and latest.base_run_id is None
+        assert first.kind == "full"
+
+
+def test_a_bad_day_folder_exits_2_naming_the_cell_and_writes_nothing(
+    days: tuple[list[Path], list[str]], tmp_path: Path
+) -> None:
+    folders, as_ofs = days
+    db = tmp_path / "bad.sqlite"
+    with open_database(db) as conn:
+        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+    bad = tmp_path / "bad-day"
+    bad.mkdir()
+    (bad / "payments.csv").write_text(
+        "id,amount,currency,status,captured,created_at\npay_X1,12x,INR,captured,true,1775023919\n"
+    )
+    (bad / "settlements.csv").write_text("id,amount,status,utr,created_at\n")
+    (bad / "settlement_recon.csv").write_text("entity_id,type,debit,credit,amount\n")
+    done = _cli("import-day", str(bad), "--db", str(db), "--as-of", as_ofs[1])
+    assert done.returncode == 2
+    assert "payments.csv:2:amount" in done.stderr
+    with open_database(db) as conn:
+        assert len(list_runs(conn)) == 1
+        assert conn.execute("SELECT count(*) FROM payments WHERE id = 'pay_X1'").fetchone()[0] == 0
