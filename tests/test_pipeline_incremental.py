@@ -94,11 +94,11 @@ def days(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], list[str
     return folders, [*as_ofs, dt.datetime.fromtimestamp(generated.as_of, tz=IST).isoformat()]
 
 
-def test_import_day_chain_on_sqlite_equals_a_full_run_over_the_stored_data(
-    days: tuple[list[Path], list[str]], tmp_path: Path
+def test_import_day_chain_equals_a_full_run_over_the_stored_data(
+    days: tuple[list[Path], list[str]], db_url: str
 ) -> None:
     folders, as_ofs = days
-    db = tmp_path / "recon.sqlite"
+    db = db_url
     outputs = []
     for folder, as_of in zip(folders, as_ofs, strict=True):
         done = _cli("import-day", str(folder), "--db", str(db), "--as-of", as_of)

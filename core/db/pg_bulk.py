@@ -81,10 +81,19 @@ def copy_frame(
     return count
 
 
-def json_rows(conn: Any, table: str, names: Sequence[str], order: str) -> Iterator[bytes]:
-    """Each row as one JSON object {"0": first column, ...} (text), in `order`."""
+def json_rows(
+    conn: Any,
+    table: str,
+    names: Sequence[str],
+    order: str,
+    where: str = "",
+    params: Sequence[Any] = (),
+) -> Iterator[bytes]:
+    """Each row as one JSON object {"0": first column, ...} (text), in `order`; only the
+    rows matching `where` (parameterised by `params`) when given."""
     row = "json_build_object(" + ", ".join(f"'{i}', {n}" for i, n in enumerate(names)) + ")"
-    cursor = conn.execute(f"SELECT {row}::text FROM {table} ORDER BY {order}")
+    condition = f" WHERE {where}" if where else ""
+    cursor = conn.execute(f"SELECT {row}::text FROM {table}{condition} ORDER BY {order}", params)
     while batch := cursor.fetchmany(BATCH_ROWS):
         yield b"\n".join(r[0].encode("utf-8") for r in batch)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.json as pa_json
 
 from core.dataset import OUTCOME_COLUMNS as OUTCOME_FIELDS
+from core.db import pg_bulk
 from core.db.backend import is_postgres
 from core.db.connection import transaction
 from core.db.staging import copy_table
@@ -432,6 +433,25 @@ _OUTCOME_TEXT = frozenset(
 )  # fmt: skip
 
 
+def _outcome_json_rows(
+    conn: sqlite3.Connection, names: list[str], row: str, run_id: int
+) -> Iterator[bytes]:
+    """A run's outcomes, one JSON object per row, in batches (SQLite's json_object, or
+    PostgreSQL's json_build_object through core.db.pg_bulk)."""
+    order = "entity_type, entity_id"
+    if is_postgres(conn):
+        yield from pg_bulk.json_rows(conn, "outcomes", names, order, "run_id = ?", (run_id,))
+        return
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    cursor.execute(
+        f"SELECT CAST({row} AS BLOB) FROM outcomes WHERE run_id = ? ORDER BY {order}", (run_id,)
+    )
+    while batch := cursor.fetchmany(100_000):
+        yield b"\n".join([r[0] for r in batch])
+    cursor.close()
+
+
 def read_outcome_frame(conn: sqlite3.Connection, run_id: int) -> pd.DataFrame:
     """A run's outcomes as the engine's frame (OUTCOME_COLUMNS; amounts int64,
     entity_created_at Int64, text Arrow-backed), sorted by entity_type then entity_id.
@@ -442,24 +462,14 @@ def read_outcome_frame(conn: sqlite3.Connection, run_id: int) -> pd.DataFrame:
     schema = pa.schema(
         [(str(i), pa.string() if n in _OUTCOME_TEXT else pa.int64()) for i, n in enumerate(names)]
     )
-    cursor = conn.cursor()
-    cursor.row_factory = None
-    cursor.execute(
-        f"SELECT CAST({row} AS BLOB) FROM outcomes WHERE run_id = ?"
-        " ORDER BY entity_type, entity_id",
-        (run_id,),
-    )
-    batches = []
-    while batch := cursor.fetchmany(100_000):
-        lines = b"\n".join([r[0] for r in batch])
-        batches.append(
-            pa_json.read_json(
-                pa.BufferReader(lines),
-                read_options=pa_json.ReadOptions(block_size=len(lines) + 1, use_threads=False),
-                parse_options=pa_json.ParseOptions(explicit_schema=schema),
-            )
+    batches = [
+        pa_json.read_json(
+            pa.BufferReader(lines),
+            read_options=pa_json.ReadOptions(block_size=len(lines) + 1, use_threads=False),
+            parse_options=pa_json.ParseOptions(explicit_schema=schema),
         )
-    cursor.close()
+        for lines in _outcome_json_rows(conn, names, row, run_id)
+    ]
     data = pa.concat_tables(batches).combine_chunks() if batches else schema.empty_table()
     frame: dict[str, Any] = {}
     for i, name in enumerate(names):
