@@ -316,3 +316,39 @@ def test_sqlite_spellings_become_postgresql_ones_outside_literals() -> None:
     assert dialect_sql("DELETE FROM temp.ids ORDER BY +o.a, +o.b") == (
         "DELETE FROM pg_temp.ids ORDER BY o.a, o.b"
     )
+
+
+def test_outcomes_read_in_byte_order_even_under_a_language_collation(
+    pg_url: str, tmp_path: Path
+) -> None:
+    from core.db.runs import read_outcome_frame, read_outcomes
+
+    dataset = str(ROOT / "tests" / "fixtures" / "spec_example" / "dataset")
+    done = _cli("reconcile", dataset, "--out", str(tmp_path / "pg.csv"), "--db", pg_url,
+                "--as-of", "2026-06-30T23:59:59+05:30")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    owner = _owner(pg_url)
+    with transaction(owner):  # a language collation orders "pay_a" before "pay_B"
+        for column in ("entity_type", "entity_id"):
+            owner.execute(
+                f'ALTER TABLE outcomes ALTER COLUMN {column} TYPE TEXT COLLATE "und-x-icu"'
+            )
+        owner.execute(
+            "INSERT INTO outcomes (run_id, entity_type, entity_id, status, reason_code,"
+            " reason_codes, expected_amount, actual_amount, difference, exposure_amount,"
+            " exposure_class, match_method)"
+            " SELECT run_id, entity_type, 'pay_' || s.id, status, reason_code, reason_codes,"
+            " expected_amount, actual_amount, difference, exposure_amount, exposure_class,"
+            " match_method FROM outcomes, (VALUES ('a'), ('B')) AS s(id)"
+            " WHERE entity_type = 'payment' LIMIT 2"
+        )
+    owner.close()
+    conn = connect(pg_url)
+    run_id = int(conn.execute("SELECT max(run_id) FROM outcomes").fetchone()[0])
+    frame = read_outcome_frame(conn, run_id)
+    keys = list(zip(frame["entity_type"], frame["entity_id"], strict=True))
+    assert keys == sorted(keys)  # Python compares code points: the bytes' order in UTF-8
+    assert ("payment", "pay_B") in keys and ("payment", "pay_a") in keys
+    rows = [(r["entity_type"], r["entity_id"]) for r in read_outcomes(conn, run_id)]
+    assert rows == keys
+    conn.close()
