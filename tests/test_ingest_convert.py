@@ -107,3 +107,41 @@ def test_milliseconds_and_negative_timestamps_are_refused() -> None:
     assert parsed.bad.rows.tolist() == [1, 2]
     assert "out of range" in parsed.bad.messages[0]
     assert parsed.bad.messages[1] == "unparsable date '-5'"
+
+
+def _first_repeats(values: list[str | None]) -> tuple[list[int], list[int]]:
+    """Plain Python: each row repeating an earlier present value, and that value's first row."""
+    first: dict[str, int] = {}
+    repeats: list[int] = []
+    firsts: list[int] = []
+    for row, value in enumerate(values):
+        if value is None:
+            continue
+        if value in first:
+            repeats.append(row)
+            firsts.append(first[value])
+        else:
+            first[value] = row
+    return repeats, firsts
+
+
+@given(
+    st.lists(
+        st.one_of(st.none(), st.text(alphabet="ab☕", max_size=20), st.sampled_from(["pay_1"])),
+        max_size=60,
+    ),
+    st.integers(min_value=0, max_value=60),
+    st.booleans(),
+)
+def test_duplicate_rows_finds_every_repeat_whatever_the_lengths_chunks_and_slices(
+    values: list[str | None], cut: int, large: bool
+) -> None:
+    array = pa.array(values, type=pa.large_string() if large else pa.string())
+    cut = min(cut, len(values))
+    chunked = pa.chunked_array([array[:cut], array[cut:]], type=array.type)
+    expected = _first_repeats(values)
+    for column in (array, chunked):
+        repeats, firsts = convert.duplicate_rows(column)
+        assert (repeats.tolist(), firsts.tolist()) == expected
+    repeats, firsts = convert.duplicate_rows(array.slice(cut))
+    assert (repeats.tolist(), firsts.tolist()) == _first_repeats(values[cut:])

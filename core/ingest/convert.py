@@ -175,6 +175,13 @@ class IntCasts:
         self._done[id(column)] = (column, result)
         return result
 
+    def forget(self, column: pa.Array) -> None:
+        """Drop a column's cast (its converter has run): a large file's casts are not all
+        held at once."""
+        hit = self._done.get(id(column))
+        if hit is not None and hit[0] is column:
+            del self._done[id(column)]
+
 
 def parse_paise(column: pa.Array, casts: IntCasts | None = None) -> Parsed:
     """Whole numbers of paise: '4712645' -> 4712645. Negatives and decimals are refused."""
@@ -460,24 +467,105 @@ def check_choices(column: pa.Array, choices: frozenset[str], what: str) -> BadCe
     return _bad(bad, column, f"unknown {what} {{value!r}} (expected one of: {expected})")
 
 
+_MIX = (
+    np.uint64(0x9E3779B97F4A7C15),
+    np.uint64(0xC2B2AE3D27D4EB4F),
+    np.uint64(0x165667B19E3779F9),
+    np.uint64(0xD6E8FEB86659FD93),
+)
+
+
+def _chunk_words(chunk: pa.Array) -> npt.NDArray[np.uint64] | None:
+    """A hash of each string of one chunk from its length and its first, middle and last
+    8 bytes (read in place from the data buffer: no copy of the strings); None when the
+    chunk is not a string array this can read."""
+    if not (pa.types.is_string(chunk.type) or pa.types.is_large_string(chunk.type)):
+        return None
+    _, offsets_buffer, data_buffer = chunk.buffers()
+    width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+    if offsets_buffer is None or len(chunk) == 0:
+        return np.zeros(len(chunk), dtype=np.uint64)
+    raw_offsets = np.frombuffer(offsets_buffer, dtype=width)
+    offsets = raw_offsets[chunk.offset : chunk.offset + len(chunk) + 1].astype(np.int64)
+    starts, ends = offsets[:-1], offsets[1:]
+    lengths = ends - starts
+    data = (
+        np.frombuffer(data_buffer, dtype=np.uint8)
+        if data_buffer is not None
+        else np.zeros(0, np.uint8)
+    )
+    if len(data) < 8:
+        data = np.concatenate([data, np.zeros(8, dtype=np.uint8)])
+    # Every (unaligned) 8-byte word of the buffer, in place: words[p] holds bytes p..p+7.
+    words = np.ndarray(shape=(len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
+    last_start = len(data) - 8
+
+    def word_at(position: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
+        clamped = np.minimum(position, last_start)
+        shift = ((position - clamped) * 8).astype(np.uint64)
+        value: npt.NDArray[np.uint64] = words[clamped] >> shift
+        return value
+
+    short = np.minimum(lengths, 8)
+    keep = np.where(
+        short >= 8,
+        np.uint64(0xFFFFFFFFFFFFFFFF),
+        (np.uint64(1) << (np.minimum(short, 7) * 8).astype(np.uint64)),
+    )
+    keep[short < 8] -= np.uint64(1)
+    first = word_at(starts) & keep
+    middle = np.where(lengths > 8, word_at(starts + np.maximum(lengths - 8, 0) // 2), 0)
+    last = np.where(lengths > 8, word_at(np.maximum(ends - 8, starts)), 0)
+    mixed: npt.NDArray[np.uint64] = (
+        first * _MIX[0]
+        ^ np.asarray(middle, dtype=np.uint64) * _MIX[1]
+        ^ np.asarray(last, dtype=np.uint64) * _MIX[2]
+        ^ lengths.astype(np.uint64) * _MIX[3]
+    )
+    return mixed
+
+
+def _candidate_rows(column: pa.Array | pa.ChunkedArray, present: BoolArray) -> BoolArray | None:
+    """Rows whose string may repeat another present row's (a superset of the repeats, found
+    by a 64-bit hash of each string computed in numpy: a few bytes a row, where Arrow's
+    unique/value_counts build a hash table of copies, ~50 MB at 300k ids). None when the
+    column is not plain strings."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    parts: list[npt.NDArray[np.uint64]] = []
+    for chunk in chunks:
+        words = _chunk_words(chunk)
+        if words is None:
+            return None
+        parts.append(words)
+    hashes = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
+    if len(hashes) != len(present):
+        return None
+    ordered = np.sort(hashes[present])
+    repeated = np.unique(ordered[1:][ordered[1:] == ordered[:-1]])
+    if len(repeated) == 0:
+        return np.zeros(len(present), dtype=np.bool_)
+    return np.isin(hashes, repeated) & present
+
+
 def duplicate_rows(
     column: pa.Array, *, expect_repeats: bool = False
 ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
     """(rows that repeat an earlier value, row of that value's first occurrence); nulls ignored.
 
-    `expect_repeats` skips the cheaper uniqueness test when repeats are likely anyway.
+    Candidate rows come from a hash of each string (rows whose hash repeats); only they are
+    compared exactly, in file order. `expect_repeats` is kept for callers: both cases take
+    the same path.
     """
+    del expect_repeats
     present = valid_mask(column)
-    if not expect_repeats:
-        n_present = int(present.sum())
-        distinct = len(pc.unique(column)) - (1 if n_present < len(column) else 0)
-        if distinct >= n_present:
-            return np.empty(0, dtype=np.intp), np.empty(0, dtype=np.intp)
-    counts = pc.value_counts(column)
-    repeated_values = pc.drop_null(
-        pc.filter(counts.field("values"), pc.greater(counts.field("counts"), 1))
-    )
-    rows = np.flatnonzero(to_bool_numpy(pc.is_in(column, value_set=repeated_values)) & present)
+    candidates = _candidate_rows(column, present)
+    if candidates is None:
+        counts = pc.value_counts(column)
+        repeated_values = pc.drop_null(
+            pc.filter(counts.field("values"), pc.greater(counts.field("counts"), 1))
+        )
+        candidates = to_bool_numpy(pc.is_in(column, value_set=repeated_values)) & present
+    rows = np.flatnonzero(candidates)
     first_seen: dict[str, int] = {}
     repeats: list[int] = []
     firsts: list[int] = []
