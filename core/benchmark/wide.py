@@ -46,16 +46,8 @@ REFUND_ORDER = (
     "created_at", "batch_id", "status", "speed_processed", "speed_requested", "base_amount",
     "settled_by",
 )  # fmt: skip
-CHANNELS = ("web", "android", "ios", "pos", "payment_link")
 CITIES = ("Mumbai", "Bengaluru", "Delhi", "Pune", "Chennai", "Hyderabad", "Kolkata", "Jaipur")
-PRODUCTS = (
-    "Annual plan - Pro (12 months)",
-    "Groceries, home delivery",
-    "Course fee: Data Engineering, batch 7",
-    "Spare parts order - 3 items",
-    "Hotel booking, 2 nights, deluxe room",
-    "Monthly subscription renewal",
-)
+PRODUCTS = ("Annual plan", "Groceries, delivery", "Course fee", "Spare parts", "Hotel, 2 nights")
 UPI_HANDLES = ("okhdfcbank", "okicici", "ybl", "paytm", "axl", "ibl")
 CARD_ISSUERS = ("HDFC", "ICIC", "SBIN", "UTIB", "KKBK")
 REFUND_REASONS = ("customer request", "item out of stock", "duplicate order", "late delivery")
@@ -134,7 +126,7 @@ def _widen_payments(path: Path, rng: np.random.Generator) -> None:
     failed = np.asarray(
         pc.fill_null(pc.equal(status, "failed"), False).to_numpy(zero_copy_only=False), np.bool_
     )
-    customer = _digits(n, 10_000, 99_999, rng)
+    customer = _digits(n, 10_000, 99_999, rng)  # the vpa's name
     order_ref = _digits(n, 100_000, 999_999, rng)
     columns["invoice_id"] = _fill(_column(table, "invoice_id"), _join("inv_", _token(n, 14, rng)))
     columns["description"] = _join(
@@ -145,15 +137,7 @@ def _widen_payments(path: Path, rng: np.random.Generator) -> None:
     columns["customer_id"] = _join("cust_", _token(n, 14, rng))
     columns["token_id"] = _only(_join("token_", _token(n, 14, rng)), card)
     columns["notes"] = _join(
-        '{"order_ref": "ORD-',
-        order_ref,
-        '", "customer_name": "Customer ',
-        customer,
-        '", "city": "',
-        _pick(CITIES, n, rng),
-        '", "channel": "',
-        _pick(CHANNELS, n, rng),
-        '"}',
+        '{"order_ref": "ORD-', order_ref, '", "city": "', _pick(CITIES, n, rng), '"}'
     )
     columns["error_source"] = _only(_pick(("customer", "issuer_bank", "gateway"), n, rng), failed)
     columns["error_step"] = _only(
@@ -168,7 +152,7 @@ def _widen_payments(path: Path, rng: np.random.Generator) -> None:
         _join('{"auth_code": "', _digits(n, 100_000, 999_999, rng), '"}'),
         pc.if_else(
             pa.array(upi),
-            _join('{"rrn": "', rrn, '", "upi_transaction_id": "', _token(n, 22, rng), '"}'),
+            _join('{"rrn": "', rrn, '"}'),
             _join('{"bank_transaction_id": "', rrn, '"}'),
         ),
     )
@@ -185,14 +169,11 @@ def _widen_refunds(path: Path, rng: np.random.Generator) -> None:
         ),
         np.bool_,
     )
-    columns["notes"] = _join(
-        '{"reason": "', _pick(REFUND_REASONS, n, rng), '", "ticket": "SUP-',
-        _digits(n, 10_000, 99_999, rng), '"}',
-    )  # fmt: skip
+    columns["notes"] = _join('{"reason": "', _pick(REFUND_REASONS, n, rng), '"}')
     columns["receipt"] = _fill(
         _column(table, "receipt"), _join("Receipt No. ", _digits(n, 1_000, 99_999, rng))
     )
-    columns["acquirer_data"] = _only(_join('{"arn": "7', _token(n, 22, rng), '"}'), processed)
+    columns["acquirer_data"] = _only(_join('{"arn": "7', _token(n, 14, rng), '"}'), processed)
     columns["batch_id"] = _fill(_column(table, "batch_id"), _join("batch_", _token(n, 14, rng)))
     _write(_ordered(columns, REFUND_ORDER), path)
 
@@ -203,14 +184,12 @@ def _widen_recon(path: Path, rng: np.random.Generator) -> None:
     columns = {name: table.column(name) for name in table.column_names}
     card = _method_is(table, "card", "emi")
     upi = _method_is(table, "upi")
-    columns["description"] = _fill(
-        _column(table, "description"), _join("Settlement of ", _pick(PRODUCTS, n, rng))
-    )
+    columns["description"] = _fill(_column(table, "description"), _pick(PRODUCTS, n, rng))
     if "posted_at" in columns and "settled_at" in columns:
         columns["posted_at"] = _fill(columns["posted_at"], columns["settled_at"])
     columns["notes"] = _fill(
         _column(table, "notes"),
-        _join('{"order_ref": "ORD-', _digits(n, 100_000, 999_999, rng), '"}'),
+        _join('{"ref": "', _digits(n, 100_000, 999_999, rng), '"}'),
     )
     if "order_receipt" in columns and "order_id" in columns:
         has_order = np.asarray(
