@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -145,3 +146,31 @@ def test_duplicate_rows_finds_every_repeat_whatever_the_lengths_chunks_and_slice
         assert (repeats.tolist(), firsts.tolist()) == expected
     repeats, firsts = convert.duplicate_rows(array.slice(cut))
     assert (repeats.tolist(), firsts.tolist()) == _first_repeats(values[cut:])
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.none(),
+            st.text(alphabet=st.sampled_from(["a", " ", "\t", "\u00a0", "\u2003", "☕", "\x1f"])),
+        ),
+        max_size=30,
+    ),
+    st.integers(min_value=0, max_value=30),
+)
+def test_cleaning_skips_only_trims_that_would_change_nothing(
+    values: list[str | None], cut: int
+) -> None:
+    array = pa.array(values, type=pa.string())
+    for column in (array, pa.chunked_array([array[:cut], array[cut:]], type=pa.string())):
+        expected = [
+            None if v is None or v == "" else v for v in pc.utf8_trim_whitespace(column).to_pylist()
+        ]
+        assert convert.clean_strings(column).to_pylist() == expected
+
+
+@given(st.lists(st.one_of(st.none(), st.text(alphabet="ab\x00☕", max_size=6)), max_size=30))
+def test_nul_characters_are_found_in_any_cell(values: list[str | None]) -> None:
+    found = convert.nul_cells(pa.array(values, type=pa.string()))
+    expected = [row for row, v in enumerate(values) if v is not None and "\x00" in v]
+    assert found.rows.tolist() == expected

@@ -45,6 +45,61 @@ def as_array(column: pa.Array | pa.ChunkedArray) -> pa.Array:
     return column
 
 
+def string_buffers(
+    chunk: pa.Array,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint8]] | None:
+    """(start, end) byte offsets of each cell and the data bytes of one string chunk, read
+    in place (no copy of the strings); None for a chunk of another type."""
+    if not (pa.types.is_string(chunk.type) or pa.types.is_large_string(chunk.type)):
+        return None
+    _, offsets_buffer, data_buffer = chunk.buffers()
+    if offsets_buffer is None or len(chunk) == 0:
+        empty = np.zeros(len(chunk), dtype=np.int64)
+        return empty, empty, np.zeros(0, dtype=np.uint8)
+    width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+    raw_offsets = np.frombuffer(offsets_buffer, dtype=width)
+    offsets = raw_offsets[chunk.offset : chunk.offset + len(chunk) + 1].astype(np.int64)
+    data = (
+        np.frombuffer(data_buffer, dtype=np.uint8)
+        if data_buffer is not None
+        else np.zeros(0, dtype=np.uint8)
+    )
+    return offsets[:-1], offsets[1:], data
+
+
+def _chunks(column: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    return list(column.chunks) if isinstance(column, pa.ChunkedArray) else [column]
+
+
+def may_need_trim(column: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether some cell may start or end with whitespace: its first or last byte is a
+    control character, a space or not ASCII (a Unicode space). False means trimming would
+    change nothing; True is only a maybe (a cell ending in '☕' is trimmed to itself)."""
+    for chunk in _chunks(column):
+        buffers = string_buffers(chunk)
+        if buffers is None:
+            return True
+        starts, ends, data = buffers
+        filled = ends > starts
+        edges = np.concatenate([data[starts[filled]], data[ends[filled] - 1]])
+        if bool(((edges <= 0x20) | (edges >= 0x7F)).any()):
+            return True
+    return False
+
+
+def has_nul_byte(column: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether any cell's bytes hold a NUL (scanned in place)."""
+    for chunk in _chunks(column):
+        buffers = string_buffers(chunk)
+        if buffers is None:
+            return True
+        starts, ends, data = buffers
+        filled = len(starts) and int(ends[-1]) > int(starts[0])
+        if filled and int(data[int(starts[0]) : int(ends[-1])].min()) == 0:
+            return True
+    return False
+
+
 def _any(mask: pa.Array) -> bool:
     return bool(pc.any(mask).as_py())
 
@@ -54,7 +109,7 @@ def clean_strings(column: pa.Array | pa.ChunkedArray, *, trim: bool = True) -> p
     arr = as_array(column)
     if not pa.types.is_string(arr.type) and not pa.types.is_large_string(arr.type):
         arr = pc.cast(arr, pa.string())
-    if trim:
+    if trim and may_need_trim(arr):  # else the trim would copy the column unchanged
         arr = pc.utf8_trim_whitespace(arr)
     lengths = pc.binary_length(arr)
     shortest = pc.min(lengths).as_py()
@@ -140,6 +195,8 @@ def merge_bad(parts: Iterable[BadCells]) -> BadCells:
 def nul_cells(column: pa.Array) -> BadCells:
     """Cells holding a NUL character (a JSON `\\u0000`; raw NUL bytes are refused earlier)."""
     if not pa.types.is_string(column.type) and not pa.types.is_large_string(column.type):
+        return BadCells.none()
+    if not has_nul_byte(column):  # a scan of the bytes in place, not a match per cell
         return BadCells.none()
     found = to_bool_numpy(pc.match_substring(column, "\x00"))
     return _bad(found, column, "NUL character in the cell {value!r}")
@@ -479,21 +536,11 @@ def _chunk_words(chunk: pa.Array) -> npt.NDArray[np.uint64] | None:
     """A hash of each string of one chunk from its length and its first, middle and last
     8 bytes (read in place from the data buffer: no copy of the strings); None when the
     chunk is not a string array this can read."""
-    if not (pa.types.is_string(chunk.type) or pa.types.is_large_string(chunk.type)):
+    buffers = string_buffers(chunk)
+    if buffers is None:
         return None
-    _, offsets_buffer, data_buffer = chunk.buffers()
-    width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
-    if offsets_buffer is None or len(chunk) == 0:
-        return np.zeros(len(chunk), dtype=np.uint64)
-    raw_offsets = np.frombuffer(offsets_buffer, dtype=width)
-    offsets = raw_offsets[chunk.offset : chunk.offset + len(chunk) + 1].astype(np.int64)
-    starts, ends = offsets[:-1], offsets[1:]
+    starts, ends, data = buffers
     lengths = ends - starts
-    data = (
-        np.frombuffer(data_buffer, dtype=np.uint8)
-        if data_buffer is not None
-        else np.zeros(0, np.uint8)
-    )
     if len(data) < 8:
         data = np.concatenate([data, np.zeros(8, dtype=np.uint8)])
     # Every (unaligned) 8-byte word of the buffer, in place: words[p] holds bytes p..p+7.
@@ -530,9 +577,8 @@ def _candidate_rows(column: pa.Array | pa.ChunkedArray, present: BoolArray) -> B
     by a 64-bit hash of each string computed in numpy: a few bytes a row, where Arrow's
     unique/value_counts build a hash table of copies, ~50 MB at 300k ids). None when the
     column is not plain strings."""
-    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
     parts: list[npt.NDArray[np.uint64]] = []
-    for chunk in chunks:
+    for chunk in _chunks(column):
         words = _chunk_words(chunk)
         if words is None:
             return None
@@ -544,7 +590,10 @@ def _candidate_rows(column: pa.Array | pa.ChunkedArray, present: BoolArray) -> B
     repeated = np.unique(ordered[1:][ordered[1:] == ordered[:-1]])
     if len(repeated) == 0:
         return np.zeros(len(present), dtype=np.bool_)
-    return np.isin(hashes, repeated) & present
+    # `repeated` is sorted: a binary search per row (np.isin would sort every hash again).
+    at = np.minimum(np.searchsorted(repeated, hashes), len(repeated) - 1)
+    found: BoolArray = (repeated[at] == hashes) & present
+    return found
 
 
 def duplicate_rows(
