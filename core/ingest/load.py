@@ -316,15 +316,10 @@ def load_dataset(
     Files are read concurrently: Arrow's kernels and hashlib release the GIL. Files over
     LARGE_FILE_BYTES take turns (import memory stays under 4x the input), unless
     `overlap_large_files` trades that memory for speed (the reconcile command does: the big
-    payments and recon files then overlap on two cores, and freed memory is kept for reuse).
+    payments and recon files then overlap on two cores).
     """
     if amount_unit not in UNITS:
         raise ConfigError(f"amount unit must be one of {', '.join(UNITS)}, not {amount_unit!r}")
-    if overlap_large_files:
-        # The speed-bound path keeps freed pages for reuse: handing them back to the
-        # system at once makes the next allocation fault them in again (1M wide payments:
-        # 1.4 s less system CPU, docs/benchmark.md).
-        return _load_dataset(folder, amount_unit, bank_mappings, overlap_large_files)
     with _freed_memory_returned_at_once():
         return _load_dataset(folder, amount_unit, bank_mappings, overlap_large_files)
 
@@ -391,9 +386,10 @@ def _load_dataset(
         jobs.append(
             (bank_path, functools.partial(_load_bank_file, bank_path, tuple(bank_mappings)))
         )
-    # The speed path runs the jobs as they are (freed memory kept for reuse, see above).
     runs: list[Callable[[], _FileResult]] = (
-        [job for _, job in jobs] if overlap_large_files else _one_large_file_at_a_time(jobs)
+        [functools.partial(_freeing, job) for _, job in jobs]
+        if overlap_large_files
+        else _one_large_file_at_a_time(jobs)
     )
     with ThreadPoolExecutor(max_workers=LOAD_THREADS) as pool:
         results = list(pool.map(lambda job: job(), runs))
