@@ -29,7 +29,12 @@ TARGETS = {
     ("reconcile", 1_000_000): "<= 8 s, <= 2.5 GB",
     ("persist", 1_000_000): "<= 25 s",
     ("total", 5_000): "< 2 s",
+    ("wide", 1_000_000): "<= 5 s, <= 2 GB",
+    ("wide-db", 1_000_000): "<= 10 s",
 }
+# Issue 16: the whole process on data as wide as Razorpay's exports (`generate --wide`),
+# each measured this many times.
+WIDE_REPEATS = 2
 
 
 @dataclass(frozen=True)
@@ -146,8 +151,45 @@ def run_size(payments: int, seed: int, work: Path) -> dict[str, Measurement]:
     return results
 
 
+def run_wide(payments: int, seed: int, work: Path) -> list[tuple[str, Measurement]]:
+    """Issue 16: `reconcile` files -> results.csv, and with --db into a new database, as whole
+    processes (interpreter start and exit included) on the wide layout, WIDE_REPEATS times."""
+    from core.benchmark import DEFAULT_AS_OF
+
+    folder = work / f"wide{payments}"
+    shutil.rmtree(folder, ignore_errors=True)
+    python = [sys.executable, "-m", "core"]
+    generated = measure(
+        [*python, "generate", str(folder), "--payments", str(payments), "--seed", str(seed),
+         "--wide"],
+        folder / "log-generate",
+    )  # fmt: skip
+    rows: list[tuple[str, Measurement]] = [("wide-generate", generated)]
+    if generated.exit_code:
+        return rows
+    common = [str(folder), "--out", str(folder / "results.csv"), "--as-of", DEFAULT_AS_OF]
+    for attempt in range(WIDE_REPEATS):
+        rows.append(
+            ("wide", measure([*python, "reconcile", *common], folder / f"log-wide{attempt}"))
+        )
+    for attempt in range(WIDE_REPEATS):
+        database = folder / f"wide{attempt}.sqlite"
+        database.unlink(missing_ok=True)
+        command = [*python, "reconcile", *common, "--db", str(database)]
+        rows.append(("wide-db", measure(command, folder / f"log-wide-db{attempt}")))
+        for leftover in folder.glob(f"wide{attempt}.sqlite*"):
+            if leftover.is_dir():
+                shutil.rmtree(leftover)
+            else:
+                leftover.unlink()
+    return rows
+
+
 def format_row(payments: int, step: str, m: Measurement) -> str:
     label = {
+        "wide-generate": "generate --wide (every column filled)",
+        "wide": "wide: reconcile -> results.csv, process",
+        "wide-db": "wide: reconcile --db, new db, process",
         "generate": "generate (files + labels)",
         "import": "import (files -> new database)",
         "reconcile": "reconcile (files -> results.csv)",
@@ -176,8 +218,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--keep", metavar="DIR", help="keep the datasets and results in DIR")
+    parser.add_argument(
+        "--wide-sizes",
+        default="1000000",
+        help="payment counts for the whole-process rows on wide data (issue 16); '' for none",
+    )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
+    wide_sizes = [int(s) for s in args.wide_sizes.split(",") if s]
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="razorrecon-bench-"))
     print(f"machine: {machine()}")
     print(f"load average (1, 5, 15 min) at the start: {load_average()}")
@@ -198,6 +246,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(format_row(payments, step, measured[step]), flush=True)
             if "import" in measured and not measured["import"].exit_code:
                 memory_lines.append(import_memory(payments, work, measured["import"]))
+        for payments in wide_sizes:
+            for step, measurement in run_wide(payments, args.seed, work):
+                print(format_row(payments, step, measurement), flush=True)
         if max(sizes) >= 1_000_000:  # issue 16: 50,000 new payments on top of 1,000,000
             from benchmarks.incremental import bench_lines
 

@@ -111,6 +111,13 @@ def place_output(temporary: Path, target: OutputTarget) -> None:
     standard output (never replacing it); the temporary file is gone afterwards."""
     try:
         if target.kind == "file" and target.path is not None:
+            # On disk before it replaces the old file: a crash (or the CLI's exit without
+            # teardown, core.__main__.exit_now) never leaves a renamed but empty file.
+            fd = os.open(temporary, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
             os.replace(temporary, target.path)
             return
         with temporary.open("rb") as source:

@@ -62,9 +62,9 @@ def staged_files(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     def spy(module: Any) -> None:
         real = module.write_staged_file
 
-        def recording(path: Path, tables: Any) -> Any:
+        def recording(path: Path, tables: Any, *args: Any) -> Any:
             written.extend(t.name for t in tables)
-            return real(path, tables)
+            return real(path, tables, *args)
 
         monkeypatch.setattr(module, "write_staged_file", recording)
 
@@ -247,10 +247,10 @@ def test_a_failed_writer_thread_leaves_the_database_and_temp_folder_clean(
     _stage_from(monkeypatch, 0)
     real = ingest_stage.write_staged_file
 
-    def second_fails(path: Path, tables: Any) -> Any:
+    def second_fails(path: Path, tables: Any, *args: Any) -> Any:
         if path.name == "raw1.sqlite":  # the recon group: a real ADBC failure, half-written
-            return real(path.parent / "gone" / path.name, tables)
-        return real(path, tables)
+            return real(path.parent / "gone" / path.name, tables, *args)
+        return real(path, tables, *args)
 
     monkeypatch.setattr(ingest_stage, "write_staged_file", second_fails)
     conn = _database(tmp_path / "db.sqlite")

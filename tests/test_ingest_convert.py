@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -107,3 +108,69 @@ def test_milliseconds_and_negative_timestamps_are_refused() -> None:
     assert parsed.bad.rows.tolist() == [1, 2]
     assert "out of range" in parsed.bad.messages[0]
     assert parsed.bad.messages[1] == "unparsable date '-5'"
+
+
+def _first_repeats(values: list[str | None]) -> tuple[list[int], list[int]]:
+    """Plain Python: each row repeating an earlier present value, and that value's first row."""
+    first: dict[str, int] = {}
+    repeats: list[int] = []
+    firsts: list[int] = []
+    for row, value in enumerate(values):
+        if value is None:
+            continue
+        if value in first:
+            repeats.append(row)
+            firsts.append(first[value])
+        else:
+            first[value] = row
+    return repeats, firsts
+
+
+@given(
+    st.lists(
+        st.one_of(st.none(), st.text(alphabet="ab☕", max_size=20), st.sampled_from(["pay_1"])),
+        max_size=60,
+    ),
+    st.integers(min_value=0, max_value=60),
+    st.booleans(),
+)
+def test_duplicate_rows_finds_every_repeat_whatever_the_lengths_chunks_and_slices(
+    values: list[str | None], cut: int, large: bool
+) -> None:
+    array = pa.array(values, type=pa.large_string() if large else pa.string())
+    cut = min(cut, len(values))
+    chunked = pa.chunked_array([array[:cut], array[cut:]], type=array.type)
+    expected = _first_repeats(values)
+    for column in (array, chunked):
+        repeats, firsts = convert.duplicate_rows(column)
+        assert (repeats.tolist(), firsts.tolist()) == expected
+    repeats, firsts = convert.duplicate_rows(array.slice(cut))
+    assert (repeats.tolist(), firsts.tolist()) == _first_repeats(values[cut:])
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.none(),
+            st.text(alphabet=st.sampled_from(["a", " ", "\t", "\u00a0", "\u2003", "☕", "\x1f"])),
+        ),
+        max_size=30,
+    ),
+    st.integers(min_value=0, max_value=30),
+)
+def test_cleaning_skips_only_trims_that_would_change_nothing(
+    values: list[str | None], cut: int
+) -> None:
+    array = pa.array(values, type=pa.string())
+    for column in (array, pa.chunked_array([array[:cut], array[cut:]], type=pa.string())):
+        expected = [
+            None if v is None or v == "" else v for v in pc.utf8_trim_whitespace(column).to_pylist()
+        ]
+        assert convert.clean_strings(column).to_pylist() == expected
+
+
+@given(st.lists(st.one_of(st.none(), st.text(alphabet="ab\x00☕", max_size=6)), max_size=30))
+def test_nul_characters_are_found_in_any_cell(values: list[str | None]) -> None:
+    found = convert.nul_cells(pa.array(values, type=pa.string()))
+    expected = [row for row, v in enumerate(values) if v is not None and "\x00" in v]
+    assert found.rows.tolist() == expected

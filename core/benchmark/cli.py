@@ -51,6 +51,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "dashboard-xlsx: the same as .xlsx workbooks"
         ),
     )
+    parser.add_argument(
+        "--wide",
+        action="store_true",
+        help=(
+            "API layout with every column Razorpay's exports carry, filled (notes JSON and "
+            "descriptions on every row): as wide as real exports, for speed measurements"
+        ),
+    )
     parser.set_defaults(func=run)
 
 
@@ -67,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
             bank_statement=not args.no_bank_statement,
             money_model=args.money_model,
             layout=args.layout,
+            wide=args.wide,
         )
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc

@@ -189,6 +189,7 @@ def generate(
     money_model: bool = True,
     layout: str = "api",
     ambiguous: bool = False,
+    wide: bool = False,
 ) -> GeneratedBenchmark:
     """Write a benchmark dataset into `out_dir` and its labels into `out_dir/ground_truth.csv`.
 
@@ -200,13 +201,16 @@ def generate(
     layout "dashboard" / "dashboard-xlsx" writes the files as Razorpay Dashboard reports
     (rupees, IST dates, display headers; CSV or one workbook per file).
     ambiguous=True also plants combined faults for the investigator's evaluation
-    (core/benchmark/ambiguous.py).
+    (core/benchmark/ambiguous.py). wide=True (API layout only) writes every column Razorpay's
+    exports carry, filled (core/benchmark/wide.py); the labels are the same.
     """
     started = time.perf_counter()
     if payments < world.MIN_PAYMENTS:
         raise world.GenerationError(f"at least {world.MIN_PAYMENTS} payments are needed")
     if layout not in LAYOUTS:
         raise ConfigError(f"layout: one of {', '.join(LAYOUTS)}, not {layout!r}")
+    if wide and layout != "api":
+        raise ConfigError("--wide writes the API layout only")
     as_of_ts = parse_as_of(as_of)
     target = Path(out_dir)
     target.mkdir(parents=True, exist_ok=True)
@@ -265,6 +269,10 @@ def generate(
         files.SETTLEMENTS_FILE: files.write_settlements(settlements, target),
         files.RECON_FILE: files.write_recon(rows, settlements, calendar, target, file_rng),
     }
+    if wide:
+        from core.benchmark.wide import widen
+
+        widen(target, seed)
     for name in MONEY_FILES:
         (target / name).unlink(missing_ok=True)
     if mm is not None:

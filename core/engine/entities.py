@@ -418,7 +418,12 @@ def check_orphan_rows(ctx: Context, unknown_rows: IntArray) -> Part:
     frame = frame.sort_values(order, na_position="last")
     grouped = frame.groupby("entity_id", sort=True)
     first = grouped["row"].first().to_numpy(dtype=np.int64)
-    mask = grouped["bits"].agg(np.bitwise_or.reduce).to_numpy(dtype=np.int64)
+    # OR of each group's bits, vectorised (an .agg(np.bitwise_or.reduce) runs Python per
+    # group); group numbers follow the sorted keys like first() and sum() below.
+    group = grouped.ngroup().to_numpy(dtype=np.float64, na_value=np.nan)
+    named = ~np.isnan(group)
+    mask = np.zeros(grouped.ngroups, dtype=np.int64)
+    np.bitwise_or.at(mask, group[named].astype(np.int64), frame["bits"].to_numpy()[named])
     debit = grouped["debit"].sum().to_numpy(dtype=np.int64)
     net = grouped["net"].sum().to_numpy(dtype=np.int64)
     gross = grouped["gross"].sum().to_numpy(dtype=np.int64)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -33,7 +34,33 @@ def results_table(outcomes: pd.DataFrame) -> pa.Table:
     return pa.table(columns)
 
 
+# The first bytes of _FORMULA (all ASCII: a cell's first byte is one only when its first
+# character is).
+_FORMULA_BYTES = np.frombuffer(b"=+-@\t\r", dtype=np.uint8)
+
+
+def _may_be_formula(column: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether some cell's first byte is one of _FORMULA's, read in place from the Arrow
+    buffers (a regex over every cell costs ~0.1 s a million rows)."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    for chunk in chunks:
+        if not pa.types.is_large_string(chunk.type) or chunk.buffers()[1] is None:
+            return True
+        _, offsets_buffer, data_buffer = chunk.buffers()
+        offsets = np.frombuffer(offsets_buffer, dtype=np.int64)
+        offsets = offsets[chunk.offset : chunk.offset + len(chunk) + 1]
+        starts = offsets[:-1][offsets[1:] > offsets[:-1]]
+        if len(starts) == 0:
+            continue
+        data = np.frombuffer(data_buffer, dtype=np.uint8)
+        if bool(np.isin(data[starts], _FORMULA_BYTES).any()):
+            return True
+    return False
+
+
 def _formula_safe(column: pa.Array) -> pa.Array:
+    if not _may_be_formula(column):
+        return column
     risky = pc.match_substring_regex(column, _FORMULA)
     if not pc.any(risky).as_py():
         return column
@@ -111,20 +138,26 @@ def counts(outcomes: pd.DataFrame) -> dict[str, object]:
 
 
 def summary_lines(outcomes: pd.DataFrame) -> list[str]:
-    """A few human lines: counts per status, exceptions per code, exposure per class."""
-    facts = counts(outcomes)
-    by_status = facts["by_status"]
-    assert isinstance(by_status, dict)
+    """A few human lines: counts per status, exceptions per code, exposure per class.
+    (What `counts` gives, from one count over the status column and groupings of the
+    exception rows only: `counts` groups every row twice, ~0.7 s a million.)"""
+    status = outcomes["status"]
+    by_status = {str(k): int(v) for k, v in status.value_counts().items()}
     lines = [
-        f"outcomes: {facts['outcomes']:,} "
+        f"outcomes: {len(outcomes):,} "
         + " ".join(f"{s}={by_status.get(s, 0):,}" for s in C.STATUSES)
     ]
-    by_code = facts["by_code"]
-    assert isinstance(by_code, dict)
+    exceptions = outcomes.loc[
+        (status == C.EXCEPTION).to_numpy(dtype=bool, na_value=False),
+        ["reason_code", "exposure_class", "exposure_amount"],
+    ]
+    by_code = {str(k): int(v) for k, v in exceptions.groupby("reason_code").size().items()}
     for code, number in sorted(by_code.items(), key=lambda kv: (-kv[1], kv[0])):
         lines.append(f"  {code:<32} {number:>9,}")
-    exposure = facts["exposure_by_class"]
-    assert isinstance(exposure, dict)
+    exposure = {
+        str(k): int(v)
+        for k, v in exceptions.groupby("exposure_class")["exposure_amount"].sum().items()
+    }
     for klass in C.EXPOSURE_CLASSES:
         lines.append(f"exposure {klass:<20} {format_inr(int(exposure.get(klass, 0))):>20}")
     return lines

@@ -45,6 +45,61 @@ def as_array(column: pa.Array | pa.ChunkedArray) -> pa.Array:
     return column
 
 
+def string_buffers(
+    chunk: pa.Array,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint8]] | None:
+    """(start, end) byte offsets of each cell and the data bytes of one string chunk, read
+    in place (no copy of the strings); None for a chunk of another type."""
+    if not (pa.types.is_string(chunk.type) or pa.types.is_large_string(chunk.type)):
+        return None
+    _, offsets_buffer, data_buffer = chunk.buffers()
+    if offsets_buffer is None or len(chunk) == 0:
+        empty = np.zeros(len(chunk), dtype=np.int64)
+        return empty, empty, np.zeros(0, dtype=np.uint8)
+    width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+    raw_offsets = np.frombuffer(offsets_buffer, dtype=width)
+    offsets = raw_offsets[chunk.offset : chunk.offset + len(chunk) + 1].astype(np.int64)
+    data = (
+        np.frombuffer(data_buffer, dtype=np.uint8)
+        if data_buffer is not None
+        else np.zeros(0, dtype=np.uint8)
+    )
+    return offsets[:-1], offsets[1:], data
+
+
+def _chunks(column: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    return list(column.chunks) if isinstance(column, pa.ChunkedArray) else [column]
+
+
+def may_need_trim(column: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether some cell may start or end with whitespace: its first or last byte is a
+    control character, a space or not ASCII (a Unicode space). False means trimming would
+    change nothing; True is only a maybe (a cell ending in '☕' is trimmed to itself)."""
+    for chunk in _chunks(column):
+        buffers = string_buffers(chunk)
+        if buffers is None:
+            return True
+        starts, ends, data = buffers
+        filled = ends > starts
+        edges = np.concatenate([data[starts[filled]], data[ends[filled] - 1]])
+        if bool(((edges <= 0x20) | (edges >= 0x7F)).any()):
+            return True
+    return False
+
+
+def has_nul_byte(column: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether any cell's bytes hold a NUL (scanned in place)."""
+    for chunk in _chunks(column):
+        buffers = string_buffers(chunk)
+        if buffers is None:
+            return True
+        starts, ends, data = buffers
+        filled = len(starts) and int(ends[-1]) > int(starts[0])
+        if filled and int(data[int(starts[0]) : int(ends[-1])].min()) == 0:
+            return True
+    return False
+
+
 def _any(mask: pa.Array) -> bool:
     return bool(pc.any(mask).as_py())
 
@@ -54,7 +109,7 @@ def clean_strings(column: pa.Array | pa.ChunkedArray, *, trim: bool = True) -> p
     arr = as_array(column)
     if not pa.types.is_string(arr.type) and not pa.types.is_large_string(arr.type):
         arr = pc.cast(arr, pa.string())
-    if trim:
+    if trim and may_need_trim(arr):  # else the trim would copy the column unchanged
         arr = pc.utf8_trim_whitespace(arr)
     lengths = pc.binary_length(arr)
     shortest = pc.min(lengths).as_py()
@@ -141,6 +196,8 @@ def nul_cells(column: pa.Array) -> BadCells:
     """Cells holding a NUL character (a JSON `\\u0000`; raw NUL bytes are refused earlier)."""
     if not pa.types.is_string(column.type) and not pa.types.is_large_string(column.type):
         return BadCells.none()
+    if not has_nul_byte(column):  # a scan of the bytes in place, not a match per cell
+        return BadCells.none()
     found = to_bool_numpy(pc.match_substring(column, "\x00"))
     return _bad(found, column, "NUL character in the cell {value!r}")
 
@@ -174,6 +231,13 @@ class IntCasts:
         result = try_int64(column)
         self._done[id(column)] = (column, result)
         return result
+
+    def forget(self, column: pa.Array) -> None:
+        """Drop a column's cast (its converter has run): a large file's casts are not all
+        held at once."""
+        hit = self._done.get(id(column))
+        if hit is not None and hit[0] is column:
+            del self._done[id(column)]
 
 
 def parse_paise(column: pa.Array, casts: IntCasts | None = None) -> Parsed:
@@ -460,24 +524,97 @@ def check_choices(column: pa.Array, choices: frozenset[str], what: str) -> BadCe
     return _bad(bad, column, f"unknown {what} {{value!r}} (expected one of: {expected})")
 
 
+_MIX = (
+    np.uint64(0x9E3779B97F4A7C15),
+    np.uint64(0xC2B2AE3D27D4EB4F),
+    np.uint64(0x165667B19E3779F9),
+    np.uint64(0xD6E8FEB86659FD93),
+)
+
+
+def _chunk_words(chunk: pa.Array) -> npt.NDArray[np.uint64] | None:
+    """A hash of each string of one chunk from its length and its first, middle and last
+    8 bytes (read in place from the data buffer: no copy of the strings); None when the
+    chunk is not a string array this can read."""
+    buffers = string_buffers(chunk)
+    if buffers is None:
+        return None
+    starts, ends, data = buffers
+    lengths = ends - starts
+    if len(data) < 8:
+        data = np.concatenate([data, np.zeros(8, dtype=np.uint8)])
+    # Every (unaligned) 8-byte word of the buffer, in place: words[p] holds bytes p..p+7.
+    words = np.ndarray(shape=(len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
+    last_start = len(data) - 8
+
+    def word_at(position: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
+        clamped = np.minimum(position, last_start)
+        shift = ((position - clamped) * 8).astype(np.uint64)
+        value: npt.NDArray[np.uint64] = words[clamped] >> shift
+        return value
+
+    short = np.minimum(lengths, 8)
+    keep = np.where(
+        short >= 8,
+        np.uint64(0xFFFFFFFFFFFFFFFF),
+        (np.uint64(1) << (np.minimum(short, 7) * 8).astype(np.uint64)),
+    )
+    keep[short < 8] -= np.uint64(1)
+    first = word_at(starts) & keep
+    middle = np.where(lengths > 8, word_at(starts + np.maximum(lengths - 8, 0) // 2), 0)
+    last = np.where(lengths > 8, word_at(np.maximum(ends - 8, starts)), 0)
+    mixed: npt.NDArray[np.uint64] = (
+        first * _MIX[0]
+        ^ np.asarray(middle, dtype=np.uint64) * _MIX[1]
+        ^ np.asarray(last, dtype=np.uint64) * _MIX[2]
+        ^ lengths.astype(np.uint64) * _MIX[3]
+    )
+    return mixed
+
+
+def _candidate_rows(column: pa.Array | pa.ChunkedArray, present: BoolArray) -> BoolArray | None:
+    """Rows whose string may repeat another present row's (a superset of the repeats, found
+    by a 64-bit hash of each string computed in numpy: a few bytes a row, where Arrow's
+    unique/value_counts build a hash table of copies, ~50 MB at 300k ids). None when the
+    column is not plain strings."""
+    parts: list[npt.NDArray[np.uint64]] = []
+    for chunk in _chunks(column):
+        words = _chunk_words(chunk)
+        if words is None:
+            return None
+        parts.append(words)
+    hashes = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
+    if len(hashes) != len(present):
+        return None
+    ordered = np.sort(hashes[present])
+    repeated = np.unique(ordered[1:][ordered[1:] == ordered[:-1]])
+    if len(repeated) == 0:
+        return np.zeros(len(present), dtype=np.bool_)
+    # `repeated` is sorted: a binary search per row (np.isin would sort every hash again).
+    at = np.minimum(np.searchsorted(repeated, hashes), len(repeated) - 1)
+    found: BoolArray = (repeated[at] == hashes) & present
+    return found
+
+
 def duplicate_rows(
     column: pa.Array, *, expect_repeats: bool = False
 ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
     """(rows that repeat an earlier value, row of that value's first occurrence); nulls ignored.
 
-    `expect_repeats` skips the cheaper uniqueness test when repeats are likely anyway.
+    Candidate rows come from a hash of each string (rows whose hash repeats); only they are
+    compared exactly, in file order. `expect_repeats` is kept for callers: both cases take
+    the same path.
     """
+    del expect_repeats
     present = valid_mask(column)
-    if not expect_repeats:
-        n_present = int(present.sum())
-        distinct = len(pc.unique(column)) - (1 if n_present < len(column) else 0)
-        if distinct >= n_present:
-            return np.empty(0, dtype=np.intp), np.empty(0, dtype=np.intp)
-    counts = pc.value_counts(column)
-    repeated_values = pc.drop_null(
-        pc.filter(counts.field("values"), pc.greater(counts.field("counts"), 1))
-    )
-    rows = np.flatnonzero(to_bool_numpy(pc.is_in(column, value_set=repeated_values)) & present)
+    candidates = _candidate_rows(column, present)
+    if candidates is None:
+        counts = pc.value_counts(column)
+        repeated_values = pc.drop_null(
+            pc.filter(counts.field("values"), pc.greater(counts.field("counts"), 1))
+        )
+        candidates = to_bool_numpy(pc.is_in(column, value_set=repeated_values)) & present
+    rows = np.flatnonzero(candidates)
     first_seen: dict[str, int] = {}
     repeats: list[int] = []
     firsts: list[int] = []

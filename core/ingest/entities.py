@@ -28,6 +28,8 @@ from core.ingest.report import FileReport
 from core.ingest.tables import TABLES, ColumnSpec, TableSpec
 
 UNITS = ("auto", "paise", "rupees")
+# Column kinds converted to numpy (their Arrow text is dead once converted).
+_NUMERIC_KINDS = frozenset({"money", "time", "bool"})
 STRING_DTYPE = pd.StringDtype()
 
 
@@ -219,6 +221,7 @@ def build_frame(
     if spec.kind == "payments" and CARD_OBJECT in columns:
         columns.update(card_columns(columns.pop(CARD_OBJECT), columns))
     unit, reason = decide_unit(spec, raw, columns, unit_setting, casts)
+    in_file = frozenset(columns)  # the columns read (converted ones are dropped below)
     styles: set[str] = set()
     out: dict[str, pd.Series] = {}
     presence: dict[str, np.ndarray[Any, Any]] = {}
@@ -232,6 +235,12 @@ def build_frame(
             if empty.any():
                 rows = np.flatnonzero(empty)
                 log.cells(col.name, BadCells(rows, tuple(f"{col.name} is empty" for _ in rows)))
+        if consume and col.kind in _NUMERIC_KINDS and col.name in columns:
+            # Converted to numpy: its text and its int64 cast are not read again (the
+            # import's peak memory is the second big file converted while the first is held).
+            casts.forget(columns[col.name])
+            raw.columns.pop(col.name, None)
+            del columns[col.name]
 
     if spec.unique and spec.unique in columns:
         repeated, firsts = convert.duplicate_rows(columns[spec.unique])
@@ -258,14 +267,14 @@ def build_frame(
         status = out["status"]
         derived = status.isin(["captured", "refunded"]).to_numpy(dtype=bool, na_value=False)
         given = presence.get("captured")
-        if "captured" not in columns:
+        if "captured" not in in_file:
             warnings.append("no 'captured' column: derived from status (captured or refunded)")
         if given is not None:
             out["captured"] = pd.Series(
                 np.where(given, out["captured"].to_numpy(), derived), dtype="bool"
             )
     if spec.kind == "settlement_recon":
-        if FEE_EXCLUSIVE_TAX in columns and "fee" not in columns:
+        if FEE_EXCLUSIVE_TAX in columns and "fee" not in in_file:
             excl = convert.parse_money(columns[FEE_EXCLUSIVE_TAX], unit, casts)
             log.cells(FEE_EXCLUSIVE_TAX, excl.bad)
             # The report's fee is before GST; the API's `fee` includes it: fee = fee_excl + tax,
@@ -273,7 +282,7 @@ def build_frame(
             # tax cell does anywhere in this table).
             out["fee"] = pd.Series(excl.values + out["tax"].to_numpy(dtype=np.int64), dtype="int64")
             warnings.append("fee = 'fee (exclusive tax)' + tax (the API's fee includes GST)")
-        if "settled" not in columns and n > 0:
+        if "settled" not in in_file and n > 0:
             settled = presence["settled_at"] | presence["settlement_id"]
             out["settled"] = pd.Series(settled, dtype="bool")
             warnings.append("no 'settled' column: a row with a settlement id or date is settled")

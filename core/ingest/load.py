@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from core.dataset import BANK_FILES, Dataset
 from core.db import raw, transaction
-from core.db.staging import StagedFile, attached, foreign_keys_off
+from core.db.staging import LEAN_STAGING_CACHE_KIB, StagedFile, attached, foreign_keys_off
 from core.errors import ConfigError, InputError, Problem
 from core.ingest import instant
 from core.ingest.bank import mapping_layout, parse_bank_statement
@@ -386,11 +386,11 @@ def _load_dataset(
         jobs.append(
             (bank_path, functools.partial(_load_bank_file, bank_path, tuple(bank_mappings)))
         )
-    runs: list[Callable[[], _FileResult]]
-    if overlap_large_files:
-        runs = [functools.partial(_freeing, job) for _, job in jobs]
-    else:
-        runs = _one_large_file_at_a_time(jobs)
+    runs: list[Callable[[], _FileResult]] = (
+        [functools.partial(_freeing, job) for _, job in jobs]
+        if overlap_large_files
+        else _one_large_file_at_a_time(jobs)
+    )
     with ThreadPoolExecutor(max_workers=LOAD_THREADS) as pool:
         results = list(pool.map(lambda job: job(), runs))
 
@@ -466,7 +466,10 @@ def store_dataset(
     )
     if staging is not None:
         return _store_staged(conn, dataset, report, replace, staging)
-    with staging_raw_tables(conn, dataset, content_hash, replace=replace) as started:
+    lean = LEAN_STAGING_CACHE_KIB  # an import is bound by memory (issue 12), not speed
+    with staging_raw_tables(
+        conn, dataset, content_hash, replace=replace, cache_kib=lean
+    ) as started:
         if started is None:
             return _store(conn, dataset, report, replace, None)
         return _store_staged(conn, dataset, report, replace, started)
@@ -508,7 +511,9 @@ def _store(
         import_id = _insert_import(conn, report, staged[0] if staged and exclusive else None)
         copied = staged is not None and exclusive and import_id == staged[0]
         written: dict[str, int] = {}
-        with raw.bulk_writes(conn, _row_bytes(dataset)):
+        # Copying staged files moves whole pages: the smallest bulk cache does (a cache
+        # sized from the rows filled with those pages and set the import's peak memory).
+        with raw.bulk_writes(conn, 0 if copied else _row_bytes(dataset)):
             for attribute, (table, _, _) in raw.RAW_TABLES.items():
                 alias = _staged_alias(staged, table) if copied and staged else None
                 if alias is not None:

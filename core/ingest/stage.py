@@ -41,11 +41,17 @@ def _worth_staging(
 
 @contextmanager
 def staging_raw_tables(
-    conn: sqlite3.Connection, dataset: Dataset, content_hash: str, *, replace: bool
+    conn: sqlite3.Connection,
+    dataset: Dataset,
+    content_hash: str,
+    *,
+    replace: bool,
+    cache_kib: int | None = None,
 ) -> Iterator[RawStaging | None]:
     """Start staging the dataset's raw tables on worker threads and yield at once (None when
     staging would not pay, see `_worth_staging`); on exit wait for the writers and remove
-    their files. Pass what it yields to `store_dataset` inside."""
+    their files. Pass what it yields to `store_dataset` inside. `cache_kib`: each writer's
+    page cache (core.db.staging.write_staged_file)."""
     if not _worth_staging(conn, dataset, content_hash, replace):
         yield None
         return
@@ -53,7 +59,8 @@ def staging_raw_tables(
     groups = raw.staged_raw_tables(conn, dataset, import_id)
     with staging_directory() as folder, ThreadPoolExecutor(len(groups), "staging") as pool:
         pending = tuple(
-            pool.submit(write_staged_file, folder / f"raw{i}.sqlite", group)
+            pool.submit(write_staged_file, folder / f"raw{i}.sqlite", group, cache_kib)
             for i, group in enumerate(groups)
         )
+        del groups  # each writer's rows are freed when it is done, not when the store is
         yield RawStaging(import_id, content_hash, pending)
