@@ -407,3 +407,29 @@ def test_a_rate_ceiling_paces_from_the_first_request(fake: FakeRazorpay) -> None
 
     assert events == []
     assert clock.sleeps == [0.25] * 4  # five pages, a quarter of a second apart
+
+
+def test_a_slow_paced_day_keeps_the_runs_heartbeat_fresh_between_its_requests(
+    conn: sqlite3.Connection, db_path: Path, fake: FakeRazorpay
+) -> None:
+    from core.razorpay.status import STALE_AFTER_SECONDS
+    from core.razorpay.sync import HEARTBEAT_EVERY_SECONDS
+
+    fake.state.payments = make_payments(4_000, day=DAY)  # one day: 40 pages of 100
+    clock = FakeClock()
+    seen: list[tuple[float, int]] = []  # (the clock when a request arrives, the heartbeat)
+
+    def slow_answer(_: object) -> None:
+        clock.advance(120)  # two minutes per answer: the day takes over an hour
+        with sqlite3.connect(db_path) as reader:
+            row = reader.execute("SELECT max(heartbeat_at) FROM razorpay_sync_runs").fetchone()
+        seen.append((clock.now, int(row[0])))
+
+    fake.state.on_request = slow_answer
+
+    run_sync(conn, fake, RetryPolicy(), clock, DAY, DAY)
+
+    assert clock.now - seen[0][0] > STALE_AFTER_SECONDS  # one day outlasted the stale limit
+    lags = [now - beat for now, beat in seen]
+    assert max(lags) <= HEARTBEAT_EVERY_SECONDS + 2 * 120  # never near STALE_AFTER_SECONDS
+    assert len({beat for _, beat in seen}) > len(seen) // 2  # refreshed while the day ran

@@ -168,6 +168,11 @@ def record_sync_step(
     )
 
 
+def touch_sync_run(conn: sqlite3.Connection, run_id: int, *, now: int) -> None:
+    """A running sync's heartbeat between its steps (a day can take hours when paced)."""
+    conn.execute("UPDATE razorpay_sync_runs SET heartbeat_at = ? WHERE id = ?", (now, run_id))
+
+
 def finish_sync_run(
     conn: sqlite3.Connection,
     run_id: int,

@@ -200,7 +200,8 @@ class Pacer:
 class RetryingSession(requests.Session):
     """A `requests.Session` for the Razorpay SDK: GET only, timeouts, pacing, bounded retries.
 
-    `on_retry` is called for every failed try (so the caller can log it); `sleep`, `rng`,
+    `on_retry` is called for every failed try (so the caller can log it); `on_attempt`
+    before every try, once the pacer lets it go; `sleep`, `rng`,
     `clock` (monotonic, for pacing) and `wall_clock` (Unix seconds, for a Retry-After date
     when the answer has no Date header) are injectable so tests need not wait.
     Counters: `requests_sent`, `answers` (requests that ended in an answer), `retries_used`
@@ -217,10 +218,12 @@ class RetryingSession(requests.Session):
         rng: random.Random | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
+        on_attempt: Callable[[], None] | None = None,
     ) -> None:
         super().__init__()
         self.policy = policy
         self.on_retry = on_retry
+        self.on_attempt = on_attempt
         self.sleep = sleep
         self.rng = rng or random.Random()
         self.wall_clock = wall_clock
@@ -251,6 +254,8 @@ class RetryingSession(requests.Session):
         while True:
             attempt += 1
             self.pacer.wait()
+            if self.on_attempt is not None:  # e.g. the sync's heartbeat, on slow paced days
+                self.on_attempt()
             self.requests_sent += 1
             retry_after: float | None = None
             try:

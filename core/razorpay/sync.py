@@ -42,6 +42,8 @@ from core.razorpay.status import run_process_alive
 
 SOURCE = "razorpay_api"
 MAX_RANGE_DAYS = 3660
+# How often a running sync refreshes its heartbeat between steps (seconds).
+HEARTBEAT_EVERY_SECONDS = 60
 
 # resource -> (raw table, Dataset field)
 _TARGETS: dict[str, tuple[str, str]] = {
@@ -152,9 +154,13 @@ def _unique_by_id(items: list[Item]) -> list[Item]:
 class _Run:
     """The bookkeeping of one sync run: its row, its session's counters, its error log."""
 
-    def __init__(self, conn: sqlite3.Connection, run_id: int) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, run_id: int, wall_clock: Callable[[], float] = time.time
+    ) -> None:
         self.conn = conn
         self.run_id = run_id
+        self.wall_clock = wall_clock
+        self.beat_at = wall_clock()
         self.session: RetryingSession | None = None
         self.resource: str | None = None
         self.day: dt.date | None = None
@@ -171,6 +177,14 @@ class _Run:
             status_code=event.status_code,
             message=f"{event.reason} on try {event.attempt} of {event.url}; {action}",
         )
+
+    def on_attempt(self) -> None:
+        """Keep the run's heartbeat fresh while a slow (rate-limited) day is fetched, so
+        no other sync takes it for dead (core.razorpay.status.STALE_AFTER_SECONDS)."""
+        now = self.wall_clock()
+        if now - self.beat_at >= HEARTBEAT_EVERY_SECONDS:
+            db.touch_sync_run(self.conn, self.run_id, now=int(now))
+            self.beat_at = now
 
     @property
     def requests(self) -> int:
@@ -356,7 +370,7 @@ def sync(
         raise ConfigError(f"a sync covers at most {MAX_RANGE_DAYS} days; split the range")
     current_day = today or ist_date(_now())
     run_id, starts = _claim(conn, settings, date_from, date_to, restart)
-    run = _Run(conn, run_id)
+    run = _Run(conn, run_id, wall_clock)
     reports = {
         resource: ResourceReport(
             resource,
@@ -373,6 +387,7 @@ def sync(
             rng=rng,
             clock=clock,
             wall_clock=wall_clock,
+            on_attempt=run.on_attempt,
         )
         reader = RazorpayReader(settings, run.session)
         for day in _days(date_from, date_to):
