@@ -1,0 +1,576 @@
+"""The engine run by settlement windows (docs/engine.md, *Partitions*).
+
+A window is a run of `days_per_window` consecutive settlement days (IST dates on which at
+least one settlement was created). Every row of a Dataset is given to one window:
+
+- Row tables (payments, refunds, recon rows, disputes, transfers) move in *components*:
+  union-find over the keys the engine joins on (a recon row's entity_id, transfer_id,
+  dispute_id and settlement_id; a dispute's payment_id; an entity's own id). A component
+  that holds settlements belongs to the window of its earliest settlement's day; one
+  without (payments still awaiting settlement, held rows) to the window of its earliest
+  created day. So every checker that reads rows sees all the rows it would see in one run.
+- The ledger (settlements, instant settlements and payouts, bank lines) is small (a few
+  rows a day) and is what cross-day links need. A window reconciles its own ledger rows
+  plus a HALO: every ledger row whose day is within `halo_days` of a day the window owns,
+  and the whole exact-link component (UTR, fuzzy, consolidated, payout) of each. With
+  `H` = the longest fallback window in calendar days, `halo_days = 3H + 1` bounds every
+  chain `link_bank` reads (fuzzy: settlement -> credits up to H later -> settlements up
+  to H earlier; consolidated: a day's credits, their fuzzy status, and other days whose
+  window holds them), so each owned ledger row gets the outcome the single run gives.
+- Each window is reconciled with `core.engine.reconcile.reconcile` and keeps only the
+  outcomes of what it owns (halo rows are context, reconciled again by their owner).
+
+`reconcile_partitioned` returns exactly the frame `reconcile` returns (tests prove it on
+seeded benchmarks, the spec example and the independent datasets).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from core.books.pricing import PricingPlan
+from core.calendar import WorkingCalendar, ist_dates
+from core.dataset import TRANSFER_COLUMNS, Dataset
+from core.engine.bank import link_bank
+from core.engine.columns import IntArray, ints, lookup, text
+from core.engine.context import Context
+from core.engine.params import EngineParams
+
+ROW_TABLES: tuple[str, ...] = ("payments", "refunds", "recon", "disputes", "transfers")
+LEDGER_TABLES: tuple[str, ...] = ("settlements", "instant_settlements", "instant_payouts", "bank")
+NO_DAY = np.iinfo(np.int64).min  # a ledger row with no date (a bank line without txn_date)
+DEFAULT_DAYS_PER_WINDOW = 5
+# A transfer no row names, added to a window without transfers when the dataset has some
+# (the engine reads "no transfers file" from an empty table); `failed`, so no outcome.
+SENTINEL_TRANSFER_ID = "\x00partition-sentinel"
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """Where every row of one Dataset goes.
+
+    starts: first IST day (days since 1970-01-01) of each window, ascending.
+    rows: per row table, the window of each row (aligned with the table).
+    ledger_owner: per ledger table, the window that reports each row's outcome (-1: none,
+        for instant payouts, which have no outcome of their own).
+    ledger_day: per ledger table, each row's IST day (NO_DAY when unknown).
+    ledger_component: per ledger table, each row's exact-link component (ids shared across
+        the four tables).
+    halo_days: calendar days of ledger context around every day a window owns.
+    has_transfers: the dataset has a transfers table (kept true in every window).
+    """
+
+    starts: IntArray
+    rows: dict[str, IntArray] = field(hash=False)
+    ledger_owner: dict[str, IntArray] = field(hash=False)
+    ledger_day: dict[str, IntArray] = field(hash=False)
+    ledger_component: dict[str, IntArray] = field(hash=False)
+    halo_days: int
+    has_transfers: bool
+
+    @property
+    def windows(self) -> int:
+        return len(self.starts)
+
+    def window_rows(self, table: str, window: int) -> IntArray:
+        result: IntArray = np.flatnonzero(self.rows[table] == window).astype(np.int64)
+        return result
+
+
+def _day_numbers(unix_seconds: IntArray) -> IntArray:
+    result: IntArray = ist_dates(unix_seconds).astype(np.int64)
+    return result
+
+
+def _bank_day_numbers(bank: pd.DataFrame) -> IntArray:
+    dates = pc.cast(text(bank["txn_date"]).cast(pa.string()), pa.date32())
+    days = dates.cast(pa.int32()).cast(pa.int64()).fill_null(NO_DAY)
+    result: IntArray = np.asarray(days.to_numpy(zero_copy_only=False), dtype=np.int64)
+    return result
+
+
+def settlement_windows(dataset: Dataset, days_per_window: int = DEFAULT_DAYS_PER_WINDOW) -> IntArray:
+    """First IST day (days since epoch) of each window: the settlement days (regular and
+    instant settlements' created dates), taken `days_per_window` at a time. A dataset with
+    no settlement is one window. Reusable by incremental runs: a day d belongs to window
+    `window_of_days(starts, d)`."""
+    if days_per_window < 1:
+        raise ValueError("days_per_window must be at least 1")
+    days = np.concatenate(
+        [
+            _day_numbers(ints(dataset.settlements["created_at"])),
+            _day_numbers(ints(dataset.instant_settlements["created_at"])),
+        ]
+    )
+    unique = np.unique(days)
+    if len(unique) == 0:
+        return np.zeros(1, dtype=np.int64)
+    result: IntArray = unique[::days_per_window].astype(np.int64)
+    return result
+
+
+def window_of_days(starts: IntArray, days: IntArray) -> IntArray:
+    """The window of each day: the last window starting on or before it (days before the
+    first window, and NO_DAY, go to window 0)."""
+    found = np.searchsorted(starts, days, side="right") - 1
+    result: IntArray = np.clip(found, 0, len(starts) - 1).astype(np.int64)
+    return result
+
+
+def components(size: int, left: IntArray, right: IntArray) -> IntArray:
+    """Connected components of an undirected graph on `size` nodes with edges
+    (left[i], right[i]): each node's label is the smallest node of its component.
+    Hooking by minimum and pointer jumping, whole-array (no Python loop per edge)."""
+    labels = np.arange(size, dtype=np.int64)
+    if len(left) == 0:
+        return labels
+    left = np.asarray(left, dtype=np.int64)
+    right = np.asarray(right, dtype=np.int64)
+    while True:
+        lu, lv = labels[left], labels[right]
+        differ = lu != lv
+        if not differ.any():
+            return labels
+        lu, lv = lu[differ], lv[differ]
+        low = np.minimum(lu, lv)
+        np.minimum.at(labels, lu, low)
+        np.minimum.at(labels, lv, low)
+        while True:
+            jumped = labels[labels]
+            if np.array_equal(jumped, labels):
+                break
+            labels = jumped
+
+
+class _Keys:
+    """Dense node numbers for the string keys of several namespaces."""
+
+    def __init__(self) -> None:
+        self.chunks: list[pa.Array] = []
+        self.namespace: list[str] = []
+
+    def add(self, namespace: str, values: pd.Series | pa.Array) -> int:
+        self.chunks.append(text(values))
+        self.namespace.append(namespace)
+        return len(self.chunks) - 1
+
+    def encode(self) -> tuple[list[IntArray], int]:
+        """Per chunk, each value's node (-1 for null or blank); and the node count."""
+        codes: list[IntArray] = [np.zeros(0, dtype=np.int64)] * len(self.chunks)
+        total = 0
+        for name in dict.fromkeys(self.namespace):
+            members = [i for i, n in enumerate(self.namespace) if n == name]
+            joined = pa.chunked_array([self.chunks[i] for i in members], type=pa.large_string())
+            blank = pc.equal(pc.utf8_trim_whitespace(joined), "").fill_null(True)
+            encoded = pc.dictionary_encode(joined).combine_chunks()
+            indices = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+            indices = np.where(np.asarray(blank.to_numpy(zero_copy_only=False)), -1, indices)
+            indices = np.where(indices >= 0, indices + total, -1).astype(np.int64)
+            total += len(encoded.dictionary)
+            start = 0
+            for i in members:
+                codes[i] = indices[start : start + len(self.chunks[i])]
+                start += len(self.chunks[i])
+        return codes, total
+
+
+def _row_components(dataset: Dataset) -> tuple[dict[str, IntArray], int, dict[str, IntArray]]:
+    """Component of every row-table row and of every settlement / instant settlement."""
+    keys = _Keys()
+    rec = dataset.recon
+    k_rec_entity = keys.add("E", rec["entity_id"])
+    k_rec_transfer = keys.add("E", rec["transfer_id"])
+    k_rec_dispute = keys.add("D", rec["dispute_id"])
+    k_rec_settlement = keys.add("S", rec["settlement_id"])
+    k_pay = keys.add("E", dataset.payments["id"])
+    k_ref = keys.add("E", dataset.refunds["id"])
+    k_trf = keys.add("E", dataset.transfers["id"])
+    k_dis = keys.add("D", dataset.disputes["id"])
+    k_dis_payment = keys.add("E", dataset.disputes["payment_id"])
+    k_set = keys.add("S", dataset.settlements["id"])
+    k_inst = keys.add("S", dataset.instant_settlements["id"])
+    codes, n_keys = keys.encode()
+    # Nodes: every key, then one per recon row (a row with no key is its own component).
+    n_rec = len(rec)
+    row_node = n_keys + np.arange(n_rec, dtype=np.int64)
+    lefts: list[IntArray] = []
+    rights: list[IntArray] = []
+    for chunk in (k_rec_entity, k_rec_transfer, k_rec_dispute, k_rec_settlement):
+        key = codes[chunk]
+        has = key >= 0
+        lefts.append(row_node[has])
+        rights.append(key[has])
+    dispute, payment = codes[k_dis], codes[k_dis_payment]
+    both = (dispute >= 0) & (payment >= 0)
+    lefts.append(dispute[both])
+    rights.append(payment[both])
+    labels = components(n_keys + n_rec, np.concatenate(lefts), np.concatenate(rights))
+
+    def of(chunk: int, size: int) -> IntArray:
+        # An entity whose own id is blank is a component of its own (numbered past all).
+        key = codes[chunk]
+        fresh = n_keys + n_rec + np.arange(size, dtype=np.int64)
+        result: IntArray = np.where(key >= 0, labels[np.maximum(key, 0)], fresh)
+        return result
+
+    rows = {
+        "recon": labels[row_node],
+        "payments": of(k_pay, len(dataset.payments)),
+        "refunds": of(k_ref, len(dataset.refunds)),
+        "transfers": of(k_trf, len(dataset.transfers)),
+        "disputes": of(k_dis, len(dataset.disputes)),
+    }
+    ledger = {
+        "settlements": of(k_set, len(dataset.settlements)),
+        "instant_settlements": of(k_inst, len(dataset.instant_settlements)),
+    }
+    size = n_keys + n_rec + max((len(v) for v in (*rows.values(), *ledger.values())), default=0)
+    return rows, size, ledger
+
+
+def _ledger_links(dataset: Dataset, params: EngineParams, as_of: int) -> BankLinksLike:
+    """The single run's bank links, computed on the ledger alone (link_bank reads no row
+    table), and the instant payouts' owners."""
+    ledger = Dataset(
+        settlements=dataset.settlements,
+        bank=dataset.bank,
+        has_bank_statement=dataset.has_bank_statement,
+        instant_settlements=dataset.instant_settlements,
+        instant_payouts=dataset.instant_payouts,
+    )
+    ctx = Context.build(ledger, params, as_of)
+    links = link_bank(ctx) if dataset.has_bank_statement else None
+    owner = lookup(
+        dataset.instant_payouts["instant_settlement_id"], dataset.instant_settlements["id"]
+    )
+    return BankLinksLike(links, owner)
+
+
+@dataclass(frozen=True)
+class BankLinksLike:
+    links: object
+    payout_owner: IntArray
+
+
+def _ledger_components(dataset: Dataset, found: BankLinksLike) -> dict[str, IntArray]:
+    """Exact-link components over settlements, instant settlements, payouts and lines."""
+    m = len(dataset.settlements)
+    i = len(dataset.instant_settlements)
+    p = len(dataset.instant_payouts)
+    b = len(dataset.bank)
+    base_i, base_p, base_b = m, m + i, m + i + p
+    lefts: list[IntArray] = []
+    rights: list[IntArray] = []
+    owner = found.payout_owner
+    has = owner >= 0
+    lefts.append(base_p + np.flatnonzero(has))
+    rights.append(base_i + owner[has])
+    links = found.links
+    if links is not None:
+        line = np.asarray(links.line, dtype=np.int64)  # type: ignore[attr-defined]
+        linked = np.flatnonzero(line >= 0)
+        lefts.append(base_b + linked)
+        rights.append(line[linked])
+        for ln, members in links.line_settlements.items():  # type: ignore[attr-defined]
+            lefts.append(np.full(len(members), base_b + int(ln), dtype=np.int64))
+            rights.append(np.asarray(members, dtype=np.int64))
+        payout = links.line_payout  # type: ignore[attr-defined]
+        if payout is not None:
+            to_payout = np.flatnonzero(np.asarray(payout) >= 0)
+            lefts.append(base_b + to_payout)
+            rights.append(base_p + np.asarray(payout, dtype=np.int64)[to_payout])
+    labels = components(m + i + p + b, np.concatenate(lefts), np.concatenate(rights))
+    return {
+        "settlements": labels[:m],
+        "instant_settlements": labels[base_i:base_p],
+        "instant_payouts": labels[base_p:base_b],
+        "bank": labels[base_b:],
+    }
+
+
+def halo_days(dataset: Dataset, params: EngineParams) -> int:
+    """3H + 1 calendar days, H the longest fallback window (settlement day to its last
+    working day for a credit) over the dataset's settlements."""
+    days = ist_dates(ints(dataset.settlements["created_at"]))
+    if len(days) == 0:
+        return 1
+    calendar = WorkingCalendar(params.calendar.holidays)
+    ends = calendar.add_working_days_array(days, params.window_days)
+    span = int((ends.astype(np.int64) - days.astype(np.int64)).max())
+    return 3 * max(span, 0) + 1
+
+
+def assign(
+    dataset: Dataset,
+    params: EngineParams,
+    as_of: int,
+    days_per_window: int = DEFAULT_DAYS_PER_WINDOW,
+) -> Assignment:
+    """Give every row of `dataset` to a settlement window (module docstring)."""
+    starts = settlement_windows(dataset, days_per_window)
+    row_component, size, ledger_component_rows = _row_components(dataset)
+    s_day = _day_numbers(ints(dataset.settlements["created_at"]))
+    i_day = _day_numbers(ints(dataset.instant_settlements["created_at"]))
+    # A component's day: its earliest settlement's, else its earliest created day.
+    big = np.iinfo(np.int64).max
+    settled_day = np.full(size, big, dtype=np.int64)
+    np.minimum.at(settled_day, ledger_component_rows["settlements"], s_day)
+    np.minimum.at(settled_day, ledger_component_rows["instant_settlements"], i_day)
+    created_day = np.full(size, big, dtype=np.int64)
+    created = {
+        "payments": dataset.payments["created_at"],
+        "refunds": dataset.refunds["created_at"],
+        "disputes": dataset.disputes["created_at"],
+        "transfers": dataset.transfers["created_at"],
+        "recon": dataset.recon["created_at"],
+    }
+    for table, column in created.items():
+        known = ~column.isna().to_numpy(dtype=bool)
+        days = _day_numbers(ints(column))
+        np.minimum.at(created_day, row_component[table][known], days[known])
+    day = np.where(settled_day < big, settled_day, created_day)
+    window = np.where(day < big, window_of_days(starts, np.where(day < big, day, 0)), 0)
+    rows = {table: window[row_component[table]].astype(np.int64) for table in ROW_TABLES}
+
+    found = _ledger_links(dataset, params, as_of)
+    bank_day = _bank_day_numbers(dataset.bank)
+    payout_owner = found.payout_owner
+    instant_window = window[ledger_component_rows["instant_settlements"]]
+    payout_day = _day_numbers(
+        np.where(
+            dataset.instant_payouts["processed_at"].isna().to_numpy(dtype=bool),
+            ints(dataset.instant_payouts["created_at"]),
+            ints(dataset.instant_payouts["processed_at"]),
+        )
+    )
+    ledger_owner = {
+        "settlements": window[ledger_component_rows["settlements"]].astype(np.int64),
+        "instant_settlements": instant_window.astype(np.int64),
+        "instant_payouts": np.full(len(dataset.instant_payouts), -1, dtype=np.int64),
+        "bank": np.where(bank_day == NO_DAY, 0, window_of_days(starts, bank_day)).astype(
+            np.int64
+        ),
+    }
+    del payout_owner
+    return Assignment(
+        starts=starts,
+        rows=rows,
+        ledger_owner=ledger_owner,
+        ledger_day={
+            "settlements": s_day,
+            "instant_settlements": i_day,
+            "instant_payouts": payout_day,
+            "bank": bank_day,
+        },
+        ledger_component=_ledger_components(dataset, found),
+        halo_days=halo_days(dataset, params),
+        has_transfers=len(dataset.transfers) > 0,
+    )
+
+
+def ledger_selection(
+    owner: dict[str, IntArray],
+    day: dict[str, IntArray],
+    component: dict[str, IntArray],
+    halo: int,
+    window: int,
+) -> dict[str, IntArray]:
+    """Positions of the ledger rows window `window` reconciles: the rows it owns, every
+    row dated within `halo` days of an owned row's day, and their whole exact-link
+    components (instant settlements bring their payouts the same way)."""
+    anchors = np.unique(
+        np.concatenate(
+            [day[t][(owner[t] == window) & (day[t] != NO_DAY)] for t in LEDGER_TABLES]
+        )
+    )
+    chosen: dict[str, np.ndarray] = {}
+    for t in LEDGER_TABLES:
+        near = np.zeros(len(day[t]), dtype=bool)
+        if len(anchors):
+            at = np.searchsorted(anchors, day[t])
+            after = anchors[np.minimum(at, len(anchors) - 1)]
+            before = anchors[np.maximum(at - 1, 0)]
+            gap = np.minimum(np.abs(after - day[t]), np.abs(day[t] - before))
+            near = (day[t] != NO_DAY) & (gap <= halo)
+        chosen[t] = near | (owner[t] == window)
+    touched = np.unique(np.concatenate([component[t][chosen[t]] for t in LEDGER_TABLES]))
+    return {
+        t: np.flatnonzero(chosen[t] | np.isin(component[t], touched)).astype(np.int64)
+        for t in LEDGER_TABLES
+    }
+
+
+@dataclass(frozen=True)
+class Owned:
+    """The ledger outcomes a window reports: ids by entity type (settlement,
+    instant_settlement, bank_entry). Row-level outcomes are always the window's own."""
+
+    ids: dict[str, frozenset[str]] = field(hash=False)
+
+
+def _take(frame: pd.DataFrame, positions: IntArray) -> pd.DataFrame:
+    if len(positions) == len(frame):
+        return frame
+    return frame.iloc[positions].reset_index(drop=True)
+
+
+def build_window(
+    rows: dict[str, pd.DataFrame],
+    ledger: dict[str, pd.DataFrame],
+    owned_ledger: dict[str, np.ndarray],
+    *,
+    has_bank_statement: bool,
+    has_transfers: bool,
+) -> tuple[Dataset, Owned]:
+    """A window's Dataset from its row tables and its ledger selection, and what it owns.
+    `owned_ledger[t]` marks, per row of `ledger[t]`, whether this window reports it."""
+    transfers = rows["transfers"]
+    if has_transfers and len(transfers) == 0:
+        sentinel = {name: [None] for name in TRANSFER_COLUMNS}
+        sentinel.update(
+            id=[SENTINEL_TRANSFER_ID], amount=[0], status=["failed"], on_hold=[False],
+            created_at=[0],
+        )
+        transfers = pd.DataFrame(sentinel).astype(TRANSFER_COLUMNS)
+    dataset = Dataset(
+        payments=rows["payments"],
+        refunds=rows["refunds"],
+        recon=rows["recon"],
+        disputes=rows["disputes"],
+        transfers=transfers,
+        settlements=ledger["settlements"],
+        instant_settlements=ledger["instant_settlements"],
+        instant_payouts=ledger["instant_payouts"],
+        bank=ledger["bank"],
+        has_bank_statement=has_bank_statement,
+    )
+    ids = {
+        "settlement": _ids(ledger["settlements"], owned_ledger["settlements"]),
+        "instant_settlement": _ids(
+            ledger["instant_settlements"], owned_ledger["instant_settlements"]
+        ),
+        "bank_entry": _ids(ledger["bank"], owned_ledger["bank"]),
+    }
+    return dataset, Owned(ids)
+
+
+def _ids(frame: pd.DataFrame, mask: np.ndarray) -> frozenset[str]:
+    return frozenset(str(v) for v in frame["id"][np.asarray(mask, dtype=bool)].tolist())
+
+
+def window_dataset(dataset: Dataset, assignment: Assignment, window: int) -> tuple[Dataset, Owned]:
+    """Window `window`'s Dataset (its rows, its ledger and the halo) and what it owns."""
+    rows = {
+        t: _take(getattr(dataset, t), assignment.window_rows(t, window)) for t in ROW_TABLES
+    }
+    picked = ledger_selection(
+        assignment.ledger_owner,
+        assignment.ledger_day,
+        assignment.ledger_component,
+        assignment.halo_days,
+        window,
+    )
+    ledger = {t: _take(getattr(dataset, t), picked[t]) for t in LEDGER_TABLES}
+    owned = {t: assignment.ledger_owner[t][picked[t]] == window for t in LEDGER_TABLES}
+    return build_window(
+        rows,
+        ledger,
+        owned,
+        has_bank_statement=dataset.has_bank_statement,
+        has_transfers=assignment.has_transfers,
+    )
+
+
+def keep_owned(outcomes: pd.DataFrame, owned: Owned) -> pd.DataFrame:
+    """The outcomes a window reports: every row-level outcome, and the ledger outcomes of
+    the rows it owns (halo rows are reported by their own window)."""
+    kind = outcomes["entity_type"].astype(str).to_numpy()
+    keep = np.ones(len(outcomes), dtype=bool)
+    ids = outcomes["entity_id"].astype(str).to_numpy()
+    for entity_type, mine in owned.ids.items():
+        of_type = kind == entity_type
+        if of_type.any():
+            keep[of_type] = np.isin(ids[of_type], np.array(sorted(mine), dtype=object))
+    return outcomes[keep].reset_index(drop=True)
+
+
+def combine(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """Windows' outcomes as one frame, sorted as `reconcile` sorts (entity_type, then
+    entity_id, byte order)."""
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        raise ValueError("no outcomes to combine")
+    joined = pd.concat(frames, ignore_index=True)
+    table = pa.table(
+        {
+            "entity_type": text(joined["entity_type"]),
+            "entity_id": text(joined["entity_id"]),
+        }
+    )
+    order = pc.sort_indices(
+        table, sort_keys=[("entity_type", "ascending"), ("entity_id", "ascending")]
+    ).to_numpy()
+    return joined.take(order).reset_index(drop=True)
+
+
+def reconcile_window(
+    dataset: Dataset,
+    owned: Owned,
+    params: EngineParams,
+    as_of: int,
+    pricing: tuple[PricingPlan, ...] = (),
+) -> pd.DataFrame:
+    """Reconcile one window's Dataset and keep what it owns."""
+    from core.engine.reconcile import reconcile
+
+    return keep_owned(reconcile(dataset, params, as_of, pricing), owned)
+
+
+def reconcile_partitioned(
+    dataset: Dataset,
+    params: EngineParams,
+    as_of: int,
+    pricing: tuple[PricingPlan, ...] = (),
+    days_per_window: int = DEFAULT_DAYS_PER_WINDOW,
+    progress: Progress | None = None,
+) -> pd.DataFrame:
+    """`reconcile`, window by window, in this process: the same frame. `progress(done,
+    total)` is called after each window."""
+    assignment = assign(dataset, params, as_of, days_per_window)
+    frames = []
+    for window in range(assignment.windows):
+        sub, owned = window_dataset(dataset, assignment, window)
+        frames.append(reconcile_window(sub, owned, params, as_of, pricing))
+        if progress is not None:
+            progress(window + 1, assignment.windows)
+    return combine(frames)
+
+
+__all__ = [
+    "DEFAULT_DAYS_PER_WINDOW",
+    "Assignment",
+    "Owned",
+    "assign",
+    "build_window",
+    "combine",
+    "components",
+    "halo_days",
+    "keep_owned",
+    "ledger_selection",
+    "reconcile_partitioned",
+    "reconcile_window",
+    "settlement_windows",
+    "window_dataset",
+    "window_of_days",
+]
+
+# `replace` is re-exported for callers that narrow an Assignment (incremental runs).
+_ = replace
