@@ -34,9 +34,7 @@ def _same(dataset, params: EngineParams, as_of: int, days: int) -> pd.DataFrame:
     return single
 
 
-@pytest.mark.parametrize(
-    ("seed", "payments", "days"), [(3, 3000, 1), (11, 4000, 3), (29, 5000, 2)]
-)
+@pytest.mark.parametrize(("seed", "payments", "days"), [(3, 3000, 1), (11, 4000, 3), (29, 5000, 2)])
 def test_partitioned_outcomes_equal_single_process_on_seeded_benchmarks(
     tmp_path: Path, seed: int, payments: int, days: int
 ) -> None:
@@ -107,9 +105,7 @@ def test_every_row_goes_to_one_window_and_each_ledger_row_is_reported_by_one(
 def test_settlement_windows_take_settlement_days_a_few_at_a_time(tmp_path: Path) -> None:
     generate(tmp_path / "ds", payments=3000, seed=8)
     dataset, _ = load_dataset(tmp_path / "ds")
-    days = np.unique(
-        (dataset.settlements["created_at"].to_numpy(np.int64) + 19800) // 86400
-    )
+    days = np.unique((dataset.settlements["created_at"].to_numpy(np.int64) + 19800) // 86400)
     one = settlement_windows(dataset, 1)
     three = settlement_windows(dataset, 3)
     assert set(days) <= set(one)  # instant settlements may add days of their own

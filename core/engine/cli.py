@@ -54,6 +54,13 @@ def _non_negative(text: str) -> int:
     return value
 
 
+def _positive(text: str) -> int:
+    value = _non_negative(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more: {value}")
+    return value
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "reconcile",
@@ -77,6 +84,28 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--holidays", type=Path, help="file of ISO dates, one per line")
     parser.add_argument("--amount-unit", choices=AMOUNT_UNITS, default="auto")
     parser.add_argument("--db", type=Path, help="also store dataset and run in this SQLite file")
+    partitioned = parser.add_argument_group(
+        "partitioned runs (docs/engine.md, Partitions; docs/scale.md)"
+    )
+    partitioned.add_argument(
+        "--partitions",
+        action="store_true",
+        help="reconcile window by window of settlement days (same outcomes, less memory)",
+    )
+    partitioned.add_argument(
+        "--days-per-window", type=_positive, default=5, help="settlement days per window"
+    )
+    partitioned.add_argument(
+        "--scheduler",
+        help="run one Dask task per window: 'local' (a LocalCluster of 2 workers here) or a "
+        "dask.distributed scheduler address (tcp://host:8786; needs --store on shared storage)",
+    )
+    partitioned.add_argument(
+        "--store",
+        type=Path,
+        help="write the window-partitioned Parquet store here (default: a temporary folder); "
+        "DATASET_DIR may itself be such a store",
+    )
     parser.set_defaults(func=run)
 
 
@@ -107,6 +136,12 @@ def run(args: argparse.Namespace) -> int:
     params = params_from_args(args)
     if not args.dataset_dir.is_dir():
         raise InputError([Problem(str(args.dataset_dir), 0, "", "not a dataset folder")])
+    from core.engine.distributed import is_store
+
+    if is_store(args.dataset_dir):
+        from core.engine.distributed import run_store
+
+        return run_store(args, params, as_of)
     from core.ingest.mappings import saved_mappings_in
 
     # Statement column mappings saved in the database apply (read before anything is written).
@@ -129,7 +164,12 @@ def run(args: argparse.Namespace) -> int:
             from core.books.store import pricing_plans
 
             pricing = pricing_plans(conn) if conn is not None else ()
-            folder_run = reconcile_loaded(loaded, params, as_of, pricing)
+            if args.partitions or args.scheduler or args.store:
+                from core.engine.distributed import reconcile_loaded_by_windows
+
+                folder_run = reconcile_loaded_by_windows(args, loaded, params, as_of, pricing)
+            else:
+                folder_run = reconcile_loaded(loaded, params, as_of, pricing)
             timings = dict(folder_run.timings)
             began = time.perf_counter()
             write_results_csv_to(folder_run.outcomes, temporary)

@@ -27,7 +27,8 @@ seeded benchmarks, the spec example and the independent datasets).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -37,7 +38,7 @@ import pyarrow.compute as pc
 from core.books.pricing import PricingPlan
 from core.calendar import WorkingCalendar, ist_dates
 from core.dataset import TRANSFER_COLUMNS, Dataset
-from core.engine.bank import link_bank
+from core.engine.bank import BankLinks, link_bank
 from core.engine.columns import IntArray, ints, lookup, text
 from core.engine.context import Context
 from core.engine.params import EngineParams
@@ -97,7 +98,9 @@ def _bank_day_numbers(bank: pd.DataFrame) -> IntArray:
     return result
 
 
-def settlement_windows(dataset: Dataset, days_per_window: int = DEFAULT_DAYS_PER_WINDOW) -> IntArray:
+def settlement_windows(
+    dataset: Dataset, days_per_window: int = DEFAULT_DAYS_PER_WINDOW
+) -> IntArray:
     """First IST day (days since epoch) of each window: the settlement days (regular and
     instant settlements' created dates), taken `days_per_window` at a time. A dataset with
     no settlement is one window. Reusable by incremental runs: a day d belongs to window
@@ -236,9 +239,9 @@ def _row_components(dataset: Dataset) -> tuple[dict[str, IntArray], int, dict[st
     return rows, size, ledger
 
 
-def _ledger_links(dataset: Dataset, params: EngineParams, as_of: int) -> BankLinksLike:
+def _ledger_links(dataset: Dataset, params: EngineParams, as_of: int) -> BankLinks | None:
     """The single run's bank links, computed on the ledger alone (link_bank reads no row
-    table), and the instant payouts' owners."""
+    table); None without a bank statement."""
     ledger = Dataset(
         settlements=dataset.settlements,
         bank=dataset.bank,
@@ -246,21 +249,12 @@ def _ledger_links(dataset: Dataset, params: EngineParams, as_of: int) -> BankLin
         instant_settlements=dataset.instant_settlements,
         instant_payouts=dataset.instant_payouts,
     )
-    ctx = Context.build(ledger, params, as_of)
-    links = link_bank(ctx) if dataset.has_bank_statement else None
-    owner = lookup(
-        dataset.instant_payouts["instant_settlement_id"], dataset.instant_settlements["id"]
-    )
-    return BankLinksLike(links, owner)
+    if not dataset.has_bank_statement:
+        return None
+    return link_bank(Context.build(ledger, params, as_of))
 
 
-@dataclass(frozen=True)
-class BankLinksLike:
-    links: object
-    payout_owner: IntArray
-
-
-def _ledger_components(dataset: Dataset, found: BankLinksLike) -> dict[str, IntArray]:
+def _ledger_components(dataset: Dataset, links: BankLinks | None) -> dict[str, IntArray]:
     """Exact-link components over settlements, instant settlements, payouts and lines."""
     m = len(dataset.settlements)
     i = len(dataset.instant_settlements)
@@ -269,20 +263,21 @@ def _ledger_components(dataset: Dataset, found: BankLinksLike) -> dict[str, IntA
     base_i, base_p, base_b = m, m + i, m + i + p
     lefts: list[IntArray] = []
     rights: list[IntArray] = []
-    owner = found.payout_owner
+    owner = lookup(
+        dataset.instant_payouts["instant_settlement_id"], dataset.instant_settlements["id"]
+    )
     has = owner >= 0
     lefts.append(base_p + np.flatnonzero(has))
     rights.append(base_i + owner[has])
-    links = found.links
     if links is not None:
-        line = np.asarray(links.line, dtype=np.int64)  # type: ignore[attr-defined]
+        line = np.asarray(links.line, dtype=np.int64)
         linked = np.flatnonzero(line >= 0)
         lefts.append(base_b + linked)
         rights.append(line[linked])
-        for ln, members in links.line_settlements.items():  # type: ignore[attr-defined]
+        for ln, members in links.line_settlements.items():
             lefts.append(np.full(len(members), base_b + int(ln), dtype=np.int64))
             rights.append(np.asarray(members, dtype=np.int64))
-        payout = links.line_payout  # type: ignore[attr-defined]
+        payout = links.line_payout
         if payout is not None:
             to_payout = np.flatnonzero(np.asarray(payout) >= 0)
             lefts.append(base_b + to_payout)
@@ -340,9 +335,8 @@ def assign(
     window = np.where(day < big, window_of_days(starts, np.where(day < big, day, 0)), 0)
     rows = {table: window[row_component[table]].astype(np.int64) for table in ROW_TABLES}
 
-    found = _ledger_links(dataset, params, as_of)
+    links = _ledger_links(dataset, params, as_of)
     bank_day = _bank_day_numbers(dataset.bank)
-    payout_owner = found.payout_owner
     instant_window = window[ledger_component_rows["instant_settlements"]]
     payout_day = _day_numbers(
         np.where(
@@ -355,11 +349,8 @@ def assign(
         "settlements": window[ledger_component_rows["settlements"]].astype(np.int64),
         "instant_settlements": instant_window.astype(np.int64),
         "instant_payouts": np.full(len(dataset.instant_payouts), -1, dtype=np.int64),
-        "bank": np.where(bank_day == NO_DAY, 0, window_of_days(starts, bank_day)).astype(
-            np.int64
-        ),
+        "bank": np.where(bank_day == NO_DAY, 0, window_of_days(starts, bank_day)).astype(np.int64),
     }
-    del payout_owner
     return Assignment(
         starts=starts,
         rows=rows,
@@ -370,7 +361,7 @@ def assign(
             "instant_payouts": payout_day,
             "bank": bank_day,
         },
-        ledger_component=_ledger_components(dataset, found),
+        ledger_component=_ledger_components(dataset, links),
         halo_days=halo_days(dataset, params),
         has_transfers=len(dataset.transfers) > 0,
     )
@@ -387,9 +378,7 @@ def ledger_selection(
     row dated within `halo` days of an owned row's day, and their whole exact-link
     components (instant settlements bring their payouts the same way)."""
     anchors = np.unique(
-        np.concatenate(
-            [day[t][(owner[t] == window) & (day[t] != NO_DAY)] for t in LEDGER_TABLES]
-        )
+        np.concatenate([day[t][(owner[t] == window) & (day[t] != NO_DAY)] for t in LEDGER_TABLES])
     )
     chosen: dict[str, np.ndarray] = {}
     for t in LEDGER_TABLES:
@@ -434,9 +423,12 @@ def build_window(
     `owned_ledger[t]` marks, per row of `ledger[t]`, whether this window reports it."""
     transfers = rows["transfers"]
     if has_transfers and len(transfers) == 0:
-        sentinel = {name: [None] for name in TRANSFER_COLUMNS}
+        sentinel: dict[str, list[Any]] = {name: [None] for name in TRANSFER_COLUMNS}
         sentinel.update(
-            id=[SENTINEL_TRANSFER_ID], amount=[0], status=["failed"], on_hold=[False],
+            id=[SENTINEL_TRANSFER_ID],
+            amount=[0],
+            status=["failed"],
+            on_hold=[False],
             created_at=[0],
         )
         transfers = pd.DataFrame(sentinel).astype(TRANSFER_COLUMNS)
@@ -468,9 +460,7 @@ def _ids(frame: pd.DataFrame, mask: np.ndarray) -> frozenset[str]:
 
 def window_dataset(dataset: Dataset, assignment: Assignment, window: int) -> tuple[Dataset, Owned]:
     """Window `window`'s Dataset (its rows, its ledger and the halo) and what it owns."""
-    rows = {
-        t: _take(getattr(dataset, t), assignment.window_rows(t, window)) for t in ROW_TABLES
-    }
+    rows = {t: _take(getattr(dataset, t), assignment.window_rows(t, window)) for t in ROW_TABLES}
     picked = ledger_selection(
         assignment.ledger_owner,
         assignment.ledger_day,
@@ -571,6 +561,3 @@ __all__ = [
     "window_dataset",
     "window_of_days",
 ]
-
-# `replace` is re-exported for callers that narrow an Assignment (incremental runs).
-_ = replace
