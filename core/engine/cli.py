@@ -101,6 +101,12 @@ def register(subparsers: Any) -> None:
         "dask.distributed scheduler address (tcp://host:8786; needs --store on shared storage)",
     )
     partitioned.add_argument(
+        "--stream",
+        action="store_true",
+        help="import the folder in blocks into the window store (for datasets too large to "
+        "hold at once; API CSV files), then reconcile it window by window",
+    )
+    partitioned.add_argument(
         "--store",
         type=Path,
         help="write the window-partitioned Parquet store here (default: a temporary folder); "
@@ -126,6 +132,43 @@ def params_from_args(args: argparse.Namespace) -> EngineParams:
     )
 
 
+def _run_streamed(args: argparse.Namespace, params: EngineParams, as_of: int) -> int:
+    """--stream: the folder imported in blocks into a window store, then reconciled."""
+    import tempfile
+
+    from core.engine.distributed import run_store
+    from core.ingest.stream import stream_folder_to_store
+
+    if args.db is not None:
+        raise ConfigError("--stream writes a window store, not a database: drop --db")
+    from tqdm import tqdm  # type: ignore[import-untyped]
+
+    with ExitStack() as stack:
+        root: Path = args.store
+        if root is None:
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="razorrecon-"))
+            root = Path(folder) / "store"
+        root.parent.mkdir(parents=True, exist_ok=True)
+        bar = stack.enter_context(tqdm(desc="import", unit=" rows", unit_scale=True))
+        began = time.perf_counter()
+        stream_folder_to_store(
+            args.dataset_dir,
+            root,
+            params,
+            as_of,
+            days_per_window=args.days_per_window,
+            amount_unit=args.amount_unit,
+            progress=lambda _file, rows: bar.update(rows),
+        )
+        bar.close()
+        print(
+            f"imported {args.dataset_dir} into {root} in {time.perf_counter() - began:.2f}s",
+            file=sys.stderr,
+        )
+        return run_store(args, params, as_of, root)
+    raise AssertionError("unreachable")
+
+
 def run(args: argparse.Namespace) -> int:
     from core.db import open_database
     from core.engine.results import summary_lines, write_results_csv_to
@@ -142,6 +185,8 @@ def run(args: argparse.Namespace) -> int:
         from core.engine.distributed import run_store
 
         return run_store(args, params, as_of)
+    if args.stream:
+        return _run_streamed(args, params, as_of)
     from core.ingest.mappings import saved_mappings_in
 
     # Statement column mappings saved in the database apply (read before anything is written).

@@ -131,6 +131,15 @@ def write_store(dataset: Dataset, assignment: Assignment, root: Path) -> StoreMe
             folder = root / "rows" / table / f"window={k}"
             folder.mkdir(parents=True)
             pq.write_table(_arrow(frame.iloc[picked]), folder / "part-0.parquet")
+    return write_ledger_and_meta(dataset, assignment, root, tuple(int(n) for n in sizes))
+
+
+def write_ledger_and_meta(
+    dataset: Dataset, assignment: Assignment, root: Path, sizes: tuple[int, ...]
+) -> StoreMeta:
+    """The store's ledger files (each row with its owner, day and link component) and
+    meta.json; `sizes`: rows per window (for progress and scheduling)."""
+    (root / "ledger").mkdir(parents=True, exist_ok=True)
     for table in LEDGER_TABLES:
         frame = getattr(dataset, table).reset_index(drop=True).copy()
         frame["_owner"] = assignment.ledger_owner[table]
@@ -142,7 +151,7 @@ def write_store(dataset: Dataset, assignment: Assignment, root: Path) -> StoreMe
         halo_days=assignment.halo_days,
         has_bank_statement=dataset.has_bank_statement,
         has_transfers=assignment.has_transfers,
-        rows=tuple(int(n) for n in sizes),
+        rows=sizes,
     )
     write_meta(root, meta)
     return meta
@@ -354,6 +363,7 @@ __all__ = [
     "reconcile_stored_window",
     "run_store",
     "tqdm_progress",
+    "write_ledger_and_meta",
     "write_store",
 ]
 
@@ -420,7 +430,7 @@ def _store_folder(store: Path | None) -> Iterator[Path]:
         yield Path(folder) / "store"
 
 
-def run_store(args: Any, params: EngineParams, as_of: int) -> int:
+def run_store(args: Any, params: EngineParams, as_of: int, root: Path | None = None) -> int:
     """`python -m core reconcile STORE --out results.csv`: a window store (written by
     `--store` or `python -m core import-stream`) reconciled window by window."""
     import datetime as dt
@@ -432,7 +442,7 @@ def run_store(args: Any, params: EngineParams, as_of: int) -> int:
 
     if args.db is not None:
         raise ConfigError("--db takes a dataset folder, not a window store")
-    root: Path = args.dataset_dir
+    root = root or args.dataset_dir
     target = output_target(args.out)
     temporary = temporary_for(target)
     began = time.perf_counter()
