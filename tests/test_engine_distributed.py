@@ -125,3 +125,47 @@ def test_a_store_refuses_to_be_read_when_it_is_not_one(tmp_path: Path) -> None:
     (tmp_path / "meta.json").write_text("{}")
     with pytest.raises(ConfigError, match="format"):
         read_meta(tmp_path)
+
+
+def test_streamed_import_in_small_blocks_gives_the_single_process_outcomes(tmp_path: Path) -> None:
+    from core.ingest.stream import stream_folder_to_store
+
+    generated = generate(tmp_path / "ds", payments=4000, seed=13)
+    dataset, _ = load_dataset(tmp_path / "ds")
+    params = EngineParams()
+    blocks: list[tuple[str, int]] = []
+    meta = stream_folder_to_store(
+        tmp_path / "ds",
+        tmp_path / "st",
+        params,
+        generated.as_of,
+        days_per_window=3,
+        block_bytes=64 << 10,  # many blocks per file
+        progress=lambda name, rows: blocks.append((name, rows)),
+    )
+    assert sum(rows for name, rows in blocks if name == "payments.csv") == len(dataset.payments)
+    assert len([name for name, _ in blocks if name == "payments.csv"]) > 5
+    outcomes = reconcile_store(tmp_path / "st", params, generated.as_of)
+    pd.testing.assert_frame_equal(outcomes, reconcile(dataset, params, generated.as_of))
+    assert meta.windows > 3
+
+
+def test_streamed_import_fails_closed_naming_file_line_and_column(tmp_path: Path) -> None:
+    from core.errors import InputError
+    from core.ingest.stream import stream_folder_to_store
+
+    generated = generate(tmp_path / "ds", payments=3000, seed=13)
+    path = tmp_path / "ds" / "payments.csv"
+    lines = path.read_text().splitlines(keepends=True)
+    header = lines[0].rstrip("\n").split(",")
+    cells = lines[2500].rstrip("\n").split(",")
+    cells[header.index("amount")] = "12x34"
+    lines[2500] = ",".join(cells) + "\n"
+    path.write_text("".join(lines))
+    with pytest.raises(InputError) as raised:
+        stream_folder_to_store(
+            tmp_path / "ds", tmp_path / "st", EngineParams(), generated.as_of, block_bytes=64 << 10
+        )
+    problem = raised.value.problems[0]
+    assert (problem.file, problem.line, problem.column) == ("payments.csv", 2501, "amount")
+    assert not (tmp_path / "st").exists()
