@@ -169,3 +169,23 @@ def test_streamed_import_fails_closed_naming_file_line_and_column(tmp_path: Path
     problem = raised.value.problems[0]
     assert (problem.file, problem.line, problem.column) == ("payments.csv", 2501, "amount")
     assert not (tmp_path / "st").exists()
+
+
+def test_chunked_benchmark_appends_quarters_and_streams_to_the_single_process_outcomes(
+    tmp_path: Path,
+) -> None:
+    from core.benchmark.chunked import generate_chunked
+    from core.engine.cli import parse_as_of
+    from core.ingest.stream import stream_folder_to_store
+
+    generate_chunked(tmp_path / "ds", 6000, chunks=2, seed=3)
+    dataset, _ = load_dataset(tmp_path / "ds")
+    assert len(dataset.payments) == 6000
+    assert not (tmp_path / "ds" / "ground_truth.csv").exists()
+    days = (dataset.payments["created_at"].max() - dataset.payments["created_at"].min()) / 86400
+    assert days > 150  # two quarters of history, one after the other
+    as_of = parse_as_of("2026-06-30T23:59:59+05:30")
+    params = EngineParams()
+    stream_folder_to_store(tmp_path / "ds", tmp_path / "st", params, as_of)
+    outcomes = reconcile_store(tmp_path / "st", params, as_of)
+    pd.testing.assert_frame_equal(outcomes, reconcile(dataset, params, as_of))
