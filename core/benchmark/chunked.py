@@ -35,12 +35,16 @@ def generate_chunked(
     seed: int = 42,
     as_of: str = DEFAULT_AS_OF,
     progress: Callable[[int, int], None] | None = None,
+    only: range | None = None,
 ) -> Path:
-    """Write a `payments`-payment dataset into `out_dir` from `chunks` generated pieces."""
+    """Write a `payments`-payment dataset into `out_dir` from `chunks` generated pieces.
+    `only`: write just these chunks (the first of them with headers), so that several
+    processes can write parts that `append_folder` then joins in order."""
     out_dir.mkdir(parents=True, exist_ok=True)
     end = parse_as_of(as_of)
     per_chunk = payments // chunks
-    for k in range(chunks):
+    wanted = only if only is not None else range(chunks)
+    for k in wanted:
         size = per_chunk if k < chunks - 1 else payments - per_chunk * (chunks - 1)
         chunk_as_of = end - k * CHUNK_WEEKS * 7 * 86_400
         with tempfile.TemporaryDirectory(prefix="chunk-", dir=out_dir.parent) as folder:
@@ -49,10 +53,16 @@ def generate_chunked(
             for path in sorted(piece.iterdir()):
                 if path.name in SKIPPED:
                     continue
-                _append(path, out_dir / path.name, first=k == 0)
+                _append(path, out_dir / path.name, first=k == wanted[0])
         if progress is not None:
             progress(k + 1, chunks)
     return out_dir
+
+
+def append_folder(source: Path, target: Path) -> None:
+    """Append a folder written by `generate_chunked(..., only=...)` to another's files."""
+    for path in sorted(source.iterdir()):
+        _append(path, target / path.name, first=False)
 
 
 def _append(source: Path, target: Path, *, first: bool) -> None:
@@ -66,4 +76,4 @@ def _append(source: Path, target: Path, *, first: bool) -> None:
         shutil.copyfileobj(reader, writer, 16 << 20)
 
 
-__all__ = ["generate_chunked"]
+__all__ = ["append_folder", "generate_chunked"]

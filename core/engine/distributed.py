@@ -54,10 +54,12 @@ from core.engine.partition import (
     Assignment,
     Owned,
     Progress,
+    _take,
     assign,
     build_window,
     combine,
     ledger_selection,
+    named_settlements,
     reconcile_window,
 )
 from core.errors import ConfigError
@@ -76,6 +78,8 @@ COLUMNS: dict[str, dict[str, str]] = {
     "bank": BANK_COLUMNS,
 }
 LEDGER_EXTRA = ("_owner", "_day", "_component")
+OWN = "_own"  # a row file's column: this window reports the row's outcome
+COMPRESSION = "none"  # read once or twice, on this machine or a shared volume
 
 
 @dataclass(frozen=True)
@@ -119,18 +123,16 @@ def write_store(dataset: Dataset, assignment: Assignment, root: Path) -> StoreMe
     sizes = np.zeros(assignment.windows, dtype=np.int64)
     for table in ROW_TABLES:
         frame: pd.DataFrame = getattr(dataset, table)
-        window = assignment.rows[table]
-        order = np.argsort(window, kind="stable")
-        bounds = np.searchsorted(window[order], np.arange(assignment.windows + 1))
         for k in range(assignment.windows):
-            picked = order[bounds[k] : bounds[k + 1]]
+            picked, own = assignment.window_rows(table, k)
             if len(picked) == 0:
                 continue
             if table in ("payments", "recon"):
                 sizes[k] += len(picked)
             folder = root / "rows" / table / f"window={k}"
             folder.mkdir(parents=True)
-            pq.write_table(_arrow(frame.iloc[picked]), folder / "part-0.parquet")
+            arrow = _arrow(frame.iloc[picked]).append_column(OWN, pa.array(own, pa.bool_()))
+            pq.write_table(arrow, folder / "part-0.parquet", compression=COMPRESSION)
     return write_ledger_and_meta(dataset, assignment, root, tuple(int(n) for n in sizes))
 
 
@@ -145,7 +147,7 @@ def write_ledger_and_meta(
         frame["_owner"] = assignment.ledger_owner[table]
         frame["_day"] = assignment.ledger_day[table]
         frame["_component"] = assignment.ledger_component[table]
-        pq.write_table(_arrow(frame), root / "ledger" / f"{table}.parquet")
+        pq.write_table(_arrow(frame), root / "ledger" / f"{table}.parquet", compression=COMPRESSION)
     meta = StoreMeta(
         starts=tuple(int(s) for s in assignment.starts),
         halo_days=assignment.halo_days,
@@ -193,31 +195,36 @@ def read_window(root: Path, window: int, meta: StoreMeta | None = None) -> tuple
     """Window `window`'s Dataset (its rows, its ledger and the halo) from a store."""
     meta = meta or read_meta(root)
     rows: dict[str, pd.DataFrame] = {}
+    own: dict[str, np.ndarray] = {}
     for table in ROW_TABLES:
         path = root / "rows" / table / f"window={window}" / "part-0.parquet"
         if path.exists():
-            rows[table] = _frame(pq.read_table(path), table)
+            stored = pq.read_table(path)
+            own[table] = np.asarray(stored[OWN].to_numpy(), dtype=bool)
+            rows[table] = _frame(stored, table)
         else:
-            rows[table] = _frame(pa.Table.from_pandas(_empty(table), preserve_index=False), table)
+            rows[table] = _empty(table)
+            own[table] = np.zeros(0, dtype=bool)
     tables = {t: pq.read_table(root / "ledger" / f"{t}.parquet") for t in LEDGER_TABLES}
 
     def column(table: str, name: str) -> np.ndarray:
         return np.asarray(tables[table][name].to_numpy(), dtype=np.int64)
 
     owner = {t: column(t, "_owner") for t in LEDGER_TABLES}
+    whole = {t: _frame(tables[t], t) for t in LEDGER_TABLES}
     picked = ledger_selection(
         owner,
         {t: column(t, "_day") for t in LEDGER_TABLES},
         {t: column(t, "_component") for t in LEDGER_TABLES},
         meta.halo_days,
         window,
+        named_settlements(rows["recon"], whole),
     )
-    ledger = {
-        t: _frame(tables[t].take(pa.array(picked[t], type=pa.int64())), t) for t in LEDGER_TABLES
-    }
+    ledger = {t: _take(whole[t], picked[t]) for t in LEDGER_TABLES}
     owned = {t: owner[t][picked[t]] == window for t in LEDGER_TABLES}
     return build_window(
         rows,
+        own,
         ledger,
         owned,
         has_bank_statement=meta.has_bank_statement,

@@ -55,11 +55,23 @@ Progress = Callable[[int, int], None]
 
 
 @dataclass(frozen=True)
+class Placement:
+    """Rows placed in windows: `row[i]` sits in `window[i]`, which reports its outcome
+    when `own[i]`; sorted by window, then row."""
+
+    row: IntArray
+    window: IntArray
+    own: np.ndarray
+
+
+@dataclass(frozen=True)
 class Assignment:
     """Where every row of one Dataset goes.
 
     starts: first IST day (days since 1970-01-01) of each window, ascending.
-    rows: per row table, the window of each row (aligned with the table).
+    rows: per row table, where its rows go (`Placement`: a row sits in its component's
+        window, which reports its outcome, and a recon row also in its settlement's
+        window as evidence; a payment also beside its disputes).
     ledger_owner: per ledger table, the window that reports each row's outcome (-1: none,
         for instant payouts, which have no outcome of their own).
     ledger_day: per ledger table, each row's IST day (NO_DAY when unknown).
@@ -70,7 +82,7 @@ class Assignment:
     """
 
     starts: IntArray
-    rows: dict[str, IntArray] = field(hash=False)
+    rows: dict[str, Placement] = field(hash=False)
     ledger_owner: dict[str, IntArray] = field(hash=False)
     ledger_day: dict[str, IntArray] = field(hash=False)
     ledger_component: dict[str, IntArray] = field(hash=False)
@@ -81,9 +93,12 @@ class Assignment:
     def windows(self) -> int:
         return len(self.starts)
 
-    def window_rows(self, table: str, window: int) -> IntArray:
-        result: IntArray = np.flatnonzero(self.rows[table] == window).astype(np.int64)
-        return result
+    def window_rows(self, table: str, window: int) -> tuple[IntArray, np.ndarray]:
+        """Positions (ascending) of the rows of `table` window `window` reconciles, and
+        whether it reports each one's outcome."""
+        placed = self.rows[table]
+        lo, hi = np.searchsorted(placed.window, [window, window + 1])
+        return placed.row[lo:hi], placed.own[lo:hi]
 
 
 def _day_numbers(unix_seconds: IntArray) -> IntArray:
@@ -185,43 +200,40 @@ class _Keys:
         return codes, total
 
 
-def _row_components(dataset: Dataset) -> tuple[dict[str, IntArray], int, dict[str, IntArray]]:
-    """Component of every row-table row and of every settlement / instant settlement."""
+def _row_components(dataset: Dataset) -> tuple[dict[str, IntArray], int]:
+    """Component of every row-table row: union-find over the identity keys (entity ids
+    and transfer ids in one namespace, dispute ids in another). Settlement ids are not
+    joined: a settlement's rows meet it in its own window (their home)."""
     keys = _Keys()
     rec = dataset.recon
     k_rec_entity = keys.add("E", rec["entity_id"])
     k_rec_transfer = keys.add("E", rec["transfer_id"])
     k_rec_dispute = keys.add("D", rec["dispute_id"])
-    k_rec_settlement = keys.add("S", rec["settlement_id"])
     k_pay = keys.add("E", dataset.payments["id"])
     k_ref = keys.add("E", dataset.refunds["id"])
     k_trf = keys.add("E", dataset.transfers["id"])
     k_dis = keys.add("D", dataset.disputes["id"])
-    k_dis_payment = keys.add("E", dataset.disputes["payment_id"])
-    k_set = keys.add("S", dataset.settlements["id"])
-    k_inst = keys.add("S", dataset.instant_settlements["id"])
     codes, n_keys = keys.encode()
     # Nodes: every key, then one per recon row (a row with no key is its own component).
     n_rec = len(rec)
     row_node = n_keys + np.arange(n_rec, dtype=np.int64)
     lefts: list[IntArray] = []
     rights: list[IntArray] = []
-    for chunk in (k_rec_entity, k_rec_transfer, k_rec_dispute, k_rec_settlement):
+    for chunk in (k_rec_entity, k_rec_transfer, k_rec_dispute):
         key = codes[chunk]
         has = key >= 0
         lefts.append(row_node[has])
         rights.append(key[has])
-    dispute, payment = codes[k_dis], codes[k_dis_payment]
-    both = (dispute >= 0) & (payment >= 0)
-    lefts.append(dispute[both])
-    rights.append(payment[both])
     labels = components(n_keys + n_rec, np.concatenate(lefts), np.concatenate(rights))
+    fresh = n_keys + n_rec
 
     def of(chunk: int, size: int) -> IntArray:
         # An entity whose own id is blank is a component of its own (numbered past all).
+        nonlocal fresh
         key = codes[chunk]
-        fresh = n_keys + n_rec + np.arange(size, dtype=np.int64)
-        result: IntArray = np.where(key >= 0, labels[np.maximum(key, 0)], fresh)
+        own = fresh + np.arange(size, dtype=np.int64)
+        fresh += size
+        result: IntArray = np.where(key >= 0, labels[np.maximum(key, 0)], own)
         return result
 
     rows = {
@@ -231,12 +243,7 @@ def _row_components(dataset: Dataset) -> tuple[dict[str, IntArray], int, dict[st
         "transfers": of(k_trf, len(dataset.transfers)),
         "disputes": of(k_dis, len(dataset.disputes)),
     }
-    ledger = {
-        "settlements": of(k_set, len(dataset.settlements)),
-        "instant_settlements": of(k_inst, len(dataset.instant_settlements)),
-    }
-    size = n_keys + n_rec + max((len(v) for v in (*rows.values(), *ledger.values())), default=0)
-    return rows, size, ledger
+    return rows, fresh
 
 
 def _ledger_links(dataset: Dataset, params: EngineParams, as_of: int) -> BankLinks | None:
@@ -303,41 +310,78 @@ def halo_days(dataset: Dataset, params: EngineParams) -> int:
     return 3 * max(span, 0) + 1
 
 
+def _placements(rows: IntArray, windows: IntArray, own: np.ndarray) -> Placement:
+    """(row, window, own) triples without repeats, sorted by window then row; a row placed
+    twice in one window keeps own=True if either placement owns it."""
+    table = pd.DataFrame({"window": windows, "row": rows, "own": own.astype(bool)})
+    table = table.sort_values(["window", "row", "own"], ascending=[True, True, False])
+    table = table.drop_duplicates(["window", "row"], keep="first")
+    return Placement(
+        row=table["row"].to_numpy(dtype=np.int64),
+        window=table["window"].to_numpy(dtype=np.int64),
+        own=table["own"].to_numpy(dtype=bool),
+    )
+
+
 def assign(
     dataset: Dataset,
     params: EngineParams,
     as_of: int,
     days_per_window: int = DEFAULT_DAYS_PER_WINDOW,
 ) -> Assignment:
-    """Give every row of `dataset` to a settlement window (module docstring)."""
+    """Give every row of `dataset` to its settlement windows (module docstring)."""
     starts = settlement_windows(dataset, days_per_window)
-    row_component, size, ledger_component_rows = _row_components(dataset)
+    component, size = _row_components(dataset)
     s_day = _day_numbers(ints(dataset.settlements["created_at"]))
     i_day = _day_numbers(ints(dataset.instant_settlements["created_at"]))
-    # A component's day: its earliest settlement's, else its earliest created day.
+    s_window = window_of_days(starts, s_day)
+    i_window = window_of_days(starts, i_day)
+    # A recon row's home: the window of the settlement (regular or instant) it names.
+    rec = dataset.recon
+    regular = lookup(rec["settlement_id"], dataset.settlements["id"])
+    instant = lookup(rec["settlement_id"], dataset.instant_settlements["id"])
+    home = np.where(
+        regular >= 0,
+        s_window[np.maximum(regular, 0)] if len(s_window) else -1,
+        np.where(instant >= 0, i_window[np.maximum(instant, 0)] if len(i_window) else -1, -1),
+    ).astype(np.int64)
+    # A component's owner: its rows' earliest home, else the window of its earliest day.
     big = np.iinfo(np.int64).max
-    settled_day = np.full(size, big, dtype=np.int64)
-    np.minimum.at(settled_day, ledger_component_rows["settlements"], s_day)
-    np.minimum.at(settled_day, ledger_component_rows["instant_settlements"], i_day)
+    first_home = np.full(size, big, dtype=np.int64)
+    housed = home >= 0
+    np.minimum.at(first_home, component["recon"][housed], home[housed])
     created_day = np.full(size, big, dtype=np.int64)
-    created = {
-        "payments": dataset.payments["created_at"],
-        "refunds": dataset.refunds["created_at"],
-        "disputes": dataset.disputes["created_at"],
-        "transfers": dataset.transfers["created_at"],
-        "recon": dataset.recon["created_at"],
-    }
-    for table, column in created.items():
+    for table in ROW_TABLES:
+        column = getattr(dataset, table)["created_at"]
         known = ~column.isna().to_numpy(dtype=bool)
         days = _day_numbers(ints(column))
-        np.minimum.at(created_day, row_component[table][known], days[known])
-    day = np.where(settled_day < big, settled_day, created_day)
-    window = np.where(day < big, window_of_days(starts, np.where(day < big, day, 0)), 0)
-    rows = {table: window[row_component[table]].astype(np.int64) for table in ROW_TABLES}
+        np.minimum.at(created_day, component[table][known], days[known])
+    by_day = window_of_days(starts, np.where(created_day < big, created_day, 0))
+    owner = np.where(first_home < big, first_home, np.where(created_day < big, by_day, 0))
+    placements: dict[str, Placement] = {}
+    for table in ROW_TABLES:
+        n = len(getattr(dataset, table))
+        positions = np.arange(n, dtype=np.int64)
+        windows = [owner[component[table]]]
+        rows = [positions]
+        owns = [np.ones(n, dtype=bool)]
+        if table == "recon":  # a row also sits in its settlement's window, as its evidence
+            rows.append(positions[housed])
+            windows.append(home[housed])
+            owns.append(owner[component[table]][housed] == home[housed])
+        if table == "payments" and len(dataset.disputes):
+            # A dispute shows its payment's order_id: the payment sits beside it too.
+            paid = lookup(dataset.disputes["payment_id"], dataset.payments["id"])
+            has = paid >= 0
+            rows.append(paid[has])
+            windows.append(owner[component["disputes"]][has])
+            owns.append(np.zeros(int(has.sum()), dtype=bool))
+        placements[table] = _placements(
+            np.concatenate(rows), np.concatenate(windows), np.concatenate(owns)
+        )
 
     links = _ledger_links(dataset, params, as_of)
     bank_day = _bank_day_numbers(dataset.bank)
-    instant_window = window[ledger_component_rows["instant_settlements"]]
     payout_day = _day_numbers(
         np.where(
             dataset.instant_payouts["processed_at"].isna().to_numpy(dtype=bool),
@@ -346,14 +390,14 @@ def assign(
         )
     )
     ledger_owner = {
-        "settlements": window[ledger_component_rows["settlements"]].astype(np.int64),
-        "instant_settlements": instant_window.astype(np.int64),
+        "settlements": s_window.astype(np.int64),
+        "instant_settlements": i_window.astype(np.int64),
         "instant_payouts": np.full(len(dataset.instant_payouts), -1, dtype=np.int64),
         "bank": np.where(bank_day == NO_DAY, 0, window_of_days(starts, bank_day)).astype(np.int64),
     }
     return Assignment(
         starts=starts,
-        rows=rows,
+        rows=placements,
         ledger_owner=ledger_owner,
         ledger_day={
             "settlements": s_day,
@@ -373,10 +417,12 @@ def ledger_selection(
     component: dict[str, IntArray],
     halo: int,
     window: int,
+    context: dict[str, IntArray] | None = None,
 ) -> dict[str, IntArray]:
     """Positions of the ledger rows window `window` reconciles: the rows it owns, every
-    row dated within `halo` days of an owned row's day, and their whole exact-link
-    components (instant settlements bring their payouts the same way)."""
+    row dated within `halo` days of an owned row's day, the settlements its recon rows
+    name (`context`: positions per table), and their whole exact-link components
+    (instant settlements bring their payouts the same way)."""
     anchors = np.unique(
         np.concatenate([day[t][(owner[t] == window) & (day[t] != NO_DAY)] for t in LEDGER_TABLES])
     )
@@ -390,6 +436,8 @@ def ledger_selection(
             gap = np.minimum(np.abs(after - day[t]), np.abs(day[t] - before))
             near = (day[t] != NO_DAY) & (gap <= halo)
         chosen[t] = near | (owner[t] == window)
+        if context is not None and t in context:
+            chosen[t][context[t]] = True
     touched = np.unique(np.concatenate([component[t][chosen[t]] for t in LEDGER_TABLES]))
     return {
         t: np.flatnonzero(chosen[t] | np.isin(component[t], touched)).astype(np.int64)
@@ -399,28 +447,45 @@ def ledger_selection(
 
 @dataclass(frozen=True)
 class Owned:
-    """The ledger outcomes a window reports: ids by entity type (settlement,
-    instant_settlement, bank_entry). Row-level outcomes are always the window's own."""
+    """The outcomes a window reports: entity ids (Arrow large_string) by entity type.
+    Everything else it reconciles is context, reported by its own window."""
 
-    ids: dict[str, frozenset[str]] = field(hash=False)
+    ids: dict[str, pa.Array] = field(hash=False)
 
 
 def _take(frame: pd.DataFrame, positions: IntArray) -> pd.DataFrame:
-    if len(positions) == len(frame):
+    if len(positions) == len(frame) and np.array_equal(positions, np.arange(len(frame))):
         return frame
     return frame.iloc[positions].reset_index(drop=True)
 
 
+def _ids(frame: pd.DataFrame, mask: np.ndarray, column: str = "id") -> pa.Array:
+    values = text(frame[column]).filter(pa.array(np.asarray(mask, dtype=bool)))
+    return pc.unique(values.drop_null())
+
+
+def named_settlements(recon: pd.DataFrame, ledger: dict[str, pd.DataFrame]) -> dict[str, IntArray]:
+    """Positions of the settlements and instant settlements a window's recon rows name
+    (context: a row naming a known settlement is settled, and shows its UTR)."""
+    named = pc.unique(text(recon["settlement_id"]).drop_null())
+    result: dict[str, IntArray] = {}
+    for table in ("settlements", "instant_settlements"):
+        found = pc.is_in(text(ledger[table]["id"]), value_set=named).fill_null(False)
+        result[table] = np.flatnonzero(found.to_numpy(zero_copy_only=False)).astype(np.int64)
+    return result
+
+
 def build_window(
     rows: dict[str, pd.DataFrame],
+    own: dict[str, np.ndarray],
     ledger: dict[str, pd.DataFrame],
     owned_ledger: dict[str, np.ndarray],
     *,
     has_bank_statement: bool,
     has_transfers: bool,
 ) -> tuple[Dataset, Owned]:
-    """A window's Dataset from its row tables and its ledger selection, and what it owns.
-    `owned_ledger[t]` marks, per row of `ledger[t]`, whether this window reports it."""
+    """A window's Dataset from its row tables and its ledger selection, and what it
+    reports: `own[t]` / `owned_ledger[t]` mark, per row, whether this window reports it."""
     transfers = rows["transfers"]
     if has_transfers and len(transfers) == 0:
         sentinel: dict[str, list[Any]] = {name: [None] for name in TRANSFER_COLUMNS}
@@ -444,7 +509,16 @@ def build_window(
         bank=ledger["bank"],
         has_bank_statement=has_bank_statement,
     )
+    recon_ids = _ids(rows["recon"], own["recon"], "entity_id")
     ids = {
+        "payment": _ids(rows["payments"], own["payments"]),
+        "refund": _ids(rows["refunds"], own["refunds"]),
+        # Without a transfers file a transfer's outcome is named by its recon rows.
+        "transfer": pa.concat_arrays(
+            [_ids(rows["transfers"], own["transfers"]).cast(pa.large_string()), recon_ids]
+        ),
+        "dispute": _ids(rows["disputes"], own["disputes"]),
+        "recon_row": recon_ids,
         "settlement": _ids(ledger["settlements"], owned_ledger["settlements"]),
         "instant_settlement": _ids(
             ledger["instant_settlements"], owned_ledger["instant_settlements"]
@@ -454,24 +528,28 @@ def build_window(
     return dataset, Owned(ids)
 
 
-def _ids(frame: pd.DataFrame, mask: np.ndarray) -> frozenset[str]:
-    return frozenset(str(v) for v in frame["id"][np.asarray(mask, dtype=bool)].tolist())
-
-
 def window_dataset(dataset: Dataset, assignment: Assignment, window: int) -> tuple[Dataset, Owned]:
-    """Window `window`'s Dataset (its rows, its ledger and the halo) and what it owns."""
-    rows = {t: _take(getattr(dataset, t), assignment.window_rows(t, window)) for t in ROW_TABLES}
+    """Window `window`'s Dataset (its rows, their evidence, its ledger and the halo) and
+    what it reports."""
+    rows: dict[str, pd.DataFrame] = {}
+    own: dict[str, np.ndarray] = {}
+    for table in ROW_TABLES:
+        positions, owns = assignment.window_rows(table, window)
+        rows[table] = _take(getattr(dataset, table), positions)
+        own[table] = owns
     picked = ledger_selection(
         assignment.ledger_owner,
         assignment.ledger_day,
         assignment.ledger_component,
         assignment.halo_days,
         window,
+        named_settlements(rows["recon"], {t: getattr(dataset, t) for t in LEDGER_TABLES}),
     )
     ledger = {t: _take(getattr(dataset, t), picked[t]) for t in LEDGER_TABLES}
     owned = {t: assignment.ledger_owner[t][picked[t]] == window for t in LEDGER_TABLES}
     return build_window(
         rows,
+        own,
         ledger,
         owned,
         has_bank_statement=dataset.has_bank_statement,
@@ -480,15 +558,15 @@ def window_dataset(dataset: Dataset, assignment: Assignment, window: int) -> tup
 
 
 def keep_owned(outcomes: pd.DataFrame, owned: Owned) -> pd.DataFrame:
-    """The outcomes a window reports: every row-level outcome, and the ledger outcomes of
-    the rows it owns (halo rows are reported by their own window)."""
-    kind = outcomes["entity_type"].astype(str).to_numpy()
-    keep = np.ones(len(outcomes), dtype=bool)
-    ids = outcomes["entity_id"].astype(str).to_numpy()
+    """The outcomes a window reports; the rest it reconciled as context."""
+    kind = text(outcomes["entity_type"])
+    ids = text(outcomes["entity_id"])
+    keep = np.zeros(len(outcomes), dtype=bool)
     for entity_type, mine in owned.ids.items():
-        of_type = kind == entity_type
+        of_type = np.asarray(pc.equal(kind, entity_type).fill_null(False).to_numpy(False))
         if of_type.any():
-            keep[of_type] = np.isin(ids[of_type], np.array(sorted(mine), dtype=object))
+            found = pc.is_in(ids, value_set=mine.cast(pa.large_string())).fill_null(False)
+            keep |= of_type & np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
     return outcomes[keep].reset_index(drop=True)
 
 
@@ -555,6 +633,7 @@ __all__ = [
     "halo_days",
     "keep_owned",
     "ledger_selection",
+    "named_settlements",
     "reconcile_partitioned",
     "reconcile_window",
     "settlement_windows",

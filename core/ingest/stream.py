@@ -33,9 +33,9 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from core.dataset import Dataset, empty_frame
-from core.engine.distributed import COLUMNS, StoreMeta, write_ledger_and_meta
+from core.engine.distributed import COLUMNS, OWN, StoreMeta, write_ledger_and_meta
 from core.engine.params import EngineParams
-from core.engine.partition import DEFAULT_DAYS_PER_WINDOW, ROW_TABLES, assign
+from core.engine.partition import DEFAULT_DAYS_PER_WINDOW, ROW_TABLES, Placement, assign
 from core.errors import InputError, Problem
 from core.ingest.entities import build_frame
 from core.ingest.load import _wanted, load_dataset
@@ -223,7 +223,7 @@ def stream_folder_to_store(
         staged.mkdir()
         sizes = np.zeros(assignment.windows, dtype=np.int64)
         for table in ROW_TABLES:
-            window = assignment.rows[table]
+            placed = assignment.rows[table]
             if table in large:
                 source = pq.ParquetFile(work / f"{table}.parquet")
                 batches: Iterator[pa.RecordBatch] = source.iter_batches(batch_size=1 << 20)
@@ -232,7 +232,7 @@ def stream_folder_to_store(
                 batches = iter(
                     [pa.RecordBatch.from_pandas(whole, preserve_index=False)] if len(whole) else []
                 )
-            _split_by_window(batches, window, staged / "rows" / table, sizes, table)
+            _split_by_window(batches, placed, staged / "rows" / table, sizes, table)
         meta = write_ledger_and_meta(ledger, assignment, staged, tuple(int(n) for n in sizes))
         if root.exists():
             shutil.rmtree(root)
@@ -244,30 +244,39 @@ def stream_folder_to_store(
 
 def _split_by_window(
     batches: Iterator[pa.RecordBatch],
-    window: npt.NDArray[np.int64],
+    placed: Placement,
     folder: Path,
     sizes: npt.NDArray[np.int64],
     table: str,
 ) -> None:
-    """Append each batch's rows to its windows' Parquet files, in row order."""
+    """Append each batch's rows to the files of the windows they are placed in, in row
+    order, with the `_own` column."""
+    by_row = np.lexsort((placed.window, placed.row))
+    rows, windows, owns = placed.row[by_row], placed.window[by_row], placed.own[by_row]
     writers: dict[int, pq.ParquetWriter] = {}
     offset = 0
     try:
         for batch in batches:
-            mine = window[offset : offset + batch.num_rows]
+            lo, hi = np.searchsorted(rows, [offset, offset + batch.num_rows])
+            local = rows[lo:hi] - offset
+            mine, own = windows[lo:hi], owns[lo:hi]
             offset += batch.num_rows
-            order = np.argsort(mine, kind="stable")
+            order = np.argsort(mine, kind="stable")  # by window, rows ascending within
             bounds = np.flatnonzero(np.diff(mine[order])) + 1
             for piece in np.split(order, bounds):
                 if len(piece) == 0:
                     continue
                 k = int(mine[piece[0]])
+                part = pa.Table.from_batches([batch.take(pa.array(local[piece]))])
+                part = part.append_column(OWN, pa.array(own[piece], pa.bool_()))
                 if k not in writers:
                     (folder / f"window={k}").mkdir(parents=True)
                     writers[k] = pq.ParquetWriter(
-                        folder / f"window={k}" / "part-0.parquet", batch.schema
+                        folder / f"window={k}" / "part-0.parquet",
+                        part.schema,
+                        compression=SPILL_COMPRESSION,
                     )
-                writers[k].write_table(pa.Table.from_batches([batch.take(pa.array(piece))]))
+                writers[k].write_table(part)
                 if table in ("payments", "recon"):
                     sizes[k] += len(piece)
     finally:
