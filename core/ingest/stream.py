@@ -229,9 +229,9 @@ def stream_folder_to_store(
                 batches: Iterator[pa.RecordBatch] = source.iter_batches(batch_size=1 << 20)
             else:
                 whole = getattr(ledger, table)
-                batches = iter(
-                    [pa.RecordBatch.from_pandas(whole, preserve_index=False)] if len(whole) else []
-                )
+                # Loaded whole (small): its Arrow columns may come in chunks.
+                table_whole = pa.Table.from_pandas(whole, preserve_index=False)
+                batches = iter(table_whole.combine_chunks().to_batches())
             _split_by_window(batches, placed, staged / "rows" / table, sizes, table)
         meta = write_ledger_and_meta(ledger, assignment, staged, tuple(int(n) for n in sizes))
         if root.exists():
