@@ -59,11 +59,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "descriptions on every row): as wide as real exports, for speed measurements"
         ),
     )
+    parser.add_argument(
+        "--chunks",
+        type=int,
+        default=1,
+        help="write the payments as this many generated quarters of history appended into "
+        "one folder (for sizes the generator cannot hold at once, e.g. 10M; no ground truth; "
+        "core/benchmark/chunked.py)",
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from core.benchmark import generate
+
+    if args.chunks > 1:
+        if args.wide:
+            raise ConfigError("--wide and --chunks cannot be combined yet; choose one")
+        return _run_chunked(args)
 
     try:
         result = generate(
@@ -88,4 +101,25 @@ def run(args: argparse.Namespace) -> int:
         f"({result.counts['labels_held_out']:,} held out)"
     )
     print(f"  fingerprint {result.fingerprint}")
+    return 0
+
+
+def _run_chunked(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from core.benchmark.chunked import generate_chunked
+    from core.benchmark.generator import DEFAULT_AS_OF
+
+    def report(done: int, total: int) -> None:
+        print(f"chunk {done}/{total} written", flush=True)
+
+    generate_chunked(
+        Path(args.out_dir),
+        args.payments,
+        chunks=args.chunks,
+        seed=args.seed,
+        as_of=args.as_of or DEFAULT_AS_OF,
+        progress=report,
+    )
+    print(f"wrote {args.payments:,} payments in {args.chunks} chunks to {args.out_dir}")
     return 0

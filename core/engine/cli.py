@@ -54,6 +54,13 @@ def _non_negative(text: str) -> int:
     return value
 
 
+def _positive(text: str) -> int:
+    value = _non_negative(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more: {value}")
+    return value
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "reconcile",
@@ -77,6 +84,34 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--holidays", type=Path, help="file of ISO dates, one per line")
     parser.add_argument("--amount-unit", choices=AMOUNT_UNITS, default="auto")
     parser.add_argument("--db", type=Path, help="also store dataset and run in this SQLite file")
+    partitioned = parser.add_argument_group(
+        "partitioned runs (docs/engine.md, Partitions; docs/scale.md)"
+    )
+    partitioned.add_argument(
+        "--partitions",
+        action="store_true",
+        help="reconcile window by window of settlement days (same outcomes, less memory)",
+    )
+    partitioned.add_argument(
+        "--days-per-window", type=_positive, default=5, help="settlement days per window"
+    )
+    partitioned.add_argument(
+        "--scheduler",
+        help="run one Dask task per window: 'local' (a LocalCluster of 2 workers here) or a "
+        "dask.distributed scheduler address (tcp://host:8786; needs --store on shared storage)",
+    )
+    partitioned.add_argument(
+        "--stream",
+        action="store_true",
+        help="import the folder in blocks into the window store (for datasets too large to "
+        "hold at once; API CSV files), then reconcile it window by window",
+    )
+    partitioned.add_argument(
+        "--store",
+        type=Path,
+        help="write the window-partitioned Parquet store here (default: a temporary folder); "
+        "DATASET_DIR may itself be such a store",
+    )
     parser.set_defaults(func=run)
 
 
@@ -97,6 +132,43 @@ def params_from_args(args: argparse.Namespace) -> EngineParams:
     )
 
 
+def _run_streamed(args: argparse.Namespace, params: EngineParams, as_of: int) -> int:
+    """--stream: the folder imported in blocks into a window store, then reconciled."""
+    import tempfile
+
+    from core.engine.distributed import run_store
+    from core.ingest.stream import stream_folder_to_store
+
+    if args.db is not None:
+        raise ConfigError("--stream writes a window store, not a database: drop --db")
+    from tqdm import tqdm  # type: ignore[import-untyped]
+
+    with ExitStack() as stack:
+        root: Path = args.store
+        if root is None:
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="razorrecon-"))
+            root = Path(folder) / "store"
+        root.parent.mkdir(parents=True, exist_ok=True)
+        bar = stack.enter_context(tqdm(desc="import", unit=" rows", unit_scale=True))
+        began = time.perf_counter()
+        stream_folder_to_store(
+            args.dataset_dir,
+            root,
+            params,
+            as_of,
+            days_per_window=args.days_per_window,
+            amount_unit=args.amount_unit,
+            progress=lambda _file, rows: bar.update(rows),
+        )
+        bar.close()
+        print(
+            f"imported {args.dataset_dir} into {root} in {time.perf_counter() - began:.2f}s",
+            file=sys.stderr,
+        )
+        return run_store(args, params, as_of, root)
+    raise AssertionError("unreachable")
+
+
 def run(args: argparse.Namespace) -> int:
     from core.db import open_database
     from core.engine.results import summary_lines, write_results_csv_to
@@ -107,6 +179,14 @@ def run(args: argparse.Namespace) -> int:
     params = params_from_args(args)
     if not args.dataset_dir.is_dir():
         raise InputError([Problem(str(args.dataset_dir), 0, "", "not a dataset folder")])
+    from core.engine.distributed import is_store
+
+    if is_store(args.dataset_dir):
+        from core.engine.distributed import run_store
+
+        return run_store(args, params, as_of)
+    if args.stream:
+        return _run_streamed(args, params, as_of)
     from core.ingest.mappings import saved_mappings_in
 
     # Statement column mappings saved in the database apply (read before anything is written).
@@ -129,7 +209,12 @@ def run(args: argparse.Namespace) -> int:
             from core.books.store import pricing_plans
 
             pricing = pricing_plans(conn) if conn is not None else ()
-            folder_run = reconcile_loaded(loaded, params, as_of, pricing)
+            if args.partitions or args.scheduler or args.store:
+                from core.engine.distributed import reconcile_loaded_by_windows
+
+                folder_run = reconcile_loaded_by_windows(args, loaded, params, as_of, pricing)
+            else:
+                folder_run = reconcile_loaded(loaded, params, as_of, pricing)
             timings = dict(folder_run.timings)
             began = time.perf_counter()
             write_results_csv_to(folder_run.outcomes, temporary)

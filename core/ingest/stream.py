@@ -1,0 +1,287 @@
+"""A dataset folder too large to hold at once, imported in batches into a window store
+(docs/scale.md; the store's layout is core.engine.distributed's).
+
+The three files that grow with payments (payments, refunds, settlement_recon, as API CSV)
+are read by Arrow's streaming CSV reader (`pyarrow.csv.open_csv`) one block of rows at a
+time; each block is validated and converted by the importer's own `build_frame` (the same
+checks and the same file:line:column problems as `load_dataset`) and spilled to Parquet.
+Everything else (settlements, the bank statement, instant settlements, disputes,
+transfers: a few rows a day) goes through `load_dataset` as usual. Then the rows are given
+to settlement windows (`core.engine.partition.assign`, which reads only the key columns)
+and copied window by window into the store. At no point is a whole large file, or a
+whole large table, in memory.
+
+Limits, stated rather than guessed around: streamed files must be CSV (JSON and
+spreadsheets of that size are refused, exit 2), one record per line (a quoted line break
+would make the line numbers in problems approximate), and `--amount-unit auto` is
+decided on the first block of each file and then held for the rest. A file's size cap
+(`RAZORRECON_MAX_FILE_MB`) does not apply to the streamed files, since they are never
+held whole; it still applies to the others.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+
+from core.dataset import Dataset, empty_frame
+from core.engine.distributed import COLUMNS, OWN, StoreMeta, write_ledger_and_meta
+from core.engine.params import EngineParams
+from core.engine.partition import DEFAULT_DAYS_PER_WINDOW, ROW_TABLES, Placement, assign
+from core.errors import InputError, Problem
+from core.ingest.entities import build_frame
+from core.ingest.load import _wanted, load_dataset
+from core.ingest.readers import RawTable, _header_of, header_keys
+from core.ingest.recon_rows import split_recon_rows
+from core.ingest.tables import TABLES, TableSpec
+
+# The files streamed, by Dataset attribute; everything else is loaded whole.
+STREAMED: dict[str, str] = {
+    "payments": "payments",
+    "refunds": "refunds",
+    "recon": "settlement_recon",
+}
+BLOCK_BYTES = 64 << 20
+# Spill and window files are read once or twice, on this machine: not worth compressing.
+SPILL_COMPRESSION = "none"
+# The columns `assign` reads from each streamed table.
+KEY_COLUMNS: dict[str, tuple[str, ...]] = {
+    "payments": ("id", "created_at"),
+    "refunds": ("id", "created_at"),
+    "recon": ("entity_id", "transfer_id", "dispute_id", "settlement_id", "created_at"),
+}
+Progress = Callable[[str, int], None]
+
+
+def _blocks(spec: TableSpec, path: Path, block_bytes: int) -> Iterator[RawTable]:
+    """The file's rows, a block at a time, as the importer's RawTable (strings)."""
+    with path.open("rb") as stream:
+        first = stream.read(1 << 16)
+    head = first.decode("utf-8-sig", errors="replace")
+    header_line, header = _header_of(head)
+    if not header:
+        raise InputError([Problem(path.name, 0, "", "the file is empty: no header row")])
+    if header_line != 1:
+        raise InputError(
+            [Problem(path.name, header_line, "", "streamed files start with their header")]
+        )
+    wanted = _wanted(spec)
+    _, written, ignored, aliased = header_keys(header, wanted, None)
+    keep = [key for key in wanted if key in written]
+    reader = pa_csv.open_csv(
+        str(path),
+        read_options=pa_csv.ReadOptions(block_size=block_bytes, skip_rows=0),
+        parse_options=pa_csv.ParseOptions(newlines_in_values=False),
+        convert_options=pa_csv.ConvertOptions(
+            column_types={written[k]: pa.string() for k in keep},
+            include_columns=[written[k] for k in keep],
+            null_values=[""],
+            strings_can_be_null=True,
+            quoted_strings_can_be_null=True,
+        ),
+    )
+    del first  # Arrow's reader drops a UTF-8 BOM itself
+    row = 0
+    for batch in reader:
+        n = batch.num_rows
+        start = row
+
+        def lines(start: int = start, n: int = n) -> npt.NDArray[np.int64]:
+            return np.arange(header_line + 1 + start, header_line + 1 + start + n, dtype=np.int64)
+
+        yield RawTable(
+            file=path.name,
+            fmt="csv",
+            columns={k: batch.column(written[k]) for k in keep},
+            written_names={k: written[k] for k in keep},
+            ignored=ignored,
+            n_rows=n,
+            header_line=header_line,
+            line_finder=lines,
+            aliased=aliased,
+        )
+        row += n
+
+
+def _stream_file(
+    attribute: str,
+    path: Path,
+    spill: Path,
+    amount_unit: str,
+    block_bytes: int,
+    progress: Progress | None,
+) -> tuple[int, list[Problem]]:
+    """Convert one large CSV block by block into a Parquet spill file; (rows, problems)."""
+    spec = TABLES[STREAMED[attribute]]
+    unit = amount_unit
+    problems: list[Problem] = []
+    writer: pq.ParquetWriter | None = None
+    schema: pa.Schema | None = None
+    rows = 0
+    try:
+        for raw in _blocks(spec, path, block_bytes):
+            table = raw
+            if spec.kind == "settlement_recon":
+                table, settlement_rows = split_recon_rows(raw)
+                if settlement_rows is not None:
+                    problems.append(
+                        Problem(path.name, 0, "type", "settlement rows: import this file whole")
+                    )
+                    break
+            frame, report, found = build_frame(spec, table, unit, consume=True)
+            unit = report.amount_unit  # decided on the first block, then held
+            problems.extend(found)
+            if len(problems) > 100:
+                break
+            arrow = pa.Table.from_pandas(frame.astype(COLUMNS[attribute]), preserve_index=False)
+            if writer is None:
+                schema = arrow.schema
+                writer = pq.ParquetWriter(spill, schema, compression=SPILL_COMPRESSION)
+            writer.write_table(arrow.cast(schema))
+            rows += len(frame)
+            if progress is not None:
+                progress(path.name, len(frame))
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None and not problems:
+        pq.write_table(
+            pa.Table.from_pandas(empty_frame(COLUMNS[attribute]), preserve_index=False), spill
+        )
+    return rows, problems
+
+
+def stream_folder_to_store(
+    folder: Path,
+    root: Path,
+    params: EngineParams,
+    as_of: int,
+    *,
+    days_per_window: int = DEFAULT_DAYS_PER_WINDOW,
+    amount_unit: str = "auto",
+    block_bytes: int = BLOCK_BYTES,
+    progress: Progress | None = None,
+) -> StoreMeta:
+    """Import `folder` in blocks into the window store `root` (replaced only when the whole
+    import succeeded; on any problem nothing is written and InputError names them all)."""
+    large: dict[str, Path] = {}
+    for attribute, stem in STREAMED.items():
+        if (folder / f"{stem}.csv").is_file():
+            large[attribute] = folder / f"{stem}.csv"
+        elif any((folder / f"{stem}{s}").exists() for s in (".json", ".xlsx", ".xls")):
+            raise InputError([Problem(f"{stem}.json", 0, "", "streamed import reads CSV only")])
+    work = Path(tempfile.mkdtemp(prefix=".razorrecon-stream-", dir=root.parent))
+    try:
+        small = work / "small"
+        small.mkdir()
+        for entry in folder.iterdir():
+            stem = entry.name.rsplit(".", 1)[0]
+            if entry.is_file() and stem not in STREAMED.values():
+                (small / entry.name).symlink_to(entry.resolve())
+        for path in large.values():
+            # Header only: load_dataset checks the file's shape; the rows come streamed.
+            with path.open("rb") as stream:
+                (small / path.name).write_bytes(stream.readline())
+        ledger, _ = load_dataset(small, amount_unit)
+        problems: list[Problem] = []
+        for attribute, path in large.items():
+            _, found = _stream_file(
+                attribute, path, work / f"{attribute}.parquet", amount_unit, block_bytes, progress
+            )
+            problems.extend(found)
+        if problems:
+            raise InputError(problems)
+        keys = {
+            attribute: pq.read_table(
+                work / f"{attribute}.parquet", columns=list(KEY_COLUMNS[attribute])
+            ).to_pandas()
+            for attribute in large
+        }
+        keyed = Dataset(
+            payments=keys.get("payments", ledger.payments),
+            refunds=keys.get("refunds", ledger.refunds),
+            recon=keys.get("recon", ledger.recon),
+            settlements=ledger.settlements,
+            bank=ledger.bank,
+            has_bank_statement=ledger.has_bank_statement,
+            instant_settlements=ledger.instant_settlements,
+            instant_payouts=ledger.instant_payouts,
+            disputes=ledger.disputes,
+            transfers=ledger.transfers,
+        )
+        assignment = assign(keyed, params, as_of, days_per_window)
+        del keys, keyed
+        staged = work / "store"
+        staged.mkdir()
+        sizes = np.zeros(assignment.windows, dtype=np.int64)
+        for table in ROW_TABLES:
+            placed = assignment.rows[table]
+            if table in large:
+                source = pq.ParquetFile(work / f"{table}.parquet")
+                batches: Iterator[pa.RecordBatch] = source.iter_batches(batch_size=1 << 20)
+            else:
+                whole = getattr(ledger, table)
+                # Loaded whole (small): its Arrow columns may come in chunks.
+                table_whole = pa.Table.from_pandas(whole, preserve_index=False)
+                batches = iter(table_whole.combine_chunks().to_batches())
+            _split_by_window(batches, placed, staged / "rows" / table, sizes, table)
+        meta = write_ledger_and_meta(ledger, assignment, staged, tuple(int(n) for n in sizes))
+        if root.exists():
+            shutil.rmtree(root)
+        staged.rename(root)
+        return meta
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _split_by_window(
+    batches: Iterator[pa.RecordBatch],
+    placed: Placement,
+    folder: Path,
+    sizes: npt.NDArray[np.int64],
+    table: str,
+) -> None:
+    """Append each batch's rows to the files of the windows they are placed in, in row
+    order, with the `_own` column."""
+    by_row = np.lexsort((placed.window, placed.row))
+    rows, windows, owns = placed.row[by_row], placed.window[by_row], placed.own[by_row]
+    writers: dict[int, pq.ParquetWriter] = {}
+    offset = 0
+    try:
+        for batch in batches:
+            lo, hi = np.searchsorted(rows, [offset, offset + batch.num_rows])
+            local = rows[lo:hi] - offset
+            mine, own = windows[lo:hi], owns[lo:hi]
+            offset += batch.num_rows
+            order = np.argsort(mine, kind="stable")  # by window, rows ascending within
+            bounds = np.flatnonzero(np.diff(mine[order])) + 1
+            for piece in np.split(order, bounds):
+                if len(piece) == 0:
+                    continue
+                k = int(mine[piece[0]])
+                part = pa.Table.from_batches([batch.take(pa.array(local[piece]))])
+                part = part.append_column(OWN, pa.array(own[piece], pa.bool_()))
+                if k not in writers:
+                    (folder / f"window={k}").mkdir(parents=True)
+                    writers[k] = pq.ParquetWriter(
+                        folder / f"window={k}" / "part-0.parquet",
+                        part.schema,
+                        compression=SPILL_COMPRESSION,
+                    )
+                writers[k].write_table(part)
+                if table in ("payments", "recon"):
+                    sizes[k] += len(piece)
+    finally:
+        for writer in writers.values():
+            writer.close()
+
+
+__all__ = ["stream_folder_to_store"]
