@@ -28,6 +28,7 @@ DEFAULT_SIZES = (5_000, 100_000, 1_000_000)
 TARGETS = {
     ("reconcile", 1_000_000): "<= 8 s, <= 2.5 GB",
     ("persist", 1_000_000): "<= 25 s",
+    ("persist-pg", 1_000_000): "(SQLite's row above)",
     ("total", 5_000): "< 2 s",
     ("wide", 1_000_000): "<= 5 s, <= 2 GB",
     ("wide-db", 1_000_000): "<= 10 s",
@@ -119,6 +120,40 @@ def inside_seconds(folder: Path) -> float:
     return float((folder / "log-one" / "stdout.txt").read_text().split()[-1])
 
 
+def persist_on_postgresql(
+    python: list[str], folder: Path, common: list[str]
+) -> dict[str, Measurement]:
+    """`reconcile --db` into a new database on a PostgreSQL server started for it (Debian's
+    binaries, run as the `postgres` user, fsync on); nothing when PostgreSQL is not
+    installed. The server's own CPU and memory are not in the row (another process)."""
+    from tests.postgres_server import OWNER_ROLE, TEMPLATE_DB, PostgresServer, postgres_bin
+
+    if postgres_bin() is None:
+        return {}
+    server = PostgresServer(durable=True).start()
+    try:
+        server.migrate_template()
+        os.environ["DATABASE_OWNER_URL"] = server.url(TEMPLATE_DB, OWNER_ROLE)
+        return {
+            "persist-pg": measure(
+                [
+                    *python,
+                    "reconcile",
+                    str(folder),
+                    "--out",
+                    str(folder / "results-pg.csv"),
+                    *common,
+                    "--db",
+                    server.url(TEMPLATE_DB),
+                ],
+                folder / "log-persist-pg",
+            )
+        }
+    finally:
+        os.environ.pop("DATABASE_OWNER_URL", None)
+        server.stop()
+
+
 def run_size(payments: int, seed: int, work: Path) -> dict[str, Measurement]:
     from core.benchmark import DEFAULT_AS_OF
 
@@ -164,6 +199,7 @@ def run_size(payments: int, seed: int, work: Path) -> dict[str, Measurement]:
         folder / "log-persist",
     )  # fmt: skip
     if payments >= DASK_FROM:
+        results.update(persist_on_postgresql(python, folder, common))
         results["dask"] = measure(
             [*python, "reconcile", str(folder), "--out", str(folder / "results-dask.csv"),
              *common, "--scheduler", "local", "--store", str(folder / "store")],
@@ -221,6 +257,7 @@ def format_row(payments: int, step: str, m: Measurement) -> str:
         "import": "import (files -> new database)",
         "reconcile": "reconcile (files -> results.csv)",
         "persist": "reconcile --db (persisted)",
+        "persist-pg": "reconcile --db postgresql:// (PostgreSQL 15)",
         "process": "  same, process wall incl. interpreter",
         "total": "generate+reconcile+persist, 1 process",
         "stream": "reconcile --stream (files -> store -> csv)",
@@ -272,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
         for payments in sizes:
             measured = run_size(payments, args.seed, work)
             order = [
-                "generate", "import", "reconcile", "persist", "stream", "dask", "total", "process",
+                "generate", "import", "reconcile", "persist", "persist-pg", "stream", "dask",
+                "total", "process",
             ]  # fmt: skip
             for step in sorted(measured, key=order.index):
                 print(format_row(payments, step, measured[step]), flush=True)

@@ -117,6 +117,8 @@ class PostgresServer:
     _process_log: Path | None = None
     _spare: list[str] = field(default_factory=list)
     _fingerprint: object = None
+    # Tests trade durability for speed; a benchmark keeps PostgreSQL's defaults (fsync on).
+    durable: bool = False
 
     @property
     def data(self) -> Path:
@@ -168,14 +170,14 @@ class PostgresServer:
                 "--no-sync",
             ]
         )
+        fast = [] if self.durable else ["-c fsync=off", "-c synchronous_commit=off"]
         options = " ".join(
             [
                 f"-p {self.port}",
                 "-c listen_addresses=127.0.0.1",
                 f"-c unix_socket_directories={self.socket_dir}",
-                "-c fsync=off",
-                "-c synchronous_commit=off",
-                "-c full_page_writes=off",
+                *fast,
+                *([] if self.durable else ["-c full_page_writes=off"]),
                 "-c max_connections=200",
                 "-c shared_buffers=64MB",
             ]
