@@ -16,19 +16,9 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from core.calendar import IST, CalendarParams
-from core.engine.cli import AMOUNT_UNITS, params_from_args, parse_as_of
+from core.calendar import IST
+from core.engine.cli import add_calendar_arguments, params_from_args, parse_as_of
 from core.errors import InputError, Problem
-
-
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from exc
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more: {value}")
-    return value
 
 
 def register(subparsers: Any) -> None:
@@ -41,19 +31,13 @@ def register(subparsers: Any) -> None:
         ),
     )
     parser.add_argument("day_dir", metavar="DAY_DIR", type=Path)
-    parser.add_argument("--db", required=True, type=Path, help="the SQLite file")
+    parser.add_argument(
+        "--db", required=True, type=Path, help="the database: a SQLite file or postgresql:// URL"
+    )
     parser.add_argument(
         "--as-of", dest="as_of", help="ISO 8601 instant; no offset means IST (default: now)"
     )
-    defaults = CalendarParams()
-    parser.add_argument("--settlement-days", type=_non_negative, default=defaults.settlement_days)
-    parser.add_argument(
-        "--international-days", type=_non_negative, default=defaults.international_days
-    )
-    parser.add_argument("--grace-days", type=_non_negative, default=defaults.grace_days)
-    parser.add_argument("--bank-days", type=_non_negative, default=defaults.bank_days)
-    parser.add_argument("--holidays", type=Path, help="file of ISO dates, one per line")
-    parser.add_argument("--amount-unit", choices=AMOUNT_UNITS, default="auto")
+    add_calendar_arguments(parser)
     parser.add_argument(
         "--full", action="store_true", help="reconcile every entity, not only what changed"
     )

@@ -61,6 +61,20 @@ def _positive(text: str) -> int:
     return value
 
 
+def add_calendar_arguments(parser: argparse.ArgumentParser) -> None:
+    """The calendar (spec section 5) and amount-unit options every reconciling command takes;
+    `params_from_args` reads them back."""
+    defaults = CalendarParams()
+    parser.add_argument("--settlement-days", type=_non_negative, default=defaults.settlement_days)
+    parser.add_argument(
+        "--international-days", type=_non_negative, default=defaults.international_days
+    )
+    parser.add_argument("--grace-days", type=_non_negative, default=defaults.grace_days)
+    parser.add_argument("--bank-days", type=_non_negative, default=defaults.bank_days)
+    parser.add_argument("--holidays", type=Path, help="file of ISO dates, one per line")
+    parser.add_argument("--amount-unit", choices=AMOUNT_UNITS, default="auto")
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "reconcile",
@@ -74,15 +88,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--as-of", dest="as_of", help="ISO 8601 instant; no offset means IST (default: now)"
     )
-    defaults = CalendarParams()
-    parser.add_argument("--settlement-days", type=_non_negative, default=defaults.settlement_days)
-    parser.add_argument(
-        "--international-days", type=_non_negative, default=defaults.international_days
-    )
-    parser.add_argument("--grace-days", type=_non_negative, default=defaults.grace_days)
-    parser.add_argument("--bank-days", type=_non_negative, default=defaults.bank_days)
-    parser.add_argument("--holidays", type=Path, help="file of ISO dates, one per line")
-    parser.add_argument("--amount-unit", choices=AMOUNT_UNITS, default="auto")
+    add_calendar_arguments(parser)
     parser.add_argument("--db", type=Path, help="also store dataset and run in this SQLite file")
     partitioned = parser.add_argument_group(
         "partitioned runs (docs/engine.md, Partitions; docs/scale.md)"
