@@ -27,11 +27,13 @@ Why the affected set is enough. An outcome depends on (docs/engine.md):
   no credit carries the UTR of, credits linked to no UTR);
 - a bank credit: its line, the settlement(s) it is linked to, the fallback candidates.
 So the affected set is the closure of: every key the day's rows (new and replaced
-versions) carry; every outcome of the previous run that is not final (any status but
-MATCHED: time alone moves PENDING to overdue) or was matched by a fallback; every
+versions) carry; every outcome of the previous run the as-of can move (a settlement's or
+credit's: any status but MATCHED; a family's: PENDING, or an EXCEPTION with
+MISSING_RECONCILIATION_RECORD, see `_Previous`) or that was matched by a fallback; every
 fallback candidate; the families whose rows name a settlement the day changed; and the
 settlements and credits linked, in the previous run or now, to anything affected. A
-MATCHED outcome outside it saw none of its inputs change and does not depend on as_of.
+MATCHED outcome (or family exception) outside it saw none of its inputs change and does not
+depend on as_of.
 The sub-dataset adds what those outcomes read: every recon row of an affected settlement,
 the settlements affected rows name, and, so that UTR links and fallback candidates come
 out as in the full dataset, each included settlement's and credit's linked counterparts.
