@@ -193,8 +193,8 @@ def test_exceptions_the_as_of_cannot_move_are_carried_forward_at_any_later_or_ea
 ) -> None:
     """A family's EXCEPTION that does not come from the clock (an amount mismatch, a
     duplicate, a wrong mapping, ...) is carried forward, not decided again; the outcomes
-    still equal a full run with the as-of moved a month ahead or back to the middle of the payments, where
-    PENDING items go overdue or overdue ones are pending again."""
+    still equal a full run with the as-of moved a month ahead or back to the middle of the
+    payments, where PENDING items go overdue or overdue ones are pending again."""
     dataset, as_of = world
     created = dataset.payments["created_at"].to_numpy(dtype="int64")
     middle = int(sorted(created)[len(created) // 2])
