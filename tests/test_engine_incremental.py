@@ -186,3 +186,32 @@ def test_the_first_transfers_switch_to_a_full_run_with_identical_outcomes(
     step = reconcile_incremental(merged, day, replaced, previous, PARAMS, as_of)
     assert step.stats["carried_forward"] == 0
     pd.testing.assert_frame_equal(step.outcomes, reconcile(merged, PARAMS, as_of))
+
+
+def test_exceptions_the_as_of_cannot_move_are_carried_forward_at_any_later_or_earlier_as_of(
+    world: tuple[Dataset, int],
+) -> None:
+    """A family's EXCEPTION that does not come from the clock (an amount mismatch, a
+    duplicate, a wrong mapping, ...) is carried forward, not decided again; the outcomes
+    still equal a full run with the as-of moved a month ahead or back to the middle of the
+    payments, where PENDING items go overdue or overdue ones are pending again."""
+    dataset, as_of = world
+    created = dataset.payments["created_at"].to_numpy(dtype="int64")
+    middle = int(sorted(created)[len(created) // 2])
+    previous = reconcile(dataset, PARAMS, as_of)
+    family = previous["entity_type"].isin(["payment", "refund", "transfer", "recon_row"])
+    settled = (
+        family
+        & (previous["status"] == "EXCEPTION")
+        & ~previous["reason_codes"].fillna("").str.contains("MISSING_RECONCILIATION_RECORD")
+    )
+    assert settled.sum() > 0
+    empty = Dataset(has_bank_statement=True)
+    for moved in (as_of + 30 * 86_400, middle):
+        merged, replaced = merge_rows(dataset, empty)
+        step = reconcile_incremental(merged, empty, replaced, previous, PARAMS, moved)
+        pd.testing.assert_frame_equal(step.outcomes, reconcile(merged, PARAMS, moved))
+        kept = set(step.plan.keep["payment"].to_pylist())
+        settled_ids = set(previous.loc[settled, "entity_id"])
+        assert len(settled_ids - kept) > 0
+        assert step.stats["reconciled"] < int((previous["status"] != "MATCHED").sum())

@@ -27,11 +27,13 @@ Why the affected set is enough. An outcome depends on (docs/engine.md):
   no credit carries the UTR of, credits linked to no UTR);
 - a bank credit: its line, the settlement(s) it is linked to, the fallback candidates.
 So the affected set is the closure of: every key the day's rows (new and replaced
-versions) carry; every outcome of the previous run that is not final (any status but
-MATCHED: time alone moves PENDING to overdue) or was matched by a fallback; every
+versions) carry; every outcome of the previous run the as-of can move (a settlement's or
+credit's: any status but MATCHED; a family's: PENDING, or an EXCEPTION with
+MISSING_RECONCILIATION_RECORD, see `_Previous`) or that was matched by a fallback; every
 fallback candidate; the families whose rows name a settlement the day changed; and the
 settlements and credits linked, in the previous run or now, to anything affected. A
-MATCHED outcome outside it saw none of its inputs change and does not depend on as_of.
+MATCHED outcome (or family exception) outside it saw none of its inputs change and does not
+depend on as_of.
 The sub-dataset adds what those outcomes read: every recon row of an affected settlement,
 the settlements affected rows name, and, so that UTR links and fallback candidates come
 out as in the full dataset, each included settlement's and credit's linked counterparts.
@@ -85,6 +87,8 @@ FAMILY_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 FAMILY_ENTITY_TYPES = ("payment", "refund", "recon_row", "transfer")
 FALLBACK_METHODS = ("fuzzy_utr", "consolidated")
+# The code an entity with no recon row gets once overdue (the as-of moved it there).
+TIMED_CODE = "MISSING_RECONCILIATION_RECORD"
 _EMPTY = pa.scalar("", pa.large_string())
 
 
@@ -424,21 +428,37 @@ def _close_links(
 
 
 class _Previous:
-    """The previous run's outcomes, by entity type: the ids still open (any status but
-    MATCHED, or matched by a bank fallback)."""
+    """The previous run's outcomes, by entity type: the ids still open.
+
+    For settlements and bank credits (and instant settlements): any status but MATCHED, or
+    matched by a bank fallback. For the family entities (payments, refunds, transfers,
+    recon rows, disputes) only the outcomes the as-of can move: as-of enters their
+    decision only through `overdue` for an entity with no recon row (core/engine/
+    entities.py, transfers.py), whose outcome is then PENDING (AWAITING_SETTLEMENT) or an
+    EXCEPTION carrying MISSING_RECONCILIATION_RECORD. Any other EXCEPTION (an amount
+    mismatch, a duplicate, a wrong mapping, ...) reads only its family's rows and the
+    settlements they name, which the affected set already follows."""
 
     def __init__(self, previous: pd.DataFrame) -> None:
         self.runs = _type_runs(previous)
         self.ids = _chunks(previous["entity_id"])
         method = _chunks(previous["match_method"]).fill_null("")
+        status = _chunks(previous["status"])
         self.open = pc.or_(
-            pc.not_equal(_chunks(previous["status"]), "MATCHED"),
+            pc.not_equal(status, "MATCHED"),
             pc.is_in(method, value_set=pa.array(FALLBACK_METHODS, pa.large_string())),
         ).fill_null(True)
+        timed = pc.or_(
+            pc.match_substring(_chunks(previous["reason_codes"]).fill_null(""), TIMED_CODE),
+            pc.match_substring(_chunks(previous["reason_code"]).fill_null(""), TIMED_CODE),
+        )
+        settled_exception = pc.and_(pc.equal(status, "EXCEPTION"), pc.invert(timed))
+        self.family_open = pc.and_(self.open, pc.invert(settled_exception.fill_null(False)))
 
     def open_ids(self, entity_type: str) -> pa.ChunkedArray:
         start, end = self.runs.get(entity_type, (0, 0))
-        return self.ids.slice(start, end - start).filter(self.open.slice(start, end - start))
+        mask = self.family_open if entity_type in (*FAMILY_ENTITY_TYPES, "dispute") else self.open
+        return self.ids.slice(start, end - start).filter(mask.slice(start, end - start))
 
 
 def plan_incremental(
