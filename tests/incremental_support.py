@@ -101,7 +101,9 @@ def daily_loads(
     loads: list[dict[str, list[pd.DataFrame]]] = [{t: [] for t in DATASET_TABLES} for _ in range(n)]
     for table in DATASET_TABLES:
         frame: pd.DataFrame = getattr(dataset, table)
-        if len(frame) == 0:
+        if len(frame) == 0:  # an empty table stays empty (with its columns) in every load
+            for tables in loads:
+                tables[table].append(frame)
             continue
         bucket = np.clip(arrival_days(table, frame) - first, 0, n - 1)
         share = bank_late_share if table == "bank" else late_share

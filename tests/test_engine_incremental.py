@@ -37,15 +37,18 @@ def _empty_outcomes() -> pd.DataFrame:
     return reconcile(Dataset(), PARAMS, 0)
 
 
-def _chain(world: tuple[Dataset, int], **shape: float | int) -> list[dict[str, int]]:
+def _chain(
+    world: tuple[Dataset, int], params: EngineParams = PARAMS, **shape: float | int
+) -> list[dict[str, int]]:
     """Reconcile every load incrementally and in full; assert both agree at each step."""
     dataset, as_of = world
-    stored, previous = Dataset(has_bank_statement=True), _empty_outcomes()
+    stored = Dataset(has_bank_statement=dataset.has_bank_statement)
+    previous = _empty_outcomes()
     reports = []
     for load in daily_loads(dataset, as_of, **shape):  # type: ignore[arg-type]
         merged, replaced = merge_rows(stored, load.day)
-        full = reconcile(merged, PARAMS, load.as_of)
-        step = reconcile_incremental(merged, load.day, replaced, previous, PARAMS, load.as_of)
+        full = reconcile(merged, params, load.as_of)
+        step = reconcile_incremental(merged, load.day, replaced, previous, params, load.as_of)
         pd.testing.assert_frame_equal(step.outcomes, full)
         reports.append(step.stats)
         stored, previous = merged, step.outcomes
@@ -215,3 +218,31 @@ def test_exceptions_the_as_of_cannot_move_are_carried_forward_at_any_later_or_ea
         settled_ids = set(previous.loc[settled, "entity_id"])
         assert len(settled_ids - kept) > 0
         assert step.stats["reconciled"] < int((previous["status"] != "MATCHED").sum())
+
+
+def test_incremental_chain_equals_full_run_on_every_independent_dataset(tmp_path: Path) -> None:
+    """Data we did not generate: the conformance datasets written from the spec alone
+    (tests/independent), each with its own calendar options, cut into daily loads."""
+    import argparse
+
+    from core.engine.cli import params_from_args, parse_as_of, register
+    from tests.independent.writer import write_suite
+
+    specs = write_suite(tmp_path)
+    assert len(specs) >= 8
+    for number, spec in enumerate(specs):
+        parser = argparse.ArgumentParser()
+        register(parser.add_subparsers())
+        args = parser.parse_args(["reconcile", str(spec.folder), "--out", "-", *spec.options])
+        dataset, _ = load_dataset(spec.folder, args.amount_unit)
+        reports = _chain(
+            (dataset, parse_as_of(args.as_of)),
+            params_from_args(args),
+            days=6,
+            late_share=0.1,
+            bank_late_share=0.3,
+            correction_share=0.05,
+            resend_share=0.05,
+            seed=number,
+        )
+        assert sum(r["carried_forward"] for r in reports[1:]) > 0, spec.folder
