@@ -385,6 +385,11 @@ def latest_completed_run(conn: sqlite3.Connection) -> RunRecord | None:
     return None if row is None else _record(row)
 
 
+# Outcomes sort by their ids' bytes, as SQLite and the engine do; a PostgreSQL database
+# created with a language collation (en_US.UTF-8) would otherwise order them differently.
+BYTE_ORDER_PG = 'entity_type COLLATE "C", entity_id COLLATE "C"'
+
+
 def list_runs(conn: sqlite3.Connection, limit: int = 50) -> list[RunRecord]:
     """Most recent runs first, whatever their status."""
     rows = conn.execute("SELECT * FROM runs ORDER BY id DESC LIMIT ?", (int(limit),))
@@ -400,7 +405,7 @@ def read_outcomes(
     if status is not None:
         query += " AND status = ?"
         params.append(status)
-    query += " ORDER BY entity_type, entity_id"
+    query += " ORDER BY " + (BYTE_ORDER_PG if is_postgres(conn) else "entity_type, entity_id")
     return list(conn.execute(query, params))
 
 
@@ -440,7 +445,9 @@ def _outcome_json_rows(
     PostgreSQL's json_build_object through core.db.pg_bulk)."""
     order = "entity_type, entity_id"
     if is_postgres(conn):
-        yield from pg_bulk.json_rows(conn, "outcomes", names, order, "run_id = ?", (run_id,))
+        yield from pg_bulk.json_rows(
+            conn, "outcomes", names, BYTE_ORDER_PG, "run_id = ?", (run_id,)
+        )
         return
     cursor = conn.cursor()
     cursor.row_factory = None
