@@ -12,7 +12,7 @@ from core.benchmark import generate
 from core.books.close import PRIOR_PERIOD, books_view, close_month, closed_months
 from core.books.rollforward import month_rollforward
 from core.books.store import stored_events
-from core.db import connect, transaction
+from core.db import connect
 from core.engine import EngineParams
 from core.pipeline import reconcile_folder_into_db
 from tests.engine_support import ts
@@ -46,7 +46,7 @@ def test_a_closed_month_stays_as_closed_and_later_data_is_a_prior_period_adjustm
             (ts("2026-05-05T00:00"), ts("2026-05-25T00:00")),
         ).fetchone()
         assert row is not None
-        with transaction(conn):  # sqlite3's `with conn` commits; PgConnection's closes
+        with conn:
             conn.execute("DELETE FROM payments WHERE id = ?", (row[0],))
         later = stored_events(conn)
         closes = closed_months(conn)

@@ -20,7 +20,7 @@ from core.books import (
     month_rollforward,
 )
 from core.books.store import stored_events
-from core.db import connect, transaction
+from core.db import connect
 from core.engine import EngineParams, reconcile
 from core.pipeline import load_folder, reconcile_folder_into_db
 from tests.conftest import SPEC_EXAMPLE
@@ -114,7 +114,7 @@ def test_a_recon_row_removed_behind_the_engines_back_is_exactly_the_residual(
         before = month_rollforward(stored_events(conn), "2026-06")
         assert before.residual == 0
         key, credit, settlement, _ = _settled_payment_row(conn)
-        with transaction(conn):  # sqlite3's `with conn` commits; PgConnection's closes
+        with conn:
             conn.execute("DELETE FROM recon_rows WHERE row_key = ?", (key,))
         after = month_rollforward(stored_events(conn), "2026-06")
     finally:
@@ -135,7 +135,7 @@ def test_a_refund_removed_behind_the_engines_back_is_exactly_the_residual(
             " JOIN settlements s ON s.id = r.settlement_id"
             " WHERE o.status = 'MATCHED' AND s.status = 'processed' ORDER BY f.id LIMIT 1"
         ).fetchone()
-        with transaction(conn):  # sqlite3's `with conn` commits; PgConnection's closes
+        with conn:
             conn.execute("DELETE FROM refunds WHERE id = ?", (row[0],))
         after = month_rollforward(stored_events(conn), "2026-06")
     finally:
