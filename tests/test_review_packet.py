@@ -21,7 +21,7 @@ from streamlit.testing.v1 import AppTest
 from core.access import os_operator
 from core.audit import read_anchors, verify
 from core.db import audit as audit_sql
-from core.db import connect, migrate, transaction
+from core.db import connect, transaction
 from core.db import investigate as cache_db
 from core.errors import NotFoundError, RefusedError
 from core.investigate import gather_evidence
@@ -437,14 +437,13 @@ def test_the_download_made_for_a_reviewer_is_audited_under_their_name(
 
 
 @pytest.fixture
-def app_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    path = tmp_path / "app.sqlite"
+def app_db(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    path = db_url
     conn = connect(path)
-    migrate(conn)
     build_app(conn, payments=300, seed=5)
     add_people(conn)
     conn.close()
-    monkeypatch.setenv("DATABASE_URL", str(path))
+    monkeypatch.setenv("DATABASE_URL", path)
     monkeypatch.delenv("RAZORRECON_DEMO", raising=False)
     yield path
 
@@ -460,7 +459,7 @@ def _investigation(email: str) -> AppTest:
 
 @pytest.mark.usefixtures("streamlit_navigation_v2")
 def test_a_reviewer_gets_both_packet_buttons_and_a_viewer_gets_them_disabled(
-    app_db: Path,
+    app_db: str,
 ) -> None:
     reviewer = _investigation("asha@example.com")
     buttons = {b.key: b for b in reviewer.get("download_button")}
