@@ -18,6 +18,8 @@ from pathlib import Path
 
 from core import access
 from core.db import connect
+from core.db.backend import is_postgres_url
+from core.errors import ConfigError
 
 DEMO_ENV = "RAZORRECON_DEMO"
 PREFIX = "razorrecon-demo-"
@@ -35,7 +37,20 @@ def enabled() -> bool:
     return os.environ.get(DEMO_ENV, "").strip() == "1"
 
 
+def require_sqlite(database: str | Path) -> None:
+    """Demo mode copies the shared SQLite file per browser session (SQLite's backup API);
+    a PostgreSQL database has no file to copy, so the demo is refused, not half-run."""
+    if is_postgres_url(str(database)):
+        raise ConfigError(
+            f"{DEMO_ENV}=1 needs a SQLite database: the demo gives every visitor a private "
+            "copy of the database file, and a PostgreSQL database (DATABASE_URL=postgresql://"
+            f"...) cannot be copied that way. Unset {DEMO_ENV}, or point DATABASE_URL at a "
+            "SQLite file."
+        )
+
+
 def _copy(template: str | Path, target: Path) -> None:
+    require_sqlite(template)
     source = sqlite3.connect(f"file:{Path(template).resolve()}?mode=ro", uri=True)
     dest = connect(target)
     try:

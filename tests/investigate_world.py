@@ -149,7 +149,7 @@ def exception(
         "INSERT INTO exceptions (entity_type, entity_id, reason_code, reason_codes,"
         " exposure_class, exposure_amount, expected_amount, actual_amount, difference,"
         " settlement_id, status, first_run_id, last_run_id, opened_at, updated_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 1, ?, ?)",
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 1, ?, ?) RETURNING id",
         (
             entity_type,
             entity_id,
@@ -166,7 +166,7 @@ def exception(
             AS_OF,
         ),
     )
-    exc_id = int(cur.lastrowid or 0)
+    exc_id = int(cur.fetchone()[0])
     # As the engine's sync does: every exception is opened in the audit trail.
     append(
         conn,

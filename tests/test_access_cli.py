@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import getpass
 import json
-from pathlib import Path
 
 import pytest
 
@@ -15,8 +14,8 @@ from core.review import sync_exceptions
 from tests.review_support import Finding, add_people, exception_id, write_run
 
 
-def _seed(db_path: Path) -> str:
-    conn = connect(db_path)
+def _seed(db_url: str) -> str:
+    conn = connect(db_url)
     add_people(conn)
     sync_exceptions(conn, write_run(conn, [Finding("pay_1", exposure_amount=5_000_000)]))
     exc = exception_id(conn, "pay_1")
@@ -24,8 +23,8 @@ def _seed(db_path: Path) -> str:
     return str(exc)
 
 
-def _audit_actors(db_path: Path, action: str) -> list[str]:
-    conn = connect(db_path)
+def _audit_actors(db_url: str, action: str) -> list[str]:
+    conn = connect(db_url)
     try:
         rows = conn.execute("SELECT actor FROM audit_log WHERE action = ? ORDER BY seq", (action,))
         return [str(r[0]) for r in rows]
@@ -34,9 +33,9 @@ def _audit_actors(db_path: Path, action: str) -> list[str]:
 
 
 def test_actor_is_refused_for_unknown_users_with_exit_3(
-    db_path: Path, capsys: pytest.CaptureFixture[str]
+    db_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    exc = _seed(db_path)
+    exc = _seed(db_url)
     for name in ("engine", "cfo", "stranger@example.com"):
         code = main(
             [
@@ -44,7 +43,7 @@ def test_actor_is_refused_for_unknown_users_with_exit_3(
                 "resolve",
                 exc,
                 "--db",
-                str(db_path),
+                str(db_url),
                 "--actor",
                 name,
                 "--note",
@@ -55,20 +54,18 @@ def test_actor_is_refused_for_unknown_users_with_exit_3(
         )
         assert code == 3, name
     assert "not a user here" in capsys.readouterr().err
-    assert _audit_actors(db_path, "access.refused") == ["engine", "cfo", "stranger@example.com"]
-    assert _audit_actors(db_path, "exception.resolved") == []
+    assert _audit_actors(db_url, "access.refused") == ["engine", "cfo", "stranger@example.com"]
+    assert _audit_actors(db_url, "exception.resolved") == []
 
 
-def test_actor_without_the_role_is_refused(
-    db_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    exc = _seed(db_path)
+def test_actor_without_the_role_is_refused(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    exc = _seed(db_url)
     args = [
         "review",
         "resolve",
         exc,
         "--db",
-        str(db_path),
+        str(db_url),
         "--actor",
         "viewer@example.com",
         "--note",
@@ -81,17 +78,17 @@ def test_actor_without_the_role_is_refused(
 
 
 def test_without_actor_the_os_user_is_recorded(
-    db_path: Path, capsys: pytest.CaptureFixture[str]
+    db_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    exc = _seed(db_path)
-    args = ["review", "resolve", exc, "--db", str(db_path), "--note", "n", "--request-id", "r1"]
+    exc = _seed(db_url)
+    args = ["review", "resolve", exc, "--db", str(db_url), "--note", "n", "--request-id", "r1"]
     assert main(args) == 0
-    assert _audit_actors(db_path, "exception.resolved") == [getpass.getuser()]
+    assert _audit_actors(db_url, "exception.resolved") == [getpass.getuser()]
 
 
-def test_users_add_grant_deactivate_list(db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _seed(db_path)
-    db = ["--db", str(db_path)]
+def test_users_add_grant_deactivate_list(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _seed(db_url)
+    db = ["--db", str(db_url)]
     assert main(["users", "add", "new@example.com", "--role", "reviewer", *db]) == 0
     assert (
         main(
@@ -131,16 +128,16 @@ def test_users_add_grant_deactivate_list(db_path: Path, capsys: pytest.CaptureFi
     assert listed["new@example.com"]["active"] is False
     assert main(["users", "list", *db, "--json"]) == 0
     assert "new@example.com" not in capsys.readouterr().out
-    assert _audit_actors(db_path, "user.added")[-1] == getpass.getuser()
-    assert _audit_actors(db_path, "user.role_changed") == ["admin@example.com"]
+    assert _audit_actors(db_url, "user.added")[-1] == getpass.getuser()
+    assert _audit_actors(db_url, "user.role_changed") == ["admin@example.com"]
 
 
 def test_four_eyes_from_the_command_line(
-    db_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    db_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("RAZORRECON_FOUR_EYES_PAISE", "1000000")
-    exc = _seed(db_path)
-    db = ["--db", str(db_path)]
+    exc = _seed(db_url)
+    db = ["--db", str(db_url)]
     assert (
         main(
             [

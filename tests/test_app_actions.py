@@ -11,7 +11,7 @@ import pytest
 
 from core import access
 from core.calendar import IST, CalendarParams
-from core.db import connect, migrate
+from core.db import connect
 from core.errors import InputError
 from tests.conftest import SPEC_EXAMPLE
 from ui import actions, auth
@@ -41,16 +41,13 @@ def _signed_in_admin(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "data.sqlite"
-    conn = connect(path)
-    migrate(conn)
-    conn.close()
-    monkeypatch.setenv("DATABASE_URL", str(path))
-    return path
+def database(db_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """An empty, migrated database: a SQLite file or a PostgreSQL URL."""
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    return db_url
 
 
-def test_uploading_the_example_dataset_imports_every_file(database: Path) -> None:
+def test_uploading_the_example_dataset_imports_every_file(database: str) -> None:
     report = actions.import_uploads(_uploads(SPEC_EXAMPLE / "dataset"), "auto", False)
     assert report.import_id is not None and report.has_bank_statement
     assert report.location.startswith("upload: bank_statement.csv, payments.json")
@@ -60,7 +57,7 @@ def test_uploading_the_example_dataset_imports_every_file(database: Path) -> Non
     assert payments == report.written["payments"] > 0
 
 
-def test_a_bad_cell_is_refused_with_file_line_and_column(database: Path) -> None:
+def test_a_bad_cell_is_refused_with_file_line_and_column(database: str) -> None:
     files = _uploads(SPEC_EXAMPLE / "dataset")
     settlements = next(f for f in files if f.name == "settlements.csv")
     lines = settlements.data.decode("utf-8-sig").splitlines()
@@ -77,19 +74,19 @@ def test_a_bad_cell_is_refused_with_file_line_and_column(database: Path) -> None
     conn.close()
 
 
-def test_an_unknown_file_name_is_refused_before_reading(database: Path) -> None:
+def test_an_unknown_file_name_is_refused_before_reading(database: str) -> None:
     with pytest.raises(InputError, match="not a dataset file name"):
         actions.import_uploads([Upload("payments (1).csv", b"id\n")], "auto", False)
 
 
-def test_a_file_uploaded_twice_is_refused(database: Path) -> None:
+def test_a_file_uploaded_twice_is_refused(database: str) -> None:
     files = _uploads(SPEC_EXAMPLE / "dataset")
     with pytest.raises(InputError, match=r"^refunds\.csv: uploaded twice"):
         actions.import_uploads([*files, files[2]], "auto", False)
 
 
 def test_an_upload_over_the_size_cap_is_refused_naming_file_and_cap(
-    database: Path, monkeypatch: pytest.MonkeyPatch
+    database: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("RAZORRECON_MAX_FILE_MB", "1")
     files = _uploads(SPEC_EXAMPLE / "dataset")
@@ -114,7 +111,7 @@ def test_holidays_and_as_of_parse_in_ist() -> None:
     assert dt.datetime.fromtimestamp(seconds, tz=IST).isoformat() == "2026-06-30T23:59:59+05:30"
 
 
-def test_reconciling_the_upload_persists_a_run_and_opens_exceptions(database: Path) -> None:
+def test_reconciling_the_upload_persists_a_run_and_opens_exceptions(database: str) -> None:
     pytest.importorskip("core.engine")
     from core.db import views as db
     from core.views.queue import QueueFilter, queue

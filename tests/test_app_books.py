@@ -4,12 +4,11 @@ and a reader (viewer) can see it."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.db import connect, migrate
+from core.db import connect
 from tests.app_builder import build
 from tests.app_signin import signed_in
 from tests.review_support import add_people
@@ -20,10 +19,10 @@ pytestmark = pytest.mark.usefixtures("streamlit_navigation_v2")
 
 
 @pytest.fixture
-def app_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    path = tmp_path / "app.sqlite"
+def app_db(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The app's database: a SQLite file or a PostgreSQL URL (DATABASE_URL names either)."""
+    path = db_url
     conn = connect(path)
-    migrate(conn)
     build(conn, payments=800, seed=11)
     add_people(conn)
     conn.close()
@@ -40,7 +39,7 @@ def _books(email: str) -> AppTest:
     return at
 
 
-def test_books_page_shows_a_month_that_ties_out_with_a_chart(app_db: Path) -> None:
+def test_books_page_shows_a_month_that_ties_out_with_a_chart(app_db: str) -> None:
     at = _books("admin@example.com")
     assert at.title[0].value == "Books"
     metrics = {m.label: m.value for m in at.metric}
@@ -56,14 +55,14 @@ def test_books_page_shows_a_month_that_ties_out_with_a_chart(app_db: Path) -> No
     assert not at.exception
 
 
-def test_a_viewer_can_read_the_books_but_not_enter_a_pricing_plan(app_db: Path) -> None:
+def test_a_viewer_can_read_the_books_but_not_enter_a_pricing_plan(app_db: str) -> None:
     at = _books("viewer@example.com")
     assert at.title[0].value == "Books"
     assert not [b for b in at.button if b.key in (keys.BOOKS_PLAN_SAVE, keys.BOOKS_CLOSE)]
     assert any("No pricing plan yet" in i.value for i in at.info)
 
 
-def test_an_admin_saves_a_pricing_plan_version_and_sees_it(app_db: Path) -> None:
+def test_an_admin_saves_a_pricing_plan_version_and_sees_it(app_db: str) -> None:
     at = _books("admin@example.com")
     assert any(h.value == "New plan version" for h in at.subheader)
     at.session_state[keys.BOOKS_PLAN_EDITOR] = {
@@ -87,7 +86,7 @@ def test_an_admin_saves_a_pricing_plan_version_and_sees_it(app_db: Path) -> None
     assert any("version 1 saved" in s.value for s in at.success)
 
 
-def test_an_admin_closes_a_month_and_it_shows_as_closed(app_db: Path) -> None:
+def test_an_admin_closes_a_month_and_it_shows_as_closed(app_db: str) -> None:
     at = _books("admin@example.com")
     month = at.selectbox(key=keys.BOOKS_MONTH).value
     at.button(key=keys.BOOKS_CLOSE).click().run()
@@ -96,7 +95,7 @@ def test_an_admin_closes_a_month_and_it_shows_as_closed(app_db: Path) -> None:
     assert not [b for b in at.button if b.key == keys.BOOKS_CLOSE]
 
 
-def test_the_gst_tab_ties_a_typed_invoice_out(app_db: Path) -> None:
+def test_the_gst_tab_ties_a_typed_invoice_out(app_db: str) -> None:
     at = _books("admin@example.com")
     at.text_input(key=keys.BOOKS_GST_TAXABLE).input("1,000.00").run()
     at.text_input(key=keys.BOOKS_GST_AMOUNT).input("180.00").run()
@@ -106,7 +105,7 @@ def test_the_gst_tab_ties_a_typed_invoice_out(app_db: Path) -> None:
     assert any("Input tax credit (CGST+SGST)" in m.value for m in at.markdown)
 
 
-def test_card_payments_the_plan_cannot_classify_are_listed_not_overcharged(app_db: Path) -> None:
+def test_card_payments_the_plan_cannot_classify_are_listed_not_overcharged(app_db: str) -> None:
     # A plan that prices cards only by network and type (no `card` line); five of the
     # builder's (UPI) payments become card payments with no card details: they cannot be
     # classified.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,7 +27,7 @@ def _investigating(email: str) -> tuple[AppTest, int]:
     return at, int(at.number_input(key=keys.INVESTIGATE_ID).value)
 
 
-def _thread(path: Path, exception_id: int) -> list[tuple[str, str]]:
+def _thread(path: str, exception_id: int) -> list[tuple[str, str]]:
     conn = connect(path)
     try:
         return [(c.author, c.body) for c in list_comments(conn, exception_id)]
@@ -46,7 +45,7 @@ def _last_event(at: Any) -> dict[str, Any]:
 
 
 def test_a_reviewer_posts_a_comment_and_sees_it_in_the_thread_and_the_history(
-    app_db: tuple[Path, Built],
+    app_db: tuple[str, Built],
 ) -> None:
     path, _ = app_db
     at, exception_id = _investigating(ASHA)
@@ -70,7 +69,7 @@ def test_a_reviewer_posts_a_comment_and_sees_it_in_the_thread_and_the_history(
 
 
 def test_comment_text_is_shown_as_typed_never_as_markdown_or_html(
-    app_db: tuple[Path, Built],
+    app_db: tuple[str, Built],
 ) -> None:
     at, _ = _investigating(ASHA)
     body = "**urgent** [pay here](http://evil.example) <img src=x onerror=alert(1)> :red[x]"
@@ -80,7 +79,7 @@ def test_comment_text_is_shown_as_typed_never_as_markdown_or_html(
     assert not any("evil.example" in m.value for m in at.markdown)
 
 
-def test_a_blank_or_overlong_comment_is_refused_on_the_page(app_db: tuple[Path, Built]) -> None:
+def test_a_blank_or_overlong_comment_is_refused_on_the_page(app_db: tuple[str, Built]) -> None:
     path, _ = app_db
     at, exception_id = _investigating(ASHA)
     at.button(key=keys.COMMENT_POST).click().run()
@@ -92,7 +91,7 @@ def test_a_blank_or_overlong_comment_is_refused_on_the_page(app_db: tuple[Path, 
 
 
 def test_a_viewer_reads_the_thread_and_downloads_files_but_cannot_comment(
-    app_db: tuple[Path, Built],
+    app_db: tuple[str, Built],
 ) -> None:
     path, _ = app_db
     at, exception_id = _investigating("viewer@example.com")

@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 from core import access, demo
 from core.db import connect, migrate
 from core.engine import EngineParams
+from core.errors import ConfigError
 from core.ingest import import_dataset
 from core.pipeline import reconcile_database
 from core.review import list_exceptions, resolve
@@ -94,3 +95,31 @@ def test_reset_demo_restores_the_benchmark_after_a_replace_a_run_and_a_decision(
     conn = connect(sandbox)
     assert access.get_user(conn, demo.PERSONAS["admin"]).role == "admin"  # still signed in
     conn.close()
+
+
+def test_demo_mode_on_a_postgresql_database_is_refused_with_a_config_error(
+    tmp_path: Path,
+) -> None:
+    url = "postgresql://razorrecon_app:secret@127.0.0.1:5432/razorrecon"
+    with pytest.raises(ConfigError, match="RAZORRECON_DEMO=1 needs a SQLite database"):
+        demo.create_sandbox(url)
+    with pytest.raises(ConfigError, match="point DATABASE_URL at a SQLite file"):
+        demo.reset_sandbox(url, tmp_path / "sandbox.sqlite")
+    assert not (tmp_path / "sandbox.sqlite").exists()
+
+
+@pytest.mark.postgres
+def test_the_app_in_demo_mode_on_postgresql_says_why_and_offers_no_sign_in(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conn = connect(pg_url)
+    build(conn, payments=50, seed=3)
+    conn.close()
+    monkeypatch.setenv("DATABASE_URL", pg_url)
+    monkeypatch.setenv(demo.DEMO_ENV, "1")
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("RAZORRECON_DEMO=1 needs a SQLite database" in e.value for e in at.error)
+    assert not [b for b in at.button if str(b.key).startswith(keys.DEMO_SIGN_IN)]
+    assert keys.DEMO_SANDBOX not in at.session_state

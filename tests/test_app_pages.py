@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.db import connect, migrate
+from core.db import connect
 from core.db.views import QueueFilter
 from core.views.queue import queue
 from tests.app_builder import Built, build
@@ -61,14 +61,14 @@ pytestmark = pytest.mark.usefixtures("streamlit_navigation_v2")
 
 
 @pytest.fixture
-def app_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, Built]]:
-    path = tmp_path / "app.sqlite"
+def app_db(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Built]]:
+    """The app's database, a SQLite file or a PostgreSQL URL (DATABASE_URL names either)."""
+    path = db_url
     conn = connect(path)
-    migrate(conn)
     built = build(conn, payments=1500, seed=11)
     add_people(conn)
     conn.close()
-    monkeypatch.setenv("DATABASE_URL", str(path))
+    monkeypatch.setenv("DATABASE_URL", path)
     yield path, built
 
 
@@ -85,7 +85,7 @@ def _no_exception(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
 
 
-def _open_count(path: Path) -> int:
+def _open_count(path: str) -> int:
     conn = connect(path)
     try:
         return queue(conn, QueueFilter()).total
@@ -93,7 +93,7 @@ def _open_count(path: Path) -> int:
         conn.close()
 
 
-def test_every_page_renders_without_an_exception(app_db: tuple[Path, Built]) -> None:
+def test_every_page_renders_without_an_exception(app_db: tuple[str, Built]) -> None:
     at = _app()
     for page in PAGES:
         at.switch_page(page)
@@ -103,7 +103,7 @@ def test_every_page_renders_without_an_exception(app_db: tuple[Path, Built]) -> 
 
 
 def test_overview_shows_rupee_kpis_and_says_the_data_are_synthetic(
-    app_db: tuple[Path, Built],
+    app_db: tuple[str, Built],
 ) -> None:
     at = _app()
     _no_exception(at)
@@ -117,7 +117,7 @@ def test_overview_shows_rupee_kpis_and_says_the_data_are_synthetic(
     assert "Synthetic benchmark" in " ".join(m.value for m in at.sidebar.markdown)
 
 
-def test_filtering_the_queue_by_code_and_search(app_db: tuple[Path, Built]) -> None:
+def test_filtering_the_queue_by_code_and_search(app_db: tuple[str, Built]) -> None:
     path, built = app_db
     at = _app("pages/exceptions.py")
     _no_exception(at)
@@ -134,7 +134,7 @@ def test_filtering_the_queue_by_code_and_search(app_db: tuple[Path, Built]) -> N
     assert list(at.dataframe[0].value["Entity"]) == [target]
 
 
-def test_queue_shows_one_page_and_pages_on(app_db: tuple[Path, Built]) -> None:
+def test_queue_shows_one_page_and_pages_on(app_db: tuple[str, Built]) -> None:
     at = _app("pages/exceptions.py")
     first = at.dataframe[0].value
     assert len(first) == 50  # the default page size; the rest stays in the database
@@ -144,14 +144,14 @@ def test_queue_shows_one_page_and_pages_on(app_db: tuple[Path, Built]) -> None:
     assert len(second) > 0 and not set(first["Id"]) & set(second["Id"])
 
 
-def test_a_bad_amount_filter_is_a_message_not_a_traceback(app_db: tuple[Path, Built]) -> None:
+def test_a_bad_amount_filter_is_a_message_not_a_traceback(app_db: tuple[str, Built]) -> None:
     at = _app("pages/exceptions.py")
     at.text_input(key=keys.QUEUE_MIN_AMOUNT).input("12.345").run()
     _no_exception(at)
     assert any("Not an amount in rupees" in shown(e.value) for e in at.error)
 
 
-def test_opening_an_exception_from_the_queue(app_db: tuple[Path, Built]) -> None:
+def test_opening_an_exception_from_the_queue(app_db: tuple[str, Built]) -> None:
     at = _app("pages/exceptions.py")
     at.multiselect(key=keys.QUEUE_CODES).select("SETTLEMENT_AMOUNT_DISCREPANCY").run()
     chosen = at.selectbox(key=keys.QUEUE_OPEN_CHOICE).options[1]
@@ -168,7 +168,7 @@ def test_opening_an_exception_from_the_queue(app_db: tuple[Path, Built]) -> None
 
 
 def test_the_investigator_answers_with_source_and_citations(
-    app_db: tuple[Path, Built], monkeypatch: pytest.MonkeyPatch
+    app_db: tuple[str, Built], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for name in ("GEMINI_API_KEY", "LLM_API_KEY"):
         monkeypatch.delenv(name, raising=False)
@@ -182,7 +182,7 @@ def test_the_investigator_answers_with_source_and_citations(
     assert any("Root cause:" in m.value for m in at.markdown), entity
 
 
-def test_resolving_needs_a_note(app_db: tuple[Path, Built]) -> None:
+def test_resolving_needs_a_note(app_db: tuple[str, Built]) -> None:
     path, _ = app_db
     at = _app("pages/investigation.py")
     before = _open_count(path)
@@ -192,7 +192,7 @@ def test_resolving_needs_a_note(app_db: tuple[Path, Built]) -> None:
     assert _open_count(path) == before
 
 
-def test_resolving_an_exception_closes_it_and_audits_it(app_db: tuple[Path, Built]) -> None:
+def test_resolving_an_exception_closes_it_and_audits_it(app_db: tuple[str, Built]) -> None:
     pytest.importorskip("core.review")
     path, _ = app_db
     at = _app("pages/investigation.py")
@@ -218,7 +218,7 @@ def test_resolving_an_exception_closes_it_and_audits_it(app_db: tuple[Path, Buil
 
 
 def test_a_decision_on_a_stale_page_is_refused_with_a_message(
-    app_db: tuple[Path, Built],
+    app_db: tuple[str, Built],
 ) -> None:
     from core import review
 
@@ -244,7 +244,7 @@ def test_a_decision_on_a_stale_page_is_refused_with_a_message(
     assert status[0] == "RESOLVED"
 
 
-def test_settlement_page_checks_the_arithmetic(app_db: tuple[Path, Built]) -> None:
+def test_settlement_page_checks_the_arithmetic(app_db: tuple[str, Built]) -> None:
     at = _app("pages/settlement.py")
     _no_exception(at)
     lines = at.dataframe[0].value
@@ -284,7 +284,7 @@ def test_every_widget_has_a_key_from_the_keys_module() -> None:
     assert missing == [] and literal == []
 
 
-def test_audit_export_holds_the_filtered_trail_and_reverifies(app_db: tuple[Path, Built]) -> None:
+def test_audit_export_holds_the_filtered_trail_and_reverifies(app_db: tuple[str, Built]) -> None:
     import csv
     import io
 
@@ -314,7 +314,7 @@ def test_audit_export_holds_the_filtered_trail_and_reverifies(app_db: tuple[Path
     assert audit.verify().ok
 
 
-def test_assigning_and_escalating_selected_rows(app_db: tuple[Path, Built]) -> None:
+def test_assigning_and_escalating_selected_rows(app_db: tuple[str, Built]) -> None:
     path, _ = app_db
     at = _app("pages/exceptions.py")
     at.toggle(key=keys.QUEUE_BULK).set_value(True).run()  # tick several (a click opens one)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 
 import pytest
 
@@ -26,7 +25,7 @@ _app = pages._app
 _no_exception = pages._no_exception
 
 
-def _settlements(path: Path) -> list[tuple[str, str]]:
+def _settlements(path: str) -> list[tuple[str, str]]:
     conn = connect(path)
     try:
         return [tuple(r) for r in conn.execute("SELECT id, utr FROM settlements ORDER BY id")]
@@ -35,7 +34,7 @@ def _settlements(path: Path) -> list[tuple[str, str]]:
 
 
 def test_searching_a_settlement_by_utr_or_any_part_of_its_id_selects_it(
-    app_db: tuple[Path, Built],
+    app_db: tuple[str, Built],
 ) -> None:
     path, _ = app_db
     rows = _settlements(path)
@@ -52,7 +51,7 @@ def test_searching_a_settlement_by_utr_or_any_part_of_its_id_selects_it(
     _no_exception(at)
 
 
-def test_a_settlement_search_without_a_match_says_so(app_db: tuple[Path, Built]) -> None:
+def test_a_settlement_search_without_a_match_says_so(app_db: tuple[str, Built]) -> None:
     at = _app("pages/settlement.py")
     at.text_input(key=keys.SETTLEMENT_SEARCH).input("zz-no-such-settlement").run()
     assert [i.value for i in at.info] == ["No settlement matches."]
@@ -99,7 +98,7 @@ def test_queue_search_counts_matches_the_status_filter_hides(conn: sqlite3.Conne
     assert page.other_statuses == 1
 
 
-def test_the_status_filter_shows_every_default_status(app_db: tuple[Path, Built]) -> None:
+def test_the_status_filter_shows_every_default_status(app_db: tuple[str, Built]) -> None:
     at = _app("pages/exceptions.py")
     assert list(at.pills(key=keys.QUEUE_STATUSES).value) == list(OPEN_STATUSES)
 
@@ -112,7 +111,7 @@ def test_amount_filters_accept_lakh_crore_and_the_rupee_sign(text: str, paise: i
     assert parse_rupees_short(text) == paise
 
 
-def test_the_queue_takes_5l_as_an_amount_filter(app_db: tuple[Path, Built]) -> None:
+def test_the_queue_takes_5l_as_an_amount_filter(app_db: tuple[str, Built]) -> None:
     at = _app("pages/exceptions.py")
     at.text_input(key=keys.QUEUE_MIN_AMOUNT).input("5L").run()
     assert not at.error
@@ -128,7 +127,7 @@ def test_due_dates_count_from_the_runs_as_of(conn: sqlite3.Connection) -> None:
 
 
 def test_the_reconcile_tab_defaults_as_of_to_the_latest_date_in_the_data(
-    app_db: tuple[Path, Built],
+    app_db: tuple[str, Built],
 ) -> None:
     path, _ = app_db
     conn = connect(path)
@@ -139,7 +138,7 @@ def test_the_reconcile_tab_defaults_as_of_to_the_latest_date_in_the_data(
 
 
 def test_importing_over_the_benchmark_asks_and_replace_names_what_goes(
-    app_db: tuple[Path, Built], monkeypatch: pytest.MonkeyPatch
+    app_db: tuple[str, Built], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path, _ = app_db
     conn = connect(path)
@@ -190,7 +189,7 @@ def test_a_touched_exception_no_longer_found_needs_review_and_stays_open(
     assert verify(conn).ok
 
 
-def test_a_decision_message_appears_beside_the_decision_box(app_db: tuple[Path, Built]) -> None:
+def test_a_decision_message_appears_beside_the_decision_box(app_db: tuple[str, Built]) -> None:
     at = _app("pages/investigation.py")
     at.button(key=keys.DECISION_RESOLVE).click().run()
     (column,) = [c for c in at.columns if any(m.value == "#### Decision" for m in c.markdown)]
@@ -214,7 +213,7 @@ def test_queue_csv_has_rupees_and_ist_before_the_raw_paise(conn: sqlite3.Connect
     assert header.index("Exposure (₹)") < header.index("exposure_amount")
 
 
-def test_settlement_tables_hide_internal_keys_until_asked(app_db: tuple[Path, Built]) -> None:
+def test_settlement_tables_hide_internal_keys_until_asked(app_db: tuple[str, Built]) -> None:
     at = _app("pages/settlement.py")
     columns = {c for d in at.dataframe for c in d.value.columns}
     assert not {"row_key", "line_no", "Row key", "Line no"} & columns
@@ -224,7 +223,7 @@ def test_settlement_tables_hide_internal_keys_until_asked(app_db: tuple[Path, Bu
     assert "Row key" in columns
 
 
-def test_clicking_a_queue_row_opens_it_and_next_moves_on(app_db: tuple[Path, Built]) -> None:
+def test_clicking_a_queue_row_opens_it_and_next_moves_on(app_db: tuple[str, Built]) -> None:
     at = _app("pages/exceptions.py")
     table = at.dataframe[0]
     ids = [int(i) for i in table.value["Id"]]
@@ -240,7 +239,7 @@ def test_clicking_a_queue_row_opens_it_and_next_moves_on(app_db: tuple[Path, Bui
     assert at.subheader[0].value.startswith(f"#{ids[2]} ")
 
 
-def test_investigation_reopens_and_assigns(app_db: tuple[Path, Built]) -> None:
+def test_investigation_reopens_and_assigns(app_db: tuple[str, Built]) -> None:
     path, _ = app_db
     at = _app("pages/investigation.py")
     exception = int(at.number_input(key=keys.INVESTIGATE_ID).value)
@@ -263,7 +262,7 @@ def test_investigation_reopens_and_assigns(app_db: tuple[Path, Built]) -> None:
     assert actions[-3:] == ["assigned", "escalated", "reopened"]
 
 
-def test_the_audit_page_shows_the_note_and_amount_as_columns(app_db: tuple[Path, Built]) -> None:
+def test_the_audit_page_shows_the_note_and_amount_as_columns(app_db: tuple[str, Built]) -> None:
     at = _app("pages/investigation.py")
     at.text_area(key=keys.DECISION_NOTE).input("Fee refunded by Razorpay").run()
     at.button(key=keys.DECISION_RESOLVE).click().run()
@@ -280,7 +279,7 @@ def test_the_audit_page_shows_the_note_and_amount_as_columns(app_db: tuple[Path,
 # --- my work and what changed (deliverables 4 and 6, in part) --------------------------
 
 
-def test_the_sidebar_counts_my_work_and_opens_my_queue(app_db: tuple[Path, Built]) -> None:
+def test_the_sidebar_counts_my_work_and_opens_my_queue(app_db: tuple[str, Built]) -> None:
     path, _ = app_db
     conn = connect(path)
     ids = [r[0] for r in conn.execute("SELECT id FROM exceptions WHERE status = 'OPEN' LIMIT 3")]
@@ -313,7 +312,7 @@ def test_what_changed_since_the_previous_run(conn: sqlite3.Connection) -> None:
 
 
 def test_the_queue_page_says_how_many_more_match_in_other_statuses(
-    app_db: tuple[Path, Built],
+    app_db: tuple[str, Built],
 ) -> None:
     path, _ = app_db
     conn = connect(path)

@@ -18,7 +18,7 @@ from core.books.pricing import (
     unclassified_cards,
 )
 from core.dataset import PAYMENT_COLUMNS, Dataset
-from core.db import connect, migrate
+from core.db import connect
 from core.db.raw import read_dataset
 from core.ingest import load_dataset, store_dataset
 from core.ingest.entities import frames_from_items
@@ -141,7 +141,7 @@ def test_unknown_card_details_without_a_card_line_cannot_be_classified_not_overc
 
 
 def test_the_api_card_object_fills_the_card_columns_and_survives_the_database(
-    tmp_path: Path,
+    tmp_path: Path, db_url: str
 ) -> None:
     card = {"id": "card_1", "entity": "card", "network": "RuPay", "type": "debit"}
     items = [
@@ -185,8 +185,7 @@ def test_the_api_card_object_fills_the_card_columns_and_survives_the_database(
         "entity_id,type,debit,credit,amount,currency,fee,tax,settlement_id,created_at\n"
     )
     dataset, report = load_dataset(folder)
-    conn = connect(str(tmp_path / "db.sqlite"))
-    migrate(conn)
+    conn = connect(db_url)
     store_dataset(
         conn,
         dataset,

@@ -28,9 +28,9 @@ def benchmark_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_a_closed_month_stays_as_closed_and_later_data_is_a_prior_period_adjustment(
-    benchmark_dir: Path, db_path: Path
+    benchmark_dir: Path, db_url: str
 ) -> None:
-    conn = connect(db_path)
+    conn = connect(db_url)
     try:
         reconcile_folder_into_db(conn, benchmark_dir, params=EngineParams(), as_of=AS_OF)
         events = stored_events(conn)
@@ -63,9 +63,9 @@ def test_a_closed_month_stays_as_closed_and_later_data_is_a_prior_period_adjustm
 
 
 def test_an_open_month_after_an_open_month_has_no_prior_period_line(
-    benchmark_dir: Path, db_path: Path
+    benchmark_dir: Path, db_url: str
 ) -> None:
-    conn = connect(db_path)
+    conn = connect(db_url)
     try:
         reconcile_folder_into_db(conn, benchmark_dir, params=EngineParams(), as_of=AS_OF)
         events = stored_events(conn)
@@ -77,20 +77,20 @@ def test_an_open_month_after_an_open_month_has_no_prior_period_line(
 
 
 def test_close_report_cli_writes_a_bundle_and_a_pdf(
-    benchmark_dir: Path, db_path: Path, tmp_path: Path
+    benchmark_dir: Path, db_url: str, tmp_path: Path
 ) -> None:
     import zipfile
 
     from core.__main__ import main
 
-    conn = connect(db_path)
+    conn = connect(db_url)
     try:
         reconcile_folder_into_db(conn, benchmark_dir, params=EngineParams(), as_of=AS_OF)
         close_month(conn, stored_events(conn), "2026-05", actor="admin", request_id="r")
     finally:
         conn.close()
     out, pdf = tmp_path / "close.zip", tmp_path / "close.pdf"
-    args = ["close-report", "--db", str(db_path), "--month", "2026-05"]
+    args = ["close-report", "--db", str(db_url), "--month", "2026-05"]
     assert main([*args, "--out", str(out), "--pdf", str(pdf)]) == 0
     with zipfile.ZipFile(out) as archive:
         names = {n.split("/", 1)[1] for n in archive.namelist()}
@@ -111,7 +111,7 @@ def test_close_report_cli_writes_a_bundle_and_a_pdf(
 
 
 def test_every_close_report_csv_reads_in_rupees_with_the_paise_after(
-    benchmark_dir: Path, db_path: Path
+    benchmark_dir: Path, db_url: str
 ) -> None:
     import csv
     import io
@@ -119,7 +119,7 @@ def test_every_close_report_csv_reads_in_rupees_with_the_paise_after(
 
     from core.books.report import build_report
 
-    conn = connect(db_path)
+    conn = connect(db_url)
     try:
         reconcile_folder_into_db(conn, benchmark_dir, params=EngineParams(), as_of=AS_OF)
         report = build_report(conn, "2026-05")

@@ -167,9 +167,9 @@ def test_on_the_benchmark_the_contracted_plan_flags_exactly_the_rows_that_charge
 
 
 def test_a_saved_plan_is_versioned_audited_idempotent_and_used_by_the_next_run(
-    benchmark_dir: Path, db_path: Path
+    benchmark_dir: Path, db_url: str
 ) -> None:
-    conn = connect(db_path)
+    conn = connect(db_url)
     try:
         reconcile_folder_into_db(conn, benchmark_dir, params=EngineParams(), as_of=AS_OF)
         first = save_pricing_plan(
@@ -205,8 +205,8 @@ def test_a_saved_plan_is_versioned_audited_idempotent_and_used_by_the_next_run(
     assert len(flagged) > 0
 
 
-def test_a_plan_without_rules_is_refused(db_path: Path) -> None:
-    conn: sqlite3.Connection = connect(db_path)
+def test_a_plan_without_rules_is_refused(db_url: str) -> None:
+    conn: sqlite3.Connection = connect(db_url)
     try:
         with pytest.raises(ValueError):
             save_pricing_plan(conn, effective_from=0, rules=(), actor="a", request_id="r")
@@ -216,17 +216,17 @@ def test_a_plan_without_rules_is_refused(db_path: Path) -> None:
         conn.close()
 
 
-def test_pricing_cli_stores_a_version_once_per_request(db_path: Path, tmp_path: Path) -> None:
+def test_pricing_cli_stores_a_version_once_per_request(db_url: str, tmp_path: Path) -> None:
     import json
 
     from core.__main__ import main
 
     rules = tmp_path / "plan.json"
     rules.write_text(json.dumps([{"method": "card", "percent_bp": 190}]), encoding="utf-8")
-    args = ["pricing", "--db", str(db_path), "--rules", str(rules), "--from", "2026-04-01"]
+    args = ["pricing", "--db", str(db_url), "--rules", str(rules), "--from", "2026-04-01"]
     assert main([*args, "--actor", "cfo@example.com"]) == 0
     assert main([*args, "--actor", "cfo@example.com"]) == 0
-    conn = connect(db_path)
+    conn = connect(db_url)
     try:
         (plan,) = pricing_plans(conn)
     finally:

@@ -88,11 +88,11 @@ def test_without_the_runs_exceptions_every_difference_is_unexplained() -> None:
 
 
 @pytest.fixture
-def stored_benchmark(benchmark_dir: Path, db_path: Path) -> Path:
-    conn = connect(db_path)
+def stored_benchmark(benchmark_dir: Path, db_url: str) -> str:
+    conn = connect(db_url)
     reconcile_folder_into_db(conn, benchmark_dir, params=EngineParams(), as_of=AS_OF)
     conn.close()
-    return db_path
+    return db_url
 
 
 def _settled_payment_row(conn: sqlite3.Connection) -> tuple[str, int, str, str]:
@@ -107,7 +107,7 @@ def _settled_payment_row(conn: sqlite3.Connection) -> tuple[str, int, str, str]:
 
 
 def test_a_recon_row_removed_behind_the_engines_back_is_exactly_the_residual(
-    stored_benchmark: Path,
+    stored_benchmark: str,
 ) -> None:
     conn = connect(stored_benchmark)
     try:
@@ -125,7 +125,7 @@ def test_a_recon_row_removed_behind_the_engines_back_is_exactly_the_residual(
 
 
 def test_a_refund_removed_behind_the_engines_back_is_exactly_the_residual(
-    stored_benchmark: Path,
+    stored_benchmark: str,
 ) -> None:
     conn = connect(stored_benchmark)
     try:
@@ -146,7 +146,7 @@ def test_a_refund_removed_behind_the_engines_back_is_exactly_the_residual(
 
 
 def test_rollforward_cli_prints_json_that_ties_out(
-    stored_benchmark: Path, capsys: pytest.CaptureFixture[str]
+    stored_benchmark: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from core.__main__ import main
 
@@ -157,7 +157,7 @@ def test_rollforward_cli_prints_json_that_ties_out(
     assert data["closing"] == sum(data["open_items"].values())
 
 
-def test_rollforward_cli_refuses_a_month_that_is_not_yyyy_mm(stored_benchmark: Path) -> None:
+def test_rollforward_cli_refuses_a_month_that_is_not_yyyy_mm(stored_benchmark: str) -> None:
     from core.__main__ import main
 
     with pytest.raises(SystemExit) as exc:
@@ -166,7 +166,7 @@ def test_rollforward_cli_refuses_a_month_that_is_not_yyyy_mm(stored_benchmark: P
 
 
 def test_journal_cli_writes_tally_xml_with_configured_ledger_names(
-    stored_benchmark: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    stored_benchmark: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from core.__main__ import main
 

@@ -34,8 +34,8 @@ REQUIRED_KEYS = {
 
 
 @pytest.fixture
-def seeded(db_path: Path) -> dict[str, int]:
-    conn = connect(db_path)
+def seeded(db_url: str) -> dict[str, int]:
+    conn = connect(db_url)
     ids = world.build(conn)
     conn.close()
     return ids
@@ -57,7 +57,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_json_output_without_a_key_is_the_deterministic_answer(
-    db_path: Path, seeded: dict[str, int]
+    db_url: str, seeded: dict[str, int]
 ) -> None:
     env = {k: v for k, v in os.environ.items() if "API_KEY" not in k and "BASE_URL" not in k}
     done = subprocess.run(
@@ -68,7 +68,7 @@ def test_json_output_without_a_key_is_the_deterministic_answer(
             "investigate",
             str(seeded["BANK_SHORT_CREDIT"]),
             "--db",
-            str(db_path),
+            str(db_url),
             "--json",
         ],
         cwd=ROOT,
@@ -90,30 +90,30 @@ def test_json_output_without_a_key_is_the_deterministic_answer(
 
 
 def test_human_output_names_the_model_and_the_cache(
-    db_path: Path,
+    db_url: str,
     seeded: dict[str, int],
     server: FakeGemini,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     server.script[LITE] = good_answer
     exception_id = str(seeded["SETTLED_TWICE"])
-    assert main(["investigate", exception_id, "--db", str(db_path)]) == 0
+    assert main(["investigate", exception_id, "--db", str(db_url)]) == 0
     first = capsys.readouterr().out
     assert f"Source:      {LITE}\n" in first
     assert "Root cause:  SETTLED_TWICE" in first
     assert "Human review required: yes" in first
 
-    assert main(["investigate", exception_id, "--db", str(db_path)]) == 0
+    assert main(["investigate", exception_id, "--db", str(db_url)]) == 0
     assert f"Source:      {LITE} (cached)" in capsys.readouterr().out
     assert len(server.requests) == 1
 
-    assert main(["investigate", exception_id, "--db", str(db_path), "--no-cache", "--json"]) == 0
+    assert main(["investigate", exception_id, "--db", str(db_url), "--no-cache", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["source"] == LITE
     assert len(server.requests) == 2
 
 
 def test_human_output_shows_why_the_fallback_answered(
-    db_path: Path,
+    db_url: str,
     seeded: dict[str, int],
     server: FakeGemini,
     capsys: pytest.CaptureFixture[str],
@@ -121,16 +121,16 @@ def test_human_output_shows_why_the_fallback_answered(
     from tests.fake_gemini import error
 
     server.script[LITE] = error(503)
-    assert main(["investigate", str(seeded["SETTLED_TWICE"]), "--db", str(db_path)]) == 0
+    assert main(["investigate", str(seeded["SETTLED_TWICE"]), "--db", str(db_url)]) == 0
     out = capsys.readouterr().out
     assert f"Source:      deterministic ({LITE}: HTTP 503" in out
     assert f"model {LITE} -> transient: HTTP 503" in out
 
 
 def test_an_unknown_exception_exits_2_with_a_message(
-    db_path: Path, seeded: dict[str, int], capsys: pytest.CaptureFixture[str]
+    db_url: str, seeded: dict[str, int], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["investigate", "4242", "--db", str(db_path)]) == 2
+    assert main(["investigate", "4242", "--db", str(db_url)]) == 2
     assert "no exception with id 4242" in capsys.readouterr().err
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -32,8 +31,8 @@ def _no_model_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def seeded(db_path: Path) -> Iterator[tuple[sqlite3.Connection, dict[str, int]]]:
-    conn = connect(db_path)
+def seeded(db_url: str) -> Iterator[tuple[sqlite3.Connection, dict[str, int]]]:
+    conn = connect(db_url)
     ids = world.build(conn)
     yield conn, ids
     conn.close()
@@ -139,14 +138,14 @@ def test_investigating_changes_no_financial_data_and_records_an_audit_entry(
     assert audit.verify(conn).ok
 
 
-def test_investigate_accepts_a_path_and_names_a_missing_exception(db_path: Path) -> None:
-    conn = connect(db_path)
+def test_investigate_accepts_a_path_and_names_a_missing_exception(db_url: str) -> None:
+    conn = connect(db_url)
     ids = world.build(conn)
     conn.close()
-    result = investigate(db_path, ids["NOT_SETTLED"], client_config=NO_MODEL)
+    result = investigate(db_url, ids["NOT_SETTLED"], client_config=NO_MODEL)
     assert result.root_cause == "NOT_SETTLED"
     with pytest.raises(NotFoundError, match="no exception with id 9999"):
-        investigate(db_path, 9999, client_config=NO_MODEL)
+        investigate(db_url, 9999, client_config=NO_MODEL)
 
 
 def test_root_cause_accuracy_scores_the_labels(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,8 +29,8 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def seeded(db_path: Path) -> Iterator[tuple[sqlite3.Connection, dict[str, int]]]:
-    conn = connect(db_path)
+def seeded(db_url: str) -> Iterator[tuple[sqlite3.Connection, dict[str, int]]]:
+    conn = connect(db_url)
     ids = world.build(conn)
     yield conn, ids
     conn.close()

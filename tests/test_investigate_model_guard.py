@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,8 +25,8 @@ LITE = "gemini-3.5-flash-lite"
 
 
 @pytest.fixture
-def seeded(db_path: Path) -> Iterator[tuple[sqlite3.Connection, dict[str, int]]]:
-    conn = connect(db_path)
+def seeded(db_url: str) -> Iterator[tuple[sqlite3.Connection, dict[str, int]]]:
+    conn = connect(db_url)
     ids = world.build(conn)
     yield conn, ids
     conn.close()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -25,8 +24,8 @@ def _no_model_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def seeded(db_path: Path) -> Iterator[tuple[sqlite3.Connection, dict[str, int]]]:
-    conn = connect(db_path)
+def seeded(db_url: str) -> Iterator[tuple[sqlite3.Connection, dict[str, int]]]:
+    conn = connect(db_url)
     world.build(conn)
     yield conn, dict(world.EXTRA)
     conn.close()

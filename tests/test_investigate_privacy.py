@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -116,8 +115,8 @@ def test_an_unlabelled_long_number_is_redacted_once_the_evidence_utrs_are_known(
 
 
 @pytest.fixture
-def seeded(db_path: Path) -> Iterator[tuple[sqlite3.Connection, dict[str, int]]]:
-    conn = connect(db_path)
+def seeded(db_url: str) -> Iterator[tuple[sqlite3.Connection, dict[str, int]]]:
+    conn = connect(db_url)
     ids = world.build(conn)
     yield conn, ids
     conn.close()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import sqlite3
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,8 +17,8 @@ from tests import investigate_world as world
 
 
 @pytest.fixture
-def seeded(db_path: Path) -> Iterator[sqlite3.Connection]:
-    conn = connect(db_path)
+def seeded(db_url: str) -> Iterator[sqlite3.Connection]:
+    conn = connect(db_url)
     world.build(conn)
     yield conn
     conn.close()
@@ -47,6 +46,7 @@ def test_the_allow_list_is_exactly_the_read_only_evidence_tools() -> None:
     } == ALLOWED_TOOLS
 
 
+@pytest.mark.sqlite_only  # PRAGMA query_only; test_db_postgres proves PostgreSQL's
 def test_the_tools_connection_cannot_write(seeded: sqlite3.Connection) -> None:
     with db.read_only(seeded) as ro:
         with pytest.raises(sqlite3.OperationalError, match=r"readonly|read-only"):

@@ -11,8 +11,8 @@ from core.review import assign, sync_exceptions
 from tests.review_support import Finding, add_people, exception_id, write_run
 
 
-def _seed(db_path: Path) -> list[int]:
-    conn = connect(db_path)
+def _seed(db_url: str) -> list[int]:
+    conn = connect(db_url)
     add_people(conn)
     findings = [
         Finding("pay_small", exposure_amount=5_000),
@@ -30,22 +30,22 @@ def _review(db: Path, *args: str) -> int:
 
 
 def test_review_resolve_exits_0_then_0_on_replay_then_3_on_conflict(
-    db_path: Path, capsys: pytest.CaptureFixture[str]
+    db_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    exc = str(_seed(db_path)[0])
+    exc = str(_seed(db_url)[0])
     base = ["resolve", exc, "--actor", "asha@example.com", "--request-id", "r1"]
-    assert _review(db_path, *base, "--note", "fee refund posted") == 0
+    assert _review(db_url, *base, "--note", "fee refund posted") == 0
     assert "OPEN -> RESOLVED" in capsys.readouterr().out
-    assert _review(db_path, *base, "--note", "fee refund posted") == 0
+    assert _review(db_url, *base, "--note", "fee refund posted") == 0
     assert "nothing changed" in capsys.readouterr().out
-    assert _review(db_path, *base, "--note", "something else") == 3
+    assert _review(db_url, *base, "--note", "something else") == 3
     assert "different action or payload" in capsys.readouterr().err
 
 
 def test_review_refuses_a_stale_version_and_an_illegal_move_with_exit_3(
-    db_path: Path, capsys: pytest.CaptureFixture[str]
+    db_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    exc = str(_seed(db_path)[1])
+    exc = str(_seed(db_url)[1])
     args = [
         "assign",
         exc,
@@ -56,13 +56,13 @@ def test_review_refuses_a_stale_version_and_an_illegal_move_with_exit_3(
         "--request-id",
         "a1",
     ]
-    assert _review(db_path, *args, "--expected-version", "1") == 0
+    assert _review(db_url, *args, "--expected-version", "1") == 0
     stale = ["escalate", exc, "--actor", "asha@example.com", "--note", "n", "--request-id", "e1"]
-    assert _review(db_path, *stale, "--expected-version", "1") == 3
+    assert _review(db_url, *stale, "--expected-version", "1") == 3
     assert "Reload" in capsys.readouterr().err
     assert (
         _review(
-            db_path,
+            db_url,
             "reopen",
             exc,
             "--actor",
@@ -77,14 +77,16 @@ def test_review_refuses_a_stale_version_and_an_illegal_move_with_exit_3(
     assert "cannot reopen" in capsys.readouterr().err
 
 
-def test_review_exits_2_on_bad_input(db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    exc = str(_seed(db_path)[0])
+def test_review_exits_2_on_bad_input(
+    db_url: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    exc = str(_seed(db_url)[0])
     with pytest.raises(SystemExit) as missing_note:
-        _review(db_path, "resolve", exc, "--actor", "asha@example.com", "--request-id", "r1")
+        _review(db_url, "resolve", exc, "--actor", "asha@example.com", "--request-id", "r1")
     assert missing_note.value.code == 2
     with pytest.raises(SystemExit) as bad_id:
         _review(
-            db_path,
+            db_url,
             "resolve",
             "abc",
             "--actor",
@@ -97,7 +99,7 @@ def test_review_exits_2_on_bad_input(db_path: Path, capsys: pytest.CaptureFixtur
     assert bad_id.value.code == 2
     assert (
         _review(
-            db_path,
+            db_url,
             "resolve",
             "999",
             "--actor",
@@ -109,8 +111,8 @@ def test_review_exits_2_on_bad_input(db_path: Path, capsys: pytest.CaptureFixtur
         )
         == 2
     )
-    assert _review(db_path, "resolve", exc, "--actor", " ", "--note", "n", "--request-id", "r") == 2
-    missing_db = db_path.parent / "typo.sqlite"
+    assert _review(db_url, "resolve", exc, "--actor", " ", "--note", "n", "--request-id", "r") == 2
+    missing_db = tmp_path / "typo.sqlite"
     code = main(
         [
             "review",
@@ -131,9 +133,9 @@ def test_review_exits_2_on_bad_input(db_path: Path, capsys: pytest.CaptureFixtur
 
 
 def test_review_commands_cover_the_lifecycle_and_print_json(
-    db_path: Path, capsys: pytest.CaptureFixture[str]
+    db_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    exc = str(_seed(db_path)[2])
+    exc = str(_seed(db_url)[2])
     steps = [
         [
             "assign",
@@ -198,23 +200,23 @@ def test_review_commands_cover_the_lifecycle_and_print_json(
     ]
     statuses = []
     for step in steps:
-        assert _review(db_path, *step, "--json") == 0
+        assert _review(db_url, *step, "--json") == 0
         statuses.append(json.loads(capsys.readouterr().out)["to_status"])
     assert statuses == ["ASSIGNED", "INVESTIGATED", "INVESTIGATED", "ESCALATED", "RESOLVED", "OPEN"]
-    assert main(["review", "show", exc, "--db", str(db_path), "--json"]) == 0
+    assert main(["review", "show", exc, "--db", str(db_url), "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert len(shown["history"]) == 7 and len(shown["audit"]) == 7
     assert shown["exception"]["status"] == "OPEN"
 
 
 def test_exceptions_list_json_has_the_contract_fields_and_filters_by_status(
-    db_path: Path, capsys: pytest.CaptureFixture[str]
+    db_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    ids = _seed(db_path)
-    conn = connect(db_path)
+    ids = _seed(db_url)
+    conn = connect(db_url)
     assign(conn, ids[0], actor="lead@example.com", assignee="ravi@example.com", request_id="a")
     conn.close()
-    assert main(["exceptions", "list", "--db", str(db_path), "--json"]) == 0
+    assert main(["exceptions", "list", "--db", str(db_url), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     required = {
         "id",
@@ -229,9 +231,9 @@ def test_exceptions_list_json_has_the_contract_fields_and_filters_by_status(
     assert all(required <= set(r) for r in rows)
     assert [r["entity_id"] for r in rows] == ["pay_big", "setl_9", "pay_small"]
     assert isinstance(rows[0]["exposure_amount"], int)
-    assert main(["exceptions", "list", "--db", str(db_path), "--status", "assigned", "--json"]) == 0
+    assert main(["exceptions", "list", "--db", str(db_url), "--status", "assigned", "--json"]) == 0
     assert [r["id"] for r in json.loads(capsys.readouterr().out)] == [ids[0]]
-    assert main(["exceptions", "list", "--db", str(db_path), "--status", "OPEN,ASSIGNED"]) == 0
+    assert main(["exceptions", "list", "--db", str(db_url), "--status", "OPEN,ASSIGNED"]) == 0
     assert "3 exception(s)" in capsys.readouterr().out
-    assert main(["exceptions", "list", "--db", str(db_path), "--status", "CLOSED"]) == 2
+    assert main(["exceptions", "list", "--db", str(db_url), "--status", "CLOSED"]) == 2
     assert "unknown status" in capsys.readouterr().err

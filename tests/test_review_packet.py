@@ -21,7 +21,7 @@ from streamlit.testing.v1 import AppTest
 from core.access import os_operator
 from core.audit import read_anchors, verify
 from core.db import audit as audit_sql
-from core.db import connect, migrate, transaction
+from core.db import connect, transaction
 from core.db import investigate as cache_db
 from core.errors import NotFoundError, RefusedError
 from core.investigate import gather_evidence
@@ -53,12 +53,17 @@ FORMULA = '=HYPERLINK("http://evil.example/x","click")'
 
 
 @pytest.fixture
-def seeded(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, dict[str, int]]:
+def seeded(
+    db_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> tuple[str, dict[str, int]]:
     """The investigator's world, with a reviewer's note carrying personal data and a
-    formula, and a payment description naming a bank account."""
+    formula, and a payment description naming a bank account; on SQLite or PostgreSQL."""
     monkeypatch.delenv("RAZORRECON_ANCHOR_KEY", raising=False)
     monkeypatch.delenv("RAZORRECON_ANCHOR_DIR", raising=False)
-    conn = connect(db_path)
+    if db_url.startswith("postgresql://"):
+        # A PostgreSQL database has no file to anchor beside: name the anchors' folder.
+        monkeypatch.setenv("RAZORRECON_ANCHOR_DIR", str(tmp_path / "anchors"))
+    conn = connect(db_url)
     ids = world.build(conn)
     add_people(conn)
     with transaction(conn):
@@ -74,17 +79,17 @@ def seeded(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, dict[s
         request_id="note-1",
     )
     conn.close()
-    return db_path, ids
+    return db_url, ids
 
 
 @pytest.fixture
-def conn(seeded: tuple[Path, dict[str, int]]) -> Iterator[sqlite3.Connection]:
+def conn(seeded: tuple[str, dict[str, int]]) -> Iterator[sqlite3.Connection]:
     connection = connect(seeded[0])
     yield connection
     connection.close()
 
 
-def fee_id(seeded: tuple[Path, dict[str, int]]) -> int:
+def fee_id(seeded: tuple[str, dict[str, int]]) -> int:
     return seeded[1]["FEE_CHARGED_DIFFERENTLY"]
 
 
@@ -110,7 +115,7 @@ def csv_rows(text: str) -> list[dict[str, str]]:
 
 
 def test_the_pdf_is_a_pdf_naming_the_ids_utr_and_amounts(
-    conn: sqlite3.Connection, seeded: tuple[Path, dict[str, int]]
+    conn: sqlite3.Connection, seeded: tuple[str, dict[str, int]]
 ) -> None:
     packet = build_packet(conn, fee_id(seeded), as_of=world.AS_OF)
     data = render_pdf(packet)
@@ -132,7 +137,7 @@ def test_the_pdf_is_a_pdf_naming_the_ids_utr_and_amounts(
 
 
 def test_the_zip_lists_its_files_and_the_summary_holds_ids_utr_expected_and_received(
-    conn: sqlite3.Connection, seeded: tuple[Path, dict[str, int]]
+    conn: sqlite3.Connection, seeded: tuple[str, dict[str, int]]
 ) -> None:
     exception_id = fee_id(seeded)
     texts = zip_texts(render_zip(build_packet(conn, exception_id, as_of=world.AS_OF)))
@@ -179,7 +184,7 @@ def test_the_zip_lists_its_files_and_the_summary_holds_ids_utr_expected_and_rece
 
 
 def test_customer_identifiers_are_masked_in_the_pdf_and_the_zip(
-    conn: sqlite3.Connection, seeded: tuple[Path, dict[str, int]]
+    conn: sqlite3.Connection, seeded: tuple[str, dict[str, int]]
 ) -> None:
     packet = build_packet(conn, fee_id(seeded), as_of=world.AS_OF)
     pdf = pdf_text(render_pdf(packet))
@@ -222,7 +227,7 @@ def test_bank_account_numbers_are_masked_to_their_last_four_digits() -> None:
 
 
 def test_formula_cells_are_neutralised_in_every_csv(
-    conn: sqlite3.Connection, seeded: tuple[Path, dict[str, int]]
+    conn: sqlite3.Connection, seeded: tuple[str, dict[str, int]]
 ) -> None:
     texts = zip_texts(render_zip(build_packet(conn, fee_id(seeded), as_of=world.AS_OF)))
     cells = [
@@ -242,7 +247,7 @@ def test_formula_cells_are_neutralised_in_every_csv(
 
 
 def test_the_same_packet_gives_the_same_bytes(
-    conn: sqlite3.Connection, seeded: tuple[Path, dict[str, int]]
+    conn: sqlite3.Connection, seeded: tuple[str, dict[str, int]]
 ) -> None:
     first = build_packet(conn, fee_id(seeded), as_of=world.AS_OF)
     again = build_packet(conn, fee_id(seeded), as_of=world.AS_OF)
@@ -255,7 +260,7 @@ def test_the_same_packet_gives_the_same_bytes(
 
 def test_the_audit_head_is_the_chain_head_and_the_latest_anchor_is_checked(
     conn: sqlite3.Connection,
-    seeded: tuple[Path, dict[str, int]],
+    seeded: tuple[str, dict[str, int]],
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:
@@ -286,7 +291,7 @@ def test_the_audit_head_is_the_chain_head_and_the_latest_anchor_is_checked(
 
 
 def test_exporting_a_packet_is_audited_and_anchored(
-    conn: sqlite3.Connection, seeded: tuple[Path, dict[str, int]]
+    conn: sqlite3.Connection, seeded: tuple[str, dict[str, int]]
 ) -> None:
     before = audit_sql.head(conn)
     assert before is not None
@@ -312,7 +317,7 @@ def test_exporting_a_packet_is_audited_and_anchored(
 
 
 def test_a_viewer_cannot_export_a_packet_and_the_refusal_is_audited(
-    conn: sqlite3.Connection, seeded: tuple[Path, dict[str, int]]
+    conn: sqlite3.Connection, seeded: tuple[str, dict[str, int]]
 ) -> None:
     with pytest.raises(RefusedError, match="reviewer"):
         export_packet(conn, fee_id(seeded), "pdf", actor="viewer@example.com")
@@ -326,7 +331,7 @@ def test_an_unknown_exception_has_no_packet(conn: sqlite3.Connection) -> None:
 
 
 def test_the_message_goes_to_the_bank_for_a_bank_credit_and_to_razorpay_otherwise(
-    conn: sqlite3.Connection, seeded: tuple[Path, dict[str, int]]
+    conn: sqlite3.Connection, seeded: tuple[str, dict[str, int]]
 ) -> None:
     bank = build_packet(conn, seeded[1]["UNIDENTIFIED_BANK_CREDIT"], as_of=world.AS_OF)
     assert bank.recipient == BANK
@@ -339,7 +344,7 @@ def test_the_message_goes_to_the_bank_for_a_bank_credit_and_to_razorpay_otherwis
 
 
 def test_a_verified_cached_model_answer_is_the_packets_answer_and_a_stale_one_is_not(
-    conn: sqlite3.Connection, seeded: tuple[Path, dict[str, int]]
+    conn: sqlite3.Connection, seeded: tuple[str, dict[str, int]]
 ) -> None:
     exception_id = fee_id(seeded)
     evidence = gather_evidence(conn, exception_id)
@@ -378,7 +383,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[bytes]:
 
 
 def test_packet_cli_writes_pdf_and_zip_by_suffix_and_to_stdout(
-    seeded: tuple[Path, dict[str, int]], tmp_path: Path
+    seeded: tuple[str, dict[str, int]], tmp_path: Path
 ) -> None:
     db, exception_id = str(seeded[0]), str(fee_id(seeded))
     pdf = _cli("--db", db, "--exception", exception_id, "--out", str(tmp_path / "p.pdf"))
@@ -401,7 +406,7 @@ def test_packet_cli_writes_pdf_and_zip_by_suffix_and_to_stdout(
 
 
 def test_packet_cli_unknown_exception_or_format_exits_2_with_a_message(
-    seeded: tuple[Path, dict[str, int]], tmp_path: Path
+    seeded: tuple[str, dict[str, int]], tmp_path: Path
 ) -> None:
     db = str(seeded[0])
     missing = _cli("--db", db, "--exception", "9999", "--out", str(tmp_path / "p.pdf"))
@@ -417,7 +422,7 @@ def test_packet_cli_unknown_exception_or_format_exits_2_with_a_message(
 
 
 def test_the_download_made_for_a_reviewer_is_audited_under_their_name(
-    seeded: tuple[Path, dict[str, int]],
+    seeded: tuple[str, dict[str, int]],
 ) -> None:
     make = ui_packet._maker(str(seeded[0]), fee_id(seeded), "pdf", "asha@example.com")
     assert make().startswith(b"%PDF")
@@ -432,14 +437,13 @@ def test_the_download_made_for_a_reviewer_is_audited_under_their_name(
 
 
 @pytest.fixture
-def app_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    path = tmp_path / "app.sqlite"
+def app_db(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    path = db_url
     conn = connect(path)
-    migrate(conn)
     build_app(conn, payments=300, seed=5)
     add_people(conn)
     conn.close()
-    monkeypatch.setenv("DATABASE_URL", str(path))
+    monkeypatch.setenv("DATABASE_URL", path)
     monkeypatch.delenv("RAZORRECON_DEMO", raising=False)
     yield path
 
@@ -455,7 +459,7 @@ def _investigation(email: str) -> AppTest:
 
 @pytest.mark.usefixtures("streamlit_navigation_v2")
 def test_a_reviewer_gets_both_packet_buttons_and_a_viewer_gets_them_disabled(
-    app_db: Path,
+    app_db: str,
 ) -> None:
     reviewer = _investigation("asha@example.com")
     buttons = {b.key: b for b in reviewer.get("download_button")}
@@ -470,12 +474,13 @@ def test_a_reviewer_gets_both_packet_buttons_and_a_viewer_gets_them_disabled(
 
 
 @pytest.mark.browser
+@pytest.mark.sqlite_only  # running_server starts the app on a SQLite file
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's /usr/bin/chromium")
 def test_clicking_the_pdf_button_in_a_browser_downloads_the_packet_and_audits_it(
-    seeded: tuple[Path, dict[str, int]], tmp_path: Path
+    seeded: tuple[str, dict[str, int]], tmp_path: Path
 ) -> None:
     playwright_api = pytest.importorskip("playwright.sync_api")
-    database, exception_id = seeded[0], fee_id(seeded)
+    database, exception_id = Path(seeded[0]), fee_id(seeded)
     with (
         running_server(database, tmp_path / "streamlit.log") as server,
         playwright_api.sync_playwright() as p,

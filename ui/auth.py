@@ -24,7 +24,7 @@ import streamlit as st
 
 from core import access, demo
 from core.db import connect, database_path
-from core.errors import RefusedError
+from core.errors import ConfigError, RefusedError
 from ui import keys
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -193,7 +193,12 @@ def gate() -> Session | None:
     if current_mode == "oidc":
         found = _oidc()
     elif current_mode == "demo":
-        found = _demo()
+        try:
+            demo.require_sqlite(database_path())
+            found = _demo()
+        except ConfigError as refused:
+            st.error(str(refused))
+            found = None
     elif current_mode == "local":
         local = access.local_user()
         found = Session(local.actor, local.role, "local", local, f"{local.actor} (local admin)")

@@ -303,8 +303,13 @@ class PgConnection:
     def __enter__(self) -> PgConnection:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        """As sqlite3's `with conn:`: commit an open transaction, or roll it back when the
+        block raised; the connection stays open (close() closes it)."""
+        if exc_type is None:
+            self.commit()
+        else:
+            self.rollback()
 
 
 def connect_postgres(url: str) -> PgConnection:

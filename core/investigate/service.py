@@ -25,6 +25,7 @@ from typing import Any
 from core.calendar import IST, ist_date
 from core.db import investigate as db
 from core.db import migrate, open_database, transaction
+from core.db.backend import is_postgres_url
 from core.errors import NotFoundError
 from core.investigate import gemini
 from core.investigate.auditing import record as audit
@@ -105,7 +106,8 @@ def _writable(conn_or_path: ConnOrPath) -> Iterator[sqlite3.Connection]:
         yield conn_or_path
     else:
         path = str(conn_or_path)
-        if path != ":memory:" and not path.startswith("file:") and not Path(path).exists():
+        local = path != ":memory:" and not path.startswith("file:") and not is_postgres_url(path)
+        if local and not Path(path).exists():
             raise NotFoundError(f"no database at {path}")
         with open_database(path) as conn:
             yield conn
