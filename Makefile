@@ -31,9 +31,9 @@ venv: $(DEV_STAMP)
 run: $(RUNTIME_STAMP)
 	$(VENV)/bin/streamlit run serve.py --server.address $(HOST) --server.port $(PORT)
 
-## test: every test, browser tests included
+## test: every test, browser tests included, on two worker processes (pytest-xdist)
 test: $(DEV_STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2
 
 ## bench: speed and memory at 5k, 100k and 1M payments, then the app's cold start and page
 ##        times on the 1M database, then exception sync at 1M (prints; asserts nothing)
