@@ -116,6 +116,22 @@ class LoadedFolder:
     input_hashes: dict[str, str]
     timings: dict[str, float]
 
+    def reconciled(
+        self, outcomes: pd.DataFrame, params: EngineParams, as_of: int, timings: dict[str, float]
+    ) -> FolderRun:
+        """This folder with the engine's outcomes (however they were computed: in one run or
+        by windows), its timings followed by the reconcile's."""
+        return FolderRun(
+            folder=self.folder,
+            dataset=self.dataset,
+            report=self.report,
+            outcomes=outcomes,
+            params=params,
+            as_of=as_of,
+            input_hashes=self.input_hashes,
+            timings={**self.timings, **timings},
+        )
+
 
 def load_folder(
     folder: str | Path, amount_unit: str = "auto", bank_mappings: Sequence[BankMapping] = ()
@@ -147,16 +163,7 @@ def reconcile_loaded(
     began = time.perf_counter()
     outcomes = reconcile(loaded.dataset, params, as_of, pricing)
     done = time.perf_counter()
-    return FolderRun(
-        folder=loaded.folder,
-        dataset=loaded.dataset,
-        report=loaded.report,
-        outcomes=outcomes,
-        params=params,
-        as_of=as_of,
-        input_hashes=loaded.input_hashes,
-        timings={**loaded.timings, "reconcile_s": round(done - began, 3)},
-    )
+    return loaded.reconciled(outcomes, params, as_of, {"reconcile_s": round(done - began, 3)})
 
 
 def reconcile_folder(

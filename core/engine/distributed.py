@@ -385,7 +385,6 @@ def reconcile_loaded_by_windows(
     """`python -m core reconcile --partitions/--scheduler/--store`: a loaded folder
     reconciled window by window (a core.pipeline.FolderRun, as the single run gives)."""
     from core.engine.partition import reconcile_partitioned
-    from core.pipeline import FolderRun
 
     if args.scheduler not in (None, "local") and args.store is None:
         raise ConfigError("--scheduler ADDRESS needs --store DIR on storage its workers can read")
@@ -414,16 +413,7 @@ def reconcile_loaded_by_windows(
     finally:
         close()
     timings["reconcile_s"] = round(time.perf_counter() - began, 3)
-    return FolderRun(
-        folder=loaded.folder,
-        dataset=loaded.dataset,
-        report=loaded.report,
-        outcomes=outcomes,
-        params=params,
-        as_of=as_of,
-        input_hashes=loaded.input_hashes,
-        timings={**loaded.timings, **timings},
-    )
+    return loaded.reconciled(outcomes, params, as_of, timings)
 
 
 @contextmanager

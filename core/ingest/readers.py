@@ -246,6 +246,18 @@ def file_has_nul(path: Path) -> bool:
     return False
 
 
+def text_columns(written: dict[str, str], keep: list[str]) -> pa_csv.ConvertOptions:
+    """Arrow's CSV options for reading the `keep` columns (by their header as `written`)
+    as text, an empty cell as null: the importer converts and checks every cell itself."""
+    return pa_csv.ConvertOptions(
+        column_types={written[k]: pa.string() for k in keep},
+        include_columns=[written[k] for k in keep],
+        null_values=[""],
+        strings_can_be_null=True,
+        quoted_strings_can_be_null=True,
+    )
+
+
 def read_csv_table(
     file: str,
     data: bytes | Path,
@@ -297,13 +309,7 @@ def read_csv_table(
         table = pa_csv.read_csv(
             body,
             parse_options=pa_csv.ParseOptions(newlines_in_values=True),
-            convert_options=pa_csv.ConvertOptions(
-                column_types={written[k]: pa.string() for k in keep},
-                include_columns=[written[k] for k in keep],
-                null_values=[""],
-                strings_can_be_null=True,
-                quoted_strings_can_be_null=True,
-            ),
+            convert_options=text_columns(written, keep),
             read_options=pa_csv.ReadOptions(block_size=1 << 20),
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:

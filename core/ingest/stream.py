@@ -39,7 +39,7 @@ from core.engine.partition import DEFAULT_DAYS_PER_WINDOW, ROW_TABLES, Placement
 from core.errors import InputError, Problem
 from core.ingest.entities import build_frame
 from core.ingest.load import _wanted, load_dataset
-from core.ingest.readers import RawTable, _header_of, header_keys
+from core.ingest.readers import RawTable, _header_of, header_keys, text_columns
 from core.ingest.recon_rows import split_recon_rows
 from core.ingest.tables import TABLES, TableSpec
 
@@ -80,13 +80,7 @@ def _blocks(spec: TableSpec, path: Path, block_bytes: int) -> Iterator[RawTable]
         str(path),
         read_options=pa_csv.ReadOptions(block_size=block_bytes, skip_rows=0),
         parse_options=pa_csv.ParseOptions(newlines_in_values=False),
-        convert_options=pa_csv.ConvertOptions(
-            column_types={written[k]: pa.string() for k in keep},
-            include_columns=[written[k] for k in keep],
-            null_values=[""],
-            strings_can_be_null=True,
-            quoted_strings_can_be_null=True,
-        ),
+        convert_options=text_columns(written, keep),
     )
     del first  # Arrow's reader drops a UTF-8 BOM itself
     row = 0
