@@ -96,7 +96,9 @@ def fee_id(seeded: tuple[str, dict[str, int]]) -> int:
 def pdf_text(data: bytes) -> str:
     """The text drawn by the PDF's content streams (fpdf2 compresses them with zlib)."""
     texts = []
-    for match in re.finditer(rb"stream\r?\n(.*?)\r?\nendstream", data, re.S):
+    # fpdf2 frames every stream with bare newlines; "\r?" here would eat a compressed
+    # stream's last byte whenever that byte is a carriage return (1 stream in 256).
+    for match in re.finditer(rb"\nstream\n(.*?)\nendstream", data, re.S):
         try:
             texts.append(zlib.decompress(match.group(1)).decode("latin-1"))
         except zlib.error:
