@@ -1,7 +1,8 @@
 """Drive the real app: `streamlit run app.py` on 127.0.0.1 and Debian's Chromium.
 
 Used by the browser tests and by `benchmarks/ui.py`. The server gets its own database
-(DATABASE_URL) and a free port; `stop()` ends exactly the process group it started.
+(DATABASE_URL: a SQLite file, or a PostgreSQL URL with DATABASE_OWNER_URL beside it, see
+`database_env`) and a free port; `stop()` ends exactly the process group it started.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from core.db.backend import is_postgres_url
 
 ROOT = Path(__file__).resolve().parent.parent
 SCREENSHOTS = ROOT / "test-artifacts" / "screenshots"
@@ -48,6 +51,21 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def database_env(database: Path | str) -> dict[str, str]:
+    """The app's database settings: DATABASE_URL, and for a PostgreSQL database of the
+    tests' server (tests/postgres_server.py) DATABASE_OWNER_URL, the owner role of the same
+    database, so the app's bootstrap runs any migration as the owner, as in production."""
+    url = str(database)
+    if not is_postgres_url(url):
+        return {"DATABASE_URL": url}
+    from tests.postgres_server import APP_ROLE, OWNER_ROLE
+
+    owner = url.replace(f"//{APP_ROLE}:", f"//{OWNER_ROLE}:", 1)
+    if owner == url:
+        raise ValueError(f"not a {APP_ROLE} URL of the tests' PostgreSQL server: {url}")
+    return {"DATABASE_URL": url, "DATABASE_OWNER_URL": owner}
+
+
 @dataclass
 class Server:
     """A running `streamlit run app.py`."""
@@ -71,7 +89,7 @@ class Server:
 
 
 def start_server(
-    database: Path,
+    database: Path | str,
     log: Path,
     extra_env: dict[str, str] | None = None,
     *,
@@ -79,9 +97,14 @@ def start_server(
     extra_args: tuple[str, ...] = (),
 ) -> Server:
     """`streamlit run app.py` on 127.0.0.1 (so, without other configuration, the app runs
-    as the local single user); `extra_args` add options such as --secrets.files."""
+    as the local single user) on `database`, a SQLite file or a PostgreSQL URL (an empty
+    database gets the app's cold-start bootstrap on either); `extra_args` add options such
+    as --secrets.files."""
     port = port or free_port()
-    env = {**os.environ, "DATABASE_URL": str(database), **(extra_env or {})}
+    inherited = {
+        k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DATABASE_OWNER_URL")
+    }
+    env = {**inherited, **database_env(database), **(extra_env or {})}
     handle = open(log, "wb")  # noqa: SIM115 - the server writes to it until stopped
     process = subprocess.Popen(
         [
@@ -121,7 +144,7 @@ def start_server(
 
 @contextlib.contextmanager
 def running_server(
-    database: Path,
+    database: Path | str,
     log: Path,
     extra_env: dict[str, str] | None = None,
     *,

@@ -142,3 +142,30 @@ def db_conn(db_url: str) -> Iterator[sqlite3.Connection]:
     connection = connect(db_url)
     yield connection
     connection.close()
+
+
+@pytest.fixture(
+    scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def module_db_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """`db_url` shared by one module's tests (e.g. one app server for a browser module): a
+    fresh, migrated SQLite file or PostgreSQL database (app role; tests.app_browser gives
+    the server the owner's URL beside it)."""
+    if request.param == "postgres":
+        from tests.postgres_server import PostgresServer
+
+        server = request.getfixturevalue("postgres_server")
+        assert isinstance(server, PostgresServer)
+        name = server.fresh_database()
+        try:
+            yield server.url(name)
+        finally:
+            server.release_database(name)
+        return
+    path = tmp_path_factory.mktemp("module-db") / "razorrecon.sqlite"
+    connection = connect(path)
+    migrate(connection)
+    connection.close()
+    yield str(path)

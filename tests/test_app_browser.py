@@ -30,14 +30,18 @@ RUPEES = re.compile(r"^₹[\d,]+(\.\d\d)?( (L|Cr))?$")
 COLD_START_MS = 180_000  # two shared cores: generous; the speed is measured in `make bench`
 
 
-@pytest.fixture
-def cold_server(tmp_path: Path) -> Iterator[tuple[Server, Path]]:
-    database = tmp_path / "cold.sqlite"
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def cold_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Server, str]]:
+    """The app on a cold database: a SQLite file not yet made, or an empty PostgreSQL one."""
+    if request.param == "postgres":
+        database = str(request.getfixturevalue("pg_url"))
+    else:
+        database = str(tmp_path / "cold.sqlite")
     with running_server(database, tmp_path / "streamlit.log") as server:
         yield server, database
 
 
-def _count(database: Path, sql: str) -> int:
+def _count(database: str, sql: str) -> int:
     conn = connect(database)
     try:
         return int(conn.execute(sql).fetchone()[0])
@@ -60,7 +64,7 @@ def _shot(page: object, name: str) -> None:
 
 
 def test_cold_start_then_every_page_then_resolve_and_audit(
-    cold_server: tuple[Server, Path], browser: object
+    cold_server: tuple[Server, str], browser: object
 ) -> None:
     server, database = cold_server
     page = browser.new_page(viewport={"width": 1440, "height": 2200})  # type: ignore[attr-defined]
@@ -116,7 +120,7 @@ def test_cold_start_then_every_page_then_resolve_and_audit(
 
 
 def test_eight_sessions_on_a_cold_database_bootstrap_once(
-    cold_server: tuple[Server, Path], browser: object
+    cold_server: tuple[Server, str], browser: object
 ) -> None:
     server, database = cold_server
     contexts = [browser.new_context() for _ in range(8)]  # type: ignore[attr-defined]
@@ -136,16 +140,15 @@ def test_eight_sessions_on_a_cold_database_bootstrap_once(
         context.close()
 
 
-def test_a_first_request_to_a_page_url_gets_the_whole_app(tmp_path: Path, browser: object) -> None:
-    from core.db import migrate
+def test_a_first_request_to_a_page_url_gets_the_whole_app(
+    db_url: str, tmp_path: Path, browser: object
+) -> None:
     from tests.app_builder import build
 
-    database = tmp_path / "built.sqlite"
-    conn = connect(database)
-    migrate(conn)
+    conn = connect(db_url)
     build(conn, payments=300)
     conn.close()
-    with running_server(database, tmp_path / "streamlit.log") as server:
+    with running_server(db_url, tmp_path / "streamlit.log") as server:
         page = browser.new_page(viewport={"width": 1440, "height": 1400})  # type: ignore[attr-defined]
         page.goto(f"{server.url}/investigation?exception=5")
         wait_rendered(page)
@@ -155,7 +158,7 @@ def test_a_first_request_to_a_page_url_gets_the_whole_app(tmp_path: Path, browse
 
 
 def test_upload_with_a_bad_cell_then_a_good_upload_then_reconcile(
-    cold_server: tuple[Server, Path], browser: object, tmp_path: Path
+    cold_server: tuple[Server, str], browser: object, tmp_path: Path
 ) -> None:
     from tests.conftest import SPEC_EXAMPLE
 

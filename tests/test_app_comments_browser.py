@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from core.db import connect, migrate
+from core.db import connect
 from core.review import list_comments
 from tests.app_browser import (
     CHROMIUM,
@@ -34,19 +34,17 @@ EXCEPTION = 5
 
 
 @pytest.fixture(scope="module")
-def database(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("comments-browser")
-    path = folder / "app.sqlite"
-    conn = connect(path)
-    migrate(conn)
+def database(module_db_url: str) -> str:
+    conn = connect(module_db_url)
     build(conn, payments=600, seed=5)
     conn.close()
-    return path
+    return module_db_url
 
 
 @pytest.fixture(scope="module")
-def server(database: Path) -> Iterator[Server]:
-    with running_server(database, database.with_name("server.log")) as running:
+def server(database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    log = tmp_path_factory.mktemp("comments-browser") / "server.log"
+    with running_server(database, log) as running:
         yield running
 
 
@@ -81,7 +79,7 @@ def _post(page: object, text: str, files: list[Path]) -> None:
 
 
 def test_a_reviewer_attaches_a_file_sees_it_in_the_thread_and_downloads_the_same_bytes(
-    server: Server, page: object, database: Path, tmp_path: Path
+    server: Server, page: object, database: str, tmp_path: Path
 ) -> None:
     screenshot = tmp_path / "dashboard.png"
     screenshot.write_bytes(PNG_BYTES)
@@ -107,7 +105,7 @@ def test_a_reviewer_attaches_a_file_sees_it_in_the_thread_and_downloads_the_same
 
 
 def test_a_file_whose_bytes_are_not_its_extension_is_refused_on_screen(
-    server: Server, page: object, database: Path, tmp_path: Path
+    server: Server, page: object, database: str, tmp_path: Path
 ) -> None:
     disguised = tmp_path / "statement.pdf"
     disguised.write_bytes(PNG_BYTES)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from core.audit import verify
-from core.db import connect, migrate
+from core.db import connect
 from core.db.views import QueueFilter
 from core.views.queue import queue as read_queue
 from tests.app_browser import (
@@ -38,18 +38,17 @@ DECIDED = {"resolved": "RESOLVED", "escalated": "ESCALATED"}
 
 
 @pytest.fixture(scope="module")
-def database(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("keyboard-browser") / "app.sqlite"
-    conn = connect(path)
-    migrate(conn)
+def database(module_db_url: str) -> str:
+    conn = connect(module_db_url)
     build(conn, payments=900, seed=5)
     conn.close()
-    return path
+    return module_db_url
 
 
 @pytest.fixture(scope="module")
-def server(database: Path) -> Iterator[Server]:
-    with running_server(database, database.parent / "server.log") as running:
+def server(database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    log = tmp_path_factory.mktemp("keyboard-browser") / "server.log"
+    with running_server(database, log) as running:
         yield running
 
 
@@ -62,7 +61,7 @@ def page(server: Server) -> Iterator[object]:
         browser.close()
 
 
-def _rows(database: Path, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+def _rows(database: str, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
     conn = connect(database)
     try:
         return [tuple(r) for r in conn.execute(sql, params)]
@@ -100,7 +99,7 @@ def _open_first_row_by_click(page: object) -> None:
 
 
 def test_twenty_exceptions_worked_by_row_click_and_keyboard_alone(
-    database: Path, server: Server, page: object
+    database: str, server: Server, page: object
 ) -> None:
     conn = connect(database)
     queue = read_queue(conn, QueueFilter()).items  # the page's default filter and sort
@@ -170,7 +169,7 @@ def test_twenty_exceptions_worked_by_row_click_and_keyboard_alone(
 
 
 def test_a_shortcut_presses_nothing_a_click_could_not(
-    database: Path, server: Server, page: object
+    database: str, server: Server, page: object
 ) -> None:
     conn = connect(database)
     closed = conn.execute(

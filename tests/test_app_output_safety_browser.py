@@ -95,10 +95,9 @@ def _exception_of(conn: sqlite3.Connection, entity_id: str) -> int:
     return int(row[0])
 
 
-def _planted_database(tmp_path: Path) -> tuple[Path, int, int]:
-    database = tmp_path / "planted.sqlite"
+def _planted_database(database: str, tmp_path: Path) -> tuple[str, int, int]:
     out = tmp_path / "results.csv"
-    args = ["reconcile", str(_dataset(tmp_path)), "--out", str(out), "--db", str(database)]
+    args = ["reconcile", str(_dataset(tmp_path)), "--out", str(out), "--db", database]
     assert main([*args, "--as-of", "2026-06-30T23:59:59+05:30"]) == 0
     conn = connect(database)
     try:
@@ -112,9 +111,12 @@ def _planted_database(tmp_path: Path) -> tuple[Path, int, int]:
 
 
 def test_planted_markdown_in_ids_names_narrations_and_answers_fetches_nothing_external(
-    tmp_path: Path, gemini: FakeGemini
+    db_url: str, tmp_path: Path, gemini: FakeGemini, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    database, exc_id, asked = _planted_database(tmp_path)
+    # The CLI's run and the app anchor the audit head beside a SQLite file; a PostgreSQL
+    # database has none, so both are given the anchors' folder.
+    monkeypatch.setenv("RAZORRECON_ANCHOR_DIR", str(tmp_path / "anchors"))
+    database, exc_id, asked = _planted_database(db_url, tmp_path)
     env = {
         "GEMINI_API_KEY": "test-key",
         "GEMINI_MODELS": f"{MODEL}:10",

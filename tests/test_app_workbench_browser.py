@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from core.db import connect, migrate
+from core.db import connect
 from tests.app_browser import (
     CHROMIUM,
     CHROMIUM_ARGS,
@@ -28,14 +28,12 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def server(module_db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     folder = tmp_path_factory.mktemp("workbench-browser")
-    database = folder / "app.sqlite"
-    conn = connect(database)
-    migrate(conn)
+    conn = connect(module_db_url)
     build(conn, payments=600, seed=5)
     conn.close()
-    with running_server(database, folder / "server.log") as running:
+    with running_server(module_db_url, folder / "server.log") as running:
         yield running
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from core.db import connect, migrate
+from core.db import connect
 from tests.app_browser import (
     CHROMIUM,
     SCREENSHOTS,
@@ -34,11 +34,9 @@ def _gst_tab(page: object, url: str) -> None:
 
 
 def test_an_uploaded_invoice_csv_is_explained_and_a_bad_one_is_refused_with_its_position(
-    tmp_path: Path, browser: object
+    db_url: str, tmp_path: Path, browser: object
 ) -> None:
-    database = tmp_path / "app.sqlite"
-    conn = connect(database)
-    migrate(conn)
+    conn = connect(db_url)
     build(conn, payments=300, seed=3)
     conn.close()
     # The golden invoice without its month line (the page's month is the builder's latest).
@@ -47,7 +45,7 @@ def test_an_uploaded_invoice_csv_is_explained_and_a_bad_one_is_refused_with_its_
     invoice.write_text("\n".join(x for x in lines if not x.startswith("month,")) + "\n")
     bad = tmp_path / "bad_invoice.csv"
     bad.write_text("component,amount\ntaxable_value,12.345\n", encoding="utf-8")
-    with running_server(database, tmp_path / "server.log") as server:
+    with running_server(db_url, tmp_path / "server.log") as server:
         page = browser.new_page(viewport={"width": 1440, "height": 2400})  # type: ignore[attr-defined]
         _gst_tab(page, server.url)
         page.set_input_files('input[type="file"]', str(invoice))

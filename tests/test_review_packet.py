@@ -476,13 +476,12 @@ def test_a_reviewer_gets_both_packet_buttons_and_a_viewer_gets_them_disabled(
 
 
 @pytest.mark.browser
-@pytest.mark.sqlite_only  # running_server starts the app on a SQLite file
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's /usr/bin/chromium")
 def test_clicking_the_pdf_button_in_a_browser_downloads_the_packet_and_audits_it(
     seeded: tuple[str, dict[str, int]], tmp_path: Path
 ) -> None:
     playwright_api = pytest.importorskip("playwright.sync_api")
-    database, exception_id = Path(seeded[0]), fee_id(seeded)
+    database, exception_id = seeded[0], fee_id(seeded)
     with (
         running_server(database, tmp_path / "streamlit.log") as server,
         playwright_api.sync_playwright() as p,
