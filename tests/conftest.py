@@ -81,14 +81,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A `sqlite_only` test is not collected for its PostgreSQL parameter."""
+    """A `sqlite_only` test is not collected for its PostgreSQL parameter (per test or
+    per module)."""
+
+    def on_postgres(item: pytest.Item) -> bool:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        return "postgres" in (params.get("db_url"), params.get("module_db_url"))
+
     kept = [
-        item
-        for item in items
-        if not (
-            item.get_closest_marker("sqlite_only")
-            and getattr(getattr(item, "callspec", None), "params", {}).get("db_url") == "postgres"
-        )
+        item for item in items if not (item.get_closest_marker("sqlite_only") and on_postgres(item))
     ]
     if len(kept) != len(items):
         items[:] = kept

@@ -105,6 +105,8 @@ def sideways_scrolls(page: Any) -> list[dict[str, Any]]:
     return [t for t in table_widths(page) if t["scroll"] > t["client"] + 1]
 
 
+# A layout check on SQLite only: the tables' widths do not depend on the database, and
+# test_app_browser's cold start visits every page on PostgreSQL too.
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     folder = tmp_path_factory.mktemp("screens")
