@@ -170,3 +170,29 @@ def module_db_url(
     migrate(connection)
     connection.close()
     yield str(path)
+
+
+def is_postgres(db_url: str) -> bool:
+    """Whether `db_url` (a `db_url` fixture value or a --db argument) is PostgreSQL."""
+    return db_url.startswith("postgresql://")
+
+
+def database_rows(db_url: str) -> dict[str, list[tuple[object, ...]]]:
+    """Every row of every table but schema_migrations, sorted: what "nothing was written"
+    compares on either backend (on PostgreSQL read as the owner role, which sees them all)."""
+    import os
+
+    if is_postgres(db_url):
+        conn = connect(os.environ.get("DATABASE_OWNER_URL") or db_url)
+        listing = "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+    else:
+        conn = connect(db_url)
+        listing = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%'"
+    try:
+        tables = sorted(str(r[0]) for r in conn.execute(listing) if r[0] != "schema_migrations")
+        return {
+            t: sorted((tuple(r) for r in conn.execute(f"SELECT * FROM {t}")), key=repr)
+            for t in tables
+        }
+    finally:
+        conn.close()

@@ -7,14 +7,18 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from core.__main__ import main
 from core.audit import row_hash
-from tests.conftest import SPEC_EXAMPLE
+from core.db import connect
+from tests.conftest import SPEC_EXAMPLE, is_postgres
 
 DATASET = SPEC_EXAMPLE / "dataset"
 AS_OF = "2026-06-30T23:59:59+05:30"
@@ -27,20 +31,35 @@ def _anchor_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RAZORRECON_ANCHOR_DIR", raising=False)
 
 
-def _reconciled(tmp_path: Path) -> Path:
-    db = tmp_path / "recon.sqlite"
+@pytest.fixture
+def db(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The database, SQLite or PostgreSQL. PostgreSQL has no file to anchor beside, so its
+    anchors go to RAZORRECON_ANCHOR_DIR (core.audit.anchor.anchor_file)."""
+    if is_postgres(db_url):
+        monkeypatch.setenv("RAZORRECON_ANCHOR_DIR", str(tmp_path / "pg-anchors"))
+    return db_url
+
+
+def _reconciled(tmp_path: Path, db: str) -> str:
     args = ["reconcile", str(DATASET), "--out", str(tmp_path / "r.csv"), "--as-of", AS_OF]
-    assert main([*args, "--db", str(db)]) == 0
+    assert main([*args, "--db", db]) == 0
     return db
 
 
-def _anchors(db: Path) -> list[dict[str, object]]:
-    path = db.with_name(db.name + ".anchors") / f"{db.name}.anchors.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()]
+def _anchor_path(db: str) -> Path:
+    configured = os.environ.get("RAZORRECON_ANCHOR_DIR")
+    if configured:  # PostgreSQL (or SQLite told where): <label>.anchors.jsonl, the only one
+        [path] = Path(configured).glob("*.anchors.jsonl")
+        return path
+    return Path(db).with_name(Path(db).name + ".anchors") / f"{Path(db).name}.anchors.jsonl"
 
 
-def _head(db: Path) -> tuple[int, str]:
-    conn = sqlite3.connect(db)
+def _anchors(db: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in _anchor_path(db).read_text().splitlines()]
+
+
+def _head(db: str) -> tuple[int, str]:
+    conn = connect(db)
     try:
         row = conn.execute("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1").fetchone()
         return int(row[0]), str(row[1])
@@ -48,14 +67,50 @@ def _head(db: Path) -> tuple[int, str]:
         conn.close()
 
 
-def _resolve(db: Path, exc_id: int, request_id: str) -> int:
+@contextmanager
+def _tampering(db: str, trigger: str = "") -> Iterator[sqlite3.Connection]:
+    """A connection of someone who can change the tables behind the product's back, in one
+    transaction: SQLite's file opened directly; PostgreSQL's owner role (the app role may
+    not touch the audit trail at all: tests/test_db_postgres.py). With `trigger`, that
+    append-only trigger is out of the way meanwhile (SQLite: dropped and recreated;
+    PostgreSQL: disabled and enabled, which only the owner may do)."""
+    if is_postgres(db):
+        owner = connect(os.environ["DATABASE_OWNER_URL"])
+        try:
+            owner.execute("BEGIN")
+            if trigger:
+                owner.execute(f"ALTER TABLE audit_log DISABLE TRIGGER {trigger}")
+            yield owner
+            if trigger:
+                owner.execute(f"ALTER TABLE audit_log ENABLE TRIGGER {trigger}")
+            owner.execute("COMMIT")
+        finally:
+            owner.close()
+        return
+    conn = sqlite3.connect(db)
+    try:
+        with conn:
+            if trigger:
+                conn.execute(f"DROP TRIGGER {trigger}")
+            yield conn
+            if trigger:
+                kind = "UPDATE" if trigger.endswith("update") else "DELETE"
+                conn.execute(
+                    f"CREATE TRIGGER {trigger} BEFORE {kind} ON audit_log"
+                    " BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END"
+                )
+    finally:
+        conn.close()
+
+
+def _resolve(db: str, exc_id: int, request_id: str) -> int:
     return main(
         [
             "review",
             "resolve",
             str(exc_id),
             "--db",
-            str(db),
+            db,
             "--note",
             "paid late",
             "--request-id",
@@ -64,14 +119,16 @@ def _resolve(db: Path, exc_id: int, request_id: str) -> int:
     )
 
 
-def _verify(db: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    code = main(["audit", "verify", "--db", str(db)])
+def _verify(db: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(["audit", "verify", "--db", db])
     captured = capsys.readouterr()
     return code, captured.out + captured.err
 
 
-def test_a_run_and_each_decision_anchor_the_head_outside_the_database(tmp_path: Path) -> None:
-    db = _reconciled(tmp_path)
+def test_a_run_and_each_decision_anchor_the_head_outside_the_database(
+    tmp_path: Path, db: str
+) -> None:
+    db = _reconciled(tmp_path, db)
     first = _anchors(db)
     assert [(a["seq"], a["hash"]) for a in first] == [_head(db)]
     assert _resolve(db, 1, "req-1") == 0
@@ -89,17 +146,17 @@ def test_a_run_and_each_decision_anchor_the_head_outside_the_database(tmp_path: 
 
 
 def test_a_chain_rewritten_with_recomputed_hashes_fails_naming_the_anchored_seq(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], db: str
 ) -> None:
-    db = _reconciled(tmp_path)
+    db = _reconciled(tmp_path, db)
     assert _resolve(db, 2, "req-2") == 0
     anchored_run = int(_anchors(db)[0]["seq"])  # type: ignore[call-overload]
     assert _verify(db, capsys)[0] == 0
-    # drop the triggers, edit a row, recompute every hash from it on, recreate the triggers
-    conn = sqlite3.connect(db)
-    with conn:
-        conn.execute("DROP TRIGGER audit_log_no_update")
-        conn.execute("DROP INDEX audit_log_prev_hash")
+    # with the update trigger out of the way, edit a row and recompute every hash from it on
+    # (on PostgreSQL the owner role: the one that could; the chain then holds by itself)
+    with _tampering(db, "audit_log_no_update") as conn:
+        if not is_postgres(db):
+            conn.execute("DROP INDEX audit_log_prev_hash")
         conn.execute("UPDATE audit_log SET actor = 'mallory' WHERE seq = ?", (anchored_run - 5,))
         prev = conn.execute(
             "SELECT hash FROM audit_log WHERE seq = ?", (anchored_run - 6,)
@@ -115,11 +172,13 @@ def test_a_chain_rewritten_with_recomputed_hashes_fails_naming_the_anchored_seq(
                 "UPDATE audit_log SET prev_hash = ?, hash = ? WHERE seq = ?", (prev, digest, seq)
             )
             prev = digest
-        conn.execute("CREATE UNIQUE INDEX audit_log_prev_hash ON audit_log (prev_hash)")
-        conn.execute(
-            "CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log"
-            " BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END"
-        )
+        if not is_postgres(db):
+            conn.execute("CREATE UNIQUE INDEX audit_log_prev_hash ON audit_log (prev_hash)")
+    conn = connect(db)
+    assert (
+        conn.execute("SELECT actor FROM audit_log WHERE seq = ?", (anchored_run - 5,)).fetchone()[0]
+        == "mallory"
+    )
     conn.close()
     code, text = _verify(db, capsys)
     assert code == 1
@@ -127,23 +186,21 @@ def test_a_chain_rewritten_with_recomputed_hashes_fails_naming_the_anchored_seq(
 
 
 def test_a_silent_update_of_an_exception_fails_naming_it(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], db: str
 ) -> None:
-    db = _reconciled(tmp_path)
-    conn = sqlite3.connect(db)
-    with conn:
+    db = _reconciled(tmp_path, db)
+    with _tampering(db) as conn:
         conn.execute("UPDATE exceptions SET status = 'RESOLVED' WHERE id = 3")
-    conn.close()
     code, text = _verify(db, capsys)
     assert code == 1
     assert "exception 3" in text and "status" in text
 
 
 def test_a_silent_reassignment_with_a_version_bump_is_caught_too(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], db: str
 ) -> None:
-    db = _reconciled(tmp_path)
-    people = ["users", "add", "ravi@example.in", "--role", "reviewer", "--db", str(db)]
+    db = _reconciled(tmp_path, db)
+    people = ["users", "add", "ravi@example.in", "--role", "reviewer", "--db", db]
     assert main(people) == 0
     assert (
         main(
@@ -152,7 +209,7 @@ def test_a_silent_reassignment_with_a_version_bump_is_caught_too(
                 "assign",
                 "4",
                 "--db",
-                str(db),
+                db,
                 "--assignee",
                 "ravi@example.in",
                 "--request-id",
@@ -162,20 +219,18 @@ def test_a_silent_reassignment_with_a_version_bump_is_caught_too(
         == 0
     )
     assert _verify(db, capsys)[0] == 0
-    conn = sqlite3.connect(db)
-    with conn:
+    with _tampering(db) as conn:
         conn.execute("UPDATE exceptions SET assignee = 'mallory' WHERE id = 4")
-    conn.close()
     code, text = _verify(db, capsys)
     assert code == 1 and "exception 4" in text and "assignee" in text
 
 
 def test_edited_or_cut_anchors_fail_verify(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], db: str
 ) -> None:
-    db = _reconciled(tmp_path)
+    db = _reconciled(tmp_path, db)
     assert _resolve(db, 1, "req-1") == 0
-    path = db.with_name(db.name + ".anchors") / f"{db.name}.anchors.jsonl"
+    path = _anchor_path(db)
     lines = path.read_text().splitlines()
     forged = json.loads(lines[0])
     forged["hash"] = "f" * 64
@@ -185,27 +240,25 @@ def test_edited_or_cut_anchors_fail_verify(
     path.write_text("\n".join(lines) + "\n")
     assert _verify(db, capsys)[0] == 0
     # the chain's tail cut off: the last anchored row is missing
-    conn = sqlite3.connect(db)
-    with conn:
-        conn.execute("DROP TRIGGER audit_log_no_delete")
+    with _tampering(db, "audit_log_no_delete") as conn:
         conn.execute("DELETE FROM audit_log WHERE seq = (SELECT MAX(seq) FROM audit_log)")
-        conn.execute(
-            "CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log"
-            " BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END"
-        )
-    conn.close()
     code, text = _verify(db, capsys)
     assert code == 1 and "cut off" in text
 
 
 def test_anchors_go_to_the_configured_folder_and_a_failed_anchor_stores_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], db: str
 ) -> None:
     elsewhere = tmp_path / "elsewhere"
     monkeypatch.setenv("RAZORRECON_ANCHOR_DIR", str(elsewhere))
-    db = _reconciled(tmp_path)
-    assert (elsewhere / f"{db.name}.anchors.jsonl").is_file()
-    assert not db.with_name(db.name + ".anchors").exists()
+    db = _reconciled(tmp_path, db)
+    if is_postgres(db):  # named after the server and database: <host>_<port>_<db>
+        [anchors] = elsewhere.iterdir()
+        assert anchors.name.endswith(f"_{db.rsplit('/', 1)[1]}.anchors.jsonl")
+        assert not (tmp_path / "pg-anchors").exists()
+    else:
+        assert (elsewhere / f"{Path(db).name}.anchors.jsonl").is_file()
+        assert not Path(db).with_name(Path(db).name + ".anchors").exists()
     code, text = _verify(db, capsys)
     assert code == 0 and "beside the database" not in text
     blocked = tmp_path / "a-file"
@@ -213,16 +266,16 @@ def test_anchors_go_to_the_configured_folder_and_a_failed_anchor_stores_nothing(
     monkeypatch.setenv("RAZORRECON_ANCHOR_DIR", str(blocked))
     assert _resolve(db, 1, "req-9") == 4  # the anchor could not be written: nothing stored
     assert "anchor" in capsys.readouterr().err
-    conn = sqlite3.connect(db)
+    conn = connect(db)
     status = conn.execute("SELECT status FROM exceptions WHERE id = 1").fetchone()[0]
     conn.close()
     assert status != "RESOLVED"
 
 
-def test_every_audit_export_carries_the_signed_head(tmp_path: Path) -> None:
-    db = _reconciled(tmp_path)
+def test_every_audit_export_carries_the_signed_head(tmp_path: Path, db: str) -> None:
+    db = _reconciled(tmp_path, db)
     out = tmp_path / "trail.jsonl"
-    assert main(["audit", "export", "--db", str(db), "--out", str(out)]) == 0
+    assert main(["audit", "export", "--db", db, "--out", str(out)]) == 0
     last = json.loads(out.read_text().splitlines()[-1])["anchor"]
     assert (last["seq"], last["hash"]) == _head(db)
     assert isinstance(last["hmac"], str) and len(last["hmac"]) == 64

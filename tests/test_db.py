@@ -27,6 +27,8 @@ def test_database_url_forms(monkeypatch: pytest.MonkeyPatch) -> None:
     assert database_path() == "razorrecon.sqlite"
 
 
+# SQLite only: journal_mode and foreign_keys are SQLite's per-connection PRAGMAs; PostgreSQL
+# always logs ahead and always enforces keys (test_a_row_pointing_at_no_parent_is_refused).
 @pytest.mark.sqlite_only
 def test_connection_uses_wal_and_foreign_keys(db_path: Path) -> None:
     conn = connect(db_path)
@@ -53,16 +55,30 @@ def test_transaction_rolls_back_on_error(conn: sqlite3.Connection) -> None:
     assert conn.execute("SELECT COUNT(*) FROM imports").fetchone()[0] == 0
 
 
-@pytest.mark.sqlite_only
 def test_audit_log_refuses_update_and_delete(conn: sqlite3.Connection) -> None:
-    conn.execute(
-        "INSERT INTO audit_log (created_at, actor, action, entity_type, entity_id,"
-        " payload_json, prev_hash, hash) VALUES (0, 'a', 'x', 't', '1', '{}', '', 'h1')"
-    )
-    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+    from core.audit import append
+    from core.db.backend import is_postgres
+
+    append(conn, actor="a", action="x", entity_type="t", entity_id="1", payload={})
+    # SQLite: the append-only triggers; PostgreSQL: the app role holds no such privilege
+    # (and the same triggers stop its owner: tests/test_db_postgres.py)
+    refused = "permission denied" if is_postgres(conn) else "append-only"
+    with pytest.raises(sqlite3.DatabaseError, match=refused):
         conn.execute("UPDATE audit_log SET actor = 'b'")
-    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+    with pytest.raises(sqlite3.DatabaseError, match=refused):
         conn.execute("DELETE FROM audit_log")
+    assert conn.execute("SELECT actor FROM audit_log").fetchall()[0][0] == "a"
+
+
+def test_a_row_pointing_at_no_parent_is_refused(conn: sqlite3.Connection) -> None:
+    with pytest.raises(sqlite3.IntegrityError, match=r"FOREIGN KEY|foreign key"):
+        conn.execute(
+            "INSERT INTO settlements (id, amount, status, created_at, import_id)"
+            " VALUES ('setl_x', 1, 'processed', 0, 99)"
+        )
+    if conn.in_transaction:
+        conn.rollback()
+    assert conn.execute("SELECT count(*) FROM settlements").fetchone()[0] == 0
 
 
 def test_postgresql_urls_are_served_as_they_are(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,5 +1,10 @@
 """Bulk writes through staging files (core.db.staging): the database ends up holding exactly
-what binding every value directly would have written, and nothing else."""
+what binding every value directly would have written, and nothing else.
+
+Staging files, ATTACH, WAL checkpoints and SQLite storage classes are SQLite's own: on
+PostgreSQL no staging file is ever written (core.db.staging.worth_staging), bulk rows go in
+by COPY (core.db.pg_bulk). So the staging tests stay on SQLite, each naming the PostgreSQL
+test at the end of this module that proves the same property of COPY."""
 
 from __future__ import annotations
 
@@ -124,6 +129,8 @@ def direct_store(
     conn.close()
 
 
+# SQLite only: staging files; on PostgreSQL see
+# test_postgresql_copy_stores_what_sqlite_direct_binding_writes.
 def test_staged_raw_tables_hold_exactly_what_direct_binding_writes(
     benchmark_folder: tuple[Path, int],
     tmp_path: Path,
@@ -145,6 +152,8 @@ def test_staged_raw_tables_hold_exactly_what_direct_binding_writes(
     staged.close()
 
 
+# SQLite only: staging files; on PostgreSQL see
+# test_db_postgres.test_copy_stores_a_repeated_key_once_with_its_last_values.
 def test_a_staged_table_with_a_repeated_key_is_written_by_upserts_instead(
     tmp_path: Path, staged_always: None, private_tmp: Path, staged_files: list[str]
 ) -> None:
@@ -177,6 +186,8 @@ def test_a_staged_table_with_a_repeated_key_is_written_by_upserts_instead(
     conn.close()
 
 
+# SQLite only: staging files; on PostgreSQL see
+# test_postgresql_copy_stores_what_sqlite_direct_binding_writes.
 def test_an_import_id_taken_while_staging_falls_back_to_direct_writes(
     benchmark_folder: tuple[Path, int],
     tmp_path: Path,
@@ -212,6 +223,8 @@ def test_an_import_id_taken_while_staging_falls_back_to_direct_writes(
     conn.close()
 
 
+# SQLite only: staging files; on PostgreSQL see
+# test_a_failed_copy_leaves_postgresql_as_it_was.
 def test_a_staging_folder_that_cannot_be_made_fails_closed_naming_tmpdir(
     benchmark_folder: tuple[Path, int],
     tmp_path: Path,
@@ -232,12 +245,16 @@ def test_a_staging_folder_that_cannot_be_made_fails_closed_naming_tmpdir(
     conn.close()
 
 
+# SQLite only: staging files; on PostgreSQL see
+# test_a_failed_copy_leaves_postgresql_as_it_was.
 def test_a_staging_file_that_cannot_be_written_is_a_storage_error(tmp_path: Path) -> None:
     table = StagedTable("t", ("CREATE TABLE t (n INTEGER)",), pa.table({"n": [1, 2]}))
     with pytest.raises(StorageError, match="could not write the staging file"):
         write_staged_file(tmp_path / "missing-folder" / "stage.sqlite", [table])
 
 
+# SQLite only: staging files; on PostgreSQL see
+# test_a_failed_copy_leaves_postgresql_as_it_was.
 def test_a_failed_writer_thread_leaves_the_database_and_temp_folder_clean(
     benchmark_folder: tuple[Path, int],
     tmp_path: Path,
@@ -263,6 +280,8 @@ def test_a_failed_writer_thread_leaves_the_database_and_temp_folder_clean(
     conn.close()
 
 
+# SQLite only: staging files; on PostgreSQL see
+# test_ingest_store.test_importing_the_same_files_again_is_a_no_op.
 def test_storing_the_same_content_again_stages_nothing(
     benchmark_folder: tuple[Path, int],
     tmp_path: Path,
@@ -312,6 +331,8 @@ def _pipeline(path: Path, folder: Path, as_of: int) -> dict[str, list[tuple[Any,
     return _tables_of(path)
 
 
+# SQLite only: staging files; on PostgreSQL see
+# test_postgresql_copy_stores_what_sqlite_direct_binding_writes.
 def test_a_staged_pipeline_run_stores_what_a_direct_one_does(
     benchmark_folder: tuple[Path, int],
     tmp_path: Path,
@@ -332,6 +353,8 @@ def test_a_staged_pipeline_run_stores_what_a_direct_one_does(
     assert list(private_tmp.iterdir()) == []
 
 
+# SQLite only: staging files; on PostgreSQL see
+# test_engine_cli.test_reconcile_with_db_stores_dataset_run_outcomes_and_exceptions.
 def test_persisting_a_run_again_after_staging_keeps_earlier_runs(
     benchmark_folder: tuple[Path, int], tmp_path: Path, staged_always: None
 ) -> None:
@@ -344,6 +367,7 @@ def test_persisting_a_run_again_after_staging_keeps_earlier_runs(
     conn.close()
 
 
+# SQLite only: WAL checkpoints are SQLite's PRAGMAs; PostgreSQL checkpoints by itself.
 def test_background_checkpoints_restore_the_connection_and_keep_every_commit(
     tmp_path: Path,
 ) -> None:
@@ -370,6 +394,7 @@ def test_background_checkpoints_restore_the_connection_and_keep_every_commit(
     reader.close()
 
 
+# SQLite only: WAL checkpoints are SQLite's PRAGMAs; PostgreSQL checkpoints by itself.
 def test_background_checkpoints_leave_an_in_memory_database_alone() -> None:
     conn = connect(":memory:")
     before = conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
@@ -379,6 +404,8 @@ def test_background_checkpoints_leave_an_in_memory_database_alone() -> None:
     conn.close()
 
 
+# SQLite only: staging files; on PostgreSQL see
+# test_postgresql_copy_stores_what_sqlite_direct_binding_writes.
 def test_outcomes_staged_under_a_run_id_taken_meanwhile_get_the_new_runs_id(
     benchmark_folder: tuple[Path, int], tmp_path: Path, private_tmp: Path
 ) -> None:
@@ -427,6 +454,8 @@ def _cli_reconcile(folder: Path, as_of: int, out: Path, db: Path) -> dict[str, A
     return _tables_of(db)
 
 
+# SQLite only: staging files; on PostgreSQL see
+# test_postgresql_copy_stores_what_sqlite_direct_binding_writes.
 def test_the_reconcile_command_stores_the_same_whether_staged_or_not(
     benchmark_folder: tuple[Path, int],
     tmp_path: Path,
@@ -446,3 +475,78 @@ def test_the_reconcile_command_stores_the_same_whether_staged_or_not(
     assert stored == direct
     assert (tmp_path / "staged.csv").read_bytes() == direct_csv
     assert list(private_tmp.iterdir()) == []
+
+
+# --- PostgreSQL: COPY instead of staging files (both tests are marked `postgres`). ---
+
+
+def _neutral(tables: dict[str, list[tuple[Any, ...]]]) -> dict[str, list[tuple[Any, ...]]]:
+    return {name: sorted(rows, key=repr) for name, rows in tables.items()}
+
+
+def _values(conn: sqlite3.Connection, columns: dict[str, list[str]]) -> dict[str, Any]:
+    """What a pipeline run leaves, by value only (no rowids, no storage classes)."""
+    tables: dict[str, list[tuple[Any, ...]]] = {
+        "exceptions": [
+            tuple(r)
+            for r in conn.execute(
+                "SELECT id, entity_type, entity_id, reason_code, status, exposure_class,"
+                " exposure_amount, last_run_id FROM exceptions ORDER BY id"
+            )
+        ],
+        "audit": [tuple(r) for r in conn.execute("SELECT action, entity_id FROM audit_log")],
+        "runs": [tuple(r) for r in conn.execute("SELECT id, status FROM runs")],
+    }
+    for table, names in columns.items():
+        tables[table] = [tuple(r) for r in conn.execute(f"SELECT {', '.join(names)} FROM {table}")]
+    return _neutral(tables)
+
+
+@pytest.mark.postgres
+def test_postgresql_copy_stores_what_sqlite_direct_binding_writes(
+    benchmark_folder: tuple[Path, int], tmp_path: Path, pg_url: str
+) -> None:
+    folder, as_of = benchmark_folder
+    lite = _database(tmp_path / "direct.sqlite")
+    columns = {
+        table: [str(r[1]) for r in lite.execute(f"PRAGMA table_info({table})")]
+        for table in (*RAW_TABLES, "outcomes")
+    }
+    reconcile_folder_into_db(lite, folder, params=EngineParams(), as_of=as_of)
+    pg = connect(pg_url)
+    reconcile_folder_into_db(pg, folder, params=EngineParams(), as_of=as_of)
+    direct, copied = _values(lite, columns), _values(pg, columns)
+    assert len(copied["outcomes"]) > 1_500 and copied["exceptions"]
+    for name, rows in direct.items():
+        assert copied[name] == rows, name
+    lite.close()
+    pg.close()
+
+
+@pytest.mark.postgres
+def test_a_failed_copy_leaves_postgresql_as_it_was(
+    benchmark_folder: tuple[Path, int], monkeypatch: pytest.MonkeyPatch, pg_url: str
+) -> None:
+    from core.db.backend import PgConnection
+
+    real = PgConnection.copy_rows
+    copied: list[str] = []
+
+    def second_fails(self: PgConnection, table: str, columns: Any, rows: Any) -> int:
+        copied.append(table)
+        if len(copied) == 2:  # the first table went in; the second breaks half-way
+            rows = iter(rows)
+            real(self, table, columns, [next(rows)])
+            raise StorageError(f"COPY into {table} failed")
+        return real(self, table, columns, rows)
+
+    monkeypatch.setattr(PgConnection, "copy_rows", second_fails)
+    conn = connect(pg_url)
+    dataset, report = load_dataset(benchmark_folder[0])
+    with pytest.raises(StorageError, match="COPY into"):
+        store_dataset(conn, dataset, source="files", location="x", content_hash=report.content_hash)
+    assert len(copied) == 2
+    assert not conn.in_transaction
+    for table in (*RAW_TABLES, "imports"):
+        assert conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0, table
+    conn.close()

@@ -20,12 +20,18 @@ from core.engine import EngineParams, reconcile
 from core.engine.cli import parse_as_of
 from core.ingest import import_dataset, load_dataset
 from core.pipeline import reconcile_database, reconcile_folder_into_db
-from tests.conftest import ROOT, SPEC_EXAMPLE
+from tests.conftest import ROOT, SPEC_EXAMPLE, database_rows, is_postgres
 from tests.engine_support import ts
 
 DATASET = SPEC_EXAMPLE / "dataset"
 AS_OF_TEXT = "2026-06-30T23:59:59+05:30"
 AS_OF = ts(AS_OF_TEXT)
+
+
+@pytest.fixture
+def conn(db_conn: sqlite3.Connection) -> sqlite3.Connection:
+    """This module's database tests run on SQLite and on PostgreSQL (tests/conftest.py)."""
+    return db_conn
 
 
 def _expected() -> pd.DataFrame:
@@ -73,9 +79,11 @@ def test_reconcile_runs_as_a_module(tmp_path: Path) -> None:
     assert header[0] == "entity_type" and header[-1] == "match_method"
 
 
-def test_reconcile_with_db_stores_dataset_run_outcomes_and_exceptions(tmp_path: Path) -> None:
-    out, db = tmp_path / "results.csv", tmp_path / "recon.sqlite"
-    args = ["reconcile", str(DATASET), "--out", str(out), "--as-of", AS_OF_TEXT, "--db", str(db)]
+def test_reconcile_with_db_stores_dataset_run_outcomes_and_exceptions(
+    tmp_path: Path, db_url: str
+) -> None:
+    out, db = tmp_path / "results.csv", db_url
+    args = ["reconcile", str(DATASET), "--out", str(out), "--as-of", AS_OF_TEXT, "--db", db]
     assert main(args) == 0
     conn = connect(db)
     try:
@@ -104,7 +112,7 @@ def test_reconcile_with_db_stores_dataset_run_outcomes_and_exceptions(tmp_path: 
 
 
 def test_bad_input_exits_2_naming_file_line_column_and_writes_nothing(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], db_url: str
 ) -> None:
     folder = tmp_path / "dataset"
     shutil.copytree(DATASET, folder)
@@ -112,30 +120,37 @@ def test_bad_input_exits_2_naming_file_line_column_and_writes_nothing(
     lines[3] = lines[3].replace(",94991438,", ",9499x438,")
     (folder / "settlements.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     out, db = tmp_path / "out" / "results.csv", tmp_path / "out" / "recon.sqlite"
-    code = main(["reconcile", str(folder), "--out", str(out), "--db", str(db)])
+    # SQLite: no database file may appear; PostgreSQL: every row stays as it was
+    target = db_url if is_postgres(db_url) else str(db)
+    before = database_rows(db_url)
+    code = main(["reconcile", str(folder), "--out", str(out), "--db", target])
     assert code == 2
     assert "settlements.csv:4:amount" in capsys.readouterr().err
     assert not out.exists() and not db.exists()
+    assert database_rows(db_url) == before
 
 
-def test_bad_input_leaves_an_existing_database_and_results_untouched(tmp_path: Path) -> None:
-    out, db = tmp_path / "results.csv", tmp_path / "recon.sqlite"
+def test_bad_input_leaves_an_existing_database_and_results_untouched(
+    tmp_path: Path, db_url: str
+) -> None:
+    out, db = tmp_path / "results.csv", db_url
     assert (
-        main(["reconcile", str(DATASET), "--out", str(out), "--as-of", AS_OF_TEXT, "--db", str(db)])
-        == 0
+        main(["reconcile", str(DATASET), "--out", str(out), "--as-of", AS_OF_TEXT, "--db", db]) == 0
     )
-    before_csv, before_db = out.read_bytes(), db.stat().st_size
+    before_csv, before_rows = out.read_bytes(), database_rows(db)
+    before_size = None if is_postgres(db) else Path(db).stat().st_size
     folder = tmp_path / "dataset"
     shutil.copytree(DATASET, folder)
     (folder / "payments.json").unlink()
-    assert main(["reconcile", str(folder), "--out", str(out), "--db", str(db)]) == 2
+    assert main(["reconcile", str(folder), "--out", str(out), "--db", db]) == 2
     assert out.read_bytes() == before_csv
     conn = connect(db)
     try:
         assert len(db_runs.list_runs(conn)) == 1
     finally:
         conn.close()
-    assert db.stat().st_size == before_db
+    assert database_rows(db) == before_rows
+    assert before_size is None or Path(db).stat().st_size == before_size
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from core.dataset import BANK_COLUMNS, empty_frame
 from core.db import connect
 from core.ingest.bank import parse_bank_statement
 
-from .conftest import FIXTURES, SPEC_EXAMPLE
+from .conftest import FIXTURES, SPEC_EXAMPLE, database_rows, is_postgres
 
 BANK = FIXTURES / "bank"
 
@@ -180,13 +180,13 @@ def test_page_furniture_never_joins_a_narration() -> None:
 
 
 def test_importing_a_multi_page_statement_reports_the_skipped_headers(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], db_url: str
 ) -> None:
     folder = tmp_path / "dataset"
     shutil.copytree(SPEC_EXAMPLE / "dataset", folder)
     shutil.copyfile(BANK / "icici_pages.csv", folder / "bank_statement.csv")
-    db = tmp_path / "recon.sqlite"
-    assert main(["import", str(folder), "--db", str(db)]) == 0
+    db = db_url
+    assert main(["import", str(folder), "--db", db]) == 0
     out = capsys.readouterr().out
     assert "bank_statement.csv: 8 rows, csv, layout ICICI" in out
     assert "    warning: skipped 2 repeated header lines: 11, 18" in out
@@ -197,17 +197,19 @@ def test_importing_a_multi_page_statement_reports_the_skipped_headers(
 
 
 def test_a_near_header_line_refuses_the_import_with_file_line_and_column(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], db_url: str
 ) -> None:
     folder = tmp_path / "dataset"
     shutil.copytree(SPEC_EXAMPLE / "dataset", folder)
     data = _replace_line("hdfc_pages.csv", 18, "Withdrawal Amt.", "Withdrawals")
     (folder / "bank_statement.csv").write_bytes(data)
-    db = tmp_path / "recon.sqlite"
-    assert main(["import", str(folder), "--db", str(db)]) == 2
+    db = tmp_path / "new.sqlite"  # SQLite: must not appear; PostgreSQL: rows stay as they were
+    before = database_rows(db_url)
+    assert main(["import", str(folder), "--db", db_url if is_postgres(db_url) else str(db)]) == 2
     assert capsys.readouterr().err == (
         "error: bank_statement.csv:18:Withdrawal Amt.: not a transaction: repeats the header "
         "of line 8 but has 'Withdrawals' where the header has 'Withdrawal Amt.'; only an "
         "exact repeat of the header is skipped\n"
     )
     assert not db.exists()
+    assert database_rows(db_url) == before

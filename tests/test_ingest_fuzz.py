@@ -1,6 +1,9 @@
 """Fuzzed input: whatever the files hold, `python -m core import` exits 0 or 2, never with a
 traceback, and a refused import never writes (no database file made, an existing one left
-byte-identical). Generated malformed CSV and JSON, and mutations of real fixtures."""
+byte-identical; on PostgreSQL every row of every table as it was). Generated malformed CSV
+and JSON, and mutations of real fixtures. PostgreSQL runs the first few examples only
+(PG_EXAMPLES): the same importer, so what it adds is the database's side of "nothing
+written", not more input shapes."""
 
 from __future__ import annotations
 
@@ -11,13 +14,14 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.__main__ import main
 from core.db import connect, migrate
 
-from .conftest import FIXTURES, SPEC_EXAMPLE
+from .conftest import FIXTURES, SPEC_EXAMPLE, database_rows
 
 SPEC_DATASET = SPEC_EXAMPLE / "dataset"
 API_JSON = FIXTURES / "real_exports" / "api_json"
@@ -29,22 +33,45 @@ FUZZ = settings(
 )
 
 
-def _import_exit_code(folder: Path, db: Path) -> int:
+PG_EXAMPLES = 4
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def pg(request: pytest.FixtureRequest) -> str | None:
+    """None: each example gets its own SQLite file; else one PostgreSQL database (a URL)
+    that every example of the test imports into, holding whatever earlier ones stored."""
+    return str(request.getfixturevalue("pg_url")) if request.param == "postgres" else None
+
+
+def _fuzz(pg: str | None) -> settings:
+    return settings(FUZZ, max_examples=FUZZ.max_examples if pg is None else PG_EXAMPLES)
+
+
+def _import_exit_code(folder: Path, db: str) -> int:
     """The importer in-process, as the command line runs it; output swallowed."""
     sink = io.StringIO()
     with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
         try:
-            return main(["import", str(folder), "--db", str(db)])
+            return main(["import", str(folder), "--db", db])
         except SystemExit as exit_:  # argparse; never expected here
             return int(exit_.code or 0)
 
 
-def _check(template: Path, name: str, data: bytes, existing_db: bool) -> None:
+def _check(
+    template: Path, name: str, data: bytes, existing_db: bool, pg: str | None = None
+) -> None:
     """Put `data` in a copy of `template` as `name`, import it: 0, or 2 and nothing written."""
     with tempfile.TemporaryDirectory(prefix="razorrecon-fuzz-") as work:
         folder = Path(work) / "dataset"
         shutil.copytree(template, folder)
         (folder / name).write_bytes(data)
+        if pg is not None:  # a PostgreSQL database always exists: every row stays as it was
+            rows = database_rows(pg)
+            code = _import_exit_code(folder, pg)
+            assert code in (0, 2)
+            if code == 2:
+                assert database_rows(pg) == rows
+            return
         db = Path(work) / "fuzz.sqlite"
         before = b""
         if existing_db:
@@ -52,7 +79,7 @@ def _check(template: Path, name: str, data: bytes, existing_db: bool) -> None:
             migrate(conn)
             conn.close()
             before = db.read_bytes()
-        code = _import_exit_code(folder, db)
+        code = _import_exit_code(folder, str(db))
         assert code in (0, 2)
         if code == 2:
             if existing_db:
@@ -158,29 +185,35 @@ def mutated(draw: st.DrawFn, data: bytes) -> bytes:
     return data
 
 
-@FUZZ
-@given(
-    data=malformed_csv(), name=st.sampled_from(["payments.csv", "refunds.csv"]), db=st.booleans()
-)
-def test_generated_malformed_csv_exits_0_or_2_and_never_writes_on_2(
-    data: bytes, name: str, db: bool
-) -> None:
-    folder = Path(tempfile.mkdtemp(prefix="razorrecon-fuzz-template-"))
-    try:
-        for path in SPEC_DATASET.iterdir():
-            if not path.name.startswith("payments"):
-                shutil.copy(path, folder / path.name)
-        if name != "payments.csv":
-            shutil.copy(SPEC_DATASET / "payments.json", folder / "payments.json")
-        _check(folder, name, data, db)
-    finally:
-        shutil.rmtree(folder)
+def test_generated_malformed_csv_exits_0_or_2_and_never_writes_on_2(pg: str | None) -> None:
+    @_fuzz(pg)
+    @given(
+        data=malformed_csv(),
+        name=st.sampled_from(["payments.csv", "refunds.csv"]),
+        db=st.booleans(),
+    )
+    def check(data: bytes, name: str, db: bool) -> None:
+        folder = Path(tempfile.mkdtemp(prefix="razorrecon-fuzz-template-"))
+        try:
+            for path in SPEC_DATASET.iterdir():
+                if not path.name.startswith("payments"):
+                    shutil.copy(path, folder / path.name)
+            if name != "payments.csv":
+                shutil.copy(SPEC_DATASET / "payments.json", folder / "payments.json")
+            _check(folder, name, data, db, pg)
+        finally:
+            shutil.rmtree(folder)
+
+    check()
 
 
-@FUZZ
-@given(data=malformed_json(), db=st.booleans())
-def test_generated_malformed_json_exits_0_or_2_and_never_writes_on_2(data: bytes, db: bool) -> None:
-    _check(SPEC_DATASET, "payments.json", data, db)
+def test_generated_malformed_json_exits_0_or_2_and_never_writes_on_2(pg: str | None) -> None:
+    @_fuzz(pg)
+    @given(data=malformed_json(), db=st.booleans())
+    def check(data: bytes, db: bool) -> None:
+        _check(SPEC_DATASET, "payments.json", data, db, pg)
+
+    check()
 
 
 FIXTURE_FILES = [
@@ -189,11 +222,12 @@ FIXTURE_FILES = [
 ]
 
 
-@FUZZ
-@given(choice=st.sampled_from(FIXTURE_FILES), db=st.booleans(), data=st.data())
-def test_mutated_real_fixtures_exit_0_or_2_and_never_write_on_2(
-    choice: tuple[Path, str], db: bool, data: st.DataObject
-) -> None:
-    template, name = choice
-    original = (template / name).read_bytes()
-    _check(template, name, data.draw(mutated(original)), db)
+def test_mutated_real_fixtures_exit_0_or_2_and_never_write_on_2(pg: str | None) -> None:
+    @_fuzz(pg)
+    @given(choice=st.sampled_from(FIXTURE_FILES), db=st.booleans(), data=st.data())
+    def check(choice: tuple[Path, str], db: bool, data: st.DataObject) -> None:
+        template, name = choice
+        original = (template / name).read_bytes()
+        _check(template, name, data.draw(mutated(original)), db, pg)
+
+    check()

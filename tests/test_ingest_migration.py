@@ -53,6 +53,9 @@ def _rows(conn: sqlite3.Connection, table: str) -> list[tuple[object, ...]]:
     return [tuple(r) for r in conn.execute(f"SELECT rowid, * FROM {table} ORDER BY rowid")]
 
 
+# SQLite only: upgrades a SQLite file made before 0010 (rowids, PRAGMA index_list); no
+# PostgreSQL database predates 0010 (the backend arrived with every twin at once);
+# test_raw_keys_refuse_a_second_row_with_the_same_key proves 0010's keys on both backends.
 def test_0010_keeps_every_row_and_rowid_and_keys_stay_unique(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -95,8 +98,26 @@ def test_0010_keeps_every_row_and_rowid_and_keys_stay_unique(
     conn.close()
 
 
-def test_null_keys_are_refused_after_0010(conn: sqlite3.Connection) -> None:
-    with pytest.raises(sqlite3.IntegrityError, match="NOT NULL"):
-        conn.execute(
+def test_null_keys_are_refused_after_0010(db_conn: sqlite3.Connection) -> None:
+    with pytest.raises(sqlite3.IntegrityError, match=r"NOT NULL|not-null"):
+        db_conn.execute(
             "INSERT INTO settlements (id, amount, status, created_at) VALUES (NULL, 1, 'x', 0)"
         )
+
+
+def test_raw_keys_refuse_a_second_row_with_the_same_key(db_conn: sqlite3.Connection) -> None:
+    import_dataset(db_conn, DATASET)
+    for table, key in KEYS.items():
+        first = db_conn.execute(f"SELECT {key} FROM {table} ORDER BY {key} LIMIT 1").fetchone()[0]
+        before = db_conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        row = db_conn.execute(f"SELECT * FROM {table} WHERE {key} = ?", (first,)).fetchone()
+        names = [n for n in row.keys() if n != "row_order"]  # noqa: SIM118 (row_order: PG)
+        values = [row[n] for n in names]
+        insert = (
+            f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' for _ in names)})"
+        )
+        with pytest.raises(sqlite3.IntegrityError, match=r"UNIQUE|unique|duplicate"):
+            db_conn.execute(insert, values)
+        if db_conn.in_transaction:
+            db_conn.rollback()
+        assert db_conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == before

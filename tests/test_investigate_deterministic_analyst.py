@@ -27,16 +27,32 @@ AS_OF = "2026-06-30T23:59:59+05:30"
 DEFAULT = Policy()
 
 
-@pytest.fixture(scope="module")
-def spec_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sqlite3.Connection]:
-    path = tmp_path_factory.mktemp("spec") / "razorrecon.sqlite"
-    conn = connect(path)
-    migrate(conn)
+@pytest.fixture(
+    scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def spec_db(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[sqlite3.Connection]:
+    """The spec example reconciled once per module, on SQLite and on PostgreSQL (the
+    session's server, a database of its own: tests/conftest.py's pg_url, module-wide)."""
+    name = ""
+    if request.param == "postgres":
+        from tests.postgres_server import PostgresServer
+
+        server = request.getfixturevalue("postgres_server")
+        assert isinstance(server, PostgresServer)
+        name = server.fresh_database()
+        conn = connect(server.url(name))
+    else:
+        conn = connect(tmp_path_factory.mktemp("spec") / "razorrecon.sqlite")
+        migrate(conn)
     reconcile_folder_into_db(
         conn, SPEC_EXAMPLE / "dataset", params=EngineParams(), as_of=parse_as_of(AS_OF)
     )
     yield conn
     conn.close()
+    if name:
+        server.release_database(name)
 
 
 def _exception_ids(conn: sqlite3.Connection) -> dict[str, int]:

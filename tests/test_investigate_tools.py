@@ -11,6 +11,7 @@ import pytest
 
 from core.db import connect
 from core.db import investigate as db
+from core.db.backend import is_postgres
 from core.investigate import ALLOWED_TOOLS, EvidenceTools, ToolRefused
 from core.investigate.tools import run_context
 from tests import investigate_world as world
@@ -46,12 +47,15 @@ def test_the_allow_list_is_exactly_the_read_only_evidence_tools() -> None:
     } == ALLOWED_TOOLS
 
 
-@pytest.mark.sqlite_only  # PRAGMA query_only; test_db_postgres proves PostgreSQL's
 def test_the_tools_connection_cannot_write(seeded: sqlite3.Connection) -> None:
     with db.read_only(seeded) as ro:
-        with pytest.raises(sqlite3.OperationalError, match=r"readonly|read-only"):
+        # SQLite: PRAGMA query_only; PostgreSQL: a READ ONLY transaction
+        with pytest.raises(sqlite3.DatabaseError, match=r"readonly|read-only"):
             ro.execute("UPDATE exceptions SET status = 'RESOLVED'")
-        assert ro.execute("PRAGMA query_only").fetchone()[0] == 1
+        if not is_postgres(seeded):
+            assert ro.execute("PRAGMA query_only").fetchone()[0] == 1
+    statuses = seeded.execute("SELECT DISTINCT status FROM exceptions").fetchall()
+    assert "RESOLVED" not in {r[0] for r in statuses}
 
 
 def test_an_in_memory_database_is_switched_to_query_only_and_back() -> None:

@@ -94,43 +94,44 @@ def test_reconcile_out_a_folder_is_refused(tmp_path: Path, capsys: pytest.Captur
     assert folder.is_dir() and not list(folder.iterdir())
 
 
-def _audited_db(tmp_path: Path) -> Path:
-    db = tmp_path / "r.sqlite"
+def _audited_db(tmp_path: Path, db_url: str) -> str:
     args = ["reconcile", str(DATASET), "--out", str(tmp_path / "r.csv"), "--as-of", AS_OF]
-    assert main([*args, "--db", str(db)]) == 0
-    return db
+    assert main([*args, "--db", db_url]) == 0
+    return db_url
 
 
-def test_audit_export_into_a_fifo_and_a_device_link_never_replaces_them(tmp_path: Path) -> None:
-    db = _audited_db(tmp_path)
+def test_audit_export_into_a_fifo_and_a_device_link_never_replaces_them(
+    tmp_path: Path, db_url: str
+) -> None:
+    db = _audited_db(tmp_path, db_url)
     fifo = tmp_path / "trail.fifo"
     os.mkfifo(fifo)
     got: list[bytes] = []
     reader = _reader(fifo, got)
-    assert main(["audit", "export", "--db", str(db), "--out", str(fifo)]) == 0
+    assert main(["audit", "export", "--db", db, "--out", str(fifo)]) == 0
     reader.join(30)
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     assert got[0].startswith(b"seq,created_at")
     link = tmp_path / "trail.jsonl"
     device = _device(tmp_path)
     link.symlink_to(device)
-    assert main(["audit", "export", "--db", str(db), "--out", str(link)]) == 0
+    assert main(["audit", "export", "--db", db, "--out", str(link)]) == 0
     assert link.is_symlink() and stat.S_ISCHR(os.stat(device).st_mode)
 
 
-def test_audit_export_to_a_folder_is_refused(tmp_path: Path) -> None:
-    db = _audited_db(tmp_path)
+def test_audit_export_to_a_folder_is_refused(tmp_path: Path, db_url: str) -> None:
+    db = _audited_db(tmp_path, db_url)
     folder = tmp_path / "trail.csv"
     folder.mkdir()
-    assert main(["audit", "export", "--db", str(db), "--out", str(folder)]) == 2
+    assert main(["audit", "export", "--db", db, "--out", str(folder)]) == 2
     assert folder.is_dir()
 
 
-def test_razorpay_export_refuses_a_device_as_out_dir(tmp_path: Path) -> None:
-    db = _audited_db(tmp_path)
+def test_razorpay_export_refuses_a_device_as_out_dir(tmp_path: Path, db_url: str) -> None:
+    db = _audited_db(tmp_path, db_url)
     fifo = tmp_path / "out.fifo"
     os.mkfifo(fifo)
-    assert main(["export", str(fifo), "--db", str(db)]) == 2
+    assert main(["export", str(fifo), "--db", db]) == 2
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import sqlite3
 import zipfile
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 from core.__main__ import main
 from core.audit import verify
 from core.db import connect
+from core.db.backend import is_postgres
 from core.errors import InputError, RefusedError
 from core.review import (
     NewAttachment,
@@ -222,7 +224,6 @@ def test_a_comment_is_audited_with_body_hash_and_file_hashes_and_the_chain_verif
     assert verify(conn).ok
 
 
-@pytest.mark.sqlite_only
 def test_the_database_refuses_to_change_or_delete_a_comment_or_an_attachment(
     conn: sqlite3.Connection,
 ) -> None:
@@ -230,14 +231,24 @@ def test_the_database_refuses_to_change_or_delete_a_comment_or_an_attachment(
     add_comment(
         conn, exc, actor=ASHA, body="original", request_id="c1", attachments=[("a.png", PNG_BYTES)]
     )
-    for statement in (
-        "UPDATE review_comments SET body = 'rewritten'",
-        "DELETE FROM review_comments",
-        "UPDATE review_attachments SET content = x'00', size = 1",
-        "DELETE FROM review_attachments",
-    ):
-        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
-            conn.execute(statement)
+    statements: list[tuple[str, tuple[object, ...]]] = [
+        ("UPDATE review_comments SET body = 'rewritten'", ()),
+        ("DELETE FROM review_comments", ()),
+        ("UPDATE review_attachments SET content = ?, size = 1", (b"\x00",)),
+        ("DELETE FROM review_attachments", ()),
+    ]
+    # SQLite: the triggers; PostgreSQL: the app role lacks the privilege, and the same
+    # triggers stop the owner role
+    editors = [conn]
+    if is_postgres(conn):
+        editors.append(connect(os.environ["DATABASE_OWNER_URL"]))
+    for editor in editors:
+        refused = "permission denied" if editor is conn and is_postgres(conn) else "append-only"
+        for statement, params in statements:
+            with pytest.raises(sqlite3.DatabaseError, match=refused):
+                editor.execute(statement, params)
+    for editor in editors[1:]:
+        editor.close()
     (kept,) = list_comments(conn, exc)
     assert kept.body == "original" and attachment(conn, kept.attachments[0].id) == PNG_BYTES
 
