@@ -568,6 +568,7 @@ def reconcile_day_into_db(
     new run leaves a snapshot for the next day (docs/engine.md, "Stored incremental
     runs")."""
     from core.books.store import pricing_plans
+    from core.db.backend import is_postgres
     from core.db.runs import latest_completed_run, read_outcome_frame, record_run_kind
     from core.engine.incremental import (
         merge_rows,
@@ -609,42 +610,74 @@ def reconcile_day_into_db(
         scope, kind, base_id = {"reason": reason}, "full", None
     scope["read_from"] = read_from
     timings["reconcile_s"] = round(time.perf_counter() - started, 3)
-    began = time.perf_counter()
-    imported = store_dataset(
-        conn,
-        day,
-        source=source,
-        location=str(folder),
-        content_hash=loaded.report.content_hash,
-        replace=False,
-        files=loaded.report.files,
-    )
-    timings["store_dataset_s"] = round(time.perf_counter() - began, 3)
-    hashes = {**loaded.input_hashes, "pricing": pricing_hash}
-    stored_run = _persist_and_sync(
-        conn, outcomes, params, as_of, source, hashes, timings, carry=carry
-    )
-    record_run_kind(conn, stored_run.run_id, kind=kind, base_run_id=base_id, scope=scope)
-    if keep_in is not None and imported.import_id is not None:
-        stored_run = _leave_snapshot(conn, keep_in, stored_run, imported.import_id, merged)
+    with ExitStack() as writing:
+        if not is_postgres(conn):  # WAL pages moved to the file on another thread
+            writing.enter_context(background_checkpoints(conn))
+        snapshot: Future[Any] | None = None
+        if keep_in is not None:  # written on a thread while the run is stored
+            writer = writing.enter_context(ThreadPoolExecutor(1, "snapshot"))
+            snapshot = writer.submit(_snapshot_files, keep_in, merged, outcomes)
+            writing.callback(_discard_unnamed, snapshot)
+        began = time.perf_counter()
+        imported = store_dataset(
+            conn,
+            day,
+            source=source,
+            location=str(folder),
+            content_hash=loaded.report.content_hash,
+            replace=False,
+            files=loaded.report.files,
+        )
+        timings["store_dataset_s"] = round(time.perf_counter() - began, 3)
+        hashes = {**loaded.input_hashes, "pricing": pricing_hash}
+        stored_run = _persist_and_sync(
+            conn, outcomes, params, as_of, source, hashes, timings, carry=carry
+        )
+        record_run_kind(conn, stored_run.run_id, kind=kind, base_run_id=base_id, scope=scope)
+        if snapshot is not None:
+            stored_run = _leave_snapshot(conn, snapshot, stored_run, imported.import_id)
     return DayRunResult(run=stored_run, kind=kind, base_run_id=base_id, scope=scope)
 
 
-def _leave_snapshot(
-    conn: sqlite3.Connection, folder: Path, run: RunResult, import_id: int, merged: Dataset
-) -> RunResult:
-    """Write the run's snapshot (the merged raw tables, its outcomes) and record it; a
-    folder that cannot be written costs the next day a read of the tables, nothing else."""
-    from core.db.runs import record_snapshot, update_timings
-    from core.snapshots import write_snapshot
+def _snapshot_files(folder: Path, merged: Dataset, outcomes: pd.DataFrame) -> Any:
+    """The run's snapshot files, written before the run has an id (None when the folder
+    cannot be written: the next day reads the tables)."""
+    from core.snapshots import write_files
 
     began = time.perf_counter()
     try:
-        record = write_snapshot(
-            folder, run.run_id, import_id, _bank_in_read_order(merged), run.outcomes
-        )
+        return write_files(folder, _bank_in_read_order(merged), outcomes), began
     except OSError:
-        record = None
+        return None, began
+
+
+def _discard_unnamed(pending: Future[Any]) -> None:
+    """Remove snapshot files a failed run never named (named ones are gone already)."""
+    from core.snapshots import discard
+
+    written, _ = pending.result()
+    if written is not None:
+        discard(written)
+
+
+def _leave_snapshot(
+    conn: sqlite3.Connection, pending: Future[Any], run: RunResult, import_id: int | None
+) -> RunResult:
+    """Name the snapshot files after the stored run and record them (or record none: a
+    snapshot is a cache, its failure costs the next day a read of the tables)."""
+    from core.db.runs import record_snapshot, update_timings
+    from core.snapshots import discard, name_files
+
+    written, began = pending.result()
+    record = None
+    if written is not None:
+        try:
+            if import_id is not None:
+                record = name_files(written, run.run_id, import_id)
+        except OSError:
+            record = None
+        finally:
+            discard(written)
     record_snapshot(conn, run.run_id, record)
     timings = {**run.timings, "snapshot_s": round(time.perf_counter() - began, 3)}
     update_timings(conn, run.run_id, timings)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,16 +60,62 @@ def _encode(frame: pd.DataFrame) -> bytes:
     return bytes(sink.getvalue())
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Write `data` to `path` through a temporary file in the same folder, renamed over
-    `path` only when that is absent or a regular file."""
-    if path.exists() and (path.is_symlink() or not path.is_file()):
-        raise OSError(f"{path} exists and is not a regular file")
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
+@dataclass(frozen=True)
+class Written:
+    """Snapshot files written before their run had an id (`write_files`): table ->
+    (temporary file, sha256)."""
+
+    folder: Path
+    files: dict[str, tuple[Path, str]]
+    has_bank_statement: bool
+
+
+def write_files(folder: Path, dataset: Dataset, outcomes: pd.DataFrame) -> Written:
+    """Write the frames to temporary files in `folder` (created if missing), hashing them;
+    `name_files` gives them their run's names. Touches no database: any thread may call
+    it (the run is stored meanwhile)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    frames: dict[str, pd.DataFrame] = {t: getattr(dataset, t) for t in DATASET_TABLES}
+    frames["outcomes"] = outcomes
+
+    def write(table: str) -> tuple[str, tuple[Path, str]]:
+        data = _encode(frames[table])
+        digest = hashlib.sha256(data).hexdigest()
+        temporary = folder / f".pending.{os.getpid()}.{table}.{digest[:16]}.arrow"
         temporary.write_bytes(data)
+        return table, (temporary, digest)
+
+    with ThreadPoolExecutor(2) as pool:  # hashing and writing release the GIL
+        files = dict(pool.map(write, SNAPSHOT_TABLES))
+    return Written(folder, files, bool(dataset.has_bank_statement))
+
+
+def name_files(written: Written, run_id: int, import_id: int) -> dict[str, Any]:
+    """Rename written files to run `run_id`'s names (over regular files only), remove
+    other runs' snapshot files; returns the record for the run's snapshot_json."""
+    files: dict[str, dict[str, str]] = {}
+    for table, (temporary, digest) in written.files.items():
+        name = f"run-{run_id}.{table}.{digest[:16]}.arrow"
+        path = written.folder / name
+        if path.exists() and (path.is_symlink() or not path.is_file()):
+            raise OSError(f"{path} exists and is not a regular file")
         os.replace(temporary, path)
-    finally:
+        files[table] = {"file": name, "sha256": digest}
+    kept = {entry["file"] for entry in files.values()}
+    for path in written.folder.iterdir():
+        if _NAME.match(path.name) and path.name not in kept and path.is_file():
+            path.unlink(missing_ok=True)
+    return {
+        "version": VERSION,
+        "import_id": int(import_id),
+        "has_bank_statement": written.has_bank_statement,
+        "files": files,
+    }
+
+
+def discard(written: Written) -> None:
+    """Remove written files that will not be named (the run failed)."""
+    for temporary, _ in written.files.values():
         temporary.unlink(missing_ok=True)
 
 
@@ -80,30 +125,11 @@ def write_snapshot(
     """Write the frames of run `run_id` to `folder` (created if missing); returns the
     record to store in the run's snapshot_json. Other runs' snapshot files are removed
     afterwards (only the latest run's is ever used)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    frames: dict[str, pd.DataFrame] = {t: getattr(dataset, t) for t in DATASET_TABLES}
-    frames["outcomes"] = outcomes
-    files: dict[str, dict[str, str]] = {}
-
-    def write(table: str) -> tuple[str, dict[str, str]]:
-        data = _encode(frames[table])
-        digest = hashlib.sha256(data).hexdigest()
-        name = f"run-{run_id}.{table}.{digest[:16]}.arrow"
-        _write_atomically(folder / name, data)
-        return table, {"file": name, "sha256": digest}
-
-    with ThreadPoolExecutor(2) as pool:  # hashing and writing release the GIL
-        files = dict(pool.map(write, SNAPSHOT_TABLES))
-    kept = {entry["file"] for entry in files.values()}
-    for path in folder.iterdir():
-        if _NAME.match(path.name) and path.name not in kept and path.is_file():
-            path.unlink(missing_ok=True)
-    return {
-        "version": VERSION,
-        "import_id": int(import_id),
-        "has_bank_statement": bool(dataset.has_bank_statement),
-        "files": files,
-    }
+    written = write_files(folder, dataset, outcomes)
+    try:
+        return name_files(written, run_id, import_id)
+    finally:
+        discard(written)
 
 
 def _read(folder: Path, entry: dict[str, str]) -> pd.DataFrame | str:
@@ -119,14 +145,14 @@ def _read(folder: Path, entry: dict[str, str]) -> pd.DataFrame | str:
     if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
         return f"{name} does not match the sha256 its run recorded"
     table = ipc.open_file(pa.py_buffer(data)).read_all()
-    return table.to_pandas()
+    frame: pd.DataFrame = table.to_pandas()
+    return frame
 
 
 def load_snapshot(
     folder: Path | None,
     record: dict[str, Any] | None,
     import_id: int | None,
-    frame_check: Callable[[str, pd.DataFrame], None] | None = None,
 ) -> Loaded:
     """The snapshot a run recorded (`record`, its snapshot_json) when it is usable: the
     folder is known, the raw tables still stand at the recorded import (`import_id`: the
@@ -150,11 +176,9 @@ def load_snapshot(
                 strict=True,
             )
         )
-    for table, frame in read.items():
+    for frame in read.values():
         if isinstance(frame, str):
             return Loaded(None, frame)
-        if frame_check is not None:
-            frame_check(table, frame)
     frames: dict[str, Any] = dict(read)
     outcomes = frames.pop("outcomes")
     dataset = Dataset(**frames, has_bank_statement=bool(record.get("has_bank_statement")))
