@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         print(f"run {result.run.run_id}: full ({scope['reason']})")
-    print(f"stored state read from the {scope['read_from']}")
+    print(f"stored state read from the {result.read_from}")
     for line in summary_lines(result.run.outcomes):
         print(line)
     timings = result.run.timings

@@ -349,6 +349,8 @@ class DayRunResult:
     kind: str
     base_run_id: int | None
     scope: dict[str, Any]
+    # Where the stored state came from: 'snapshot of run N', or 'tables (why not a snapshot)'.
+    read_from: str = "tables"
 
 
 def qualify_bank_lines(dataset: Dataset, day: str) -> Dataset:
@@ -401,16 +403,13 @@ def snapshot_folder(conn: sqlite3.Connection, wanted: str | Path | None) -> Path
     """Where a day's run keeps its snapshot (core.snapshots): `wanted` itself; with
     SNAPSHOTS_BESIDE, `<database file>.snapshots` beside a SQLite file (none for an
     in-memory database or PostgreSQL, which need a folder named); None: no snapshots."""
-    from core.db.backend import is_postgres
+    from core.db.audit import main_database_file
 
     if wanted is None:
         return None
     if wanted != SNAPSHOTS_BESIDE:
         return Path(wanted)
-    if is_postgres(conn):
-        return None
-    row = conn.execute("PRAGMA database_list").fetchone()
-    file = str(row[2] or "") if row is not None else ""
+    file = main_database_file(conn)  # '' for PostgreSQL and in-memory databases
     return Path(file).with_name(Path(file).name + ".snapshots") if file else None
 
 
@@ -608,7 +607,6 @@ def reconcile_day_into_db(
         started = time.perf_counter()
         outcomes = reconcile(merged, params, as_of, pricing)
         scope, kind, base_id = {"reason": reason}, "full", None
-    scope["read_from"] = read_from
     timings["reconcile_s"] = round(time.perf_counter() - started, 3)
     with ExitStack() as writing:
         if not is_postgres(conn):  # WAL pages moved to the file on another thread
@@ -636,7 +634,7 @@ def reconcile_day_into_db(
         record_run_kind(conn, stored_run.run_id, kind=kind, base_run_id=base_id, scope=scope)
         if snapshot is not None:
             stored_run = _leave_snapshot(conn, snapshot, stored_run, imported.import_id)
-    return DayRunResult(run=stored_run, kind=kind, base_run_id=base_id, scope=scope)
+    return DayRunResult(stored_run, kind, base_id, scope, read_from)
 
 
 def _snapshot_files(folder: Path, merged: Dataset, outcomes: pd.DataFrame) -> Any:

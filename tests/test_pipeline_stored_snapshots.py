@@ -61,10 +61,10 @@ def test_a_day_reads_the_snapshot_its_base_run_left_and_equals_a_full_run(
         for folder, as_of in zip(folders[:3], as_ofs[:3], strict=True)
     ]
     assert results[0].kind == "full"
-    assert results[0].scope["read_from"] == "tables (no base run)"
+    assert results[0].read_from == "tables (no base run)"
     for before, after in itertools.pairwise(results):
         assert after.kind == "incremental"
-        assert after.scope["read_from"] == f"snapshot of run {before.run.run_id}"
+        assert after.read_from == f"snapshot of run {before.run.run_id}"
         assert 0 < after.scope["reconciled"] < len(after.run.outcomes)
     with open_database(db_url) as conn:
         last = get_run(conn, results[-1].run.run_id)
@@ -97,7 +97,7 @@ def test_a_tampered_snapshot_is_ignored_and_the_run_is_still_exact(
     frame.to_feather(outcomes)
     third = _import(db, folders[2], as_ofs[2], snapshots)
     assert third.kind == "incremental"
-    assert third.scope["read_from"] == (
+    assert third.read_from == (
         f"tables ({outcomes.name} does not match the sha256 its run recorded)"
     )
     with open_database(db) as conn:
@@ -107,7 +107,7 @@ def test_a_tampered_snapshot_is_ignored_and_the_run_is_still_exact(
     missing = next(snapshots.glob(f"run-{third.run.run_id}.payments.*.arrow"))
     missing.unlink()
     fourth = _import(db, folders[3], as_ofs[3], snapshots)
-    assert (fourth.kind, fourth.scope["read_from"]) == (
+    assert (fourth.kind, fourth.read_from) == (
         "incremental",
         f"tables ({missing.name} is missing)",
     )
@@ -130,7 +130,7 @@ def test_a_snapshot_is_stale_once_data_is_imported_after_it(
         loaded = load_folder(folders[2])
         store_dataset(conn, loaded.dataset, source="files", location="x", content_hash="other")
     fourth = _import(db, folders[3], as_ofs[3], snapshots)
-    assert fourth.scope["read_from"] == "tables (data was imported after the snapshot)"
+    assert fourth.read_from == "tables (data was imported after the snapshot)"
     assert fourth.kind == "full"  # data the base run did not reconcile
     assert fourth.scope["reason"] == "data imported after run 2 was not reconciled by it"
     with open_database(db) as conn:
@@ -145,7 +145,7 @@ def test_without_snapshots_a_day_reads_the_tables_and_leaves_none(
     db = str(tmp_path / "n.sqlite")
     first = _import(db, folders[0], as_ofs[0], None)
     second = _import(db, folders[1], as_ofs[1], None)
-    assert second.scope["read_from"] == "tables (no snapshot folder)"
+    assert second.read_from == "tables (no snapshot folder)"
     assert second.kind == "incremental"
     with open_database(db) as conn:
         assert get_run(conn, first.run.run_id).snapshot is None  # type: ignore[union-attr]
