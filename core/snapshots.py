@@ -52,12 +52,17 @@ class Loaded:
     reason: str
 
 
-def _encode(frame: pd.DataFrame) -> bytes:
+def _sha256(path: Path) -> str:
+    """The sha256 of a file's bytes, read through a memory map (no copy of the file)."""
+    with pa.memory_map(str(path)) as mapped:
+        return hashlib.sha256(mapped.read_buffer()).hexdigest()
+
+
+def _write_frame(path: Path, frame: pd.DataFrame) -> None:
+    """One frame as an Arrow IPC file, streamed to disk (no copy of it in memory)."""
     table = pa.Table.from_pandas(frame, preserve_index=False)
-    sink = pa.BufferOutputStream()
-    with ipc.new_file(sink, table.schema) as writer:
+    with pa.OSFile(str(path), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
-    return bytes(sink.getvalue())
 
 
 @dataclass(frozen=True)
@@ -79,11 +84,9 @@ def write_files(folder: Path, dataset: Dataset, outcomes: pd.DataFrame) -> Writt
     frames["outcomes"] = outcomes
 
     def write(table: str) -> tuple[str, tuple[Path, str]]:
-        data = _encode(frames[table])
-        digest = hashlib.sha256(data).hexdigest()
-        temporary = folder / f".pending.{os.getpid()}.{table}.{digest[:16]}.arrow"
-        temporary.write_bytes(data)
-        return table, (temporary, digest)
+        temporary = folder / f".pending.{os.getpid()}.{table}.arrow"
+        _write_frame(temporary, frames[table])
+        return table, (temporary, _sha256(temporary))
 
     with ThreadPoolExecutor(2) as pool:  # hashing and writing release the GIL
         files = dict(pool.map(write, SNAPSHOT_TABLES))
@@ -141,10 +144,11 @@ def _read(folder: Path, entry: dict[str, str]) -> pd.DataFrame | str:
     path = folder / name
     if path.is_symlink() or not path.is_file():
         return f"{name} is missing"
-    data = path.read_bytes()
-    if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
-        return f"{name} does not match the sha256 its run recorded"
-    table = ipc.open_file(pa.py_buffer(data)).read_all()
+    with pa.memory_map(str(path)) as mapped:  # hashed and read without a copy in memory
+        data = mapped.read_buffer()
+        if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
+            return f"{name} does not match the sha256 its run recorded"
+        table = ipc.open_file(data).read_all()
     frame: pd.DataFrame = table.to_pandas()
     return frame
 
