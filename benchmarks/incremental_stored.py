@@ -49,7 +49,11 @@ def _timed(command: list[str]) -> dict[str, Any]:
         "wall_s": round(wall, 3),
         "cpu_s": round(cpu, 3),
         "peak_mb": round(after.ru_maxrss / 1024),  # the largest child's so far
-        "stdout": done.stdout.splitlines()[-12:],
+        "stdout": [  # the command's run, where its state came from, its step timings
+            line
+            for line in done.stdout.splitlines()
+            if line.startswith(("run ", "stored state", "timings: "))
+        ],
         "stderr": done.stderr.splitlines()[-3:],
     }
 
@@ -101,12 +105,12 @@ def bench_lines(work: Path, measure: Any) -> list[str]:
     lines = [title]
     for line in (log / "stdout.txt").read_text().splitlines():
         found = json.loads(line)
-        timings = next((t for t in found["stdout"] if t.startswith("timings: ")), "")
         target = f"   target {TARGET}" if found["step"] != "base" else ""
         lines.append(
             f"  {found['step']}: {found['wall_s']:.2f} s wall, {found['cpu_s']:.2f} s CPU,"
-            f" peak {found['peak_mb']:,} MB{target}; {timings or found['stderr']}"
+            f" peak {found['peak_mb']:,} MB{target}"
         )
+        lines.extend(f"    {text}" for text in found["stdout"] or found["stderr"])
     if m.exit_code:
         lines.append(f"  failed (exit {m.exit_code})")
     return lines
