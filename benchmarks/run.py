@@ -323,6 +323,9 @@ def main(argv: list[str] | None = None) -> int:
             from benchmarks.incremental import bench_lines
 
             print("\n" + "\n".join(bench_lines(work, measure)), flush=True)
+            from benchmarks.incremental_stored import bench_lines as stored_lines
+
+            print("\n".join(stored_lines(work, measure)), flush=True)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -4,9 +4,10 @@ database and reconcile incrementally (docs/engine.md, "Incremental runs").
 The day's folder has the layout of a full dataset folder (spec section 2); its rows are
 upserted into the raw tables (a stored id is replaced: a correction), then only what they
 and the new as-of can change is reconciled again and every other outcome is carried
-forward from the latest completed run. `--full` reconciles everything instead (so does
-the command when the latest run cannot be carried forward, and says why). Exit 0 done, 2
-bad input (file, line, column; nothing written).
+forward from the latest completed run (the stored state read from the snapshot that run
+left beside the database when verified, else from the tables). `--full` reconciles
+everything instead (so does the command when the latest run cannot be carried forward, and
+says why). Exit 0 done, 2 bad input (file, line, column; nothing written).
 """
 
 from __future__ import annotations
@@ -41,13 +42,27 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--full", action="store_true", help="reconcile every entity, not only what changed"
     )
+    snapshots = parser.add_mutually_exclusive_group()
+    snapshots.add_argument(
+        "--snapshots",
+        type=Path,
+        metavar="DIR",
+        help="folder for the snapshot of the reconciled state the next day starts from"
+        " (default: DB.snapshots beside a SQLite file; none for PostgreSQL unless named)",
+    )
+    snapshots.add_argument(
+        "--no-snapshots",
+        dest="no_snapshots",
+        action="store_true",
+        help="read the raw tables and the base run from the database; leave no snapshot",
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from core.db import open_database
     from core.engine.results import summary_lines
-    from core.pipeline import reconcile_day_into_db
+    from core.pipeline import SNAPSHOTS_BESIDE, reconcile_day_into_db
 
     as_of = parse_as_of(args.as_of)
     params = params_from_args(args)
@@ -61,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
             as_of=as_of,
             amount_unit=args.amount_unit,
             full=args.full,
+            snapshots=None if args.no_snapshots else (args.snapshots or SNAPSHOTS_BESIDE),
         )
     as_of_text = dt.datetime.fromtimestamp(as_of, tz=IST).isoformat()
     print(f"merged {args.day_dir} into {args.db}; reconciled as of {as_of_text}")
@@ -73,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         print(f"run {result.run.run_id}: full ({scope['reason']})")
+    print(f"stored state read from the {result.read_from}")
     for line in summary_lines(result.run.outcomes):
         print(line)
     timings = result.run.timings

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from core.books.pricing import PricingPlan
@@ -288,21 +289,28 @@ def _persist_and_sync(
     input_hashes: dict[str, str],
     timings: dict[str, float],
     staged: StagedOutcomes | None = None,
+    *,
+    carry: tuple[Any, pd.DataFrame] | None = None,
 ) -> RunResult:
     from core.review import sync_exceptions
 
     # A run some crashed process left 'running' long ago is marked failed first.
     discard_stale_runs(conn)
-    run_id = persist_run(
-        conn,
-        outcomes,
-        params=params,
-        as_of=as_of,
-        source=source,
-        input_hashes=input_hashes,
-        timings=timings,
-        staged=staged,
-    )
+    if carry is not None:  # an incremental run: carried rows copied inside the database
+        run_id = _persist_carried(
+            conn, outcomes, carry, params, as_of, source, input_hashes, timings
+        )
+    else:
+        run_id = persist_run(
+            conn,
+            outcomes,
+            params=params,
+            as_of=as_of,
+            source=source,
+            input_hashes=input_hashes,
+            timings=timings,
+            staged=staged,
+        )
     began = time.perf_counter()
     # Due dates count the run's own working days: its holidays are no working days either.
     # They count from the run's as-of (the books' date), not the wall clock.
@@ -341,6 +349,8 @@ class DayRunResult:
     kind: str
     base_run_id: int | None
     scope: dict[str, Any]
+    # Where the stored state came from: 'snapshot of run N', or 'tables (why not a snapshot)'.
+    read_from: str = "tables"
 
 
 def qualify_bank_lines(dataset: Dataset, day: str) -> Dataset:
@@ -366,7 +376,7 @@ def _full_run_reason(
 ) -> str | None:
     """Why a day's load must be reconciled in full, or None when the base run can be
     carried forward."""
-    from core.db.raw import imports_since
+    from core.db.raw import imports_since, latest_import
     from core.engine.incremental import needs_full_run
 
     if base is None:
@@ -375,9 +385,163 @@ def _full_run_reason(
         return f"the parameters differ from run {base.id}'s"
     if base.input_hashes.get("pricing", "none") != pricing_hash:
         return f"the pricing plans differ from run {base.id}'s"
-    if imports_since(conn, base.started_at):
+    latest = latest_import(conn)
+    snapshot_import = (base.snapshot or {}).get("import_id")
+    if imports_since(conn, base.started_at) or (
+        # The import the base run's snapshot stood at (exact where seconds are not).
+        snapshot_import is not None and (latest is None or latest.id != snapshot_import)
+    ):
         return f"data imported after run {base.id} was not reconciled by it"
     return needs_full_run(stored, merged)
+
+
+# `reconcile_day_into_db(snapshots=...)`: beside a SQLite database (`<file>.snapshots/`).
+SNAPSHOTS_BESIDE = "beside"
+
+
+def snapshot_folder(conn: sqlite3.Connection, wanted: str | Path | None) -> Path | None:
+    """Where a day's run keeps its snapshot (core.snapshots): `wanted` itself; with
+    SNAPSHOTS_BESIDE, `<database file>.snapshots` beside a SQLite file (none for an
+    in-memory database or PostgreSQL, which need a folder named); None: no snapshots."""
+    from core.db.audit import main_database_file
+
+    if wanted is None:
+        return None
+    if wanted != SNAPSHOTS_BESIDE:
+        return Path(wanted)
+    file = main_database_file(conn)  # '' for PostgreSQL and in-memory databases
+    return Path(file).with_name(Path(file).name + ".snapshots") if file else None
+
+
+def _key_mask(outcomes: pd.DataFrame, keep: dict[str, Any]) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """Which rows of an outcome frame (sorted by entity_type) have a key in `keep`
+    (entity_type -> Arrow array of entity ids)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def joined(name: str) -> Any:
+        values = pa.array(outcomes[name].array)
+        return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+
+    types, ids = joined("entity_type"), joined("entity_id")
+    result = np.zeros(len(outcomes), dtype=bool)
+    runs = pc.run_end_encode(types)
+    start = 0
+    for end, entity_type in zip(runs.run_ends.to_pylist(), runs.values.to_pylist(), strict=True):
+        wanted = keep.get(str(entity_type))
+        if wanted is not None and len(wanted):
+            found = pc.is_in(ids.slice(start, end - start), value_set=wanted)
+            result[start:end] = found.fill_null(False).to_numpy(zero_copy_only=False)
+        start = int(end)
+    return result
+
+
+def _carry_plan(
+    outcomes: pd.DataFrame,
+    previous: pd.DataFrame,
+    keep: dict[str, Any],
+    stats: dict[str, Any],
+    base_id: int,
+) -> tuple[Any, pd.DataFrame] | None:
+    """(CarryForward, the outcomes decided again) to store an incremental run as a copy of
+    the base run's carried rows inside the database plus the fresh rows; None (store every
+    row) when the counts do not add up to the engine's own (a run it did in full)."""
+    from core.db.runs import CarryForward
+
+    fresh = _key_mask(outcomes, keep)
+    skipped = _key_mask(previous, keep)
+    carried = len(previous) - int(skipped.sum())
+    if (
+        int(fresh.sum()) != stats.get("reconciled")
+        or carried != stats.get("carried_forward")
+        or int(fresh.sum()) + carried != len(outcomes)
+    ):
+        return None
+    redecided = previous[skipped]
+    carry = CarryForward(
+        base_run_id=base_id,
+        skip_types=redecided["entity_type"].to_numpy(dtype=object).tolist(),
+        skip_ids=redecided["entity_id"].to_numpy(dtype=object).tolist(),
+        expected=carried,
+    )
+    return carry, outcomes[fresh]
+
+
+def _persist_carried(
+    conn: sqlite3.Connection,
+    outcomes: pd.DataFrame,
+    carry: tuple[Any, pd.DataFrame],
+    params: EngineParams,
+    as_of: int,
+    source: str,
+    input_hashes: dict[str, str],
+    timings: dict[str, float],
+) -> int:
+    """persist_run's twin for an incremental run: the carried outcomes are copied from the
+    base run inside the database (core.db.runs.CarryForward), only the fresh ones are
+    written from here; same runs row, counts and failure handling."""
+    from core.db import runs as db_runs
+    from core.engine.persist import outcome_chunks
+    from core.engine.results import counts as outcome_counts
+
+    forward, fresh = carry
+    began = time.perf_counter()
+    run_id = db_runs.start_run(
+        conn, as_of=as_of, source=source, params=params.to_dict(), input_hashes=input_hashes
+    )
+    try:
+        db_runs.complete_run(
+            conn,
+            run_id,
+            chunks=outcome_chunks(fresh),
+            carry=forward,
+            timings=timings,
+            counts=outcome_counts(outcomes),
+        )
+    except BaseException as exc:
+        db_runs.fail_run(conn, run_id, f"{type(exc).__name__}: {exc}")
+        raise
+    db_runs.update_timings(
+        conn, run_id, {**timings, "persist_s": round(time.perf_counter() - began, 3)}
+    )
+    return run_id
+
+
+def _bank_in_read_order(dataset: Dataset) -> Dataset:
+    """The dataset with its bank lines ordered as core.db.raw.read_dataset reads them (file,
+    then line number, byte order): a merged day appends its lines at the end."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    bank = dataset.bank
+    if len(bank) == 0:
+        return dataset
+    keys = pa.table({"file": pa.array(bank["file"].array), "line_no": bank["line_no"].to_numpy()})
+    order = pc.sort_indices(keys, sort_keys=[("file", "ascending"), ("line_no", "ascending")])
+    positions = order.to_numpy()
+    if (positions == np.arange(len(bank))).all():
+        return dataset
+    return replace(dataset, bank=bank.iloc[positions].reset_index(drop=True))
+
+
+def _read_state(
+    conn: sqlite3.Connection, base: Any, folder: Path | None
+) -> tuple[Dataset, pd.DataFrame | None, str]:
+    """The raw tables and the base run's outcomes (None: read them from the tables when
+    needed): from the base run's snapshot when it is verified, else the tables; and where
+    they came from ('snapshot of run N', or 'tables (why not the snapshot)')."""
+    from core.db.raw import latest_import, read_dataset
+    from core.snapshots import load_snapshot
+
+    if base is not None and folder is not None:
+        latest = latest_import(conn)
+        loaded = load_snapshot(folder, base.snapshot, None if latest is None else latest.id)
+        if loaded.snapshot is not None:
+            return loaded.snapshot.dataset, loaded.snapshot.outcomes, f"snapshot of run {base.id}"
+        why = loaded.reason
+    else:
+        why = "no snapshot folder" if folder is None else "no base run"
+    return read_dataset(conn), None, f"tables ({why})"
 
 
 def reconcile_day_into_db(
@@ -389,14 +553,21 @@ def reconcile_day_into_db(
     amount_unit: str = "auto",
     source: str = "files",
     full: bool = False,
+    snapshots: str | Path | None = SNAPSHOTS_BESIDE,
 ) -> DayRunResult:
     """Merge a day's folder into the raw tables (upsert by key: new ids are added, a row
     with a stored key replaces it) and reconcile: incrementally from the latest completed
     run (core.engine.incremental) when that run can be carried forward, else (or with
     `full`) every entity. Then store the run, record its kind, sync the exceptions.
-    Nothing is written when the folder is bad."""
+    Nothing is written when the folder is bad.
+
+    The raw tables and the base run's outcomes come from the base run's snapshot
+    (core.snapshots, in `snapshot_folder(conn, snapshots)`) when it is verified, else from
+    the tables; an incremental run's carried outcomes are copied inside the database; the
+    new run leaves a snapshot for the next day (docs/engine.md, "Stored incremental
+    runs")."""
     from core.books.store import pricing_plans
-    from core.db.raw import read_dataset
+    from core.db.backend import is_postgres
     from core.db.runs import latest_completed_run, read_outcome_frame, record_run_kind
     from core.engine.incremental import (
         merge_rows,
@@ -410,41 +581,102 @@ def reconcile_day_into_db(
     day = qualify_bank_lines(loaded.dataset, Path(folder).resolve().name)
     pricing = pricing_plans(conn)
     pricing_hash = pricing_fingerprint(pricing)
+    keep_in = snapshot_folder(conn, snapshots)
     began = time.perf_counter()
-    stored = read_dataset(conn)
-    merged, replaced = merge_rows(stored, day)
     base = latest_completed_run(conn)
+    stored, previous, read_from = _read_state(conn, base, keep_in)
+    merged, replaced = merge_rows(stored, day)
     reason = "a full run was asked for" if full else None
     reason = reason or _full_run_reason(conn, base, params, pricing_hash, stored, merged)
     read = time.perf_counter()
     timings = {**loaded.timings, "read_db_s": round(read - began, 3)}
     scope: dict[str, Any]
+    carry: tuple[Any, pd.DataFrame] | None = None
     if reason is None:
         assert base is not None
-        previous = read_outcome_frame(conn, base.id)
+        if previous is None:
+            previous = read_outcome_frame(conn, base.id)
         timings["read_base_s"] = round(time.perf_counter() - read, 3)
         started = time.perf_counter()
         result = reconcile_incremental(merged, day, replaced, previous, params, as_of, pricing)
         outcomes, scope, kind = result.outcomes, dict(result.stats), "incremental"
         timings.update(result.cpu_seconds)
         base_id: int | None = base.id
+        carry = _carry_plan(outcomes, previous, result.plan.keep, result.stats, base.id)
     else:
         started = time.perf_counter()
         outcomes = reconcile(merged, params, as_of, pricing)
         scope, kind, base_id = {"reason": reason}, "full", None
     timings["reconcile_s"] = round(time.perf_counter() - started, 3)
+    with ExitStack() as writing:
+        if not is_postgres(conn):  # WAL pages moved to the file on another thread
+            writing.enter_context(background_checkpoints(conn))
+        snapshot: Future[Any] | None = None
+        if keep_in is not None:  # written on a thread while the run is stored
+            writer = writing.enter_context(ThreadPoolExecutor(1, "snapshot"))
+            snapshot = writer.submit(_snapshot_files, keep_in, merged, outcomes)
+            writing.callback(_discard_unnamed, snapshot)
+        began = time.perf_counter()
+        imported = store_dataset(
+            conn,
+            day,
+            source=source,
+            location=str(folder),
+            content_hash=loaded.report.content_hash,
+            replace=False,
+            files=loaded.report.files,
+        )
+        timings["store_dataset_s"] = round(time.perf_counter() - began, 3)
+        hashes = {**loaded.input_hashes, "pricing": pricing_hash}
+        stored_run = _persist_and_sync(
+            conn, outcomes, params, as_of, source, hashes, timings, carry=carry
+        )
+        record_run_kind(conn, stored_run.run_id, kind=kind, base_run_id=base_id, scope=scope)
+        if snapshot is not None:
+            stored_run = _leave_snapshot(conn, snapshot, stored_run, imported.import_id)
+    return DayRunResult(stored_run, kind, base_id, scope, read_from)
+
+
+def _snapshot_files(folder: Path, merged: Dataset, outcomes: pd.DataFrame) -> Any:
+    """The run's snapshot files, written before the run has an id (None when the folder
+    cannot be written: the next day reads the tables)."""
+    from core.snapshots import write_files
+
     began = time.perf_counter()
-    store_dataset(
-        conn,
-        day,
-        source=source,
-        location=str(folder),
-        content_hash=loaded.report.content_hash,
-        replace=False,
-        files=loaded.report.files,
-    )
-    timings["store_dataset_s"] = round(time.perf_counter() - began, 3)
-    hashes = {**loaded.input_hashes, "pricing": pricing_hash}
-    stored_run = _persist_and_sync(conn, outcomes, params, as_of, source, hashes, timings)
-    record_run_kind(conn, stored_run.run_id, kind=kind, base_run_id=base_id, scope=scope)
-    return DayRunResult(run=stored_run, kind=kind, base_run_id=base_id, scope=scope)
+    try:
+        return write_files(folder, _bank_in_read_order(merged), outcomes), began
+    except OSError:
+        return None, began
+
+
+def _discard_unnamed(pending: Future[Any]) -> None:
+    """Remove snapshot files a failed run never named (named ones are gone already)."""
+    from core.snapshots import discard
+
+    written, _ = pending.result()
+    if written is not None:
+        discard(written)
+
+
+def _leave_snapshot(
+    conn: sqlite3.Connection, pending: Future[Any], run: RunResult, import_id: int | None
+) -> RunResult:
+    """Name the snapshot files after the stored run and record them (or record none: a
+    snapshot is a cache, its failure costs the next day a read of the tables)."""
+    from core.db.runs import record_snapshot, update_timings
+    from core.snapshots import discard, name_files
+
+    written, began = pending.result()
+    record = None
+    if written is not None:
+        try:
+            if import_id is not None:
+                record = name_files(written, run.run_id, import_id)
+        except OSError:
+            record = None
+        finally:
+            discard(written)
+    record_snapshot(conn, run.run_id, record)
+    timings = {**run.timings, "snapshot_s": round(time.perf_counter() - began, 3)}
+    update_timings(conn, run.run_id, timings)
+    return replace(run, timings=timings)

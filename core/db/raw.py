@@ -272,6 +272,32 @@ def bulk_writes(conn: sqlite3.Connection, row_bytes: int) -> Iterator[None]:
         conn.execute(f"PRAGMA cache_size = {int(previous)}")
 
 
+# An upsert into tables that hold rows already (a day's load into 1M-row tables) probes and
+# inserts at random places of every key index (ids are random): with a cache sized from the
+# day's rows (16 MiB) SQLite spills and re-reads index pages over and over. Sized from the
+# database, up to this, every page it touches stays in memory and is written once at
+# commit (118,000 rows into 1M-row tables: 5.2 instead of 7.6 CPU s, 500 instead of 300 MB).
+UPSERT_CACHE_MAX_KIB = 1_048_576
+
+
+@contextmanager
+def upsert_writes(conn: sqlite3.Connection) -> Iterator[None]:
+    """`bulk_writes` for upserts into tables that hold rows: a page cache as large as the
+    database (at most UPSERT_CACHE_MAX_KIB); the connection's setting is restored."""
+    if is_postgres(conn):
+        yield
+        return
+    pages = int(conn.execute("PRAGMA page_count").fetchone()[0])
+    size = int(conn.execute("PRAGMA page_size").fetchone()[0])
+    previous = conn.execute("PRAGMA cache_size").fetchone()[0]
+    kib = max(bulk_cache_kib(0), min(UPSERT_CACHE_MAX_KIB, pages * size // 1024))
+    conn.execute(f"PRAGMA cache_size = {-kib}")
+    try:
+        yield
+    finally:
+        conn.execute(f"PRAGMA cache_size = {int(previous)}")
+
+
 def _statement(attribute: str, rows: int, *, upsert: bool) -> str:
     """INSERT of `rows` rows (every column plus import_id) into a raw table; with `upsert`,
     a row whose key is stored already updates that row instead."""

@@ -67,6 +67,8 @@ class RunRecord:
     kind: str = "full"
     base_run_id: int | None = None
     scope: dict[str, Any] | None = None
+    # Migration 0096: the run's snapshot files (core.snapshots), or None.
+    snapshot: dict[str, Any] | None = None
 
 
 def _record(row: sqlite3.Row) -> RunRecord:
@@ -93,11 +95,14 @@ def _kind_fields(row: sqlite3.Row) -> dict[str, Any]:
     """kind, base_run_id and scope of a runs row (migration 0095), when it has them."""
     if "kind" not in list(row.keys()):  # sqlite3.Row: `in` looks at values
         return {}
+    keys = list(row.keys())
     scope = row["scope_json"]
+    snapshot = row["snapshot_json"] if "snapshot_json" in keys else None
     return {
         "kind": str(row["kind"]),
         "base_run_id": None if row["base_run_id"] is None else int(row["base_run_id"]),
         "scope": None if scope is None else dict(json.loads(scope)),
+        "snapshot": None if snapshot is None else dict(json.loads(snapshot)),
     }
 
 
@@ -224,6 +229,54 @@ def _insert_outcomes(
 STAGED_OUTCOMES = "outcomes"
 
 
+@dataclass(frozen=True)
+class CarryForward:
+    """Outcomes a run takes over, row for row, from an earlier run of the same database
+    (an incremental run's carried outcomes): every outcome of `base_run_id` except those
+    whose key is in the skip list (`skip_types[i]`, `skip_ids[i]`: the keys the run decided
+    again). `expected`: how many rows that must copy (the caller's count of the rows it
+    carried in memory); any other count means the stored base run is not the one the caller
+    carried from, and the run fails instead of storing a mixture."""
+
+    base_run_id: int
+    skip_types: Sequence[str]
+    skip_ids: Sequence[str]
+    expected: int
+
+
+def _carry_forward(conn: sqlite3.Connection, run_id: int, carry: CarryForward) -> None:
+    """Copy the carried outcomes inside the database (one INSERT ... SELECT: no row goes
+    through Python), in the caller's transaction."""
+    if len(carry.skip_types) != len(carry.skip_ids):
+        raise ValueError("skip keys differ in length")
+    keys = zip(carry.skip_types, carry.skip_ids, strict=True)
+    table = "CREATE TEMP TABLE carry_skip (entity_type TEXT NOT NULL, entity_id TEXT NOT NULL,"
+    table += " PRIMARY KEY (entity_type, entity_id))"
+    if is_postgres(conn):
+        conn.execute(table + " ON COMMIT DROP")
+        conn.copy_rows("carry_skip", ["entity_type", "entity_id"], keys)  # type: ignore[attr-defined]
+        conn.execute("ANALYZE carry_skip")
+    else:
+        conn.execute("DROP TABLE IF EXISTS temp.carry_skip")
+        conn.execute(table + " WITHOUT ROWID")
+        conn.executemany("INSERT OR IGNORE INTO temp.carry_skip VALUES (?, ?)", keys)
+    fields = ", ".join(OUTCOME_FIELDS)
+    cursor = conn.execute(
+        f"INSERT INTO outcomes (run_id, {fields}) SELECT ?, {fields} FROM outcomes AS o"
+        " WHERE o.run_id = ? AND NOT EXISTS (SELECT 1 FROM carry_skip AS s"
+        " WHERE s.entity_type = o.entity_type AND s.entity_id = o.entity_id)",
+        (run_id, carry.base_run_id),
+    )
+    copied = int(cursor.rowcount)
+    if not is_postgres(conn):
+        conn.execute("DROP TABLE temp.carry_skip")
+    if copied != carry.expected:
+        raise ValueError(
+            f"run {carry.base_run_id} holds {copied} outcomes to carry forward,"
+            f" {carry.expected} expected"
+        )
+
+
 def outcome_table_columns(conn: sqlite3.Connection) -> list[str]:
     """The columns of `outcomes` in table order (run_id, then the OUTCOME_FIELDS)."""
     if is_postgres(conn):
@@ -244,12 +297,16 @@ def complete_run(
     *,
     chunks: Iterable[Sequence[OutcomeColumn]] = (),
     staged: tuple[str, int] | None = None,
+    carry: CarryForward | None = None,
     timings: dict[str, Any],
     counts: dict[str, Any],
     finished_at: int | None = None,
 ) -> None:
     """Insert the run's outcomes and mark it completed, in one transaction: either every
     outcome is there and the run is 'completed', or nothing changed.
+
+    carry: outcomes copied from an earlier run inside the database (`CarryForward`), before
+    the chunks (then the chunks hold only the outcomes decided again).
 
     staged: (alias, run id) of an attached staging file whose STAGED_OUTCOMES table holds
     the outcomes under that run id, copied in one statement: whole records when they carry
@@ -260,7 +317,7 @@ def complete_run(
     On PostgreSQL the chunks go in by COPY (no staging files there).
     """
     if is_postgres(conn):
-        _complete_run_postgres(conn, run_id, chunks, timings, counts, finished_at)
+        _complete_run_postgres(conn, run_id, chunks, carry, timings, counts, finished_at)
         return
     previous_cache = conn.execute("PRAGMA cache_size").fetchone()[0]
     conn.execute(f"PRAGMA cache_size = {-_BULK_CACHE_KIB}")
@@ -282,6 +339,8 @@ def complete_run(
                         f" FROM {alias}.{STAGED_OUTCOMES}",
                         (run_id,),
                     )
+            if carry is not None:
+                _carry_forward(conn, run_id, carry)
             integer_fields = _integer_fields(conn)
             for columns in chunks:
                 if len(columns) != len(OUTCOME_FIELDS):
@@ -305,6 +364,7 @@ def _complete_run_postgres(
     conn: sqlite3.Connection,
     run_id: int,
     chunks: Iterable[Sequence[OutcomeColumn]],
+    carry: CarryForward | None,
     timings: dict[str, Any],
     counts: dict[str, Any],
     finished_at: int | None,
@@ -315,6 +375,8 @@ def _complete_run_postgres(
         state = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
         if state is None or state["status"] != "running":
             raise ValueError(f"run {run_id} is not running")
+        if carry is not None:
+            _carry_forward(conn, run_id, carry)
         for columns in chunks:
             if len(columns) != len(OUTCOME_FIELDS):
                 raise ValueError(f"expected {len(OUTCOME_FIELDS)} columns, got {len(columns)}")
@@ -412,6 +474,15 @@ def read_outcomes(
 def count_outcomes(conn: sqlite3.Connection, run_id: int) -> int:
     row = conn.execute("SELECT COUNT(*) FROM outcomes WHERE run_id = ?", (run_id,)).fetchone()
     return int(row[0])
+
+
+def record_snapshot(conn: sqlite3.Connection, run_id: int, snapshot: dict[str, Any] | None) -> None:
+    """Record (or, with None, forget) the snapshot files of a run (core.snapshots)."""
+    with transaction(conn):
+        conn.execute(
+            "UPDATE runs SET snapshot_json = ? WHERE id = ?",
+            (None if snapshot is None else _json(snapshot), run_id),
+        )
 
 
 def record_run_kind(

@@ -513,7 +513,12 @@ def _store(
         written: dict[str, int] = {}
         # Copying staged files moves whole pages: the smallest bulk cache does (a cache
         # sized from the rows filled with those pages and set the import's peak memory).
-        with raw.bulk_writes(conn, 0 if copied else _row_bytes(dataset)):
+        writes = (
+            raw.bulk_writes(conn, 0 if copied else _row_bytes(dataset))
+            if exclusive
+            else raw.upsert_writes(conn)  # into stored rows: key indexes touched at random
+        )
+        with writes:
             for attribute, (table, _, _) in raw.RAW_TABLES.items():
                 alias = _staged_alias(staged, table) if copied and staged else None
                 if alias is not None:

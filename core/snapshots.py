@@ -1,0 +1,189 @@
+"""Snapshots of the reconciled state beside the database, for `import-day`
+(docs/engine.md, "Snapshots of the reconciled state").
+
+A day's run needs the raw tables (to merge the day into) and the base run's outcomes (to
+carry forward). Read back from the tables they cost a minute at 1M rows; a snapshot is the
+same frames as Arrow IPC files, written by the run that computed them and read back in
+about a second. Each file is named by its run id, table and content hash
+(`run-12.payments.3f2a....arrow`) and written atomically (a temporary file renamed over a
+regular file only); the run's `snapshot_json` (migration 0096) records the import the raw
+tables stood at and each file's sha256. A snapshot is used only when its run is the base
+run, no import was recorded since, and every file's bytes hash to what the run recorded;
+otherwise (stale, torn, altered, missing) it is ignored with a reason and the tables are
+read. Writes nothing but the folder's own files; never raises for a missing or bad file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from core.dataset import DATASET_TABLES, Dataset
+
+# The frames a snapshot holds: the dataset's tables, then the run's outcomes.
+SNAPSHOT_TABLES: tuple[str, ...] = (*DATASET_TABLES, "outcomes")
+# Only files named like this are ever removed from the folder.
+_NAME = re.compile(r"^run-(\d+)\.([a-z_]+)\.([0-9a-f]{16})\.arrow$")
+VERSION = 1
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The raw tables as a Dataset and a run's outcomes (the engine's frame)."""
+
+    dataset: Dataset
+    outcomes: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """What `load_snapshot` found: the snapshot, or None with why it was not used."""
+
+    snapshot: Snapshot | None
+    reason: str
+
+
+def _sha256(path: Path) -> str:
+    """The sha256 of a file's bytes, read through a memory map (no copy of the file)."""
+    with pa.memory_map(str(path)) as mapped:
+        return hashlib.sha256(mapped.read_buffer()).hexdigest()
+
+
+def _write_frame(path: Path, frame: pd.DataFrame) -> None:
+    """One frame as an Arrow IPC file, streamed to disk (no copy of it in memory)."""
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    with pa.OSFile(str(path), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+
+
+@dataclass(frozen=True)
+class Written:
+    """Snapshot files written before their run had an id (`write_files`): table ->
+    (temporary file, sha256)."""
+
+    folder: Path
+    files: dict[str, tuple[Path, str]]
+    has_bank_statement: bool
+
+
+def write_files(folder: Path, dataset: Dataset, outcomes: pd.DataFrame) -> Written:
+    """Write the frames to temporary files in `folder` (created if missing), hashing them;
+    `name_files` gives them their run's names. Touches no database: any thread may call
+    it (the run is stored meanwhile)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    frames: dict[str, pd.DataFrame] = {t: getattr(dataset, t) for t in DATASET_TABLES}
+    frames["outcomes"] = outcomes
+
+    def write(table: str) -> tuple[str, tuple[Path, str]]:
+        temporary = folder / f".pending.{os.getpid()}.{table}.arrow"
+        _write_frame(temporary, frames[table])
+        return table, (temporary, _sha256(temporary))
+
+    with ThreadPoolExecutor(2) as pool:  # hashing and writing release the GIL
+        files = dict(pool.map(write, SNAPSHOT_TABLES))
+    return Written(folder, files, bool(dataset.has_bank_statement))
+
+
+def name_files(written: Written, run_id: int, import_id: int) -> dict[str, Any]:
+    """Rename written files to run `run_id`'s names (over regular files only), remove
+    other runs' snapshot files; returns the record for the run's snapshot_json."""
+    files: dict[str, dict[str, str]] = {}
+    for table, (temporary, digest) in written.files.items():
+        name = f"run-{run_id}.{table}.{digest[:16]}.arrow"
+        path = written.folder / name
+        if path.exists() and (path.is_symlink() or not path.is_file()):
+            raise OSError(f"{path} exists and is not a regular file")
+        os.replace(temporary, path)
+        files[table] = {"file": name, "sha256": digest}
+    kept = {entry["file"] for entry in files.values()}
+    for path in written.folder.iterdir():
+        if _NAME.match(path.name) and path.name not in kept and path.is_file():
+            path.unlink(missing_ok=True)
+    return {
+        "version": VERSION,
+        "import_id": int(import_id),
+        "has_bank_statement": written.has_bank_statement,
+        "files": files,
+    }
+
+
+def discard(written: Written) -> None:
+    """Remove written files that will not be named (the run failed)."""
+    for temporary, _ in written.files.values():
+        temporary.unlink(missing_ok=True)
+
+
+def write_snapshot(
+    folder: Path, run_id: int, import_id: int, dataset: Dataset, outcomes: pd.DataFrame
+) -> dict[str, Any]:
+    """Write the frames of run `run_id` to `folder` (created if missing); returns the
+    record to store in the run's snapshot_json. Other runs' snapshot files are removed
+    afterwards (only the latest run's is ever used)."""
+    written = write_files(folder, dataset, outcomes)
+    try:
+        return name_files(written, run_id, import_id)
+    finally:
+        discard(written)
+
+
+def _read(folder: Path, entry: dict[str, str]) -> pd.DataFrame | str:
+    """The frame of one snapshot file, or why not (missing, or its bytes do not hash to
+    the recorded sha256)."""
+    name = str(entry.get("file", ""))
+    if not _NAME.match(name):
+        return f"bad file name {name!r}"
+    path = folder / name
+    if path.is_symlink() or not path.is_file():
+        return f"{name} is missing"
+    with pa.memory_map(str(path)) as mapped:  # hashed and read without a copy in memory
+        data = mapped.read_buffer()
+        if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
+            return f"{name} does not match the sha256 its run recorded"
+        table = ipc.open_file(data).read_all()
+    frame: pd.DataFrame = table.to_pandas()
+    return frame
+
+
+def load_snapshot(
+    folder: Path | None,
+    record: dict[str, Any] | None,
+    import_id: int | None,
+) -> Loaded:
+    """The snapshot a run recorded (`record`, its snapshot_json) when it is usable: the
+    folder is known, the raw tables still stand at the recorded import (`import_id`: the
+    latest import now), and every file is present and hashes to its recorded sha256."""
+    if folder is None:
+        return Loaded(None, "no snapshot folder")
+    if not record:
+        return Loaded(None, "the base run left no snapshot")
+    if record.get("version") != VERSION:
+        return Loaded(None, "the snapshot has another format version")
+    if import_id is None or record.get("import_id") != import_id:
+        return Loaded(None, "data was imported after the snapshot")
+    files = record.get("files") or {}
+    if set(files) != set(SNAPSHOT_TABLES):
+        return Loaded(None, "the snapshot record lists other tables")
+    with ThreadPoolExecutor(2) as pool:
+        read = dict(
+            zip(
+                SNAPSHOT_TABLES,
+                pool.map(lambda t: _read(folder, files[t]), SNAPSHOT_TABLES),
+                strict=True,
+            )
+        )
+    for frame in read.values():
+        if isinstance(frame, str):
+            return Loaded(None, frame)
+    frames: dict[str, Any] = dict(read)
+    outcomes = frames.pop("outcomes")
+    dataset = Dataset(**frames, has_bank_statement=bool(record.get("has_bank_statement")))
+    return Loaded(Snapshot(dataset, outcomes), "verified")

@@ -1,0 +1,179 @@
+"""The stored incremental path (`import-day`, docs/engine.md "Stored incremental runs"): the
+snapshot a run leaves beside the database, verified before it is used, and carried outcomes
+copied inside the database; every run still equals a full run over the stored data, on
+SQLite files and on PostgreSQL."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from core.benchmark import generate
+from core.db import open_database
+from core.db.runs import CarryForward, complete_run, get_run, read_outcome_frame, start_run
+from core.engine import EngineParams
+from core.engine.cli import parse_as_of
+from core.pipeline import DayRunResult, reconcile_database, reconcile_day_into_db
+from core.snapshots import SNAPSHOT_TABLES
+from tests.test_pipeline_incremental import IST, split_into_days
+
+PARAMS = EngineParams()
+
+
+@pytest.fixture(scope="module")
+def days(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], list[int]]:
+    root = tmp_path_factory.mktemp("stored-days")
+    generated = generate(root / "full", payments=300, seed=33)
+    last = dt.datetime.fromtimestamp(generated.as_of, tz=IST).date()
+    cuts = [last - dt.timedelta(days=3), last - dt.timedelta(days=2), last - dt.timedelta(days=1)]
+    folders = split_into_days(root / "full", root / "days", cuts)
+    as_ofs = [parse_as_of(f"{cut - dt.timedelta(days=1)}T23:59:59+05:30") for cut in cuts]
+    return folders, [*as_ofs, generated.as_of]
+
+
+def _import(db: str, folder: Path, as_of: int, snapshots: Path | None) -> DayRunResult:
+    with open_database(db) as conn:
+        return reconcile_day_into_db(conn, folder, params=PARAMS, as_of=as_of, snapshots=snapshots)
+
+
+def _full_frame(db: str, as_of: int) -> pd.DataFrame:
+    """A full reconcile of the raw tables as the database holds them now (read from the
+    tables, never from a snapshot; nothing stored)."""
+    from core.books.store import pricing_plans
+    from core.db.raw import read_dataset
+    from core.engine import reconcile
+
+    with open_database(db) as conn:
+        return reconcile(read_dataset(conn), PARAMS, as_of, pricing_plans(conn))
+
+
+def test_a_day_reads_the_snapshot_its_base_run_left_and_equals_a_full_run(
+    days: tuple[list[Path], list[int]], db_url: str, tmp_path: Path
+) -> None:
+    folders, as_ofs = days
+    snapshots = tmp_path / "snapshots"
+    results = [
+        _import(db_url, folder, as_of, snapshots)
+        for folder, as_of in zip(folders[:3], as_ofs[:3], strict=True)
+    ]
+    assert results[0].kind == "full"
+    assert results[0].read_from == "tables (no base run)"
+    for before, after in itertools.pairwise(results):
+        assert after.kind == "incremental"
+        assert after.read_from == f"snapshot of run {before.run.run_id}"
+        assert 0 < after.scope["reconciled"] < len(after.run.outcomes)
+    with open_database(db_url) as conn:
+        last = get_run(conn, results[-1].run.run_id)
+        assert last is not None and last.snapshot is not None
+        names = sorted(p.name for p in snapshots.iterdir())
+        # Only the latest run's files are kept, one per table, named by run and hash.
+        assert names == sorted(e["file"] for e in last.snapshot["files"].values())
+        assert len(names) == len(SNAPSHOT_TABLES)
+        assert all(n.startswith(f"run-{last.id}.") for n in names)
+        # Its carried outcomes were copied from the base run: the stored run reads back
+        # as the frame the engine gave, and as a full run over the raw tables.
+        stored = read_outcome_frame(conn, last.id)
+        pd.testing.assert_frame_equal(stored, results[-1].run.outcomes)
+        full = reconcile_database(conn, PARAMS, last.as_of, "files")
+        pd.testing.assert_frame_equal(stored, read_outcome_frame(conn, full.run_id))
+
+
+def test_a_tampered_snapshot_is_ignored_and_the_run_is_still_exact(
+    days: tuple[list[Path], list[int]], tmp_path: Path
+) -> None:
+    folders, as_ofs = days
+    db, snapshots = str(tmp_path / "t.sqlite"), tmp_path / "snapshots"
+    for folder, as_of in zip(folders[:2], as_ofs[:2], strict=True):
+        _import(db, folder, as_of, snapshots)
+    # An outcome altered in the snapshot (a matched payment made an exception): same file
+    # name, valid Arrow, but not the bytes its run recorded.
+    outcomes = next(snapshots.glob("run-2.outcomes.*.arrow"))
+    frame = pd.read_feather(outcomes)
+    frame.loc[0, "status"] = "EXCEPTION"
+    frame.to_feather(outcomes)
+    third = _import(db, folders[2], as_ofs[2], snapshots)
+    assert third.kind == "incremental"
+    assert third.read_from == (
+        f"tables ({outcomes.name} does not match the sha256 its run recorded)"
+    )
+    with open_database(db) as conn:
+        stored = read_outcome_frame(conn, third.run.run_id)
+    pd.testing.assert_frame_equal(stored, _full_frame(db, as_ofs[2]))
+    # The run that read the tables left a good snapshot again; a missing file is ignored.
+    missing = next(snapshots.glob(f"run-{third.run.run_id}.payments.*.arrow"))
+    missing.unlink()
+    fourth = _import(db, folders[3], as_ofs[3], snapshots)
+    assert (fourth.kind, fourth.read_from) == (
+        "incremental",
+        f"tables ({missing.name} is missing)",
+    )
+    with open_database(db) as conn:
+        stored = read_outcome_frame(conn, fourth.run.run_id)
+    pd.testing.assert_frame_equal(stored, _full_frame(db, as_ofs[3]))
+
+
+def test_a_snapshot_is_stale_once_data_is_imported_after_it(
+    days: tuple[list[Path], list[int]], tmp_path: Path
+) -> None:
+    from core.ingest import store_dataset
+    from core.pipeline import load_folder
+
+    folders, as_ofs = days
+    db, snapshots = str(tmp_path / "s.sqlite"), tmp_path / "snapshots"
+    for folder, as_of in zip(folders[:2], as_ofs[:2], strict=True):
+        _import(db, folder, as_of, snapshots)
+    with open_database(db) as conn:  # the next day imported without a run
+        loaded = load_folder(folders[2])
+        store_dataset(conn, loaded.dataset, source="files", location="x", content_hash="other")
+    fourth = _import(db, folders[3], as_ofs[3], snapshots)
+    assert fourth.read_from == "tables (data was imported after the snapshot)"
+    assert fourth.kind == "full"  # data the base run did not reconcile
+    assert fourth.scope["reason"] == "data imported after run 2 was not reconciled by it"
+    with open_database(db) as conn:
+        stored = read_outcome_frame(conn, fourth.run.run_id)
+    pd.testing.assert_frame_equal(stored, _full_frame(db, as_ofs[3]))
+
+
+def test_without_snapshots_a_day_reads_the_tables_and_leaves_none(
+    days: tuple[list[Path], list[int]], tmp_path: Path
+) -> None:
+    folders, as_ofs = days
+    db = str(tmp_path / "n.sqlite")
+    first = _import(db, folders[0], as_ofs[0], None)
+    second = _import(db, folders[1], as_ofs[1], None)
+    assert second.read_from == "tables (no snapshot folder)"
+    assert second.kind == "incremental"
+    with open_database(db) as conn:
+        assert get_run(conn, first.run.run_id).snapshot is None  # type: ignore[union-attr]
+    assert not list(tmp_path.glob("*.snapshots"))
+
+
+def test_a_carry_forward_that_copies_another_count_fails_the_run_and_stores_nothing(
+    days: tuple[list[Path], list[int]], db_url: str
+) -> None:
+    folders, as_ofs = days
+    base = _import(db_url, folders[0], as_ofs[0], None)
+    with open_database(db_url) as conn:
+        run_id = start_run(conn, as_of=as_ofs[0], source="t", params={}, input_hashes={})
+        stored = len(base.run.outcomes)
+        carry = CarryForward(base.run.run_id, ["payment"], ["pay_none"], expected=stored - 1)
+        with pytest.raises(ValueError, match=f"holds {stored} outcomes to carry forward"):
+            complete_run(conn, run_id, carry=carry, timings={}, counts={})
+        run = get_run(conn, run_id)
+        assert run is not None and run.status == "running"
+        assert read_outcome_frame(conn, run_id).empty
+        # The same copy with the right count stores the base run's rows under the new run.
+        complete_run(
+            conn,
+            run_id,
+            carry=CarryForward(base.run.run_id, [], [], expected=stored),
+            timings={},
+            counts={},
+        )
+        pd.testing.assert_frame_equal(
+            read_outcome_frame(conn, run_id), read_outcome_frame(conn, base.run.run_id)
+        )
