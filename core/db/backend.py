@@ -290,17 +290,12 @@ class PgConnection:
                 count += 1
         return count
 
-    def copy_csv(
-        self, table: str, columns: Sequence[str], blocks: Iterable[Any], *, freeze: bool = False
-    ) -> None:
+    def copy_csv(self, table: str, columns: Sequence[str], blocks: Iterable[Any]) -> None:
         """COPY CSV text (`blocks`: bytes-like pieces, each whole lines; an unquoted empty
         field is NULL, a quoted one an empty string) into `table` (columns named) in the
-        current transaction. `freeze`: COPY ... FREEZE, for a table emptied (TRUNCATE) in
-        this transaction: rows are written frozen, so no later read rewrites their pages to
-        set hint bits (PostgreSQL docs, COPY)."""
+        current transaction."""
         names = ", ".join(columns)
-        options = "FORMAT csv, FREEZE" if freeze else "FORMAT csv"
-        statement = f"COPY {table} ({names}) FROM STDIN ({options})".encode()
+        statement = f"COPY {table} ({names}) FROM STDIN (FORMAT csv)".encode()
         with sqlite_errors(), self._conn.cursor() as cursor, cursor.copy(statement) as copy:
             for block in blocks:
                 copy.write(block)

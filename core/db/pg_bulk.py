@@ -61,13 +61,12 @@ def copy_frame(
     blocks: Iterator[pa.Buffer],
     *,
     upsert: bool,
-    freeze: bool = False,
 ) -> None:
     """COPY CSV blocks (values for `columns`) into `table`; with `upsert`, through a
     temporary table and INSERT ... ON CONFLICT (key) DO UPDATE, the last row of a key
-    winning. `freeze`: the table was emptied in this transaction (PgConnection.copy_csv)."""
+    winning."""
     if not upsert:
-        conn.copy_csv(table, columns, blocks, freeze=freeze)
+        conn.copy_csv(table, columns, blocks)
         return
     stage = f"stage_{table}"
     conn.execute(
