@@ -12,7 +12,8 @@ What differs, and where it is handled (docs/postgres.md):
   (`pg_advisory_xact_lock(WRITE_LOCK)`): writers queue as on SQLite, readers never wait,
   and the audit chain's head is read under that lock, so concurrent appenders never fork it;
 - schema: migrations of their own per dialect (`migrations_pg/`, same version numbers);
-- bulk loads: `copy_rows` (COPY ... FROM STDIN) instead of ADBC's SQLite ingest.
+- bulk loads: `copy_csv` (COPY ... FROM STDIN, CSV that Arrow writes in large blocks) and
+  `copy_rows` (row by row, small copies) instead of ADBC's SQLite ingest.
 
 The app role named by DATABASE_URL cannot UPDATE, DELETE or TRUNCATE the audit trail (the
 owner role of DATABASE_OWNER_URL runs the migrations and keeps those rights to itself),
@@ -288,6 +289,16 @@ class PgConnection:
                 copy.write_row(row)
                 count += 1
         return count
+
+    def copy_csv(self, table: str, columns: Sequence[str], blocks: Iterable[Any]) -> None:
+        """COPY CSV text (`blocks`: bytes-like pieces, each whole lines; an unquoted empty
+        field is NULL, a quoted one an empty string) into `table` (columns named) in the
+        current transaction."""
+        names = ", ".join(columns)
+        statement = f"COPY {table} ({names}) FROM STDIN (FORMAT csv)".encode()
+        with sqlite_errors(), self._conn.cursor() as cursor, cursor.copy(statement) as copy:
+            for block in blocks:
+                copy.write(block)
 
     def commit(self) -> None:
         if self.in_transaction:

@@ -2,9 +2,10 @@
 
 SQLite's fast paths (multi-row INSERTs with NULL sentinels, dropped and rebuilt indexes,
 ADBC staging files, json_object reads) are SQLite's own. On PostgreSQL a frame goes in by
-COPY ... FROM STDIN (binary-safe, NULLs as NULLs): straight into an empty table, or into a
-temporary table and from there by one INSERT ... ON CONFLICT DO UPDATE (the last row for a
-key wins, as on SQLite). Rows come back as json_build_object text parsed by Arrow, the same
+COPY ... FROM STDIN in CSV that Arrow writes a block of rows at a time (no Python object
+per value; NULLs as NULLs): straight into an empty table, or into a temporary table and
+from there by one INSERT ... ON CONFLICT DO UPDATE (the last row for a key wins, as on
+SQLite). Rows come back as json_build_object text parsed by Arrow, the same
 parser the SQLite path feeds. Raw tables carry `row_order` (migration 0090), an identity
 that an upsert keeps, so rows read back in the order they were first stored, like SQLite's
 rowid.
@@ -17,35 +18,39 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from core.db.staging import arrow_column
 
 BATCH_ROWS = 50_000
 
 
-def _python_values(series: pd.Series, dtype: str) -> list[Any]:
-    """A column as Python ints / strs, None for missing."""
-    if dtype in ("int64", "bool"):
-        return series.to_numpy(dtype=np.int64).tolist()  # type: ignore[no-any-return]
-    if dtype == "Int64":
-        if str(series.dtype) != "Int64":
-            series = series.astype("Int64")
-        values = series.to_numpy(dtype=object, na_value=None)  # type: ignore[call-overload]
-        return [None if v is None else int(v) for v in values]
-    if not isinstance(series.dtype, pd.StringDtype):
-        series = series.astype("string")
-    return series.to_numpy(dtype=object, na_value=None).tolist()  # type: ignore[call-overload, no-any-return]
+# Arrow's CSV writer quotes every text value and leaves a null field empty: what COPY's CSV
+# format reads back as the same text, '' and NULL (an unquoted empty field is NULL).
+_CSV = pacsv.WriteOptions(include_header=False, batch_size=BATCH_ROWS)
 
 
-def frame_rows(
-    frame: pd.DataFrame, columns: dict[str, str], extra: Sequence[Any] = ()
-) -> Iterator[tuple[Any, ...]]:
-    """The frame's rows as tuples in `columns` order, `extra` values appended to each;
-    converted a batch at a time."""
+def csv_blocks(columns: Sequence[pa.Array | pa.ChunkedArray]) -> Iterator[pa.Buffer]:
+    """Equal-length Arrow columns as COPY CSV text, BATCH_ROWS lines a block."""
+    names = [str(i) for i in range(len(columns))]
+    table = pa.Table.from_arrays(list(columns), names=names)
+    for start in range(0, table.num_rows, BATCH_ROWS):
+        sink = pa.BufferOutputStream()
+        pacsv.write_csv(table.slice(start, BATCH_ROWS), sink, _CSV)
+        yield sink.getvalue()
+
+
+def frame_csv(
+    frame: pd.DataFrame, columns: dict[str, str], extra: Sequence[int] = ()
+) -> Iterator[pa.Buffer]:
+    """The frame's `columns` (name -> Dataset dtype), each `extra` integer appended as a
+    constant column, as COPY CSV blocks; converted a batch of rows at a time."""
     for start in range(0, len(frame), BATCH_ROWS):
         part = frame.iloc[start : start + BATCH_ROWS]
-        cols = [_python_values(part[name], dtype) for name, dtype in columns.items()]
-        tail = tuple(extra)
-        for values in zip(*cols, strict=True):
-            yield (*values, *tail)
+        arrays = [arrow_column(part[name], dtype) for name, dtype in columns.items()]
+        constants = [pa.array(np.full(len(part), value, dtype=np.int64)) for value in extra]
+        yield from csv_blocks([*arrays, *constants])
 
 
 def copy_frame(
@@ -53,21 +58,23 @@ def copy_frame(
     table: str,
     key: str,
     columns: Sequence[str],
-    rows: Iterator[tuple[Any, ...]],
+    blocks: Iterator[pa.Buffer],
     *,
     upsert: bool,
-) -> int:
-    """COPY rows (values for `columns`) into `table`; with `upsert`, through a temporary
-    table and INSERT ... ON CONFLICT (key) DO UPDATE, the last row of a key winning."""
+) -> None:
+    """COPY CSV blocks (values for `columns`) into `table`; with `upsert`, through a
+    temporary table and INSERT ... ON CONFLICT (key) DO UPDATE, the last row of a key
+    winning."""
     if not upsert:
-        return int(conn.copy_rows(table, columns, rows))
+        conn.copy_csv(table, columns, blocks)
+        return
     stage = f"stage_{table}"
     conn.execute(
         f"CREATE TEMPORARY TABLE {stage} AS SELECT {', '.join(columns)} FROM {table} LIMIT 0"
     )
     try:
         conn.execute(f"ALTER TABLE {stage} ADD COLUMN stage_order BIGSERIAL")
-        count = int(conn.copy_rows(stage, columns, rows))
+        conn.copy_csv(stage, columns, blocks)
         names = ", ".join(columns)
         updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != key)
         conn.execute(
@@ -78,7 +85,6 @@ def copy_frame(
         )
     finally:
         conn.execute(f"DROP TABLE {stage}")
-    return count
 
 
 def json_rows(
@@ -101,14 +107,21 @@ def json_rows(
 def copy_outcome_chunk(
     conn: Any, run_id: int, fields: Sequence[str], columns: Sequence[Any]
 ) -> int:
-    """One piece of a run's outcomes (a value sequence per field, None for NULL; lists or
-    numpy arrays) by COPY."""
+    """One piece of a run's outcomes (a value sequence per field, None for NULL: Arrow
+    arrays, numpy arrays or lists) by COPY, as CSV that Arrow writes."""
     count = len(columns[0]) if len(columns) else 0
     if any(len(column) != count for column in columns):
         raise ValueError("outcome columns differ in length")
-    lists = [c.tolist() if isinstance(c, np.ndarray) else list(c) for c in columns]
-    rows = ((run_id, *values) for values in zip(*lists, strict=True))
-    return int(conn.copy_rows("outcomes", ["run_id", *fields], rows))
+    arrays = [_arrow(column) for column in columns]
+    run = pa.array(np.full(count, run_id, dtype=np.int64))
+    conn.copy_csv("outcomes", ["run_id", *fields], csv_blocks([run, *arrays]))
+    return count
+
+
+def _arrow(values: Any) -> pa.Array | pa.ChunkedArray:
+    if isinstance(values, pa.Array | pa.ChunkedArray):
+        return values
+    return pa.array(values, from_pandas=True)
 
 
 # Tables that a PostgreSQL trigger fills (exception_search) or that migrations own.

@@ -356,10 +356,10 @@ def write_frame(
     table = RAW_TABLES[attribute][0]
     if is_postgres(conn):  # COPY (core.db.pg_bulk)
         key, spec = RAW_TABLES[attribute][1], RAW_TABLES[attribute][2]
-        rows = pg_bulk.frame_rows(frame, spec, (import_id,))
+        blocks = pg_bulk.frame_csv(frame, spec, (import_id,))
         # Into an empty table a plain COPY, unless the frame repeats a key (the last wins).
         upsert = bool(frame[key].duplicated().any()) or not _table_empty(conn, table)
-        pg_bulk.copy_frame(conn, table, key, [*spec, "import_id"], rows, upsert=upsert)
+        pg_bulk.copy_frame(conn, table, key, [*spec, "import_id"], blocks, upsert=upsert)
         return len(frame)
     if not _table_empty(conn, table):
         _insert_rows(conn, attribute, frame, import_id, upsert=True)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,6 +152,26 @@ def max_exception_id(conn: sqlite3.Connection) -> int:
 
 
 # -- sync ---------------------------------------------------------------------------------
+
+
+@contextmanager
+def set_based_plans(conn: sqlite3.Connection) -> Iterator[None]:
+    """Within the caller's transaction, let PostgreSQL join a run's outcomes and the
+    exceptions by hash or merge joins only (`enable_nestloop` off, restored after).
+
+    The app role cannot ANALYZE (owner only, PostgreSQL 15), and a first sync meets an
+    `outcomes` just grown by a million rows and an `exceptions` grown in this very
+    transaction: with no statistics the planner takes both for a few pages and probes the
+    run's EXCEPTION outcomes once per exception, a nested loop of n x n rows (minutes at
+    1M payments; docs/benchmark.md, "PostgreSQL --db at 1M"). A hash join reads each side
+    once, whatever the sizes. SQLite: nothing to do."""
+    if not is_postgres(conn):
+        yield
+        return
+    previous = str(conn.execute("SELECT current_setting('enable_nestloop')").fetchone()[0])
+    conn.execute("SELECT set_config('enable_nestloop', 'off', true)")
+    yield  # on an error the rollback undoes the setting with the rest
+    conn.execute("SELECT set_config('enable_nestloop', ?, true)", (previous,))
 
 
 def reopen_candidates(conn: sqlite3.Connection, run_id: int) -> list[sqlite3.Row]:

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from core.dataset import OUTCOME_COLUMNS
 from core.db import runs as db_runs
+from core.db.backend import is_postgres
 from core.db.staging import (
     StagedFile,
     StagedTable,
@@ -74,6 +75,16 @@ def outcome_chunks(
     for start in range(0, len(outcomes), size):
         part = outcomes.iloc[start : start + size]
         yield [_array(part[name], name) for name in OUTCOME_COLUMNS]
+
+
+def outcome_arrow_chunks(
+    outcomes: pd.DataFrame, size: int = CHUNK_ROWS
+) -> Iterator[list[pa.Array]]:
+    """`outcome_chunks` as Arrow arrays (int64 amounts and times, text else): what the
+    PostgreSQL path writes as COPY CSV without a Python object per value."""
+    for start in range(0, len(outcomes), size):
+        part = outcomes.iloc[start : start + size]
+        yield [arrow_column(part[name], _dtype(name)) for name in OUTCOME_COLUMNS]
 
 
 def outcome_rows(outcomes: pd.DataFrame) -> Iterator[tuple[Any, ...]]:
@@ -161,7 +172,11 @@ def persist_run(
             db_runs.complete_run(
                 conn,
                 run_id,
-                chunks=outcome_chunks(outcomes),
+                chunks=(
+                    outcome_arrow_chunks(outcomes)
+                    if is_postgres(conn)
+                    else outcome_chunks(outcomes)
+                ),
                 timings=timings,
                 counts=outcome_counts(outcomes),
             )

@@ -111,17 +111,18 @@ def sync_exceptions(
                 )
             )
 
-        reopen = review_sql.reopen_candidates(conn, run_id)
-        review_sql.reopen_from_run(conn, run_id, [r["id"] for r in reopen], stamp, rules)
-        changed = review_sql.changed_facts(conn, run_id)
-        holding = review_sql.count_holding(conn, run_id)
-        review_sql.refresh_from_run(conn, run_id, stamp)
-        review_sql.open_new_from_run(conn, run_id, stamp, rules)
-        opened = review_sql.exceptions_after(conn, first_new)
-        cleared = review_sql.auto_clear_candidates(conn, run_id)
-        review_sql.auto_clear(conn, run_id, stamp)
-        gone = review_sql.not_found_candidates(conn, run_id)
-        review_sql.mark_not_found(conn, [r["id"] for r in gone], run_id, stamp)
+        with review_sql.set_based_plans(conn):
+            reopen = review_sql.reopen_candidates(conn, run_id)
+            review_sql.reopen_from_run(conn, run_id, [r["id"] for r in reopen], stamp, rules)
+            changed = review_sql.changed_facts(conn, run_id)
+            holding = review_sql.count_holding(conn, run_id)
+            review_sql.refresh_from_run(conn, run_id, stamp)
+            review_sql.open_new_from_run(conn, run_id, stamp, rules)
+            opened = review_sql.exceptions_after(conn, first_new)
+            cleared = review_sql.auto_clear_candidates(conn, run_id)
+            review_sql.auto_clear(conn, run_id, stamp)
+            gone = review_sql.not_found_candidates(conn, run_id)
+            review_sql.mark_not_found(conn, [r["id"] for r in gone], run_id, stamp)
 
         for r in reopen:
             why = (
