@@ -82,6 +82,7 @@ class FakeState:
     lock: threading.Lock = field(default_factory=threading.Lock)
     served: int = 0
     on_request: Callable[[int], None] | None = None
+    hook_errors: list[BaseException] = field(default_factory=list)  # raised by on_request
 
 
 def _error(code: str, description: str) -> bytes:
@@ -143,7 +144,14 @@ class _Handler(BaseHTTPRequestHandler):
             number = state.served
             fault = self._pick_fault(parts.path, query)
         if state.on_request is not None:
-            state.on_request(number)
+            try:
+                state.on_request(number)
+            except Exception as error:  # a test's hook failed: answer 500, never hang up
+                with state.lock:
+                    state.hook_errors.append(error)
+                self._record(parts.path, query, 500)
+                self._send(500, _error("SERVER_ERROR", f"the fake's on_request hook: {error!r}"))
+                return
         if not self._authorised():
             self._record(parts.path, query, 401)
             self._send(401, _error("BAD_REQUEST_ERROR", "The api key provided is invalid"))
@@ -292,6 +300,8 @@ class FakeRazorpay:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
+        if self.state.hook_errors and exc[0] is None:  # a failing hook fails the test
+            raise AssertionError("the fake's on_request hook raised") from self.state.hook_errors[0]
 
     def inject(self, fault: Fault) -> Fault:
         with self.state.lock:

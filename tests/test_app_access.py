@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.db import connect, migrate
+from core.db import connect
 from tests.app_builder import build
 from tests.app_signin import signed_in
 from tests.conftest import ROOT
@@ -21,14 +21,14 @@ pytestmark = pytest.mark.usefixtures("streamlit_navigation_v2")
 
 
 @pytest.fixture
-def app_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    path = tmp_path / "app.sqlite"
+def app_db(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The app's database, a SQLite file or a PostgreSQL URL (tests/conftest.py)."""
+    path = db_url
     conn = connect(path)
-    migrate(conn)
     build(conn, payments=600, seed=5)
     add_people(conn)
     conn.close()
-    monkeypatch.setenv("DATABASE_URL", str(path))
+    monkeypatch.setenv("DATABASE_URL", path)
     monkeypatch.setenv("RAZORRECON_FOUR_EYES_PAISE", "1000000")
     monkeypatch.delenv("RAZORRECON_DEMO", raising=False)
     yield path
@@ -44,7 +44,7 @@ def _at(email: str, page: str | None = None) -> AppTest:
     return at
 
 
-def _status(path: Path, exception_id: int) -> str:
+def _status(path: str | Path, exception_id: int) -> str:
     conn = connect(path)
     try:
         return str(
@@ -69,7 +69,7 @@ def test_no_widget_asks_for_a_name_to_act_as() -> None:
     assert not hasattr(keys, "REVIEWER")
 
 
-def test_the_sidebar_names_the_signed_in_identity_and_role(app_db: Path) -> None:
+def test_the_sidebar_names_the_signed_in_identity_and_role(app_db: str) -> None:
     at = _at("asha@example.com")
     sidebar = " ".join(m.value for m in at.sidebar.markdown)
     assert "asha@example.com" in sidebar
@@ -77,7 +77,7 @@ def test_the_sidebar_names_the_signed_in_identity_and_role(app_db: Path) -> None
     assert not at.sidebar.text_input
 
 
-def test_an_unknown_or_unverified_email_sees_nothing(app_db: Path) -> None:
+def test_an_unknown_or_unverified_email_sees_nothing(app_db: str) -> None:
     at = signed_in("cfo@elsewhere.example")
     at.run()
     assert any("has no access yet" in e.value for e in at.error)
@@ -88,7 +88,7 @@ def test_an_unknown_or_unverified_email_sees_nothing(app_db: Path) -> None:
     assert not at.metric
 
 
-def test_signed_out_visitors_get_the_sign_in_button(app_db: Path) -> None:
+def test_signed_out_visitors_get_the_sign_in_button(app_db: str) -> None:
     at = signed_in()
     at.user = {"is_logged_in": False}
     at.run()
@@ -96,14 +96,14 @@ def test_signed_out_visitors_get_the_sign_in_button(app_db: Path) -> None:
     assert not at.metric
 
 
-def test_without_a_provider_off_loopback_the_app_refuses(app_db: Path) -> None:
+def test_without_a_provider_off_loopback_the_app_refuses(app_db: str) -> None:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.run()  # AppTest has no server address: as if listening on every interface
     assert any("No identity provider is configured" in e.value for e in at.error)
     assert not at.metric
 
 
-def test_a_viewer_can_read_but_not_decide_or_assign(app_db: Path) -> None:
+def test_a_viewer_can_read_but_not_decide_or_assign(app_db: str) -> None:
     at = _at("viewer@example.com", "pages/investigation.py")
     assert any("Deciding needs the reviewer role" in c.value for c in at.caption)
     assert not [t for t in at.text_area if t.key == keys.DECISION_NOTE]
@@ -114,7 +114,7 @@ def test_a_viewer_can_read_but_not_decide_or_assign(app_db: Path) -> None:
     assert any("need the reviewer role" in c.value for c in at.caption)
 
 
-def test_the_data_admin_and_approvals_pages_are_hidden_from_a_reviewer(app_db: Path) -> None:
+def test_the_data_admin_and_approvals_pages_are_hidden_from_a_reviewer(app_db: str) -> None:
     at = _at("asha@example.com")
     for page in ("pages/data.py", "pages/admin.py", "pages/approvals.py"):
         with pytest.raises(ValueError, match="Could not find a navigation page"):
@@ -123,7 +123,7 @@ def test_the_data_admin_and_approvals_pages_are_hidden_from_a_reviewer(app_db: P
     assert admin.button(key=keys.UPLOAD_IMPORT) is not None
 
 
-def test_a_session_whose_role_is_lowered_loses_the_page_it_was_on(app_db: Path) -> None:
+def test_a_session_whose_role_is_lowered_loses_the_page_it_was_on(app_db: str) -> None:
     at = _at("admin@example.com", "pages/approvals.py")  # admin includes approver
     assert at.title[0].value == "Approvals"
     at.user = {"is_logged_in": True, "email": "viewer@example.com", "email_verified": True}
@@ -132,7 +132,7 @@ def test_a_session_whose_role_is_lowered_loses_the_page_it_was_on(app_db: Path) 
     assert not [b for b in at.button if b.key == keys.APPROVAL_APPROVE]
 
 
-def test_an_admin_adds_a_person_on_the_admin_page_and_it_is_audited(app_db: Path) -> None:
+def test_an_admin_adds_a_person_on_the_admin_page_and_it_is_audited(app_db: str) -> None:
     at = _at("admin@example.com", "pages/admin.py")
     at.text_input(key=keys.ADMIN_EMAIL).input("New.Person@Example.com")
     at.selectbox(key=keys.ADMIN_ROLE).select("approver").run()
@@ -159,7 +159,7 @@ def _write_off(at: AppTest, rupees: str) -> int:
     return exception_id
 
 
-def test_four_eyes_in_the_app_reviewer_asks_approver_approves(app_db: Path) -> None:
+def test_four_eyes_in_the_app_reviewer_asks_approver_approves(app_db: str) -> None:
     at = _at("asha@example.com", "pages/investigation.py")
     exception_id = _write_off(at, "25,000")
     assert any("pending approval" in s.value for s in at.success)
@@ -176,7 +176,7 @@ def test_four_eyes_in_the_app_reviewer_asks_approver_approves(app_db: Path) -> N
     assert _status(app_db, exception_id) == "RESOLVED"
 
 
-def test_an_approver_cannot_approve_their_own_write_off(app_db: Path) -> None:
+def test_an_approver_cannot_approve_their_own_write_off(app_db: str) -> None:
     at = _at("cfo@example.com", "pages/investigation.py")
     exception_id = _write_off(at, "50,000")
     at.switch_page("pages/approvals.py")
@@ -187,16 +187,18 @@ def test_an_approver_cannot_approve_their_own_write_off(app_db: Path) -> None:
     assert _status(app_db, exception_id) != "RESOLVED"
 
 
-def test_demo_personas_work_on_a_private_copy(
-    app_db: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+# SQLite only: a demo session's private copy is a copy of the database file (SQLite's backup
+# API); on PostgreSQL demo mode is refused, proven by test_app_demo_reset.py
+# test_demo_mode_on_a_postgresql_database_is_refused_with_a_config_error.
+@pytest.mark.sqlite_only
+def test_demo_personas_work_on_a_private_copy(app_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAZORRECON_DEMO", "1")
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.run()
     assert any("Demo sign-in" in i.value for i in at.info)
     at.button(key=f"{keys.DEMO_SIGN_IN}-reviewer").click().run()
     sandbox = Path(at.session_state[keys.DEMO_SANDBOX])
-    assert sandbox != app_db and sandbox.exists()
+    assert str(sandbox) != app_db and sandbox.exists()
     at.switch_page("pages/investigation.py")
     at.run()
     exception_id = int(at.number_input(key=keys.INVESTIGATE_ID).value)
@@ -209,7 +211,7 @@ def test_demo_personas_work_on_a_private_copy(
 
 
 def test_demo_mode_and_a_provider_together_are_refused(
-    app_db: Path, monkeypatch: pytest.MonkeyPatch
+    app_db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("RAZORRECON_DEMO", "1")
     at = signed_in("admin@example.com")

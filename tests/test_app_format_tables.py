@@ -8,13 +8,13 @@ import csv
 import io
 import sqlite3
 from decimal import Decimal
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from core import audit as core_audit
 from core.db import connect
+from tests import conftest
 from ui import audit
 from ui.format import (
     MIN_COLUMN_PX,
@@ -27,6 +27,10 @@ from ui.format import (
 
 # 2026-04-03 09:30 IST
 MOMENT = 1775188800
+
+# This module's database tests run on SQLite and on PostgreSQL (tests/conftest.py).
+conn = conftest.db_conn
+db_path = conftest.db_url
 
 
 def test_fitted_widths_keep_narrow_columns_and_cut_the_widest_to_fit() -> None:
@@ -130,12 +134,12 @@ def test_audit_rows_show_the_note_and_the_amount_in_their_own_columns(
 
 
 def test_the_audit_csv_has_rupees_and_ist_first_then_the_stored_columns(
-    db_path: Path, monkeypatch: pytest.MonkeyPatch
+    db_path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     conn = connect(db_path)
     _entry(conn)
     conn.close()
-    monkeypatch.setenv("DATABASE_URL", str(db_path))
+    monkeypatch.setenv("DATABASE_URL", db_path)
     text = audit.export(audit.make_filter(), "csv").decode("utf-8")
     header, *rows = list(csv.reader(io.StringIO(text)))
     assert header[: len(audit.READABLE_CSV)] == list(audit.READABLE_CSV)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.db import connect, migrate
+from core.db import connect
 from tests.app_builder import build
 from tests.app_signin import signed_in
 from ui import keys
@@ -28,13 +27,13 @@ pytestmark = pytest.mark.usefixtures("streamlit_navigation_v2")
 
 
 @pytest.fixture
-def database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "app.sqlite"
+def database(db_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The app's database, a SQLite file or a PostgreSQL URL (tests/conftest.py)."""
+    path = db_url
     conn = connect(path)
-    migrate(conn)
     build(conn, payments=200, source="files")
     conn.close()
-    monkeypatch.setenv("DATABASE_URL", str(path))
+    monkeypatch.setenv("DATABASE_URL", path)
     monkeypatch.setenv("RAZORRECON_ADMINS", "admin@example.com")  # the first admin
     for name in ("RAZORPAY_KEY_ID", "RAZORPAY_KEY_SECRET", "RAZORPAY_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
@@ -56,7 +55,7 @@ def _data_page() -> AppTest:
     return at
 
 
-def test_sync_without_keys_says_which_variables_to_set(database: Path) -> None:
+def test_sync_without_keys_says_which_variables_to_set(database: str) -> None:
     at = _data_page()
     assert any("**State:** never" in m.value for m in at.markdown)
     at.button(key=keys.SYNC_START).click().run()
@@ -65,7 +64,7 @@ def test_sync_without_keys_says_which_variables_to_set(database: Path) -> None:
 
 
 def test_sync_from_the_data_page_fills_the_raw_tables_and_the_status(
-    database: Path, fake: object, monkeypatch: pytest.MonkeyPatch
+    database: str, fake: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for name, value in support.sync_env(fake, database).items():
         monkeypatch.setenv(name, value)
@@ -79,6 +78,6 @@ def test_sync_from_the_data_page_fills_the_raw_tables_and_the_status(
     ]
     assert any("**State:** completed" in m.value for m in at.markdown)
     conn = connect(database)
-    synced = conn.execute("SELECT count(*) FROM payments WHERE id NOT GLOB 'pay_0*'").fetchone()
+    synced = conn.execute("SELECT count(*) FROM payments WHERE id NOT LIKE 'pay_0%'").fetchone()
     conn.close()
     assert synced[0] > 0

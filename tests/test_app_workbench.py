@@ -13,10 +13,14 @@ from core.money import parse_rupees_short
 from core.review import comment, escalate, resolve, sync_exceptions
 from core.views.queue import queue, queue_csv
 from core.views.runs import changes_since_previous_run, latest_data_date
+from tests import conftest
 from tests import test_app_pages as pages
 from tests.app_builder import Built
 from tests.review_support import Finding, add_people, exception_id, write_run
 from ui import keys
+
+# This module's `conn` tests run on SQLite and on PostgreSQL (tests/conftest.py).
+conn = conftest.db_conn
 
 # The page tests' database fixture and helpers, shared; navigation as every AppTest file.
 pytestmark = pytest.mark.usefixtures("streamlit_navigation_v2")

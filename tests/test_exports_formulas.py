@@ -15,9 +15,13 @@ from core.engine import EngineParams, reconcile, write_results_csv
 from core.ingest import load_dataset
 from core.review import assign, sync_exceptions
 from core.views.queue import queue, queue_csv
+from tests import conftest
 from tests.conftest import SPEC_EXAMPLE
 from tests.engine_support import ts
 from tests.review_support import Finding, add_people, write_run
+
+# This module's `conn` tests run on SQLite and on PostgreSQL (tests/conftest.py).
+conn = conftest.db_conn
 
 DANGEROUS = ['=HYPERLINK("http://evil/x")', "+1+1", "-2+3", "@SUM(A1)", "\tx", "\rx"]
 

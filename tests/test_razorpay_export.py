@@ -5,21 +5,50 @@ from __future__ import annotations
 import shutil
 import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import pytest
 
 from core.__main__ import main
-from core.db import connect
+from core.db import connect, transaction
+from core.db.backend import is_postgres_url
+from core.db.pg_bulk import publish_sqlite
 from core.errors import NotFoundError, RefusedError
 from core.ingest import import_dataset, load_dataset, store_dataset
 from core.razorpay.export import export_dataset
+from tests import conftest
 from tests.razorpay_support import SPEC_DATASET, assert_same_entities, sorted_frame
 
-pytest_plugins = ("tests.razorpay_fixtures",)  # synced_db
+if TYPE_CHECKING:
+    from tests.razorpay_fixtures import SyncedTemplate
+
+pytest_plugins = ("tests.razorpay_fixtures",)  # synced_template
+
+# This module's tests run on SQLite and on PostgreSQL (tests/conftest.py).
+conn = conftest.db_conn
 
 
-def test_a_synced_database_exports_the_original_entities(synced_db: Path, tmp_path: Path) -> None:
+@pytest.fixture
+def synced_db(synced_template: SyncedTemplate, db_url: str, tmp_path: Path) -> str:
+    """The synced template on this test's database: a private copy of the SQLite file, or
+    its rows published into the fresh PostgreSQL database by COPY in one transaction (the
+    cold start's path, core.db.pg_bulk.publish_sqlite)."""
+    if not is_postgres_url(db_url):
+        path = tmp_path / "synced.sqlite"
+        shutil.copyfile(synced_template.path, path)
+        return str(path)
+    source, target = connect(synced_template.path), connect(db_url)
+    try:
+        with transaction(target):
+            publish_sqlite(source, target)
+    finally:
+        source.close()
+        target.close()
+    return db_url
+
+
+def test_a_synced_database_exports_the_original_entities(synced_db: str, tmp_path: Path) -> None:
     out = tmp_path / "export"
     conn = connect(synced_db)
     try:
@@ -48,10 +77,10 @@ def test_a_synced_database_exports_the_original_entities(synced_db: Path, tmp_pa
 
 
 def test_the_exported_data_with_the_bank_statement_beside_it_is_the_original_dataset(
-    synced_db: Path, tmp_path: Path
+    synced_db: str, tmp_path: Path
 ) -> None:
     out = tmp_path / "export"
-    assert main(["export", str(out), "--db", str(synced_db)]) == 0
+    assert main(["export", str(out), "--db", synced_db]) == 0
     shutil.copyfile(SPEC_DATASET / "bank_statement.csv", out / "bank_statement.csv")
 
     exported, _ = load_dataset(out)
@@ -112,7 +141,7 @@ def test_bank_lines_from_several_files_are_renumbered_consistently(
 
 
 def test_export_refuses_to_mix_with_an_existing_dataset_unless_told_to_overwrite(
-    synced_db: Path, tmp_path: Path
+    synced_db: str, tmp_path: Path
 ) -> None:
     out = tmp_path / "export"
     out.mkdir()
@@ -140,7 +169,7 @@ def test_exporting_an_empty_database_is_refused(conn: sqlite3.Connection, tmp_pa
     assert not (tmp_path / "out").exists()
 
 
-def test_exported_items_keep_the_api_shape(synced_db: Path, tmp_path: Path) -> None:
+def test_exported_items_keep_the_api_shape(synced_db: str, tmp_path: Path) -> None:
     import json
 
     conn = connect(synced_db)

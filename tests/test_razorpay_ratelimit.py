@@ -22,6 +22,7 @@ import pytest
 from core.__main__ import main
 from core.benchmark import GROUND_TRUTH_FILE, generate, read_ground_truth
 from core.calendar import IST
+from core.db import connect
 from core.db.raw import read_dataset
 from core.errors import ConfigError
 from core.razorpay.client import RazorpayReader
@@ -31,6 +32,7 @@ from core.razorpay.export import export_dataset
 from core.razorpay.http import RetryEvent, RetryingSession, parse_retry_after
 from core.razorpay.status import sync_status
 from core.razorpay.sync import SyncReport, sync
+from tests import conftest
 from tests.fake_razorpay import (
     KEY_ID,
     KEY_SECRET,
@@ -40,6 +42,10 @@ from tests.fake_razorpay import (
     make_payments,
 )
 from tests.razorpay_support import SPEC_DATASET, SPEC_FROM, SPEC_TO, FakeClock
+
+# This module's `conn` tests run on SQLite and on PostgreSQL (tests/conftest.py): the reader
+# in the heartbeat test opens `db_url`, the database `conn` is connected to.
+conn = conftest.db_conn
 
 AS_OF = "2026-06-30T23:59:59+05:30"  # the benchmark's default as-of
 QUARTER_FROM, QUARTER_TO = dt.date(2026, 4, 1), dt.date(2026, 6, 30)  # the benchmark's days
@@ -409,8 +415,6 @@ def test_a_rate_ceiling_paces_from_the_first_request(fake: FakeRazorpay) -> None
     assert clock.sleeps == [0.25] * 4  # five pages, a quarter of a second apart
 
 
-# On PostgreSQL the fake server drops the connection in this test: not yet investigated.
-@pytest.mark.sqlite_only
 def test_a_slow_paced_day_keeps_the_runs_heartbeat_fresh_between_its_requests(
     conn: sqlite3.Connection, db_url: str, fake: FakeRazorpay
 ) -> None:
@@ -423,8 +427,11 @@ def test_a_slow_paced_day_keeps_the_runs_heartbeat_fresh_between_its_requests(
 
     def slow_answer(_: object) -> None:
         clock.advance(120)  # two minutes per answer: the day takes over an hour
-        with sqlite3.connect(db_url) as reader:
+        reader = connect(db_url)  # another connection: sees only what the sync committed
+        try:
             row = reader.execute("SELECT max(heartbeat_at) FROM razorpay_sync_runs").fetchone()
+        finally:
+            reader.close()
         seen.append((clock.now, int(row[0])))
 
     fake.state.on_request = slow_answer

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from core.__main__ import main
+from tests import test_razorpay_export
 from tests.conftest import SPEC_EXAMPLE
 from tests.razorpay_support import SPEC_DATASET
 
@@ -18,6 +19,9 @@ if TYPE_CHECKING:
     from tests.razorpay_fixtures import SyncedTemplate
 
 pytest_plugins = ("tests.razorpay_fixtures",)
+
+# The synced database on SQLite and on PostgreSQL (tests/conftest.py's db_url).
+synced_db = test_razorpay_export.synced_db
 
 AS_OF = "2026-06-30T23:59:59+05:30"  # the spec example's as-of
 
@@ -28,11 +32,11 @@ def reconcile(folder: Path, results: Path) -> pd.DataFrame:
 
 
 def test_synced_exported_and_reconciled_gives_the_outcomes_of_the_original_files(
-    synced_template: SyncedTemplate, synced_db: Path, tmp_path: Path
+    synced_template: SyncedTemplate, synced_db: str, tmp_path: Path
 ) -> None:
     assert synced_template.statuses.count(429) > 0  # the fake did rate-limit that sync
     out = tmp_path / "exported"
-    assert main(["export", str(out), "--db", str(synced_db)]) == 0
+    assert main(["export", str(out), "--db", synced_db]) == 0
     shutil.copyfile(SPEC_DATASET / "bank_statement.csv", out / "bank_statement.csv")
 
     exported = reconcile(out, tmp_path / "exported_results.csv")

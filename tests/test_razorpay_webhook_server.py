@@ -7,16 +7,17 @@ import os
 import queue
 import re
 import shutil
-import sqlite3
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
 
+from core.db import connect
 from core.razorpay.webhooks import sign
 from serve import WEBHOOK_PATH
 from tests.conftest import ROOT
@@ -28,28 +29,36 @@ STUB_APP = 'import streamlit as st\nst.title("stub app for the webhook test")\n'
 
 
 class Served:
-    def __init__(self, base_url: str, db: Path) -> None:
+    def __init__(self, base_url: str, db: str) -> None:
         self.base_url = base_url
         self.db = db
 
     def post(self, body: bytes, headers: dict[str, str]) -> requests.Response:
         return requests.post(self.base_url + WEBHOOK_PATH, data=body, headers=headers, timeout=30)
 
+    def query(self, sql: str) -> list[tuple[Any, ...]]:
+        conn = connect(self.db)
+        try:
+            return [tuple(r) for r in conn.execute(sql)]
+        finally:
+            conn.close()
+
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[Served]:
+def served(tmp_path: Path, db_url: str) -> Iterator[Served]:
     """serve.py as shipped, next to a stub app.py (the real app's first session would build the
-    benchmark, which this test does not need), on an ephemeral port.
+    benchmark, which this test does not need), on an ephemeral port, writing to a SQLite file
+    or a PostgreSQL database (tests/conftest.py's db_url; DATABASE_OWNER_URL is inherited).
     """
     site = tmp_path / "site"
     site.mkdir()
     shutil.copyfile(ROOT / "serve.py", site / "serve.py")
     (site / "app.py").write_text(STUB_APP, encoding="utf-8")
-    db = tmp_path / "webhooks.sqlite"
+    db = db_url
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
-        "DATABASE_URL": str(db),
+        "DATABASE_URL": db,
         "RAZORPAY_WEBHOOK_SECRET": SECRET,
         "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false",
     }
@@ -115,14 +124,8 @@ def test_the_endpoint_beside_the_app_verifies_dedupes_and_applies_deliveries(
     assert (first.status_code, first.json()["verdict"]) == (200, "accepted")
     assert (again.status_code, again.json()["verdict"]) == (200, "duplicate")
     assert reserialised.status_code == 401
-    conn = sqlite3.connect(served.db)
-    try:
-        stored = conn.execute("SELECT id, status FROM payments").fetchall()
-        verdicts = [
-            r[0] for r in conn.execute("SELECT verdict FROM razorpay_webhook_log ORDER BY id")
-        ]
-    finally:
-        conn.close()
+    stored = served.query("SELECT id, status FROM payments")
+    verdicts = [r[0] for r in served.query("SELECT verdict FROM razorpay_webhook_log ORDER BY id")]
     assert stored == [(payment["id"], "captured")]
     assert verdicts == ["accepted", "duplicate"]  # unsigned ones are counted, not logged
     # the app itself is still served on the same port

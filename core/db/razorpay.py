@@ -22,6 +22,7 @@ from core.dataset import (
     SETTLEMENT_COLUMNS,
     TRANSFER_COLUMNS,
 )
+from core.db.backend import is_postgres
 
 
 # raw table -> (key column, modelled columns: compared to decide whether a stored row changed).
@@ -106,6 +107,8 @@ def stored_entity(conn: sqlite3.Connection, table: str, entity_id: str) -> sqlit
 def export_rows(conn: sqlite3.Connection, table: str) -> list[sqlite3.Row]:
     """Every stored row of a raw table, in a stable order, for export."""
     columns, order = EXPORT_QUERIES[table]
+    if order == "rowid" and is_postgres(conn):
+        order = "row_order"  # PostgreSQL has no rowid; row_order keeps the insertion order
     return list(conn.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {order}"))
 
 
