@@ -8,7 +8,6 @@ import streamlit as st
 
 from core.calendar import CalendarParams
 from core.errors import InputError
-from core.views.runs import holdings
 from ui import actions, keys, shell, widgets
 
 
@@ -24,14 +23,13 @@ def folder_form(calendar: CalendarParams, as_of: int) -> None:
     unit = st.radio(
         "Amounts in", ["auto", "paise", "rupees"], horizontal=True, key=keys.STREAM_UNIT
     )
-    held = shell.read(holdings)
-    allowed = True
-    if not held.empty:
-        allowed = st.checkbox(
-            f"Replace the {held.payments:,} payments held now (exceptions, runs and the "
-            "audit trail stay)",
-            key=keys.STREAM_CONFIRM,
-        )
+    # Always asked (not only when data are held): counting 10M raw rows to decide whether
+    # to ask would cost the page more than its 1 s.
+    allowed = st.checkbox(
+        "Replace the imported data held now, if any (exceptions, their history, runs and "
+        "the audit trail stay)",
+        key=keys.STREAM_CONFIRM,
+    )
     if st.button(
         "Import and reconcile the folder",
         key=keys.STREAM_START,
