@@ -175,11 +175,15 @@ EVERY_PAGE = (
 PAGE_TARGET_S = 1.0
 
 
-def measure_every_page(database: Path, repeats: int = 3) -> dict[str, Any]:
+def measure_every_page(
+    database: Path, repeats: int = 3, only: tuple[str, ...] = (), timeout: int = 600
+) -> dict[str, Any]:
     """Server seconds (wall and CPU) of each page's render, as a person switching to it
     runs it (AppTest runs the real app.py in process): the first render in a fresh session
     (a new AppTest, its caches as the server's after the Overview) and the median of
-    `repeats` reruns. Read-only: nothing is clicked that writes."""
+    `repeats` reruns. Read-only: nothing is clicked that writes. `only`: these pages (by
+    name); a page that does not render within `timeout` seconds is recorded as such and
+    the next one measured."""
     from streamlit import config
     from streamlit.runtime.pages_manager import PagesManager
     from streamlit.testing.v1 import AppTest
@@ -195,10 +199,12 @@ def measure_every_page(database: Path, repeats: int = 3) -> dict[str, Any]:
     PagesManager.__init__ = init  # type: ignore[method-assign]
     result: dict[str, Any] = {"target_s": PAGE_TARGET_S, "pages": {}}
     try:
-        warm = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
+        warm = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
         result["app_first_start_s"] = round(_timed(warm.run)[0], 3)  # Overview, caches cold
         for name, page in EVERY_PAGE:
-            at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
+            if only and name not in only:
+                continue
+            at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
             at.run()
             if name == "Investigation":
                 at.switch_page("pages/exceptions.py")
@@ -207,7 +213,12 @@ def measure_every_page(database: Path, repeats: int = 3) -> dict[str, Any]:
                     table = at.dataframe[0]
                     at.session_state[table.key] = {"selection": {"rows": [0], "columns": []}}
             at.switch_page(page)
-            first = _timed(at.run)
+            try:
+                first = _timed(at.run)
+            except RuntimeError as exc:  # AppTest's timeout
+                result["pages"][name] = {"failed": str(exc)}
+                print(json.dumps({name: result["pages"][name]}), flush=True)
+                continue
             reruns = [_timed(at.run) for _ in range(repeats)]
             wall, cpu = _median_timed(reruns)
             result["pages"][name] = {
@@ -228,6 +239,9 @@ def every_page_table(result: dict[str, Any]) -> str:
     """One line per page: first render and rerun, wall and CPU, against the target."""
     lines = ["page            first s  CPU s   rerun s  CPU s   target"]
     for name, row in result["pages"].items():
+        if "failed" in row:
+            lines.append(f"{name:<14} {row['failed']}  OVER")
+            continue
         over = max(row["first_s"], row["rerun_s"]) > result["target_s"]
         lines.append(
             f"{name:<14} {row['first_s']:>8.3f} {row['first_cpu_s']:>6.3f} "
@@ -363,6 +377,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--every-page", action="store_true", help="also time every page's render (< 1 s target)"
     )
+    parser.add_argument("--only", default="", help="with --every-page: these pages (a,b,...)")
+    parser.add_argument("--page-timeout", type=int, default=600, help="seconds per page render")
     args = parser.parse_args(argv)
     report: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="razorrecon-ui-bench-") as tmp:
@@ -379,7 +395,10 @@ def main(argv: list[str] | None = None) -> int:
             report["pages"] = measure_pages(database)
             print(json.dumps({"pages": report["pages"]}, indent=2), flush=True)
         if args.every_page:
-            report["every_page"] = measure_every_page(database)
+            only = tuple(n for n in args.only.split(",") if n)
+            report["every_page"] = measure_every_page(
+                database, only=only, timeout=args.page_timeout
+            )
             print(every_page_table(report["every_page"]), flush=True)
         if not args.skip_workflow:
             report["workflow"] = measure_workflow(database, folder)

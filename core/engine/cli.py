@@ -213,9 +213,7 @@ def _run_streamed_into_db(args: argparse.Namespace, params: EngineParams, as_of:
     report = sys.stderr if target.kind == "stdout" else sys.stdout
     as_of_text = dt.datetime.fromtimestamp(as_of, tz=IST).isoformat()
     print(f"reconciled {args.dataset_dir} as of {as_of_text} -> {args.out}", file=report)
-    print(
-        f"run {stored.run_id} stored in {args.db} ({stored.windows} windows)", file=report
-    )
+    print(f"run {stored.run_id} stored in {args.db} ({stored.windows} windows)", file=report)
     for line in summary_lines(outcomes):
         print(line, file=report)
     timings = {**stored.timings, "write_csv_s": round(write_csv, 3)}
