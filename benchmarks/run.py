@@ -33,6 +33,8 @@ TARGETS = {
     ("wide", 1_000_000): "<= 5 s, <= 2 GB",
     ("wide-db", 1_000_000): "<= 10 s",
     ("stream", 10_000_000): "<= 16 GB peak",
+    ("stream-db", 10_000_000): "<= 16 GB peak",
+    ("pages", 10_000_000): "each page < 1 s (table below)",
 }
 # Issue 16: the whole process on data as wide as Razorpay's exports (`generate --wide`),
 # each measured this many times.
@@ -183,6 +185,7 @@ def run_size(payments: int, seed: int, work: Path) -> dict[str, Measurement]:
              *common, "--scheduler", "local"],
             folder / "log-dask",
         )  # fmt: skip
+        results.update(stream_into_database(python, folder, common))
         return results
     results["import"] = measure(
         [*python, "import", str(folder), "--db", str(folder / "import.sqlite")],
@@ -211,6 +214,25 @@ def run_size(payments: int, seed: int, work: Path) -> dict[str, Measurement]:
         if whole.exit_code == 0:
             inside = inside_seconds(work / f"one{payments}")
             results["total"] = Measurement(inside, whole.cpu_seconds, whole.peak_bytes, 0, "")
+    return results
+
+
+def stream_into_database(
+    python: list[str], folder: Path, common: list[str]
+) -> dict[str, Measurement]:
+    """Issue 16 item 3 (opt-in with the 10M size): `reconcile --stream --db` into a new
+    SQLite database, then every page of the app timed on it (benchmarks/ui.py
+    --every-page; its table is in log-pages/stdout.txt, printed below the rows)."""
+    database = folder / "stream.sqlite"
+    command = [*python, "reconcile", str(folder), "--out", str(folder / "results-stream-db.csv"),
+               *common, "--stream", "--db", str(database)]  # fmt: skip
+    results = {"stream-db": measure(command, folder / "log-stream-db")}
+    if results["stream-db"].exit_code == 0:
+        results["pages"] = measure(
+            [sys.executable, "-m", "benchmarks.ui", "--db", str(database), "--skip-cold-start",
+             "--skip-pages", "--skip-workflow", "--every-page"],
+            folder / "log-pages",
+        )  # fmt: skip
     return results
 
 
@@ -262,6 +284,8 @@ def format_row(payments: int, step: str, m: Measurement) -> str:
         "total": "generate+reconcile+persist, 1 process",
         "stream": "reconcile --stream (files -> store -> csv)",
         "dask": "reconcile on Dask (LocalCluster, 2 workers)",
+        "stream-db": "reconcile --stream --db (into SQLite)",
+        "pages": "every page timed on that database",
     }[step]
     target = TARGETS.get((step, payments), "")
     if m.exit_code:
@@ -310,10 +334,15 @@ def main(argv: list[str] | None = None) -> int:
             measured = run_size(payments, args.seed, work)
             order = [
                 "generate", "import", "reconcile", "persist", "persist-pg", "stream", "dask",
-                "total", "process",
+                "stream-db", "pages", "total", "process",
             ]  # fmt: skip
             for step in sorted(measured, key=order.index):
                 print(format_row(payments, step, measured[step]), flush=True)
+            pages_log = work / f"p{payments}" / "log-pages" / "stdout.txt"
+            if "pages" in measured and pages_log.is_file():
+                table = pages_log.read_text(errors="replace").split("page            first s")
+                if len(table) > 1:
+                    print("page            first s" + table[-1].rstrip(), flush=True)
             if "import" in measured and not measured["import"].exit_code:
                 memory_lines.append(import_memory(payments, work, measured["import"]))
         for payments in wide_sizes:

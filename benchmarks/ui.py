@@ -13,6 +13,9 @@
    (a note and Resolve), next (Next exception). The decisions are written to a copy of the
    database, so the measured one is left as it was. Target <= 0.3 s each, printed beside
    the medians, never asserted; CPU seconds are printed too, as the machine may be busy.
+4. `--every-page`: every page's render (Overview, Exceptions, Investigation, Settlement,
+   Books, Audit, Data, Evaluation, Admin, Approvals), first render in a fresh session and
+   the median rerun, wall and CPU, beside the 1 s target (issue 16 item 3).
 
 `measure_pages(db)`, `measure_workflow(db)` and `measure_cold_start(folder)` return dicts.
 """
@@ -155,6 +158,99 @@ def measure_pages(database: Path, repeats: int = 5) -> dict[str, Any]:
         PagesManager.__init__ = original  # type: ignore[method-assign]
 
 
+# Every page of the app (issue 16 item 3: each under 1 s at 10M payments), in the
+# sidebar's order. The Investigation page is opened from the queue's first row.
+EVERY_PAGE = (
+    ("Overview", "pages/overview.py"),
+    ("Exceptions", "pages/exceptions.py"),
+    ("Investigation", "pages/investigation.py"),
+    ("Settlement", "pages/settlement.py"),
+    ("Books", "pages/books.py"),
+    ("Audit", "pages/audit.py"),
+    ("Data", "pages/data.py"),
+    ("Evaluation", "pages/evaluation.py"),
+    ("Admin", "pages/admin.py"),
+    ("Approvals", "pages/approvals.py"),
+)
+PAGE_TARGET_S = 1.0
+
+
+def measure_every_page(
+    database: Path, repeats: int = 3, only: tuple[str, ...] = (), timeout: int = 600
+) -> dict[str, Any]:
+    """Server seconds (wall and CPU) of each page's render, as a person switching to it
+    runs it (AppTest runs the real app.py in process): the first render in a fresh session
+    (a new AppTest, its caches as the server's after the Overview) and the median of
+    `repeats` reruns. Read-only: nothing is clicked that writes. `only`: these pages (by
+    name); a page that does not render within `timeout` seconds is recorded as such and
+    the next one measured."""
+    from streamlit import config
+    from streamlit.runtime.pages_manager import PagesManager
+    from streamlit.testing.v1 import AppTest
+
+    os.environ["DATABASE_URL"] = str(database)
+    config.set_option("server.address", "127.0.0.1")  # the local single user, as make run
+    original = PagesManager.__init__
+
+    def init(self: PagesManager, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False  # as the server does after app.py runs
+
+    PagesManager.__init__ = init  # type: ignore[method-assign]
+    result: dict[str, Any] = {"target_s": PAGE_TARGET_S, "pages": {}}
+    try:
+        warm = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+        result["app_first_start_s"] = round(_timed(warm.run)[0], 3)  # Overview, caches cold
+        for name, page in EVERY_PAGE:
+            if only and name not in only:
+                continue
+            at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+            at.run()
+            if name == "Investigation":
+                at.switch_page("pages/exceptions.py")
+                at.run()
+                if at.dataframe:
+                    table = at.dataframe[0]
+                    at.session_state[table.key] = {"selection": {"rows": [0], "columns": []}}
+            at.switch_page(page)
+            try:
+                first = _timed(at.run)
+            except RuntimeError as exc:  # AppTest's timeout
+                result["pages"][name] = {"failed": str(exc)}
+                print(json.dumps({name: result["pages"][name]}), flush=True)
+                continue
+            reruns = [_timed(at.run) for _ in range(repeats)]
+            wall, cpu = _median_timed(reruns)
+            result["pages"][name] = {
+                "first_s": round(first[0], 3),
+                "first_cpu_s": round(first[1], 3),
+                "rerun_s": wall,
+                "rerun_cpu_s": cpu,
+                "title": at.title[0].value if at.title else "",
+                "errors": [str(e.value) for e in at.exception],
+            }
+            print(json.dumps({name: result["pages"][name]}), flush=True)
+        return result
+    finally:
+        PagesManager.__init__ = original  # type: ignore[method-assign]
+
+
+def every_page_table(result: dict[str, Any]) -> str:
+    """One line per page: first render and rerun, wall and CPU, against the target."""
+    lines = ["page            first s  CPU s   rerun s  CPU s   target"]
+    for name, row in result["pages"].items():
+        if "failed" in row:
+            lines.append(f"{name:<14} {row['failed']}  OVER")
+            continue
+        over = max(row["first_s"], row["rerun_s"]) > result["target_s"]
+        lines.append(
+            f"{name:<14} {row['first_s']:>8.3f} {row['first_cpu_s']:>6.3f} "
+            f"{row['rerun_s']:>9.3f} {row['rerun_cpu_s']:>6.3f}   "
+            f"< {result['target_s']} s{'  OVER' if over else ''}"
+        )
+    return "\n".join(lines)
+
+
 WORKFLOW_TARGET_S = 0.3
 
 
@@ -278,6 +374,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-cold-start", action="store_true")
     parser.add_argument("--skip-pages", action="store_true")
     parser.add_argument("--skip-workflow", action="store_true")
+    parser.add_argument(
+        "--every-page", action="store_true", help="also time every page's render (< 1 s target)"
+    )
+    parser.add_argument("--only", default="", help="with --every-page: these pages (a,b,...)")
+    parser.add_argument("--page-timeout", type=int, default=600, help="seconds per page render")
     args = parser.parse_args(argv)
     report: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="razorrecon-ui-bench-") as tmp:
@@ -286,12 +387,19 @@ def main(argv: list[str] | None = None) -> int:
             report["cold_start"] = measure_cold_start(folder)
             print(json.dumps({"cold_start": report["cold_start"]}, indent=2), flush=True)
         database = args.db
-        if database is None and not (args.skip_pages and args.skip_workflow):
+        wanted = not (args.skip_pages and args.skip_workflow) or args.every_page
+        if database is None and wanted:
             database = folder / "big.sqlite"
             report["build"] = build_database(database, args.payments)
         if not args.skip_pages:
             report["pages"] = measure_pages(database)
             print(json.dumps({"pages": report["pages"]}, indent=2), flush=True)
+        if args.every_page:
+            only = tuple(n for n in args.only.split(",") if n)
+            report["every_page"] = measure_every_page(
+                database, only=only, timeout=args.page_timeout
+            )
+            print(every_page_table(report["every_page"]), flush=True)
         if not args.skip_workflow:
             report["workflow"] = measure_workflow(database, folder)
             print(json.dumps({"workflow": report["workflow"]}, indent=2), flush=True)

@@ -7,7 +7,7 @@ import streamlit as st
 from core.calendar import IST, CalendarParams
 from core.errors import InputError
 from core.views.runs import latest_data_date, recent_runs
-from ui import actions, bank_mapping, import_choice, keys, shell, widgets
+from ui import actions, bank_mapping, import_choice, keys, shell, streamed, widgets
 from ui.format import ist
 
 shell.require_frame()
@@ -32,8 +32,9 @@ with upload_tab:
     if st.button(
         "Import", key=keys.UPLOAD_IMPORT, type="primary", disabled=not uploads or not allowed
     ):
+        bar = st.progress(0.0, text="Starting")
         try:
-            report = actions.import_uploads(uploads, unit, replace)
+            report = actions.import_uploads(uploads, unit, replace, widgets.progress_to(bar))
             st.session_state[keys.UPLOAD_RESULT] = ("ok", report.lines())
         except InputError as exc:
             rows = [p.as_row() for p in exc.problems]
@@ -82,12 +83,12 @@ with run_tab:
                 **{**vars(calendar), "holidays": actions.parse_holidays(holidays)}
             )
             as_of = actions.as_of_seconds(day, moment)
-            run_id = actions.reconcile(
-                calendar, as_of, lambda f, m: bar.progress(min(1.0, f), text=m)
-            )
+            run_id = actions.reconcile(calendar, as_of, widgets.progress_to(bar))
             bar.progress(1.0, text="Done")
             shell.flash("success", f"Reconciliation finished: run #{run_id}.")
             st.rerun()
+    with st.expander("Import and reconcile a large folder on this server"):
+        streamed.folder_form(calendar, actions.as_of_seconds(day, moment))
 
 with sync_tab:
     with shell.guarded():
@@ -114,9 +115,7 @@ with sync_tab:
     if cols[2].button("Start sync", key=keys.SYNC_START):
         bar = st.progress(0.0, text="Connecting to Razorpay")
         with shell.guarded():
-            report = actions.razorpay_sync(
-                start, end, lambda f, m: bar.progress(min(1.0, f), text=m)
-            )
+            report = actions.razorpay_sync(start, end, widgets.progress_to(bar))
             shell.flash("success", f"Synced {report.items:,} items. Reconcile to use them.")
             st.rerun()
 

@@ -29,9 +29,17 @@ UPLOAD_TYPES = ["csv", "json", "txt", "xlsx", "xls"]
 Progress = Callable[[float, str], None]
 
 
-def import_uploads(uploads: Iterable[Any], amount_unit: str, replace: bool) -> Any:
-    """Write the uploaded files to a temporary folder and import it; the ImportReport."""
+def _quiet(_fraction: float, _message: str) -> None:
+    return None
+
+
+def import_uploads(
+    uploads: Iterable[Any], amount_unit: str, replace: bool, progress: Progress = _quiet
+) -> Any:
+    """Write the uploaded files to a temporary folder and import it; the ImportReport.
+    `progress(fraction, message)` hears each step (the page's st.progress)."""
     auth.require("admin", "import")
+    progress(0.05, "Checking the uploaded files")
     files = list(uploads)
     unknown = [f.name for f in files if Path(f.name).name.lower() not in DATASET_NAMES]
     if unknown:
@@ -60,11 +68,14 @@ def import_uploads(uploads: Iterable[Any], amount_unit: str, replace: bool) -> A
         raise InputError(too_big)
     saved = shell.read(mappings.saved_mappings)
     with tempfile.TemporaryDirectory(prefix="razorrecon-upload-") as folder:
-        for f in files:
+        for n, f in enumerate(files, 1):
+            progress(0.05 + 0.15 * n / len(files), f"Received {Path(f.name).name}")
             (Path(folder) / Path(f.name).name.lower()).write_bytes(f.getvalue())
+        progress(0.25, "Reading and checking " + ", ".join(names))
         dataset, loaded = ingest.load_dataset(folder, amount_unit, saved)
+    progress(0.6, f"Storing {len(dataset.payments):,} payments and the other tables")
     with shell.connection() as conn:
-        return ingest.store_dataset(
+        report = ingest.store_dataset(
             conn,
             dataset,
             source="files",
@@ -72,6 +83,31 @@ def import_uploads(uploads: Iterable[Any], amount_unit: str, replace: bool) -> A
             content_hash=loaded.content_hash,
             replace=replace,
             files=loaded.files,
+        )
+    progress(1.0, "Imported")
+    return report
+
+
+def stream_folder(
+    folder: str, amount_unit: str, calendar: CalendarParams, as_of: int, progress: Progress
+) -> Any:
+    """Import a dataset folder on this server that is too large to upload (API CSVs of any
+    size), reconcile it window by window and store the run (core.streamed): the raw
+    tables are replaced. `progress` hears each block and window."""
+    auth.require("admin", "import and reconcile")
+    from core.streamed import stream_folder_into_db
+
+    path = Path(folder.strip()).expanduser()
+    if not folder.strip() or not path.is_dir():
+        raise InputError([Problem(folder.strip() or "(empty)", 0, "", "not a dataset folder")])
+    with shell.connection() as conn:
+        return stream_folder_into_db(
+            conn,
+            path,
+            EngineParams(calendar=calendar),
+            as_of,
+            amount_unit=amount_unit,
+            progress=progress,
         )
 
 

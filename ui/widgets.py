@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -170,3 +170,13 @@ def facts(pairs: Iterable[tuple[str, str]]) -> None:
     for column, (label, value) in zip(st.columns(len(items)), items, strict=True):
         column.caption(label)
         column.markdown(f"**{md(value)}**")
+
+
+def progress_to(bar: Any) -> Callable[[float, str], None]:
+    """A `ProgressFn(fraction, message)` that moves an `st.progress` bar: the shape the
+    command line's tqdm bars are fed (core.streamed.tqdm_progress_fn)."""
+
+    def update(fraction: float, message: str) -> None:
+        bar.progress(min(1.0, max(0.0, fraction)), text=message)
+
+    return update

@@ -146,7 +146,7 @@ def _run_streamed(args: argparse.Namespace, params: EngineParams, as_of: int) ->
     from core.ingest.stream import stream_folder_to_store
 
     if args.db is not None:
-        raise ConfigError("--stream writes a window store, not a database: drop --db")
+        return _run_streamed_into_db(args, params, as_of)
     from tqdm import tqdm  # type: ignore[import-untyped]
 
     with ExitStack() as stack:
@@ -173,6 +173,55 @@ def _run_streamed(args: argparse.Namespace, params: EngineParams, as_of: int) ->
         )
         return run_store(args, params, as_of, root)
     raise AssertionError("unreachable")
+
+
+def _run_streamed_into_db(args: argparse.Namespace, params: EngineParams, as_of: int) -> int:
+    """--stream --db: imported, reconciled and stored window by window (core.streamed);
+    results.csv is then written from the stored run."""
+    from core.db import open_database
+    from core.db.runs import read_outcome_frame
+    from core.engine.results import summary_lines, write_results_csv_to
+    from core.outputs import output_target, place_output, temporary_for
+    from core.streamed import stream_folder_into_db, tqdm_progress_fn
+
+    target = output_target(args.out)
+    temporary = temporary_for(target)
+    try:
+        with open_database(args.db) as conn:
+            update, close = tqdm_progress_fn("reconcile --stream --db")
+            try:
+                stored = stream_folder_into_db(
+                    conn,
+                    args.dataset_dir,
+                    params,
+                    as_of,
+                    store=args.store,
+                    days_per_window=args.days_per_window,
+                    amount_unit=args.amount_unit,
+                    progress=update,
+                )
+            finally:
+                close()
+            began = time.perf_counter()
+            outcomes = read_outcome_frame(conn, stored.run_id)
+            write_results_csv_to(outcomes, temporary)
+            place_output(temporary, target)
+            write_csv = time.perf_counter() - began
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    report = sys.stderr if target.kind == "stdout" else sys.stdout
+    as_of_text = dt.datetime.fromtimestamp(as_of, tz=IST).isoformat()
+    print(f"reconciled {args.dataset_dir} as of {as_of_text} -> {args.out}", file=report)
+    print(f"run {stored.run_id} stored in {args.db} ({stored.windows} windows)", file=report)
+    for line in summary_lines(outcomes):
+        print(line, file=report)
+    timings = {**stored.timings, "write_csv_s": round(write_csv, 3)}
+    print(
+        "timings: " + ", ".join(f"{k.removesuffix('_s')} {v:.2f}s" for k, v in timings.items()),
+        file=report,
+    )
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:

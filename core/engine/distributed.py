@@ -232,6 +232,25 @@ def read_window(root: Path, window: int, meta: StoreMeta | None = None) -> tuple
     )
 
 
+def read_owned_rows(root: Path, window: int) -> dict[str, pd.DataFrame]:
+    """The rows window `window` owns, per row table (each row of the dataset is owned by
+    exactly one window: together they are the whole table, once), as Dataset frames."""
+    rows: dict[str, pd.DataFrame] = {}
+    for table in ROW_TABLES:
+        path = root / "rows" / table / f"window={window}" / "part-0.parquet"
+        if path.exists():
+            stored = pq.read_table(path)
+            rows[table] = _frame(stored.filter(stored[OWN]), table)
+        else:
+            rows[table] = _empty(table)
+    return rows
+
+
+def read_ledger(root: Path) -> dict[str, pd.DataFrame]:
+    """The store's ledger tables whole (small: a few rows a day), as Dataset frames."""
+    return {t: _frame(pq.read_table(root / "ledger" / f"{t}.parquet"), t) for t in LEDGER_TABLES}
+
+
 def _empty(table: str) -> pd.DataFrame:
     from core.dataset import empty_frame
 
@@ -362,7 +381,9 @@ __all__ = [
     "StoreMeta",
     "dask_client",
     "is_store",
+    "read_ledger",
     "read_meta",
+    "read_owned_rows",
     "read_window",
     "reconcile_loaded_by_windows",
     "reconcile_partitioned_store",

@@ -1,0 +1,351 @@
+"""A dataset folder too large to hold at once, imported, reconciled and stored in the
+database window by window (`python -m core reconcile DIR --stream --db DB`; docs/scale.md,
+*10M in the database*).
+
+1. The folder is streamed into a window store (`core.ingest.stream`): the large CSVs a
+   block at a time, never whole.
+2. The raw tables are replaced in one transaction, window by window: each window's owned
+   rows (`core.engine.distributed.read_owned_rows`; every row is owned by exactly one
+   window) are written by `core.db.raw.write_frame`, the ledger once; one `imports` row.
+3. One run: `runs` row 'running' (`core.db.runs.start_run`), then `complete_run` is fed
+   the outcomes window by window (each window reconciled by
+   `distributed.reconcile_stored_window`, cut by `core.engine.persist.outcome_chunks`):
+   one transaction, so the run is completed with every outcome or not at all, while no
+   more than one window's outcomes are in memory. Counts are added up per window.
+4. The exception queue is synced (`core.review.sync_exceptions`) and the run's summary
+   precomputed for the Overview page (`core.views.runs.run_summary`).
+
+The same functions write SQLite and PostgreSQL (COPY through core.db.pg_bulk there).
+Outcomes are those of the in-memory engine (`reconcile`), row for row: the partitioned
+engine's identity (docs/engine.md, *Partitions*).
+
+Progress is reported as `ProgressFn(fraction, message)`, the shape the app's bootstrap
+and its Data page use; the CLI draws it with tqdm (`tqdm_progress_fn`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sqlite3
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from core.engine.params import EngineParams
+from core.engine.partition import DEFAULT_DAYS_PER_WINDOW
+
+ProgressFn = Callable[[float, str], None]
+HASH_BLOCK = 1 << 20
+
+# Where each step's progress starts and ends (fractions of the whole).
+IMPORT_SPAN = (0.0, 0.4)
+RAW_SPAN = (0.4, 0.55)
+RECONCILE_SPAN = (0.55, 0.92)
+
+
+@dataclass(frozen=True)
+class StreamedRun:
+    """What `stream_folder_into_db` stored: the run, the import, rows and outcomes, timings
+    (step -> seconds) and the exception queue's sync summary."""
+
+    run_id: int
+    import_id: int
+    windows: int
+    raw_rows: dict[str, int]
+    outcomes: int
+    counts: dict[str, Any]
+    timings: dict[str, float]
+    sync: Any
+
+
+def _noop(_fraction: float, _message: str) -> None:
+    return None
+
+
+def folder_hashes(folder: Path, amount_unit: str) -> dict[str, str]:
+    """sha256 of each file in the folder, read a block at a time (files of gigabytes), and
+    of all of them in name order with the amount unit ('dataset')."""
+    hashes: dict[str, str] = {}
+    combined = hashlib.sha256()
+    for path in sorted(p for p in folder.iterdir() if p.is_file()):
+        digest = hashlib.sha256()
+        with path.open("rb") as stream:
+            while block := stream.read(HASH_BLOCK):
+                digest.update(block)
+        hashes[path.name] = digest.hexdigest()
+        combined.update(f"{path.name}:{hashes[path.name]}\n".encode())
+    combined.update(f"amount_unit:{amount_unit}\n".encode())
+    hashes["dataset"] = combined.hexdigest()
+    return hashes
+
+
+def add_counts(total: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
+    """Two `core.engine.results.counts` added up (every entry is a count or a sum)."""
+    merged: dict[str, Any] = dict(total)
+    for key, value in part.items():
+        if isinstance(value, dict):
+            inner = dict(merged.get(key, {}))
+            for name, n in value.items():
+                inner[name] = int(inner.get(name, 0)) + int(n)
+            merged[key] = dict(sorted(inner.items()))
+        else:
+            merged[key] = int(merged.get(key, 0)) + int(value)
+    return merged
+
+
+def _span(progress: ProgressFn, span: tuple[float, float]) -> Callable[[float, str], None]:
+    low, high = span
+
+    def report(fraction: float, message: str) -> None:
+        progress(low + (high - low) * min(1.0, max(0.0, fraction)), message)
+
+    return report
+
+
+def _import_progress(folder: Path, block_bytes: int, report: ProgressFn) -> Any:
+    """core.ingest.stream's (file, rows) callback as a fraction of the blocks to read."""
+    from core.ingest.stream import STREAMED
+
+    sizes = [
+        (folder / f"{stem}.csv").stat().st_size
+        for stem in STREAMED.values()
+        if (folder / f"{stem}.csv").is_file()
+    ]
+    blocks = max(1, sum(-(-size // block_bytes) for size in sizes))
+    seen = {"blocks": 0, "rows": 0}
+
+    def update(file: str, rows: int) -> None:
+        seen["blocks"] += 1
+        seen["rows"] += rows
+        report(seen["blocks"] / blocks, f"Importing {file}: {seen['rows']:,} rows read")
+
+    return update
+
+
+def _store_raw(
+    conn: sqlite3.Connection,
+    root: Path,
+    windows: int,
+    *,
+    source: str,
+    location: str,
+    content_hash: str,
+    has_bank_statement: bool,
+    report: ProgressFn,
+) -> tuple[int, dict[str, int]]:
+    """Replace the raw tables with the store's rows, window by window, in one transaction;
+    record one import. Returns (import id, rows per raw table)."""
+    import json
+
+    from core.db import raw, transaction
+    from core.engine.distributed import read_ledger, read_owned_rows
+
+    written = dict.fromkeys(raw.RAW_TABLES, 0)
+    with transaction(conn):
+        raw.clear_raw_tables(conn)
+        import_id = raw.insert_import(
+            conn,
+            source=source,
+            location=location,
+            content_hash=content_hash,
+            imported_at=int(time.time()),
+            report_json="{}",
+        )
+        with raw.bulk_writes(conn, 256 << 20):
+            for table, frame in read_ledger(root).items():
+                written[table] += raw.write_frame(conn, table, frame, import_id)
+            for k in range(windows):
+                for table, frame in read_owned_rows(root, k).items():
+                    written[table] += raw.write_frame(conn, table, frame, import_id)
+                report((k + 1) / windows, f"Storing the raw tables: window {k + 1} of {windows}")
+        record = {
+            "source": source,
+            "location": location,
+            "content_hash": content_hash,
+            "has_bank_statement": has_bank_statement,
+            "written": {raw.RAW_TABLES[t][0]: n for t, n in written.items()},
+            "streamed": True,
+            "exclusive": True,
+            "import_id": import_id,
+            "replaced": True,
+        }
+        raw.update_import_report(conn, import_id, json.dumps(record, sort_keys=True))
+    return import_id, written
+
+
+def _window_chunks(
+    root: Path,
+    windows: int,
+    params: EngineParams,
+    as_of: int,
+    pricing: tuple[Any, ...],
+    totals: dict[str, Any],
+    report: ProgressFn,
+) -> Iterator[Sequence[np.ndarray[Any, Any]]]:
+    """Each window reconciled in turn, its owned outcomes cut into insert chunks; `totals`
+    collects the counts as they go (complete_run reads them after the last chunk)."""
+    from core.engine.distributed import reconcile_stored_window
+    from core.engine.persist import outcome_chunks
+    from core.engine.results import counts
+
+    settings = params.to_dict()
+    for k in range(windows):
+        outcomes: pd.DataFrame = reconcile_stored_window(str(root), k, settings, as_of, pricing)
+        if len(outcomes):
+            totals.update(add_counts(totals, counts(outcomes)))
+        yield from outcome_chunks(outcomes)
+        report((k + 1) / windows, f"Reconciling and saving: window {k + 1} of {windows}")
+
+
+def stream_folder_into_db(
+    conn: sqlite3.Connection,
+    folder: str | Path,
+    params: EngineParams,
+    as_of: int,
+    *,
+    store: Path | None = None,
+    days_per_window: int = DEFAULT_DAYS_PER_WINDOW,
+    amount_unit: str = "auto",
+    source: str = "files",
+    block_bytes: int | None = None,
+    progress: ProgressFn = _noop,
+) -> StreamedRun:
+    """Import `folder` (API CSVs of any size) into the database and reconcile it there,
+    window by window of settlement days: the raw tables replaced, a run with every
+    outcome, the exception queue synced, the run's summary precomputed. Nothing is written
+    to the database when the folder is bad (InputError names the problems first).
+    `store`: keep the window store there (default: a temporary folder beside nothing)."""
+    from core.books.store import pricing_plans
+    from core.calendar import WorkingCalendar
+    from core.db import runs as db_runs
+    from core.ingest.stream import BLOCK_BYTES, stream_folder_to_store
+    from core.review import sync_exceptions
+    from core.views.runs import run_summary
+
+    folder = Path(folder)
+    block = BLOCK_BYTES if block_bytes is None else block_bytes
+    timings: dict[str, float] = {}
+    with ExitStack() as stack:
+        if store is None:
+            work = stack.enter_context(tempfile.TemporaryDirectory(prefix="razorrecon-stream-"))
+            root = Path(work) / "store"
+        else:
+            root = store
+            root.parent.mkdir(parents=True, exist_ok=True)
+        began = time.perf_counter()
+        progress(0.0, f"Importing {folder.name}")
+        meta = stream_folder_to_store(
+            folder,
+            root,
+            params,
+            as_of,
+            days_per_window=days_per_window,
+            amount_unit=amount_unit,
+            block_bytes=block,
+            progress=_import_progress(folder, block, _span(progress, IMPORT_SPAN)),
+        )
+        hashes = folder_hashes(folder, amount_unit)
+        timings["import_s"] = round(time.perf_counter() - began, 3)
+
+        began = time.perf_counter()
+        import_id, written = _store_raw(
+            conn,
+            root,
+            meta.windows,
+            source=source,
+            location=str(folder),
+            content_hash=hashes["dataset"],
+            has_bank_statement=meta.has_bank_statement,
+            report=_span(progress, RAW_SPAN),
+        )
+        timings["store_dataset_s"] = round(time.perf_counter() - began, 3)
+
+        began = time.perf_counter()
+        pricing = pricing_plans(conn)
+        db_runs.discard_stale_runs(conn)
+        run_id = db_runs.start_run(
+            conn,
+            as_of=as_of,
+            source=source,
+            params=params.to_dict(),
+            input_hashes={**hashes, "import": hashes["dataset"]},
+        )
+        totals: dict[str, Any] = {}
+        try:
+            db_runs.complete_run(
+                conn,
+                run_id,
+                chunks=_window_chunks(
+                    root,
+                    meta.windows,
+                    params,
+                    as_of,
+                    pricing,
+                    totals,
+                    _span(progress, RECONCILE_SPAN),
+                ),
+                timings={**timings, "windows": meta.windows},
+                counts=totals,
+            )
+        except BaseException as exc:
+            db_runs.fail_run(conn, run_id, f"{type(exc).__name__}: {exc}")
+            raise
+        timings["reconcile_persist_s"] = round(time.perf_counter() - began, 3)
+
+        began = time.perf_counter()
+        progress(0.93, "Updating the exception queue")
+        summary = sync_exceptions(
+            conn, run_id, calendar=WorkingCalendar(params.calendar.holidays), due_from=as_of
+        )
+        timings["sync_s"] = round(time.perf_counter() - began, 3)
+        began = time.perf_counter()
+        progress(0.97, "Summarising the run")
+        run_summary(conn, run_id)
+        timings["summary_s"] = round(time.perf_counter() - began, 3)
+        db_runs.update_timings(conn, run_id, {**timings, "windows": meta.windows})
+        progress(1.0, f"Run #{run_id} stored: {int(totals.get('outcomes', 0)):,} outcomes")
+        if store is None:
+            shutil.rmtree(root, ignore_errors=True)
+        return StreamedRun(
+            run_id=run_id,
+            import_id=import_id,
+            windows=meta.windows,
+            raw_rows=written,
+            outcomes=int(totals.get("outcomes", 0)),
+            counts=totals,
+            timings=timings,
+            sync=summary,
+        )
+    raise AssertionError("unreachable")
+
+
+def tqdm_progress_fn(description: str) -> tuple[ProgressFn, Callable[[], None]]:
+    """A ProgressFn drawn as a tqdm bar on stderr (0-100 %, the step as its text), and the
+    function that closes it: the CLI's bar and the app's `st.progress` are fed alike."""
+    from tqdm import tqdm  # type: ignore[import-untyped]
+
+    bar = tqdm(total=100, desc=description, unit="%", bar_format="{l_bar}{bar}| {elapsed}")
+
+    def update(fraction: float, message: str) -> None:
+        bar.set_description_str(f"{description}: {message}", refresh=False)
+        bar.update(round(100 * min(1.0, max(0.0, fraction))) - bar.n)
+
+    return update, bar.close
+
+
+__all__ = [
+    "ProgressFn",
+    "StreamedRun",
+    "add_counts",
+    "folder_hashes",
+    "stream_folder_into_db",
+    "tqdm_progress_fn",
+]
