@@ -16,6 +16,10 @@ API (pure: no SQL, no files):
   loads).
 - `needs_full_run(stored, merged, ...) -> str | None`: why an incremental run cannot be
   trusted (a global switch of the engine flipped), else None.
+- `build_state(dataset) -> IncrementalState`: each row's family (`core.engine.partition.
+  row_families` over FAMILY_JOINS) and a fingerprint index of family keys, made after a
+  full run; `reconcile_incremental(..., state=)` uses it for the closure and returns the
+  next day's (`IncrementalResult.state`). Outcomes are the same with or without it.
 
 Why the affected set is enough. An outcome depends on (docs/engine.md):
 - a payment, refund, transfer, dispute or unknown recon row: the rows of its *family*
@@ -57,12 +61,10 @@ import pyarrow.compute as pc
 
 from core.books.pricing import PricingPlan
 from core.dataset import DATASET_TABLES, OUTCOME_COLUMNS, RECON_COLUMNS, Dataset
-from core.engine.bank import link_bank
 from core.engine.columns import BoolArray, IntArray, ints, lookup, text
-from core.engine.context import Context
 from core.engine.params import EngineParams
 from core.engine.part import M_UTR
-from core.engine.partition import KeyJoins, row_families
+from core.engine.partition import KeyJoins, ledger_links, row_families
 from core.engine.reconcile import reconcile
 
 # Each table's key: a day's row with a stored key replaces the stored row.
@@ -640,15 +642,16 @@ class _Links:
 def _links(merged: Dataset, previous: pd.DataFrame, params: EngineParams, as_of: int) -> _Links:
     m, b = len(merged.settlements), len(merged.bank)
     old_line, old_settlement = _old_links(previous, merged)
-    if not merged.has_bank_statement:
+    # The bank links of the whole ledger, as the partitioner computes them (link_bank
+    # reads settlements, payouts and credits only: no row table); None without a bank
+    # statement.
+    links = ledger_links(merged, params, as_of)
+    if links is None:
         empty = np.zeros(0, dtype=np.int64)
         return _Links(
             empty, empty, old_line, old_settlement, np.zeros(b, bool), np.zeros(m, bool),
             np.zeros(b, bool),
         )  # fmt: skip
-    # The bank linking reads settlements, payouts and credits only: no recon rows needed.
-    bank_only = replace(merged, recon=merged.recon.iloc[0:0])
-    links = link_bank(Context.build(bank_only, params, as_of))
     lines, settlements = [], []
     for line in np.flatnonzero(links.line >= 0):
         members = links.line_settlements.get(int(line), [int(links.line[line])])
@@ -774,7 +777,10 @@ def plan_incremental(
         pc.is_in(recon_settlement, value_set=s_ids.filter(pa.array(s_keep)))
     )
     recon = pd.concat(
-        [_rows(merged.recon, members["recon"]), _summary_rows(merged.recon, outside)],
+        [
+            _rows(merged.recon, members["recon"]),
+            _summary_rows(merged.recon, outside, recon_settlement),
+        ],
         ignore_index=True,
     )
     s_in = s_keep.copy()
@@ -824,13 +830,14 @@ def plan_incremental(
 SUMMARY_PREFIX = "\x00sum:"
 
 
-def _summary_rows(recon: pd.DataFrame, chosen: BoolArray) -> pd.DataFrame:
+def _summary_rows(recon: pd.DataFrame, chosen: BoolArray, settlement_ids: pa.Array) -> pd.DataFrame:
     """The chosen recon rows as one row per settlement they name, carrying their net
     (credit - debit): an `adjustment` without a dispute, which the engine counts in its
     settlement's sum and gives no outcome (docs/engine.md, *Recon rows*), so the
-    settlement is judged as with every row while the rows' own entities stay out."""
+    settlement is judged as with every row while the rows' own entities stay out.
+    settlement_ids: text(recon["settlement_id"]) (the caller's, not converted again)."""
     rows = np.flatnonzero(chosen)
-    settlement = text(recon["settlement_id"]).take(pa.array(rows, type=pa.int64()))
+    settlement = settlement_ids.take(pa.array(rows, type=pa.int64()))
     ids = pc.unique(settlement)
     position = lookup(settlement, ids)
     net = np.zeros(len(ids), dtype=np.int64)

@@ -279,7 +279,7 @@ def _row_components(dataset: Dataset) -> tuple[dict[str, IntArray], int]:
     return row_families({table: getattr(dataset, table) for table in ROW_TABLES})
 
 
-def _ledger_links(dataset: Dataset, params: EngineParams, as_of: int) -> BankLinks | None:
+def ledger_links(dataset: Dataset, params: EngineParams, as_of: int) -> BankLinks | None:
     """The single run's bank links, computed on the ledger alone (link_bank reads no row
     table); None without a bank statement."""
     ledger = Dataset(
@@ -413,7 +413,7 @@ def assign(
             np.concatenate(rows), np.concatenate(windows), np.concatenate(owns)
         )
 
-    links = _ledger_links(dataset, params, as_of)
+    links = ledger_links(dataset, params, as_of)
     bank_day = _bank_day_numbers(dataset.bank)
     payout_day = _day_numbers(
         np.where(
