@@ -8,7 +8,9 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -16,7 +18,15 @@ from hypothesis import strategies as st
 from core.benchmark import generate
 from core.dataset import Dataset
 from core.engine import EngineParams, reconcile
-from core.engine.incremental import merge_rows, reconcile_incremental
+from core.engine.incremental import (
+    FAMILY_JOINS,
+    IncrementalState,
+    _fingerprints,
+    build_state,
+    merge_rows,
+    reconcile_incremental,
+)
+from core.engine.partition import PARTITION_JOINS, row_families
 from core.ingest import load_dataset
 from tests.incremental_support import daily_loads
 
@@ -40,19 +50,49 @@ def _empty_outcomes() -> pd.DataFrame:
 def _chain(
     world: tuple[Dataset, int], params: EngineParams = PARAMS, **shape: float | int
 ) -> list[dict[str, int]]:
-    """Reconcile every load incrementally and in full; assert both agree at each step."""
+    """Reconcile every load incrementally and in full; assert both agree at each step, with
+    the families carried from run to run (IncrementalState) and without them."""
     dataset, as_of = world
     stored = Dataset(has_bank_statement=dataset.has_bank_statement)
     previous = _empty_outcomes()
+    state = build_state(stored)
     reports = []
     for load in daily_loads(dataset, as_of, **shape):  # type: ignore[arg-type]
         merged, replaced = merge_rows(stored, load.day)
         full = reconcile(merged, params, load.as_of)
         step = reconcile_incremental(merged, load.day, replaced, previous, params, load.as_of)
         pd.testing.assert_frame_equal(step.outcomes, full)
+        indexed = reconcile_incremental(
+            merged, load.day, replaced, previous, params, load.as_of, state=state
+        )
+        pd.testing.assert_frame_equal(indexed.outcomes, full)
+        assert indexed.state is not None
+        assert_same_state(indexed.state, build_state(merged))
         reports.append(step.stats)
-        stored, previous = merged, step.outcomes
+        stored, previous, state = merged, step.outcomes, indexed.state
     return reports
+
+
+def _same_partition(a: np.ndarray, b: np.ndarray) -> bool:
+    pairs = np.unique(np.stack([a, b]), axis=1)
+    return pairs.shape[1] == len(np.unique(a)) == len(np.unique(b))
+
+
+def assert_same_state(carried: IncrementalState, built: IncrementalState) -> None:
+    """Same rows in the same families (labels may differ), and the key index finds, for
+    every key, the family the rows carrying it are in."""
+    tables = list(FAMILY_JOINS)
+    for table in tables:
+        assert carried.keys[table].equals(built.keys[table])
+    a = np.concatenate([carried.family[t] for t in tables])
+    b = np.concatenate([built.family[t] for t in tables])
+    assert _same_partition(a, b)
+    assert (a < carried.families).all()
+    translate = dict(zip(a.tolist(), b.tolist(), strict=True))
+    mapped = np.array([translate[x] for x in carried.key_family.tolist()], dtype=np.int64)
+    assert (np.diff(carried.key_print.astype(np.float64)) >= 0).all()
+    got = set(zip(carried.key_print.tolist(), mapped.tolist(), strict=True))
+    assert got == set(zip(built.key_print.tolist(), built.key_family.tolist(), strict=True))
 
 
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -246,3 +286,73 @@ def test_incremental_chain_equals_full_run_on_every_independent_dataset(tmp_path
             seed=number,
         )
         assert sum(r["carried_forward"] for r in reports[1:]) > 0, spec.folder
+
+
+def test_a_state_that_does_not_match_the_stored_rows_is_ignored_and_the_run_stays_exact(
+    world: tuple[Dataset, int],
+) -> None:
+    """A state kept from other data (here: from a smaller stored dataset) must not steer
+    the plan: it falls back to the closure over all rows and says so."""
+    dataset, as_of = world
+    loads = daily_loads(
+        dataset,
+        as_of,
+        days=3,
+        late_share=0.1,
+        bank_late_share=0.3,
+        correction_share=0.05,
+        resend_share=0.0,
+        seed=11,
+    )
+    stored = Dataset(has_bank_statement=dataset.has_bank_statement)
+    previous = _empty_outcomes()
+    for load in loads[:-1]:
+        merged, _ = merge_rows(stored, load.day)
+        stored, previous = merged, reconcile(merged, PARAMS, load.as_of)
+    wrong = build_state(merge_rows(Dataset(), loads[0].day)[0])
+    last = loads[-1]
+    merged, replaced = merge_rows(stored, last.day)
+    step = reconcile_incremental(
+        merged, last.day, replaced, previous, PARAMS, last.as_of, state=wrong
+    )
+    pd.testing.assert_frame_equal(step.outcomes, reconcile(merged, PARAMS, last.as_of))
+    assert step.stats["family_index"] == 0
+    assert step.state is not None
+    assert_same_state(step.state, build_state(merged))
+
+
+def test_partition_components_lie_inside_incremental_families(
+    world: tuple[Dataset, int],
+) -> None:
+    """One definition of a family (core.engine.partition.row_families): the incremental
+    joins are a superset of the partitioner's, so every partition component is inside
+    one incremental family."""
+    dataset, _ = world
+    tables = {t: getattr(dataset, t) for t in FAMILY_JOINS}
+    narrow, _ = row_families(tables, PARTITION_JOINS)
+    wide, _ = row_families(tables, FAMILY_JOINS, blank_is_key=True)
+    for table in PARTITION_JOINS:
+        for column, namespace in PARTITION_JOINS[table]:
+            assert (column, namespace) in FAMILY_JOINS[table]
+    a = np.concatenate([narrow[t] for t in PARTITION_JOINS])
+    b = np.concatenate([wide[t] for t in PARTITION_JOINS])
+    pairs = np.unique(np.stack([a, b]), axis=1)
+    assert pairs.shape[1] == len(np.unique(a))  # each component maps to one family
+    assert len(np.unique(b)) < len(np.unique(a))  # and families join some of them
+
+
+def test_family_lookup_by_fingerprint_finds_every_family_of_a_seed_even_on_collisions(
+    world: tuple[Dataset, int],
+) -> None:
+    """The state's key index finds every family carrying a seed key; two keys sharing a
+    fingerprint only add families (a larger affected set, still exact)."""
+    dataset, _ = world
+    state = build_state(dataset)
+    payment_ids = dataset.payments["id"].astype("string")
+    seeds = pa.array(payment_ids.iloc[:5].tolist(), pa.large_string())
+    found = state.families_of(seeds)
+    assert set(np.flatnonzero(found)) == set(state.family["payments"][:5].tolist())
+    # Force a collision: every key gets the seed's fingerprint; it finds every family.
+    collided = replace(state, key_print=np.full_like(state.key_print, _fingerprints(seeds)[0]))
+    everything = collided.families_of(seeds[:1])
+    assert set(np.flatnonzero(everything)) == set(state.key_family.tolist())

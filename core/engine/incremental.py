@@ -16,6 +16,10 @@ API (pure: no SQL, no files):
   loads).
 - `needs_full_run(stored, merged, ...) -> str | None`: why an incremental run cannot be
   trusted (a global switch of the engine flipped), else None.
+- `build_state(dataset) -> IncrementalState`: each row's family (`core.engine.partition.
+  row_families` over FAMILY_JOINS) and a fingerprint index of family keys, made after a
+  full run; `reconcile_incremental(..., state=)` uses it for the closure and returns the
+  next day's (`IncrementalResult.state`). Outcomes are the same with or without it.
 
 Why the affected set is enough. An outcome depends on (docs/engine.md):
 - a payment, refund, transfer, dispute or unknown recon row: the rows of its *family*
@@ -50,17 +54,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from core.books.pricing import PricingPlan
 from core.dataset import DATASET_TABLES, OUTCOME_COLUMNS, RECON_COLUMNS, Dataset
-from core.engine.bank import link_bank
 from core.engine.columns import BoolArray, IntArray, ints, lookup, text
-from core.engine.context import Context
 from core.engine.params import EngineParams
 from core.engine.part import M_UTR
+from core.engine.partition import KeyJoins, ledger_links, row_families
 from core.engine.reconcile import reconcile
 
 # Each table's key: a day's row with a stored key replaces the stored row.
@@ -85,6 +89,19 @@ FAMILY_COLUMNS: dict[str, tuple[str, ...]] = {
     "disputes": ("id", "payment_id"),
     "transfers": ("id", "source"),
 }
+
+
+def _is_dispute_key(table: str, column: str) -> bool:
+    return (table == "recon" and column == "dispute_id") or (table == "disputes" and column == "id")
+
+
+# The same joins for `core.engine.partition.row_families`, the one definition of a family
+# (the partitioner calls it with its own, narrower PARTITION_JOINS): "D" is the dispute
+# namespace (DISPUTE_PREFIX here), "E" every other id.
+FAMILY_JOINS: KeyJoins = {
+    table: tuple((column, "D" if _is_dispute_key(table, column) else "E") for column in names)
+    for table, names in FAMILY_COLUMNS.items()
+}
 FAMILY_ENTITY_TYPES = ("payment", "refund", "recon_row", "transfer")
 FALLBACK_METHODS = ("fuzzy_utr", "consolidated")
 # The code an entity with no recon row gets once overdue (the as-of moved it there).
@@ -104,6 +121,152 @@ class Plan:
     subset: Dataset
     keep: dict[str, pa.Array]
     stats: dict[str, int] = field(default_factory=dict)
+    members: dict[str, BoolArray] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class IncrementalState:
+    """What one run leaves the next incremental run: every family-table row's family (the
+    connected components of FAMILY_JOINS, `core.engine.partition.row_families`) in one
+    dataset, and that dataset's row keys in order, so a later run can check its stored
+    rows are the same rows in the same places (`matches`).
+
+    keys: table -> its rows' keys (TABLE_KEYS), in row order. joined: table -> the
+    FAMILY_JOINS columns the families were computed from. family: table -> each row's
+    family label (every label < families). key_print, key_family: the index from a family
+    key to its family: a 64-bit fingerprint of every key a row carries (`_fingerprints`;
+    dispute ids with DISPUTE_PREFIX), sorted, and the family of each (two keys with one
+    fingerprint only make a looked-up family set larger, never smaller). Made by
+    `build_state(dataset)` (after a full run) or returned by `reconcile_incremental(...,
+    state=...)` for the merged dataset. Immutable: the arrays are never written after
+    construction."""
+
+    keys: dict[str, pa.ChunkedArray] = field(hash=False)
+    family: dict[str, IntArray] = field(hash=False)
+    families: int
+    joined: dict[str, tuple[pa.ChunkedArray, ...]] = field(hash=False)
+    key_print: npt.NDArray[np.uint64] = field(hash=False)
+    key_family: IntArray = field(hash=False)
+
+    def families_of(self, seeds: pa.Array) -> BoolArray:
+        """Per family label: does one of `seeds` (family keys) belong to it."""
+        prints = _fingerprints(seeds)
+        low = np.searchsorted(self.key_print, prints, side="left")
+        high = np.searchsorted(self.key_print, prints, side="right")
+        counts = high - low
+        first = np.repeat(low - (np.cumsum(counts) - counts), counts)
+        entries = first + np.arange(int(counts.sum()), dtype=np.int64)
+        affected = np.zeros(self.families, dtype=bool)
+        affected[self.key_family[entries]] = True
+        return affected
+
+    def matches(self, merged: Dataset, day: Dataset, replaced: Dataset) -> bool:
+        """True when this state describes the stored dataset `merged` was made of (by
+        `merge_rows(stored, day)`): the same rows (keys, in order, and no more: merged adds
+        exactly the day's new keys after them) with the same join columns, except the
+        rows the day replaced."""
+        for table, keys in self.keys.items():
+            frame: pd.DataFrame = getattr(merged, table)
+            new = getattr(day, table)
+            added = len(_new_keys(new, table, replaced)) if len(new) else 0
+            if len(frame) - added != len(keys) or len(self.family[table]) != len(keys):
+                return False
+            now = _keys(frame, table).slice(0, len(keys))
+            if not now.equals(keys):
+                return False
+            columns = [_chunks(frame[c]).slice(0, len(keys)) for c, _ in FAMILY_JOINS[table]]
+            if all(a.equals(b) for a, b in zip(columns, self.joined[table], strict=True)):
+                continue
+            if len(getattr(replaced, table)) == 0:
+                return False
+            # Corrected rows differ by design: compare the others.
+            other = pc.invert(pc.is_in(keys, value_set=_keys(new, table).combine_chunks()))
+            for a, b in zip(columns, self.joined[table], strict=True):
+                if not a.filter(other).equals(b.filter(other)):
+                    return False
+        return True
+
+
+def build_state(dataset: Dataset) -> IncrementalState:
+    """The state a full run over `dataset` leaves for the next incremental run."""
+    tables = {table: getattr(dataset, table) for table in FAMILY_JOINS}
+    family, families = row_families(tables, FAMILY_JOINS, blank_is_key=True)
+    keys = {table: _keys(frame, table) for table, frame in tables.items()}
+    prints, labels = _key_entries(_family_columns_of(tables), family)
+    order = np.argsort(prints, kind="stable")
+    return IncrementalState(
+        keys=keys,
+        family=family,
+        families=families,
+        joined=_joined(tables),
+        key_print=prints[order],
+        key_family=labels[order],
+    )
+
+
+def _joined(tables: dict[str, pd.DataFrame]) -> dict[str, tuple[pa.ChunkedArray, ...]]:
+    return {t: tuple(_chunks(tables[t][c]) for c, _ in FAMILY_JOINS[t]) for t in FAMILY_JOINS}
+
+
+def _key_entries(
+    columns: dict[str, tuple[int, list[_KeyColumn]]], family: dict[str, IntArray]
+) -> tuple[npt.NDArray[np.uint64], IntArray]:
+    """(fingerprint, family) of every key every row carries, unsorted."""
+    prints: list[npt.NDArray[np.uint64]] = [np.zeros(0, dtype=np.uint64)]
+    labels: list[IntArray] = [np.zeros(0, dtype=np.int64)]
+    for name, (_, keys) in columns.items():
+        for column in keys:
+            prints.append(_fingerprints(column.keys))
+            labels.append(family[name] if column.rows is None else family[name][column.rows])
+    return np.concatenate(prints), np.concatenate(labels)
+
+
+_MIX = tuple(
+    np.uint64(v)
+    for v in (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0x27D4EB2F165667C5)
+)
+
+
+def _fingerprints(values: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.uint64]:
+    """A 64-bit fingerprint of each string (non-null) from its length and its first,
+    middle and last 8 bytes, read from Arrow's buffers in numpy (as core.ingest.convert's
+    duplicate check does). Equal strings get equal fingerprints; unequal ones may share
+    one, which only makes a family lookup find more families (never fewer)."""
+    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    parts = [np.zeros(0, dtype=np.uint64)]
+    for chunk in chunks:
+        if not pa.types.is_large_string(chunk.type):
+            chunk = chunk.cast(pa.large_string())
+        if len(chunk) == 0:
+            continue
+        _, offsets_buffer, data_buffer = chunk.buffers()
+        offsets = np.frombuffer(offsets_buffer, dtype=np.int64)[
+            chunk.offset : chunk.offset + len(chunk) + 1
+        ]
+        base = int(offsets[0])
+        data = np.zeros(int(offsets[-1]) - base + 8, dtype=np.uint8)
+        if data_buffer is not None:
+            data[: len(data) - 8] = np.frombuffer(data_buffer, dtype=np.uint8)[
+                base : int(offsets[-1])
+            ]
+        # Every (unaligned) 8-byte little-endian word: words[p] holds bytes p..p+7.
+        words = np.ndarray(shape=(len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
+        starts = offsets[:-1] - base
+        lengths = offsets[1:] - offsets[:-1]
+        short = np.minimum(lengths, 7).astype(np.uint64) * np.uint64(8)
+        mask = np.where(lengths >= 8, np.uint64(0xFFFFFFFFFFFFFFFF), (np.uint64(1) << short) - 1)
+        first = words[starts] & mask
+        middle = np.where(lengths > 16, words[starts + np.maximum(lengths - 8, 0) // 2], 0)
+        last = np.where(lengths > 8, words[starts + np.maximum(lengths - 8, 0)], 0)
+        mixed = (
+            first * _MIX[0]
+            ^ middle.astype(np.uint64) * _MIX[1]
+            ^ last.astype(np.uint64) * _MIX[2]
+            ^ lengths.astype(np.uint64) * _MIX[3]
+        )
+        mixed ^= mixed >> np.uint64(31)
+        parts.append(mixed * _MIX[1])
+    return np.concatenate(parts)
 
 
 @dataclass(frozen=True)
@@ -111,12 +274,14 @@ class IncrementalResult:
     """outcomes: the full outcome frame (as `reconcile` over the merged dataset gives it);
     plan: what was re-reconciled; stats: plan.stats plus `reconciled` (outcomes decided
     again) and `carried_forward` (outcomes taken from the previous run); cpu_seconds: this
-    process's CPU seconds per step (plan, reconcile of the sub-dataset, carry forward)."""
+    process's CPU seconds per step (plan, reconcile of the sub-dataset, carry forward);
+    state: the next run's IncrementalState (for the merged dataset) when one was given."""
 
     outcomes: pd.DataFrame
     plan: Plan
     stats: dict[str, int]
     cpu_seconds: dict[str, float] = field(default_factory=dict)
+    state: IncrementalState | None = None
 
 
 # --- merging a day's rows -------------------------------------------------------------
@@ -288,14 +453,16 @@ def _key_column(values: pa.ChunkedArray, prefix: str) -> _KeyColumn:
 
 def _family_columns(ds: Dataset) -> dict[str, tuple[int, list[_KeyColumn]]]:
     """Per family table: its row count and key columns (dispute ids prefixed)."""
+    return _family_columns_of({table: getattr(ds, table) for table in FAMILY_COLUMNS})
+
+
+def _family_columns_of(tables: dict[str, pd.DataFrame]) -> dict[str, tuple[int, list[_KeyColumn]]]:
     columns: dict[str, tuple[int, list[_KeyColumn]]] = {}
     for attribute, names in FAMILY_COLUMNS.items():
-        frame: pd.DataFrame = getattr(ds, attribute)
+        frame = tables[attribute]
         keys = []
         for name in names:
-            dispute = (attribute == "recon" and name == "dispute_id") or (
-                attribute == "disputes" and name == "id"
-            )
+            dispute = _is_dispute_key(attribute, name)
             keys.append(_key_column(_chunks(frame[name]), DISPUTE_PREFIX if dispute else ""))
         columns[attribute] = (len(frame), keys)
     return columns
@@ -348,6 +515,95 @@ def _close_families(
     return known, members
 
 
+def _close_with_state(
+    columns: dict[str, tuple[int, list[_KeyColumn]]], seeds: pa.Array, state: IncrementalState
+) -> tuple[pa.Array, dict[str, BoolArray], int]:
+    """`_close_families` with the previous run's families: the families of the seeds (one
+    lookup in the state's key index), all their rows, and every row the day added.
+    Closed: a stored row shares keys only with rows of its own family (the state's
+    components), and every key of a day's row (new or replaced version) is a seed.
+    Returns the keys of those rows (with repeats), the rows, and the family count."""
+    affected = state.families_of(seeds)
+    members: dict[str, BoolArray] = {}
+    found: list[pa.Array | pa.ChunkedArray] = [seeds]
+    for name, (size, keys) in columns.items():
+        family = state.family[name]
+        member = np.ones(size, dtype=bool)
+        member[: len(family)] = affected[family]
+        members[name] = member
+        found += [column.keys_of(member) for column in keys]
+    arrays = [
+        c
+        for piece in found
+        for c in (piece.chunks if isinstance(piece, pa.ChunkedArray) else [piece])
+    ]
+    return (
+        pa.concat_arrays([a.cast(pa.large_string()) for a in arrays]),
+        members,
+        int(affected.sum()),
+    )
+
+
+def _next_state(
+    merged: Dataset, state: IncrementalState, members: dict[str, BoolArray]
+) -> IncrementalState:
+    """The state for `merged`: families outside the affected set keep their labels and
+    index entries (none of their rows or keys changed); the affected rows, a closed set,
+    get their components computed afresh, numbered after the old labels."""
+    tables = {
+        table: _rows(getattr(merged, table)[[c for c, _ in pairs]], members[table])
+        for table, pairs in FAMILY_JOINS.items()
+    }
+    fresh, count = row_families(tables, FAMILY_JOINS, blank_is_key=True)
+    affected = np.zeros(state.families, dtype=bool)
+    next_label = state.families + count
+    family: dict[str, IntArray] = {}
+    for table in FAMILY_JOINS:
+        old = state.family[table]
+        member = members[table]
+        affected[old[member[: len(old)]]] = True
+        labels = np.empty(len(member), dtype=np.int64)
+        labels[: len(old)] = old
+        labels[member] = state.families + fresh[table]
+        # A new row in no affected family (it has no key at all): a family of its own.
+        alone = np.flatnonzero(~member[len(old) :]) + len(old)
+        labels[alone] = next_label + np.arange(len(alone), dtype=np.int64)
+        next_label += len(alone)
+        family[table] = labels
+    # The key index: the unaffected entries (still sorted) and the affected rows' keys.
+    kept = ~affected[state.key_family]
+    old_print, old_family = state.key_print[kept], state.key_family[kept]
+    new_print, new_family = _key_entries(
+        _family_columns_of(tables),
+        {table: state.families + labels for table, labels in fresh.items()},
+    )
+    order = np.argsort(new_print, kind="stable")
+    new_print, new_family = new_print[order], new_family[order]
+    at = np.searchsorted(old_print, new_print, side="right")
+    key_print = np.insert(old_print, at, new_print)
+    key_family = np.insert(old_family, at, new_family)
+    rows = sum(len(labels) for labels in family.values())
+    if next_label > 4 * rows + 1024:  # renumber densely now and then (labels only grow)
+        used, dense = np.unique(np.concatenate(list(family.values())), return_inverse=True)
+        start = 0
+        for table in FAMILY_JOINS:
+            size = len(family[table])
+            family[table] = dense[start : start + size].astype(np.int64)
+            start += size
+        key_family = np.searchsorted(used, key_family).astype(np.int64)
+        next_label = len(used)
+    tables_now = {table: getattr(merged, table) for table in FAMILY_JOINS}
+    keys = {table: _keys(frame, table) for table, frame in tables_now.items()}
+    return IncrementalState(
+        keys=keys,
+        family=family,
+        families=next_label,
+        joined=_joined(tables_now),
+        key_print=key_print,
+        key_family=key_family,
+    )
+
+
 def _positions(values: pa.Array, keys: pa.Array) -> IntArray:
     found = lookup(values, keys)
     result: IntArray = np.unique(found[found >= 0])
@@ -386,15 +642,16 @@ class _Links:
 def _links(merged: Dataset, previous: pd.DataFrame, params: EngineParams, as_of: int) -> _Links:
     m, b = len(merged.settlements), len(merged.bank)
     old_line, old_settlement = _old_links(previous, merged)
-    if not merged.has_bank_statement:
+    # The bank links of the whole ledger, as the partitioner computes them (link_bank
+    # reads settlements, payouts and credits only: no row table); None without a bank
+    # statement.
+    links = ledger_links(merged, params, as_of)
+    if links is None:
         empty = np.zeros(0, dtype=np.int64)
         return _Links(
             empty, empty, old_line, old_settlement, np.zeros(b, bool), np.zeros(m, bool),
             np.zeros(b, bool),
         )  # fmt: skip
-    # The bank linking reads settlements, payouts and credits only: no recon rows needed.
-    bank_only = replace(merged, recon=merged.recon.iloc[0:0])
-    links = link_bank(Context.build(bank_only, params, as_of))
     lines, settlements = [], []
     for line in np.flatnonzero(links.line >= 0):
         members = links.line_settlements.get(int(line), [int(links.line[line])])
@@ -468,8 +725,12 @@ def plan_incremental(
     previous: pd.DataFrame,
     params: EngineParams,
     as_of: int,
+    state: IncrementalState | None = None,
 ) -> Plan:
-    """The affected set of a day's load and the sub-dataset that decides it (module doc)."""
+    """The affected set of a day's load and the sub-dataset that decides it (module doc).
+    With `state` (the previous run's families, for the stored rows `merged` starts with)
+    the family closure is one probe per key column; without it, or when the state does
+    not match `merged`, a closure over all rows (same affected set or a larger one)."""
     links = _links(merged, previous, params, as_of)
     before = _Previous(previous)
     s_ids, b_ids = text(merged.settlements["id"]), text(merged.bank["id"])
@@ -501,7 +762,12 @@ def plan_incremental(
     for entity_type in FAMILY_ENTITY_TYPES:
         seeds.append(_present_keys(before.open_ids(entity_type)))
     seeds.append(_present_keys(before.open_ids("dispute"), DISPUTE_PREFIX))
-    family_keys, members = _close_families(columns, _unique(seeds))
+    indexed = state is not None and state.matches(merged, day, replaced)
+    if state is not None and indexed:
+        family_keys, members, families = _close_with_state(columns, _unique(seeds), state)
+    else:
+        family_keys, members = _close_families(columns, _unique(seeds))
+        families = -1
 
     # The sub-dataset: family rows; for each re-decided settlement, its other rows as one
     # summary row (its sum is all it reads of them); the settlements family rows name; and
@@ -511,7 +777,10 @@ def plan_incremental(
         pc.is_in(recon_settlement, value_set=s_ids.filter(pa.array(s_keep)))
     )
     recon = pd.concat(
-        [_rows(merged.recon, members["recon"]), _summary_rows(merged.recon, outside)],
+        [
+            _rows(merged.recon, members["recon"]),
+            _summary_rows(merged.recon, outside, recon_settlement),
+        ],
         ignore_index=True,
     )
     s_in = s_keep.copy()
@@ -546,27 +815,29 @@ def plan_incremental(
     stats = {
         "payments": len(merged.payments),
         "affected_payments": int(members["payments"].sum()),
-        "affected_families": len(plain_keys),
+        "affected_families": families if families >= 0 else len(plain_keys),
         "affected_settlements": int(s_keep.sum()),
         "affected_bank_lines": int(b_keep.sum()),
         "subset_payments": len(subset.payments),
         "subset_recon_rows": len(subset.recon),
         "subset_settlements": len(subset.settlements),
         "subset_bank_lines": len(subset.bank),
+        "family_index": int(indexed),
     }
-    return Plan(subset=subset, keep=keep, stats=stats)
+    return Plan(subset=subset, keep=keep, stats=stats, members=members)
 
 
 SUMMARY_PREFIX = "\x00sum:"
 
 
-def _summary_rows(recon: pd.DataFrame, chosen: BoolArray) -> pd.DataFrame:
+def _summary_rows(recon: pd.DataFrame, chosen: BoolArray, settlement_ids: pa.Array) -> pd.DataFrame:
     """The chosen recon rows as one row per settlement they name, carrying their net
     (credit - debit): an `adjustment` without a dispute, which the engine counts in its
     settlement's sum and gives no outcome (docs/engine.md, *Recon rows*), so the
-    settlement is judged as with every row while the rows' own entities stay out."""
+    settlement is judged as with every row while the rows' own entities stay out.
+    settlement_ids: text(recon["settlement_id"]) (the caller's, not converted again)."""
     rows = np.flatnonzero(chosen)
-    settlement = text(recon["settlement_id"]).take(pa.array(rows, type=pa.int64()))
+    settlement = settlement_ids.take(pa.array(rows, type=pa.int64()))
     ids = pc.unique(settlement)
     position = lookup(settlement, ids)
     net = np.zeros(len(ids), dtype=np.int64)
@@ -653,10 +924,11 @@ def _combined(fresh: pd.DataFrame, previous: pd.DataFrame, carry: BoolArray) -> 
     for name in OUTCOME_COLUMNS:
         dtype = fresh[name].dtype
         if hasattr(dtype, "__from_arrow__"):
-            # A take over chunks costs ~100x one over a joined array (Int64 above all).
+            # Taken over the two frames' chunks as they are (Arrow >= 19 takes over chunks
+            # without joining them first: the previous run's column is not copied twice).
             both = [*_chunks(fresh[name]).chunks, *_chunks(previous[name]).chunks]
-            values = pa.chunked_array(both, type=both[0].type).combine_chunks()
-            columns[name] = dtype.__from_arrow__(pa.chunked_array([values.take(order)]))
+            values = pa.chunked_array(both, type=both[0].type)
+            columns[name] = dtype.__from_arrow__(values.take(order))
         else:
             ints_ = np.concatenate(
                 [fresh[name].to_numpy(dtype=np.int64), previous[name].to_numpy(dtype=np.int64)]
@@ -673,10 +945,17 @@ def reconcile_incremental(
     params: EngineParams,
     as_of: int,
     pricing: tuple[PricingPlan, ...] = (),
+    state: IncrementalState | None = None,
 ) -> IncrementalResult:
     """The outcomes `reconcile(merged, params, as_of, pricing)` gives, computed from the
     previous run's outcomes (same params and pricing, over `merged` minus the day's rows
-    plus `replaced`) and a reconcile of the affected sub-dataset only."""
+    plus `replaced`) and a reconcile of the affected sub-dataset only.
+
+    state: the previous run's IncrementalState (`build_state(stored)` after a full run, or
+    the previous incremental result's `state`); it makes the plan cheaper and the result
+    then carries the state for `merged` (IncrementalResult.state) for the next day. A
+    state that does not match the stored rows is ignored (the plan falls back to the
+    closure over all rows, `stats["family_index"] == 0`)."""
     began = time.process_time()
     stored_transfers = len(merged.transfers) - len(_new_keys(day.transfers, "transfers", replaced))
     stored = replace(replaced, transfers=merged.transfers.iloc[:stored_transfers])
@@ -686,8 +965,11 @@ def reconcile_incremental(
         plan = Plan(subset=merged, keep={}, stats={"payments": len(merged.payments)})
         stats = {**plan.stats, "reconciled": len(outcomes), "carried_forward": 0}
         cpu = {"reconcile_cpu_s": round(time.process_time() - began, 3)}
-        return IncrementalResult(outcomes=outcomes, plan=plan, stats=stats, cpu_seconds=cpu)
-    plan = plan_incremental(merged, day, replaced, previous, params, as_of)
+        after = build_state(merged) if state is not None else None
+        return IncrementalResult(
+            outcomes=outcomes, plan=plan, stats=stats, cpu_seconds=cpu, state=after
+        )
+    plan = plan_incremental(merged, day, replaced, previous, params, as_of, state)
     planned = time.process_time()
     fresh = reconcile(plan.subset, params, as_of, pricing)
     fresh = _rows(fresh, _key_mask(fresh, plan.keep))
@@ -695,10 +977,18 @@ def reconcile_incremental(
     carry = ~_key_mask(previous, plan.keep)
     outcomes = _combined(fresh, previous, carry)
     done = time.process_time()
+    after = None
+    if state is not None:
+        indexed = plan.stats.get("family_index", 0) == 1
+        after = _next_state(merged, state, plan.members) if indexed else build_state(merged)
     stats = {**plan.stats, "reconciled": len(fresh), "carried_forward": int(carry.sum())}
     cpu = {
         "plan_cpu_s": round(planned - began, 3),
         "reconcile_cpu_s": round(reconciled - planned, 3),
         "carry_forward_cpu_s": round(done - reconciled, 3),
     }
-    return IncrementalResult(outcomes=outcomes, plan=plan, stats=stats, cpu_seconds=cpu)
+    if after is not None:
+        cpu["state_cpu_s"] = round(time.process_time() - done, 3)
+    return IncrementalResult(
+        outcomes=outcomes, plan=plan, stats=stats, cpu_seconds=cpu, state=after
+    )

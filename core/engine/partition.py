@@ -180,14 +180,16 @@ class _Keys:
         self.namespace.append(namespace)
         return len(self.chunks) - 1
 
-    def encode(self) -> tuple[list[IntArray], int]:
-        """Per chunk, each value's node (-1 for null or blank); and the node count."""
+    def encode(self, blank_is_key: bool = False) -> tuple[list[IntArray], int]:
+        """Per chunk, each value's node (-1 for null or blank, or with `blank_is_key` for
+        null or empty only); and the node count."""
         codes: list[IntArray] = [np.zeros(0, dtype=np.int64)] * len(self.chunks)
         total = 0
         for name in dict.fromkeys(self.namespace):
             members = [i for i, n in enumerate(self.namespace) if n == name]
             joined = pa.chunked_array([self.chunks[i] for i in members], type=pa.large_string())
-            blank = pc.equal(pc.utf8_trim_whitespace(joined), "").fill_null(True)
+            trimmed = joined if blank_is_key else pc.utf8_trim_whitespace(joined)
+            blank = pc.equal(trimmed, "").fill_null(True)
             encoded = pc.dictionary_encode(joined).combine_chunks()
             indices = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False)
             indices = np.where(np.asarray(blank.to_numpy(zero_copy_only=False)), -1, indices)
@@ -200,53 +202,84 @@ class _Keys:
         return codes, total
 
 
-def _row_components(dataset: Dataset) -> tuple[dict[str, IntArray], int]:
-    """Component of every row-table row: union-find over the identity keys (entity ids
-    and transfer ids in one namespace, dispute ids in another). Settlement ids are not
-    joined: a settlement's rows meet it in its own window (their home)."""
+# Which keys join rows into one unit (docs/engine.md, *Shared with the partitioner*): per
+# row table, (column, namespace) pairs; values of one namespace are one key space ("E":
+# payment, refund and transfer ids, which recon rows name by entity_id; "D": dispute ids).
+KeyJoins = dict[str, tuple[tuple[str, str], ...]]
+# The partitioner's: identity keys only (a settlement's rows meet it in its own window; a
+# dispute's payment is placed beside it separately, in `assign`).
+PARTITION_JOINS: KeyJoins = {
+    "recon": (("entity_id", "E"), ("transfer_id", "E"), ("dispute_id", "D")),
+    "payments": (("id", "E"),),
+    "refunds": (("id", "E"),),
+    "transfers": (("id", "E"),),
+    "disputes": (("id", "D"),),
+}
+
+
+def row_families(
+    tables: dict[str, pd.DataFrame], joins: KeyJoins = PARTITION_JOINS, blank_is_key: bool = False
+) -> tuple[dict[str, IntArray], int]:
+    """Each row's family: the connected components of rows joined by a shared key (a
+    null or blank value is no key; with `blank_is_key` only null and empty are none),
+    over the tables and (column, namespace) pairs of `joins`. Returns per table each
+    row's label, and the label count (labels < count; a row with no key is a family of its
+    own). The one definition of a family: the partitioner (`assign`, PARTITION_JOINS) and
+    the incremental runs (core.engine.incremental.FAMILY_JOINS, a superset) both call it."""
     keys = _Keys()
-    rec = dataset.recon
-    k_rec_entity = keys.add("E", rec["entity_id"])
-    k_rec_transfer = keys.add("E", rec["transfer_id"])
-    k_rec_dispute = keys.add("D", rec["dispute_id"])
-    k_pay = keys.add("E", dataset.payments["id"])
-    k_ref = keys.add("E", dataset.refunds["id"])
-    k_trf = keys.add("E", dataset.transfers["id"])
-    k_dis = keys.add("D", dataset.disputes["id"])
-    codes, n_keys = keys.encode()
-    # Nodes: every key, then one per recon row (a row with no key is its own component).
-    n_rec = len(rec)
-    row_node = n_keys + np.arange(n_rec, dtype=np.int64)
+    chunk_of: dict[str, list[int]] = {}
+    for table, pairs in joins.items():
+        frame = tables[table]
+        chunk_of[table] = [keys.add(namespace, frame[column]) for column, namespace in pairs]
+    codes, n_keys = keys.encode(blank_is_key)
+    # Nodes: every key, then one per row of each table with several key columns (a table
+    # with one key column takes its key's component: no node of its own).
+    node_start: dict[str, int] = {}
+    total = n_keys
     lefts: list[IntArray] = []
     rights: list[IntArray] = []
-    for chunk in (k_rec_entity, k_rec_transfer, k_rec_dispute):
-        key = codes[chunk]
-        has = key >= 0
-        lefts.append(row_node[has])
-        rights.append(key[has])
-    labels = components(n_keys + n_rec, np.concatenate(lefts), np.concatenate(rights))
-    fresh = n_keys + n_rec
-
-    def of(chunk: int, size: int) -> IntArray:
-        # An entity whose own id is blank is a component of its own (numbered past all).
-        nonlocal fresh
-        key = codes[chunk]
+    for table, chunks in chunk_of.items():
+        if len(chunks) < 2:
+            continue
+        size = len(tables[table])
+        node_start[table] = total
+        row_node = total + np.arange(size, dtype=np.int64)
+        total += size
+        for chunk in chunks:
+            key = codes[chunk]
+            has = key >= 0
+            lefts.append(row_node[has])
+            rights.append(key[has])
+    no_edges = np.zeros(0, dtype=np.int64)
+    labels = components(
+        total,
+        np.concatenate(lefts) if lefts else no_edges,
+        np.concatenate(rights) if rights else no_edges,
+    )
+    fresh = total
+    rows: dict[str, IntArray] = {}
+    for table, chunks in chunk_of.items():
+        size = len(tables[table])
+        if table in node_start:
+            start = node_start[table]
+            rows[table] = labels[start : start + size]
+            continue
+        # An entity whose own id is blank is a family of its own (numbered past all).
+        key = codes[chunks[0]] if chunks else np.full(size, -1, dtype=np.int64)
         own = fresh + np.arange(size, dtype=np.int64)
         fresh += size
-        result: IntArray = np.where(key >= 0, labels[np.maximum(key, 0)], own)
-        return result
-
-    rows = {
-        "recon": labels[row_node],
-        "payments": of(k_pay, len(dataset.payments)),
-        "refunds": of(k_ref, len(dataset.refunds)),
-        "transfers": of(k_trf, len(dataset.transfers)),
-        "disputes": of(k_dis, len(dataset.disputes)),
-    }
+        rows[table] = np.where(key >= 0, labels[np.maximum(key, 0)], own)
     return rows, fresh
 
 
-def _ledger_links(dataset: Dataset, params: EngineParams, as_of: int) -> BankLinks | None:
+def _row_components(dataset: Dataset) -> tuple[dict[str, IntArray], int]:
+    """Component of every row-table row: `row_families` with PARTITION_JOINS (entity ids
+    and transfer ids in one namespace, dispute ids in another). Settlement ids are not
+    joined: a settlement's rows meet it in its own window (their home)."""
+    return row_families({table: getattr(dataset, table) for table in ROW_TABLES})
+
+
+def ledger_links(dataset: Dataset, params: EngineParams, as_of: int) -> BankLinks | None:
     """The single run's bank links, computed on the ledger alone (link_bank reads no row
     table); None without a bank statement."""
     ledger = Dataset(
@@ -380,7 +413,7 @@ def assign(
             np.concatenate(rows), np.concatenate(windows), np.concatenate(owns)
         )
 
-    links = _ledger_links(dataset, params, as_of)
+    links = ledger_links(dataset, params, as_of)
     bank_day = _bank_day_numbers(dataset.bank)
     payout_day = _day_numbers(
         np.where(
