@@ -109,12 +109,14 @@ def analyze(conn: Any, table: str) -> None:
     conn.execute("SELECT razorrecon_analyze(?)", (table,))
 
 
-def rebuild_worth(conn: Any, table: str, rows: int) -> bool:
+def rebuild_worth(conn: Any, table: str, rows: int, *, empty: bool = False) -> bool:
     """Whether loading `rows` rows into `table` should drop and rebuild its indexes: a big
-    table, a large load, and a table holding fewer rows than the load brings (the estimate
-    kept by `analyze`; a table never analysed counts when it is empty)."""
+    table, a large load, and a table known `empty` or holding fewer rows than the load
+    brings (the estimate kept by `analyze`; a table never analysed counts when empty)."""
     if table not in REBUILD_TABLES or rows < REBUILD_MIN_ROWS:
         return False
+    if empty:
+        return True
     row = conn.execute(
         "SELECT reltuples FROM pg_class WHERE oid = to_regclass(?)", (table,)
     ).fetchone()
