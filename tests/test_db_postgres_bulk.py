@@ -4,19 +4,27 @@ knows about freshly loaded tables."""
 
 from __future__ import annotations
 
+import os
+import sqlite3
+from typing import Any
+
 import pandas as pd
 import pytest
 
 from core.dataset import Dataset
-from core.db import connect, transaction
+from core.db import connect, pg_bulk, transaction
 from core.db import review as review_sql
 from core.db.raw import read_dataset
+from core.engine import EngineParams
+from core.engine.cli import parse_as_of
 from core.ingest import load_dataset, store_dataset
+from core.pipeline import load_folder, reconcile_loaded, store_folder_run
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.postgres
 
 SPEC_DATASET = ROOT / "tests" / "fixtures" / "spec_example" / "dataset"
+AS_OF = parse_as_of("2026-06-30T23:59:59+05:30")
 # Text CSV must keep apart: NULL and '', quotes, the delimiter, line breaks, COPY's
 # end-of-data marker, backslashes, and characters beyond ASCII.
 AWKWARD = ["", None, 'say "hi", then\nleave', "\\.", "back\\slash\r\n", "₹ 1,000 – ü"]
@@ -74,4 +82,154 @@ def test_the_sync_joins_unanalysed_outcomes_by_hash_and_restores_the_setting(
         after = conn.execute("SHOW enable_nestloop").fetchone()[0]
     assert "Nested Loop" not in guarded and "Hash" in guarded
     assert (inside, after) == ("off", "on")
+    conn.close()
+
+
+# Migration 0098: statistics and index builds after bulk loads, through owner-defined
+# SECURITY DEFINER functions (docs/postgres.md, "Statistics and index builds after bulk loads").
+
+AUDIT_TABLES = ("audit_log", "exception_events", "action_requests", "review_comments")
+REFUSED_NAMES = (
+    *AUDIT_TABLES,
+    "review_attachments",
+    "schema_migrations",
+    "razorrecon_index_rebuilds",
+    "payments; DROP TABLE audit_log",
+    "public.payments",
+)
+
+
+def _indexes(conn: object, table: str) -> dict[str, tuple[int, str]]:
+    """Each index of `table`: (its oid, its definition)."""
+    rows = conn.execute(  # type: ignore[attr-defined]
+        "SELECT c.relname, c.oid, pg_get_indexdef(c.oid) FROM pg_index i"
+        " JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = to_regclass(?)",
+        (table,),
+    ).fetchall()
+    return {str(r[0]): (int(r[1]), str(r[2])) for r in rows}
+
+
+def _estimated_rows(conn: object, table: str) -> float:
+    row = conn.execute(  # type: ignore[attr-defined]
+        "SELECT reltuples FROM pg_class WHERE oid = to_regclass(?)", (table,)
+    ).fetchone()
+    return float(row[0])
+
+
+def _owner() -> object:
+    return connect(os.environ["DATABASE_OWNER_URL"])
+
+
+def test_a_large_replacing_load_builds_the_same_indexes_again_and_analyses_every_table(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pg_bulk, "REBUILD_MIN_ROWS", 2)
+    loaded, _ = load_dataset(SPEC_DATASET)
+    conn = connect(pg_url)
+    before = {t: _indexes(conn, t) for t in ("payments", "recon_rows", "refunds")}
+    store_dataset(conn, loaded, source="t", location="t", content_hash="a", replace=True)
+    after = {t: _indexes(conn, t) for t in ("payments", "recon_rows", "refunds")}
+    for table in ("payments", "recon_rows"):  # dropped and built again: new oids, same text
+        assert {n: d for n, (_, d) in after[table].items()} == {
+            n: d for n, (_, d) in before[table].items()
+        }
+        assert all(after[table][n][0] != before[table][n][0] for n in before[table])
+    assert after["refunds"] == before["refunds"]  # not a table whose indexes are rebuilt
+    assert _estimated_rows(conn, "payments") == len(loaded.payments)  # analysed
+    assert _estimated_rows(conn, "recon_rows") == len(loaded.recon)
+    assert _estimated_rows(conn, "refunds") == len(loaded.refunds)
+    pd.testing.assert_frame_equal(read_dataset(conn).payments, loaded.payments)
+    owner = _owner()
+    assert owner.execute("SELECT count(*) FROM razorrecon_index_rebuilds").fetchone()[0] == 0  # type: ignore[attr-defined]
+    owner.close()  # type: ignore[attr-defined]
+    conn.close()
+
+
+def test_a_failed_replacing_load_leaves_the_old_rows_and_the_indexes(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loaded, _ = load_dataset(SPEC_DATASET)
+    conn = connect(pg_url)
+    store_dataset(conn, loaded, source="t", location="t", content_hash="a", replace=True)
+    rows = read_dataset(conn).payments
+    indexes = {t: _indexes(conn, t) for t in ("payments", "recon_rows")}
+    monkeypatch.setattr(pg_bulk, "REBUILD_MIN_ROWS", 2)
+    copy = pg_bulk.copy_frame
+
+    def copy_then_fail(*args: Any, **kwargs: Any) -> None:
+        copy(*args, **kwargs)  # the rows are in, the indexes dropped
+        raise RuntimeError("the load fails half-way")
+
+    monkeypatch.setattr(pg_bulk, "copy_frame", copy_then_fail)
+    changed = Dataset(payments=loaded.payments.head(2), recon=loaded.recon)
+    with pytest.raises(RuntimeError, match="half-way"):
+        store_dataset(conn, changed, source="t", location="t", content_hash="b", replace=True)
+    pd.testing.assert_frame_equal(read_dataset(conn).payments, rows)
+    assert {t: _indexes(conn, t) for t in ("payments", "recon_rows")} == indexes  # same oids
+    conn.close()
+
+
+@pytest.mark.parametrize("name", REFUSED_NAMES)
+def test_the_maintenance_functions_refuse_the_audit_trail_and_any_other_name(
+    pg_url: str, name: str
+) -> None:
+    conn = connect(pg_url)
+    for function in ("razorrecon_analyze", "razorrecon_drop_indexes", "razorrecon_build_indexes"):
+        with pytest.raises(sqlite3.DatabaseError, match="is not a table"), transaction(conn):
+            conn.execute(f"SELECT {function}(?)", (name,))
+    assert _indexes(conn, "audit_log")  # untouched
+    conn.close()
+
+
+def test_dropping_indexes_outside_a_writing_unit_is_refused(pg_url: str) -> None:
+    conn = connect(pg_url)
+    before = _indexes(conn, "payments")
+    reading = transaction(conn, immediate=False)  # a reading unit holds no write lock
+    with pytest.raises(sqlite3.DatabaseError, match="writing unit"), reading:
+        conn.execute("SELECT razorrecon_drop_indexes('payments')")
+    assert _indexes(conn, "payments") == before
+    conn.close()
+
+
+def test_a_writing_unit_that_drops_indexes_and_does_not_build_them_cannot_commit(
+    pg_url: str,
+) -> None:
+    conn = connect(pg_url)
+    before = _indexes(conn, "outcomes")
+    with pytest.raises(sqlite3.DatabaseError, match="not built again"), transaction(conn):
+        dropped = conn.execute("SELECT razorrecon_drop_indexes('outcomes')").fetchone()[0]
+        assert dropped == len(before) - 1  # all but the primary key's
+    assert _indexes(conn, "outcomes") == before
+    conn.close()
+
+
+def test_the_app_role_cannot_touch_the_remembered_index_definitions(pg_url: str) -> None:
+    conn = connect(pg_url)
+    with pytest.raises(sqlite3.DatabaseError, match="permission denied"), transaction(conn):
+        conn.execute(
+            "INSERT INTO razorrecon_index_rebuilds VALUES ('payments', 'x', 'DROP TABLE audit_log')"
+        )
+    with pytest.raises(sqlite3.DatabaseError, match="permission denied"):
+        conn.execute("SELECT * FROM razorrecon_index_rebuilds").fetchall()
+    conn.close()
+
+
+def test_a_large_run_builds_the_outcome_indexes_after_and_analyses_outcomes_and_exceptions(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pg_bulk, "REBUILD_MIN_ROWS", 2)
+    monkeypatch.setattr(review_sql, "ANALYZE_MIN_OPENED", 1)
+    conn = connect(pg_url)
+    before = _indexes(conn, "outcomes")
+    run = reconcile_loaded(load_folder(SPEC_DATASET), EngineParams(), AS_OF)
+    stored = store_folder_run(conn, run)
+    after = _indexes(conn, "outcomes")
+    rebuilt = {n for n in before if after[n][0] != before[n][0]}
+    assert rebuilt == set(before) - {"outcomes_pkey"}
+    assert {n: d for n, (_, d) in after.items()} == {n: d for n, (_, d) in before.items()}
+    outcomes = conn.execute("SELECT count(*) FROM outcomes").fetchone()[0]
+    assert outcomes == len(run.outcomes) and _estimated_rows(conn, "outcomes") == outcomes
+    exceptions = conn.execute("SELECT count(*) FROM exceptions").fetchone()[0]
+    assert exceptions > 0 and _estimated_rows(conn, "exceptions") == exceptions
+    assert stored.run_id == 1
     conn.close()

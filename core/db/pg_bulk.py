@@ -9,11 +9,18 @@ SQLite). Rows come back as json_build_object text parsed by Arrow, the same
 parser the SQLite path feeds. Raw tables carry `row_order` (migration 0090), an identity
 that an upsert keeps, so rows read back in the order they were first stored, like SQLite's
 rowid.
+
+After a bulk load the loaded table is analysed, and a large load into an empty (or much
+smaller) payments, recon_rows or outcomes table goes in with that table's indexes dropped
+and built again afterwards, all in the caller's transaction, through migration 0098's
+owner-defined functions (the app role owns no table; docs/postgres.md, "Statistics and
+index builds after bulk loads").
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -85,6 +92,61 @@ def copy_frame(
         )
     finally:
         conn.execute(f"DROP TABLE {stage}")
+
+
+# A load of at least this many rows into payments, recon_rows or outcomes holding fewer rows
+# than it brings goes in with the table's indexes dropped, then built by one sort each:
+# 1M wide payments cost 19.3 s of server CPU with three indexes kept row by row, 6.7 s with
+# them built after (docs/benchmark.md, "PostgreSQL --db at 1M"). Below it, or into a
+# larger table, the indexes stay.
+REBUILD_MIN_ROWS = 100_000
+REBUILD_TABLES = frozenset({"payments", "recon_rows", "outcomes"})
+
+
+def analyze(conn: Any, table: str) -> None:
+    """Fresh planner statistics for `table` (a raw table, outcomes or exceptions), inside
+    the caller's transaction; migration 0098's razorrecon_analyze, as its owner."""
+    conn.execute("SELECT razorrecon_analyze(?)", (table,))
+
+
+def rebuild_worth(conn: Any, table: str, rows: int, *, empty: bool = False) -> bool:
+    """Whether loading `rows` rows into `table` should drop and rebuild its indexes: a big
+    table, a large load, and a table known `empty` or holding fewer rows than the load
+    brings (the estimate kept by `analyze`; a table never analysed counts when empty)."""
+    if table not in REBUILD_TABLES or rows < REBUILD_MIN_ROWS:
+        return False
+    if empty:
+        return True
+    row = conn.execute(
+        "SELECT reltuples FROM pg_class WHERE oid = to_regclass(?)", (table,)
+    ).fetchone()
+    held = float(row[0]) if row is not None else -1.0
+    if held < 0:  # never analysed or vacuumed: no estimate
+        return conn.execute(f"SELECT NOT EXISTS (SELECT 1 FROM {table})").fetchone()[0] is True
+    return held < rows
+
+
+@contextmanager
+def indexes_built_after(conn: Any, table: str, *, rebuild: bool) -> Iterator[None]:
+    """With `rebuild`, `table`'s indexes that back no constraint are dropped for the block
+    and built again after it, in the caller's writing unit (razorrecon_drop_indexes needs
+    its write lock). An error inside leaves them dropped until the caller's rollback
+    restores them; a commit without the build is refused by the database."""
+    if not rebuild:
+        yield
+        return
+    conn.execute("SELECT razorrecon_drop_indexes(?)", (table,))
+    yield
+    conn.execute("SELECT razorrecon_build_indexes(?)", (table,))
+
+
+def bulk_outcome_chunks(conn: Any, chunks: Iterable[Any], rows: int) -> Iterator[Any]:
+    """`chunks` passed through, for a caller that COPYs them into outcomes in one
+    transaction: on the first chunk the indexes are dropped when `rebuild_worth`, after the
+    last they are built again and outcomes analysed (in that transaction)."""
+    with indexes_built_after(conn, "outcomes", rebuild=rebuild_worth(conn, "outcomes", rows)):
+        yield from chunks
+    analyze(conn, "outcomes")
 
 
 def json_rows(

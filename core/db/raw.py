@@ -359,7 +359,11 @@ def write_frame(
         blocks = pg_bulk.frame_csv(frame, spec, (import_id,))
         # Into an empty table a plain COPY, unless the frame repeats a key (the last wins).
         upsert = bool(frame[key].duplicated().any()) or not _table_empty(conn, table)
-        pg_bulk.copy_frame(conn, table, key, [*spec, "import_id"], blocks, upsert=upsert)
+        # A large plain COPY: indexes dropped and built after (an upsert needs its key index).
+        rebuild = not upsert and pg_bulk.rebuild_worth(conn, table, len(frame), empty=True)
+        with pg_bulk.indexes_built_after(conn, table, rebuild=rebuild):
+            pg_bulk.copy_frame(conn, table, key, [*spec, "import_id"], blocks, upsert=upsert)
+        pg_bulk.analyze(conn, table)  # the app role may not ANALYZE itself
         return len(frame)
     if not _table_empty(conn, table):
         _insert_rows(conn, attribute, frame, import_id, upsert=True)

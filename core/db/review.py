@@ -243,12 +243,17 @@ def count_holding(conn: sqlite3.Connection, run_id: int) -> int:
     return int(row[0])
 
 
+# A sync that opens at least this many exceptions analyses `exceptions` (PostgreSQL) before
+# its auto-clear and not-found statements join them with the run's outcomes.
+ANALYZE_MIN_OPENED = 1_000
+
+
 def open_new_from_run(conn: sqlite3.Connection, run_id: int, now: int, rules: DueRules) -> None:
     """Insert an OPEN exception for every EXCEPTION outcome of the run not yet known."""
     due, due_params = _due_case(rules, "o", conn)
     facts = ", ".join(FACT_COLUMNS)
     o_facts = ", ".join(f"o.{c}" for c in FACT_COLUMNS)
-    conn.execute(
+    opened = conn.execute(
         f"INSERT INTO exceptions (entity_type, entity_id, reason_code, {facts}, status,"
         " due_date, version, first_run_id, last_run_id, opened_at, updated_at)"
         f" SELECT o.entity_type, o.entity_id, o.reason_code, {o_facts}, 'OPEN', {due}, 1,"
@@ -259,6 +264,11 @@ def open_new_from_run(conn: sqlite3.Connection, run_id: int, now: int, rules: Du
         " ORDER BY +o.entity_type, +o.entity_id",  # + keeps the status index in use
         [*due_params, run_id, run_id, now, now, run_id],
     )
+    if is_postgres(conn) and opened.rowcount >= ANALYZE_MIN_OPENED:
+        # Statistics for the sync's next statements (rows of this transaction count).
+        from core.db.pg_bulk import analyze
+
+        analyze(conn, "exceptions")
 
 
 def exceptions_after(conn: sqlite3.Connection, after_id: int) -> list[sqlite3.Row]:

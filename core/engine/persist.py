@@ -14,6 +14,7 @@ import pandas as pd
 import pyarrow as pa
 
 from core.dataset import OUTCOME_COLUMNS
+from core.db import pg_bulk
 from core.db import runs as db_runs
 from core.db.backend import is_postgres
 from core.db.staging import (
@@ -173,7 +174,8 @@ def persist_run(
                 conn,
                 run_id,
                 chunks=(
-                    outcome_arrow_chunks(outcomes)
+                    # COPY; outcomes' indexes built after a large load, then analysed
+                    pg_bulk.bulk_outcome_chunks(conn, outcome_arrow_chunks(outcomes), len(outcomes))
                     if is_postgres(conn)
                     else outcome_chunks(outcomes)
                 ),
