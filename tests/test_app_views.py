@@ -207,7 +207,6 @@ def test_settlement_view_shows_an_instant_settlement(
     assert view.checks == () and view.row_count == 0
 
 
-
 def test_holdings_tells_stored_from_empty_and_raw_counts_name_what_replace_removes(
     conn: sqlite3.Connection,
 ) -> None:
