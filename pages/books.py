@@ -8,7 +8,6 @@ import streamlit as st
 from core.books import daily_balances
 from core.books.close import books_view, close_month, closed_months
 from core.books.journal import journal_csv, month_vouchers, tally_xml
-from core.books.pricing import fee_check, overcharge_summary, unclassified_cards
 from core.books.report import build_report, bundle, pdf
 from core.books.store import months_of, pricing_plans, save_pricing_plan, stored_events
 from core.calendar import IST
@@ -25,119 +24,119 @@ if not months:
     st.stop()
 
 month = st.selectbox("Month (IST)", months, key=keys.BOOKS_MONTH)
+# Lazy tabs (on_change="rerun"): only the open tab's code runs, and the close report is
+# built when asked for, never on render (docs/benchmark.md "10M in the app").
 roll_tab, journal_tab, pricing_tab, gst_tab = st.tabs(
-    ["Roll-forward", "Journal", "Pricing", "GST on fees"]
+    ["Roll-forward", "Journal", "Pricing", "GST on fees"], key=keys.BOOKS_TAB, on_change="rerun"
 )
 
-with roll_tab:
-    st.caption(
-        "What Razorpay owes: opening + captured − refunds − fees − disputes ± adjustments − "
-        "transfers − settlements = closing, tied out to the open items."
-    )
-    closes = shell.read(closed_months)
-    result = books_view(events, month, closes)
-    if month in closes:
-        st.info(f"{month} is closed ({closes[month].closed_by}): the figures are as closed.")
-    elif auth.can("admin") and st.button("Close this month", key=keys.BOOKS_CLOSE):
-        with shell.guarded():
-            auth.require("admin", "close a month")
-            with shell.connection() as conn:
-                close_month(
-                    conn,
-                    events,
-                    month,
-                    actor=auth.actor_name(),
-                    request_id=shell.request_id("close"),
-                )
-            shell.done("close")
-            shell.flash("success", f"{month} closed.")
-            st.rerun()
-    open_total = sum(amount for _, amount in result.open_items)
-    figures = (
-        ("Opening", result.opening),
-        ("Closing", result.closing),
-        ("Open items", open_total),
-        ("Residual", result.residual),
-    )
-    for column, (label, paise) in zip(st.columns(4), figures, strict=True):
-        column.metric(label, inr_short(paise), help=inr(paise), border=True)
-    if result.residual == 0:
-        st.success("The closing balance equals the open items: no unexplained residual.")
-    else:
-        st.error(f"Unexplained residual of {inr(result.residual)}: see the entities below.")
-    st.altair_chart(
-        books.balance_chart(daily_balances(events)), key=keys.BOOKS_CHART, width="stretch"
-    )
-    left, right = st.columns(2)
-    left.subheader("Movements")
-    left.dataframe(books.lines_table(result.movements), key=keys.BOOKS_MOVEMENTS, hide_index=True)
-    right.subheader("Open items at month end")
-    right.dataframe(
-        books.lines_table(result.open_items), key=keys.BOOKS_OPEN_ITEMS, hide_index=True
-    )
-    if result.drilldown:
-        st.subheader("Where the residual comes from")
-        st.dataframe(
-            books.drilldown_table(result.drilldown), key=keys.BOOKS_DRILLDOWN, hide_index=True
+if roll_tab.open:
+    with roll_tab:
+        st.caption(
+            "What Razorpay owes: opening + captured − refunds − fees − disputes ± adjustments − "
+            "transfers − settlements = closing, tied out to the open items."
         )
-    report = shell.read(build_report, month)
-    books.report_downloads(month, bundle(report), pdf(report))
-
-dataset = shell.read(read_dataset)
-plans = shell.read(pricing_plans)
-
-with journal_tab:
-    vouchers = month_vouchers(dataset, month)
-    st.caption(
-        f"{len(vouchers):,} balanced vouchers: the month's captured payments and one per "
-        "settlement; every line names the recon rows it comes from."
-    )
-    books.journal_downloads(month, journal_csv(vouchers), tally_xml(vouchers))
-
-with pricing_tab:
-    if plans:
-        summary = overcharge_summary(fee_check(dataset, plans))
-        st.subheader("Overcharges by month and payment class")
-        if summary.empty:
-            st.success("Every fee is within the contracted plan.")
-        else:
-            st.dataframe(
-                books.overcharges_table(summary), key=keys.BOOKS_OVERCHARGES, hide_index=True
-            )
-        lost = unclassified_cards(dataset, plans)
-        if len(lost):
-            st.warning(f"{len(lost):,} card payments cannot be classified (no `card` line).")
-            st.dataframe(
-                books.unclassified_table(lost), key=keys.BOOKS_UNCLASSIFIED, hide_index=True
-            )
-        st.subheader("Plan versions")
-        st.dataframe(books.plans_table(plans), key=keys.BOOKS_PLANS, hide_index=True)
-    else:
-        st.info("No pricing plan yet: fees are checked only once one is entered.")
-    if auth.can("admin"):
-        st.subheader("New plan version")
-        edited = st.data_editor(
-            books.editor_frame(), key=keys.BOOKS_PLAN_EDITOR, hide_index=True, disabled=["Class"]
-        )
-        start = st.date_input("In force from (IST)", key=keys.BOOKS_PLAN_FROM)
-        if st.button("Save plan version", key=keys.BOOKS_PLAN_SAVE, type="primary"):
+        closes = shell.read(closed_months)
+        result = books_view(events, month, closes)
+        if month in closes:
+            st.info(f"{month} is closed ({closes[month].closed_by}): the figures are as closed.")
+        elif auth.can("admin") and st.button("Close this month", key=keys.BOOKS_CLOSE):
             with shell.guarded():
-                auth.require("admin", "save a pricing plan")
-                rules = books.rules_from_editor(edited)
-                moment = dt.datetime.combine(start, dt.time(0, 0), tzinfo=IST)
+                auth.require("admin", "close a month")
                 with shell.connection() as conn:
-                    version = save_pricing_plan(
+                    close_month(
                         conn,
-                        effective_from=int(moment.timestamp()),
-                        rules=rules,
+                        events,
+                        month,
                         actor=auth.actor_name(),
-                        request_id=shell.request_id("books-plan"),
+                        request_id=shell.request_id("close"),
                     )
-                shell.done("books-plan")
-                shell.flash(
-                    "success", f"Pricing plan version {version} saved. Reconcile to use it."
-                )
+                shell.done("close")
+                st.session_state.pop(keys.BOOKS_REPORT, None)
+                shell.flash("success", f"{month} closed.")
                 st.rerun()
+        open_total = sum(amount for _, amount in result.open_items)
+        figures = (
+            ("Opening", result.opening),
+            ("Closing", result.closing),
+            ("Open items", open_total),
+            ("Residual", result.residual),
+        )
+        for column, (label, paise) in zip(st.columns(4), figures, strict=True):
+            column.metric(label, inr_short(paise), help=inr(paise), border=True)
+        if result.residual == 0:
+            st.success("The closing balance equals the open items: no unexplained residual.")
+        else:
+            st.error(f"Unexplained residual of {inr(result.residual)}: see the entities below.")
+        st.altair_chart(
+            books.balance_chart(daily_balances(events)), key=keys.BOOKS_CHART, width="stretch"
+        )
+        left, right = st.columns(2)
+        left.subheader("Movements")
+        left.dataframe(
+            books.lines_table(result.movements), key=keys.BOOKS_MOVEMENTS, hide_index=True
+        )
+        right.subheader("Open items at month end")
+        right.dataframe(
+            books.lines_table(result.open_items), key=keys.BOOKS_OPEN_ITEMS, hide_index=True
+        )
+        if result.drilldown:
+            st.subheader("Where the residual comes from")
+            st.dataframe(
+                books.drilldown_table(result.drilldown), key=keys.BOOKS_DRILLDOWN, hide_index=True
+            )
+        if st.button("Prepare the close report (CSV bundle and PDF)", key=keys.BOOKS_REPORT_BUILD):
+            report = shell.read(build_report, month)
+            st.session_state[keys.BOOKS_REPORT] = (month, bundle(report), pdf(report))
+        ready = st.session_state.get(keys.BOOKS_REPORT)
+        if ready is not None and ready[0] == month:
+            books.report_downloads(month, ready[1], ready[2])
 
-with gst_tab:
-    books.gst_section(dataset, month)
+if journal_tab.open:
+    with journal_tab:
+        dataset = shell.read(read_dataset)
+        vouchers = month_vouchers(dataset, month)
+        st.caption(
+            f"{len(vouchers):,} balanced vouchers: the month's captured payments and one per "
+            "settlement; every line names the recon rows it comes from."
+        )
+        books.journal_downloads(month, journal_csv(vouchers), tally_xml(vouchers))
+
+if pricing_tab.open:
+    with pricing_tab:
+        plans = shell.read(pricing_plans)
+        if plans:
+            books.pricing_tables(shell.read(read_dataset), plans)
+        else:
+            st.info("No pricing plan yet: fees are checked only once one is entered.")
+        if auth.can("admin"):
+            st.subheader("New plan version")
+            edited = st.data_editor(
+                books.editor_frame(),
+                key=keys.BOOKS_PLAN_EDITOR,
+                hide_index=True,
+                disabled=["Class"],
+            )
+            start = st.date_input("In force from (IST)", key=keys.BOOKS_PLAN_FROM)
+            if st.button("Save plan version", key=keys.BOOKS_PLAN_SAVE, type="primary"):
+                with shell.guarded():
+                    auth.require("admin", "save a pricing plan")
+                    rules = books.rules_from_editor(edited)
+                    moment = dt.datetime.combine(start, dt.time(0, 0), tzinfo=IST)
+                    with shell.connection() as conn:
+                        version = save_pricing_plan(
+                            conn,
+                            effective_from=int(moment.timestamp()),
+                            rules=rules,
+                            actor=auth.actor_name(),
+                            request_id=shell.request_id("books-plan"),
+                        )
+                    shell.done("books-plan")
+                    shell.flash(
+                        "success", f"Pricing plan version {version} saved. Reconcile to use it."
+                    )
+                    st.rerun()
+
+if gst_tab.open:
+    with gst_tab:
+        books.gst_section(shell.read(read_dataset), month)

@@ -39,6 +39,14 @@ def _books(email: str) -> AppTest:
     return at
 
 
+def _open_tab(at: AppTest, label: str) -> AppTest:
+    """Open a Books tab: the tabs are lazy, only the open one's code runs."""
+    at.session_state[keys.BOOKS_TAB] = label
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
 def test_books_page_shows_a_month_that_ties_out_with_a_chart(app_db: str) -> None:
     at = _books("admin@example.com")
     assert at.title[0].value == "Books"
@@ -47,8 +55,12 @@ def test_books_page_shows_a_month_that_ties_out_with_a_chart(app_db: str) -> Non
     assert metrics["Closing"] == metrics["Open items"]
     assert any("no unexplained residual" in s.value for s in at.success)
     assert [n for n in at.main if getattr(n, "type", "") == "vega_lite_chart"]
+    at.button(key=keys.BOOKS_REPORT_BUILD).click().run()
+    assert not at.exception, [e.value for e in at.exception]
     downloads = {b.key for b in at.get("download_button")}
-    assert {keys.BOOKS_REPORT_ZIP, keys.BOOKS_REPORT_PDF, keys.BOOKS_JOURNAL_TALLY} <= downloads
+    assert {keys.BOOKS_REPORT_ZIP, keys.BOOKS_REPORT_PDF} <= downloads
+    _open_tab(at, "Journal")
+    assert keys.BOOKS_JOURNAL_TALLY in {b.key for b in at.get("download_button")}
     months = at.selectbox(key=keys.BOOKS_MONTH).options
     assert len(months) >= 1
     at.selectbox(key=keys.BOOKS_MONTH).select(months[-1]).run()
@@ -58,12 +70,13 @@ def test_books_page_shows_a_month_that_ties_out_with_a_chart(app_db: str) -> Non
 def test_a_viewer_can_read_the_books_but_not_enter_a_pricing_plan(app_db: str) -> None:
     at = _books("viewer@example.com")
     assert at.title[0].value == "Books"
+    _open_tab(at, "Pricing")
     assert not [b for b in at.button if b.key in (keys.BOOKS_PLAN_SAVE, keys.BOOKS_CLOSE)]
     assert any("No pricing plan yet" in i.value for i in at.info)
 
 
 def test_an_admin_saves_a_pricing_plan_version_and_sees_it(app_db: str) -> None:
-    at = _books("admin@example.com")
+    at = _open_tab(_books("admin@example.com"), "Pricing")
     assert any(h.value == "New plan version" for h in at.subheader)
     at.session_state[keys.BOOKS_PLAN_EDITOR] = {
         "edited_rows": {"1": {"Percent": "1.70"}, "0": {"Fixed ₹": "0.50"}},
@@ -96,7 +109,7 @@ def test_an_admin_closes_a_month_and_it_shows_as_closed(app_db: str) -> None:
 
 
 def test_the_gst_tab_ties_a_typed_invoice_out(app_db: str) -> None:
-    at = _books("admin@example.com")
+    at = _open_tab(_books("admin@example.com"), "GST on fees")
     at.text_input(key=keys.BOOKS_GST_TAXABLE).input("1,000.00").run()
     at.text_input(key=keys.BOOKS_GST_AMOUNT).input("180.00").run()
     assert not at.exception, [e.value for e in at.exception]
@@ -132,7 +145,7 @@ def test_card_payments_the_plan_cannot_classify_are_listed_not_overcharged(app_d
         ).fetchone()[0]
     finally:
         conn.close()
-    at = _books("admin@example.com")
+    at = _open_tab(_books("admin@example.com"), "Pricing")
     assert cards == 5
     warned = [w.value for w in at.warning if "cannot be classified" in w.value]
     assert warned == [f"{cards:,} card payments cannot be classified (no `card` line)."]
@@ -140,3 +153,20 @@ def test_card_payments_the_plan_cannot_classify_are_listed_not_overcharged(app_d
     assert len(table) == 1 and len(table[0]) == cards and set(table[0]["Class"]) == {"card"}
     summary = [d.value for d in at.dataframe if "Overcharged" in d.value.columns]
     assert all("card" not in set(s["Class"]) for s in summary)
+
+
+def test_books_runs_only_the_open_tab_and_builds_the_report_only_when_asked(
+    app_db: str,
+) -> None:
+    at = _books("admin@example.com")
+    assert not at.get("download_button")  # no journal, no report on the first render
+    assert not [d for d in at.dataframe if "GST" in d.value.columns]
+    assert not [h for h in at.subheader if h.value == "New plan version"]
+    _open_tab(at, "GST on fees")
+    assert [d for d in at.dataframe if "GST" in d.value.columns]
+    assert not [m for m in at.metric if m.label == "Opening"]
+    _open_tab(at, "Roll-forward")
+    assert not at.get("download_button")
+    at.button(key=keys.BOOKS_REPORT_BUILD).click().run()
+    zipped = [b for b in at.get("download_button") if b.key == keys.BOOKS_REPORT_ZIP]
+    assert len(zipped) == 1

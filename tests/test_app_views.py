@@ -205,3 +205,18 @@ def test_settlement_view_shows_an_instant_settlement(
     assert view is not None
     assert (view.settlement["amount"], view.settlement["utr"]) == (49500, "KKBKH0000VIEW001")
     assert view.checks == () and view.row_count == 0
+
+
+def test_holdings_tells_stored_from_empty_and_raw_counts_name_what_replace_removes(
+    conn: sqlite3.Connection,
+) -> None:
+    from core.views.runs import holdings, raw_counts
+
+    assert holdings(conn).empty and raw_counts(conn).payments == 0
+    build(conn)
+    assert not holdings(conn).empty
+    counts = raw_counts(conn)
+    for table in ("payments", "refunds", "settlements", "recon_rows", "bank_lines"):
+        stored = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        assert getattr(counts, table) == stored
+    assert counts.payments > 0

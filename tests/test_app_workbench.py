@@ -148,6 +148,7 @@ def test_importing_over_the_benchmark_asks_and_replace_names_what_goes(
     conn = connect(path)
     conn.execute("UPDATE imports SET source = 'benchmark'")
     conn.commit()
+    payments = conn.execute("SELECT count(*) FROM payments").fetchone()[0]
     conn.close()
     at = _app("pages/data.py")
     mode = at.radio(key=keys.UPLOAD_MODE)
@@ -156,7 +157,8 @@ def test_importing_over_the_benchmark_asks_and_replace_names_what_goes(
     assert at.button(key=keys.UPLOAD_IMPORT).disabled
     mode.set_value("replace").run()
     confirm = at.checkbox(key=keys.UPLOAD_CONFIRM)
-    assert "payments" in confirm.label and "Exceptions, their history" in confirm.label
+    assert f"{payments:,} payments" in confirm.label
+    assert "Exceptions, their history" in confirm.label
     assert not confirm.value
 
 

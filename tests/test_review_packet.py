@@ -512,3 +512,18 @@ def test_clicking_the_pdf_button_in_a_browser_downloads_the_packet_and_audits_it
     assert len(rows) == 1 and rows[0][1] == str(exception_id)
     assert rows[0][0].startswith("local:")
     assert json.loads(rows[0][2])["sha256"] == hashlib.sha256(saved.read_bytes()).hexdigest()
+
+
+def test_the_page_names_the_packet_as_core_does_without_importing_the_investigator() -> None:
+    from core.review.packet import file_name as core_file_name
+
+    assert ui_packet.file_name(7, "pdf") == core_file_name(7, "pdf")
+    assert ui_packet.file_name(12, "zip") == core_file_name(12, "zip")
+    # The page module itself does not import core.review.packet (which pulls in the
+    # investigator's dependencies); it is imported when a packet is made.
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(ui_packet.__file__).read_text(encoding="utf-8"))
+    top = [n for n in tree.body if isinstance(n, ast.ImportFrom)]
+    assert all(n.module != "core.review.packet" for n in top)

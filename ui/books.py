@@ -9,7 +9,14 @@ import pandas as pd
 import streamlit as st
 
 from core.books.gst import SUPPLIER_STATE, Invoice, parse_invoice_bytes, tie_out
-from core.books.pricing import METHOD_CLASSES, PricingPlan, PricingRule
+from core.books.pricing import (
+    METHOD_CLASSES,
+    PricingPlan,
+    PricingRule,
+    fee_check,
+    overcharge_summary,
+    unclassified_cards,
+)
 from core.dataset import Dataset
 from core.errors import InputError
 from core.money import parse_rupees
@@ -282,3 +289,20 @@ def unclassified_table(frame: pd.DataFrame) -> pd.DataFrame:
             "Plan version": frame["plan_version"],
         }
     )
+
+
+def pricing_tables(dataset: Dataset, plans: tuple[PricingPlan, ...]) -> None:
+    """The Pricing tab's tables: overcharges by month and class, card payments the plan
+    cannot classify, and the plan versions."""
+    summary = overcharge_summary(fee_check(dataset, plans))
+    st.subheader("Overcharges by month and payment class")
+    if summary.empty:
+        st.success("Every fee is within the contracted plan.")
+    else:
+        st.dataframe(overcharges_table(summary), key=keys.BOOKS_OVERCHARGES, hide_index=True)
+    lost = unclassified_cards(dataset, plans)
+    if len(lost):
+        st.warning(f"{len(lost):,} card payments cannot be classified (no `card` line).")
+        st.dataframe(unclassified_table(lost), key=keys.BOOKS_UNCLASSIFIED, hide_index=True)
+    st.subheader("Plan versions")
+    st.dataframe(plans_table(plans), key=keys.BOOKS_PLANS, hide_index=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.views.runs import holdings
+from core.views.runs import holdings, raw_counts
 from ui import keys, shell
 from ui.format import md
 
@@ -27,7 +27,7 @@ def ask() -> tuple[bool, bool]:
         if not held.is_benchmark:
             modes = {"add": "Add to the data already imported", **modes}
         mode = st.radio(
-            f"This database holds {whose} ({held.payments:,} payments). Import these files how?",
+            f"This database holds {whose}. Import these files how?",
             list(modes),
             format_func=modes.get,
             index=None,
@@ -42,10 +42,11 @@ def ask() -> tuple[bool, bool]:
                 "there; this database stays as it is."
             )
         if replace:
+            n = shell.read(raw_counts)  # counted only now: a person is about to Replace
             allowed = st.checkbox(
-                f"Replace removes {held.payments:,} payments, {held.refunds:,} refunds, "
-                f"{held.settlements:,} settlements, {held.recon_rows:,} settlement report rows "
-                f"and {held.bank_lines:,} bank lines of {whose} "
+                f"Replace removes {n.payments:,} payments, {n.refunds:,} refunds, "
+                f"{n.settlements:,} settlements, {n.recon_rows:,} settlement report rows "
+                f"and {n.bank_lines:,} bank lines of {whose} "
                 f"({md(held.location or held.source or '')}). Exceptions, their history, runs "
                 "and the audit trail stay. Replace them.",
                 key=keys.UPLOAD_CONFIRM,

@@ -3,6 +3,10 @@
 The packet is made when a button is clicked (Streamlit runs the callable on another
 thread, without the session: who and which database are taken now), and each download
 is recorded in the audit trail by core.review.packet.export_packet.
+
+core.review.packet is imported when a packet is made, not when the page renders: it pulls
+in the investigator (pydantic, the Gemini client), seconds of imports on a session's first
+Investigation render (docs/benchmark.md "10M in the app").
 """
 
 from __future__ import annotations
@@ -13,12 +17,18 @@ import streamlit as st
 
 from core.access import Actor
 from core.db import connect
-from core.review.packet import export_packet, file_name
 from ui import auth, keys
+
+
+def file_name(exception_id: int, fmt: str) -> str:
+    """The packet's download name: core.review.packet.file_name's, without its imports."""
+    return f"escalation-{int(exception_id)}.{fmt}"
 
 
 def _maker(database: str, exception_id: int, fmt: str, actor: Actor) -> Callable[[], bytes]:
     def make() -> bytes:
+        from core.review.packet import export_packet
+
         conn = connect(database)
         try:
             return export_packet(conn, exception_id, fmt, actor=actor)

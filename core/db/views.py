@@ -118,6 +118,16 @@ def latest_data_moments(conn: sqlite3.Connection) -> Row:
     return row
 
 
+def raw_data_stored(conn: sqlite3.Connection) -> bool:
+    """Whether any payment, settlement, recon row or bank line is stored: an index probe per
+    table (EXISTS), not a count."""
+    row = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM payments) OR EXISTS (SELECT 1 FROM settlements)"
+        " OR EXISTS (SELECT 1 FROM recon_rows) OR EXISTS (SELECT 1 FROM bank_lines)"
+    ).fetchone()
+    return bool(row[0])
+
+
 def raw_counts(conn: sqlite3.Connection) -> Row:
     """How many rows each raw table holds (what a Replace import removes)."""
     row = _one(

@@ -133,16 +133,12 @@ def latest_data_date(conn: sqlite3.Connection) -> dt.date | None:
 
 @dataclass(frozen=True)
 class Holdings:
-    """What the database holds now: whose data (source of the latest import), and how many
-    rows each raw table has. A Replace import empties these five tables."""
+    """Whether the database holds raw data now, and whose (source of the latest import).
+    Cheap: an EXISTS per table, no counts (see `raw_counts` for what Replace removes)."""
 
     source: str | None
     location: str
-    payments: int
-    refunds: int
-    settlements: int
-    recon_rows: int
-    bank_lines: int
+    stored: bool
 
     @property
     def is_benchmark(self) -> bool:
@@ -150,15 +146,33 @@ class Holdings:
 
     @property
     def empty(self) -> bool:
-        return not (self.payments or self.settlements or self.bank_lines or self.recon_rows)
+        return not self.stored
+
+
+@dataclass(frozen=True)
+class RawCounts:
+    """How many rows each raw table holds: what a Replace import empties."""
+
+    payments: int
+    refunds: int
+    settlements: int
+    recon_rows: int
+    bank_lines: int
 
 
 def holdings(conn: sqlite3.Connection) -> Holdings:
     last = db.latest_import(conn)
-    counts = db.raw_counts(conn)
     return Holdings(
         source=None if last is None else str(last["source"]),
         location="" if last is None else str(last.get("location") or ""),
+        stored=db.raw_data_stored(conn),
+    )
+
+
+def raw_counts(conn: sqlite3.Connection) -> RawCounts:
+    """count(*) of the five raw tables: read only when a person is about to Replace them."""
+    counts = db.raw_counts(conn)
+    return RawCounts(
         payments=int(counts["payments"]),
         refunds=int(counts["refunds"]),
         settlements=int(counts["settlements"]),
