@@ -529,18 +529,18 @@ def test_a_failed_copy_leaves_postgresql_as_it_was(
 ) -> None:
     from core.db.backend import PgConnection
 
-    real = PgConnection.copy_rows
+    real = PgConnection.copy_csv  # the raw tables' bulk path (CSV blocks from Arrow)
     copied: list[str] = []
 
-    def second_fails(self: PgConnection, table: str, columns: Any, rows: Any) -> int:
+    def second_fails(self: PgConnection, table: str, columns: Any, blocks: Any) -> None:
         copied.append(table)
         if len(copied) == 2:  # the first table went in; the second breaks half-way
-            rows = iter(rows)
-            real(self, table, columns, [next(rows)])
+            blocks = iter(blocks)
+            real(self, table, columns, [next(blocks)])
             raise StorageError(f"COPY into {table} failed")
-        return real(self, table, columns, rows)
+        real(self, table, columns, blocks)
 
-    monkeypatch.setattr(PgConnection, "copy_rows", second_fails)
+    monkeypatch.setattr(PgConnection, "copy_csv", second_fails)
     conn = connect(pg_url)
     dataset, report = load_dataset(benchmark_folder[0])
     with pytest.raises(StorageError, match="COPY into"):
