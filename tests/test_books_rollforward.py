@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from core.benchmark import generate
 from core.books import (
@@ -19,6 +21,7 @@ from core.books import (
     ledger_events,
     month_rollforward,
 )
+from core.books.rollforward import text_isin
 from core.books.store import stored_events
 from core.db import connect
 from core.engine import EngineParams, reconcile
@@ -178,3 +181,41 @@ def test_journal_cli_writes_tally_xml_with_configured_ledger_names(
     assert xml.startswith("<ENVELOPE>") and "<LEDGERNAME>HDFC Current A/c</LEDGERNAME>" in xml
     assert main(args) == 0
     assert capsys.readouterr().out.startswith("voucher,date,kind,reference,ledger")
+
+
+_KEYS = st.one_of(st.none(), st.sampled_from(["pay_1", "pay_2", "rfnd_1", "", " pay_1"]))
+
+
+@given(values=st.lists(_KEYS, max_size=30), candidates=st.lists(_KEYS, max_size=10))
+def test_the_arrow_isin_answers_what_pandas_isin_answers(
+    values: list[str | None], candidates: list[str | None]
+) -> None:
+    """The roll-forward's text membership test (Arrow's is_in) against pandas' own, missing
+    values included, for candidates given as a Series, an Index and (no missing) a set."""
+    series = pd.Series(values, dtype=object).astype(str)
+    pool = pd.Series(candidates, dtype=object).astype(str)
+    expected = series.isin(pool).tolist()
+    assert text_isin(series, pool).tolist() == expected
+    assert text_isin(series, pd.Index(pool)).tolist() == expected
+    named = {c for c in candidates if c is not None}
+    assert text_isin(series, named).tolist() == series.isin(named).tolist()
+
+
+def test_the_drilldown_keeps_the_rows_of_entities_whose_differences_do_not_cancel() -> None:
+    day = pd.Timestamp("2026-06-10").date()
+    events = pd.DataFrame(
+        {
+            "ts": [1, 2, 3, 4, 5],
+            "day": [day] * 5,
+            "line": ["unexplained"] * 5,
+            "entity_type": ["payment", "payment", "payment", None, "refund"],
+            "entity_id": ["pay_1", "pay_1", "pay_2", "pay_3", "rfnd_1"],
+            "amount": [500, -500, 700, 900, -300],
+        }
+    )
+    drilldown = month_rollforward(events, "2026-06").drilldown
+    # pay_1 cancels out; a row naming no entity type belongs to no entity.
+    assert drilldown == (
+        ("2026-06-10", "payment", "pay_2", 700),
+        ("2026-06-10", "refund", "rfnd_1", -300),
+    )

@@ -29,7 +29,9 @@ def months_of(events: pd.DataFrame) -> list[str]:
     """The IST months ('YYYY-MM') that have events, latest first."""
     if events.empty:
         return []
-    return sorted({f"{d.year:04d}-{d.month:02d}" for d in events["day"]}, reverse=True)
+    # Distinct days first: a month's name per event was 25 CPU s at 1M payments.
+    days = pd.unique(events["day"])
+    return sorted({f"{d.year:04d}-{d.month:02d}" for d in days}, reverse=True)
 
 
 def pricing_plans(conn: sqlite3.Connection) -> tuple[PricingPlan, ...]:
