@@ -33,7 +33,7 @@ run: $(RUNTIME_STAMP)
 
 ## test: every test, browser tests included, on two worker processes (pytest-xdist)
 test: $(DEV_STAMP)
-	$(PY) -m pytest -n 2
+	$(PY) -m pytest -n 2 --durations=30
 
 ## bench: speed and memory at 5k, 100k and 1M payments, then the app's cold start and page
 ##        times on the 1M database, then exception sync at 1M (prints; asserts nothing)
