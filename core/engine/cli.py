@@ -180,7 +180,7 @@ def _run_streamed_into_db(args: argparse.Namespace, params: EngineParams, as_of:
     results.csv is then written from the stored run."""
     from core.db import open_database
     from core.db.runs import read_outcome_frame
-    from core.engine.results import summary_lines, write_results_csv_to
+    from core.engine.results import print_run_report, write_results_csv_to
     from core.outputs import output_target, place_output, temporary_for
     from core.streamed import stream_folder_into_db, tqdm_progress_fn
 
@@ -210,23 +210,21 @@ def _run_streamed_into_db(args: argparse.Namespace, params: EngineParams, as_of:
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
-    report = sys.stderr if target.kind == "stdout" else sys.stdout
-    as_of_text = dt.datetime.fromtimestamp(as_of, tz=IST).isoformat()
-    print(f"reconciled {args.dataset_dir} as of {as_of_text} -> {args.out}", file=report)
-    print(f"run {stored.run_id} stored in {args.db} ({stored.windows} windows)", file=report)
-    for line in summary_lines(outcomes):
-        print(line, file=report)
-    timings = {**stored.timings, "write_csv_s": round(write_csv, 3)}
-    print(
-        "timings: " + ", ".join(f"{k.removesuffix('_s')} {v:.2f}s" for k, v in timings.items()),
-        file=report,
+    print_run_report(
+        to_stdout=target.kind == "stdout",
+        source=str(args.dataset_dir),
+        as_of=as_of,
+        out=str(args.out),
+        stored=f"run {stored.run_id} stored in {args.db} ({stored.windows} windows)",
+        outcomes=outcomes,
+        timings={**stored.timings, "write_csv_s": round(write_csv, 3)},
     )
     return 0
 
 
 def run(args: argparse.Namespace) -> int:
     from core.db import open_database
-    from core.engine.results import summary_lines, write_results_csv_to
+    from core.engine.results import print_run_report, write_results_csv_to
     from core.outputs import output_target, place_output, temporary_for
     from core.pipeline import load_folder, reconcile_loaded, staging_folder, store_folder_run
 
@@ -283,15 +281,13 @@ def run(args: argparse.Namespace) -> int:
         temporary.unlink(missing_ok=True)
         raise
 
-    report = sys.stderr if target.kind == "stdout" else sys.stdout
-    as_of_text = dt.datetime.fromtimestamp(as_of, tz=IST).isoformat()
-    print(f"reconciled {args.dataset_dir} as of {as_of_text} -> {out}", file=report)
-    if run_id is not None:
-        print(f"run {run_id} stored in {args.db}", file=report)
-    for line in summary_lines(folder_run.outcomes):
-        print(line, file=report)
-    print(
-        "timings: " + ", ".join(f"{k.removesuffix('_s')} {v:.2f}s" for k, v in timings.items()),
-        file=report,
+    print_run_report(
+        to_stdout=target.kind == "stdout",
+        source=str(args.dataset_dir),
+        as_of=as_of,
+        out=str(out),
+        stored=None if run_id is None else f"run {run_id} stored in {args.db}",
+        outcomes=folder_run.outcomes,
+        timings=timings,
     )
     return 0

@@ -451,11 +451,7 @@ def _store_folder(store: Path | None) -> Iterator[Path]:
 def run_store(args: Any, params: EngineParams, as_of: int, root: Path | None = None) -> int:
     """`python -m core reconcile STORE --out results.csv`: a window store (written by
     `--store` or `python -m core import-stream`) reconciled window by window."""
-    import datetime as dt
-    import sys
-
-    from core.calendar import IST
-    from core.engine.results import summary_lines, write_results_csv_to
+    from core.engine.results import print_run_report, write_results_csv_to
     from core.outputs import output_target, place_output, temporary_for
 
     if args.db is not None:
@@ -478,14 +474,16 @@ def run_store(args: Any, params: EngineParams, as_of: int, root: Path | None = N
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
-    report = sys.stderr if target.kind == "stdout" else sys.stdout
-    as_of_text = dt.datetime.fromtimestamp(as_of, tz=IST).isoformat()
-    print(f"reconciled window store {root} as of {as_of_text} -> {args.out}", file=report)
-    for line in summary_lines(outcomes):
-        print(line, file=report)
-    print(
-        f"timings: reconcile {reconciled - began:.2f}s, "
-        f"write_csv {time.perf_counter() - reconciled:.2f}s",
-        file=report,
+    print_run_report(
+        to_stdout=target.kind == "stdout",
+        source=f"window store {root}",
+        as_of=as_of,
+        out=str(args.out),
+        stored=None,
+        outcomes=outcomes,
+        timings={
+            "reconcile_s": reconciled - began,
+            "write_csv_s": time.perf_counter() - reconciled,
+        },
     )
     return 0

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from core.calendar import IST
 from core.dataset import RESULT_COLUMNS
 from core.engine import codes as C
 from core.engine.part import AMOUNT_COLUMNS
@@ -161,3 +164,29 @@ def summary_lines(outcomes: pd.DataFrame) -> list[str]:
     for klass in C.EXPOSURE_CLASSES:
         lines.append(f"exposure {klass:<20} {format_inr(int(exposure.get(klass, 0))):>20}")
     return lines
+
+
+def print_run_report(
+    *,
+    to_stdout: bool,
+    source: str,
+    as_of: int,
+    out: str,
+    stored: str | None,
+    outcomes: pd.DataFrame,
+    timings: dict[str, float],
+) -> None:
+    """What a reconcile command prints when its results are placed: the source, as-of and
+    output, where the run was stored (if it was), the summary lines and the timings. On
+    standard error when the results themselves went to standard output."""
+    report = sys.stderr if to_stdout else sys.stdout
+    as_of_text = dt.datetime.fromtimestamp(as_of, tz=IST).isoformat()
+    print(f"reconciled {source} as of {as_of_text} -> {out}", file=report)
+    if stored is not None:
+        print(stored, file=report)
+    for line in summary_lines(outcomes):
+        print(line, file=report)
+    print(
+        "timings: " + ", ".join(f"{k.removesuffix('_s')} {v:.2f}s" for k, v in timings.items()),
+        file=report,
+    )
