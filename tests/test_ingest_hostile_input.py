@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from core.__main__ import main
+from core.ingest.readers import DEPTH_SCAN_MAX_CHARS
 
 from .conftest import FIXTURES, SPEC_EXAMPLE, database_rows, is_postgres
 
@@ -85,6 +86,31 @@ def test_deep_nesting_inside_an_item_of_a_large_file_is_refused(
     [problem] = refused(folder)
     assert problem.endswith(": JSON nested more than 64 levels deep")
     assert problem.startswith("payments.json:")
+
+
+@pytest.mark.parametrize(
+    "nesting",
+    [
+        pytest.param(b'{"a": ' * 100 + b"1" + b"}" * 100, id="objects-between-keys"),
+        pytest.param(b"[ " * 100 + b"]" * 100, id="spaced-brackets"),
+    ],
+)
+def test_deep_nesting_that_json_can_read_is_refused_in_a_file_over_the_scan_size(
+    folder: Path, refused: Refused, nesting: bytes
+) -> None:
+    """Over 4 MiB the bracket scan runs only on a run of brackets; nesting json.loads reads
+    (under ~990 levels) must still be refused, at the level too deep."""
+    data = _big_payments_json(folder, copies=40)
+    assert len(data) > DEPTH_SCAN_MAX_CHARS
+    data = data.replace(b'"notes": []', b'"notes": ' + nesting, 1)
+    (folder / "payments.json").write_bytes(data)
+    [problem] = refused(folder)
+    assert problem.startswith("payments.json:")
+    assert problem.endswith(": JSON nested more than 64 levels deep")
+    line, column = (int(part) for part in problem.split(":")[1:3])
+    lines = data.decode().split("\n")
+    before = lines[line - 1][: column - 1]
+    assert before.count("{") + before.count("[") > 0  # the position points into the nesting
 
 
 def test_a_5000_digit_integer_in_json_is_refused_with_its_position(

@@ -434,11 +434,25 @@ def _json_limits(file: str, text: str) -> list[Problem]:
     return sorted(problems, key=lambda p: (p.line, int(p.column)))
 
 
+def _nests_deeper_than(document: Any, limit: int) -> bool:
+    """Whether a parsed JSON value has more than `limit` levels of arrays and objects; walked
+    without recursion, visiting containers only."""
+    stack: list[tuple[Any, int]] = [(document, 1)] if isinstance(document, dict | list) else []
+    while stack:
+        value, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = value.values() if isinstance(value, dict) else value
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
 def _json_items(file: str, text: str) -> list[Any]:
     """The items of a collection envelope or list. Refused (ReadFailure, with line and column):
     invalid JSON, nesting deeper than MAX_JSON_DEPTH, numbers longer than MAX_NUMBER_DIGITS
     digits, and a key written twice in one object (json.loads would keep the last silently)."""
-    if len(text) <= DEPTH_SCAN_MAX_CHARS or "[[[[" in text or "{{{{" in text:
+    scanned = len(text) <= DEPTH_SCAN_MAX_CHARS or "[[[[" in text or "{{{{" in text
+    if scanned:
         limits = _json_limits(file, text)
         if limits:
             raise ReadFailure(limits)
@@ -453,6 +467,9 @@ def _json_items(file: str, text: str) -> list[Any]:
         raise ReadFailure(
             limits or [Problem(file, 0, "", f"not a readable JSON file: {exc}")]
         ) from None
+    if not scanned and _nests_deeper_than(document, MAX_JSON_DEPTH):
+        # Brackets spaced apart or between keys: json.loads reads up to ~990 levels.
+        raise ReadFailure(_json_limits(file, text))
     if isinstance(document, dict) and isinstance(document.get("items"), list):
         items: list[Any] = document["items"]
     elif isinstance(document, list):
