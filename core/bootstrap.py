@@ -38,7 +38,7 @@ from core.db import views as db
 from core.db.backend import is_postgres_url
 from core.db.migrate import migrate_with_owner
 from core.errors import ConfigError
-from core.leftovers import remove_dead_leftovers_once
+from core.leftovers import owned_folder, remove_dead_leftovers_once
 from core.views.evaluation import LABELS_FILE, LABELS_META, dataset_folder, store_evaluation
 from core.views.runs import run_summary
 
@@ -103,6 +103,19 @@ def _state(conn: sqlite3.Connection) -> tuple[str, int | None]:
     if imports or db.count_rows(conn, "runs") or db.count_rows(conn, "payments"):
         return "leftover", None
     return "empty", None
+
+
+def _work_folders(parent: Path, prefix: str) -> list[Path]:
+    """The folders in `parent` whose names start with `prefix` (no glob: names are data)."""
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return []
+    return [
+        Path(e.path)
+        for e in entries
+        if e.name.startswith(prefix) and e.is_dir(follow_symlinks=False)
+    ]
 
 
 @contextlib.contextmanager
@@ -327,7 +340,11 @@ def _build_locked(
         timings: dict[str, float] = {}
         step(0.0, "Preparing the benchmark dataset")
         folder = dataset_folder(path)
-        work = Path(tempfile.mkdtemp(prefix=".bootstrap-", dir=Path(key).parent))
+        work_prefix = f"{Path(key).name}.bootstrap-work-"
+        for stale in _work_folders(Path(key).parent, work_prefix):  # killed starts' (we hold
+            shutil.rmtree(stale, ignore_errors=True)  # the lock, so none is being built)
+            discarded.append(f"a killed start's work folder {stale}")
+        work = Path(tempfile.mkdtemp(prefix=work_prefix, dir=Path(key).parent))
         try:
             build_conn = connect(scratch)
             try:
@@ -413,25 +430,26 @@ def _ensure_ready_postgres(
             report(fraction, message)
 
         step(0.0, "Preparing the benchmark dataset")
-        work = Path(tempfile.mkdtemp(prefix=".bootstrap-"))
+        # Named with our pid and locked while we live: a killed start's folder is removed by
+        # the next process's remove_dead_leftovers.
         try:
-            build_conn = connect(work / "build.sqlite")
-            try:
-                migrate(build_conn)
-                t0 = time.monotonic()
-                builder(build_conn, work, step)
-                timings["build"] = time.monotonic() - t0
-                if db.latest_completed_run(build_conn) is None:
-                    raise ConfigError("the benchmark build finished without a completed run")
-                step(0.95, "Publishing the result")
-                t0 = time.monotonic()
-                with transaction(conn):  # one write transaction on the real database
-                    pg_bulk.publish_sqlite(build_conn, conn)
-                timings["publish"] = time.monotonic() - t0
-            finally:
-                build_conn.close()
+            with owned_folder() as work:
+                build_conn = connect(work / "build.sqlite")
+                try:
+                    migrate(build_conn)
+                    t0 = time.monotonic()
+                    builder(build_conn, work, step)
+                    timings["build"] = time.monotonic() - t0
+                    if db.latest_completed_run(build_conn) is None:
+                        raise ConfigError("the benchmark build finished without a completed run")
+                    step(0.95, "Publishing the result")
+                    t0 = time.monotonic()
+                    with transaction(conn):  # one write transaction on the real database
+                        pg_bulk.publish_sqlite(build_conn, conn)
+                    timings["publish"] = time.monotonic() - t0
+                finally:
+                    build_conn.close()
         finally:
-            shutil.rmtree(work, ignore_errors=True)
             with contextlib.suppress(OSError):
                 progress_path(progress).unlink()
         step(1.0, "Ready")

@@ -49,6 +49,11 @@ def _counts(path: str) -> dict[str, int]:
         conn.close()
 
 
+def _work_folders(path: str) -> list[Path]:
+    """A SQLite cold start's work folders beside the database."""
+    return sorted(Path(path).parent.glob(Path(path).name + ".bootstrap-work-*"))
+
+
 def _start_in_subprocess(path: str, builder: str, env: dict[str, str]) -> subprocess.Popen[str]:
     code = (
         "import sys; from core import bootstrap; from tests import app_builder as b; "
@@ -127,12 +132,15 @@ def test_start_killed_midway_is_discarded_and_rebuilt(cold: str) -> None:
     dying.communicate(timeout=60)
     assert dying.returncode == -9
     assert bootstrap.scratch_path(path).exists()  # the half-built file was left behind
+    [work] = _work_folders(path)  # and its work folder
     assert _counts(path)["runs"] == 0  # and the real database never saw any of it
     result = bootstrap.ensure_ready(path, builder=bootstrap_builder)
     assert result.status == "built"
     assert any("run 1 running" in d and "1 import(s)" in d for d in result.discarded)
+    assert any(str(work) in d for d in result.discarded)
     assert _counts(path) == {"runs": 1, "completed": 1, "imports": 1, "payments": 300}
     assert not bootstrap.scratch_path(path).exists()
+    assert _work_folders(path) == []
 
 
 # SQLite only: a start from before scratch files left its half build in the database file;
@@ -159,15 +167,23 @@ def test_a_running_run_left_in_the_database_is_replaced(cold: str) -> None:
 
 @pytest.mark.postgres
 def test_a_start_killed_midway_on_postgresql_published_nothing_and_is_rebuilt(
-    pg_url: str,
+    pg_url: str, tmp_path: Path
 ) -> None:
-    dying = _start_in_subprocess(pg_url, "dying_builder", {})
+    temp = tmp_path / "temp"  # the processes' temporary folder, watched here
+    temp.mkdir()
+    dying = _start_in_subprocess(pg_url, "dying_builder", {"TMPDIR": str(temp)})
     dying.communicate(timeout=60)
     assert dying.returncode == -9
     assert _counts(pg_url)["runs"] == 0  # the build never left its scratch file
-    # the server ended the dead start's session, and with it the bootstrap lock
-    result = bootstrap.ensure_ready(pg_url, builder=bootstrap_builder)
-    assert result.status == "built"
+    [left] = [p for p in temp.iterdir() if (p / "build.sqlite").exists()]  # only its folder
+    # the server ended the dead start's session, and with it the bootstrap lock; the next
+    # process's start removes the dead one's folder
+    rebuild = _start_in_subprocess(pg_url, "bootstrap_builder", {"TMPDIR": str(temp)})
+    out, err = rebuild.communicate(timeout=120)
+    assert rebuild.returncode == 0, err
+    assert out.strip() == "built"
+    assert not left.exists()
+    assert [p for p in temp.iterdir() if p.is_dir()] == []  # (its progress note stays)
     assert _counts(pg_url) == {"runs": 1, "completed": 1, "imports": 1, "payments": 300}
 
 
