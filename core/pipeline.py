@@ -322,7 +322,8 @@ def _persist_and_sync(
     all_timings = {
         **(stored.timings if stored and stored.timings else timings),
         "sync_s": round(time.perf_counter() - began, 3),
-        "books_ledger_s": rebuild_after_run(conn),  # docs/books.md "The stored ledger"
+        # docs/books.md "The stored ledger": derived after a full run, not an incremental one
+        **({} if carry is not None else {"books_ledger_s": rebuild_after_run(conn)}),
     }
     update_timings(conn, run_id, all_timings)
     return RunResult(

@@ -27,7 +27,7 @@ from core.books.store import months_of, stored_events
 from core.dataset import Dataset
 from core.db import connect
 from core.engine import EngineParams
-from core.pipeline import reconcile_database, reconcile_folder_into_db
+from core.pipeline import reconcile_database, reconcile_day_into_db, reconcile_folder_into_db
 from tests.engine_support import ts
 
 AS_OF = ts("2026-06-30T23:59:59+05:30")
@@ -207,5 +207,23 @@ def test_a_run_completed_without_deriving_the_books_leaves_them_stale(
         assert status.reason == (
             f"Run #{second} completed after the books were derived (from run #{first})."
         )
+    finally:
+        conn.close()
+
+
+def test_an_incremental_day_leaves_the_ledger_stale_naming_its_run(
+    small_benchmark: Path, db_url: str
+) -> None:
+    conn = connect(db_url)
+    try:
+        first = reconcile_folder_into_db(
+            conn, small_benchmark, params=EngineParams(), as_of=AS_OF
+        ).run_id
+        day = reconcile_day_into_db(conn, small_benchmark, params=EngineParams(), as_of=AS_OF)
+        assert day.kind == "incremental"
+        status = ledger_status(conn)
+        assert not status.current and status.run_id == first
+        assert f"Run #{day.run.run_id} completed after" in status.reason
+        assert rebuild_ledger(conn).current
     finally:
         conn.close()

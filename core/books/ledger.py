@@ -283,9 +283,14 @@ def ledger_for(conn: sqlite3.Connection, month: str) -> Ledger:
 
 
 def rebuild_after_run(conn: sqlite3.Connection, progress: Progress | None = None) -> float:
-    """`rebuild_ledger` right after a run completes (the hooks in core.pipeline and
+    """`rebuild_ledger` right after a full run completes (the hooks in core.pipeline and
     core.streamed); the seconds it took, for the run's timings. `progress` is fed from its
-    last steps (0.97 to 1.0), after the run's summary."""
+    last steps (0.97 to 1.0), after the run's summary.
+
+    An incremental run (`import-day` carrying a base run forward) does not call it:
+    deriving the whole ledger again costs ~45 CPU s at 1M payments, far over a day's run.
+    The ledger then names the newer run as the reason it is stale (fail closed) until a
+    full run, or an admin, derives it again."""
     began = time.perf_counter()
     if progress is None:
         rebuild_ledger(conn)
