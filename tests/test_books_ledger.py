@@ -227,3 +227,28 @@ def test_an_incremental_day_leaves_the_ledger_stale_naming_its_run(
         assert rebuild_ledger(conn).current
     finally:
         conn.close()
+
+
+def test_a_streamed_run_into_the_database_derives_the_ledger_it_shows(
+    small_benchmark: Path, db_url: str
+) -> None:
+    from core.streamed import stream_folder_into_db
+
+    conn = connect(db_url)
+    try:
+        seen: list[str] = []
+        run = stream_folder_into_db(
+            conn,
+            small_benchmark,
+            EngineParams(),
+            AS_OF,
+            days_per_window=3,
+            progress=lambda f, m: seen.append(m),
+        )
+        status = ledger_status(conn)
+        assert status.current and status.run_id == run.run_id
+        assert any(m.startswith("Books: ") for m in seen)
+        assert "books_ledger_s" in run.timings
+        _assert_same_books(conn)
+    finally:
+        conn.close()
