@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.books.ledger import rebuild_after_run
 from core.books.pricing import PricingPlan
 from core.calendar import WorkingCalendar
 from core.dataset import DATASET_FILES, DATASET_TABLES, Dataset
@@ -321,6 +322,8 @@ def _persist_and_sync(
     all_timings = {
         **(stored.timings if stored and stored.timings else timings),
         "sync_s": round(time.perf_counter() - began, 3),
+        # docs/books.md "The stored ledger": derived after a full run, not an incremental one
+        **({} if carry is not None else {"books_ledger_s": rebuild_after_run(conn)}),
     }
     update_timings(conn, run_id, all_timings)
     return RunResult(

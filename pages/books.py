@@ -5,25 +5,31 @@ import datetime as dt
 
 import streamlit as st
 
-from core.books import daily_balances
 from core.books.close import books_view, close_month, closed_months
 from core.books.journal import journal_csv, month_vouchers, tally_xml
+from core.books.ledger import fallback_months, ledger_status, stored_ledger, stored_months
 from core.books.report import build_report, bundle, pdf
-from core.books.store import months_of, pricing_plans, save_pricing_plan, stored_events
+from core.books.store import pricing_plans, save_pricing_plan
 from core.calendar import IST
 from core.db.raw import read_dataset
 from ui import auth, books, keys, shell
-from ui.format import inr, inr_short
 
 shell.require_frame()
 st.title("Books")
-events = shell.read(stored_events)
-months = months_of(events)
+# The ledger is derived when a run completes (docs/books.md "The stored ledger"): a render
+# reads the month's results, never the raw tables; a stale one is never shown silently.
+status = shell.read(ledger_status)
+source = books.session_ledger(status)
+if status.current:
+    months = shell.read(stored_months)
+else:
+    months = source.months() if source is not None else shell.read(fallback_months)
 if not months:
     st.info("No data yet. Import data and run a reconciliation on the Data page.")
     st.stop()
 
 month = st.selectbox("Month (IST)", months, key=keys.BOOKS_MONTH)
+ledger = shell.read(stored_ledger, month) if status.current else source
 # Lazy tabs (on_change="rerun"): only the open tab's code runs, and the close report is
 # built when asked for, never on render (docs/benchmark.md "10M in the app").
 roll_tab, journal_tab, pricing_tab, gst_tab = st.tabs(
@@ -36,6 +42,10 @@ if roll_tab.open:
             "What Razorpay owes: opening + captured − refunds − fees − disputes ± adjustments − "
             "transfers − settlements = closing, tied out to the open items."
         )
+        if ledger is None:
+            st.info("The roll-forward is shown once the books are derived (see above).")
+            st.stop()
+        events = ledger.events_for(month)
         closes = shell.read(closed_months)
         result = books_view(events, month, closes)
         if month in closes:
@@ -55,38 +65,9 @@ if roll_tab.open:
                 st.session_state.pop(keys.BOOKS_REPORT, None)
                 shell.flash("success", f"{month} closed.")
                 st.rerun()
-        open_total = sum(amount for _, amount in result.open_items)
-        figures = (
-            ("Opening", result.opening),
-            ("Closing", result.closing),
-            ("Open items", open_total),
-            ("Residual", result.residual),
-        )
-        for column, (label, paise) in zip(st.columns(4), figures, strict=True):
-            column.metric(label, inr_short(paise), help=inr(paise), border=True)
-        if result.residual == 0:
-            st.success("The closing balance equals the open items: no unexplained residual.")
-        else:
-            st.error(f"Unexplained residual of {inr(result.residual)}: see the entities below.")
-        st.altair_chart(
-            books.balance_chart(daily_balances(events)), key=keys.BOOKS_CHART, width="stretch"
-        )
-        left, right = st.columns(2)
-        left.subheader("Movements")
-        left.dataframe(
-            books.lines_table(result.movements), key=keys.BOOKS_MOVEMENTS, hide_index=True
-        )
-        right.subheader("Open items at month end")
-        right.dataframe(
-            books.lines_table(result.open_items), key=keys.BOOKS_OPEN_ITEMS, hide_index=True
-        )
-        if result.drilldown:
-            st.subheader("Where the residual comes from")
-            st.dataframe(
-                books.drilldown_table(result.drilldown), key=keys.BOOKS_DRILLDOWN, hide_index=True
-            )
+        books.rollforward_section(result, ledger.daily())
         if st.button("Prepare the close report (CSV bundle and PDF)", key=keys.BOOKS_REPORT_BUILD):
-            report = shell.read(build_report, month)
+            report = shell.read(build_report, month, ledger)
             st.session_state[keys.BOOKS_REPORT] = (month, bundle(report), pdf(report))
         ready = st.session_state.get(keys.BOOKS_REPORT)
         if ready is not None and ready[0] == month:

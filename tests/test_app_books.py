@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core.books.ledger import rebuild_ledger
 from core.db import connect
 from tests.app_builder import build
 from tests.app_signin import signed_in
@@ -24,6 +25,7 @@ def app_db(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     path = db_url
     conn = connect(path)
     build(conn, payments=800, seed=11)
+    rebuild_ledger(conn)  # as a completed run does (the builder stands in for one)
     add_people(conn)
     conn.close()
     monkeypatch.setenv("DATABASE_URL", str(path))

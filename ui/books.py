@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from decimal import Decimal, InvalidOperation
 
 import altair as alt
@@ -9,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from core.books.gst import SUPPLIER_STATE, Invoice, parse_invoice_bytes, tie_out
+from core.books.ledger import Ledger, LedgerStatus, data_key, derive_ledger, rebuild_ledger
 from core.books.pricing import (
     METHOD_CLASSES,
     PricingPlan,
@@ -17,12 +19,13 @@ from core.books.pricing import (
     overcharge_summary,
     unclassified_cards,
 )
+from core.books.rollforward import MonthRollForward
 from core.dataset import Dataset
 from core.errors import InputError
 from core.money import parse_rupees
-from ui import keys
+from ui import auth, keys, shell
 from ui.charts import INDIAN_SHORT
-from ui.format import inr, ist, md
+from ui.format import inr, inr_short, ist, md
 
 LABELS = {
     "captured": "Captured payments",
@@ -306,3 +309,68 @@ def pricing_tables(dataset: Dataset, plans: tuple[PricingPlan, ...]) -> None:
         st.dataframe(unclassified_table(lost), key=keys.BOOKS_UNCLASSIFIED, hide_index=True)
     st.subheader("Plan versions")
     st.dataframe(plans_table(plans), key=keys.BOOKS_PLANS, hide_index=True)
+
+
+def session_ledger(status: LedgerStatus) -> Ledger | None:
+    """None when the stored ledger is current (the page reads it month by month). Otherwise
+    says why it is not shown and offers to derive it again (admin: stored for everyone) or
+    to compute it for this session only, each behind a button with a progress bar, never on
+    a render; returns this session's computed ledger while the data stay as they were, else
+    None (the roll-forward waits; the other tabs read the raw tables as before)."""
+    if status.current:
+        return None
+    st.warning(md(f"{status.reason} The stored books are not shown: they may not match the data."))
+    key = shell.read(data_key)
+    kept = st.session_state.get(keys.BOOKS_LEDGER_SESSION)
+    left, right = st.columns(2)
+    if auth.can("admin") and left.button(
+        "Derive the books again (stored for everyone)",
+        key=keys.BOOKS_LEDGER_REBUILD,
+        type="primary",
+    ):
+        bar = st.progress(0.0, "Deriving the books")
+        with shell.guarded():
+            auth.require("admin", "derive the books again")
+            with shell.connection() as conn:
+                rebuild_ledger(conn, lambda f, m: bar.progress(min(1.0, f), m))
+            st.session_state.pop(keys.BOOKS_LEDGER_SESSION, None)
+            shell.flash("success", "The books were derived again from the data.")
+            st.rerun()
+    if kept is not None and kept[0] == key:
+        st.caption(f"Shown: the books as computed for this session at {ist(kept[1])}.")
+        ledger: Ledger = kept[2]
+        return ledger
+    if right.button("Compute them for this session only", key=keys.BOOKS_LEDGER_COMPUTE):
+        bar = st.progress(0.0, "Computing the books")
+        with shell.connection() as conn:
+            derived = derive_ledger(conn, lambda f, m: bar.progress(min(1.0, f), m))
+        st.session_state[keys.BOOKS_LEDGER_SESSION] = (key, int(time.time()), derived.ledger)
+        st.rerun()
+    return None
+
+
+def rollforward_section(result: MonthRollForward, daily: pd.DataFrame) -> None:
+    """The month's figures, whether it ties out, the balance by day, its movements and open
+    items, and the entities behind a residual."""
+    open_total = sum(amount for _, amount in result.open_items)
+    figures = (
+        ("Opening", result.opening),
+        ("Closing", result.closing),
+        ("Open items", open_total),
+        ("Residual", result.residual),
+    )
+    for column, (label, paise) in zip(st.columns(4), figures, strict=True):
+        column.metric(label, inr_short(paise), help=inr(paise), border=True)
+    if result.residual == 0:
+        st.success("The closing balance equals the open items: no unexplained residual.")
+    else:
+        st.error(f"Unexplained residual of {inr(result.residual)}: see the entities below.")
+    st.altair_chart(balance_chart(daily), key=keys.BOOKS_CHART, width="stretch")
+    left, right = st.columns(2)
+    left.subheader("Movements")
+    left.dataframe(lines_table(result.movements), key=keys.BOOKS_MOVEMENTS, hide_index=True)
+    right.subheader("Open items at month end")
+    right.dataframe(lines_table(result.open_items), key=keys.BOOKS_OPEN_ITEMS, hide_index=True)
+    if result.drilldown:
+        st.subheader("Where the residual comes from")
+        st.dataframe(drilldown_table(result.drilldown), key=keys.BOOKS_DRILLDOWN, hide_index=True)

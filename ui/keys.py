@@ -189,3 +189,7 @@ BOOKS_GST_AMOUNT = "books_gst_amount"
 BOOKS_GST_TABLE = "books_gst_table"
 BOOKS_GST_UPLOAD = "books_gst_upload"
 BOOKS_UNCLASSIFIED = "books_unclassified"
+# The stored ledger (docs/books.md): rebuild it, or compute it for this session only.
+BOOKS_LEDGER_REBUILD = "books_ledger_rebuild"
+BOOKS_LEDGER_COMPUTE = "books_ledger_compute"
+BOOKS_LEDGER_SESSION = "books_ledger_session"

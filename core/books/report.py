@@ -20,9 +20,10 @@ import numpy as np
 from core.books.close import books_view, closed_months
 from core.books.gst import GstTieOut, tie_out
 from core.books.journal import journal_csv, month_vouchers, tally_xml
+from core.books.ledger import FullEvents, Ledger, ledger_for
 from core.books.pricing import fee_check, overcharge_summary
-from core.books.rollforward import MonthRollForward, daily_balances, month_bounds
-from core.books.store import pricing_plans, stored_events
+from core.books.rollforward import MonthRollForward, month_bounds
+from core.books.store import pricing_plans
 from core.db.audit import head as audit_head
 from core.db.raw import read_dataset
 from core.money import format_rupees, minor_to_decimal
@@ -100,13 +101,16 @@ def _gst_csv(t: GstTieOut) -> str:
     return _csv(("line", "fees_paise", "gst_paise"), rows)
 
 
-def build_report(conn: sqlite3.Connection, month: str) -> CloseReport:
-    """Everything the close report holds for `month` ('YYYY-MM'), read in one go."""
+def build_report(
+    conn: sqlite3.Connection, month: str, books: Ledger | FullEvents | None = None
+) -> CloseReport:
+    """Everything the close report holds for `month` ('YYYY-MM'), read in one go. books:
+    the events (default: the stored ledger when current, else today's computation)."""
     from core.views.overview import overview
 
-    events = stored_events(conn)
+    source = ledger_for(conn, month) if books is None else books
     closes = closed_months(conn)
-    roll = books_view(events, month, closes)
+    roll = books_view(source.events_for(month), month, closes)
     dataset = read_dataset(conn)
     vouchers = month_vouchers(dataset, month)
     summary = overcharge_summary(fee_check(dataset, pricing_plans(conn)))
@@ -125,7 +129,7 @@ def build_report(conn: sqlite3.Connection, month: str) -> CloseReport:
     top = audit_head(conn)
     seq, digest = (0, "") if top is None else (int(top[0]), str(top[1]))
     first, following = month_bounds(month)
-    days = daily_balances(events)
+    days = source.daily()
     days = days[(days["day"] >= first) & (days["day"] < following)]
     files = {
         "rollforward.csv": _csv(

@@ -1,0 +1,300 @@
+"""The stored ledger (docs/books.md, "The stored ledger"): the receivable's events derived
+once when the data change, so that a Books render reads small, month-scoped results.
+
+`ledger_events` at 1M payments is 5M events and ~44 CPU s (20 of them reading the raw
+tables). Everything the Books page shows needs only two compact forms of them:
+
+- per IST day and line, the sum of the events (`days`): the month list, every opening,
+  movement, closing and open-item balance, and the balance by day;
+- the `unexplained` events summed per (day, entity) (`unexplained`): a month's residual
+  drill-down, which takes the entities whose unexplained events up to the month's end do
+  not cancel out, so it reads those with day before the next month's first.
+
+`Ledger.events_for(month)` puts the two together as an event frame that `month_rollforward`,
+`books_view` and `close_month` take as they take the full events, with the same result:
+the sums by line are the same sums, and the drill-down groups by (day, entity) anyway.
+
+`rebuild_ledger` stores both (migration 0099) with what they were derived from: the latest
+completed run and the raw tables' version. `ledger_status` says whether the stored ledger is
+current; a missing or stale one is never used (`ledger_for` computes today's instead).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from core.books.rollforward import UNEXPLAINED, daily_balances, ledger_events, month_bounds
+from core.books.store import months_of
+from core.calendar import IST
+from core.db import books_ledger as sql
+from core.db.books import exception_keys
+from core.db.connection import transaction
+from core.db.raw import read_dataset
+from core.db.runs import latest_completed_run
+
+# Bumped when what is stored changes meaning: an older ledger is then stale.
+FORMAT = 1
+Progress = Callable[[float, str], None]
+
+
+def _quiet(fraction: float, text: str) -> None:
+    """No progress shown."""
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """The compact ledger. days: (day, line, amount) for every IST day and line with an
+    event; unexplained: (day, entity_type, entity_id, amount) of the `unexplained` events
+    summed per day and entity (zero sums left out), those with day < `through` (None: all).
+    day columns hold datetime.date, as `ledger_events` makes them."""
+
+    days: pd.DataFrame
+    unexplained: pd.DataFrame
+    through: dt.date | None = None
+
+    def months(self) -> list[str]:
+        """The IST months with events, latest first (as `months_of`)."""
+        return months_of(self.days)
+
+    def daily(self) -> pd.DataFrame:
+        """The balance by day (as `daily_balances` over every event)."""
+        return daily_balances(self.days)
+
+    def events_for(self, month: str) -> pd.DataFrame:
+        """An event frame whose roll-forward of `month` (and of any earlier month) equals
+        the full events': the day sums of every line but `unexplained`, and the unexplained
+        events by (day, entity) up to the month's end."""
+        _, following = month_bounds(month)
+        if self.through is not None and following > self.through:
+            raise ValueError(f"the ledger read holds unexplained events before {self.through}")
+        days = self.days[self.days["line"] != UNEXPLAINED].assign(entity_type=None, entity_id=None)
+        detail = self.unexplained[self.unexplained["day"] < following].assign(line=UNEXPLAINED)
+        columns = ["day", "line", "entity_type", "entity_id", "amount"]
+        if detail.empty:
+            return days[columns].reset_index(drop=True)
+        return pd.concat([days[columns], detail[columns]], ignore_index=True)
+
+
+@dataclass(frozen=True)
+class FullEvents:
+    """Today's computation behind the same three questions: every event in memory."""
+
+    events: pd.DataFrame
+
+    def months(self) -> list[str]:
+        return months_of(self.events)
+
+    def daily(self) -> pd.DataFrame:
+        return daily_balances(self.events)
+
+    def events_for(self, month: str) -> pd.DataFrame:
+        return self.events
+
+
+def compact(events: pd.DataFrame) -> Ledger:
+    """The compact form of `ledger_events`' frame (all days)."""
+    days = events.groupby(["day", "line"], as_index=False, sort=True).agg(amount=("amount", "sum"))
+    unexplained = events[events["line"] == UNEXPLAINED]
+    detail = unexplained.groupby(
+        ["day", "entity_type", "entity_id"], as_index=False, sort=True, dropna=False
+    )["amount"].sum()
+    detail = detail[detail["amount"] != 0]
+    return Ledger(
+        days=_typed(days[["day", "line", "amount"]]),
+        unexplained=_typed(detail[["day", "entity_type", "entity_id", "amount"]]),
+    )
+
+
+def _typed(frame: pd.DataFrame) -> pd.DataFrame:
+    out = frame.reset_index(drop=True)
+    out["amount"] = out["amount"].astype(np.int64)
+    return out
+
+
+def _dates(text: pd.Series) -> pd.Series:
+    """ISO date texts -> datetime.date objects (one parse per distinct day)."""
+    unique = {value: dt.date.fromisoformat(value) for value in pd.unique(text)}
+    return text.map(unique).astype(object)
+
+
+@dataclass(frozen=True)
+class LedgerStatus:
+    """Whether the stored ledger may be used, and if not, why (one sentence)."""
+
+    current: bool
+    reason: str
+    run_id: int | None = None
+    built_at: int | None = None
+    events: int = 0
+
+
+def ledger_status(conn: sqlite3.Connection) -> LedgerStatus:
+    """The stored ledger is current when it was built by this format, from the latest
+    completed run, from the raw tables as they stand (their version), and no raw row was
+    changed since (the triggers of migration 0099). A handful of indexed reads."""
+    with transaction(conn, immediate=False):
+        state = sql.ledger_state(conn)
+        run = latest_completed_run(conn)
+        version = sql.source_version(conn)
+    if state is None:
+        return LedgerStatus(False, "The books have not been derived from the data yet.")
+    stamp = {"run_id": state["run_id"], "built_at": state["built_at"], "events": state["events"]}
+    latest = None if run is None else run.id
+    if state["format"] != FORMAT:
+        reason = "The stored books were derived by an older version of RazorRecon."
+    elif state["source_version"] == "":
+        reason = "The books are being derived from the data (or a rebuild stopped half-way)."
+    elif state["changed"]:
+        reason = "Raw data were changed since the books were derived (a sync, webhook or edit)."
+    elif state["source_version"] != version:
+        reason = "Data were imported since the books were derived."
+    elif state["run_id"] != latest:
+        reason = (
+            f"Run #{latest} completed after the books were derived (from run #{state['run_id']})."
+        )
+    else:
+        return LedgerStatus(True, "current", **stamp)
+    return LedgerStatus(False, reason, **stamp)
+
+
+@dataclass(frozen=True)
+class Derived:
+    """The ledger computed from the raw tables, and what it was computed from."""
+
+    ledger: Ledger
+    events: int
+    run_id: int | None
+    version: str
+
+
+def derive_ledger(conn: sqlite3.Connection, progress: Progress = _quiet) -> Derived:
+    """Today's computation (`stored_events`: the raw tables and the latest completed run's
+    exceptions), in its compact form. The version and run are read first, so data that
+    arrive meanwhile leave what it is stored under older than the data (stale), never newer."""
+    with transaction(conn, immediate=False):
+        version = sql.source_version(conn)
+        run = latest_completed_run(conn)
+        flagged = exception_keys(conn, run.id) if run is not None else frozenset()
+    progress(0.1, "Reading the raw tables")
+    dataset = read_dataset(conn)
+    progress(0.45, "Deriving the receivable's events")
+    events = ledger_events(dataset, flagged)
+    del dataset
+    progress(0.8, "Summing them by day")
+    ledger = compact(events)
+    return Derived(ledger, len(events), None if run is None else run.id, version)
+
+
+def data_key(conn: sqlite3.Connection) -> str:
+    """What a ledger computed for one session is kept under: the raw tables' version, the
+    latest completed run and the stored ledger's state (its `changed` mark)."""
+    with transaction(conn, immediate=False):
+        state = sql.ledger_state(conn)
+        run = latest_completed_run(conn)
+        version = sql.source_version(conn)
+    return f"{version} | run {None if run is None else run.id} | {state}"
+
+
+def rebuild_ledger(conn: sqlite3.Connection, progress: Progress = _quiet) -> LedgerStatus:
+    """Derive the ledger (`derive_ledger`) and store it. Marks the ledger as being built
+    first, so a raw change while it computes leaves it stale, never silently current."""
+    with transaction(conn):
+        sql.begin_build(conn, now=int(time.time()), format_version=FORMAT)
+    derived = derive_ledger(conn, progress)
+    progress(0.9, "Storing the books")
+    days = derived.ledger.days
+    detail = derived.ledger.unexplained
+    with transaction(conn):
+        sql.finish_build(
+            conn,
+            run_id=derived.run_id,
+            version=derived.version,
+            events=derived.events,
+            days=zip(
+                [d.isoformat() for d in days["day"]],
+                days["line"].astype(str).tolist(),
+                days["amount"].astype(np.int64).tolist(),
+                strict=True,
+            ),
+            unexplained=zip(
+                [d.isoformat() for d in detail["day"]],
+                detail["entity_type"].astype(str).tolist(),
+                detail["entity_id"].astype(str).tolist(),
+                detail["amount"].astype(np.int64).tolist(),
+                strict=True,
+            ),
+        )
+    progress(1.0, "Done")
+    return ledger_status(conn)
+
+
+def stored_months(conn: sqlite3.Connection) -> list[str]:
+    """The months of the stored ledger, latest first (the caller checked it is current)."""
+    return stored_ledger(conn, None).months()
+
+
+def fallback_months(conn: sqlite3.Connection) -> list[str]:
+    """The months to offer while the stored ledger is not current: those it held, and every
+    month from the first to the last payment (two index seeks), latest first."""
+    months = set(stored_months(conn))
+    first, last = sql.payment_span(conn)
+    if first is not None and last is not None:
+        day = dt.datetime.fromtimestamp(first, tz=IST).date().replace(day=1)
+        end = dt.datetime.fromtimestamp(last, tz=IST).date()
+        while day <= end:
+            months.add(f"{day.year:04d}-{day.month:02d}")
+            day = month_bounds(f"{day.year:04d}-{day.month:02d}")[1]
+    return sorted(months, reverse=True)
+
+
+def stored_ledger(conn: sqlite3.Connection, month: str | None) -> Ledger:
+    """The stored ledger as read for `month` (its unexplained events up to the month's end;
+    None: only the days). Two reads: the day lines (a few thousand rows) and a range of
+    the unexplained events on their day index."""
+    with transaction(conn, immediate=False):
+        days = sql.read_days(conn)
+        if month is None:
+            through = dt.date.min
+            detail = pd.DataFrame(columns=list(sql.UNEXPLAINED_COLUMNS))
+        else:
+            _, through = month_bounds(month)
+            detail = sql.read_unexplained(conn, through.isoformat())
+    days["day"] = _dates(days["day"].astype(str))
+    detail["day"] = _dates(detail["day"].astype(str))
+    days["amount"] = days["amount"].astype(np.int64)
+    detail["amount"] = detail["amount"].astype(np.int64)
+    days = days.sort_values(["day", "line"], ignore_index=True)
+    return Ledger(days=days, unexplained=detail.reset_index(drop=True), through=through)
+
+
+def ledger_for(conn: sqlite3.Connection, month: str) -> Ledger:
+    """The ledger for `month`: the stored one when current, else today's computation (never
+    a stale stored one)."""
+    if ledger_status(conn).current:
+        return stored_ledger(conn, month)
+    return derive_ledger(conn).ledger
+
+
+def rebuild_after_run(conn: sqlite3.Connection, progress: Progress | None = None) -> float:
+    """`rebuild_ledger` right after a full run completes (the hooks in core.pipeline and
+    core.streamed); the seconds it took, for the run's timings. `progress` is fed from its
+    last steps (0.97 to 1.0), after the run's summary.
+
+    An incremental run (`import-day` carrying a base run forward) does not call it:
+    deriving the whole ledger again costs ~45 CPU s at 1M payments, far over a day's run.
+    The ledger then names the newer run as the reason it is stale (fail closed) until a
+    full run, or an admin, derives it again."""
+    began = time.perf_counter()
+    if progress is None:
+        rebuild_ledger(conn)
+    else:
+        report = progress
+        rebuild_ledger(conn, lambda f, m: report(0.97 + 0.03 * f, f"Books: {m}"))
+    return round(time.perf_counter() - began, 3)

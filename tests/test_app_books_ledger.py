@@ -1,0 +1,125 @@
+"""The Books page over the stored ledger, under AppTest: a render with a current ledger never
+reads the raw tables; a stale one is announced, and computed (for the session) or derived
+again (admin, for everyone) only behind a button."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import core.books.ledger
+import core.books.store
+import core.db.raw
+from core.books.ledger import ledger_status, rebuild_ledger
+from core.db import connect
+from tests.app_builder import build
+from tests.app_signin import signed_in
+from tests.review_support import add_people
+from ui import keys
+
+pytestmark = pytest.mark.usefixtures("streamlit_navigation_v2")
+
+
+@pytest.fixture
+def app_db(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    conn = connect(db_url)
+    build(conn, payments=600, seed=5)
+    add_people(conn)
+    rebuild_ledger(conn)  # as a completed run does
+    conn.close()
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    yield db_url
+
+
+def _count_dataset_reads(monkeypatch: pytest.MonkeyPatch, *, refuse: bool) -> list[int]:
+    """Patch every way the page could read the raw tables as a Dataset; counts the reads,
+    or refuses them."""
+    calls: list[int] = []
+    real = core.db.raw.read_dataset
+
+    def reading(conn: object) -> object:
+        if refuse:
+            raise AssertionError("a Books render read the raw tables")
+        calls.append(1)
+        return real(conn)  # type: ignore[arg-type]
+
+    for module in (core.db.raw, core.books.store, core.books.ledger):
+        monkeypatch.setattr(module, "read_dataset", reading)
+    return calls
+
+
+def _books(email: str) -> AppTest:
+    at = signed_in(email)
+    at.run()
+    at.switch_page("pages/books.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_a_books_render_with_a_current_ledger_never_reads_the_raw_tables(
+    app_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _count_dataset_reads(monkeypatch, refuse=True)
+    at = _books("viewer@example.com")
+    metrics = {m.label: m.value for m in at.metric}
+    assert set(metrics) == {"Opening", "Closing", "Open items", "Residual"}
+    assert not at.warning
+    for month in at.selectbox(key=keys.BOOKS_MONTH).options:
+        at.selectbox(key=keys.BOOKS_MONTH).select(month).run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert {m.label for m in at.metric} == set(metrics)
+
+
+def _edit_behind_the_engines_back(app_db: str) -> None:
+    conn = connect(app_db)
+    try:
+        with conn:
+            conn.execute(
+                "UPDATE payments SET amount = amount + 500"
+                " WHERE id = (SELECT min(id) FROM payments WHERE status = 'captured')"
+            )
+    finally:
+        conn.close()
+
+
+def test_a_stale_ledger_is_announced_and_computed_for_the_session_only_when_asked(
+    app_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _edit_behind_the_engines_back(app_db)
+    calls = _count_dataset_reads(monkeypatch, refuse=False)
+    at = _books("viewer@example.com")
+    assert any("changed since the books were derived" in w.value for w in at.warning)
+    assert not at.metric and calls == []  # nothing computed on render
+    assert not [b for b in at.button if b.key == keys.BOOKS_LEDGER_REBUILD]  # admin only
+    at.button(key=keys.BOOKS_LEDGER_COMPUTE).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert {m.label for m in at.metric} == {"Opening", "Closing", "Open items", "Residual"}
+    assert calls == [1]
+    at.run()  # a later render keeps the session's computation
+    assert calls == [1] and at.metric
+    conn = connect(app_db)
+    try:
+        assert not ledger_status(conn).current  # a viewer stored nothing
+    finally:
+        conn.close()
+
+
+def test_an_admin_derives_a_stale_ledger_again_for_everyone(
+    app_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _edit_behind_the_engines_back(app_db)
+    at = _books("admin@example.com")
+    assert not at.metric
+    at.button(key=keys.BOOKS_LEDGER_REBUILD).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    conn = connect(app_db)
+    try:
+        assert ledger_status(conn).current
+    finally:
+        conn.close()
+    _count_dataset_reads(monkeypatch, refuse=True)
+    at = _books("viewer@example.com")
+    assert not at.warning and at.metric
