@@ -437,24 +437,25 @@ def _key_mask(outcomes: pd.DataFrame, keep: dict[str, Any]) -> np.ndarray[Any, n
 
 
 def _carry_plan(
-    outcomes: pd.DataFrame,
-    previous: pd.DataFrame,
-    keep: dict[str, Any],
-    stats: dict[str, Any],
-    base_id: int,
+    result: Any, previous: pd.DataFrame, base_id: int
 ) -> tuple[Any, pd.DataFrame] | None:
     """(CarryForward, the outcomes decided again) to store an incremental run as a copy of
     the base run's carried rows inside the database plus the fresh rows; None (store every
     row) when the counts do not add up to the engine's own (a run it did in full)."""
     from core.db.runs import CarryForward
 
-    fresh = _key_mask(outcomes, keep)
-    skipped = _key_mask(previous, keep)
+    outcomes, keep, stats = result.outcomes, result.plan.keep, result.stats
+    if result.fresh is not None and result.carried is not None:
+        # The engine's own split (no second probe of the 1M outcome ids).
+        fresh_rows, skipped = result.fresh, ~result.carried
+    else:
+        fresh = _key_mask(outcomes, keep)
+        fresh_rows, skipped = outcomes[fresh], _key_mask(previous, keep)
     carried = len(previous) - int(skipped.sum())
     if (
-        int(fresh.sum()) != stats.get("reconciled")
+        len(fresh_rows) != stats.get("reconciled")
         or carried != stats.get("carried_forward")
-        or int(fresh.sum()) + carried != len(outcomes)
+        or len(fresh_rows) + carried != len(outcomes)
     ):
         return None
     redecided = previous[skipped]
@@ -464,7 +465,7 @@ def _carry_plan(
         skip_ids=redecided["entity_id"].to_numpy(dtype=object).tolist(),
         expected=carried,
     )
-    return carry, outcomes[fresh]
+    return carry, fresh_rows
 
 
 def _persist_carried(
@@ -526,10 +527,11 @@ def _bank_in_read_order(dataset: Dataset) -> Dataset:
 
 def _read_state(
     conn: sqlite3.Connection, base: Any, folder: Path | None
-) -> tuple[Dataset, pd.DataFrame | None, str]:
-    """The raw tables and the base run's outcomes (None: read them from the tables when
-    needed): from the base run's snapshot when it is verified, else the tables; and where
-    they came from ('snapshot of run N', or 'tables (why not the snapshot)')."""
+) -> tuple[Dataset, pd.DataFrame | None, Any, str]:
+    """The raw tables, the base run's outcomes (None: read them from the tables when
+    needed) and its IncrementalState (None when the snapshot holds none): from the base
+    run's snapshot when it is verified, else the tables; and where they came from
+    ('snapshot of run N', or 'tables (why not the snapshot)')."""
     from core.db.raw import latest_import, read_dataset
     from core.snapshots import load_snapshot
 
@@ -537,11 +539,12 @@ def _read_state(
         latest = latest_import(conn)
         loaded = load_snapshot(folder, base.snapshot, None if latest is None else latest.id)
         if loaded.snapshot is not None:
-            return loaded.snapshot.dataset, loaded.snapshot.outcomes, f"snapshot of run {base.id}"
+            snap = loaded.snapshot
+            return snap.dataset, snap.outcomes, snap.state, f"snapshot of run {base.id}"
         why = loaded.reason
     else:
         why = "no snapshot folder" if folder is None else "no base run"
-    return read_dataset(conn), None, f"tables ({why})"
+    return read_dataset(conn), None, None, f"tables ({why})"
 
 
 def reconcile_day_into_db(
@@ -584,7 +587,7 @@ def reconcile_day_into_db(
     keep_in = snapshot_folder(conn, snapshots)
     began = time.perf_counter()
     base = latest_completed_run(conn)
-    stored, previous, read_from = _read_state(conn, base, keep_in)
+    stored, previous, state, read_from = _read_state(conn, base, keep_in)
     merged, replaced = merge_rows(stored, day)
     reason = "a full run was asked for" if full else None
     reason = reason or _full_run_reason(conn, base, params, pricing_hash, stored, merged)
@@ -598,15 +601,19 @@ def reconcile_day_into_db(
             previous = read_outcome_frame(conn, base.id)
         timings["read_base_s"] = round(time.perf_counter() - read, 3)
         started = time.perf_counter()
-        result = reconcile_incremental(merged, day, replaced, previous, params, as_of, pricing)
+        result = reconcile_incremental(
+            merged, day, replaced, previous, params, as_of, pricing, state=state
+        )
         outcomes, scope, kind = result.outcomes, dict(result.stats), "incremental"
         timings.update(result.cpu_seconds)
         base_id: int | None = base.id
-        carry = _carry_plan(outcomes, previous, result.plan.keep, result.stats, base.id)
+        carry = _carry_plan(result, previous, base.id)
+        state = result.state
     else:
         started = time.perf_counter()
         outcomes = reconcile(merged, params, as_of, pricing)
         scope, kind, base_id = {"reason": reason}, "full", None
+        state = None  # built on the snapshot's thread, for the next day
     timings["reconcile_s"] = round(time.perf_counter() - started, 3)
     with ExitStack() as writing:
         if not is_postgres(conn):  # WAL pages moved to the file on another thread
@@ -614,7 +621,7 @@ def reconcile_day_into_db(
         snapshot: Future[Any] | None = None
         if keep_in is not None:  # written on a thread while the run is stored
             writer = writing.enter_context(ThreadPoolExecutor(1, "snapshot"))
-            snapshot = writer.submit(_snapshot_files, keep_in, merged, outcomes)
+            snapshot = writer.submit(_snapshot_files, keep_in, merged, outcomes, state)
             writing.callback(_discard_unnamed, snapshot)
         began = time.perf_counter()
         imported = store_dataset(
@@ -637,14 +644,20 @@ def reconcile_day_into_db(
     return DayRunResult(stored_run, kind, base_id, scope, read_from)
 
 
-def _snapshot_files(folder: Path, merged: Dataset, outcomes: pd.DataFrame) -> Any:
+def _snapshot_files(
+    folder: Path, merged: Dataset, outcomes: pd.DataFrame, state: Any = None
+) -> Any:
     """The run's snapshot files, written before the run has an id (None when the folder
-    cannot be written: the next day reads the tables)."""
+    cannot be written: the next day reads the tables), with the IncrementalState for
+    `merged` (the run's own, or built here after a full run: core.engine.incremental.
+    build_state) so the next day's plan starts from the families."""
+    from core.engine.incremental import build_state
     from core.snapshots import write_files
 
     began = time.perf_counter()
     try:
-        return write_files(folder, _bank_in_read_order(merged), outcomes), began
+        state = state if state is not None else build_state(merged)
+        return write_files(folder, _bank_in_read_order(merged), outcomes, state), began
     except OSError:
         return None, began
 

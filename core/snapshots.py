@@ -21,7 +21,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pyarrow as pa
@@ -29,8 +29,15 @@ import pyarrow.ipc as ipc
 
 from core.dataset import DATASET_TABLES, Dataset
 
+if TYPE_CHECKING:
+    from core.engine.incremental import IncrementalState
+
 # The frames a snapshot holds: the dataset's tables, then the run's outcomes.
 SNAPSHOT_TABLES: tuple[str, ...] = (*DATASET_TABLES, "outcomes")
+# The IncrementalState for the next day's run (core.engine.incremental.state_arrays):
+# each family row's label, and the key index. Written beside the tables when the run
+# left one; a snapshot without them is still used (the next run then goes without).
+STATE_FILES: tuple[str, ...] = ("state_family", "state_keys")
 # Only files named like this are ever removed from the folder.
 _NAME = re.compile(r"^run-(\d+)\.([a-z_]+)\.([0-9a-f]{16})\.arrow$")
 VERSION = 1
@@ -38,10 +45,12 @@ VERSION = 1
 
 @dataclass(frozen=True)
 class Snapshot:
-    """The raw tables as a Dataset and a run's outcomes (the engine's frame)."""
+    """The raw tables as a Dataset, a run's outcomes (the engine's frame), and the
+    IncrementalState for the dataset when the run left one (None otherwise)."""
 
     dataset: Dataset
     outcomes: pd.DataFrame
+    state: IncrementalState | None = None
 
 
 @dataclass(frozen=True)
@@ -58,9 +67,11 @@ def _sha256(path: Path) -> str:
         return hashlib.sha256(mapped.read_buffer()).hexdigest()
 
 
-def _write_frame(path: Path, frame: pd.DataFrame) -> None:
+def _write_frame(path: Path, frame: pd.DataFrame | pa.Table) -> None:
     """One frame as an Arrow IPC file, streamed to disk (no copy of it in memory)."""
-    table = pa.Table.from_pandas(frame, preserve_index=False)
+    table = (
+        frame if isinstance(frame, pa.Table) else pa.Table.from_pandas(frame, preserve_index=False)
+    )
     with pa.OSFile(str(path), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
 
@@ -73,15 +84,30 @@ class Written:
     folder: Path
     files: dict[str, tuple[Path, str]]
     has_bank_statement: bool
+    families: int | None = None
 
 
-def write_files(folder: Path, dataset: Dataset, outcomes: pd.DataFrame) -> Written:
-    """Write the frames to temporary files in `folder` (created if missing), hashing them;
-    `name_files` gives them their run's names. Touches no database: any thread may call
-    it (the run is stored meanwhile)."""
+def write_files(
+    folder: Path,
+    dataset: Dataset,
+    outcomes: pd.DataFrame,
+    state: IncrementalState | None = None,
+) -> Written:
+    """Write the frames (and `state`, the IncrementalState for `dataset`, when given) to
+    temporary files in `folder` (created if missing), hashing them; `name_files` gives
+    them their run's names. Touches no database: any thread may call it (the run is
+    stored meanwhile)."""
+    from core.engine.incremental import state_arrays
+
     folder.mkdir(parents=True, exist_ok=True)
-    frames: dict[str, pd.DataFrame] = {t: getattr(dataset, t) for t in DATASET_TABLES}
+    frames: dict[str, pd.DataFrame | pa.Table] = {t: getattr(dataset, t) for t in DATASET_TABLES}
     frames["outcomes"] = outcomes
+    if state is not None:
+        arrays = state_arrays(state)
+        frames["state_family"] = pa.table({"family": arrays["family"]})
+        frames["state_keys"] = pa.table(
+            {"key_print": arrays["key_print"], "key_family": arrays["key_family"]}
+        )
 
     def write(table: str) -> tuple[str, tuple[Path, str]]:
         temporary = folder / f".pending.{os.getpid()}.{table}.arrow"
@@ -89,8 +115,9 @@ def write_files(folder: Path, dataset: Dataset, outcomes: pd.DataFrame) -> Writt
         return table, (temporary, _sha256(temporary))
 
     with ThreadPoolExecutor(2) as pool:  # hashing and writing release the GIL
-        files = dict(pool.map(write, SNAPSHOT_TABLES))
-    return Written(folder, files, bool(dataset.has_bank_statement))
+        files = dict(pool.map(write, list(frames)))
+    families = None if state is None else int(state.families)
+    return Written(folder, files, bool(dataset.has_bank_statement), families)
 
 
 def name_files(written: Written, run_id: int, import_id: int) -> dict[str, Any]:
@@ -108,12 +135,15 @@ def name_files(written: Written, run_id: int, import_id: int) -> dict[str, Any]:
     for path in written.folder.iterdir():
         if _NAME.match(path.name) and path.name not in kept and path.is_file():
             path.unlink(missing_ok=True)
-    return {
+    record: dict[str, Any] = {
         "version": VERSION,
         "import_id": int(import_id),
         "has_bank_statement": written.has_bank_statement,
         "files": files,
     }
+    if written.families is not None:
+        record["families"] = written.families
+    return record
 
 
 def discard(written: Written) -> None:
@@ -123,23 +153,29 @@ def discard(written: Written) -> None:
 
 
 def write_snapshot(
-    folder: Path, run_id: int, import_id: int, dataset: Dataset, outcomes: pd.DataFrame
+    folder: Path,
+    run_id: int,
+    import_id: int,
+    dataset: Dataset,
+    outcomes: pd.DataFrame,
+    state: IncrementalState | None = None,
 ) -> dict[str, Any]:
     """Write the frames of run `run_id` to `folder` (created if missing); returns the
     record to store in the run's snapshot_json. Other runs' snapshot files are removed
     afterwards (only the latest run's is ever used)."""
-    written = write_files(folder, dataset, outcomes)
+    written = write_files(folder, dataset, outcomes, state)
     try:
         return name_files(written, run_id, import_id)
     finally:
         discard(written)
 
 
-def _read(folder: Path, entry: dict[str, str]) -> pd.DataFrame | str:
-    """The frame of one snapshot file, or why not (missing, or its bytes do not hash to
-    the recorded sha256)."""
+def _read(folder: Path, entry: dict[str, str]) -> pd.DataFrame | pa.Table | str:
+    """The frame of one snapshot file (state files as Arrow tables), or why not (missing,
+    or its bytes do not hash to the recorded sha256)."""
     name = str(entry.get("file", ""))
-    if not _NAME.match(name):
+    named = _NAME.match(name)
+    if not named:
         return f"bad file name {name!r}"
     path = folder / name
     if path.is_symlink() or not path.is_file():
@@ -149,6 +185,8 @@ def _read(folder: Path, entry: dict[str, str]) -> pd.DataFrame | str:
         if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
             return f"{name} does not match the sha256 its run recorded"
         table = ipc.open_file(data).read_all()
+    if named.group(2) in STATE_FILES:
+        return table
     frame: pd.DataFrame = table.to_pandas()
     return frame
 
@@ -170,20 +208,23 @@ def load_snapshot(
     if import_id is None or record.get("import_id") != import_id:
         return Loaded(None, "data was imported after the snapshot")
     files = record.get("files") or {}
-    if set(files) != set(SNAPSHOT_TABLES):
+    with_state = set(files) == {*SNAPSHOT_TABLES, *STATE_FILES}
+    if set(files) != set(SNAPSHOT_TABLES) and not with_state:
         return Loaded(None, "the snapshot record lists other tables")
+    names = list(files)
     with ThreadPoolExecutor(2) as pool:
-        read = dict(
-            zip(
-                SNAPSHOT_TABLES,
-                pool.map(lambda t: _read(folder, files[t]), SNAPSHOT_TABLES),
-                strict=True,
-            )
-        )
+        read = dict(zip(names, pool.map(lambda t: _read(folder, files[t]), names), strict=True))
     for frame in read.values():
         if isinstance(frame, str):
             return Loaded(None, frame)
     frames: dict[str, Any] = dict(read)
     outcomes = frames.pop("outcomes")
+    parts = [frames.pop(name) for name in STATE_FILES if name in frames]
     dataset = Dataset(**frames, has_bank_statement=bool(record.get("has_bank_statement")))
-    return Loaded(Snapshot(dataset, outcomes), "verified")
+    state = None
+    if with_state:
+        from core.engine.incremental import state_from_arrays
+
+        arrays = {name: part.column(name) for part in parts for name in part.column_names}
+        state = state_from_arrays(dataset, int(record.get("families", -1)), arrays)
+    return Loaded(Snapshot(dataset, outcomes, state), "verified")

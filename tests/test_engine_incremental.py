@@ -356,3 +356,31 @@ def test_family_lookup_by_fingerprint_finds_every_family_of_a_seed_even_on_colli
     collided = replace(state, key_print=np.full_like(state.key_print, _fingerprints(seeds)[0]))
     everything = collided.families_of(seeds[:1])
     assert set(np.flatnonzero(everything)) == set(state.key_family.tolist())
+
+
+def test_a_state_written_as_arrays_reads_back_the_same_and_bad_arrays_are_refused(
+    world: tuple[Dataset, int],
+) -> None:
+    """`state_arrays` / `state_from_arrays` (the snapshot's state files) give back the state
+    build_state made for the same dataset; arrays that cannot describe it (another size,
+    a label out of range, an unsorted key index) give no state at all."""
+    from core.engine.incremental import state_arrays, state_from_arrays
+
+    dataset, _ = world
+    built = build_state(dataset)
+    arrays = state_arrays(built)
+    back = state_from_arrays(dataset, built.families, arrays)
+    assert back is not None
+    assert_same_state(back, built)
+    for table in FAMILY_JOINS:
+        assert (back.family[table] == built.family[table]).all()
+    family = arrays["family"].to_numpy()
+    prints = arrays["key_print"].to_numpy()
+    bad = [
+        (built.families, {**arrays, "family": pa.array(family[:-1])}),
+        (built.families - 1, arrays),
+        (built.families, {**arrays, "key_print": pa.array(prints[::-1].copy())}),
+        (built.families, {k: v for k, v in arrays.items() if k != "key_family"}),
+    ]
+    for families, broken in bad:
+        assert state_from_arrays(dataset, families, broken) is None

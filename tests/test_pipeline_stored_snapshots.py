@@ -18,7 +18,7 @@ from core.db.runs import CarryForward, complete_run, get_run, read_outcome_frame
 from core.engine import EngineParams
 from core.engine.cli import parse_as_of
 from core.pipeline import DayRunResult, reconcile_database, reconcile_day_into_db
-from core.snapshots import SNAPSHOT_TABLES
+from core.snapshots import SNAPSHOT_TABLES, STATE_FILES
 from tests.test_pipeline_incremental import IST, split_into_days
 
 PARAMS = EngineParams()
@@ -66,13 +66,15 @@ def test_a_day_reads_the_snapshot_its_base_run_left_and_equals_a_full_run(
         assert after.kind == "incremental"
         assert after.read_from == f"snapshot of run {before.run.run_id}"
         assert 0 < after.scope["reconciled"] < len(after.run.outcomes)
+        # The families came with the snapshot (its state files): the plan used them.
+        assert after.scope["family_index"] == 1
     with open_database(db_url) as conn:
         last = get_run(conn, results[-1].run.run_id)
         assert last is not None and last.snapshot is not None
         names = sorted(p.name for p in snapshots.iterdir())
         # Only the latest run's files are kept, one per table, named by run and hash.
         assert names == sorted(e["file"] for e in last.snapshot["files"].values())
-        assert len(names) == len(SNAPSHOT_TABLES)
+        assert len(names) == len(SNAPSHOT_TABLES) + len(STATE_FILES)
         assert all(n.startswith(f"run-{last.id}.") for n in names)
         # Its carried outcomes were copied from the base run: the stored run reads back
         # as the frame the engine gave, and as a full run over the raw tables.
@@ -177,3 +179,44 @@ def test_a_carry_forward_that_copies_another_count_fails_the_run_and_stores_noth
         pd.testing.assert_frame_equal(
             read_outcome_frame(conn, run_id), read_outcome_frame(conn, base.run.run_id)
         )
+
+
+def test_the_snapshot_keeps_the_families_and_a_tampered_state_file_is_refused(
+    days: tuple[list[Path], list[int]], tmp_path: Path
+) -> None:
+    """The IncrementalState a run leaves in its snapshot is the one build_state gives the
+    stored rows (same families, same key index); a state file with other bytes fails its
+    sha256 like any snapshot file, and the day reads the tables, still exact."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    from core.db.raw import latest_import
+    from core.engine.incremental import build_state
+    from core.snapshots import load_snapshot
+    from tests.test_engine_incremental import assert_same_state
+
+    folders, as_ofs = days
+    db, snapshots = str(tmp_path / "f.sqlite"), tmp_path / "snapshots"
+    for folder, as_of in zip(folders[:2], as_ofs[:2], strict=True):
+        _import(db, folder, as_of, snapshots)
+    with open_database(db) as conn:
+        run = get_run(conn, 2)
+        latest = latest_import(conn)
+        assert run is not None and latest is not None
+        loaded = load_snapshot(snapshots, run.snapshot, latest.id)
+    assert loaded.snapshot is not None and loaded.snapshot.state is not None
+    assert_same_state(loaded.snapshot.state, build_state(loaded.snapshot.dataset))
+    # One family label changed: valid Arrow, not the recorded bytes.
+    path = next(snapshots.glob("run-2.state_family.*.arrow"))
+    table = ipc.open_file(pa.memory_map(str(path))).read_all()
+    labels = table.column("family").to_numpy().copy()
+    labels[0] = labels[-1]
+    with pa.OSFile(str(path), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(pa.table({"family": labels}))
+    third = _import(db, folders[2], as_ofs[2], snapshots)
+    assert third.kind == "incremental"
+    assert third.read_from == f"tables ({path.name} does not match the sha256 its run recorded)"
+    assert third.scope["family_index"] == 0
+    with open_database(db) as conn:
+        stored = read_outcome_frame(conn, third.run.run_id)
+    pd.testing.assert_frame_equal(stored, _full_frame(db, as_ofs[2]))
