@@ -986,6 +986,51 @@ def _type_runs(outcomes: pd.DataFrame) -> dict[str, tuple[int, int]]:
     return result
 
 
+def _fixed_width(ids: pa.ChunkedArray) -> npt.NDArray[np.bytes_] | None:
+    """The ids as a numpy bytes array (dtype S<length>, a view of Arrow's buffer) when
+    every id has one length and no NUL byte (numpy's bytes compare like Arrow's sort,
+    byte by byte, unsigned, only without NULs); else None."""
+    array = ids.combine_chunks() if ids.num_chunks != 1 else ids.chunk(0)
+    if len(array) == 0 or array.null_count:
+        return None
+    if not pa.types.is_large_string(array.type):
+        array = array.cast(pa.large_string())
+    _, offsets_buffer, data_buffer = array.buffers()
+    offsets = np.frombuffer(offsets_buffer, dtype=np.int64)[
+        array.offset : array.offset + len(array) + 1
+    ]
+    width = int(offsets[1] - offsets[0])
+    if width <= 0 or data_buffer is None or not bool((np.diff(offsets) == width).all()):
+        return None
+    data = np.frombuffer(data_buffer, dtype=np.uint8)[int(offsets[0]) : int(offsets[-1])]
+    if not bool(data.all()):
+        return None
+    return data.view(f"S{width}")
+
+
+def _merge_sorted(
+    fresh: pa.ChunkedArray, previous: pa.ChunkedArray, carry: BoolArray
+) -> tuple[IntArray, BoolArray] | None:
+    """Where each fresh id goes among the carried previous ids (both sorted, disjoint),
+    without sorting them together: a binary search of the fresh ids in the previous run's
+    ids, counting the carried ones before. Returns (each fresh id's position in the
+    merged run, which merged positions are fresh), or None when the ids are not all of
+    one width or not strictly sorted (the caller sorts them together instead)."""
+    if len(fresh) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(int(carry.sum()), dtype=bool)
+    f, p = _fixed_width(fresh), _fixed_width(previous)
+    if f is None or p is None or f.dtype != p.dtype:
+        return None
+    if not (bool((f[1:] > f[:-1]).all()) and bool((p[1:] > p[:-1]).all())):
+        return None
+    rank = np.searchsorted(p, f, side="left")
+    before = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(carry, dtype=np.int64)])
+    at = np.arange(len(f), dtype=np.int64) + before[rank]
+    slots = np.zeros(len(f) + int(before[-1]), dtype=bool)
+    slots[at] = True
+    return at, slots
+
+
 def _combined(fresh: pd.DataFrame, previous: pd.DataFrame, carry: BoolArray) -> pd.DataFrame:
     """The fresh rows and the previous rows marked `carry` (each frame sorted by entity_type
     then entity_id; keys disjoint) in one frame sorted the same way, in byte order as
@@ -998,6 +1043,16 @@ def _combined(fresh: pd.DataFrame, previous: pd.DataFrame, carry: BoolArray) -> 
         f0, f1 = fresh_runs.get(entity_type, (0, 0))
         p0, p1 = previous_runs.get(entity_type, (0, 0))
         kept = p0 + np.flatnonzero(carry[p0:p1])
+        merged_order = _merge_sorted(
+            fresh_ids.slice(f0, f1 - f0), previous_ids.slice(p0, p1 - p0), carry[p0:p1]
+        )
+        if merged_order is not None:
+            at, slots = merged_order
+            piece = np.empty(len(slots), dtype=np.int64)
+            piece[at] = f0 + np.arange(f1 - f0, dtype=np.int64)
+            piece[~slots] = len(fresh) + kept
+            pieces.append(piece)
+            continue
         ids = pa.chunked_array(
             [
                 *fresh_ids.slice(f0, f1 - f0).chunks,
