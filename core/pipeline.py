@@ -525,6 +525,17 @@ def _bank_in_read_order(dataset: Dataset) -> Dataset:
     return replace(dataset, bank=bank.iloc[positions].reset_index(drop=True))
 
 
+def _replay_delta(stored: Dataset, outcomes: pd.DataFrame, delta: Any) -> tuple[Any, Any]:
+    """A day written as a snapshot delta (core.snapshots.Delta) replayed on the tables and
+    outcomes before it: the same merge and carry forward its run made (merge_rows, then
+    the bank lines in read order as its snapshot kept them; the fresh outcomes among the
+    carried ones)."""
+    from core.engine.incremental import combine_outcomes, merge_rows
+
+    merged, _ = merge_rows(stored, delta.day)
+    return _bank_in_read_order(merged), combine_outcomes(delta.fresh, outcomes, delta.carried)
+
+
 def _read_state(
     conn: sqlite3.Connection, base: Any, folder: Path | None
 ) -> tuple[Dataset, pd.DataFrame | None, Any, str]:
@@ -537,7 +548,9 @@ def _read_state(
 
     if base is not None and folder is not None:
         latest = latest_import(conn)
-        loaded = load_snapshot(folder, base.snapshot, None if latest is None else latest.id)
+        loaded = load_snapshot(
+            folder, base.snapshot, None if latest is None else latest.id, _replay_delta
+        )
         if loaded.snapshot is not None:
             snap = loaded.snapshot
             return snap.dataset, snap.outcomes, snap.state, f"snapshot of run {base.id}"
@@ -579,6 +592,7 @@ def reconcile_day_into_db(
     )
     from core.ingest import store_dataset
     from core.ingest.mappings import saved_mappings
+    from core.snapshots import wants_delta
 
     loaded = load_folder(folder, amount_unit, saved_mappings(conn))
     day = qualify_bank_lines(loaded.dataset, Path(folder).resolve().name)
@@ -595,6 +609,7 @@ def reconcile_day_into_db(
     timings = {**loaded.timings, "read_db_s": round(read - began, 3)}
     scope: dict[str, Any]
     carry: tuple[Any, pd.DataFrame] | None = None
+    delta: tuple[Any, Any, Any] | None = None  # (base record, fresh, carried)
     if reason is None:
         assert base is not None
         if previous is None:
@@ -609,6 +624,8 @@ def reconcile_day_into_db(
         base_id: int | None = base.id
         carry = _carry_plan(result, previous, base.id)
         state = result.state
+        if read_from.startswith("snapshot") and wants_delta(base.snapshot, day):
+            delta = (base.snapshot, result.fresh, result.carried)
     else:
         started = time.perf_counter()
         outcomes = reconcile(merged, params, as_of, pricing)
@@ -621,7 +638,10 @@ def reconcile_day_into_db(
         snapshot: Future[Any] | None = None
         if keep_in is not None:  # written on a thread while the run is stored
             writer = writing.enter_context(ThreadPoolExecutor(1, "snapshot"))
-            snapshot = writer.submit(_snapshot_files, keep_in, merged, outcomes, state)
+            if delta is not None and delta[1] is not None and delta[2] is not None:
+                snapshot = writer.submit(_delta_files, keep_in, day, delta, state)
+            else:
+                snapshot = writer.submit(_snapshot_files, keep_in, merged, outcomes, state)
             writing.callback(_discard_unnamed, snapshot)
         began = time.perf_counter()
         imported = store_dataset(
@@ -658,6 +678,19 @@ def _snapshot_files(
     try:
         state = state if state is not None else build_state(merged)
         return write_files(folder, _bank_in_read_order(merged), outcomes, state), began
+    except OSError:
+        return None, began
+
+
+def _delta_files(folder: Path, day: Dataset, delta: tuple[Any, Any, Any], state: Any) -> Any:
+    """The day's snapshot delta beside its base run's snapshot (core.snapshots
+    write_delta_files), written before the run has an id (None when it cannot be)."""
+    from core.snapshots import write_delta_files
+
+    began = time.perf_counter()
+    base, fresh, carried = delta
+    try:
+        return write_delta_files(folder, base, day, fresh, carried, state), began
     except OSError:
         return None, began
 

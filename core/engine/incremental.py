@@ -1083,6 +1083,17 @@ def _combined(fresh: pd.DataFrame, previous: pd.DataFrame, carry: BoolArray) -> 
     return pd.DataFrame(columns, columns=list(OUTCOME_COLUMNS))
 
 
+def combine_outcomes(
+    fresh: pd.DataFrame, previous: pd.DataFrame, carried: BoolArray
+) -> pd.DataFrame:
+    """The outcome frame a run gave from its fresh outcomes and the previous run's rows it
+    carried (IncrementalResult.fresh, .carried): its carry forward, again (a snapshot
+    delta's replay, core.snapshots)."""
+    if len(carried) != len(previous):
+        raise ValueError("the carried mask does not fit the previous outcomes")
+    return _combined(fresh, previous, carried)
+
+
 def reconcile_incremental(
     merged: Dataset,
     day: Dataset,
