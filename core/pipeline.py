@@ -639,7 +639,7 @@ def reconcile_day_into_db(
         if keep_in is not None:  # written on a thread while the run is stored
             writer = writing.enter_context(ThreadPoolExecutor(1, "snapshot"))
             if delta is not None and delta[1] is not None and delta[2] is not None:
-                snapshot = writer.submit(_delta_files, keep_in, day, delta, state)
+                snapshot = writer.submit(_delta_files, keep_in, day, delta, state, merged)
             else:
                 snapshot = writer.submit(_snapshot_files, keep_in, merged, outcomes, state)
             writing.callback(_discard_unnamed, snapshot)
@@ -682,14 +682,20 @@ def _snapshot_files(
         return None, began
 
 
-def _delta_files(folder: Path, day: Dataset, delta: tuple[Any, Any, Any], state: Any) -> Any:
+def _delta_files(
+    folder: Path, day: Dataset, delta: tuple[Any, Any, Any], state: Any, merged: Dataset
+) -> Any:
     """The day's snapshot delta beside its base run's snapshot (core.snapshots
-    write_delta_files), written before the run has an id (None when it cannot be)."""
+    write_delta_files), written before the run has an id (None when it cannot be); with
+    the state for `merged` (built here when the run had none: a snapshot from before the
+    state files)."""
+    from core.engine.incremental import build_state
     from core.snapshots import write_delta_files
 
     began = time.perf_counter()
     base, fresh, carried = delta
     try:
+        state = state if state is not None else build_state(merged)
         return write_delta_files(folder, base, day, fresh, carried, state), began
     except OSError:
         return None, began

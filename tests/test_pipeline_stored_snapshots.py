@@ -258,3 +258,27 @@ def test_deltas_are_compacted_into_a_whole_snapshot_and_every_day_stays_exact(
     assert third is not None and third.snapshot is not None
     names = {p.name for p in snapshots.iterdir()}
     assert all(n.startswith((f"run-{third.id}.", f"run-{results[3].run.run_id}.")) for n in names)
+
+
+def test_a_snapshot_without_state_files_is_used_and_the_next_day_gets_the_families(
+    days: tuple[list[Path], list[int]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A whole snapshot written without state files (as before they existed) is still read;
+    that day plans without families, writes its delta with a state built for its tables,
+    and the day after plans with them; both stay exact."""
+    import core.snapshots
+
+    folders, as_ofs = days
+    db, snapshots = str(tmp_path / "n.sqlite"), tmp_path / "snapshots"
+    with monkeypatch.context() as patched:
+        patched.setattr(core.snapshots, "_state_frames", lambda state: {})
+        first = _import(db, folders[0], as_ofs[0], snapshots)
+    assert not any(p.name.split(".")[1] in STATE_FILES for p in snapshots.iterdir())
+    second = _import(db, folders[1], as_ofs[1], snapshots)
+    third = _import(db, folders[2], as_ofs[2], snapshots)
+    assert second.read_from == f"snapshot of run {first.run.run_id}"
+    assert (second.scope["family_index"], third.scope["family_index"]) == (0, 1)
+    assert third.read_from == f"snapshot of run {second.run.run_id}"
+    with open_database(db) as conn:
+        stored = read_outcome_frame(conn, third.run.run_id)
+    pd.testing.assert_frame_equal(stored, _full_frame(db, as_ofs[2]))
