@@ -440,24 +440,25 @@ def _key_mask(outcomes: pd.DataFrame, keep: dict[str, Any]) -> np.ndarray[Any, n
 
 
 def _carry_plan(
-    outcomes: pd.DataFrame,
-    previous: pd.DataFrame,
-    keep: dict[str, Any],
-    stats: dict[str, Any],
-    base_id: int,
+    result: Any, previous: pd.DataFrame, base_id: int
 ) -> tuple[Any, pd.DataFrame] | None:
     """(CarryForward, the outcomes decided again) to store an incremental run as a copy of
     the base run's carried rows inside the database plus the fresh rows; None (store every
     row) when the counts do not add up to the engine's own (a run it did in full)."""
     from core.db.runs import CarryForward
 
-    fresh = _key_mask(outcomes, keep)
-    skipped = _key_mask(previous, keep)
+    outcomes, keep, stats = result.outcomes, result.plan.keep, result.stats
+    if result.fresh is not None and result.carried is not None:
+        # The engine's own split (no second probe of the 1M outcome ids).
+        fresh_rows, skipped = result.fresh, ~result.carried
+    else:
+        fresh = _key_mask(outcomes, keep)
+        fresh_rows, skipped = outcomes[fresh], _key_mask(previous, keep)
     carried = len(previous) - int(skipped.sum())
     if (
-        int(fresh.sum()) != stats.get("reconciled")
+        len(fresh_rows) != stats.get("reconciled")
         or carried != stats.get("carried_forward")
-        or int(fresh.sum()) + carried != len(outcomes)
+        or len(fresh_rows) + carried != len(outcomes)
     ):
         return None
     redecided = previous[skipped]
@@ -467,7 +468,7 @@ def _carry_plan(
         skip_ids=redecided["entity_id"].to_numpy(dtype=object).tolist(),
         expected=carried,
     )
-    return carry, outcomes[fresh]
+    return carry, fresh_rows
 
 
 def _persist_carried(
@@ -527,24 +528,39 @@ def _bank_in_read_order(dataset: Dataset) -> Dataset:
     return replace(dataset, bank=bank.iloc[positions].reset_index(drop=True))
 
 
+def _replay_delta(stored: Dataset, outcomes: pd.DataFrame, delta: Any) -> tuple[Any, Any]:
+    """A day written as a snapshot delta (core.snapshots.Delta) replayed on the tables and
+    outcomes before it: the same merge and carry forward its run made (merge_rows, then
+    the bank lines in read order as its snapshot kept them; the fresh outcomes among the
+    carried ones)."""
+    from core.engine.incremental import combine_outcomes, merge_rows
+
+    merged, _ = merge_rows(stored, delta.day)
+    return _bank_in_read_order(merged), combine_outcomes(delta.fresh, outcomes, delta.carried)
+
+
 def _read_state(
     conn: sqlite3.Connection, base: Any, folder: Path | None
-) -> tuple[Dataset, pd.DataFrame | None, str]:
-    """The raw tables and the base run's outcomes (None: read them from the tables when
-    needed): from the base run's snapshot when it is verified, else the tables; and where
-    they came from ('snapshot of run N', or 'tables (why not the snapshot)')."""
+) -> tuple[Dataset, pd.DataFrame | None, Any, str]:
+    """The raw tables, the base run's outcomes (None: read them from the tables when
+    needed) and its IncrementalState (None when the snapshot holds none): from the base
+    run's snapshot when it is verified, else the tables; and where they came from
+    ('snapshot of run N', or 'tables (why not the snapshot)')."""
     from core.db.raw import latest_import, read_dataset
     from core.snapshots import load_snapshot
 
     if base is not None and folder is not None:
         latest = latest_import(conn)
-        loaded = load_snapshot(folder, base.snapshot, None if latest is None else latest.id)
+        loaded = load_snapshot(
+            folder, base.snapshot, None if latest is None else latest.id, _replay_delta
+        )
         if loaded.snapshot is not None:
-            return loaded.snapshot.dataset, loaded.snapshot.outcomes, f"snapshot of run {base.id}"
+            snap = loaded.snapshot
+            return snap.dataset, snap.outcomes, snap.state, f"snapshot of run {base.id}"
         why = loaded.reason
     else:
         why = "no snapshot folder" if folder is None else "no base run"
-    return read_dataset(conn), None, f"tables ({why})"
+    return read_dataset(conn), None, None, f"tables ({why})"
 
 
 def reconcile_day_into_db(
@@ -579,6 +595,7 @@ def reconcile_day_into_db(
     )
     from core.ingest import store_dataset
     from core.ingest.mappings import saved_mappings
+    from core.snapshots import wants_delta
 
     loaded = load_folder(folder, amount_unit, saved_mappings(conn))
     day = qualify_bank_lines(loaded.dataset, Path(folder).resolve().name)
@@ -587,7 +604,7 @@ def reconcile_day_into_db(
     keep_in = snapshot_folder(conn, snapshots)
     began = time.perf_counter()
     base = latest_completed_run(conn)
-    stored, previous, read_from = _read_state(conn, base, keep_in)
+    stored, previous, state, read_from = _read_state(conn, base, keep_in)
     merged, replaced = merge_rows(stored, day)
     reason = "a full run was asked for" if full else None
     reason = reason or _full_run_reason(conn, base, params, pricing_hash, stored, merged)
@@ -595,21 +612,28 @@ def reconcile_day_into_db(
     timings = {**loaded.timings, "read_db_s": round(read - began, 3)}
     scope: dict[str, Any]
     carry: tuple[Any, pd.DataFrame] | None = None
+    delta: tuple[Any, Any, Any] | None = None  # (base record, fresh, carried)
     if reason is None:
         assert base is not None
         if previous is None:
             previous = read_outcome_frame(conn, base.id)
         timings["read_base_s"] = round(time.perf_counter() - read, 3)
         started = time.perf_counter()
-        result = reconcile_incremental(merged, day, replaced, previous, params, as_of, pricing)
+        result = reconcile_incremental(
+            merged, day, replaced, previous, params, as_of, pricing, state=state
+        )
         outcomes, scope, kind = result.outcomes, dict(result.stats), "incremental"
         timings.update(result.cpu_seconds)
         base_id: int | None = base.id
-        carry = _carry_plan(outcomes, previous, result.plan.keep, result.stats, base.id)
+        carry = _carry_plan(result, previous, base.id)
+        state = result.state
+        if read_from.startswith("snapshot") and wants_delta(base.snapshot, day):
+            delta = (base.snapshot, result.fresh, result.carried)
     else:
         started = time.perf_counter()
         outcomes = reconcile(merged, params, as_of, pricing)
         scope, kind, base_id = {"reason": reason}, "full", None
+        state = None  # built on the snapshot's thread, for the next day
     timings["reconcile_s"] = round(time.perf_counter() - started, 3)
     with ExitStack() as writing:
         if not is_postgres(conn):  # WAL pages moved to the file on another thread
@@ -617,7 +641,10 @@ def reconcile_day_into_db(
         snapshot: Future[Any] | None = None
         if keep_in is not None:  # written on a thread while the run is stored
             writer = writing.enter_context(ThreadPoolExecutor(1, "snapshot"))
-            snapshot = writer.submit(_snapshot_files, keep_in, merged, outcomes)
+            if delta is not None and delta[1] is not None and delta[2] is not None:
+                snapshot = writer.submit(_delta_files, keep_in, day, delta, state, merged)
+            else:
+                snapshot = writer.submit(_snapshot_files, keep_in, merged, outcomes, state)
             writing.callback(_discard_unnamed, snapshot)
         began = time.perf_counter()
         imported = store_dataset(
@@ -640,14 +667,39 @@ def reconcile_day_into_db(
     return DayRunResult(stored_run, kind, base_id, scope, read_from)
 
 
-def _snapshot_files(folder: Path, merged: Dataset, outcomes: pd.DataFrame) -> Any:
+def _snapshot_files(
+    folder: Path, merged: Dataset, outcomes: pd.DataFrame, state: Any = None
+) -> Any:
     """The run's snapshot files, written before the run has an id (None when the folder
-    cannot be written: the next day reads the tables)."""
+    cannot be written: the next day reads the tables), with the IncrementalState for
+    `merged` (the run's own, or built here after a full run: core.engine.incremental.
+    build_state) so the next day's plan starts from the families."""
+    from core.engine.incremental import build_state
     from core.snapshots import write_files
 
     began = time.perf_counter()
     try:
-        return write_files(folder, _bank_in_read_order(merged), outcomes), began
+        state = state if state is not None else build_state(merged)
+        return write_files(folder, _bank_in_read_order(merged), outcomes, state), began
+    except OSError:
+        return None, began
+
+
+def _delta_files(
+    folder: Path, day: Dataset, delta: tuple[Any, Any, Any], state: Any, merged: Dataset
+) -> Any:
+    """The day's snapshot delta beside its base run's snapshot (core.snapshots
+    write_delta_files), written before the run has an id (None when it cannot be); with
+    the state for `merged` (built here when the run had none: a snapshot from before the
+    state files)."""
+    from core.engine.incremental import build_state
+    from core.snapshots import write_delta_files
+
+    began = time.perf_counter()
+    base, fresh, carried = delta
+    try:
+        state = state if state is not None else build_state(merged)
+        return write_delta_files(folder, base, day, fresh, carried, state), began
     except OSError:
         return None, began
 

@@ -356,3 +356,74 @@ def test_family_lookup_by_fingerprint_finds_every_family_of_a_seed_even_on_colli
     collided = replace(state, key_print=np.full_like(state.key_print, _fingerprints(seeds)[0]))
     everything = collided.families_of(seeds[:1])
     assert set(np.flatnonzero(everything)) == set(state.key_family.tolist())
+
+
+def test_a_state_written_as_arrays_reads_back_the_same_and_bad_arrays_are_refused(
+    world: tuple[Dataset, int],
+) -> None:
+    """`state_arrays` / `state_from_arrays` (the snapshot's state files) give back the state
+    build_state made for the same dataset; arrays that cannot describe it (another size,
+    a label out of range, an unsorted key index) give no state at all."""
+    from core.engine.incremental import state_arrays, state_from_arrays
+
+    dataset, _ = world
+    built = build_state(dataset)
+    arrays = state_arrays(built)
+    back = state_from_arrays(dataset, built.families, arrays)
+    assert back is not None
+    assert_same_state(back, built)
+    for table in FAMILY_JOINS:
+        assert (back.family[table] == built.family[table]).all()
+    family = arrays["family"].to_numpy()
+    prints = arrays["key_print"].to_numpy()
+    bad = [
+        (built.families, {**arrays, "family": pa.array(family[:-1])}),
+        (int(family.max()), arrays),  # the largest label out of range
+        (built.families, {**arrays, "key_print": pa.array(prints[::-1].copy())}),
+        (built.families, {k: v for k, v in arrays.items() if k != "key_family"}),
+    ]
+    for families, broken in bad:
+        assert state_from_arrays(dataset, families, broken) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    ids=st.sets(
+        st.text(alphabet="AZaz09_\u00e9\u00ff", min_size=3, max_size=3).filter(
+            lambda t: len(t.encode()) == 4
+        ),
+        min_size=1,
+        max_size=60,
+    ),
+    picks=st.lists(st.integers(0, 2), min_size=60, max_size=60),
+)
+def test_fresh_ids_placed_among_carried_ids_by_binary_search_match_a_joint_sort(
+    ids: set[str], picks: list[int]
+) -> None:
+    """`_merge_sorted` (fixed-width ids, non-ASCII bytes included) puts every fresh id where
+    Arrow's byte-order sort of fresh and carried ids together puts it."""
+    import pyarrow.compute as pc
+
+    from core.engine.incremental import _merge_sorted
+
+    ordered = sorted(ids, key=lambda t: t.encode())
+    # 0: a previous id carried, 1: a previous id decided again (fresh), 2: a new fresh id.
+    kinds = picks[: len(ordered)]
+    previous = [t for t, k in zip(ordered, kinds, strict=True) if k in (0, 1)]
+    carry = np.array([k == 0 for k in kinds if k in (0, 1)], dtype=bool)
+    fresh = [t for t, k in zip(ordered, kinds, strict=True) if k in (1, 2)]
+    carried = [t for t, c in zip(previous, carry, strict=True) if c]
+    found = _merge_sorted(
+        pa.chunked_array([pa.array(fresh, pa.large_string())]),
+        pa.chunked_array([pa.array(previous, pa.large_string())]),
+        carry,
+    )
+    if not previous:
+        assert found is None or len(found[0]) == len(fresh)
+        return
+    assert found is not None
+    at, slots = found
+    both = pa.array(fresh + carried, pa.large_string())
+    expected = pc.sort_indices(both).to_numpy()
+    assert list(np.flatnonzero(expected < len(fresh))) == list(at)
+    assert list(np.flatnonzero(slots)) == list(at)

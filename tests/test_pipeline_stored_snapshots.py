@@ -18,7 +18,7 @@ from core.db.runs import CarryForward, complete_run, get_run, read_outcome_frame
 from core.engine import EngineParams
 from core.engine.cli import parse_as_of
 from core.pipeline import DayRunResult, reconcile_database, reconcile_day_into_db
-from core.snapshots import SNAPSHOT_TABLES
+from core.snapshots import DELTA_FILES, SNAPSHOT_TABLES, STATE_FILES
 from tests.test_pipeline_incremental import IST, split_into_days
 
 PARAMS = EngineParams()
@@ -66,14 +66,25 @@ def test_a_day_reads_the_snapshot_its_base_run_left_and_equals_a_full_run(
         assert after.kind == "incremental"
         assert after.read_from == f"snapshot of run {before.run.run_id}"
         assert 0 < after.scope["reconciled"] < len(after.run.outcomes)
+        # The families came with the snapshot (its state files): the plan used them.
+        assert after.scope["family_index"] == 1
     with open_database(db_url) as conn:
         last = get_run(conn, results[-1].run.run_id)
         assert last is not None and last.snapshot is not None
         names = sorted(p.name for p in snapshots.iterdir())
-        # Only the latest run's files are kept, one per table, named by run and hash.
-        assert names == sorted(e["file"] for e in last.snapshot["files"].values())
-        assert len(names) == len(SNAPSHOT_TABLES)
-        assert all(n.startswith(f"run-{last.id}.") for n in names)
+        # Only the files the latest run's record names are kept: the whole snapshot the
+        # full run left (one file per table), each later day as a delta beside it, and
+        # the latest state.
+        record = last.snapshot
+        whole = {t: e["file"] for t, e in record["files"].items()}
+        deltas = record["deltas"]
+        assert [sorted(d["files"]) for d in deltas] == [sorted(DELTA_FILES)] * 2
+        listed = [*whole.values(), *(e["file"] for d in deltas for e in d["files"].values())]
+        assert names == sorted(listed)
+        assert len(whole) == len(SNAPSHOT_TABLES) + len(STATE_FILES)
+        first = results[0].run.run_id
+        assert all(whole[t].startswith(f"run-{first}.") for t in SNAPSHOT_TABLES)
+        assert all(whole[t].startswith(f"run-{last.id}.") for t in STATE_FILES)
         # Its carried outcomes were copied from the base run: the stored run reads back
         # as the frame the engine gave, and as a full run over the raw tables.
         stored = read_outcome_frame(conn, last.id)
@@ -89,9 +100,10 @@ def test_a_tampered_snapshot_is_ignored_and_the_run_is_still_exact(
     db, snapshots = str(tmp_path / "t.sqlite"), tmp_path / "snapshots"
     for folder, as_of in zip(folders[:2], as_ofs[:2], strict=True):
         _import(db, folder, as_of, snapshots)
-    # An outcome altered in the snapshot (a matched payment made an exception): same file
-    # name, valid Arrow, but not the bytes its run recorded.
-    outcomes = next(snapshots.glob("run-2.outcomes.*.arrow"))
+    # An outcome altered in the snapshot (a matched payment made an exception; run 2's
+    # day is a delta: its fresh outcomes): same file name, valid Arrow, but not the bytes
+    # its run recorded.
+    outcomes = next(snapshots.glob("run-2.fresh.*.arrow"))
     frame = pd.read_feather(outcomes)
     frame.loc[0, "status"] = "EXCEPTION"
     frame.to_feather(outcomes)
@@ -177,3 +189,96 @@ def test_a_carry_forward_that_copies_another_count_fails_the_run_and_stores_noth
         pd.testing.assert_frame_equal(
             read_outcome_frame(conn, run_id), read_outcome_frame(conn, base.run.run_id)
         )
+
+
+def test_the_snapshot_keeps_the_families_and_a_tampered_state_file_is_refused(
+    days: tuple[list[Path], list[int]], tmp_path: Path
+) -> None:
+    """The IncrementalState a run leaves in its snapshot is the one build_state gives the
+    stored rows (same families, same key index); a state file with other bytes fails its
+    sha256 like any snapshot file, and the day reads the tables, still exact."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    from core.db.raw import latest_import
+    from core.engine.incremental import build_state
+    from core.pipeline import _replay_delta
+    from core.snapshots import load_snapshot
+    from tests.test_engine_incremental import assert_same_state
+
+    folders, as_ofs = days
+    db, snapshots = str(tmp_path / "f.sqlite"), tmp_path / "snapshots"
+    for folder, as_of in zip(folders[:2], as_ofs[:2], strict=True):
+        _import(db, folder, as_of, snapshots)
+    with open_database(db) as conn:
+        run = get_run(conn, 2)
+        latest = latest_import(conn)
+        assert run is not None and latest is not None
+        loaded = load_snapshot(snapshots, run.snapshot, latest.id, _replay_delta)
+    assert loaded.snapshot is not None and loaded.snapshot.state is not None
+    assert_same_state(loaded.snapshot.state, build_state(loaded.snapshot.dataset))
+    # One family label changed: valid Arrow, not the recorded bytes.
+    path = next(snapshots.glob("run-2.state_family.*.arrow"))
+    table = ipc.open_file(pa.memory_map(str(path))).read_all()
+    labels = table.column("family").to_numpy().copy()
+    labels[0] = labels[-1]
+    with pa.OSFile(str(path), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(pa.table({"family": labels}))
+    third = _import(db, folders[2], as_ofs[2], snapshots)
+    assert third.kind == "incremental"
+    assert third.read_from == f"tables ({path.name} does not match the sha256 its run recorded)"
+    assert third.scope["family_index"] == 0
+    with open_database(db) as conn:
+        stored = read_outcome_frame(conn, third.run.run_id)
+    pd.testing.assert_frame_equal(stored, _full_frame(db, as_ofs[2]))
+
+
+def test_deltas_are_compacted_into_a_whole_snapshot_and_every_day_stays_exact(
+    days: tuple[list[Path], list[int]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With at most one delta allowed, the day after a delta writes the whole snapshot
+    again (the older runs' files removed); every day (each one read from a whole snapshot
+    or a replayed delta) stores what its engine gave, and the last equals a full run."""
+    import core.snapshots
+
+    monkeypatch.setattr(core.snapshots, "COMPACT_AFTER", 1)
+    folders, as_ofs = days
+    db, snapshots = str(tmp_path / "c.sqlite"), tmp_path / "snapshots"
+    results = [_import(db, f, a, snapshots) for f, a in zip(folders, as_ofs, strict=True)]
+    assert [r.kind for r in results] == ["full", "incremental", "incremental", "incremental"]
+    with open_database(db) as conn:
+        records = [get_run(conn, r.run.run_id) for r in results]
+        for result in results[1:]:
+            stored = read_outcome_frame(conn, result.run.run_id)
+            pd.testing.assert_frame_equal(stored, result.run.outcomes)
+    shapes = [len((r.snapshot or {}).get("deltas") or []) if r else -1 for r in records]
+    assert shapes == [0, 1, 0, 1]  # whole, delta, whole again, delta
+    pd.testing.assert_frame_equal(results[-1].run.outcomes, _full_frame(db, as_ofs[-1]))
+    third = records[2]
+    assert third is not None and third.snapshot is not None
+    names = {p.name for p in snapshots.iterdir()}
+    assert all(n.startswith((f"run-{third.id}.", f"run-{results[3].run.run_id}.")) for n in names)
+
+
+def test_a_snapshot_without_state_files_is_used_and_the_next_day_gets_the_families(
+    days: tuple[list[Path], list[int]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A whole snapshot written without state files (as before they existed) is still read;
+    that day plans without families, writes its delta with a state built for its tables,
+    and the day after plans with them; both stay exact."""
+    import core.snapshots
+
+    folders, as_ofs = days
+    db, snapshots = str(tmp_path / "n.sqlite"), tmp_path / "snapshots"
+    with monkeypatch.context() as patched:
+        patched.setattr(core.snapshots, "_state_frames", lambda state: {})
+        first = _import(db, folders[0], as_ofs[0], snapshots)
+    assert not any(p.name.split(".")[1] in STATE_FILES for p in snapshots.iterdir())
+    second = _import(db, folders[1], as_ofs[1], snapshots)
+    third = _import(db, folders[2], as_ofs[2], snapshots)
+    assert second.read_from == f"snapshot of run {first.run.run_id}"
+    assert (second.scope["family_index"], third.scope["family_index"]) == (0, 1)
+    assert third.read_from == f"snapshot of run {second.run.run_id}"
+    with open_database(db) as conn:
+        stored = read_outcome_frame(conn, third.run.run_id)
+    pd.testing.assert_frame_equal(stored, _full_frame(db, as_ofs[2]))
