@@ -199,7 +199,8 @@ def build_frame(
     kinds = {c.name: c.kind for c in spec.columns}
     columns: dict[str, pa.Array] = {}
     for name, values in raw.columns.items():
-        log.cells(name, convert.nul_cells(values))
+        if not raw.nul_free:
+            log.cells(name, convert.nul_cells(values))
         # A numeric column that casts cleanly has nothing to trim (and the cast is kept).
         numeric = kinds.get(name) in ("money", "time") and casts(values) is not None
         columns[name] = values if numeric else convert.clean_strings(values)

@@ -69,6 +69,9 @@ class RawTable:
     header_line: int
     line_finder: Callable[[], npt.NDArray[np.int64]]
     aliased: bool = False  # some header was a dashboard name mapped to an API field
+    # No cell can hold a NUL: the file's bytes were searched before parsing (CSV has no
+    # escapes), so the per-cell NUL search is skipped.
+    nul_free: bool = False
     _lines: npt.NDArray[np.int64] | None = field(default=None, repr=False)
 
     def lines(self) -> npt.NDArray[np.int64]:
@@ -370,6 +373,7 @@ def read_csv_table(
         header_line=header_line,
         line_finder=find_lines,
         aliased=aliased,
+        nul_free=True,  # refused above when the file holds a NUL byte
     )
 
 
