@@ -9,7 +9,13 @@ import pyarrow.compute as pc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.engine.columns import arrow, sort_text, text_sort_key
+from core.engine.columns import (
+    _lookup_few,
+    arrow,
+    lookup,
+    sort_text,
+    text_sort_key,
+)
 from core.engine.part import TextRef, _sort_order
 from core.ingest.entities import string_series
 
@@ -88,3 +94,18 @@ def test_a_parsed_text_column_becomes_one_chunk_and_is_read_without_a_copy() -> 
     first = arrow(series)
     assert first.to_pylist() == ["a", None, "b"]
     assert arrow(series).buffers()[2].address == first.buffers()[2].address
+
+
+@settings(deadline=None)
+@given(
+    st.lists(st.one_of(st.none(), st.text(alphabet="abc", max_size=3)), max_size=8),
+    st.lists(st.one_of(st.none(), st.text(alphabet="abc", max_size=3)), max_size=120),
+)
+def test_a_lookup_of_few_values_in_many_keys_is_arrows_index_in(
+    values: list[str | None], keys: list[str | None]
+) -> None:
+    value_array = pa.array(values, type=pa.large_string())
+    key_array = pa.array(keys, type=pa.large_string())
+    expected = pc.index_in(value_array, value_set=key_array).fill_null(-1).to_pylist()
+    assert lookup(value_array, key_array).tolist() == expected
+    assert _lookup_few(value_array, key_array).tolist() == expected

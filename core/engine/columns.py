@@ -48,10 +48,33 @@ def text(values: pd.Series | pa.Array | pa.ChunkedArray) -> pa.Array:
     return array
 
 
+# A lookup of values this many times fewer than the keys hashes the values instead.
+FEW_VALUES_RATIO = 8
+
+
 def lookup(values: pd.Series | pa.Array, keys: pd.Series | pa.Array) -> IntArray:
-    """Position of each value in `keys` (first occurrence), -1 when absent or null."""
-    found = pc.index_in(text(values), value_set=text(keys)).fill_null(-1)
+    """Position of each value in `keys` (first occurrence), -1 when absent; Arrow's
+    `index_in` semantics (a null value finds the first null key, if any)."""
+    value_array, key_array = text(values), text(keys)
+    if len(value_array) * FEW_VALUES_RATIO < len(key_array):
+        return _lookup_few(value_array, key_array)
+    found = pc.index_in(value_array, value_set=key_array).fill_null(-1)
     result: IntArray = found.to_numpy(zero_copy_only=False).astype(np.int64)
+    return result
+
+
+def _lookup_few(values: pa.Array, keys: pa.Array) -> IntArray:
+    """`lookup` of few values in many keys: Arrow's hash table is built over the values
+    (1,000 dispute payment ids in 1M payments: 0.5 CPU s as index_in over the keys)."""
+    hit = pc.index_in(keys, value_set=values).fill_null(-1).to_numpy(zero_copy_only=False)
+    key_rows = np.flatnonzero(hit >= 0)
+    # For each value's first position, the first key holding it (key_rows ascend).
+    value_first, first_hit = np.unique(hit[key_rows], return_index=True)
+    first_key = np.full(len(values), -1, dtype=np.int64)
+    first_key[value_first] = key_rows[first_hit]
+    # Every value by its first equal value's position (repeats and nulls share one).
+    same = pc.index_in(values, value_set=values).fill_null(-1).to_numpy(zero_copy_only=False)
+    result: IntArray = np.where(same >= 0, first_key[np.maximum(same, 0)], -1).astype(np.int64)
     return result
 
 
@@ -183,10 +206,17 @@ def text_sort_key(values: pa.Array) -> npt.NDArray[np.uint64]:
     order) implies key(a) <= key(b), and key(a) < key(b) implies a < b; equal keys decide
     nothing (the caller compares those cells in full). No nulls."""
     starts, lengths, data = _text_bytes(values)
+    if len(values) == 0:
+        return np.zeros(0, dtype=np.uint64)
+    return _key_after(values, _shared_prefix(data, starts, lengths))
+
+
+def _key_after(values: pa.Array, skip: int) -> npt.NDArray[np.uint64]:
+    """Each cell's KEY_BYTES bytes from byte `skip` on, big-endian, zero-padded."""
+    starts, lengths, data = _text_bytes(values)
     key = np.zeros(len(values), dtype=np.uint64)
     if len(values) == 0:
         return key
-    skip = _shared_prefix(data, starts, lengths)
     width = int(lengths[0])
     if (lengths == width).all():
         # Every cell as long (ids usually are): the cells are rows of one byte matrix.
