@@ -165,15 +165,19 @@ MAX_SHARED_PREFIX = 32
 def _text_bytes(values: pa.Array) -> tuple[IntArray, IntArray, npt.NDArray[np.uint8]]:
     """(start, length) of each cell and the data bytes of a string array, read in place."""
     _, offsets_buffer, data_buffer = values.buffers()
-    width = np.int64 if pa.types.is_large_string(values.type) else np.int32
-    offsets = np.frombuffer(offsets_buffer, dtype=width)
-    offsets = offsets[values.offset : values.offset + len(values) + 1].astype(np.int64)
-    data = (
+    data: npt.NDArray[np.uint8] = (
         np.frombuffer(data_buffer, dtype=np.uint8)
         if data_buffer is not None
         else np.zeros(0, dtype=np.uint8)
     )
-    return offsets[:-1], np.diff(offsets), data
+    if offsets_buffer is None or len(values) == 0:
+        empty: IntArray = np.zeros(len(values), dtype=np.int64)
+        return empty, empty.copy(), data
+    width = np.int64 if pa.types.is_large_string(values.type) else np.int32
+    raw = np.frombuffer(offsets_buffer, dtype=width)
+    offsets: IntArray = raw[values.offset : values.offset + len(values) + 1].astype(np.int64)
+    lengths: IntArray = np.diff(offsets)
+    return offsets[:-1], lengths, data
 
 
 def _byte_at(
