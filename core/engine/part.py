@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from core.dataset import OUTCOME_COLUMNS
 from core.engine import codes as C
-from core.engine.columns import IntArray
+from core.engine.columns import IntArray, sort_text
 from core.errors import InputError, Problem
 
 PENDING_REASONS: tuple[str, ...] = (
@@ -146,14 +146,21 @@ def _sort_order(ref: TextRef) -> tuple[IntArray, pa.Array]:
     """The permutation that sorts the part by entity_id, and the sorted ids."""
     if ref.rows is None or len(ref.rows) < len(ref.source) // 4:
         ids = ref.resolve()
-        order: IntArray = pc.sort_indices(ids).to_numpy().astype(np.int64)
+        order: IntArray = sort_text(ids)
         return order, ids.take(pa.array(order))
     # Rank the whole source once, then order the selected rows by rank: one string sort
     # and one take instead of take, sort, take.
-    source_order = pc.sort_indices(ref.source).to_numpy().astype(np.int64)
+    source_order = sort_text(ref.source)
     rank = np.empty(len(ref.source), dtype=np.int64)
     rank[source_order] = np.arange(len(ref.source), dtype=np.int64)
-    order = np.argsort(rank[ref.rows], kind="stable").astype(np.int64)
+    selected = rank[ref.rows]
+    # Distinct rows (the usual case) are placed by rank in one pass, no second sort; rows
+    # named twice (or -1) fall back to the stable sort.
+    place = np.full(len(ref.source), -1, dtype=np.int64)
+    place[selected] = np.arange(len(selected), dtype=np.int64)
+    order = place[place >= 0]
+    if len(order) != len(selected) or (ref.rows < 0).any():
+        order = np.argsort(selected, kind="stable").astype(np.int64)
     return order, ref.resolve(order)
 
 

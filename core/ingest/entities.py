@@ -67,7 +67,12 @@ class ProblemLog:
         return found
 
 
-def string_series(values: pa.Array) -> pd.Series:
+def string_series(values: pa.Array | pa.ChunkedArray) -> pd.Series:
+    """A text column as a pandas string Series over ONE Arrow chunk. A CSV parse leaves a
+    chunk per 1 MiB block (336 for 1M wide payments); the engine needs whole arrays, and
+    every look at a many-chunk column concatenated (copied) it again."""
+    if isinstance(values, pa.ChunkedArray) and values.num_chunks > 1:
+        values = values.combine_chunks()
     return pd.Series(values.to_pandas(types_mapper={pa.string(): STRING_DTYPE}.get))
 
 
@@ -194,7 +199,8 @@ def build_frame(
     kinds = {c.name: c.kind for c in spec.columns}
     columns: dict[str, pa.Array] = {}
     for name, values in raw.columns.items():
-        log.cells(name, convert.nul_cells(values))
+        if not raw.nul_free:
+            log.cells(name, convert.nul_cells(values))
         # A numeric column that casts cleanly has nothing to trim (and the cast is kept).
         numeric = kinds.get(name) in ("money", "time") and casts(values) is not None
         columns[name] = values if numeric else convert.clean_strings(values)

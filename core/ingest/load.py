@@ -37,6 +37,7 @@ from core.ingest.readers import (
     read_csv_table,
     read_json_table,
     read_sheet_table,
+    scan_file,
 )
 from core.ingest.recon_rows import cross_check_settlements, split_recon_rows
 from core.ingest.report import FileReport, ImportReport
@@ -128,7 +129,9 @@ def _wanted(spec: TableSpec) -> list[str]:
     return [c.name for c in spec.columns] + list(EXTRA_COLUMNS.get(spec.kind, ()))
 
 
-def _read_entity_file(spec: TableSpec, path: Path, data: bytes) -> RawTable:
+def _read_entity_file(
+    spec: TableSpec, path: Path, data: bytes, has_nul: bool | None = None
+) -> RawTable:
     wanted = _wanted(spec)
     notes = [c.name for c in spec.columns if c.kind == "notes"]
     aliases = ALIASES.get(spec.kind)
@@ -138,7 +141,9 @@ def _read_entity_file(spec: TableSpec, path: Path, data: bytes) -> RawTable:
     if suffix in (".xlsx", ".xls"):
         return read_sheet_table(path.name, data, wanted, aliases, fmt=suffix[1:])
     # CSV: Arrow streams the file itself (data is b"": the bytes were never read whole).
-    return read_csv_table(path.name, path, wanted, reread=path.read_bytes, aliases=aliases)
+    return read_csv_table(
+        path.name, path, wanted, reread=path.read_bytes, aliases=aliases, has_nul=has_nul
+    )
 
 
 @dataclass(frozen=True)
@@ -158,15 +163,14 @@ class _FileResult:
     reversal_links: tuple[tuple[str, str], ...] = ()  # (rvrsl_ id, trf_ id) from a reversals file
 
 
-def _file_sha256(path: Path) -> str:
-    with path.open("rb") as stream:
-        return hashlib.file_digest(stream, "sha256").hexdigest()
-
-
 def _load_entity_file(spec: TableSpec, path: Path, amount_unit: str) -> _FileResult:
     streamed = path.suffix.lower() == ".csv"  # read by Arrow from the file, in blocks
     data = b"" if streamed else path.read_bytes()
-    sha = _file_sha256(path) if streamed else hashlib.sha256(data).hexdigest()
+    has_nul = None
+    if streamed:  # one read of the file hashes it and looks for NUL bytes (Arrow reads it next)
+        sha, has_nul = scan_file(path)
+    else:
+        sha = hashlib.sha256(data).hexdigest()
     attribute = DATASET_FIELD[spec.kind]
     routed: list[tuple[str, pd.DataFrame]] = []
     problems: list[Problem] = []
@@ -179,7 +183,7 @@ def _load_entity_file(spec: TableSpec, path: Path, amount_unit: str) -> _FileRes
                 problems.extend(extra_problems)
                 routed.append((DATASET_FIELD[extra_spec.kind], extra_frame))
         else:
-            table = _read_entity_file(spec, path, data)
+            table = _read_entity_file(spec, path, data, has_nul)
     except ReadFailure as failure:
         return _FileResult(attribute, path.name, sha, None, None, failure.problems)
     del data  # parsed: free the bytes before the columns are converted
@@ -320,6 +324,12 @@ def load_dataset(
     """
     if amount_unit not in UNITS:
         raise ConfigError(f"amount unit must be one of {', '.join(UNITS)}, not {amount_unit!r}")
+    if overlap_large_files:
+        # Speed over memory: jemalloc keeps its freed pages for reuse (its default decay).
+        # Returning them at once made the 1M wide load fault 3.6 GB of pages in (4.0-6.7
+        # system CPU s) against 2.0-2.3 GB kept (2.4 s), for 20 MB more peak
+        # (docs/benchmark.md, "Whole process on wide data").
+        return _load_dataset(folder, amount_unit, bank_mappings, overlap_large_files)
     with _freed_memory_returned_at_once():
         return _load_dataset(folder, amount_unit, bank_mappings, overlap_large_files)
 

@@ -8,6 +8,7 @@ when a problem needs them: on the happy path the CSV is parsed once, by Arrow.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import re
@@ -68,6 +69,9 @@ class RawTable:
     header_line: int
     line_finder: Callable[[], npt.NDArray[np.int64]]
     aliased: bool = False  # some header was a dashboard name mapped to an API field
+    # No cell can hold a NUL: the file's bytes were searched before parsing (CSV has no
+    # escapes), so the per-cell NUL search is skipped.
+    nul_free: bool = False
     _lines: npt.NDArray[np.int64] | None = field(default=None, repr=False)
 
     def lines(self) -> npt.NDArray[np.int64]:
@@ -239,11 +243,29 @@ def read_sheet_table(
 
 def file_has_nul(path: Path) -> bool:
     """Whether a file holds a NUL byte, read 1 MB at a time (never the whole file at once)."""
-    with path.open("rb") as stream:
-        while chunk := stream.read(STREAM_CHUNK_BYTES):
-            if b"\0" in chunk:
-                return True
-    return False
+    return scan_file(path, hashing=False)[1]
+
+
+def scan_file(
+    path: Path, *, hashing: bool = True, chunk_bytes: int = STREAM_CHUNK_BYTES
+) -> tuple[str, bool]:
+    """(sha256 hex digest, whether it holds a NUL byte) of a file, read once, `chunk_bytes` at
+    a time into one reused buffer (never the whole file at once). The digest is '' when not
+    `hashing`; without it the scan stops at the first NUL."""
+    digest = hashlib.sha256() if hashing else None
+    has_nul = False
+    buffer = bytearray(chunk_bytes)
+    view = memoryview(buffer)
+    with path.open("rb", buffering=0) as stream:
+        while size := stream.readinto(buffer):
+            chunk = view[:size]
+            has_nul = has_nul or buffer.find(b"\0", 0, size) >= 0
+            if digest is None:
+                if has_nul:
+                    break
+                continue
+            digest.update(chunk)
+    return ("" if digest is None else digest.hexdigest()), has_nul
 
 
 def text_columns(written: dict[str, str], keep: list[str]) -> pa_csv.ConvertOptions:
@@ -264,17 +286,20 @@ def read_csv_table(
     wanted: Sequence[str],
     reread: Callable[[], bytes] | None = None,
     aliases: Mapping[str, str] | None = None,
+    *,
+    has_nul: bool | None = None,
 ) -> RawTable:
     """Parse a CSV whose header holds API field names; keep the `wanted` columns as strings.
 
     Arrow parses the bytes (and validates UTF-8); the whole text is decoded in Python only
     when a problem needs line numbers. `reread` gives the bytes again for that, so the caller
-    need not keep a large file in memory while its columns are converted.
+    need not keep a large file in memory while its columns are converted. has_nul: whether the
+    file at `data` holds a NUL byte, when the caller has scanned it already (`scan_file`).
     """
     if isinstance(data, Path):
         # Streamed from the file: its bytes are never held whole while Arrow parses them.
         path = data
-        if file_has_nul(path):
+        if file_has_nul(path) if has_nul is None else has_nul:
             refuse_nul(file, path.read_bytes())
         with path.open("rb") as stream:
             first = stream.read(HEADER_PROBE_BYTES)
@@ -348,6 +373,7 @@ def read_csv_table(
         header_line=header_line,
         line_finder=find_lines,
         aliased=aliased,
+        nul_free=True,  # refused above when the file holds a NUL byte
     )
 
 

@@ -1,0 +1,26 @@
+"""Reading a CSV file once for its sha256 and its NUL check (core.ingest.readers.scan_file)
+against hashlib and a plain search."""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.ingest.readers import file_has_nul, scan_file
+
+
+@settings(deadline=None)
+@given(st.binary(max_size=300), st.integers(1, 64), st.booleans())
+def test_one_read_of_a_file_gives_its_sha256_and_whether_it_holds_a_nul(
+    content: bytes, chunk: int, hashing: bool
+) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "payments.csv"
+        path.write_bytes(content)
+        digest, has_nul = scan_file(path, hashing=hashing, chunk_bytes=chunk)
+        assert has_nul == (b"\0" in content) == file_has_nul(path)
+        assert digest == (hashlib.sha256(content).hexdigest() if hashing else "")
