@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
+
+from tests.conftest import SPEC_EXAMPLE
 
 ROOT = Path(__file__).resolve().parent.parent
 SQL_CALL = re.compile(r"\.(execute|executemany|executescript)\(|read_sql|to_sql\(")
@@ -187,3 +191,28 @@ def test_ui_and_pages_import_core_plainly() -> None:
                 if imports_importlib or name in ("import_module", "__import__", "module"):
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert offenders == []
+
+
+def test_a_reconcile_on_sqlite_imports_no_postgresql_driver(tmp_path: Path) -> None:
+    """psycopg takes ~0.2 s to import; the command line on SQLite files never needs it."""
+    db = tmp_path / "r.sqlite"
+    code = (
+        "import sys; from core.__main__ import main; "
+        "code = main(['reconcile', sys.argv[1], '--db', sys.argv[2], '--out', sys.argv[3]]); "
+        "print(code, 'psycopg' in sys.modules)"
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            str(SPEC_EXAMPLE / "dataset"),
+            str(db),
+            str(tmp_path / "r.csv"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.stdout.strip().splitlines()[-1] == "0 False", done.stderr

@@ -22,6 +22,7 @@ and triggers refuse those statements for every role (migration 0090).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sqlite3
@@ -145,20 +146,20 @@ def translate(sql: str) -> str:
     return done
 
 
-def _numeric_loader_base() -> Any:
+@functools.cache
+def _integral_numeric_loader() -> Any:
+    """A loader for numeric values: int when integral (sums of paise), else float (averages).
+    Made on first use, so that commands on SQLite never import psycopg (~0.2 s)."""
     from psycopg.types.numeric import NumericLoader
 
-    return NumericLoader
+    class IntegralNumericLoader(NumericLoader):
+        def load(self, data: Any) -> Any:
+            value = super().load(data)
+            if value == value.to_integral_value():
+                return int(value)
+            return float(value)
 
-
-class _IntegralNumericLoader(_numeric_loader_base()):  # type: ignore[misc]
-    """numeric values: int when integral (sums of paise), else float (averages)."""
-
-    def load(self, data: Any) -> Any:
-        value = super().load(data)
-        if value == value.to_integral_value():
-            return int(value)
-        return float(value)
+    return IntegralNumericLoader
 
 
 class PgCursor:
@@ -244,7 +245,7 @@ class PgConnection:
         self.url = plain_url(url)
         self._conn = psycopg.connect(self.url, autocommit=True, row_factory=_row_factory)
         # sum() of integers is numeric in PostgreSQL: an int again, as SQLite gives it.
-        self._conn.adapters.register_loader("numeric", _IntegralNumericLoader)
+        self._conn.adapters.register_loader("numeric", _integral_numeric_loader())
         self._depth = 0
         self.row_factory: Any = None  # accepted and ignored: rows are always PgRow
 
