@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from core.benchmark import generate
 from core.db import connect, migrate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -199,3 +200,19 @@ def database_rows(db_url: str) -> dict[str, list[tuple[object, ...]]]:
         }
     finally:
         conn.close()
+
+
+@pytest.fixture(scope="session")
+def benchmark_5k(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The seeded 5,000-payment benchmark (seed 42), made once per test process: read only."""
+    out = tmp_path_factory.mktemp("benchmark-5k")
+    generate(out, payments=5000, seed=42)
+    return out
+
+
+@pytest.fixture(scope="session")
+def benchmark_1500(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A smaller seeded benchmark (1,500 payments, seed 7), made once per process: read only."""
+    out = tmp_path_factory.mktemp("benchmark-1500")
+    generate(out, payments=1500, seed=7)
+    return out

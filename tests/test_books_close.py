@@ -5,10 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from core.audit import AuditFilter, query
-from core.benchmark import generate
 from core.books.close import PRIOR_PERIOD, books_view, close_month, closed_months
 from core.books.rollforward import month_rollforward
 from core.books.store import stored_events
@@ -20,19 +17,12 @@ from tests.engine_support import ts
 AS_OF = ts("2026-06-30T23:59:59+05:30")
 
 
-@pytest.fixture(scope="module")
-def benchmark_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("bench")
-    generate(out, payments=1500, seed=7)
-    return out
-
-
 def test_a_closed_month_stays_as_closed_and_later_data_is_a_prior_period_adjustment(
-    benchmark_dir: Path, db_url: str
+    benchmark_1500: Path, db_url: str
 ) -> None:
     conn = connect(db_url)
     try:
-        reconcile_folder_into_db(conn, benchmark_dir, params=EngineParams(), as_of=AS_OF)
+        reconcile_folder_into_db(conn, benchmark_1500, params=EngineParams(), as_of=AS_OF)
         events = stored_events(conn)
         may = close_month(conn, events, "2026-05", actor="admin@example.com", request_id="c1")
         again = close_month(conn, events, "2026-05", actor="someone", request_id="c2")
@@ -63,11 +53,11 @@ def test_a_closed_month_stays_as_closed_and_later_data_is_a_prior_period_adjustm
 
 
 def test_an_open_month_after_an_open_month_has_no_prior_period_line(
-    benchmark_dir: Path, db_url: str
+    benchmark_1500: Path, db_url: str
 ) -> None:
     conn = connect(db_url)
     try:
-        reconcile_folder_into_db(conn, benchmark_dir, params=EngineParams(), as_of=AS_OF)
+        reconcile_folder_into_db(conn, benchmark_1500, params=EngineParams(), as_of=AS_OF)
         events = stored_events(conn)
         view = books_view(events, "2026-06", closed_months(conn))
     finally:
@@ -77,7 +67,7 @@ def test_an_open_month_after_an_open_month_has_no_prior_period_line(
 
 
 def test_close_report_cli_writes_a_bundle_and_a_pdf(
-    benchmark_dir: Path, db_url: str, tmp_path: Path
+    benchmark_1500: Path, db_url: str, tmp_path: Path
 ) -> None:
     import zipfile
 
@@ -85,7 +75,7 @@ def test_close_report_cli_writes_a_bundle_and_a_pdf(
 
     conn = connect(db_url)
     try:
-        reconcile_folder_into_db(conn, benchmark_dir, params=EngineParams(), as_of=AS_OF)
+        reconcile_folder_into_db(conn, benchmark_1500, params=EngineParams(), as_of=AS_OF)
         close_month(conn, stored_events(conn), "2026-05", actor="admin", request_id="r")
     finally:
         conn.close()
@@ -111,7 +101,7 @@ def test_close_report_cli_writes_a_bundle_and_a_pdf(
 
 
 def test_every_close_report_csv_reads_in_rupees_with_the_paise_after(
-    benchmark_dir: Path, db_url: str
+    benchmark_1500: Path, db_url: str
 ) -> None:
     import csv
     import io
@@ -121,7 +111,7 @@ def test_every_close_report_csv_reads_in_rupees_with_the_paise_after(
 
     conn = connect(db_url)
     try:
-        reconcile_folder_into_db(conn, benchmark_dir, params=EngineParams(), as_of=AS_OF)
+        reconcile_folder_into_db(conn, benchmark_1500, params=EngineParams(), as_of=AS_OF)
         report = build_report(conn, "2026-05")
     finally:
         conn.close()

@@ -11,7 +11,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from core.benchmark import generate
 from core.books.close import books_view, close_month, closed_months
 from core.books.ledger import (
     FullEvents,
@@ -31,20 +30,6 @@ from core.pipeline import reconcile_database, reconcile_day_into_db, reconcile_f
 from tests.engine_support import ts
 
 AS_OF = ts("2026-06-30T23:59:59+05:30")
-
-
-@pytest.fixture(scope="module")
-def benchmark_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("bench")
-    generate(out, payments=5000, seed=42)
-    return out
-
-
-@pytest.fixture(scope="module")
-def small_benchmark(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("bench-small")
-    generate(out, payments=1500, seed=7)
-    return out
 
 
 def _assert_same_books(conn: sqlite3.Connection) -> int:
@@ -87,11 +72,11 @@ def _remove_behind_the_engines_back(conn: sqlite3.Connection) -> None:
 
 
 def test_the_stored_ledger_gives_todays_books_and_close_report_for_every_month(
-    benchmark_dir: Path, db_url: str
+    benchmark_5k: Path, db_url: str
 ) -> None:
     conn = connect(db_url)
     try:
-        reconcile_folder_into_db(conn, benchmark_dir, params=EngineParams(), as_of=AS_OF)
+        reconcile_folder_into_db(conn, benchmark_5k, params=EngineParams(), as_of=AS_OF)
         assert _assert_same_books(conn) == 0  # the benchmark ties out: no residual
         _remove_behind_the_engines_back(conn)
         assert not ledger_status(conn).current
@@ -102,11 +87,11 @@ def test_the_stored_ledger_gives_todays_books_and_close_report_for_every_month(
 
 
 def test_closing_a_month_from_the_stored_ledger_freezes_todays_figures(
-    small_benchmark: Path, db_url: str
+    benchmark_1500: Path, db_url: str
 ) -> None:
     conn = connect(db_url)
     try:
-        reconcile_folder_into_db(conn, small_benchmark, params=EngineParams(), as_of=AS_OF)
+        reconcile_folder_into_db(conn, benchmark_1500, params=EngineParams(), as_of=AS_OF)
         _remove_behind_the_engines_back(conn)
         rebuild_ledger(conn)
         events = stored_events(conn)
@@ -132,11 +117,11 @@ def _payment(conn: sqlite3.Connection) -> tuple[str, int]:
 
 
 def test_a_row_changed_behind_the_engines_back_is_reported_stale_and_never_used(
-    small_benchmark: Path, db_url: str
+    benchmark_1500: Path, db_url: str
 ) -> None:
     conn = connect(db_url)
     try:
-        reconcile_folder_into_db(conn, small_benchmark, params=EngineParams(), as_of=AS_OF)
+        reconcile_folder_into_db(conn, benchmark_1500, params=EngineParams(), as_of=AS_OF)
         assert ledger_status(conn).current
         stored_june = month_rollforward(
             stored_ledger(conn, "2026-06").events_for("2026-06"), "2026-06"
@@ -176,12 +161,12 @@ def test_a_row_changed_behind_the_engines_back_is_reported_stale_and_never_used(
         conn.close()
 
 
-def test_an_import_after_the_run_makes_the_ledger_stale(small_benchmark: Path, db_url: str) -> None:
+def test_an_import_after_the_run_makes_the_ledger_stale(benchmark_1500: Path, db_url: str) -> None:
     from core.ingest import store_dataset
 
     conn = connect(db_url)
     try:
-        reconcile_folder_into_db(conn, small_benchmark, params=EngineParams(), as_of=AS_OF)
+        reconcile_folder_into_db(conn, benchmark_1500, params=EngineParams(), as_of=AS_OF)
         assert ledger_status(conn).current
         store_dataset(conn, Dataset(), source="razorpay_api", location="sync", content_hash="x1")
         status = ledger_status(conn)
@@ -191,14 +176,14 @@ def test_an_import_after_the_run_makes_the_ledger_stale(small_benchmark: Path, d
 
 
 def test_a_run_completed_without_deriving_the_books_leaves_them_stale(
-    small_benchmark: Path, db_url: str, monkeypatch: pytest.MonkeyPatch
+    benchmark_1500: Path, db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import core.pipeline
 
     conn = connect(db_url)
     try:
         first = reconcile_folder_into_db(
-            conn, small_benchmark, params=EngineParams(), as_of=AS_OF
+            conn, benchmark_1500, params=EngineParams(), as_of=AS_OF
         ).run_id
         monkeypatch.setattr(core.pipeline, "rebuild_after_run", lambda conn: 0.0)
         second = reconcile_database(conn, EngineParams(), AS_OF, "files").run_id
@@ -212,14 +197,14 @@ def test_a_run_completed_without_deriving_the_books_leaves_them_stale(
 
 
 def test_an_incremental_day_leaves_the_ledger_stale_naming_its_run(
-    small_benchmark: Path, db_url: str
+    benchmark_1500: Path, db_url: str
 ) -> None:
     conn = connect(db_url)
     try:
         first = reconcile_folder_into_db(
-            conn, small_benchmark, params=EngineParams(), as_of=AS_OF
+            conn, benchmark_1500, params=EngineParams(), as_of=AS_OF
         ).run_id
-        day = reconcile_day_into_db(conn, small_benchmark, params=EngineParams(), as_of=AS_OF)
+        day = reconcile_day_into_db(conn, benchmark_1500, params=EngineParams(), as_of=AS_OF)
         assert day.kind == "incremental"
         status = ledger_status(conn)
         assert not status.current and status.run_id == first
@@ -230,7 +215,7 @@ def test_an_incremental_day_leaves_the_ledger_stale_naming_its_run(
 
 
 def test_a_streamed_run_into_the_database_derives_the_ledger_it_shows(
-    small_benchmark: Path, db_url: str
+    benchmark_1500: Path, db_url: str
 ) -> None:
     from core.streamed import stream_folder_into_db
 
@@ -239,7 +224,7 @@ def test_a_streamed_run_into_the_database_derives_the_ledger_it_shows(
         seen: list[str] = []
         run = stream_folder_into_db(
             conn,
-            small_benchmark,
+            benchmark_1500,
             EngineParams(),
             AS_OF,
             days_per_window=3,

@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 
 from core.audit import AuditFilter, query
-from core.benchmark import generate
 from core.books.pricing import (
     PricingPlan,
     PricingRule,
@@ -141,37 +140,30 @@ def test_with_a_plan_a_clean_payment_charged_more_becomes_fee_overcharged() -> N
     assert priced.loc[untouched].equals(plain.loc[untouched])
 
 
-@pytest.fixture(scope="module")
-def benchmark_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("bench")
-    generate(out, payments=5000, seed=42)
-    return out
-
-
 def test_on_the_benchmark_the_contracted_plan_flags_exactly_the_rows_that_charge_more(
-    benchmark_dir: Path,
+    benchmark_5k: Path,
 ) -> None:
     # The rows that deduct more than their payment's fee, and the payments the benchmark
     # charged above the plan on both (core.benchmark.fees, labelled fee_overcharged).
-    dataset = load_folder(benchmark_dir).dataset
+    dataset = load_folder(benchmark_5k).dataset
     plan = PricingPlan(1, 0, BENCHMARK_RULES)
     over = set(overcharged(fee_check(dataset, (plan,)))["payment_id"])
     pay = dataset.payments.set_index("id")
     rows = dataset.recon[dataset.recon["type"] == "payment"].drop_duplicates("entity_id")
     rows = rows[rows["entity_id"].isin(pay.index)]
     higher = rows[rows["fee"].to_numpy() > pay.loc[rows["entity_id"], "fee"].to_numpy() + 1]
-    labels = pd.read_csv(benchmark_dir / "ground_truth.csv", dtype=str, keep_default_na=False)
+    labels = pd.read_csv(benchmark_5k / "ground_truth.csv", dtype=str, keep_default_na=False)
     planted = set(labels.loc[labels["scenario"] == "payment/fee_overcharged", "entity_id"])
     assert len(higher) > 0 and len(planted) > 0
     assert over == set(higher["entity_id"]) | planted
 
 
 def test_a_saved_plan_is_versioned_audited_idempotent_and_used_by_the_next_run(
-    benchmark_dir: Path, db_url: str
+    benchmark_5k: Path, db_url: str
 ) -> None:
     conn = connect(db_url)
     try:
-        reconcile_folder_into_db(conn, benchmark_dir, params=EngineParams(), as_of=AS_OF)
+        reconcile_folder_into_db(conn, benchmark_5k, params=EngineParams(), as_of=AS_OF)
         first = save_pricing_plan(
             conn,
             effective_from=0,

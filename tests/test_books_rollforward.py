@@ -13,7 +13,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.benchmark import generate
 from core.books import (
     FLOW_LINES,
     daily_balances,
@@ -32,13 +31,6 @@ from tests.engine_support import ts
 AS_OF = ts("2026-06-30T23:59:59+05:30")
 
 
-@pytest.fixture(scope="module")
-def benchmark_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("bench")
-    generate(out, payments=5000, seed=42)
-    return out
-
-
 def _daily(folder: Path) -> pd.DataFrame:
     dataset = load_folder(folder).dataset
     outcomes = reconcile(dataset, EngineParams(), AS_OF)
@@ -53,24 +45,24 @@ def test_spec_example_closes_to_open_items_every_day_with_zero_residual() -> Non
 
 
 def test_benchmark_closes_to_open_items_every_day_with_zero_residual(
-    benchmark_dir: Path,
+    benchmark_5k: Path,
 ) -> None:
-    days = _daily(benchmark_dir)
+    days = _daily(benchmark_5k)
     assert (days["residual"] == 0).all()
     # the benchmark has every kind of movement the roll-forward names
     moved = {line for line in FLOW_LINES if (days[line] != 0).any()}
     assert {"captured", "fees", "refunds", "dispute_debits", "settlements"} <= moved
 
 
-def test_each_day_opens_with_the_previous_days_closing(benchmark_dir: Path) -> None:
-    days = _daily(benchmark_dir)
+def test_each_day_opens_with_the_previous_days_closing(benchmark_5k: Path) -> None:
+    days = _daily(benchmark_5k)
     assert (days["opening"].iloc[1:].to_numpy() == days["closing"].iloc[:-1].to_numpy()).all()
     movement = days[list(FLOW_LINES)].sum(axis=1)
     assert (days["opening"] + movement == days["closing"]).all()
 
 
-def test_months_chain_and_month_closing_is_the_last_days_closing(benchmark_dir: Path) -> None:
-    dataset = load_folder(benchmark_dir).dataset
+def test_months_chain_and_month_closing_is_the_last_days_closing(benchmark_5k: Path) -> None:
+    dataset = load_folder(benchmark_5k).dataset
     outcomes = reconcile(dataset, EngineParams(), AS_OF)
     events = ledger_events(dataset, exception_entities(outcomes))
     may = month_rollforward(events, "2026-05")
@@ -91,9 +83,9 @@ def test_without_the_runs_exceptions_every_difference_is_unexplained() -> None:
 
 
 @pytest.fixture
-def stored_benchmark(benchmark_dir: Path, db_url: str) -> str:
+def stored_benchmark(benchmark_5k: Path, db_url: str) -> str:
     conn = connect(db_url)
-    reconcile_folder_into_db(conn, benchmark_dir, params=EngineParams(), as_of=AS_OF)
+    reconcile_folder_into_db(conn, benchmark_5k, params=EngineParams(), as_of=AS_OF)
     conn.close()
     return db_url
 
