@@ -200,7 +200,7 @@ def test_a_run_completed_without_deriving_the_books_leaves_them_stale(
         first = reconcile_folder_into_db(
             conn, small_benchmark, params=EngineParams(), as_of=AS_OF
         ).run_id
-        monkeypatch.setattr(core.pipeline, "rebuild_after_run", lambda conn: 0.0)
+        monkeypatch.setattr(core.pipeline, "rebuild_after_run", lambda conn, **_: 0.0)
         second = reconcile_database(conn, EngineParams(), AS_OF, "files").run_id
         status = ledger_status(conn)
         assert not status.current and status.run_id == first
