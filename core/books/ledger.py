@@ -131,20 +131,30 @@ class Sums:
 
 def partial_sums(events: pd.DataFrame) -> Sums:
     """`events` (EVENT_COLUMNS; a `day` column is not read) summed per day number and line,
-    and their `unexplained` ones per day number and entity: numpy day numbers, so no
-    datetime.date object is made per event."""
+    and their `unexplained` ones per day number and entity: numpy day numbers and line
+    codes, so no datetime.date or str object is made per event (5M at 1M payments)."""
     day = (events["ts"].to_numpy(np.int64) + IST_OFFSET) // 86_400
-    frame = pd.DataFrame(
-        {"day": day, "line": events["line"].to_numpy(dtype=object), "amount": events["amount"]}
+    amount = events["amount"].to_numpy(np.int64)
+    codes, lines = pd.factorize(events["line"], sort=False)
+    width = max(len(lines), 1)
+    key = pd.Series(amount).groupby(day * width + codes, sort=False).sum()
+    keys = key.index.to_numpy(np.int64)
+    days = pd.DataFrame(
+        {
+            "day": keys // width,
+            "line": np.asarray(lines, dtype=object)[keys % width],
+            "amount": key.to_numpy(np.int64),
+        }
     )
-    days = frame.groupby(["day", "line"], as_index=False, sort=False).agg(amount=("amount", "sum"))
-    hit = (frame["line"] == UNEXPLAINED).to_numpy()
+    where = np.flatnonzero(np.asarray(lines, dtype=object) == UNEXPLAINED)
+    hit = np.flatnonzero(codes == where[0]) if len(where) else np.zeros(0, dtype=np.int64)
+    picked = events.iloc[hit]
     detail = pd.DataFrame(
         {
             "day": day[hit],
-            "entity_type": events["entity_type"].to_numpy(dtype=object)[hit],
-            "entity_id": events["entity_id"].to_numpy(dtype=object)[hit],
-            "amount": events["amount"].to_numpy(np.int64)[hit],
+            "entity_type": picked["entity_type"].to_numpy(dtype=object),
+            "entity_id": picked["entity_id"].to_numpy(dtype=object),
+            "amount": amount[hit],
         }
     )
     detail = detail.groupby(

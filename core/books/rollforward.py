@@ -90,7 +90,7 @@ def _events(
             "ts": pd.Series(ts).to_numpy(dtype=np.int64),
             "line": line if isinstance(line, str) else line.to_numpy(dtype=object),
             "entity_type": etype,
-            "entity_id": pd.Series(eid).astype(str).to_numpy(dtype=object),
+            "entity_id": pd.Series(eid).astype(str).array,
             "amount": pd.Series(amount).to_numpy(dtype=np.int64),
         }
     )
