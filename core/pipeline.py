@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core.books.ledger import rebuild_after_run
+from core.books.ledger import InMemory, mark_building, rebuild_after_run
 from core.books.pricing import PricingPlan
 from core.calendar import WorkingCalendar
 from core.dataset import DATASET_FILES, DATASET_TABLES, Dataset
@@ -226,10 +226,20 @@ def store_folder_run(
             files=run.report.files,
             staging=staging,
         )
+        # The raw tables are now exactly run.dataset (replaced): the books derive from it.
+        books = InMemory(run.dataset, mark_building(conn))
         timings = {**run.timings, "store_dataset_s": round(time.perf_counter() - began, 3)}
         staged = staging_outcomes.result() if staging_outcomes is not None else None
         return _persist_and_sync(
-            conn, run.outcomes, run.params, run.as_of, source, run.input_hashes, timings, staged
+            conn,
+            run.outcomes,
+            run.params,
+            run.as_of,
+            source,
+            run.input_hashes,
+            timings,
+            staged,
+            books=books,
         )
 
 
@@ -268,13 +278,21 @@ def reconcile_database(
     began = time.perf_counter()
     from core.books.store import pricing_plans
 
+    version = mark_building(conn)  # read whole below: the books derive from it
     dataset = read_dataset(conn)
     loaded = time.perf_counter()
     outcomes = reconcile(dataset, params, as_of, pricing_plans(conn))
     done = time.perf_counter()
     timings = {"load_s": round(loaded - began, 3), "reconcile_s": round(done - loaded, 3)}
     result = _persist_and_sync(
-        conn, outcomes, params, as_of, source, dataset_hashes(dataset), timings
+        conn,
+        outcomes,
+        params,
+        as_of,
+        source,
+        dataset_hashes(dataset),
+        timings,
+        books=InMemory(dataset, version),
     )
     if marks_through:
         clear_marks(conn, through_id=marks_through, run_id=result.run_id)
@@ -292,6 +310,7 @@ def _persist_and_sync(
     staged: StagedOutcomes | None = None,
     *,
     carry: tuple[Any, pd.DataFrame] | None = None,
+    books: InMemory | None = None,
 ) -> RunResult:
     from core.review import sync_exceptions
 
@@ -323,7 +342,7 @@ def _persist_and_sync(
         **(stored.timings if stored and stored.timings else timings),
         "sync_s": round(time.perf_counter() - began, 3),
         # docs/books.md "The stored ledger": derived after a full run, not an incremental one
-        **({} if carry is not None else {"books_ledger_s": rebuild_after_run(conn)}),
+        **({} if carry is not None else {"books_ledger_s": rebuild_after_run(conn, source=books)}),
     }
     update_timings(conn, run_id, all_timings)
     return RunResult(

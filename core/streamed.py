@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core.books.ledger import rebuild_after_run
+from core.books.ledger import Windows, mark_building, rebuild_after_run
 from core.engine.params import EngineParams
 from core.engine.partition import DEFAULT_DAYS_PER_WINDOW
 
@@ -268,6 +268,7 @@ def stream_folder_into_db(
             report=_span(progress, RAW_SPAN),
         )
         timings["store_dataset_s"] = round(time.perf_counter() - began, 3)
+        books = Windows(root, meta.windows, mark_building(conn))  # docs/books.md
 
         began = time.perf_counter()
         pricing = pricing_plans(conn)
@@ -311,7 +312,7 @@ def stream_folder_into_db(
         progress(0.97, "Summarising the run")
         run_summary(conn, run_id)
         timings["summary_s"] = round(time.perf_counter() - began, 3)
-        timings["books_ledger_s"] = rebuild_after_run(conn, progress)  # docs/books.md
+        timings["books_ledger_s"] = rebuild_after_run(conn, progress, books)  # docs/books.md
         db_runs.update_timings(conn, run_id, {**timings, "windows": meta.windows})
         progress(1.0, f"Run #{run_id} stored: {int(totals.get('outcomes', 0)):,} outcomes")
         if store is None:

@@ -90,7 +90,7 @@ def _events(
             "ts": pd.Series(ts).to_numpy(dtype=np.int64),
             "line": line if isinstance(line, str) else line.to_numpy(dtype=object),
             "entity_type": etype,
-            "entity_id": pd.Series(eid).astype(str).to_numpy(dtype=object),
+            "entity_id": pd.Series(eid).astype(str).array,
             "amount": pd.Series(amount).to_numpy(dtype=np.int64),
         }
     )
@@ -209,7 +209,38 @@ def ledger_events(dataset: Dataset, flagged: Iterable[tuple[str, str]] = ()) -> 
     (`exception_entities`); their differences are open items, any other difference is
     `unexplained`."""
     flags = frozenset(flagged)
-    times = _settle_times(dataset)
+    rows, rows_sum = row_events(dataset, flags, settle_times(dataset))
+    frame = event_frame([rows, settlement_events(dataset, rows_sum, flags)])
+    frame["day"] = pd.to_datetime(frame["ts"], unit="s", utc=True).dt.tz_convert(IST).dt.date
+    return frame
+
+
+def settle_times(dataset: Dataset) -> pd.Series:
+    """settlement id -> the time it paid out (read from the settlements and instant
+    settlements alone, so a window's rows can be given the whole tables')."""
+    return _settle_times(dataset)
+
+
+def event_frame(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """Event frames as one (ts, line, entity_type, entity_id, amount), ts and amount int64."""
+    kept = [e for e in parts if len(e)]
+    if kept:
+        frame = pd.concat(kept, ignore_index=True)
+    else:
+        frame = pd.DataFrame({c: pd.Series(dtype=object) for c in EVENT_COLUMNS})
+    frame["ts"] = frame["ts"].astype(np.int64)
+    frame["amount"] = frame["amount"].astype(np.int64)
+    return frame
+
+
+def row_events(
+    dataset: Dataset, flags: frozenset[tuple[str, str]], times: pd.Series
+) -> tuple[pd.DataFrame, pd.Series]:
+    """The events of the row tables (payments, refunds, recon rows; disputes name the
+    lost ones), and per settlement id the sum of its settled rows' net (for
+    `settlement_events`). Every event of an entity comes from its own rows and the
+    settlement times `times`, so a set of row families (core.engine.partition) gives
+    exactly those entities' events, and the row sums of disjoint sets add up."""
     recon = dataset.recon.copy()
     recon["settle_ts"] = recon["settlement_id"].astype(str).map(times).astype("float64")
     recon.loc[recon["settlement_id"].isna(), "settle_ts"] = np.nan
@@ -345,9 +376,18 @@ def ledger_events(dataset: Dataset, flagged: Iterable[tuple[str, str]] = ()) -> 
         )
     )
 
-    # Settlements: what Razorpay paid out, against what their rows add up to.
     settled = recon[recon["settle_ts"].notna()]
     rows_sum = settled.groupby(settled["settlement_id"].astype(str))["net"].sum()
+    return event_frame(events), rows_sum.astype(np.int64)
+
+
+def settlement_events(
+    dataset: Dataset, rows_sum: pd.Series, flags: frozenset[tuple[str, str]]
+) -> pd.DataFrame:
+    """The events of the settlements, instant settlements and payouts (the whole tables),
+    given `rows_sum`: per settlement id, the net of every settled row that names it."""
+    events: list[pd.DataFrame] = []
+    # Settlements: what Razorpay paid out, against what their rows add up to.
     st = dataset.settlements
     regular = st[st["status"].astype(str) == "processed"]
     sid = regular["id"].astype(str)
@@ -387,13 +427,7 @@ def ledger_events(dataset: Dataset, flagged: Iterable[tuple[str, str]] = ()) -> 
         )
     )
 
-    frame = pd.concat([e for e in events if len(e)], ignore_index=True)
-    if frame.empty:
-        frame = pd.DataFrame({c: pd.Series(dtype=object) for c in EVENT_COLUMNS})
-    frame["ts"] = frame["ts"].astype(np.int64)
-    frame["amount"] = frame["amount"].astype(np.int64)
-    frame["day"] = pd.to_datetime(frame["ts"], unit="s", utc=True).dt.tz_convert(IST).dt.date
-    return frame
+    return event_frame(events)
 
 
 def daily_balances(events: pd.DataFrame) -> pd.DataFrame:
