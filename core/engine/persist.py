@@ -34,6 +34,8 @@ from core.engine.results import counts as outcome_counts
 
 # Rows converted to Python values at a time while persisting (bounds memory on big runs).
 CHUNK_ROWS = 100_000
+# The outcomes table's key after run_id (migration 0021: clustered, WITHOUT ROWID).
+OUTCOME_KEY = ("entity_type", "entity_id")
 
 
 def _column(series: pd.Series, name: str) -> list[Any]:
