@@ -154,7 +154,7 @@ def test_bulk_fill_outside_a_transaction_is_refused(db_conn: sqlite3.Connection)
 
 
 # A streamed build that kills itself (SIGKILL: no handler, no rollback in the process)
-# while it stores the raw tables of its second window, with their indexes dropped.
+# while it stores the raw tables of its second window (staging them, on SQLite).
 _KILLED_BUILD = """
 import os, signal, sys
 from core.db import connect
@@ -188,6 +188,54 @@ def test_a_streamed_build_killed_with_its_indexes_dropped_leaves_the_database_wh
     assert indexes and payments
     killed = subprocess.run(
         [sys.executable, "-c", _KILLED_BUILD, str(db), str(tmp_path / "new"), str(kept.as_of)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    with connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert _indexes(conn) == indexes
+        assert _rows(conn, "payments", "id") == payments
+
+
+# A bulk fill that kills itself after its first append: the indexes dropped, rows written
+# into the house database, nothing committed.
+_KILLED_FILL = """
+import os, signal, sys
+from core.db import connect, transaction
+from core.db.raw import append_frame, clear_raw_tables, insert_import, raw_tables_filled_in_bulk
+from core.ingest import load_dataset
+
+dataset, _ = load_dataset(sys.argv[2])
+conn = connect(sys.argv[1])
+conn.execute("PRAGMA cache_size = 20")  # a tiny cache: uncommitted pages spill into the WAL
+with transaction(conn):
+    clear_raw_tables(conn)
+    import_id = insert_import(conn, source="t", location="t", content_hash="killed",
+                              imported_at=2, report_json="{}")
+    with raw_tables_filled_in_bulk(conn) as fill:
+        append_frame(conn, fill, "payments", dataset.payments, import_id)
+        os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.sqlite_only
+def test_a_bulk_fill_killed_with_its_indexes_dropped_leaves_them_and_the_rows(
+    tmp_path: Path,
+) -> None:
+    generate(tmp_path / "kept", payments=500, seed=8)
+    generate(tmp_path / "new", payments=700, seed=9)
+    db = tmp_path / "db.sqlite"
+    with connect(db) as conn:
+        migrate(conn)
+        with transaction(conn):
+            write_frame(
+                conn, "payments", load_dataset(tmp_path / "kept")[0].payments, _import(conn, "k")
+            )
+        indexes, payments = _indexes(conn), _rows(conn, "payments", "id")
+    killed = subprocess.run(
+        [sys.executable, "-c", _KILLED_FILL, str(db), str(tmp_path / "new")],
         cwd=ROOT,
         capture_output=True,
         text=True,

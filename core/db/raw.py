@@ -574,6 +574,14 @@ STAGING_GROUPS: tuple[tuple[str, ...], ...] = (
 )
 
 
+def arrow_rows(attribute: str, frame: pd.DataFrame, import_id: int) -> pa.Table:
+    """A Dataset frame as its raw table's rows (table column order, `import_id` last)."""
+    columns = RAW_TABLES[attribute][2]
+    arrays = [arrow_column(frame[name], dtype) for name, dtype in columns.items()]
+    arrays.append(pa.array(np.full(len(frame), import_id, dtype=np.int64)))
+    return pa.Table.from_arrays(arrays, names=[*columns, "import_id"])
+
+
 def staged_raw_tables(
     conn: sqlite3.Connection, dataset: Dataset, import_id: int
 ) -> list[list[StagedTable]]:
@@ -583,11 +591,8 @@ def staged_raw_tables(
     for group in STAGING_GROUPS:
         tables: list[StagedTable] = []
         for attribute in group:
-            table, _, columns = RAW_TABLES[attribute]
-            frame: pd.DataFrame = getattr(dataset, attribute)
-            arrays = [arrow_column(frame[name], dtype) for name, dtype in columns.items()]
-            arrays.append(pa.array(np.full(len(frame), import_id, dtype=np.int64)))
-            rows = pa.Table.from_arrays(arrays, names=[*columns, "import_id"])
+            table = RAW_TABLES[attribute][0]
+            rows = arrow_rows(attribute, getattr(dataset, attribute), import_id)
             tables.append(StagedTable(table, table_schema(conn, table), rows))
         groups.append(tables)
     return groups
