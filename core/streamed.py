@@ -358,6 +358,71 @@ def _window_chunks(
         report((k + 1) / windows, f"Reconciling and saving: window {k + 1} of {windows}")
 
 
+def _window_outcomes(
+    root: Path,
+    windows: int,
+    params: EngineParams,
+    as_of: int,
+    pricing: tuple[Any, ...],
+    totals: dict[str, Any],
+    report: ProgressFn,
+) -> Iterator[pd.DataFrame]:
+    """Each window reconciled in turn (its owned outcomes, in the outcomes table's key
+    order); `totals` collects the counts as they go."""
+    from core.engine.distributed import reconcile_stored_window
+    from core.engine.persist import OUTCOME_KEY
+    from core.engine.results import counts
+
+    settings = params.to_dict()
+    for k in range(windows):
+        outcomes: pd.DataFrame = reconcile_stored_window(str(root), k, settings, as_of, pricing)
+        if len(outcomes):
+            totals.update(add_counts(totals, counts(outcomes)))
+            yield outcomes.sort_values(list(OUTCOME_KEY), kind="stable")
+        report((k + 1) / windows, f"Reconciling and saving: window {k + 1} of {windows}")
+
+
+def _complete_run_staged(
+    conn: sqlite3.Connection,
+    run_id: int,
+    windows: Iterator[pd.DataFrame],
+    *,
+    timings: dict[str, Any],
+    counts: dict[str, Any],
+) -> None:
+    """SQLite: every window's outcomes written under `run_id` into one staging file through
+    ADBC (no Python object per value), then copied into outcomes by `complete_run` in one
+    statement (whole records when outcomes is empty: core.db.staging). `counts` is filled
+    while the windows are staged, before complete_run reads it."""
+    from core.db import runs as db_runs
+    from core.db.staging import (
+        attached,
+        foreign_keys_off,
+        staging_directory,
+        table_schema,
+        write_staged_parts,
+    )
+    from core.engine.persist import outcome_table
+
+    name = db_runs.STAGED_OUTCOMES
+    schema = {name: table_schema(conn, name)}
+    columns = db_runs.outcome_table_columns(conn)
+    parts = ({name: outcome_table(frame, run_id, columns)} for frame in windows)
+    with staging_directory() as folder:
+        staged = write_staged_parts(folder / "outcomes.sqlite", schema, parts)
+        if staged.refused:  # a repeated outcome key: what the inserts would refuse as well
+            raise sqlite3.IntegrityError(staged.refused[name])
+        # Keys off so SQLite copies whole records: every staged row carries this run's id.
+        with attached(conn, {"staged_outcomes": staged.path}), foreign_keys_off(conn):
+            db_runs.complete_run(
+                conn,
+                run_id,
+                staged=("staged_outcomes", run_id),
+                timings=timings,
+                counts=counts,
+            )
+
+
 def stream_folder_into_db(
     conn: sqlite3.Connection,
     folder: str | Path,
@@ -379,6 +444,7 @@ def stream_folder_into_db(
     from core.books.store import pricing_plans
     from core.calendar import WorkingCalendar
     from core.db import runs as db_runs
+    from core.db.backend import is_postgres
     from core.ingest.stream import BLOCK_BYTES, stream_folder_to_store
     from core.review import sync_exceptions
     from core.views.runs import run_summary
@@ -433,21 +499,38 @@ def stream_folder_into_db(
         )
         totals: dict[str, Any] = {}
         try:
-            db_runs.complete_run(
-                conn,
-                run_id,
-                chunks=_window_chunks(
-                    root,
-                    meta.windows,
-                    params,
-                    as_of,
-                    pricing,
-                    totals,
-                    _span(progress, RECONCILE_SPAN),
-                ),
-                timings={**timings, "windows": meta.windows},
-                counts=totals,
-            )
+            if is_postgres(conn) or conn.in_transaction:
+                db_runs.complete_run(
+                    conn,
+                    run_id,
+                    chunks=_window_chunks(
+                        root,
+                        meta.windows,
+                        params,
+                        as_of,
+                        pricing,
+                        totals,
+                        _span(progress, RECONCILE_SPAN),
+                    ),
+                    timings={**timings, "windows": meta.windows},
+                    counts=totals,
+                )
+            else:
+                _complete_run_staged(
+                    conn,
+                    run_id,
+                    _window_outcomes(
+                        root,
+                        meta.windows,
+                        params,
+                        as_of,
+                        pricing,
+                        totals,
+                        _span(progress, RECONCILE_SPAN),
+                    ),
+                    timings={**timings, "windows": meta.windows},
+                    counts=totals,
+                )
         except BaseException as exc:
             db_runs.fail_run(conn, run_id, f"{type(exc).__name__}: {exc}")
             raise

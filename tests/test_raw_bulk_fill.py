@@ -245,3 +245,65 @@ def test_a_bulk_fill_killed_with_its_indexes_dropped_leaves_them_and_the_rows(
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert _indexes(conn) == indexes
         assert _rows(conn, "payments", "id") == payments
+
+
+def test_staged_parts_append_every_part_and_refuse_a_table_whose_key_repeats(
+    tmp_path: Path,
+) -> None:
+    import pyarrow as pa
+
+    from core.db.raw import arrow_rows
+    from core.db.staging import table_schema, write_staged_parts
+
+    generate(tmp_path / "ds", payments=400, seed=12)
+    dataset, _ = load_dataset(tmp_path / "ds")
+    with connect(tmp_path / "house.sqlite") as conn:
+        migrate(conn)
+        schemas = {t: table_schema(conn, t) for t in ("payments", "refunds")}
+    payments, refunds = dataset.payments, dataset.refunds
+    parts = [
+        {"payments": arrow_rows("payments", payments.iloc[:150], 1)},
+        {"payments": arrow_rows("payments", payments.iloc[150:], 1)},
+        {"refunds": arrow_rows("refunds", refunds, 1)},
+        {"refunds": arrow_rows("refunds", refunds.iloc[:1], 1)},  # a key again
+    ]
+    staged = write_staged_parts(tmp_path / "staged.sqlite", schemas, iter(parts))
+    assert staged.tables == frozenset({"payments"})
+    assert set(staged.refused) == {"refunds"}
+    with sqlite3.connect(tmp_path / "staged.sqlite") as stage:
+        ids = [r[0] for r in stage.execute("SELECT id FROM payments ORDER BY rowid")]
+        indexes = {
+            r[0] for r in stage.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
+        }
+    assert ids == payments["id"].tolist()
+    assert {"payments_id", "payments_order", "payments_created"} <= indexes
+    assert isinstance(parts[0]["payments"], pa.Table)
+
+
+@pytest.mark.sqlite_only
+def test_a_second_streamed_build_into_the_same_database_equals_the_in_memory_run(
+    tmp_path: Path,
+) -> None:
+    from core.db.runs import read_outcome_frame
+    from core.engine import EngineParams
+    from core.pipeline import reconcile_folder_into_db
+    from core.streamed import stream_folder_into_db
+
+    first = generate(tmp_path / "first", payments=700, seed=21)
+    second = generate(tmp_path / "second", payments=900, seed=22)
+    params = EngineParams()
+    with connect(tmp_path / "db.sqlite") as conn, connect(tmp_path / "memory.sqlite") as memory:
+        migrate(conn)
+        migrate(memory)
+        stream_folder_into_db(conn, tmp_path / "first", params, first.as_of, days_per_window=3)
+        stored = stream_folder_into_db(
+            conn, tmp_path / "second", params, second.as_of, days_per_window=3
+        )
+        expected = reconcile_folder_into_db(
+            memory, tmp_path / "second", params=params, as_of=second.as_of
+        )
+        assert stored.run_id == 2
+        pd.testing.assert_frame_equal(
+            read_outcome_frame(conn, stored.run_id), read_outcome_frame(memory, expected.run_id)
+        )
+        assert len(read_dataset(conn).payments) == len(read_dataset(memory).payments)
