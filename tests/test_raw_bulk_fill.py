@@ -70,6 +70,9 @@ def test_bulk_fill_leaves_the_rows_upserts_leave_when_a_key_comes_twice(
     payments = dataset.payments
     first, second = payments.iloc[:400], payments.iloc[300:].copy()
     second["amount"] = second["amount"] + 1  # the repeated ids change: the last must win
+    again = payments.iloc[[310]].copy()
+    again["amount"] = again["amount"] + 2  # a key repeated inside one frame: the last wins
+    second = pd.concat([second, again], ignore_index=True)
     refunds = dataset.refunds  # PostgreSQL keeps their key (a constraint) while filling
     later_refunds = refunds.iloc[: len(refunds) // 2].copy()
     later_refunds["amount"] = later_refunds["amount"] + 1
@@ -100,7 +103,8 @@ def test_bulk_fill_leaves_the_rows_upserts_leave_when_a_key_comes_twice(
             _sorted(getattr(bulk, table), key), _sorted(getattr(upserted, table), key)
         )
     stored = bulk.payments.set_index("id")
-    assert (stored.loc[second["id"], "amount"].to_numpy() == second["amount"].to_numpy()).all()
+    last = second.drop_duplicates("id", keep="last")
+    assert (stored.loc[last["id"], "amount"].to_numpy() == last["amount"].to_numpy()).all()
 
 
 def test_bulk_fill_keeps_a_repeated_key_at_its_first_place_like_an_upsert(

@@ -421,9 +421,10 @@ def raw_tables_filled_in_bulk(conn: sqlite3.Connection) -> Iterator[BulkFill]:
     the commit leaves the database as it was, indexes included (the rollback, or the
     recovery that ignores an uncommitted WAL tail, restores them). PostgreSQL: payments'
     and recon_rows' indexes that back no constraint go through migration 0098's functions,
-    whose deferred check refuses a commit without them; primary keys stay, so an append
-    that repeats a key is redone as an upsert. An error inside the block skips the build:
-    the caller's rollback restores the indexes.
+    whose deferred check refuses a commit without them (their unique keys are such
+    indexes: repeated keys are resolved before the build, as on SQLite); the other tables
+    keep their primary keys, so an append that repeats a key is redone as an upsert. An
+    error inside the block skips the build: the caller's rollback restores the indexes.
 
     Meant for a replace (right after `clear_raw_tables`): into tables that hold many rows
     the indexes would be built again over all of them."""
@@ -534,6 +535,11 @@ def append_frame(
         _insert_rows(conn, attribute, frame, import_id, upsert=False)
         return len(frame)
     columns = [*spec, "import_id"]
+    if table in fill.rebuilt_pg_tables:  # its key index is dropped: repeats resolved at the end
+        pg_bulk.copy_frame(
+            conn, table, key, columns, pg_bulk.frame_csv(frame, spec, (import_id,)), upsert=False
+        )
+        return len(frame)
     if not bool(frame[key].duplicated().any()):
         try:
             with transaction(conn):  # a savepoint: a key conflict undoes this COPY only
