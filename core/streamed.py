@@ -143,9 +143,161 @@ def _store_raw(
     report: ProgressFn,
 ) -> tuple[int, dict[str, int]]:
     """Replace the raw tables with the store's rows, window by window, in one transaction;
-    record one import. Returns (import id, rows per raw table)."""
+    record one import. Returns (import id, rows per raw table).
+
+    SQLite: the windows are staged first (`_store_raw_staged`), then copied in one
+    transaction; when that cannot be done (inside a transaction, a key repeated, the
+    promised import id taken meanwhile) and on PostgreSQL, each window is appended inside
+    the transaction (`_store_raw_appended`)."""
+    from core.db.backend import is_postgres
+
+    if not is_postgres(conn) and not conn.in_transaction:
+        done = _store_raw_staged(
+            conn,
+            root,
+            windows,
+            source=source,
+            location=location,
+            content_hash=content_hash,
+            has_bank_statement=has_bank_statement,
+            report=report,
+        )
+        if done is not None:
+            return done
+    return _store_raw_appended(
+        conn,
+        root,
+        windows,
+        source=source,
+        location=location,
+        content_hash=content_hash,
+        has_bank_statement=has_bank_statement,
+        report=report,
+    )
+
+
+def _import_record(
+    import_id: int, written: dict[str, int], has_bank_statement: bool, **where: str
+) -> str:
     import json
 
+    from core.db.raw import RAW_TABLES
+
+    record = {
+        **where,
+        "has_bank_statement": has_bank_statement,
+        "written": {RAW_TABLES[t][0]: n for t, n in written.items()},
+        "streamed": True,
+        "exclusive": True,
+        "import_id": import_id,
+        "replaced": True,
+    }
+    return json.dumps(record, sort_keys=True)
+
+
+def _store_raw_staged(
+    conn: sqlite3.Connection,
+    root: Path,
+    windows: int,
+    *,
+    source: str,
+    location: str,
+    content_hash: str,
+    has_bank_statement: bool,
+    report: ProgressFn,
+) -> tuple[int, dict[str, int]] | None:
+    """SQLite: every window's rows written into one staging file through ADBC (Arrow
+    columns bound in C, no Python object per value; core.db.staging), its indexes built
+    there by one sort each; then, in one transaction, the raw tables emptied and each
+    copied from the staging file as whole records and index entries (the in-memory
+    import's fast path). None, with nothing changed, when a table's rows repeat a key or
+    the import id the rows carry was taken meanwhile."""
+    from core.db import raw, transaction
+    from core.db.staging import (
+        attached,
+        foreign_keys_off,
+        staging_directory,
+        table_schema,
+        write_staged_parts,
+    )
+    from core.engine.distributed import read_ledger, read_owned_rows
+
+    promised = raw.next_import_id(conn)
+    schemas = {table: table_schema(conn, table) for table, _, _ in raw.RAW_TABLES.values()}
+    written = dict.fromkeys(raw.RAW_TABLES, 0)
+
+    def part(frames: dict[str, pd.DataFrame]) -> dict[str, Any]:
+        for attribute, frame in frames.items():
+            written[attribute] += len(frame)
+        return {raw.RAW_TABLES[a][0]: raw.arrow_rows(a, f, promised) for a, f in frames.items()}
+
+    def parts() -> Iterator[dict[str, Any]]:
+        yield part(read_ledger(root))
+        for k in range(windows):
+            yield part(read_owned_rows(root, k))
+            report((k + 1) / windows, f"Storing the raw tables: window {k + 1} of {windows}")
+        report(1.0, "Storing the raw tables: building their indexes")
+
+    with staging_directory() as folder:
+        staged = write_staged_parts(folder / "raw.sqlite", schemas, parts())
+        if staged.refused:
+            return None
+        report(1.0, "Storing the raw tables: copying them into the database")
+        taken = False
+        try:
+            with (
+                attached(conn, {"raw_stage": staged.path}),
+                foreign_keys_off(conn),
+                transaction(conn),
+            ):
+                raw.clear_raw_tables(conn)
+                try:
+                    import_id = raw.insert_import(
+                        conn,
+                        source=source,
+                        location=location,
+                        content_hash=content_hash,
+                        imported_at=int(time.time()),
+                        report_json="{}",
+                        import_id=promised,
+                    )
+                except sqlite3.IntegrityError:
+                    taken = True
+                    raise
+                for attribute in raw.RAW_TABLES:
+                    raw.copy_staged_table(conn, "raw_stage", attribute)
+                raw.update_import_report(
+                    conn,
+                    import_id,
+                    _import_record(
+                        import_id,
+                        written,
+                        has_bank_statement,
+                        source=source,
+                        location=location,
+                        content_hash=content_hash,
+                    ),
+                )
+        except sqlite3.IntegrityError:
+            if taken:
+                return None
+            raise
+    return import_id, written
+
+
+def _store_raw_appended(
+    conn: sqlite3.Connection,
+    root: Path,
+    windows: int,
+    *,
+    source: str,
+    location: str,
+    content_hash: str,
+    has_bank_statement: bool,
+    report: ProgressFn,
+) -> tuple[int, dict[str, int]]:
+    """The raw tables replaced inside one transaction, every window appended with the
+    indexes dropped and built once at the end (core.db.raw.raw_tables_filled_in_bulk)."""
     from core.db import raw, transaction
     from core.engine.distributed import read_ledger, read_owned_rows
 
@@ -160,25 +312,23 @@ def _store_raw(
             imported_at=int(time.time()),
             report_json="{}",
         )
-        with raw.bulk_writes(conn, 256 << 20):
+        with raw.bulk_writes(conn, 256 << 20), raw.raw_tables_filled_in_bulk(conn) as fill:
             for table, frame in read_ledger(root).items():
-                written[table] += raw.write_frame(conn, table, frame, import_id)
+                written[table] += raw.append_frame(conn, fill, table, frame, import_id)
             for k in range(windows):
                 for table, frame in read_owned_rows(root, k).items():
-                    written[table] += raw.write_frame(conn, table, frame, import_id)
+                    written[table] += raw.append_frame(conn, fill, table, frame, import_id)
                 report((k + 1) / windows, f"Storing the raw tables: window {k + 1} of {windows}")
-        record = {
-            "source": source,
-            "location": location,
-            "content_hash": content_hash,
-            "has_bank_statement": has_bank_statement,
-            "written": {raw.RAW_TABLES[t][0]: n for t, n in written.items()},
-            "streamed": True,
-            "exclusive": True,
-            "import_id": import_id,
-            "replaced": True,
-        }
-        raw.update_import_report(conn, import_id, json.dumps(record, sort_keys=True))
+            report(1.0, "Storing the raw tables: building their indexes")
+        record = _import_record(
+            import_id,
+            written,
+            has_bank_statement,
+            source=source,
+            location=location,
+            content_hash=content_hash,
+        )
+        raw.update_import_report(conn, import_id, record)
     return import_id, written
 
 
@@ -194,7 +344,7 @@ def _window_chunks(
     """Each window reconciled in turn, its owned outcomes cut into insert chunks; `totals`
     collects the counts as they go (complete_run reads them after the last chunk)."""
     from core.engine.distributed import reconcile_stored_window
-    from core.engine.persist import outcome_chunks
+    from core.engine.persist import OUTCOME_KEY, outcome_chunks
     from core.engine.results import counts
 
     settings = params.to_dict()
@@ -202,8 +352,76 @@ def _window_chunks(
         outcomes: pd.DataFrame = reconcile_stored_window(str(root), k, settings, as_of, pricing)
         if len(outcomes):
             totals.update(add_counts(totals, counts(outcomes)))
+            # In the outcomes table's key order (it is clustered by run, entity type, id):
+            # each window's rows go into the B-tree in one sweep instead of at random places.
+            outcomes = outcomes.sort_values(list(OUTCOME_KEY), kind="stable")
         yield from outcome_chunks(outcomes)
         report((k + 1) / windows, f"Reconciling and saving: window {k + 1} of {windows}")
+
+
+def _window_outcomes(
+    root: Path,
+    windows: int,
+    params: EngineParams,
+    as_of: int,
+    pricing: tuple[Any, ...],
+    totals: dict[str, Any],
+    report: ProgressFn,
+) -> Iterator[pd.DataFrame]:
+    """Each window reconciled in turn (its owned outcomes, in the outcomes table's key
+    order); `totals` collects the counts as they go."""
+    from core.engine.distributed import reconcile_stored_window
+    from core.engine.persist import OUTCOME_KEY
+    from core.engine.results import counts
+
+    settings = params.to_dict()
+    for k in range(windows):
+        outcomes: pd.DataFrame = reconcile_stored_window(str(root), k, settings, as_of, pricing)
+        if len(outcomes):
+            totals.update(add_counts(totals, counts(outcomes)))
+            yield outcomes.sort_values(list(OUTCOME_KEY), kind="stable")
+        report((k + 1) / windows, f"Reconciling and saving: window {k + 1} of {windows}")
+
+
+def _complete_run_staged(
+    conn: sqlite3.Connection,
+    run_id: int,
+    windows: Iterator[pd.DataFrame],
+    *,
+    timings: dict[str, Any],
+    counts: dict[str, Any],
+) -> None:
+    """SQLite: every window's outcomes written under `run_id` into one staging file through
+    ADBC (no Python object per value), then copied into outcomes by `complete_run` in one
+    statement (whole records when outcomes is empty: core.db.staging). `counts` is filled
+    while the windows are staged, before complete_run reads it."""
+    from core.db import runs as db_runs
+    from core.db.staging import (
+        attached,
+        foreign_keys_off,
+        staging_directory,
+        table_schema,
+        write_staged_parts,
+    )
+    from core.engine.persist import outcome_table
+
+    name = db_runs.STAGED_OUTCOMES
+    schema = {name: table_schema(conn, name)}
+    columns = db_runs.outcome_table_columns(conn)
+    parts = ({name: outcome_table(frame, run_id, columns)} for frame in windows)
+    with staging_directory() as folder:
+        staged = write_staged_parts(folder / "outcomes.sqlite", schema, parts)
+        if staged.refused:  # a repeated outcome key: what the inserts would refuse as well
+            raise sqlite3.IntegrityError(staged.refused[name])
+        # Keys off so SQLite copies whole records: every staged row carries this run's id.
+        with attached(conn, {"staged_outcomes": staged.path}), foreign_keys_off(conn):
+            db_runs.complete_run(
+                conn,
+                run_id,
+                staged=("staged_outcomes", run_id),
+                timings=timings,
+                counts=counts,
+            )
 
 
 def stream_folder_into_db(
@@ -227,6 +445,7 @@ def stream_folder_into_db(
     from core.books.store import pricing_plans
     from core.calendar import WorkingCalendar
     from core.db import runs as db_runs
+    from core.db.backend import is_postgres
     from core.ingest.stream import BLOCK_BYTES, stream_folder_to_store
     from core.review import sync_exceptions
     from core.views.runs import run_summary
@@ -282,21 +501,38 @@ def stream_folder_into_db(
         )
         totals: dict[str, Any] = {}
         try:
-            db_runs.complete_run(
-                conn,
-                run_id,
-                chunks=_window_chunks(
-                    root,
-                    meta.windows,
-                    params,
-                    as_of,
-                    pricing,
-                    totals,
-                    _span(progress, RECONCILE_SPAN),
-                ),
-                timings={**timings, "windows": meta.windows},
-                counts=totals,
-            )
+            if is_postgres(conn) or conn.in_transaction:
+                db_runs.complete_run(
+                    conn,
+                    run_id,
+                    chunks=_window_chunks(
+                        root,
+                        meta.windows,
+                        params,
+                        as_of,
+                        pricing,
+                        totals,
+                        _span(progress, RECONCILE_SPAN),
+                    ),
+                    timings={**timings, "windows": meta.windows},
+                    counts=totals,
+                )
+            else:
+                _complete_run_staged(
+                    conn,
+                    run_id,
+                    _window_outcomes(
+                        root,
+                        meta.windows,
+                        params,
+                        as_of,
+                        pricing,
+                        totals,
+                        _span(progress, RECONCILE_SPAN),
+                    ),
+                    timings={**timings, "windows": meta.windows},
+                    counts=totals,
+                )
         except BaseException as exc:
             db_runs.fail_run(conn, run_id, f"{type(exc).__name__}: {exc}")
             raise

@@ -391,6 +391,176 @@ def write_frame(
     return len(frame)
 
 
+# A streamed replace (core.streamed) writes the raw tables window by window: every window
+# after the first would be an upsert into indexed tables, a B-tree probe and insert at a
+# random place of every index per row (1M payments: the largest step of the build).
+# Instead every raw index is dropped once, every window appended by plain INSERTs (rowid
+# order, no index touched), and each index built once at the end by one sort.
+
+
+@dataclass(frozen=True)
+class BulkFill:
+    """The raw tables being filled by `append_frame` inside `raw_tables_filled_in_bulk`:
+    the indexes dropped for it (SQLite schema objects, or the PostgreSQL tables whose
+    indexes razorrecon_drop_indexes holds) and the tables written to."""
+
+    indexes: tuple[SchemaObject, ...]
+    rebuilt_pg_tables: tuple[str, ...]
+    written: set[str]
+
+
+@contextmanager
+def raw_tables_filled_in_bulk(conn: sqlite3.Connection) -> Iterator[BulkFill]:
+    """A block that fills the raw tables by `append_frame` with their indexes built once at
+    its end, with the same rows as `write_frame` upserts would leave (a key met twice: the
+    last row's values, at the first row's place).
+
+    Only inside the caller's transaction (ValueError otherwise), and never committed
+    without the indexes. SQLite: every raw index (unique keys included) is dropped here
+    and created again at the end; DDL is transactional there, so an error or a kill before
+    the commit leaves the database as it was, indexes included (the rollback, or the
+    recovery that ignores an uncommitted WAL tail, restores them). PostgreSQL: payments'
+    and recon_rows' indexes that back no constraint go through migration 0098's functions,
+    whose deferred check refuses a commit without them (their unique keys are such
+    indexes: repeated keys are resolved before the build, as on SQLite); the other tables
+    keep their primary keys, so an append that repeats a key is redone as an upsert. An
+    error inside the block skips the build: the caller's rollback restores the indexes.
+
+    Meant for a replace (right after `clear_raw_tables`): into tables that hold many rows
+    the indexes would be built again over all of them."""
+    if not conn.in_transaction:
+        raise ValueError("raw_tables_filled_in_bulk needs the caller's transaction")
+    if is_postgres(conn):
+        tables = tuple(t for t, _, _ in RAW_TABLES.values() if t in pg_bulk.REBUILD_TABLES)
+        for table in tables:
+            conn.execute("SELECT razorrecon_drop_indexes(?)", (table,))
+        fill = BulkFill((), tables, set())
+        yield fill
+        keys = {t: (k, [*spec, "import_id"]) for t, k, spec in RAW_TABLES.values()}
+        for table in tables:
+            try:
+                with transaction(conn):  # a savepoint: a failed build leaves nothing
+                    conn.execute("SELECT razorrecon_build_indexes(?)", (table,))
+            except sqlite3.IntegrityError as error:
+                if getattr(error.__cause__, "sqlstate", "") != "23505":  # unique_violation
+                    raise
+                _keep_last_of_each_key_postgres(conn, table, *keys[table])
+                conn.execute("SELECT razorrecon_build_indexes(?)", (table,))
+        for table in sorted(fill.written):
+            pg_bulk.analyze(conn, table)
+        return
+    by_table = {
+        table: [o for o in _schema_objects(conn, table) if o.type == "index"]
+        for table, _, _ in RAW_TABLES.values()
+    }
+    for index in (i for own in by_table.values() for i in own):
+        conn.execute(f"DROP INDEX {index.name}")
+    fill = BulkFill(tuple(i for own in by_table.values() for i in own), (), set())
+    yield fill
+    for table, key, spec in RAW_TABLES.values():
+        unique = [o for o in by_table[table] if o.sql.upper().startswith("CREATE UNIQUE")]
+        for index in unique:
+            try:
+                with transaction(conn):  # a savepoint: a failed build leaves nothing
+                    conn.execute(index.sql)
+            except sqlite3.IntegrityError as error:
+                if getattr(error, "sqlite_errorname", "") not in _KEY_CONFLICTS:
+                    raise
+                _keep_last_of_each_key(conn, table, key, [*spec, "import_id"])
+                conn.execute(index.sql)
+        for index in by_table[table]:
+            if index not in unique:
+                conn.execute(index.sql)
+
+
+def _keep_last_of_each_key(
+    conn: sqlite3.Connection, table: str, key: str, columns: list[str]
+) -> None:
+    """A table (no index on `key`) whose rows repeat a key made like upserts would leave
+    it: one row per key, at the first row's place (rowid), with the last row's values."""
+    conn.execute("DROP TABLE IF EXISTS temp.raw_repeated_keys")
+    conn.execute(
+        f"CREATE TEMP TABLE raw_repeated_keys AS SELECT {key} AS k, min(rowid) AS first,"
+        f" max(rowid) AS last FROM {table} GROUP BY {key} HAVING count(*) > 1"
+    )
+    conn.execute("CREATE UNIQUE INDEX temp.raw_repeated_keys_first ON raw_repeated_keys (first)")
+    conn.execute("CREATE UNIQUE INDEX temp.raw_repeated_keys_k ON raw_repeated_keys (k)")
+    names = ", ".join(c for c in columns if c != key)
+    conn.execute(
+        f"UPDATE {table} SET ({names}) = (SELECT {names} FROM {table} AS later"
+        f" WHERE later.rowid = (SELECT last FROM raw_repeated_keys WHERE k = {table}.{key}))"
+        f" WHERE rowid IN (SELECT first FROM raw_repeated_keys)"
+    )
+    conn.execute(
+        f"DELETE FROM {table} WHERE {key} IN (SELECT k FROM raw_repeated_keys)"
+        f" AND rowid NOT IN (SELECT first FROM raw_repeated_keys)"
+    )
+    conn.execute("DROP TABLE temp.raw_repeated_keys")
+
+
+def _keep_last_of_each_key_postgres(
+    conn: sqlite3.Connection, table: str, key: str, columns: list[str]
+) -> None:
+    """`_keep_last_of_each_key` on PostgreSQL, where `row_order` (migration 0090) is the
+    place a row was stored at."""
+    names = ", ".join(c for c in columns if c != key)
+    repeated = (
+        f"SELECT {key} AS k, min(row_order) AS first, max(row_order) AS last FROM {table}"
+        f" GROUP BY {key} HAVING count(*) > 1"
+    )
+    conn.execute(
+        f"UPDATE {table} SET ({names}) = (SELECT {names} FROM {table} AS later"
+        f" WHERE later.row_order = repeated.last) FROM ({repeated}) AS repeated"
+        f" WHERE {table}.row_order = repeated.first"
+    )
+    conn.execute(
+        f"DELETE FROM {table} USING ({repeated}) AS repeated"
+        f" WHERE {table}.{key} = repeated.k AND {table}.row_order <> repeated.first"
+    )
+
+
+def append_frame(
+    conn: sqlite3.Connection, fill: BulkFill, attribute: str, frame: pd.DataFrame, import_id: int
+) -> int:
+    """Store every row of a Dataset frame in its raw table inside
+    `raw_tables_filled_in_bulk`; returns the row count. SQLite: plain multi-row INSERTs
+    (the indexes are dropped; repeated keys are resolved when the block ends). PostgreSQL:
+    a plain COPY, or the upsert COPY when the frame repeats a key or meets a stored one
+    (the COPY is tried in a savepoint)."""
+    if frame.empty:
+        return 0
+    table, key, spec = RAW_TABLES[attribute]
+    fill.written.add(table)
+    if not is_postgres(conn):
+        _insert_rows(conn, attribute, frame, import_id, upsert=False)
+        return len(frame)
+    columns = [*spec, "import_id"]
+    if table in fill.rebuilt_pg_tables:  # its key index is dropped: repeats resolved at the end
+        pg_bulk.copy_frame(
+            conn, table, key, columns, pg_bulk.frame_csv(frame, spec, (import_id,)), upsert=False
+        )
+        return len(frame)
+    if not bool(frame[key].duplicated().any()):
+        try:
+            with transaction(conn):  # a savepoint: a key conflict undoes this COPY only
+                pg_bulk.copy_frame(
+                    conn,
+                    table,
+                    key,
+                    columns,
+                    pg_bulk.frame_csv(frame, spec, (import_id,)),
+                    upsert=False,
+                )
+            return len(frame)
+        except sqlite3.IntegrityError as error:
+            if getattr(error.__cause__, "sqlstate", "") != "23505":  # unique_violation
+                raise
+    pg_bulk.copy_frame(
+        conn, table, key, columns, pg_bulk.frame_csv(frame, spec, (import_id,)), upsert=True
+    )
+    return len(frame)
+
+
 _INTEGER_DTYPES = frozenset({"int64", "bool", "Int64"})
 
 # Raw tables are staged (core.db.staging) in two files written at once, on two threads:
@@ -410,6 +580,14 @@ STAGING_GROUPS: tuple[tuple[str, ...], ...] = (
 )
 
 
+def arrow_rows(attribute: str, frame: pd.DataFrame, import_id: int) -> pa.Table:
+    """A Dataset frame as its raw table's rows (table column order, `import_id` last)."""
+    columns = RAW_TABLES[attribute][2]
+    arrays = [arrow_column(frame[name], dtype) for name, dtype in columns.items()]
+    arrays.append(pa.array(np.full(len(frame), import_id, dtype=np.int64)))
+    return pa.Table.from_arrays(arrays, names=[*columns, "import_id"])
+
+
 def staged_raw_tables(
     conn: sqlite3.Connection, dataset: Dataset, import_id: int
 ) -> list[list[StagedTable]]:
@@ -419,11 +597,8 @@ def staged_raw_tables(
     for group in STAGING_GROUPS:
         tables: list[StagedTable] = []
         for attribute in group:
-            table, _, columns = RAW_TABLES[attribute]
-            frame: pd.DataFrame = getattr(dataset, attribute)
-            arrays = [arrow_column(frame[name], dtype) for name, dtype in columns.items()]
-            arrays.append(pa.array(np.full(len(frame), import_id, dtype=np.int64)))
-            rows = pa.Table.from_arrays(arrays, names=[*columns, "import_id"])
+            table = RAW_TABLES[attribute][0]
+            rows = arrow_rows(attribute, getattr(dataset, attribute), import_id)
             tables.append(StagedTable(table, table_schema(conn, table), rows))
         groups.append(tables)
     return groups

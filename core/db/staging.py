@@ -18,7 +18,7 @@ re-inserting row by row; in any other case the same statement still copies corre
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,6 +135,52 @@ def write_staged_file(
         raise StorageError(f"could not write the staging file {path}: {error}{_ROOM}") from error
     finally:
         return_freed_memory()  # the connection's cache and sorter, freed on this thread
+
+
+def write_staged_parts(
+    path: Path,
+    schemas: Mapping[str, Sequence[str]],
+    parts: Iterable[Mapping[str, pa.Table]],
+    cache_kib: int = BULK_CACHE_MAX_KIB,
+) -> StagedFile:
+    """`write_staged_file` for rows that arrive in parts (a streamed build's windows): each
+    table of `schemas` (name -> `table_schema`) created, each part's tables appended as it
+    comes (one part in memory at a time), every index built after the last part by one sort.
+    A table whose rows break one of its unique indexes is not in `tables` (`refused`)."""
+    import adbc_driver_sqlite.dbapi as adbc  # only bulk paths need it
+
+    if path.exists():
+        raise FileExistsError(f"staging file {path} exists")
+    staged: set[str] = set()
+    refused: dict[str, str] = {}
+    try:
+        with adbc.connect(str(path), autocommit=True) as conn, conn.cursor() as cursor:
+            for pragma in (
+                "PRAGMA journal_mode = OFF",
+                "PRAGMA synchronous = OFF",
+                f"PRAGMA cache_size = {-cache_kib}",
+            ):
+                cursor.execute(pragma)
+                cursor.fetchall()
+            for schema in schemas.values():
+                cursor.execute(schema[0])
+            for part in parts:
+                for name, rows in part.items():
+                    if rows.num_rows:
+                        cursor.adbc_ingest(name, rows, mode="append")
+            for name, schema in schemas.items():
+                try:
+                    for index in schema[1:]:
+                        cursor.execute(index)
+                except adbc.IntegrityError as error:
+                    refused[name] = str(error)
+                    continue
+                staged.add(name)
+    except (OSError, adbc.OperationalError, adbc.InternalError) as error:
+        raise StorageError(f"could not write the staging file {path}: {error}{_ROOM}") from error
+    finally:
+        return_freed_memory()
+    return StagedFile(path=path, tables=frozenset(staged), refused=refused)
 
 
 # Where staging files go, for the messages that say they could not be written.

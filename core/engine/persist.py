@@ -34,6 +34,8 @@ from core.engine.results import counts as outcome_counts
 
 # Rows converted to Python values at a time while persisting (bounds memory on big runs).
 CHUNK_ROWS = 100_000
+# The outcomes table's key after run_id (migration 0021: clustered, WITHOUT ROWID).
+OUTCOME_KEY = ("entity_type", "entity_id")
 
 
 def _column(series: pd.Series, name: str) -> list[Any]:
@@ -109,15 +111,20 @@ class StagedOutcomes:
     run_id: int
 
 
+def outcome_table(outcomes: pd.DataFrame, run_id: int, columns: list[str]) -> pa.Table:
+    """The outcomes as rows of the outcomes table (`columns`: its columns in table order,
+    `core.db.runs.outcome_table_columns`), every row under `run_id`."""
+    arrays = {name: arrow_column(outcomes[name], _dtype(name)) for name in OUTCOME_COLUMNS}
+    arrays["run_id"] = pa.array(np.full(len(outcomes), run_id, dtype=np.int64))
+    return pa.Table.from_arrays([arrays[c] for c in columns], names=columns)
+
+
 def outcomes_to_stage(conn: sqlite3.Connection, outcomes: pd.DataFrame) -> tuple[StagedTable, int]:
     """The outcomes as the staged table `stage_outcomes` writes, and the run id every row
     carries (the one `next_run_id` promises). Reads `conn`: call it on the connection's
     thread."""
     run_id = db_runs.next_run_id(conn)
-    arrays = {name: arrow_column(outcomes[name], _dtype(name)) for name in OUTCOME_COLUMNS}
-    arrays["run_id"] = pa.array(np.full(len(outcomes), run_id, dtype=np.int64))
-    columns = db_runs.outcome_table_columns(conn)
-    rows = pa.Table.from_arrays([arrays[c] for c in columns], names=columns)
+    rows = outcome_table(outcomes, run_id, db_runs.outcome_table_columns(conn))
     schema = table_schema(conn, db_runs.STAGED_OUTCOMES)
     return StagedTable(db_runs.STAGED_OUTCOMES, schema, rows), run_id
 
