@@ -9,10 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-import pytest
 
 import tests.test_books_ledger as stored_ledger_tests
-from core.benchmark import generate
 from core.books.ledger import (
     Ledger,
     compact,
@@ -29,20 +27,6 @@ from core.engine import EngineParams
 from core.pipeline import load_folder, reconcile_database, reconcile_folder_into_db
 
 AS_OF = stored_ledger_tests.AS_OF
-
-
-@pytest.fixture(scope="module")
-def benchmark_5k(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("bench")
-    generate(out, payments=5000, seed=42)
-    return out
-
-
-@pytest.fixture(scope="module")
-def benchmark_small(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("bench-small")
-    generate(out, payments=1500, seed=7)
-    return out
 
 
 def _assert_same(mine: Ledger, theirs: Ledger) -> None:
@@ -98,7 +82,7 @@ def test_a_run_over_the_database_derives_the_books_from_what_it_read(
 
 
 def test_the_books_derived_window_by_window_equal_those_read_from_the_database(
-    benchmark_small: Path, db_url: str, tmp_path: Path
+    benchmark_1500: Path, db_url: str, tmp_path: Path
 ) -> None:
     from core.streamed import stream_folder_into_db
 
@@ -106,7 +90,7 @@ def test_the_books_derived_window_by_window_equal_those_read_from_the_database(
     try:
         store = tmp_path / "store"
         run = stream_folder_into_db(
-            conn, benchmark_small, EngineParams(), AS_OF, store=store, days_per_window=3
+            conn, benchmark_1500, EngineParams(), AS_OF, store=store, days_per_window=3
         )
         assert run.windows > 2
         status = ledger_status(conn)
