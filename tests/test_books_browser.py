@@ -88,6 +88,11 @@ def test_a_stale_ledger_is_named_on_screen_and_the_books_appear_only_when_asked(
         page.wait_for_selector("text=computed for this session", timeout=120_000)
         page.wait_for_selector("text=Unexplained residual of", timeout=120_000)
         wait_rendered(page)
+        # the metrics paint after the caption; wait until all four are on screen
+        page.wait_for_function(
+            "document.querySelectorAll('[data-testid=\"stMetricLabel\"]').length >= 4",
+            timeout=120_000,
+        )
         labels = [m.inner_text() for m in page.query_selector_all('[data-testid="stMetricLabel"]')]
         assert [x.strip() for x in labels] == ["Opening", "Closing", "Open items", "Residual"]
         # today's books: the edit is exactly the residual, named as such

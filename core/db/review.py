@@ -253,6 +253,14 @@ def open_new_from_run(conn: sqlite3.Connection, run_id: int, now: int, rules: Du
     due, due_params = _due_case(rules, "o", conn)
     facts = ", ".join(FACT_COLUMNS)
     o_facts = ", ".join(f"o.{c}" for c in FACT_COLUMNS)
+    # New exceptions are numbered in the ids' byte order on both databases (as results.csv
+    # sorts them): PostgreSQL by the "C" collation whatever the database's own; on SQLite
+    # the + keeps the status index in use.
+    order = (
+        'o.entity_type COLLATE "C", o.entity_id COLLATE "C"'
+        if is_postgres(conn)
+        else "+o.entity_type, +o.entity_id"
+    )
     opened = conn.execute(
         f"INSERT INTO exceptions (entity_type, entity_id, reason_code, {facts}, status,"
         " due_date, version, first_run_id, last_run_id, opened_at, updated_at)"
@@ -261,7 +269,7 @@ def open_new_from_run(conn: sqlite3.Connection, run_id: int, now: int, rules: Du
         " WHERE o.run_id = ? AND o.status = 'EXCEPTION' AND NOT EXISTS ("
         "  SELECT 1 FROM exceptions e WHERE e.entity_type = o.entity_type"
         "  AND e.entity_id = o.entity_id AND e.reason_code = o.reason_code)"
-        " ORDER BY +o.entity_type, +o.entity_id",  # + keeps the status index in use
+        f" ORDER BY {order}",
         [*due_params, run_id, run_id, now, now, run_id],
     )
     if is_postgres(conn) and opened.rowcount >= ANALYZE_MIN_OPENED:
