@@ -367,7 +367,9 @@ def _build_locked(
         finally:
             shutil.rmtree(work, ignore_errors=True)
             _remove_database_files(scratch)
-        step(1.0, "Ready")
+            with contextlib.suppress(OSError):
+                progress_path(path).unlink()  # waiters now hold the lock and see the state
+        report(1.0, "Ready")
         _, run_id = _state(conn)
         with _ready_guard:
             _ready_paths.add(key)
@@ -452,7 +454,7 @@ def _ensure_ready_postgres(
         finally:
             with contextlib.suppress(OSError):
                 progress_path(progress).unlink()
-        step(1.0, "Ready")
+        report(1.0, "Ready")  # not written: the note is gone once the lock is released
         _, run_id = _state(conn)
         with _ready_guard:
             _ready_paths.add(url)

@@ -54,6 +54,13 @@ def _work_folders(path: str) -> list[Path]:
     return sorted(Path(path).parent.glob(Path(path).name + ".bootstrap-work-*"))
 
 
+def _progress_note(path: str) -> Path:
+    """Where a cold start reports its progress to sessions waiting for it."""
+    if is_postgres_url(path):
+        return bootstrap.progress_path(str(bootstrap._postgres_progress_path(path)))
+    return bootstrap.progress_path(path)
+
+
 def _start_in_subprocess(path: str, builder: str, env: dict[str, str]) -> subprocess.Popen[str]:
     code = (
         "import sys; from core import bootstrap; from tests import app_builder as b; "
@@ -83,6 +90,7 @@ def test_empty_database_is_built_once_then_ready(cold: str) -> None:
     assert _counts(path) == {"runs": 1, "completed": 1, "imports": 1, "payments": 300}
     assert "Ready" in messages and "Writing synthetic rows" in messages
     assert not bootstrap.scratch_path(path).exists()
+    assert not _progress_note(path).exists()
     assert bootstrap.ensure_ready(path, builder=bootstrap_builder).status == "ready"
     assert _counts(path)["runs"] == 1
 
@@ -183,7 +191,7 @@ def test_a_start_killed_midway_on_postgresql_published_nothing_and_is_rebuilt(
     assert rebuild.returncode == 0, err
     assert out.strip() == "built"
     assert not left.exists()
-    assert [p for p in temp.iterdir() if p.is_dir()] == []  # (its progress note stays)
+    assert list(temp.iterdir()) == []  # neither its folder nor a progress note is left
     assert _counts(pg_url) == {"runs": 1, "completed": 1, "imports": 1, "payments": 300}
 
 
