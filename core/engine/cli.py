@@ -244,7 +244,8 @@ def run(args: argparse.Namespace) -> int:
 
     # Statement column mappings saved in the database apply (read before anything is written).
     mappings = saved_mappings_in(args.db) if args.db is not None else ()
-    loaded = load_folder(args.dataset_dir, args.amount_unit, mappings)
+    # The files' sha256 is recorded only with --db (the run's input hashes): skipped without.
+    loaded = load_folder(args.dataset_dir, args.amount_unit, mappings, hashing=args.db is not None)
 
     out: Path = args.out
     target = output_target(out)  # a folder is refused; a device or FIFO is never replaced

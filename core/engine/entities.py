@@ -7,6 +7,9 @@ No loop runs per row or per entity.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import Future
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -15,6 +18,7 @@ import pyarrow.compute as pc
 from core.calendar import ist_dates
 from core.engine import codes as C
 from core.engine.columns import (
+    BoolArray,
     IntArray,
     any_by,
     bools,
@@ -122,17 +126,64 @@ def _rows_of_known_entities(
     return rows[known], pos[known], entity.filter(pa.array(known)), rows[~known]
 
 
-def check_payments(ctx: Context) -> tuple[Part, IntArray]:
-    """Outcomes of payments, and the recon payment rows whose payment is unknown."""
+KnownRows = tuple[IntArray, IntArray, pa.Array, IntArray]
+
+
+def payment_rows(ctx: Context) -> KnownRows:
+    """The recon payment rows whose payment is known (`_rows_of_known_entities` over the
+    payment ids): rows, payment positions, entity ids; and the rows of unknown payments.
+    Arrow and numpy only (no pandas), so `reconcile` runs it on a worker thread while the
+    calling thread computes the payment-side columns; the text columns it reads are taken
+    from the context's cache, filled by the caller first (`prepare_payment_rows`)."""
+    return _rows_of_known_entities(ctx, "payment", ctx.text(ctx.dataset.payments, "id"))
+
+
+def prepare_payment_rows(ctx: Context) -> None:
+    """Fill the context's text cache with what `payment_rows` reads (on the caller's
+    thread, so the worker touches no pandas object)."""
+    ctx.text(ctx.dataset.payments, "id")
+    ctx.text(ctx.dataset.recon, "entity_id")
+
+
+def _now(value: BoolArray) -> Callable[[], BoolArray]:
+    return lambda: value
+
+
+def _payment_text_checks(
+    rows: IntArray,
+    pos: IntArray,
+    entity: pa.Array,
+    r_payment_ids: pa.Array,
+    r_orders: pa.Array,
+    p_orders: pa.Array,
+) -> BoolArray:
+    """WRONG_MAPPING per recon row: it names another payment, or another order."""
+    r_payment_id = _select_rows(r_payment_ids, rows)
+    wrong = present(r_payment_id) & differs(r_payment_id, entity)
+    r_order = _select_rows(r_orders, rows)
+    p_order = _select_rows(p_orders, pos)
+    wrong |= present(r_order) & present(p_order) & differs(r_order, p_order)
+    return wrong
+
+
+def check_payments(
+    ctx: Context,
+    known: Callable[[], KnownRows] | None = None,
+    submit: Callable[..., Future[BoolArray]] | None = None,
+) -> tuple[Part, IntArray]:
+    """Outcomes of payments, and the recon payment rows whose payment is unknown.
+
+    known: returns `payment_rows(ctx)` (a future's `result`, when `reconcile` computes it
+    on another thread); called after the payment-side columns are made. None computes it
+    here. submit: an executor's `submit`, to run the rows' text comparisons (Arrow only)
+    beside this thread. The outcomes are the same either way."""
     ds = ctx.dataset
     pay, rec = ds.payments, ds.recon
     cal = ctx.params.calendar
     n = len(pay)
     ids = ctx.text(pay, "id")
 
-    rows, pos, entity, unknown_rows = _rows_of_known_entities(ctx, "payment", ids)
-    rows, pos, entity = _without_released_holds(ctx, rows, pos, entity, n)
-
+    # The payment-side columns first (they do not need the recon rows' lookup).
     amount = ints(pay["amount"])
     # Another currency is compared in INR (base_amount, else the row's INR amount).
     foreign = foreign_currency(ctx.text(pay, "currency"))
@@ -147,22 +198,38 @@ def check_payments(ctx: Context) -> tuple[Part, IntArray]:
     captured = bools(pay["captured"]) | np.asarray(
         in_captured_status.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool
     )
+    settle_days = np.where(international | foreign, cal.international_days, cal.settlement_days)
+    deadline = ctx.deadline(created, (settle_days + cal.grace_days).astype(np.int64))
+    overdue = ctx.as_of_day > deadline
+    pay_elsewhere = settled_elsewhere(ctx.text(pay, "settled_by"))
+    p_order_all = ctx.text(pay, "order_id")
+    r_settled_by = ctx.text(rec, "settled_by")
+    r_settlement_ids = ctx.text(rec, "settlement_id")
+    r_payment_ids = ctx.text(rec, "payment_id")
+    r_orders = ctx.text(rec, "order_id")
+    rec_amount, rec_credit, rec_fee = ints(rec["amount"]), ints(rec["credit"]), ints(rec["fee"])
+    rec_settled, rec_on_hold = bools(rec["settled"]), bools(rec["on_hold"])
+    rec_settled_at, rec_settled_at_null = ints(rec["settled_at"]), nulls(rec["settled_at"])
 
-    r_amount = ints(rec["amount"])[rows]
-    r_credit = ints(rec["credit"])[rows]
-    r_fee = ints(rec["fee"])[rows]
-    r_settled = bools(rec["settled"])[rows]
-    r_held = bools(rec["on_hold"])[rows] & ~r_settled
-    r_settled_at = ints(rec["settled_at"])[rows]
-    r_settled_at_null = nulls(rec["settled_at"])[rows]
+    rows, pos, entity, unknown_rows = payment_rows(ctx) if known is None else known()
+    rows, pos, entity = _without_released_holds(ctx, rows, pos, entity, n)
+
+    r_amount = rec_amount[rows]
+    r_credit = rec_credit[rows]
+    r_fee = rec_fee[rows]
+    r_settled = rec_settled[rows]
+    r_held = rec_on_hold[rows] & ~r_settled
+    r_settled_at = rec_settled_at[rows]
+    r_settled_at_null = rec_settled_at_null[rows]
     r_settlement = ctx.recon_settlement[rows]
 
-    # 2 WRONG_MAPPING: the row names another payment, or another order.
-    r_payment_id = _select_rows(ctx.text(rec, "payment_id"), rows)
-    wrong = present(r_payment_id) & differs(r_payment_id, entity)
-    r_order = _select_rows(ctx.text(rec, "order_id"), rows)
-    p_order = _select_rows(ctx.text(pay, "order_id"), pos)
-    wrong |= present(r_order) & present(p_order) & differs(r_order, p_order)
+    # 2 WRONG_MAPPING: the row names another payment, or another order (Arrow only: on
+    # the pool when there is one, while this thread does the numbers).
+    text_checks = (
+        submit(_payment_text_checks, rows, pos, entity, r_payment_ids, r_orders, p_order_all).result
+        if submit is not None
+        else _now(_payment_text_checks(rows, pos, entity, r_payment_ids, r_orders, p_order_all))
+    )
     # 3 AMOUNT_MISMATCH / 4 SETTLEMENT_AMOUNT_DISCREPANCY (fee includes GST: net = amount - fee).
     row_inr = inr_amounts(amount[pos], foreign[pos], base[pos], base_null[pos], r_amount)
     amount_differs = r_amount != row_inr
@@ -170,14 +237,13 @@ def check_payments(ctx: Context) -> tuple[Part, IntArray]:
     fee_differs = ~amount_differs & (r_credit != row_inr - fee_used)
     # 5 MISSING_SETTLEMENT / 6 TIMING_WINDOW_EXCEEDED never apply to a row the gateway holds.
     no_settlement = ~r_held & (r_settlement < 0)
-    settle_days = np.where(international | foreign, cal.international_days, cal.settlement_days)
-    deadline = ctx.deadline(created, (settle_days + cal.grace_days).astype(np.int64))
     late = (
         ~r_held
         & ~r_settled_at_null
         & (ist_dates(np.where(r_settled_at_null, 0, r_settled_at)) > deadline[pos])
     )
 
+    wrong = text_checks()
     row_bits = (
         (wrong.astype(np.int64) << PAY_WRONG)
         | (amount_differs.astype(np.int64) << PAY_AMOUNT)
@@ -187,13 +253,10 @@ def check_payments(ctx: Context) -> tuple[Part, IntArray]:
     )
     mask = _or_bits(pos, row_bits, n)
     count = count_by(pos, n)
-    overdue = ctx.as_of_day > deadline
     mask |= (count >= 2).astype(np.int64) << PAY_DUP
     mask |= ((count == 0) & overdue).astype(np.int64) << PAY_MISSING
     # Settled by someone other than Razorpay: no Razorpay settlement is expected.
-    elsewhere = settled_elsewhere(ctx.text(pay, "settled_by")) | any_by(
-        pos, settled_elsewhere(_select_rows(ctx.text(rec, "settled_by"), rows)), n
-    )
+    elsewhere = pay_elsewhere | any_by(pos, settled_elsewhere(_select_rows(r_settled_by, rows)), n)
     mask &= ~np.where(elsewhere, bit(PAY_NO_SETTLEMENT) | bit(PAY_LATE) | bit(PAY_MISSING), 0)
     # A payment that is not captured has an outcome only when money was settled for it.
     mask = np.where(captured, mask, np.where(count > 0, bit(PAY_STATUS), 0)).astype(np.int64)
@@ -211,7 +274,7 @@ def check_payments(ctx: Context) -> tuple[Part, IntArray]:
         count,
         rows,
         {
-            "settlement_id": ctx.text(rec, "settlement_id"),
+            "settlement_id": r_settlement_ids,
             "settled_at": np.where(r_settled_at_null, np.iinfo(np.int64).max, r_settled_at),
             "amount": r_amount,
             "credit": r_credit,

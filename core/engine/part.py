@@ -8,7 +8,10 @@ and exposure, sorts by `entity_id` and stacks the parts in `entity_type` order.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from concurrent.futures import Executor
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -142,17 +145,22 @@ def _labels(keys: IntArray, label_of: dict[int, str]) -> pa.Array:
     return pa.DictionaryArray.from_arrays(indices, dictionary).cast(pa.large_string())
 
 
-def _sort_order(ref: TextRef) -> tuple[IntArray, pa.Array]:
-    """The permutation that sorts the part by entity_id, and the sorted ids."""
+def _sort_order(
+    ref: TextRef, source_order: Callable[[], IntArray] | None = None
+) -> tuple[IntArray, pa.Array]:
+    """The permutation that sorts the part by entity_id, and the sorted ids.
+
+    source_order: returns `sort_text(ref.source)` when it was started earlier (on another
+    thread, see `reconcile`); used only when the whole source is ranked."""
     if ref.rows is None or len(ref.rows) < len(ref.source) // 4:
         ids = ref.resolve()
         order: IntArray = sort_text(ids)
         return order, ids.take(pa.array(order))
     # Rank the whole source once, then order the selected rows by rank: one string sort
     # and one take instead of take, sort, take.
-    source_order = sort_text(ref.source)
+    ranked = sort_text(ref.source) if source_order is None else source_order()
     rank = np.empty(len(ref.source), dtype=np.int64)
-    rank[source_order] = np.arange(len(ref.source), dtype=np.int64)
+    rank[ranked] = np.arange(len(ref.source), dtype=np.int64)
     selected = rank[ref.rows]
     # Distinct rows (the usual case) are placed by rank in one pass, no second sort; rows
     # named twice (or -1) fall back to the stable sort.
@@ -188,10 +196,37 @@ TABLES = {
 }
 
 
-def _columns(part: Part) -> dict[str, pa.Array | np.ndarray]:
-    order, entity_id = _sort_order(part.entity_id)
-    if part.entity_type != "recon_row":  # recon rows are already grouped by entity_id
-        _refuse_duplicates(part.entity_type, entity_id)
+Column: TypeAlias = pa.Array | np.ndarray
+Later: TypeAlias = Callable[[], pa.Array]
+
+
+def _now(value: pa.Array) -> Later:
+    return lambda: value
+
+
+def _text_later(pool: Executor | None, ref: TextRef, order: IntArray) -> Later:
+    """`ref.resolve(order)`: at once without a pool, else on the pool (its `result`)."""
+    if pool is None:
+        return _now(ref.resolve(order))
+    return pool.submit(ref.resolve, order).result
+
+
+def _sorted_ids(entity_type: str, entity_id: pa.Array) -> pa.Array:
+    if entity_type != "recon_row":  # recon rows are already grouped by entity_id
+        _refuse_duplicates(entity_type, entity_id)
+    return entity_id
+
+
+def _columns(
+    part: Part,
+    pool: Executor | None = None,
+    source_order: Callable[[], IntArray] | None = None,
+) -> dict[str, Column | Later]:
+    """One part's outcome columns. With a pool the Arrow takes of its text columns run on
+    the pool while this thread derives the rest; those columns are then callables that
+    return the array (their future's `result`)."""
+    order, entity_id = _sort_order(part.entity_id, source_order)
+    ids = _sorted_ids(part.entity_type, entity_id)
     width = len(part.codes)
     mask = part.mask[order]
     pending = part.pending[order].astype(np.int64)
@@ -237,29 +272,49 @@ def _columns(part: Part) -> dict[str, pa.Array | np.ndarray]:
     created = pa.array(part.created_at[order], mask=part.created_at_null[order], type=pa.int64())
     return {
         "entity_type": _labels(np.zeros(n, dtype=np.int64), {0: part.entity_type}),
-        "entity_id": entity_id,
+        "entity_id": ids,
         "status": _labels(status_key, {0: C.MATCHED, 1: C.PENDING, 2: C.EXCEPTION}),
         "reason_code": _labels(reason_key, reason_label),
         "reason_codes": _labels(joined_key, joined_label),
-        "settlement_id": part.settlement_id.resolve(order),
+        "settlement_id": _text_later(pool, part.settlement_id, order),
         "expected_amount": expected,
         "actual_amount": actual,
         "difference": difference,
         "exposure_class": _labels(class_key, dict(enumerate(classes))),
         "exposure_amount": exposure,
         "match_method": _labels(part.method[order].astype(np.int64), dict(enumerate(METHODS))),
-        "order_id": part.order_id.resolve(order),
-        "utr": part.utr.resolve(order),
+        "order_id": _text_later(pool, part.order_id, order),
+        "utr": _text_later(pool, part.utr, order),
         "entity_created_at": created,
     }
 
 
-def assemble(parts: list[Part]) -> pd.DataFrame:
-    """The outcomes frame: OUTCOME_COLUMNS, sorted by entity_type then entity_id."""
-    pieces = [_columns(p) for p in sorted(parts, key=lambda p: p.entity_type) if len(p)]
+def _value(column: Column | Later) -> Column:
+    """A column, waiting for it when it is still being taken on the pool."""
+    if isinstance(column, (pa.Array, np.ndarray)):
+        return column
+    return column()
+
+
+def assemble(
+    parts: list[Part],
+    pool: Executor | None = None,
+    source_orders: Mapping[int, Callable[[], IntArray]] | None = None,
+) -> pd.DataFrame:
+    """The outcomes frame: OUTCOME_COLUMNS, sorted by entity_type then entity_id.
+
+    pool: an executor for the text columns' takes (the frame is the same with or without).
+    source_orders: `id(source)` of an entity_id TextRef's source -> a callable returning
+    `sort_text(source)`, computed ahead (reconcile starts the payment ids' sort early)."""
+    orders = source_orders or {}
+    pieces = [
+        _columns(p, pool, orders.get(id(p.entity_id.source)))
+        for p in sorted(parts, key=lambda p: p.entity_type)
+        if len(p)
+    ]
     frame: dict[str, object] = {}
     for name in OUTCOME_COLUMNS:
-        values = [piece[name] for piece in pieces]
+        values = [_value(piece[name]) for piece in pieces]
         if name in AMOUNT_COLUMNS:
             frame[name] = (
                 np.concatenate([np.asarray(v, dtype=np.int64) for v in values])

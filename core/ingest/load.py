@@ -163,12 +163,14 @@ class _FileResult:
     reversal_links: tuple[tuple[str, str], ...] = ()  # (rvrsl_ id, trf_ id) from a reversals file
 
 
-def _load_entity_file(spec: TableSpec, path: Path, amount_unit: str) -> _FileResult:
+def _load_entity_file(
+    spec: TableSpec, path: Path, amount_unit: str, hashing: bool = True
+) -> _FileResult:
     streamed = path.suffix.lower() == ".csv"  # read by Arrow from the file, in blocks
     data = b"" if streamed else path.read_bytes()
     has_nul = None
     if streamed:  # one read of the file hashes it and looks for NUL bytes (Arrow reads it next)
-        sha, has_nul = scan_file(path)
+        sha, has_nul = scan_file(path, hashing=hashing)
     else:
         sha = hashlib.sha256(data).hexdigest()
     attribute = DATASET_FIELD[spec.kind]
@@ -308,6 +310,7 @@ def load_dataset(
     bank_mappings: Sequence[BankMapping] = (),
     *,
     overlap_large_files: bool = False,
+    hashing: bool = True,
 ) -> tuple[Dataset, ImportReport]:
     """Read and validate a dataset folder (spec sections 2-3).
 
@@ -321,6 +324,10 @@ def load_dataset(
     LARGE_FILE_BYTES take turns (import memory stays under 4x the input), unless
     `overlap_large_files` trades that memory for speed (the reconcile command does: the big
     payments and recon files then overlap on two cores).
+
+    hashing: False skips the sha256 of the CSV files (for a caller that persists and
+    records nothing: `reconcile` without `--db`); their `FileReport.sha256` and the
+    report's `content_hash` are then '' (no hash rather than a wrong one).
     """
     if amount_unit not in UNITS:
         raise ConfigError(f"amount unit must be one of {', '.join(UNITS)}, not {amount_unit!r}")
@@ -329,9 +336,9 @@ def load_dataset(
         # Returning them at once made the 1M wide load fault 3.6 GB of pages in (4.0-6.7
         # system CPU s) against 2.0-2.3 GB kept (2.4 s), for 20 MB more peak
         # (docs/benchmark.md, "Whole process on wide data").
-        return _load_dataset(folder, amount_unit, bank_mappings, overlap_large_files)
+        return _load_dataset(folder, amount_unit, bank_mappings, overlap_large_files, hashing)
     with _freed_memory_returned_at_once():
-        return _load_dataset(folder, amount_unit, bank_mappings, overlap_large_files)
+        return _load_dataset(folder, amount_unit, bank_mappings, overlap_large_files, hashing)
 
 
 def _one_large_file_at_a_time(
@@ -363,6 +370,7 @@ def _load_dataset(
     amount_unit: str,
     bank_mappings: Sequence[BankMapping],
     overlap_large_files: bool,
+    hashing: bool = True,
 ) -> tuple[Dataset, ImportReport]:
     root = Path(folder)
     if not root.is_dir():
@@ -381,7 +389,10 @@ def _load_dataset(
         problems.extend(located)
         if found:
             jobs.append(
-                (found[0], functools.partial(_load_entity_file, spec, found[0], amount_unit))
+                (
+                    found[0],
+                    functools.partial(_load_entity_file, spec, found[0], amount_unit, hashing),
+                )
             )
         elif spec.required_file and not located:
             message = f"required file missing: {spec.stem}.csv or {spec.stem}.json"
@@ -438,7 +449,7 @@ def _load_dataset(
     report = ImportReport(
         source="files",
         location=str(root),
-        content_hash=digest.hexdigest(),
+        content_hash=digest.hexdigest() if hashing else "",
         files=tuple(reports),
         has_bank_statement=has_bank,
     )

@@ -342,11 +342,7 @@ def read_csv_table(
         raise ReadFailure(_csv_shape_problems(file, text, header_line, len(header), exc)) from exc
     columns = {k: table.column(written[k]) for k in keep}
     long_cells = [
-        (k, np.flatnonzero(lengths > MAX_CELL_CHARS))
-        for k in keep
-        if len(columns[k])
-        and (lengths := pc.fill_null(pc.utf8_length(columns[k]), 0).to_numpy()).max()
-        > MAX_CELL_CHARS
+        (k, rows) for k in keep if len(columns[k]) and len(rows := long_cell_rows(columns[k]))
     ]
     if long_cells:
         lines = find_lines()
@@ -375,6 +371,18 @@ def read_csv_table(
         aliased=aliased,
         nul_free=True,  # refused above when the file holds a NUL byte
     )
+
+
+def long_cell_rows(column: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.int64]:
+    """Rows of a text column whose cell has more than MAX_CELL_CHARS characters. A UTF-8
+    cell has at least as many bytes as characters, so the characters are counted (a pass
+    over every byte) only when some cell has more bytes than that; the byte lengths come
+    from the offsets alone (1M wide payments: 0.09 CPU s against 0.74 for 24 columns)."""
+    longest = pc.max(pc.binary_length(column)).as_py()
+    if longest is None or longest <= MAX_CELL_CHARS:
+        return np.zeros(0, dtype=np.int64)
+    lengths = pc.fill_null(pc.utf8_length(column), 0).to_numpy()
+    return np.flatnonzero(lengths > MAX_CELL_CHARS).astype(np.int64)
 
 
 def _csv_shape_problems(
