@@ -85,8 +85,9 @@ def main(argv: list[str] | None = None) -> int:
         "new_payments": len(day.payments),
         "day_rows": {t: len(getattr(day, t)) for t in DATASET_TABLES},
     }
-    seconds, cpu, steps = [], [], []
+    seconds, cpu, steps, usage = [], [], [], []
     for _ in range(args.repeat):
+        before = resource.getrusage(resource.RUSAGE_SELF)
         began, began_cpu = time.perf_counter(), time.process_time()
         merged, replaced = merge_rows(base, day)
         merge_cpu = round(time.process_time() - began_cpu, 3)
@@ -96,8 +97,17 @@ def main(argv: list[str] | None = None) -> int:
         seconds.append(round(time.perf_counter() - began, 3))
         cpu.append(round(time.process_time() - began_cpu, 3))
         steps.append({"merge_cpu_s": merge_cpu, **step.cpu_seconds})
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        usage.append(  # user s, system s, minor page faults (system time: first touches)
+            [
+                round(after.ru_utime - before.ru_utime, 2),
+                round(after.ru_stime - before.ru_stime, 2),
+                after.ru_minflt - before.ru_minflt,
+            ]
+        )
     result["incremental_s"], result["incremental_cpu_s"] = seconds, cpu
     result["steps_cpu_s"] = steps
+    result["user_sys_faults"] = usage
     result["stats"] = step.stats
     # The whole outcome frame is built on first use (IncrementalResult.outcomes), outside
     # the runs above: what a caller that needs it (not import-day) pays on top.
