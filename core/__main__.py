@@ -26,6 +26,13 @@ os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
 # alternated: files -> results.csv 6.59 s mean (6.00-7.27) against 7.57 s (6.65-8.63); with
 # --db 16.6 s and 1.84 GB peak against 18.4 s and 2.0-2.2 GB.
 os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
+# import-day: jemalloc keeps the pages it frees for the rest of the process (read at its
+# start only: Arrow's `jemalloc_set_decay_ms` reaches new arenas, not the ones in use), so
+# the incremental run's frames reuse the snapshot read's pages instead of faulting fresh
+# ones. In-memory harness at 1M: 165-200k minor faults per run with the default decay,
+# 15-100k with this (docs/benchmark.md, *Incremental runs*, fifth round).
+if sys.argv[1:2] == ["import-day"]:
+    os.environ.setdefault("JE_ARROW_MALLOC_CONF", "dirty_decay_ms:-1,muzzy_decay_ms:-1")
 
 COMMAND_MODULES: dict[str, str] = {
     "import": "core.ingest.cli",

@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"run {result.run.run_id}: full ({scope['reason']})")
     print(f"stored state read from the {result.read_from}")
-    for line in summary_lines(result.run.outcomes):
+    for line in summary_lines(result.summary_frame()):
         print(line)
     timings = result.run.timings
     print("timings: " + ", ".join(f"{k.removesuffix('_s')} {v:.2f}s" for k, v in timings.items()))

@@ -8,6 +8,7 @@ brought up to date by `core.review.sync_exceptions`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sqlite3
 import time
@@ -64,13 +65,27 @@ class RunResult:
 
     run_id: the `runs` row; outcomes: the engine's frame; timings: step -> seconds;
     sync: what `core.review.sync_exceptions` returned (opened / kept / cleared counts).
+    An incremental day's run holds its outcomes as parts (`parts`: the
+    core.engine.incremental.IncrementalResult, `whole` None) and builds the frame on first
+    use of `outcomes`.
     """
 
     run_id: int
-    outcomes: pd.DataFrame
+    whole: pd.DataFrame | None
     timings: dict[str, float]
     input_hashes: dict[str, str]
     sync: Any = None
+    parts: Any = field(default=None, repr=False, compare=False)
+
+    @functools.cached_property
+    def outcomes(self) -> pd.DataFrame:
+        """The run's outcome frame (built from `parts` on first use when not kept whole)."""
+        if self.whole is not None:
+            return self.whole
+        if self.parts is None:
+            raise ValueError(f"run {self.run_id} holds no outcomes")
+        frame: pd.DataFrame = self.parts.outcomes
+        return frame
 
 
 def file_hashes(folder: str | Path, known: dict[str, str] | None = None) -> dict[str, str]:
@@ -309,7 +324,7 @@ def reconcile_database(
 
 def _persist_and_sync(
     conn: sqlite3.Connection,
-    outcomes: pd.DataFrame,
+    outcomes: pd.DataFrame | None,
     params: EngineParams,
     as_of: int,
     source: str,
@@ -317,18 +332,22 @@ def _persist_and_sync(
     timings: dict[str, float],
     staged: StagedOutcomes | None = None,
     *,
-    carry: tuple[Any, pd.DataFrame] | None = None,
+    carry: tuple[Any, pd.DataFrame, pd.DataFrame] | None = None,
     books: InMemory | None = None,
+    parts: Any = None,
 ) -> RunResult:
+    """Store the run (outcomes; or, with `carry`, the fresh ones and a copy of the carried
+    rows: outcomes may then be None, `parts` building them on demand) and sync the exception
+    queue."""
     from core.review import sync_exceptions
 
     # A run some crashed process left 'running' long ago is marked failed first.
     discard_stale_runs(conn)
     if carry is not None:  # an incremental run: carried rows copied inside the database
-        run_id = _persist_carried(
-            conn, outcomes, carry, params, as_of, source, input_hashes, timings
-        )
+        run_id = _persist_carried(conn, carry, params, as_of, source, input_hashes, timings)
     else:
+        if outcomes is None:
+            raise ValueError("a run stored without its outcomes")
         run_id = persist_run(
             conn,
             outcomes,
@@ -355,7 +374,8 @@ def _persist_and_sync(
     update_timings(conn, run_id, all_timings)
     return RunResult(
         run_id=run_id,
-        outcomes=outcomes,
+        whole=outcomes,
+        parts=parts,
         timings=all_timings,
         input_hashes=input_hashes,
         sync=summary,
@@ -381,6 +401,14 @@ class DayRunResult:
     scope: dict[str, Any]
     # Where the stored state came from: 'snapshot of run N', or 'tables (why not a snapshot)'.
     read_from: str = "tables"
+    # The outcome columns summary_lines and counts read, when the run's whole frame was
+    # never built (an incremental run); None: read them from run.outcomes.
+    counted: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+
+    def summary_frame(self) -> pd.DataFrame:
+        """A frame core.engine.results.summary_lines can read, without building the run's
+        whole outcome frame when it was stored as parts."""
+        return self.counted if self.counted is not None else self.run.outcomes
 
 
 def qualify_bank_lines(dataset: Dataset, day: str) -> Dataset:
@@ -468,40 +496,73 @@ def _key_mask(outcomes: pd.DataFrame, keep: dict[str, Any]) -> np.ndarray[Any, n
 
 def _carry_plan(
     result: Any, previous: pd.DataFrame, base_id: int
-) -> tuple[Any, pd.DataFrame] | None:
-    """(CarryForward, the outcomes decided again) to store an incremental run as a copy of
-    the base run's carried rows inside the database plus the fresh rows; None (store every
-    row) when the counts do not add up to the engine's own (a run it did in full)."""
+) -> tuple[Any, pd.DataFrame, pd.DataFrame] | None:
+    """(CarryForward, the outcomes decided again, the columns counts() reads of the whole
+    frame) to store an incremental run as a copy of the base run's carried rows inside the
+    database plus the fresh rows; None (store every row) when the counts do not add up to
+    the engine's own (a run it did in full)."""
     from core.db.runs import CarryForward
 
-    outcomes, keep, stats = result.outcomes, result.plan.keep, result.stats
+    keep, stats = result.plan.keep, result.stats
     if result.fresh is not None and result.carried is not None:
-        # The engine's own split (no second probe of the 1M outcome ids).
+        # The engine's own split (no second probe of the 1M outcome ids, no full frame).
         fresh_rows, skipped = result.fresh, ~result.carried
+        total = result.outcome_count()
     else:
+        outcomes = result.outcomes
         fresh = _key_mask(outcomes, keep)
-        fresh_rows, skipped = outcomes[fresh], _key_mask(previous, keep)
+        fresh_rows, skipped, total = outcomes[fresh], _key_mask(previous, keep), len(outcomes)
     carried = len(previous) - int(skipped.sum())
     if (
         len(fresh_rows) != stats.get("reconciled")
         or carried != stats.get("carried_forward")
-        or len(fresh_rows) + carried != len(outcomes)
+        or len(fresh_rows) + carried != total
     ):
         return None
-    redecided = previous[skipped]
-    carry = CarryForward(
+    import pyarrow as pa
+
+    chosen = pa.array(skipped)
+    forward = CarryForward(
         base_run_id=base_id,
-        skip_types=redecided["entity_type"].to_numpy(dtype=object).tolist(),
-        skip_ids=redecided["entity_id"].to_numpy(dtype=object).tolist(),
+        skip_types=_arrow_column(previous, "entity_type").filter(chosen).to_pylist(),
+        skip_ids=_arrow_column(previous, "entity_id").filter(chosen).to_pylist(),
         expected=carried,
     )
-    return carry, fresh_rows
+    return forward, fresh_rows, _counted_frame(fresh_rows, previous, ~skipped)
+
+
+def _arrow_column(frame: pd.DataFrame, name: str) -> Any:
+    """A column of a frame as an Arrow (chunked) array, its chunks as they are."""
+    import pyarrow as pa
+
+    return pa.array(frame[name].array)
+
+
+# The outcome columns core.engine.results.counts reads.
+_COUNTED = ("entity_type", "status", "reason_code", "exposure_class", "exposure_amount")
+
+
+def _counted_frame(fresh: pd.DataFrame, previous: pd.DataFrame, carried: Any) -> pd.DataFrame:
+    """The columns counts() and summary_lines() read of the outcome frame made of `fresh`
+    and the `carried` rows of `previous`, without building that frame (both give sums per
+    key, sorted by key: row order does not matter)."""
+    import pyarrow as pa
+
+    mask = pa.array(carried)
+    columns: dict[str, Any] = {}
+    for name in _COUNTED:
+        kept = previous[name]
+        if hasattr(kept.array, "__arrow_array__") and hasattr(kept.dtype, "__from_arrow__"):
+            kept = pd.Series(kept.dtype.__from_arrow__(_arrow_column(previous, name).filter(mask)))
+        else:
+            kept = pd.Series(kept.to_numpy()[carried])
+        columns[name] = pd.concat([fresh[name].reset_index(drop=True), kept], ignore_index=True)
+    return pd.DataFrame(columns)
 
 
 def _persist_carried(
     conn: sqlite3.Connection,
-    outcomes: pd.DataFrame,
-    carry: tuple[Any, pd.DataFrame],
+    carry: tuple[Any, pd.DataFrame, pd.DataFrame],
     params: EngineParams,
     as_of: int,
     source: str,
@@ -515,7 +576,7 @@ def _persist_carried(
     from core.engine.persist import outcome_chunks
     from core.engine.results import counts as outcome_counts
 
-    forward, fresh = carry
+    forward, fresh, counted = carry
     began = time.perf_counter()
     run_id = db_runs.start_run(
         conn, as_of=as_of, source=source, params=params.to_dict(), input_hashes=input_hashes
@@ -527,7 +588,7 @@ def _persist_carried(
             chunks=outcome_chunks(fresh),
             carry=forward,
             timings=timings,
-            counts=outcome_counts(outcomes),
+            counts=outcome_counts(counted),
         )
     except BaseException as exc:
         db_runs.fail_run(conn, run_id, f"{type(exc).__name__}: {exc}")
@@ -638,8 +699,12 @@ def reconcile_day_into_db(
     read = time.perf_counter()
     timings = {**loaded.timings, "read_db_s": round(read - began, 3)}
     scope: dict[str, Any]
-    carry: tuple[Any, pd.DataFrame] | None = None
+    carry: tuple[Any, pd.DataFrame, pd.DataFrame] | None = None
     delta: tuple[Any, Any, Any] | None = None  # (base record, fresh, carried)
+    # The whole outcome frame, built only when a step below needs it (an incremental run
+    # stored as fresh rows + carried copies with a snapshot delta never does).
+    outcomes: pd.DataFrame | None = None
+    result: Any = None
     if reason is None:
         assert base is not None
         if previous is None:
@@ -649,10 +714,12 @@ def reconcile_day_into_db(
         result = reconcile_incremental(
             merged, day, replaced, previous, params, as_of, pricing, state=state
         )
-        outcomes, scope, kind = result.outcomes, dict(result.stats), "incremental"
+        scope, kind = dict(result.stats), "incremental"
         timings.update(result.cpu_seconds)
         base_id: int | None = base.id
         carry = _carry_plan(result, previous, base.id)
+        if carry is None:
+            outcomes = result.outcomes
         state = result.state
         if read_from.startswith("snapshot") and wants_delta(base.snapshot, day):
             delta = (base.snapshot, result.fresh, result.carried)
@@ -671,7 +738,8 @@ def reconcile_day_into_db(
             if delta is not None and delta[1] is not None and delta[2] is not None:
                 snapshot = writer.submit(_delta_files, keep_in, day, delta, state, merged)
             else:
-                snapshot = writer.submit(_snapshot_files, keep_in, merged, outcomes, state)
+                whole = outcomes if outcomes is not None else result.outcomes
+                snapshot = writer.submit(_snapshot_files, keep_in, merged, whole, state)
             writing.callback(_discard_unnamed, snapshot)
         began = time.perf_counter()
         imported = store_dataset(
@@ -686,12 +754,13 @@ def reconcile_day_into_db(
         timings["store_dataset_s"] = round(time.perf_counter() - began, 3)
         hashes = {**loaded.input_hashes, "pricing": pricing_hash}
         stored_run = _persist_and_sync(
-            conn, outcomes, params, as_of, source, hashes, timings, carry=carry
+            conn, outcomes, params, as_of, source, hashes, timings, carry=carry, parts=result
         )
         record_run_kind(conn, stored_run.run_id, kind=kind, base_run_id=base_id, scope=scope)
         if snapshot is not None:
             stored_run = _leave_snapshot(conn, snapshot, stored_run, imported.import_id)
-    return DayRunResult(stored_run, kind, base_id, scope, read_from)
+    counted = carry[2] if carry is not None else None
+    return DayRunResult(stored_run, kind, base_id, scope, read_from, counted)
 
 
 def _snapshot_files(

@@ -178,3 +178,26 @@ def test_a_bad_day_folder_exits_2_naming_the_cell_and_writes_nothing(
     with open_database(db) as conn:
         assert len(list_runs(conn)) == 1
         assert conn.execute("SELECT count(*) FROM payments WHERE id = 'pay_X1'").fetchone()[0] == 0
+
+
+def test_an_incremental_day_is_stored_counted_and_summarised_without_its_whole_frame(
+    days: tuple[list[Path], list[str]], tmp_path: Path
+) -> None:
+    from core.engine.results import counts, summary_lines
+
+    folders, as_ofs = days
+    with open_database(tmp_path / "parts.sqlite") as conn:
+        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+        day = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
+        assert day.kind == "incremental" and day.read_from.startswith("snapshot")
+        # Stored (fresh rows + carried copies), counted, summarised and snapshotted (a
+        # delta) from the parts: the run's whole frame was never built.
+        assert day.run.whole is None and "outcomes" not in vars(day.run)
+        lines = summary_lines(day.summary_frame())
+        assert "outcomes" not in vars(day.run)
+        stored = read_outcome_frame(conn, day.run.run_id)
+        record = get_run(conn, day.run.run_id)
+        assert record is not None and record.counts == counts(stored)
+        assert lines == summary_lines(stored)
+        # Asked for, the frame is built from the parts and equals what was stored.
+        pd.testing.assert_frame_equal(stored, day.run.outcomes)

@@ -47,6 +47,7 @@ without its payment looks unknown) are dropped.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
@@ -328,22 +329,44 @@ def _fingerprints(values: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.uint64]:
 
 @dataclass(frozen=True)
 class IncrementalResult:
-    """outcomes: the full outcome frame (as `reconcile` over the merged dataset gives it);
-    plan: what was re-reconciled; stats: plan.stats plus `reconciled` (outcomes decided
+    """plan: what was re-reconciled; stats: plan.stats plus `reconciled` (outcomes decided
     again) and `carried_forward` (outcomes taken from the previous run); cpu_seconds: this
-    process's CPU seconds per step (plan, reconcile of the sub-dataset, carry forward);
-    state: the next run's IncrementalState (for the merged dataset) when one was given.
-    fresh, carried: the outcomes decided again (rows of `outcomes`, sorted the same way)
-    and which rows of the previous run's frame were carried forward, so a store can copy
-    carried rows from the previous run instead of writing them (None after a full run)."""
+    process's CPU seconds per step (plan, reconcile of the sub-dataset, carry forward: the
+    key mask that splits the previous run), state: the next run's IncrementalState (for the
+    merged dataset) when one was given.
+    fresh, carried: the outcomes decided again (sorted as `reconcile` sorts) and which rows
+    of `previous` (the previous run's frame) were carried forward, so a store can copy
+    carried rows from the previous run instead of writing them (None after a full run).
+    `outcomes`, the full frame (as `reconcile` over the merged dataset gives it), is built
+    from those three on first use and kept: a run that stores or snapshots only the split
+    never allocates the ~1M-row frame (docs/engine.md, *The carried frame on demand*)."""
 
-    outcomes: pd.DataFrame
     plan: Plan
     stats: dict[str, int]
     cpu_seconds: dict[str, float] = field(default_factory=dict)
     state: IncrementalState | None = None
-    fresh: pd.DataFrame | None = field(default=None, hash=False)
-    carried: BoolArray | None = field(default=None, hash=False)
+    fresh: pd.DataFrame | None = field(default=None, compare=False)
+    carried: BoolArray | None = field(default=None, compare=False)
+    previous: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+    whole: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+
+    @functools.cached_property
+    def outcomes(self) -> pd.DataFrame:
+        """The full outcome frame: the full run's own (`whole`), else the fresh rows merged
+        among the carried previous ones (built once, on first use)."""
+        if self.whole is not None:
+            return self.whole
+        if self.fresh is None or self.carried is None or self.previous is None:
+            raise ValueError("an incremental result without its outcomes or their parts")
+        return _combined(self.fresh, self.previous, self.carried)
+
+    def outcome_count(self) -> int:
+        """len(outcomes), without building the frame."""
+        if self.whole is not None:
+            return len(self.whole)
+        if self.fresh is None or self.carried is None:
+            raise ValueError("an incremental result without its outcomes or their parts")
+        return len(self.fresh) + int(self.carried.sum())
 
 
 # --- merging a day's rows -------------------------------------------------------------
@@ -1124,15 +1147,16 @@ def reconcile_incremental(
         cpu = {"reconcile_cpu_s": round(time.process_time() - began, 3)}
         after = build_state(merged) if state is not None else None
         return IncrementalResult(
-            outcomes=outcomes, plan=plan, stats=stats, cpu_seconds=cpu, state=after
+            plan=plan, stats=stats, cpu_seconds=cpu, state=after, whole=outcomes
         )
     plan = plan_incremental(merged, day, replaced, previous, params, as_of, state)
     planned = time.process_time()
     fresh = reconcile(plan.subset, params, as_of, pricing)
     fresh = _rows(fresh, _key_mask(fresh, plan.keep))
     reconciled = time.process_time()
+    # The carried rows are named, not copied: `IncrementalResult.outcomes` builds the
+    # full frame only when a caller asks for it.
     carry = ~_key_mask(previous, plan.keep)
-    outcomes = _combined(fresh, previous, carry)
     done = time.process_time()
     after = None
     if state is not None:
@@ -1147,11 +1171,11 @@ def reconcile_incremental(
     if after is not None:
         cpu["state_cpu_s"] = round(time.process_time() - done, 3)
     return IncrementalResult(
-        outcomes=outcomes,
         plan=plan,
         stats=stats,
         cpu_seconds=cpu,
         state=after,
         fresh=fresh,
         carried=carry,
+        previous=previous,
     )
