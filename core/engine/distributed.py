@@ -268,7 +268,10 @@ def reconcile_stored_window(
     plain arguments (a path, the params as `EngineParams.to_dict()`), so that any worker
     that can import this module and read `root` can run it."""
     dataset, owned = read_window(Path(root), window)
-    return reconcile_window(dataset, owned, EngineParams.from_dict(params), as_of, pricing)
+    # one engine thread: the cluster already runs one task per core
+    return reconcile_window(
+        dataset, owned, EngineParams.from_dict(params), as_of, pricing, threads=1
+    )
 
 
 def reconcile_store(

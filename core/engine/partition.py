@@ -628,11 +628,14 @@ def reconcile_window(
     params: EngineParams,
     as_of: int,
     pricing: tuple[PricingPlan, ...] = (),
+    threads: int | None = None,
 ) -> pd.DataFrame:
-    """Reconcile one window's Dataset and keep what it owns."""
-    from core.engine.reconcile import reconcile
+    """Reconcile one window's Dataset and keep what it owns. `threads`: the engine's
+    threads (None: its default; a Dask worker that is already one of several passes 1)."""
+    from core.engine.reconcile import ENGINE_THREADS, reconcile
 
-    return keep_owned(reconcile(dataset, params, as_of, pricing), owned)
+    chosen = ENGINE_THREADS if threads is None else threads
+    return keep_owned(reconcile(dataset, params, as_of, pricing, threads=chosen), owned)
 
 
 def reconcile_partitioned(
