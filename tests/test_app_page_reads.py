@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
 from core.db import connect
 from core.db import views as db
@@ -96,13 +97,24 @@ def test_settlement_choices_are_those_of_the_joined_query(app_db: tuple[str, Bui
         conn.close()
 
 
-def test_the_overview_and_settlement_figures_follow_a_decision_in_another_session(
+def _matching(at: AppTest) -> str:
+    return next(m.value for m in at.markdown if "exceptions match" in m.value)
+
+
+def test_the_cached_figures_follow_a_decision_made_in_another_session(
     app_db: tuple[str, Built],
 ) -> None:
+    """Overview, queue and Settlement picker are cached per data mark; a decision is
+    audited, so the next render of any session reads them again."""
     path, built = app_db
     viewer = signed_in()
     viewer.run()
     assert {m.label: m.value for m in viewer.metric}["Open exceptions"] == f"{built.exceptions:,}"
+    viewer.switch_page("pages/exceptions.py")
+    viewer.run()
+    assert _matching(viewer).startswith(f"**{built.exceptions:,}** exceptions match")
+    viewer.switch_page("pages/overview.py")
+    viewer.run()
     conn = connect(path)
     mark = data_mark(conn)
     conn.close()
@@ -125,6 +137,9 @@ def test_the_overview_and_settlement_figures_follow_a_decision_in_another_sessio
     viewer.run()
     metrics = {m.label: m.value for m in viewer.metric}
     assert metrics["Open exceptions"] == f"{built.exceptions - 1:,}"
+    viewer.switch_page("pages/exceptions.py")
+    viewer.run()
+    assert _matching(viewer).startswith(f"**{built.exceptions - 1:,}** exceptions match")
 
     viewer.switch_page("pages/settlement.py")
     viewer.run()

@@ -74,26 +74,33 @@ def read(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return fn(conn, *args, **kwargs)
 
 
-def read_marked(fn: Callable[..., T], *args: Any) -> T:
+def read_marked(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """`read(fn, *args)`, cached per server process until the data change: keyed by the
     database, the data mark (the newest run, the audit trail's head: every change to the
     queue is audited, core.views.common.data_mark), the read model's name and `args`
     (hashable values). For live figures that cost a scan of the open exceptions at 10M
-    (the Overview's exposure and ageing, the Settlement picker's open exposure): a rerun
-    or another session with nothing changed reads them from memory."""
+    (the Overview's exposure and ageing, the Settlement picker's open exposure, the queue's
+    count and page, the Audit filters' values): a rerun or another session with nothing
+    changed reads them from memory."""
     database = auth.database()
     with connection() as conn:
         mark = data_mark(conn)
-    return _marked(database, mark, f"{fn.__module__}.{fn.__qualname__}", args, fn)
+    name = f"{fn.__module__}.{fn.__qualname__}"
+    return _marked(database, mark, name, args, tuple(sorted(kwargs.items())), fn)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _marked(
-    database: str, mark: tuple[int, int], name: str, args: tuple[Any, ...], _fn: Callable[..., T]
+    database: str,
+    mark: tuple[int, int],
+    name: str,
+    args: tuple[Any, ...],
+    kwargs: tuple[tuple[str, Any], ...],
+    _fn: Callable[..., T],
 ) -> T:
     # `_fn` is not hashed (leading underscore): `name` stands for it in the key.
     with closing(connect(database)) as conn:
-        return _fn(conn, *args)
+        return _fn(conn, *args, **dict(kwargs))
 
 
 def request_id(action: str) -> str:
