@@ -76,12 +76,12 @@ def read(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 
 def read_marked(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """`read(fn, *args)`, cached per server process until the data change: keyed by the
-    database, the data mark (the newest run, the audit trail's head: every change to the
-    queue is audited, core.views.common.data_mark), the read model's name and `args`
-    (hashable values). For live figures that cost a scan of the open exceptions at 10M
-    (the Overview's exposure and ageing, the Settlement picker's open exposure, the queue's
-    count and page, the Audit filters' values): a rerun or another session with nothing
-    changed reads them from memory."""
+    database, the data mark (the newest run and completed run, the audit trail's head:
+    every change to the queue is audited, core.views.common.data_mark), the read model's
+    name and its arguments (hashable values). For live figures that cost a scan of the
+    open exceptions at 10M (the Overview's exposure and ageing, the Settlement picker's
+    open exposure, the queue's count and page, the Audit filters' values): a rerun or
+    another session with nothing changed reads them from memory."""
     database = auth.database()
     with connection() as conn:
         mark = data_mark(conn)
@@ -92,7 +92,7 @@ def read_marked(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 @st.cache_data(max_entries=64, show_spinner=False)
 def _marked(
     database: str,
-    mark: tuple[int, int],
+    mark: tuple[int, int, int],
     name: str,
     args: tuple[Any, ...],
     kwargs: tuple[tuple[str, Any], ...],

@@ -1,10 +1,11 @@
 """Small reads the app's pages make on every render, kept cheap at 10M payments.
 
 - `data_mark`: what a cached read of live figures is keyed by (ui.shell.read_marked): the
-  newest run's id and the audit trail's head. Every change to the exception queue (a run's
-  sync, an assignment, a decision, a comment, an approval) appends to the audit trail in
-  the same transaction (core.review.sync, core.review.actions), so figures read under a
-  mark are current until the mark moves. Two index seeks.
+  newest run, the newest completed run and the audit trail's head. Every change to the
+  exception queue (a run's sync, an assignment, a decision, a comment, an approval)
+  appends to the audit trail in the same transaction (core.review.sync,
+  core.review.actions), so figures read under a mark are current until the mark moves.
+  Index seeks and the runs table (a row a run).
 - `top_open_exception`: the open exception with the largest exposure (ties: lowest id), the
   Investigation page's default; one seek per status through `exceptions_queue (status,
   exposure_amount DESC)` instead of sorting every open exception.
@@ -17,12 +18,16 @@ from collections.abc import Sequence
 from typing import Any
 
 
-def data_mark(conn: sqlite3.Connection) -> tuple[int, int]:
-    """(the newest run's id, the audit trail's last seq); 0 for none."""
+def data_mark(conn: sqlite3.Connection) -> tuple[int, int, int]:
+    """(the newest run's id, the newest completed run's id, the audit trail's last seq); 0
+    for none. A run completes before its exceptions are synced (and audited), so the
+    completed run is part of the mark in its own right."""
     row = conn.execute(
-        "SELECT (SELECT max(id) FROM runs) AS run_id, (SELECT max(seq) FROM audit_log) AS seq"
+        "SELECT (SELECT max(id) FROM runs) AS run_id,"
+        " (SELECT max(id) FROM runs WHERE status = 'completed') AS completed,"
+        " (SELECT max(seq) FROM audit_log) AS seq"
     ).fetchone()
-    return int(row[0] or 0), int(row[1] or 0)
+    return int(row[0] or 0), int(row[1] or 0), int(row[2] or 0)
 
 
 def top_open_exception(conn: sqlite3.Connection, statuses: Sequence[str]) -> int | None:
