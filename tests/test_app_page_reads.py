@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.db import connect
 from core.db import views as db
-from core.db.page_reads import data_mark, settlement_choices, top_open_exception
+from core.db.page_reads import age_distribution, data_mark, settlement_choices, top_open_exception
 from core.db.views import OPEN_STATUSES, QueueFilter
 from core.views.queue import queue
 from tests.app_builder import Built, build
@@ -76,6 +76,39 @@ def test_the_queue_first_row_is_read_without_sorting_the_queue(
         assert top_open_exception(conn, OPEN_STATUSES) == expected
         assert top_open_exception(conn, ("RESOLVED",)) is None
         assert top_open_exception(conn, ()) is None
+    finally:
+        conn.close()
+
+
+def test_the_ageing_read_by_index_ranges_equals_the_case_expression(
+    app_db: tuple[str, Built],
+) -> None:
+    path, _ = app_db
+    conn = connect(path)
+    try:
+        as_of = int(conn.execute("SELECT max(as_of) FROM runs").fetchone()[0])
+        bounds = (8, 16, 31, 61, 91)
+        ids = [r[0] for r in conn.execute("SELECT id FROM exceptions ORDER BY id LIMIT 8")]
+        with conn:  # exactly on each bound, a second inside it, and no date at all
+            for n, days in enumerate(bounds):
+                conn.execute(
+                    "UPDATE exceptions SET entity_created_at = ? WHERE id = ?",
+                    (as_of - days * 86_400, ids[n]),
+                )
+            conn.execute(
+                "UPDATE exceptions SET entity_created_at = ? WHERE id = ?",
+                (as_of - 8 * 86_400 + 1, ids[5]),
+            )
+            conn.execute("UPDATE exceptions SET entity_created_at = NULL WHERE id = ?", (ids[6],))
+            conn.execute("UPDATE exceptions SET status = 'ESCALATED' WHERE id = ?", (ids[7],))
+        for statuses in (OPEN_STATUSES, ("OPEN",), ("RESOLVED",)):
+            expected = db.age_distribution(conn, as_of, bounds, statuses)
+            assert age_distribution(conn, as_of, bounds, statuses) == expected, statuses
+        assert {r["bucket"] for r in age_distribution(conn, as_of, bounds, OPEN_STATUSES)} >= {
+            -1,
+            0,
+            5,
+        }
     finally:
         conn.close()
 

