@@ -19,6 +19,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from ui import warm
+
 if TYPE_CHECKING:
     from core.razorpay.webhooks import WebhookResult
 
@@ -50,3 +52,7 @@ def _handle(body: bytes, headers: dict[str, str]) -> WebhookResult:
 
 
 app = st.App(APP_SCRIPT, routes=[Route(WEBHOOK_PATH, razorpay_webhook, methods=["POST"])])
+
+# Once per server process, as uvicorn imports this module and before any session: every
+# page's modules, so no one's first render of a page pays for importing them (ui.warm).
+warm.imports()

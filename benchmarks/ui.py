@@ -176,14 +176,20 @@ PAGE_TARGET_S = 1.0
 
 
 def measure_every_page(
-    database: Path, repeats: int = 3, only: tuple[str, ...] = (), timeout: int = 600
+    database: Path,
+    repeats: int = 3,
+    only: tuple[str, ...] = (),
+    timeout: int = 600,
+    warm_imports: bool = True,
 ) -> dict[str, Any]:
     """Server seconds (wall and CPU) of each page's render, as a person switching to it
     runs it (AppTest runs the real app.py in process): the first render in a fresh session
     (a new AppTest, its caches as the server's after the Overview) and the median of
     `repeats` reruns. Read-only: nothing is clicked that writes. `only`: these pages (by
     name); a page that does not render within `timeout` seconds is recorded as such and
-    the next one measured."""
+    the next one measured. `warm_imports`: first import every page's modules, as
+    `make run`'s server (serve.py, ui.warm) does once at start; False: as `streamlit run
+    app.py`, where the first session to open a page imports its modules in its render."""
     from streamlit import config
     from streamlit.runtime.pages_manager import PagesManager
     from streamlit.testing.v1 import AppTest
@@ -198,9 +204,15 @@ def measure_every_page(
 
     PagesManager.__init__ = init  # type: ignore[method-assign]
     result: dict[str, Any] = {"target_s": PAGE_TARGET_S, "pages": {}}
+    if warm_imports:
+        from ui import warm as warming
+
+        wall, cpu = _timed(warming.imports)
+        result["warm_imports_s"], result["warm_imports_cpu_s"] = round(wall, 3), round(cpu, 3)
     try:
         warm = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
-        result["app_first_start_s"] = round(_timed(warm.run)[0], 3)  # Overview, caches cold
+        wall, cpu = _timed(warm.run)  # the Overview in the process's first session
+        result["app_first_start_s"], result["app_first_start_cpu_s"] = round(wall, 3), round(cpu, 3)
         for name, page in EVERY_PAGE:
             if only and name not in only:
                 continue
@@ -238,6 +250,18 @@ def measure_every_page(
 def every_page_table(result: dict[str, Any]) -> str:
     """One line per page: first render and rerun, wall and CPU, against the target."""
     lines = ["page            first s  CPU s   rerun s  CPU s   target"]
+    if "warm_imports_s" in result:
+        lines.insert(
+            0,
+            f"pages' modules imported first (as serve.py does): "
+            f"{result['warm_imports_s']} s, {result['warm_imports_cpu_s']} CPU s",
+        )
+    if "app_first_start_s" in result:
+        lines.insert(
+            -1,
+            f"the process's first session (Overview, nothing cached yet): "
+            f"{result['app_first_start_s']} s, {result['app_first_start_cpu_s']} CPU s",
+        )
     for name, row in result["pages"].items():
         if "failed" in row:
             lines.append(f"{name:<14} {row['failed']}  OVER")
@@ -379,6 +403,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--only", default="", help="with --every-page: these pages (a,b,...)")
     parser.add_argument("--page-timeout", type=int, default=600, help="seconds per page render")
+    parser.add_argument(
+        "--cold-imports",
+        action="store_true",
+        help="with --every-page: do not import the pages' modules first (serve.py does)",
+    )
     args = parser.parse_args(argv)
     report: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="razorrecon-ui-bench-") as tmp:
@@ -397,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.every_page:
             only = tuple(n for n in args.only.split(",") if n)
             report["every_page"] = measure_every_page(
-                database, only=only, timeout=args.page_timeout
+                database, only=only, timeout=args.page_timeout, warm_imports=not args.cold_imports
             )
             print(every_page_table(report["every_page"]), flush=True)
         if not args.skip_workflow:

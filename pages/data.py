@@ -13,8 +13,10 @@ from ui.format import ist
 shell.require_frame()
 st.title("Data")
 shell.need("admin", "Importing, reconciling and syncing")
+# on_change="rerun": a tab knows whether it is open, so the Razorpay status (it counts every
+# raw table: a scan of 10M payments) is read only when its tab is (docs/benchmark.md).
 upload_tab, run_tab, sync_tab, runs_tab = st.tabs(
-    ["Import files", "Reconcile", "Razorpay API", "Runs"]
+    ["Import files", "Reconcile", "Razorpay API", "Runs"], key=keys.DATA_TAB, on_change="rerun"
 )
 
 with upload_tab:
@@ -91,8 +93,10 @@ with run_tab:
         streamed.folder_form(calendar, actions.as_of_seconds(day, moment))
 
 with sync_tab:
+    status = None
     with shell.guarded():
-        status = actions.razorpay_status()
+        status = actions.razorpay_status() if sync_tab.open else None
+    if status is not None:
         st.markdown(f"**State:** {status.state}")
         if status.last_run:
             run = status.last_run

@@ -8,13 +8,13 @@ from ui.format import QUEUE_COLUMNS, QUEUE_MORE_COLUMNS, inr, queue_columns, que
 
 shell.require_frame()
 st.title("Exceptions")
-options = shell.read(queue_options)
+options = shell.read_marked(queue_options)  # cached until the data change (data mark)
 flt, sort, size = widgets.queue_filters(options)
 
 # The page widget's key carries the query, so a new filter or sort starts at page 1.
 query_sig = widgets.signature(flt, sort, size)
 page_key = f"{keys.QUEUE_PAGE}-{query_sig}"
-page = shell.read(
+page = shell.read_marked(
     queue, flt, sort=sort, page=int(st.session_state.get(page_key, 1)), page_size=size
 )
 

@@ -6,12 +6,12 @@ from core.views.evaluation import heldout_accuracy
 from core.views.overview import overview
 from core.views.queue import OPEN_STATUSES
 from core.views.runs import changes_since_previous_run
-from ui import charts, keys, shell
+from ui import auth, charts, keys, shell
 from ui.format import class_label, inr, inr_short
 
 shell.require_frame()
 st.title("Overview")
-ov = shell.read(overview)
+ov = shell.read_marked(overview)  # live figures: read again once anything changes
 if ov is None:
     st.info("No completed reconciliation yet. Import data and run it on the Data page.")
     st.page_link("pages/data.py", label="Go to Data", icon=":material/upload_file:")
@@ -102,7 +102,8 @@ with right:
     else:
         st.success("No open exceptions.")
     if summary.match_rate:
-        rates = charts.spec("match_rate", summary.match_rate)
+        # Fixed by the run (its cached summary): keyed by it, not hashed.
+        rates = charts.spec_for("match_rate", (auth.database(), run.id), summary.match_rate)
         st.vega_lite_chart(rates, width="stretch", key=keys.OVERVIEW_MATCH_CHART)
 
 st.subheader("Held-out accuracy")

@@ -17,7 +17,7 @@ search = left.text_input(
     on_change=shell.forget,
     args=(keys.SELECTED_SETTLEMENT, keys.SETTLEMENT_CHOICE),
 )
-choices = shell.read(settlement_choices, search)
+choices = shell.read_marked(settlement_choices, search)  # open exposure per settlement
 preselected = st.session_state.get(keys.SELECTED_SETTLEMENT)
 ids = [c["id"] for c in choices]
 if preselected and preselected not in ids and not search.strip():

@@ -52,6 +52,9 @@ def _data_page() -> AppTest:
     at.run()
     at.switch_page("pages/data.py")
     at.run()
+    assert not any("**State:**" in m.value for m in at.markdown)  # read only when open
+    at.session_state[keys.DATA_TAB] = "Razorpay API"  # the tabs are lazy
+    at.run()
     return at
 
 

@@ -15,7 +15,8 @@ from ui.format import cell, field_label, inr, ist
 
 
 def filter_values() -> dict[str, list[str]]:
-    return dict(shell.read(audit.filter_values))
+    # Three DISTINCTs over the trail's indexes (0.2-0.4 s at 10M): the same until it grows.
+    return dict(shell.read_marked(audit.filter_values))
 
 
 def make_filter(**values: Any) -> Any:

@@ -187,3 +187,12 @@ def spec(kind: str, data: Any) -> dict[str, Any]:
     on a rerun (building and validating a spec is most of a chart's server time)."""
     built: dict[str, Any] = BUILDERS[kind](data).to_dict()
     return built
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def spec_for(kind: str, key: tuple[Any, ...], _data: Any) -> dict[str, Any]:
+    """`spec(kind, data)` cached on `key`, which names the data (`_data` is not hashed):
+    for data that are large and fixed by the key, e.g. a run's match rate by settlement day
+    (hundreds of days at 10M: hashing them cost more than the rest of a rerun's charts)."""
+    built: dict[str, Any] = BUILDERS[kind](_data).to_dict()
+    return built

@@ -181,6 +181,7 @@ BOOKS_CLOSE = "books_close"
 BOOKS_REPORT_ZIP = "books_report_zip"
 BOOKS_REPORT_PDF = "books_report_pdf"
 BOOKS_TAB = "books_tab"
+DATA_TAB = "data_tab"  # the Data page's open tab (lazy: the sync status is read when open)
 BOOKS_REPORT_BUILD = "books_report_build"
 BOOKS_REPORT = "books_report"
 BOOKS_GST_STATE = "books_gst_state"

@@ -12,7 +12,7 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,7 +22,8 @@ from core import bootstrap
 from core.db import connect, database_path
 from core.errors import InputError, RazorReconError, RefusedError
 from core.money import MoneyFormatError, parse_rupees
-from core.views.queue import OPEN_STATUSES, QueueFilter, my_work, queue
+from core.views.common import data_mark
+from core.views.queue import OPEN_STATUSES, QueueFilter, my_work, queue, top_exception
 from core.views.runs import latest_run
 from ui import auth, keys
 from ui.format import ist, md
@@ -71,6 +72,35 @@ def read(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Call a read model with a fresh connection: `read(overview)`."""
     with connection() as conn:
         return fn(conn, *args, **kwargs)
+
+
+def read_marked(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """`read(fn, *args)`, cached per server process until the data change: keyed by the
+    database, the data mark (the newest run and completed run, the audit trail's head:
+    every change to the queue is audited, core.views.common.data_mark), the read model's
+    name and its arguments (hashable values). For live figures that cost a scan of the
+    open exceptions at 10M (the Overview's exposure and ageing, the Settlement picker's
+    open exposure, the queue's count and page, the Audit filters' values): a rerun or
+    another session with nothing changed reads them from memory."""
+    database = auth.database()
+    with connection() as conn:
+        mark = data_mark(conn)
+    name = f"{fn.__module__}.{fn.__qualname__}"
+    return _marked(database, mark, name, args, tuple(sorted(kwargs.items())), fn)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _marked(
+    database: str,
+    mark: tuple[int, int, int],
+    name: str,
+    args: tuple[Any, ...],
+    kwargs: tuple[tuple[str, Any], ...],
+    _fn: Callable[..., T],
+) -> T:
+    # `_fn` is not hashed (leading underscore): `name` stands for it in the key.
+    with closing(connect(database)) as conn:
+        return _fn(conn, *args, **dict(kwargs))
 
 
 def request_id(action: str) -> str:
@@ -295,8 +325,7 @@ def selected_exception() -> int | None:
         st.session_state[keys.SELECTED_EXCEPTION] = int(link)
     chosen = st.session_state.get(keys.SELECTED_EXCEPTION)
     if chosen is None:
-        top = read(queue, QueueFilter(), page_size=1)
-        chosen = top.items[0].id if top.items else None
+        chosen = read(top_exception)  # the queue's first row, without sorting the queue
         st.session_state[keys.SELECTED_EXCEPTION] = chosen
     return None if chosen is None else int(chosen)
 

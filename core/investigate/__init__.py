@@ -7,14 +7,44 @@ Public API:
 - `ClientConfig` (`ClientConfig.from_env()`), `ModelSpec`: how a model is asked.
 - `root_cause_accuracy(conn, ground_truth_frame)` -> `RootCauseAccuracy`.
 - `EvidenceTools`, `ALLOWED_TOOLS`, `ToolRefused`: the allow-listed read-only tools.
+
+Each name is imported from its module when first used (PEP 562 `__getattr__`), so
+`from core.investigate import gather_evidence` loads the evidence tools only, and the model
+client (pydantic, the Gemini SDK), the redactor and the rules load with `investigate`.
 """
 
-from core.investigate.evaluation import RootCauseAccuracy, root_cause_accuracy
-from core.investigate.evidence import Evidence
-from core.investigate.gemini import ClientConfig, ModelSpec
-from core.investigate.result import DETERMINISTIC, Answer, Attempt, Investigation
-from core.investigate.service import deterministic_answer, gather_evidence, investigate
-from core.investigate.tools import ALLOWED_TOOLS, EvidenceTools, ToolRefused, ToolResult
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from core.investigate.evaluation import RootCauseAccuracy, root_cause_accuracy
+    from core.investigate.evidence import Evidence
+    from core.investigate.gather import gather_evidence
+    from core.investigate.gemini import ClientConfig, ModelSpec
+    from core.investigate.result import DETERMINISTIC, Answer, Attempt, Investigation
+    from core.investigate.service import deterministic_answer, investigate
+    from core.investigate.tools import ALLOWED_TOOLS, EvidenceTools, ToolRefused, ToolResult
+
+_MODULE_OF = {
+    "ALLOWED_TOOLS": "tools",
+    "DETERMINISTIC": "result",
+    "Answer": "result",
+    "Attempt": "result",
+    "ClientConfig": "gemini",
+    "Evidence": "evidence",
+    "EvidenceTools": "tools",
+    "Investigation": "result",
+    "ModelSpec": "gemini",
+    "RootCauseAccuracy": "evaluation",
+    "ToolRefused": "tools",
+    "ToolResult": "tools",
+    "deterministic_answer": "service",
+    "gather_evidence": "gather",
+    "investigate": "service",
+    "root_cause_accuracy": "evaluation",
+}
 
 __all__ = [
     "ALLOWED_TOOLS",
@@ -34,3 +64,12 @@ __all__ = [
     "investigate",
     "root_cause_accuracy",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # once: later lookups do not come here
+    return value

@@ -16,21 +16,21 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from core.calendar import IST, ist_date
 from core.db import investigate as db
-from core.db import migrate, open_database, transaction
-from core.db.backend import is_postgres_url
-from core.errors import NotFoundError
+from core.db import transaction
 from core.investigate import gemini
 from core.investigate.auditing import record as audit
 from core.investigate.deterministic import explain
 from core.investigate.evidence import Evidence, gather
+from core.investigate.gather import ConnOrPath
+from core.investigate.gather import gather_evidence as gather_evidence  # re-exported
+from core.investigate.gather import load as _load
+from core.investigate.gather import writable as _writable
 from core.investigate.prompt import PROMPT_VERSION, SYSTEM_INSTRUCTION, user_message
 from core.investigate.redact import Redactor, redact_contact_handles
 from core.investigate.result import DETERMINISTIC, Answer, Attempt, Investigation
@@ -39,7 +39,6 @@ from core.investigate.verify import check_citations, specificity_gap
 from core.root_causes import causes_for_codes, sign_contradiction
 
 NO_KEY = "no API key configured (set GEMINI_API_KEY or LLM_API_KEY)"
-ConnOrPath = sqlite3.Connection | str | Path
 # Tool arguments that name records (kept through redaction like id fields).
 _ARG_ID_KEYS = frozenset({"refund_id", "line_id", "exception_id", "entity_type", "date"})
 
@@ -97,35 +96,6 @@ def model_answer_problem(answer: Answer, redacted: Evidence, allowed: tuple[str,
     if not check.ok:
         return check.reason
     return specificity_gap(answer, exception)
-
-
-@contextmanager
-def _writable(conn_or_path: ConnOrPath) -> Iterator[sqlite3.Connection]:
-    if not isinstance(conn_or_path, str | Path):  # a connection (SQLite or PostgreSQL)
-        migrate(conn_or_path)
-        yield conn_or_path
-    else:
-        path = str(conn_or_path)
-        local = path != ":memory:" and not path.startswith("file:") and not is_postgres_url(path)
-        if local and not Path(path).exists():
-            raise NotFoundError(f"no database at {path}")
-        with open_database(path) as conn:
-            yield conn
-
-
-def _load(ro: sqlite3.Connection, exception_id: int) -> dict[str, Any]:
-    exception = db.get_exception(ro, int(exception_id))
-    if exception is None:
-        raise NotFoundError(f"no exception with id {exception_id}")
-    return exception
-
-
-def gather_evidence(conn_or_path: ConnOrPath, exception_id: int) -> Evidence:
-    """The evidence for one exception, unredacted, for display. Reads only."""
-    with _writable(conn_or_path) as conn, db.read_only(conn) as ro:
-        exception = _load(ro, exception_id)
-        tools = EvidenceTools(ro, context=run_context(ro, exception.get("last_run_id")))
-        return gather(tools, exception)
 
 
 def investigate(

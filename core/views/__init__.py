@@ -3,10 +3,12 @@
 One module per page area, imported by name (`from core.views import queue`); this package
 re-exports nothing, so every arrow between a page and its read model is a real import:
 
-- `common`: totals, exposure classes, IST text, the as-of a read defaults to
+- `common`: totals, exposure classes, IST text, the as-of a read defaults to, the data
+  mark cached reads are keyed by
 - `runs`: the latest run, its cached summary, holdings, recent runs, the latest sync's changes
 - `overview`: the Overview page (live exposure, ageing, status counts)
-- `queue`: the exception queue, its options, one reviewer's work, the CSV export
+- `queue`: the exception queue, its options, its first item, one reviewer's work, the CSV
+  export
 - `exception`: one exception, its history and evidence
 - `settlement`: one settlement's decomposition and checks
 - `evaluation`: the held-out evaluation of a benchmark run

@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import Any
 
 from core.calendar import IST
+from core.db import page_reads
 from core.db import views as db
 
 EXPOSURE_CLASSES: tuple[str, ...] = (
@@ -59,3 +60,11 @@ def rupees_number(paise: int) -> Decimal:
 def ist_text(seconds: int) -> str:
     """Unix seconds as '2026-03-31 14:05 IST'."""
     return dt.datetime.fromtimestamp(int(seconds), tz=IST).strftime("%Y-%m-%d %H:%M IST")
+
+
+def data_mark(conn: sqlite3.Connection) -> tuple[int, int, int]:
+    """What live figures are current for: (the newest run, the newest completed run, the
+    audit trail's head).
+    Every change to the queue is audited in its own transaction, so a read cached under a
+    mark is current until the mark moves (ui.shell.read_marked)."""
+    return page_reads.data_mark(conn)

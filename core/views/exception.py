@@ -69,7 +69,8 @@ def basic_evidence(conn: sqlite3.Connection, exception_id: int) -> tuple[Evidenc
 def evidence(conn: sqlite3.Connection, exception_id: int) -> tuple[EvidenceSection, ...]:
     """The investigator's evidence: what its allow-listed tools read for this exception."""
     # Imported here, as the page reaches its evidence: its title and choice paint first.
-    from core.investigate import gather_evidence
+    # The evidence tools only: the model client, redactor and rules load with investigate().
+    from core.investigate.gather import gather_evidence
 
     gathered = gather_evidence(conn, exception_id)
     sections = [EvidenceSection("Exception", (dict(gathered.exception),))]

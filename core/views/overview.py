@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
+from core.db import page_reads
 from core.db import views as db
 from core.views.common import EXPOSURE_CLASSES, Total
 from core.views.runs import RunInfo, RunSummary, latest_run, run_summary
@@ -54,7 +55,8 @@ def exposure_by_code(conn: sqlite3.Connection) -> tuple[CodeExposure, ...]:
 
 
 def ageing(conn: sqlite3.Connection, as_of: int) -> tuple[AgeBucket, ...]:
-    found = {int(r["bucket"]): r for r in db.age_distribution(conn, as_of, AGE_BOUNDS_DAYS)}
+    rows = page_reads.age_distribution(conn, as_of, AGE_BOUNDS_DAYS, db.OPEN_STATUSES)
+    found = {int(r["bucket"]): r for r in rows}
     buckets = [
         AgeBucket(label, int(found[i]["n"]), int(found[i]["exposure"]))
         if i in found

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from core.db import page_reads
 from core.db import views as db
 from core.db.views import ALL_STATUSES, OPEN_STATUSES, QUEUE_SORTS, QueueFilter
 from core.outputs import safe_cell
@@ -130,6 +131,13 @@ def queue(
         page_size=page_size,
         other_statuses=hidden_by_status(conn, flt, moment) if flt.search or not total else 0,
     )
+
+
+def top_exception(conn: sqlite3.Connection) -> int | None:
+    """The open exception the queue lists first by default (largest exposure, then lowest
+    id): `queue(conn, QueueFilter(), page_size=1).items[0].id` without counting and sorting
+    every open exception."""
+    return page_reads.top_open_exception(conn, OPEN_STATUSES)
 
 
 def hidden_by_status(conn: sqlite3.Connection, flt: QueueFilter, as_of: int) -> int:

@@ -7,8 +7,9 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from core.db import page_reads
 from core.db import views as db
-from core.db.views import QueueFilter
+from core.db.views import OPEN_STATUSES, QueueFilter
 from core.views.common import run_as_of
 from core.views.queue import QueueItem, queue_item
 
@@ -61,8 +62,8 @@ class SettlementView:
 def settlement_choices(
     conn: sqlite3.Connection, search: str = "", limit: int = 200
 ) -> list[dict[str, Any]]:
-    """Settlements to pick from: id or UTR prefix match, largest open exposure first."""
-    return db.settlement_choices(conn, search, limit)
+    """Settlements to pick from: id or UTR match, largest open exposure first."""
+    return page_reads.settlement_choices(conn, search, limit, OPEN_STATUSES)
 
 
 def settlement_view(
