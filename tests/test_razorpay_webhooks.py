@@ -385,3 +385,19 @@ def test_sync_status_counts_webhook_deliveries(conn: sqlite3.Connection) -> None
     assert webhooks.last_rejected_at == 1_782_900_002
     assert "bad_signature" in (webhooks.last_rejected_reason or "")
     assert sync_status(conn).pending_rereconcile == 1
+
+
+def test_sync_status_reads_no_raw_table_count(
+    conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Data page's Razorpay tab reads the status on every render: counting every raw
+    table there (10M payments, 20M recon rows) is a full scan the page never shows."""
+    from core.db import razorpay as db
+
+    def refused(_conn: sqlite3.Connection) -> dict[str, int]:
+        raise AssertionError("the status counted the raw tables")
+
+    monkeypatch.setattr(db, "raw_table_counts", refused)
+    deliver(conn, event("payment.captured", 1_782_000_000, payment=captured_payment()), "evt_R")
+
+    assert sync_status(conn).webhooks.accepted == 1
