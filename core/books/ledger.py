@@ -36,6 +36,7 @@ from core.books.rollforward import (
     daily_balances,
     event_frame,
     month_bounds,
+    row_event_parts,
     row_events,
     settle_times,
     settlement_events,
@@ -296,11 +297,20 @@ def _flagged(conn: sqlite3.Connection) -> tuple[int | None, frozenset[tuple[str,
 
 def ledger_of(dataset: Dataset, flagged: frozenset[tuple[str, str]]) -> tuple[Ledger, int]:
     """`compact(ledger_events(dataset, flagged))` and the number of events, without the
-    per-event dates `ledger_events` adds."""
-    rows, rows_sum = row_events(dataset, flagged, settle_times(dataset))
-    events = event_frame([rows, settlement_events(dataset, rows_sum, flagged)])
-    del rows
-    return combine([partial_sums(events)]), len(events)
+    per-event dates `ledger_events` adds, and without ever holding every event in one
+    frame: each part of the row events is summed and let go (`combine` adds the sums)."""
+    parts, rows_sum = row_event_parts(dataset, flagged, settle_times(dataset))
+    parts.append(settlement_events(dataset, rows_sum, flagged))
+    parts.reverse()  # popped in their order
+    sums: list[Sums] = []
+    count = 0
+    while parts:
+        events = event_frame([parts.pop()])
+        count += len(events)
+        if len(events):
+            sums.append(partial_sums(events))
+        del events
+    return combine(sums or [partial_sums(event_frame([]))]), count
 
 
 def derive_ledger(
