@@ -298,19 +298,19 @@ def _flagged(conn: sqlite3.Connection) -> tuple[int | None, frozenset[tuple[str,
 def ledger_of(dataset: Dataset, flagged: frozenset[tuple[str, str]]) -> tuple[Ledger, int]:
     """`compact(ledger_events(dataset, flagged))` and the number of events, without the
     per-event dates `ledger_events` adds, and without ever holding every event in one
-    frame: each part of the row events is summed and let go (`combine` adds the sums)."""
-    parts, rows_sum = row_event_parts(dataset, flagged, settle_times(dataset))
-    parts.append(settlement_events(dataset, rows_sum, flagged))
-    parts.reverse()  # popped in their order
+    frame: each part of the row events is summed as it is made (`combine` adds the sums)."""
     sums: list[Sums] = []
-    count = 0
-    while parts:
-        events = event_frame([parts.pop()])
-        count += len(events)
+    counted = [0]
+
+    def add(part: pd.DataFrame) -> None:
+        events = event_frame([part])
+        counted[0] += len(events)
         if len(events):
             sums.append(partial_sums(events))
-        del events
-    return combine(sums or [partial_sums(event_frame([]))]), count
+
+    rows_sum = row_event_parts(dataset, flagged, settle_times(dataset), add)
+    add(settlement_events(dataset, rows_sum, flagged))
+    return combine(sums or [partial_sums(event_frame([]))]), counted[0]
 
 
 def derive_ledger(

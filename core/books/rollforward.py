@@ -21,7 +21,7 @@ rows brought; a settlement's difference is what its rows add up to minus what it
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -216,7 +216,8 @@ def _item_events(
     open_line: np.ndarray,
     rows: pd.DataFrame,
     flagged: frozenset[tuple[str, str]],
-) -> list[pd.DataFrame]:
+    emit: Callable[[pd.DataFrame], None],
+) -> None:
     """Open-item and difference events of entities that own recon rows (payments, refunds).
 
     rows: the entities' recon rows with `owner`, `settle_ts` (NaN when unsettled) and `net`.
@@ -229,10 +230,10 @@ def _item_events(
     settled = rows[rows["settle_ts"].notna()]
     first = settled.groupby("owner")["settle_ts"].min()
     frame["first"] = text_map(frame["id"], first)
-    out = [_events(frame["created"], open_line, etype, frame["id"], frame["expected"])]
+    emit(_events(frame["created"], open_line, etype, frame["id"], frame["expected"]))
     is_closed = frame["first"].notna().to_numpy()
     closed = frame[is_closed]
-    out.append(
+    emit(
         _events(
             closed["first"].astype(np.int64),
             open_line[is_closed],
@@ -244,7 +245,7 @@ def _item_events(
     flagged_ids = {i for kind, i in flagged if kind == etype}
     is_flagged = text_isin(closed["id"], flagged_ids).to_numpy()
     diff_line = np.where(is_flagged, FLAGGED, UNEXPLAINED)
-    out.append(
+    emit(
         _events(
             closed["first"].astype(np.int64),
             diff_line,
@@ -256,7 +257,7 @@ def _item_events(
     owners = frame.set_index("id")
     mine = settled[text_isin(settled["owner"], owners.index)]
     owner_flagged = text_isin(mine["owner"], flagged_ids).to_numpy()
-    out.append(
+    emit(
         _events(
             mine["settle_ts"].astype(np.int64),
             np.where(owner_flagged, FLAGGED, UNEXPLAINED),
@@ -265,7 +266,6 @@ def _item_events(
             -mine["net"],
         )
     )
-    return out
 
 
 def ledger_events(dataset: Dataset, flagged: Iterable[tuple[str, str]] = ()) -> pd.DataFrame:
@@ -303,33 +303,38 @@ def row_events(
     dataset: Dataset, flags: frozenset[tuple[str, str]], times: pd.Series
 ) -> tuple[pd.DataFrame, pd.Series]:
     """`row_event_parts` as one event frame."""
-    parts, rows_sum = row_event_parts(dataset, flags, times)
+    parts: list[pd.DataFrame] = []
+    rows_sum = row_event_parts(dataset, flags, times, parts.append)
     return event_frame(parts), rows_sum
 
 
 def row_event_parts(
-    dataset: Dataset, flags: frozenset[tuple[str, str]], times: pd.Series
-) -> tuple[list[pd.DataFrame], pd.Series]:
+    dataset: Dataset,
+    flags: frozenset[tuple[str, str]],
+    times: pd.Series,
+    emit: Callable[[pd.DataFrame], None],
+) -> pd.Series:
     """The events of the row tables (payments, refunds, recon rows; disputes name the
     lost ones), and per settlement id the sum of its settled rows' net (for
     `settlement_events`). Every event of an entity comes from its own rows and the
     settlement times `times`, so a set of row families (core.engine.partition) gives
     exactly those entities' events, and the row sums of disjoint sets add up. The events
-    come in parts (event frames whose concatenation is `row_events`' frame)."""
-    recon = dataset.recon[_RECON_COLUMNS].copy()
+    are given to `emit` in parts (event frames whose concatenation is `row_events`' frame),
+    each as soon as it is made, so a caller that sums them never holds them all."""
+    recon = dataset.recon[_RECON_COLUMNS]  # the columns added below are its own (copy on write)
     recon["settle_ts"] = text_map(recon["settlement_id"].astype(str), times).astype("float64")
     recon.loc[recon["settlement_id"].isna(), "settle_ts"] = np.nan
     recon["net"] = recon["credit"].astype(np.int64) - recon["debit"].astype(np.int64)
     recon["held"] = recon["on_hold"].astype(bool) & ~recon["settled"].astype(bool)
     rtype = recon["type"].astype(str)
-    events: list[pd.DataFrame] = []
 
     # Payments: captured (or owning recon rows) and settled through Razorpay.
     pay = dataset.payments[_PAYMENT_COLUMNS]
     pay_ids = pay["id"].astype(str)
     pay_rows = recon[(rtype == "payment") & text_isin(recon["entity_id"].astype(str), pay_ids)]
     pay_rows = pay_rows.assign(owner=pay_rows["entity_id"].astype(str))
-    first_row = pay_rows.drop_duplicates("owner").set_index("owner")
+    first_row = pay_rows.loc[~pay_rows["owner"].duplicated(), ["owner", "amount", "fee"]]
+    first_row = first_row.set_index("owner")
     has_rows = text_isin(pay_ids, pay_rows["owner"])
     captured = (
         pay["captured"].astype(bool) | pay["status"].astype(str).isin(["captured", "refunded"])
@@ -349,11 +354,11 @@ def row_event_parts(
     amount = pd.Series(np.where(cap, inr, 0), index=p.index)
     fees = pd.Series(np.where(cap, fee.to_numpy(np.int64), 0), index=p.index)
     created = p["created_at"].astype(np.int64)
-    events.append(_events(created, CAPTURED, "payment", pid, amount))
-    events.append(_events(created, FEES, "payment", pid, -fees))
+    emit(_events(created, CAPTURED, "payment", pid, amount))
+    emit(_events(created, FEES, "payment", pid, -fees))
     held_owner = set(pay_rows.loc[pay_rows["held"], "owner"])
     open_line = np.where(text_isin(pid, held_owner), HELD, OPEN_PAYMENTS)
-    events += _item_events(
+    _item_events(
         etype="payment",
         ids=pid,
         created=created,
@@ -361,6 +366,7 @@ def row_event_parts(
         open_line=open_line,
         rows=pay_rows,
         flagged=flags,
+        emit=emit,
     )
 
     # Refunds, processed or pending: taken from the balance when made.
@@ -368,7 +374,8 @@ def row_event_parts(
     ref_ids = ref["id"].astype(str)
     ref_rows = recon[(rtype == "refund") & text_isin(recon["entity_id"].astype(str), ref_ids)]
     ref_rows = ref_rows.assign(owner=ref_rows["entity_id"].astype(str))
-    rfirst = ref_rows.drop_duplicates("owner").set_index("owner")
+    rfirst = ref_rows.loc[~ref_rows["owner"].duplicated(), ["owner", "amount", "fee"]]
+    rfirst = rfirst.set_index("owner")
     live = ref["status"].astype(str).isin(["processed", "pending"]).to_numpy()
     rkeep = (live & _razorpay_settled(ref["settled_by"]).to_numpy()) | text_isin(
         ref_ids, ref_rows["owner"]
@@ -387,9 +394,9 @@ def row_event_parts(
     r_amount = pd.Series(np.where(rlive, r_inr, 0), index=r.index)
     r_fees = pd.Series(np.where(rlive, r_fee, 0), index=r.index)
     rcreated = r["created_at"].astype(np.int64)
-    events.append(_events(rcreated, REFUNDS, "refund", rid, -r_amount))
-    events.append(_events(rcreated, FEES, "refund", rid, -r_fees))
-    events += _item_events(
+    emit(_events(rcreated, REFUNDS, "refund", rid, -r_amount))
+    emit(_events(rcreated, FEES, "refund", rid, -r_fees))
+    _item_events(
         etype="refund",
         ids=rid,
         created=rcreated,
@@ -397,6 +404,7 @@ def row_event_parts(
         open_line=np.full(len(r), OPEN_REFUNDS),
         rows=ref_rows,
         flagged=flags,
+        emit=emit,
     )
 
     # Every other recon row is its own item: it brings exactly its net when settled.
@@ -411,7 +419,7 @@ def row_event_parts(
         index=stray.index,
         dtype=object,
     )
-    events.append(
+    emit(
         _events(
             stray["settle_ts"].astype(np.int64), stray_line, "recon_row", stray_id, -stray["net"]
         )
@@ -436,10 +444,10 @@ def row_event_parts(
     when = (
         other["created_at"].astype("float64").fillna(other["settle_ts"]).fillna(0).astype(np.int64)
     )
-    events.append(_events(when, line, "recon_row", key, other["net"]))
-    events.append(_events(when, OPEN_OTHER, "recon_row", key, other["net"]))
+    emit(_events(when, line, "recon_row", key, other["net"]))
+    emit(_events(when, OPEN_OTHER, "recon_row", key, other["net"]))
     done = other[other["settle_ts"].notna()]
-    events.append(
+    emit(
         _events(
             done["settle_ts"].astype(np.int64),
             OPEN_OTHER,
@@ -451,7 +459,7 @@ def row_event_parts(
 
     settled = recon[recon["settle_ts"].notna()]
     rows_sum = settled.groupby(settled["settlement_id"].astype(str))["net"].sum()
-    return events, rows_sum.astype(np.int64)
+    return rows_sum.astype(np.int64)
 
 
 def settlement_events(
