@@ -208,6 +208,8 @@ _PAYMENT_COLUMNS = [
     "base_amount",
     "settled_by",
 ]
+# What the rows owned by a payment or refund are read for.
+_OWNED_COLUMNS = ["entity_id", "amount", "fee", "settle_ts", "net", "held"]
 _REFUND_COLUMNS = ["id", "amount", "currency", "status", "created_at", "base_amount", "settled_by"]
 
 
@@ -335,7 +337,9 @@ def row_event_parts(
     # Payments: captured (or owning recon rows) and settled through Razorpay.
     pay = dataset.payments[_PAYMENT_COLUMNS]
     pay_ids = pay["id"].astype(str)
-    pay_rows = recon[(rtype == "payment") & text_isin(recon["entity_id"].astype(str), pay_ids)]
+    pay_rows = recon.loc[
+        (rtype == "payment") & text_isin(recon["entity_id"].astype(str), pay_ids), _OWNED_COLUMNS
+    ]
     pay_rows = pay_rows.assign(owner=pay_rows["entity_id"].astype(str))
     first_row = pay_rows.loc[~pay_rows["owner"].duplicated(), ["owner", "amount", "fee"]]
     first_row = first_row.set_index("owner")
@@ -376,7 +380,9 @@ def row_event_parts(
     # Refunds, processed or pending: taken from the balance when made.
     ref = dataset.refunds[_REFUND_COLUMNS]
     ref_ids = ref["id"].astype(str)
-    ref_rows = recon[(rtype == "refund") & text_isin(recon["entity_id"].astype(str), ref_ids)]
+    ref_rows = recon.loc[
+        (rtype == "refund") & text_isin(recon["entity_id"].astype(str), ref_ids), _OWNED_COLUMNS
+    ]
     ref_rows = ref_rows.assign(owner=ref_rows["entity_id"].astype(str))
     rfirst = ref_rows.loc[~ref_rows["owner"].duplicated(), ["owner", "amount", "fee"]]
     rfirst = rfirst.set_index("owner")
