@@ -5,6 +5,9 @@ import sqlite3
 import pytest
 
 from core.audit import verify
+from core.db import review as review_sql
+from core.db import transaction
+from core.db.backend import is_postgres
 from core.errors import NotFoundError, RefusedError
 from core.review import sync_exceptions
 from tests.review_support import Finding, audit_actions, exception_id, statuses, write_run
@@ -175,3 +178,54 @@ def test_sync_inside_a_failed_outer_transaction_leaves_nothing(conn: sqlite3.Con
         raise RuntimeError("pipeline failed after sync")
     assert conn.execute("SELECT COUNT(*) FROM exceptions").fetchone()[0] == 0
     assert conn.execute("SELECT COUNT(*) FROM audit_log").fetchone()[0] == 0
+
+
+def _search_documents(conn: sqlite3.Connection) -> dict[int, tuple[str, str]]:
+    key = "id" if is_postgres(conn) else "rowid"
+    rows = conn.execute(f"SELECT {key}, ids, notes FROM exception_search ORDER BY {key}")
+    return {int(r[0]): (str(r[1]), str(r[2])) for r in rows}
+
+
+def _documents_as_the_triggers_write_them(conn: sqlite3.Connection) -> dict[int, tuple[str, str]]:
+    """Migration 0075's triggers: ids from the row, notes '' then ' ' || note per event."""
+    found: dict[int, tuple[str, str]] = {}
+    for e in conn.execute(
+        "SELECT id, entity_id, order_id, utr, settlement_id FROM exceptions ORDER BY id"
+    ):
+        ids = " ".join([str(e[1]), *("" if v is None else str(v) for v in e[2:5]), ""])
+        notes = conn.execute(
+            "SELECT note FROM exception_events WHERE exception_id = ? AND note IS NOT NULL"
+            " AND note != '' ORDER BY id",
+            (e[0],),
+        )
+        found[int(e[0])] = (ids, "".join(" " + str(n[0]) for n in notes))
+    return found
+
+
+def test_sync_writes_the_search_documents_the_row_triggers_would_have(
+    conn: sqlite3.Connection,
+) -> None:
+    first = write_run(conn, [Finding("pay_1"), Finding("pay_2", settlement_id=None)])
+    sync_exceptions(conn, first)
+    # pay_1 is gone (auto-cleared), pay_3 is new, pay_2 holds with a new settlement
+    second = write_run(conn, [Finding("pay_2", settlement_id="setl_9"), Finding("pay_3")])
+    sync_exceptions(conn, second)
+    third = write_run(conn, [Finding("pay_1"), Finding("pay_3", exposure_amount=7)])
+    sync_exceptions(conn, third)  # pay_1 reopened, pay_3 refreshed, pay_2 auto-cleared
+    documents = _search_documents(conn)
+    assert documents == _documents_as_the_triggers_write_them(conn)
+    assert documents[exception_id(conn, "pay_1")][1] == (
+        " found by the engine no longer found by the engine holds again in this run"
+    )
+    assert documents[exception_id(conn, "pay_2")][0] == "pay_2   setl_9 "
+    assert conn.execute("SELECT COUNT(*) FROM exception_search_deferred").fetchone()[0] == 0
+
+
+def test_after_a_sync_the_triggers_index_a_persons_note_again(conn: sqlite3.Connection) -> None:
+    sync_exceptions(conn, write_run(conn, [Finding("pay_1")]))
+    exc = exception_id(conn, "pay_1")
+    with transaction(conn):
+        review_sql.insert_event(
+            conn, (exc, "commented", "asha", "call the bank", None, None, "r1", 5)
+        )
+    assert _search_documents(conn)[exc][1] == " found by the engine call the bank"

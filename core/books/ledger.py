@@ -36,6 +36,7 @@ from core.books.rollforward import (
     daily_balances,
     event_frame,
     month_bounds,
+    row_event_parts,
     row_events,
     settle_times,
     settlement_events,
@@ -296,11 +297,20 @@ def _flagged(conn: sqlite3.Connection) -> tuple[int | None, frozenset[tuple[str,
 
 def ledger_of(dataset: Dataset, flagged: frozenset[tuple[str, str]]) -> tuple[Ledger, int]:
     """`compact(ledger_events(dataset, flagged))` and the number of events, without the
-    per-event dates `ledger_events` adds."""
-    rows, rows_sum = row_events(dataset, flagged, settle_times(dataset))
-    events = event_frame([rows, settlement_events(dataset, rows_sum, flagged)])
-    del rows
-    return combine([partial_sums(events)]), len(events)
+    per-event dates `ledger_events` adds, and without ever holding every event in one
+    frame: each part of the row events is summed as it is made (`combine` adds the sums)."""
+    sums: list[Sums] = []
+    counted = [0]
+
+    def add(part: pd.DataFrame) -> None:
+        events = event_frame([part])
+        counted[0] += len(events)
+        if len(events):
+            sums.append(partial_sums(events))
+
+    rows_sum = row_event_parts(dataset, flagged, settle_times(dataset), add)
+    add(settlement_events(dataset, rows_sum, flagged))
+    return combine(sums or [partial_sums(event_frame([]))]), counted[0]
 
 
 def derive_ledger(

@@ -21,7 +21,7 @@ rows brought; a settlement's difference is what its rows add up to minus what it
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,13 +82,33 @@ def exception_entities(outcomes: pd.DataFrame) -> frozenset[tuple[str, str]]:
     return frozenset(zip(hit["entity_type"].astype(str), hit["entity_id"].astype(str), strict=True))
 
 
+# The dtype pandas gives a column of Python str (and a broadcast str): Arrow-backed text.
+_TEXT = pd.StringDtype("pyarrow", na_value=np.nan)
+
+
+def _lines(line: str | pd.Series | np.ndarray) -> object:
+    """A line column: a numpy str array (np.where of line names) goes to Arrow in one C
+    loop, not through a Python str object per event (0.5 s per million events)."""
+    if isinstance(line, str):
+        return line
+    if isinstance(line, np.ndarray):
+        if line.dtype.kind == "U":
+            return pd.array(pa.array(line, type=pa.large_string()), dtype=_TEXT)
+        return line.astype(object)
+    return line.to_numpy(dtype=object)
+
+
 def _events(
-    ts: pd.Series, line: str | pd.Series, etype: str, eid: pd.Series, amount: pd.Series
+    ts: pd.Series,
+    line: str | pd.Series | np.ndarray,
+    etype: str,
+    eid: pd.Series,
+    amount: pd.Series,
 ) -> pd.DataFrame:
     frame = pd.DataFrame(
         {
             "ts": pd.Series(ts).to_numpy(dtype=np.int64),
-            "line": line if isinstance(line, str) else line.to_numpy(dtype=object),
+            "line": _lines(line),
             "entity_type": etype,
             "entity_id": pd.Series(eid).astype(str).array,
             "amount": pd.Series(amount).to_numpy(dtype=np.int64),
@@ -143,33 +163,86 @@ def text_isin(values: pd.Series, candidates: pd.Series | pd.Index | set[str]) ->
     return pd.Series(np.asarray(found, dtype=np.bool_), index=values.index)
 
 
+def text_map(values: pd.Series, mapping: pd.Series) -> pd.Series:
+    """`values.map(mapping)` for text keys and a mapping whose index is unique text, by one
+    Arrow `index_in`: pandas hashes a Python object per key and per value (at 1M payments,
+    7 of the ledger's 18 CPU s). The same answer: a key not in the index (a missing value
+    unless the index holds one) gives a missing value, int64 values then become float64."""
+    if not isinstance(values.array, pd.arrays.ArrowStringArray):
+        return values.map(mapping)
+    where = pc.index_in(_arrow_text(values), value_set=_arrow_text(mapping.index))
+    positions = np.asarray(where.fill_null(-1), dtype=np.int64)
+    source = (
+        mapping.array
+        if isinstance(mapping.dtype, pd.api.extensions.ExtensionDtype)
+        else (mapping.to_numpy())
+    )
+    taken = pd.api.extensions.take(source, positions, allow_fill=True)
+    return pd.Series(taken, index=values.index)
+
+
+# The columns `row_events` reads: selected first, so that its filters copy these alone
+# (the wide exports carry 23 recon and 22 payment columns, descriptions and notes among them).
+_RECON_COLUMNS = [
+    "row_key",
+    "entity_id",
+    "type",
+    "debit",
+    "credit",
+    "amount",
+    "fee",
+    "on_hold",
+    "settled",
+    "created_at",
+    "settlement_id",
+    "dispute_id",
+]
+_PAYMENT_COLUMNS = [
+    "id",
+    "amount",
+    "currency",
+    "status",
+    "captured",
+    "fee",
+    "created_at",
+    "base_amount",
+    "settled_by",
+]
+# What the rows owned by a payment or refund are read for.
+_OWNED_COLUMNS = ["entity_id", "amount", "fee", "settle_ts", "net", "held"]
+_REFUND_COLUMNS = ["id", "amount", "currency", "status", "created_at", "base_amount", "settled_by"]
+
+
 def _item_events(
     *,
     etype: str,
     ids: pd.Series,
     created: pd.Series,
     expected: pd.Series,
-    open_line: pd.Series,
+    open_line: np.ndarray,
     rows: pd.DataFrame,
     flagged: frozenset[tuple[str, str]],
-) -> list[pd.DataFrame]:
+    emit: Callable[[pd.DataFrame], None],
+) -> None:
     """Open-item and difference events of entities that own recon rows (payments, refunds).
 
     rows: the entities' recon rows with `owner`, `settle_ts` (NaN when unsettled) and `net`.
     The entity is open from `created` until its first settled row; its difference is
-    `expected` (at that moment) minus each settled row's net (at the row's settlement)."""
+    `expected` (at that moment) minus each settled row's net (at the row's settlement).
+    open_line: each entity's open-item line (a numpy str array)."""
     frame = pd.DataFrame(
-        {"id": ids.astype(str).to_numpy(), "created": created.to_numpy(np.int64)}
-    ).assign(expected=expected.to_numpy(np.int64), open_line=open_line.to_numpy(dtype=object))
+        {"id": ids.astype(str).array, "created": created.to_numpy(np.int64)}
+    ).assign(expected=expected.to_numpy(np.int64))
     settled = rows[rows["settle_ts"].notna()]
     first = settled.groupby("owner")["settle_ts"].min()
-    frame["first"] = frame["id"].map(first)
-    out = [_events(frame["created"], frame["open_line"], etype, frame["id"], frame["expected"])]
-    closed = frame[frame["first"].notna()]
-    out.append(
+    frame["first"] = text_map(frame["id"], first)
+    emit(_events(frame["created"], open_line, etype, frame["id"], frame["expected"]))
+    is_closed = frame["first"].notna().to_numpy()
+    closed = frame[is_closed]
+    emit(
         _events(
             closed["first"].astype(np.int64),
-            closed["open_line"],
+            open_line[is_closed],
             etype,
             closed["id"],
             -closed["expected"],
@@ -178,10 +251,10 @@ def _item_events(
     flagged_ids = {i for kind, i in flagged if kind == etype}
     is_flagged = text_isin(closed["id"], flagged_ids).to_numpy()
     diff_line = np.where(is_flagged, FLAGGED, UNEXPLAINED)
-    out.append(
+    emit(
         _events(
             closed["first"].astype(np.int64),
-            pd.Series(diff_line, index=closed.index),
+            diff_line,
             etype,
             closed["id"],
             closed["expected"],
@@ -190,16 +263,15 @@ def _item_events(
     owners = frame.set_index("id")
     mine = settled[text_isin(settled["owner"], owners.index)]
     owner_flagged = text_isin(mine["owner"], flagged_ids).to_numpy()
-    out.append(
+    emit(
         _events(
             mine["settle_ts"].astype(np.int64),
-            pd.Series(np.where(owner_flagged, FLAGGED, UNEXPLAINED)),
+            np.where(owner_flagged, FLAGGED, UNEXPLAINED),
             etype,
             mine["owner"],
             -mine["net"],
         )
     )
-    return out
 
 
 def ledger_events(dataset: Dataset, flagged: Iterable[tuple[str, str]] = ()) -> pd.DataFrame:
@@ -236,25 +308,41 @@ def event_frame(parts: list[pd.DataFrame]) -> pd.DataFrame:
 def row_events(
     dataset: Dataset, flags: frozenset[tuple[str, str]], times: pd.Series
 ) -> tuple[pd.DataFrame, pd.Series]:
+    """`row_event_parts` as one event frame."""
+    parts: list[pd.DataFrame] = []
+    rows_sum = row_event_parts(dataset, flags, times, parts.append)
+    return event_frame(parts), rows_sum
+
+
+def row_event_parts(
+    dataset: Dataset,
+    flags: frozenset[tuple[str, str]],
+    times: pd.Series,
+    emit: Callable[[pd.DataFrame], None],
+) -> pd.Series:
     """The events of the row tables (payments, refunds, recon rows; disputes name the
     lost ones), and per settlement id the sum of its settled rows' net (for
     `settlement_events`). Every event of an entity comes from its own rows and the
     settlement times `times`, so a set of row families (core.engine.partition) gives
-    exactly those entities' events, and the row sums of disjoint sets add up."""
-    recon = dataset.recon.copy()
-    recon["settle_ts"] = recon["settlement_id"].astype(str).map(times).astype("float64")
+    exactly those entities' events, and the row sums of disjoint sets add up. The events
+    are given to `emit` in parts (event frames whose concatenation is `row_events`' frame),
+    each as soon as it is made, so a caller that sums them never holds them all."""
+    recon = dataset.recon[_RECON_COLUMNS]  # the columns added below are its own (copy on write)
+    recon["settle_ts"] = text_map(recon["settlement_id"].astype(str), times).astype("float64")
     recon.loc[recon["settlement_id"].isna(), "settle_ts"] = np.nan
     recon["net"] = recon["credit"].astype(np.int64) - recon["debit"].astype(np.int64)
     recon["held"] = recon["on_hold"].astype(bool) & ~recon["settled"].astype(bool)
     rtype = recon["type"].astype(str)
-    events: list[pd.DataFrame] = []
 
     # Payments: captured (or owning recon rows) and settled through Razorpay.
-    pay = dataset.payments
+    pay = dataset.payments[_PAYMENT_COLUMNS]
     pay_ids = pay["id"].astype(str)
-    pay_rows = recon[(rtype == "payment") & text_isin(recon["entity_id"].astype(str), pay_ids)]
+    pay_rows = recon.loc[
+        (rtype == "payment") & text_isin(recon["entity_id"].astype(str), pay_ids), _OWNED_COLUMNS
+    ]
     pay_rows = pay_rows.assign(owner=pay_rows["entity_id"].astype(str))
-    first_row = pay_rows.drop_duplicates("owner").set_index("owner")
+    first_row = pay_rows.loc[~pay_rows["owner"].duplicated(), ["owner", "amount", "fee"]]
+    first_row = first_row.set_index("owner")
     has_rows = text_isin(pay_ids, pay_rows["owner"])
     captured = (
         pay["captured"].astype(bool) | pay["status"].astype(str).isin(["captured", "refunded"])
@@ -264,23 +352,21 @@ def row_events(
     pid = p["id"].astype(str)
     cap = captured[keep]
     foreign = _is_foreign(p["currency"]).to_numpy()
-    row_amount = pid.map(first_row["amount"]).astype("Int64")
+    row_amount = text_map(pid, first_row["amount"]).astype("Int64")
     inr = np.where(
         foreign,
         p["base_amount"].astype("Int64").fillna(row_amount).fillna(0).to_numpy(np.int64),
         p["amount"].to_numpy(np.int64),
     )
-    fee = p["fee"].astype("Int64").fillna(pid.map(first_row["fee"]).astype("Int64")).fillna(0)
+    fee = p["fee"].astype("Int64").fillna(text_map(pid, first_row["fee"]).astype("Int64")).fillna(0)
     amount = pd.Series(np.where(cap, inr, 0), index=p.index)
     fees = pd.Series(np.where(cap, fee.to_numpy(np.int64), 0), index=p.index)
     created = p["created_at"].astype(np.int64)
-    events.append(_events(created, CAPTURED, "payment", pid, amount))
-    events.append(_events(created, FEES, "payment", pid, -fees))
+    emit(_events(created, CAPTURED, "payment", pid, amount))
+    emit(_events(created, FEES, "payment", pid, -fees))
     held_owner = set(pay_rows.loc[pay_rows["held"], "owner"])
-    open_line = pd.Series(
-        np.where(text_isin(pid, held_owner), HELD, OPEN_PAYMENTS), index=p.index, dtype=object
-    )
-    events += _item_events(
+    open_line = np.where(text_isin(pid, held_owner), HELD, OPEN_PAYMENTS)
+    _item_events(
         etype="payment",
         ids=pid,
         created=created,
@@ -288,14 +374,18 @@ def row_events(
         open_line=open_line,
         rows=pay_rows,
         flagged=flags,
+        emit=emit,
     )
 
     # Refunds, processed or pending: taken from the balance when made.
-    ref = dataset.refunds
+    ref = dataset.refunds[_REFUND_COLUMNS]
     ref_ids = ref["id"].astype(str)
-    ref_rows = recon[(rtype == "refund") & text_isin(recon["entity_id"].astype(str), ref_ids)]
+    ref_rows = recon.loc[
+        (rtype == "refund") & text_isin(recon["entity_id"].astype(str), ref_ids), _OWNED_COLUMNS
+    ]
     ref_rows = ref_rows.assign(owner=ref_rows["entity_id"].astype(str))
-    rfirst = ref_rows.drop_duplicates("owner").set_index("owner")
+    rfirst = ref_rows.loc[~ref_rows["owner"].duplicated(), ["owner", "amount", "fee"]]
+    rfirst = rfirst.set_index("owner")
     live = ref["status"].astype(str).isin(["processed", "pending"]).to_numpy()
     rkeep = (live & _razorpay_settled(ref["settled_by"]).to_numpy()) | text_isin(
         ref_ids, ref_rows["owner"]
@@ -304,26 +394,27 @@ def row_events(
     rid = r["id"].astype(str)
     rlive = live[rkeep]
     rforeign = _is_foreign(r["currency"]).to_numpy()
-    r_row_amount = rid.map(rfirst["amount"]).astype("Int64")
+    r_row_amount = text_map(rid, rfirst["amount"]).astype("Int64")
     r_inr = np.where(
         rforeign,
         r["base_amount"].astype("Int64").fillna(r_row_amount).fillna(0).to_numpy(np.int64),
         r["amount"].to_numpy(np.int64),
     )
-    r_fee = rid.map(rfirst["fee"]).astype("Int64").fillna(0).to_numpy(np.int64)
+    r_fee = text_map(rid, rfirst["fee"]).astype("Int64").fillna(0).to_numpy(np.int64)
     r_amount = pd.Series(np.where(rlive, r_inr, 0), index=r.index)
     r_fees = pd.Series(np.where(rlive, r_fee, 0), index=r.index)
     rcreated = r["created_at"].astype(np.int64)
-    events.append(_events(rcreated, REFUNDS, "refund", rid, -r_amount))
-    events.append(_events(rcreated, FEES, "refund", rid, -r_fees))
-    events += _item_events(
+    emit(_events(rcreated, REFUNDS, "refund", rid, -r_amount))
+    emit(_events(rcreated, FEES, "refund", rid, -r_fees))
+    _item_events(
         etype="refund",
         ids=rid,
         created=rcreated,
         expected=-(r_amount + r_fees),
-        open_line=pd.Series(OPEN_REFUNDS, index=r.index, dtype=object),
+        open_line=np.full(len(r), OPEN_REFUNDS),
         rows=ref_rows,
         flagged=flags,
+        emit=emit,
     )
 
     # Every other recon row is its own item: it brings exactly its net when settled.
@@ -338,7 +429,7 @@ def row_events(
         index=stray.index,
         dtype=object,
     )
-    events.append(
+    emit(
         _events(
             stray["settle_ts"].astype(np.int64), stray_line, "recon_row", stray_id, -stray["net"]
         )
@@ -363,10 +454,10 @@ def row_events(
     when = (
         other["created_at"].astype("float64").fillna(other["settle_ts"]).fillna(0).astype(np.int64)
     )
-    events.append(_events(when, pd.Series(line, index=other.index), "recon_row", key, other["net"]))
-    events.append(_events(when, OPEN_OTHER, "recon_row", key, other["net"]))
+    emit(_events(when, line, "recon_row", key, other["net"]))
+    emit(_events(when, OPEN_OTHER, "recon_row", key, other["net"]))
     done = other[other["settle_ts"].notna()]
-    events.append(
+    emit(
         _events(
             done["settle_ts"].astype(np.int64),
             OPEN_OTHER,
@@ -378,7 +469,7 @@ def row_events(
 
     settled = recon[recon["settle_ts"].notna()]
     rows_sum = settled.groupby(settled["settlement_id"].astype(str))["net"].sum()
-    return event_frame(events), rows_sum.astype(np.int64)
+    return rows_sum.astype(np.int64)
 
 
 def settlement_events(
@@ -394,7 +485,7 @@ def settlement_events(
     s_ts = regular["created_at"].astype(np.int64)
     paid = regular["amount"].astype(np.int64)
     events.append(_events(s_ts, SETTLEMENTS, "settlement", sid, -paid))
-    s_diff = sid.map(rows_sum).fillna(0).astype(np.int64) - paid
+    s_diff = text_map(sid, rows_sum).fillna(0).astype(np.int64) - paid
     s_line = pd.Series(
         [FLAGGED if ("settlement", i) in flags else UNEXPLAINED for i in sid],
         index=regular.index,
@@ -423,7 +514,7 @@ def settlement_events(
             INSTANT_ADVANCES,
             "instant_settlement",
             iid,
-            iid.map(rows_sum).fillna(0).astype(np.int64),
+            text_map(iid, rows_sum).fillna(0).astype(np.int64),
         )
     )
 

@@ -339,6 +339,65 @@ def mark_not_found(conn: sqlite3.Connection, ids: Sequence[int], run_id: int, no
     )
 
 
+# -- queue search documents (migration 0105) ----------------------------------------------
+
+
+def begin_search_deferred(conn: sqlite3.Connection) -> None:
+    """Within the caller's transaction: the queue-search triggers of 0075 stand aside for
+    new exceptions and new events (migration 0105) until `end_search_deferred`; the caller
+    writes their documents with `write_search` before that. No other connection sees the
+    flag row; on an error the rollback removes it with the rest."""
+    conn.execute("INSERT INTO exception_search_deferred (deferred) VALUES (1)")
+
+
+def end_search_deferred(conn: sqlite3.Connection) -> None:
+    conn.execute("DELETE FROM exception_search_deferred")
+
+
+def write_search(
+    conn: sqlite3.Connection, first_new: int, notes: Sequence[tuple[int, str]]
+) -> None:
+    """What the triggers of 0075 would have written, set-based: a document for every
+    exception with id > `first_new` (its ids as the insert trigger makes them, its notes ''
+    followed by its `notes`), and `notes` appended to the documents of the older ones.
+    notes: (exception id, ' ' || note of each of its new events in id order), one per id."""
+    conn.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS review_notes (id INTEGER PRIMARY KEY, notes TEXT NOT NULL)"
+    )
+    conn.execute("DELETE FROM temp.review_notes")
+    conn.executemany("INSERT INTO temp.review_notes (id, notes) VALUES (?, ?)", notes)
+    if is_postgres(conn):
+        conn.execute(
+            "INSERT INTO exception_search (id, ids, notes)"
+            " SELECT e.id, exception_search_ids_of(e), coalesce(n.notes, '') FROM exceptions e"
+            " LEFT JOIN temp.review_notes n ON n.id = e.id WHERE e.id > ? ORDER BY e.id",
+            (first_new,),
+        )
+        conn.execute(
+            "UPDATE exception_search s SET notes = s.notes || n.notes FROM temp.review_notes n"
+            " WHERE n.id = s.id AND n.id <= ?",
+            (first_new,),
+        )
+    else:
+        conn.execute(
+            "INSERT INTO exception_search (rowid, ids, notes)"
+            " SELECT e.id, e.entity_id || ' ' || coalesce(e.order_id, '') || ' '"
+            " || coalesce(e.utr, '') || ' ' || coalesce(e.settlement_id, '') || ' '"
+            " || coalesce((SELECT b.narration FROM bank_lines b"
+            " WHERE e.entity_type = 'bank_entry' AND b.id = e.entity_id), ''),"
+            " coalesce(n.notes, '') FROM exceptions e LEFT JOIN temp.review_notes n"
+            " ON n.id = e.id WHERE e.id > ? ORDER BY e.id",
+            (first_new,),
+        )
+        conn.execute(
+            "UPDATE exception_search SET notes = notes"
+            " || (SELECT n.notes FROM temp.review_notes n WHERE n.id = exception_search.rowid)"
+            " WHERE rowid IN (SELECT id FROM temp.review_notes WHERE id <= ?)",
+            (first_new,),
+        )
+    conn.execute("DELETE FROM temp.review_notes")
+
+
 # -- events -------------------------------------------------------------------------------
 
 

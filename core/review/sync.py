@@ -83,6 +83,7 @@ def sync_exceptions(
                 "re-syncing it would clear newer findings"
             )
         first_new = review_sql.max_exception_id(conn)
+        review_sql.begin_search_deferred(conn)
         events: list[review_sql.EventRow] = []
         audits: list[AuditEvent] = []
 
@@ -214,7 +215,21 @@ def sync_exceptions(
             audits.append(AuditEvent(actor, SYNC_ACTION, "run", str(run_id), counts))
         review_sql.record_sync(conn, run_id, stamp, actor, canonical_json(counts))
         review_sql.insert_events(conn, events)
+        # The queue-search documents of the new exceptions and the notes of every new event,
+        # set-based (migration 0105): the triggers stood aside since `search_deferred`.
+        review_sql.write_search(conn, first_new, _search_notes(events))
+        review_sql.end_search_deferred(conn)
         append_many(conn, audits, now=stamp)
         if outermost:
             write_anchor(conn, now=stamp)
         return dataclasses.replace(summary, audit_entries=len(audits))
+
+
+def _search_notes(events: list[review_sql.EventRow]) -> list[tuple[int, str]]:
+    """Per exception, what the note trigger of 0075 appends for its events in order:
+    ' ' || note of each event with a note."""
+    notes: dict[int, str] = {}
+    for exc_id, _, _, note, *_ in events:
+        if note:
+            notes[exc_id] = notes.get(exc_id, "") + " " + note
+    return list(notes.items())
