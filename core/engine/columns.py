@@ -8,6 +8,9 @@ use `np.add.at` (exact int64), never `bincount` weights (float64).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from concurrent.futures import Executor
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -264,3 +267,15 @@ def sort_text(values: pa.Array, min_rows: int = KEYED_SORT_MIN_ROWS) -> IntArray
         by_text = pc.sort_indices(values.take(pa.array(rows))).to_numpy()
         order[places] = rows[by_text]
     return order
+
+
+_T = TypeVar("_T")
+
+
+def later(pool: Executor | None, fn: Callable[..., _T], *args: Any) -> Callable[[], _T]:
+    """`fn(*args)` as a callable returning its value: run on `pool` when there is one (the
+    future's `result`, so the caller waits only when it reads it), else run now."""
+    if pool is None:
+        value = fn(*args)
+        return lambda: value
+    return pool.submit(fn, *args).result

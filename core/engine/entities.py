@@ -8,7 +8,7 @@ No loop runs per row or per entity.
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Executor
 
 import numpy as np
 import pandas as pd
@@ -26,6 +26,7 @@ from core.engine.columns import (
     differs,
     gather,
     ints,
+    later,
     lookup,
     nulls,
     present,
@@ -145,10 +146,6 @@ def prepare_payment_rows(ctx: Context) -> None:
     ctx.text(ctx.dataset.recon, "entity_id")
 
 
-def _now(value: BoolArray) -> Callable[[], BoolArray]:
-    return lambda: value
-
-
 def _payment_text_checks(
     rows: IntArray,
     pos: IntArray,
@@ -169,14 +166,14 @@ def _payment_text_checks(
 def check_payments(
     ctx: Context,
     known: Callable[[], KnownRows] | None = None,
-    submit: Callable[..., Future[BoolArray]] | None = None,
+    pool: Executor | None = None,
 ) -> tuple[Part, IntArray]:
     """Outcomes of payments, and the recon payment rows whose payment is unknown.
 
     known: returns `payment_rows(ctx)` (a future's `result`, when `reconcile` computes it
     on another thread); called after the payment-side columns are made. None computes it
-    here. submit: an executor's `submit`, to run the rows' text comparisons (Arrow only)
-    beside this thread. The outcomes are the same either way."""
+    here. pool: an executor to run the rows' text comparisons (Arrow only) on, beside this
+    thread. The outcomes are the same either way."""
     ds = ctx.dataset
     pay, rec = ds.payments, ds.recon
     cal = ctx.params.calendar
@@ -225,10 +222,8 @@ def check_payments(
 
     # 2 WRONG_MAPPING: the row names another payment, or another order (Arrow only: on
     # the pool when there is one, while this thread does the numbers).
-    text_checks = (
-        submit(_payment_text_checks, rows, pos, entity, r_payment_ids, r_orders, p_order_all).result
-        if submit is not None
-        else _now(_payment_text_checks(rows, pos, entity, r_payment_ids, r_orders, p_order_all))
+    text_checks = later(
+        pool, _payment_text_checks, rows, pos, entity, r_payment_ids, r_orders, p_order_all
     )
     # 3 AMOUNT_MISMATCH / 4 SETTLEMENT_AMOUNT_DISCREPANCY (fee includes GST: net = amount - fee).
     row_inr = inr_amounts(amount[pos], foreign[pos], base[pos], base_null[pos], r_amount)

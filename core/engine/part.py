@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from core.dataset import OUTCOME_COLUMNS
 from core.engine import codes as C
-from core.engine.columns import IntArray, sort_text
+from core.engine.columns import IntArray, later, sort_text
 from core.errors import InputError, Problem
 
 PENDING_REASONS: tuple[str, ...] = (
@@ -200,17 +200,6 @@ Column: TypeAlias = pa.Array | np.ndarray
 Later: TypeAlias = Callable[[], pa.Array]
 
 
-def _now(value: pa.Array) -> Later:
-    return lambda: value
-
-
-def _text_later(pool: Executor | None, ref: TextRef, order: IntArray) -> Later:
-    """`ref.resolve(order)`: at once without a pool, else on the pool (its `result`)."""
-    if pool is None:
-        return _now(ref.resolve(order))
-    return pool.submit(ref.resolve, order).result
-
-
 def _sorted_ids(entity_type: str, entity_id: pa.Array) -> pa.Array:
     if entity_type != "recon_row":  # recon rows are already grouped by entity_id
         _refuse_duplicates(entity_type, entity_id)
@@ -276,15 +265,15 @@ def _columns(
         "status": _labels(status_key, {0: C.MATCHED, 1: C.PENDING, 2: C.EXCEPTION}),
         "reason_code": _labels(reason_key, reason_label),
         "reason_codes": _labels(joined_key, joined_label),
-        "settlement_id": _text_later(pool, part.settlement_id, order),
+        "settlement_id": later(pool, part.settlement_id.resolve, order),
         "expected_amount": expected,
         "actual_amount": actual,
         "difference": difference,
         "exposure_class": _labels(class_key, dict(enumerate(classes))),
         "exposure_amount": exposure,
         "match_method": _labels(part.method[order].astype(np.int64), dict(enumerate(METHODS))),
-        "order_id": _text_later(pool, part.order_id, order),
-        "utr": _text_later(pool, part.utr, order),
+        "order_id": later(pool, part.order_id.resolve, order),
+        "utr": later(pool, part.utr.resolve, order),
         "entity_created_at": created,
     }
 

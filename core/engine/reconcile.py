@@ -82,9 +82,7 @@ def _reconcile(
     disputes = check_disputes(ctx)
     instant = check_instant_settlements(ctx, links)
     bank_lines = check_bank_lines(ctx, links) if links is not None else None
-    payments, unknown_payment_rows = check_payments(
-        ctx, known, None if pool is None else pool.submit
-    )
+    payments, unknown_payment_rows = check_payments(ctx, known, pool)
     orphans = check_orphan_rows(
         ctx,
         np.sort(np.concatenate([unknown_payment_rows, unknown_refund_rows, unknown_transfer_rows])),
