@@ -546,16 +546,12 @@ def _counted_frame(fresh: pd.DataFrame, previous: pd.DataFrame, carried: Any) ->
     """The columns counts() and summary_lines() read of the outcome frame made of `fresh`
     and the `carried` rows of `previous`, without building that frame (both give sums per
     key, sorted by key: row order does not matter)."""
-    import pyarrow as pa
-
-    mask = pa.array(carried)
+    mask = np.asarray(carried, dtype=bool)
     columns: dict[str, Any] = {}
     for name in _COUNTED:
-        kept = previous[name]
-        if hasattr(kept.array, "__arrow_array__") and hasattr(kept.dtype, "__from_arrow__"):
-            kept = pd.Series(kept.dtype.__from_arrow__(_arrow_column(previous, name).filter(mask)))
-        else:
-            kept = pd.Series(kept.to_numpy()[carried])
+        # The column's own array filtered (Arrow text by Arrow's filter, categoricals by
+        # their codes): no Python object per row.
+        kept = pd.Series(previous[name].array[mask])
         columns[name] = pd.concat([fresh[name].reset_index(drop=True), kept], ignore_index=True)
     return pd.DataFrame(columns)
 
