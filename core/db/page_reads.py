@@ -50,7 +50,7 @@ def top_open_exception(conn: sqlite3.Connection, statuses: Sequence[str]) -> int
 def settlement_choices(
     conn: sqlite3.Connection, search: str, limit: int, statuses: Sequence[str]
 ) -> list[dict[str, Any]]:
-    """Settlements whose id or UTR holds `search` (LIKE, as core.db.views.settlement_choices),
+    """Settlements whose id or UTR holds `search` (LIKE, any case, `%` and `_` literal),
     largest open exposure first, then newest; at most `limit`. The open exposure per
     settlement is summed in the covering index's order (`exceptions_open_settlement (status,
     settlement_id, exposure_amount)`: one group per status and settlement, no temporary
@@ -90,9 +90,8 @@ def settlement_choices(
 def age_distribution(
     conn: sqlite3.Connection, as_of: int, bounds_days: Sequence[int], statuses: Sequence[str]
 ) -> list[dict[str, Any]]:
-    """What core.db.views.age_distribution answers (count and exposure per age bucket;
-    bucket i holds ages under bounds_days[i] days, the last one the rest, -1 no date), as
-    index ranges: per status, one range of `exceptions_status_created (status,
+    """Count and exposure per age bucket (bucket i holds ages under bounds_days[i] days,
+    the last one the rest, -1 no date), as index ranges: per status, one range of `exceptions_status_created (status,
     entity_created_at, exposure_amount)` per bucket, instead of a CASE evaluated on every
     open exception (0.24-0.30 -> 0.09 CPU s at 10M)."""
     edges = [as_of - int(days) * 86_400 for days in bounds_days]

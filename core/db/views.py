@@ -323,28 +323,6 @@ def exposure_by_class_and_code(
     return sorted(folded.values(), key=lambda r: (-r["exposure"], r["reason_code"]))
 
 
-def age_distribution(
-    conn: sqlite3.Connection,
-    as_of: int,
-    bounds_days: Sequence[int],
-    statuses: Sequence[str] = OPEN_STATUSES,
-) -> list[Row]:
-    """Count and exposure per age bucket; bucket i holds ages < bounds_days[i] (days)."""
-    cases = " ".join(
-        f"WHEN entity_created_at > ? - {int(days) * SECONDS_PER_DAY} THEN {i}"
-        for i, days in enumerate(bounds_days)
-    )
-    params: list[Any] = [as_of] * len(bounds_days)
-    return _all(
-        conn,
-        f"SELECT CASE WHEN entity_created_at IS NULL THEN -1 {cases} "
-        f"ELSE {len(bounds_days)} END AS bucket, count(*) AS n, "
-        "coalesce(sum(exposure_amount), 0) AS exposure FROM exceptions "
-        f"WHERE status IN ({_in(statuses)}) GROUP BY bucket ORDER BY bucket",
-        (*params, *statuses),
-    )
-
-
 # --- the queue ------------------------------------------------------------------------
 
 
@@ -583,21 +561,6 @@ def outcome_for(
         conn,
         "SELECT * FROM outcomes WHERE run_id = ? AND entity_type = ? AND entity_id = ?",
         (run_id, entity_type, entity_id),
-    )
-
-
-def settlement_choices(conn: sqlite3.Connection, search: str, limit: int) -> list[Row]:
-    """Settlements whose id or UTR holds `search` (any case); open exposure first."""
-    term = _like(search.strip())
-    return _all(
-        conn,
-        "SELECT s.id, s.amount, s.status, s.utr, s.created_at, "
-        "coalesce(e.exposure, 0) AS exposure FROM settlements s LEFT JOIN ("
-        f"  SELECT settlement_id, sum(exposure_amount) AS exposure FROM exceptions "
-        f"  WHERE status IN ({_in(OPEN_STATUSES)}) GROUP BY settlement_id"
-        ") e ON e.settlement_id = s.id WHERE s.id LIKE ? ESCAPE '\\' OR s.utr LIKE ? ESCAPE '\\' "
-        "ORDER BY coalesce(e.exposure, 0) DESC, s.created_at DESC LIMIT ?",
-        (*OPEN_STATUSES, term, term, limit),
     )
 
 
