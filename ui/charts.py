@@ -185,8 +185,7 @@ BUILDERS: dict[str, Callable[[Any], alt.TopLevelMixin]] = {
 def spec(kind: str, data: Any) -> dict[str, Any]:
     """The Vega-Lite spec of a chart, cached on its data: unchanged figures cost nothing
     on a rerun (building and validating a spec is most of a chart's server time)."""
-    built: dict[str, Any] = BUILDERS[kind](data).to_dict()
-    return built
+    return _built(kind, data)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -194,5 +193,9 @@ def spec_for(kind: str, key: tuple[Any, ...], _data: Any) -> dict[str, Any]:
     """`spec(kind, data)` cached on `key`, which names the data (`_data` is not hashed):
     for data that are large and fixed by the key, e.g. a run's match rate by settlement day
     (hundreds of days at 10M: hashing them cost more than the rest of a rerun's charts)."""
-    built: dict[str, Any] = BUILDERS[kind](_data).to_dict()
+    return _built(kind, _data)
+
+
+def _built(kind: str, data: Any) -> dict[str, Any]:
+    built: dict[str, Any] = BUILDERS[kind](data).to_dict()
     return built
