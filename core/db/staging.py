@@ -155,13 +155,7 @@ def write_staged_parts(
     refused: dict[str, str] = {}
     try:
         with adbc.connect(str(path), autocommit=True) as conn, conn.cursor() as cursor:
-            for pragma in (
-                "PRAGMA journal_mode = OFF",
-                "PRAGMA synchronous = OFF",
-                f"PRAGMA cache_size = {-cache_kib}",
-            ):
-                cursor.execute(pragma)
-                cursor.fetchall()
+            _scratch_pragmas(cursor, cache_kib)
             for schema in schemas.values():
                 cursor.execute(schema[0])
             for part in parts:
@@ -183,6 +177,17 @@ def write_staged_parts(
     return StagedFile(path=path, tables=frozenset(staged), refused=refused)
 
 
+def _scratch_pragmas(cursor: Any, cache_kib: int) -> None:
+    """A staging file is scratch: no journal, no syncs, a page cache of `cache_kib`."""
+    for pragma in (
+        "PRAGMA journal_mode = OFF",
+        "PRAGMA synchronous = OFF",
+        f"PRAGMA cache_size = {-cache_kib}",
+    ):
+        cursor.execute(pragma)
+        cursor.fetchall()
+
+
 # Where staging files go, for the messages that say they could not be written.
 _ROOM = " (staging files go to the system temporary folder: set TMPDIR to one with room)"
 
@@ -194,13 +199,7 @@ def _write(
     refused: dict[str, str] = {}
     cache = cache_kib or bulk_cache_kib(sum(t.rows.nbytes for t in tables))
     with adbc.connect(str(path), autocommit=True) as conn, conn.cursor() as cursor:
-        for pragma in (
-            "PRAGMA journal_mode = OFF",
-            "PRAGMA synchronous = OFF",
-            f"PRAGMA cache_size = {-cache}",
-        ):
-            cursor.execute(pragma)
-            cursor.fetchall()
+        _scratch_pragmas(cursor, cache)
         for table in tables:
             create, *indexes = table.schema
             cursor.execute(create)
