@@ -113,7 +113,8 @@ def test_the_stored_totals_equal_a_group_by_after_syncs_decisions_and_reopenings
     sync_exceptions(conn, _run(conn, [*second, FIRST[2]], DAYS))
     assert (
         conn.execute(
-            "SELECT status FROM exceptions WHERE id = ?", (exception_id(conn, "pay_3", "NOT_SETTLED"),)
+            "SELECT status FROM exceptions WHERE id = ?",
+            (exception_id(conn, "pay_3", "NOT_SETTLED"),),
         ).fetchone()[0]
         == "OPEN"
     )
@@ -186,8 +187,9 @@ def test_the_overview_figures_read_from_the_totals_equal_those_over_the_exceptio
     conn: sqlite3.Connection,
 ) -> None:
     sync_exceptions(conn, _run(conn, FIRST, DAYS))
-    escalate(conn, exception_id(conn, "pay_2"), actor="lead@example.com", note="n", request_id="x")
-    resolve(conn, exception_id(conn, "pay_4", "NOT_SETTLED"), actor="lead@example.com", note="n", request_id="y")
+    lead = "lead@example.com"
+    escalate(conn, exception_id(conn, "pay_2"), actor=lead, note="n", request_id="x")
+    resolve(conn, exception_id(conn, "pay_4", "NOT_SETTLED"), actor=lead, note="n", request_id="y")
     statuses = {r["status"]: (r["n"], r["exposure"]) for r in exception_status_counts(conn)}
     assert statuses == {
         r[0]: (r[1], r[2])
