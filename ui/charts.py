@@ -3,7 +3,13 @@ tooltips carry the exact amounts as text."""
 
 from __future__ import annotations
 
+import copy
+import datetime as dt
+import hashlib
+import json
+import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import altair as alt
@@ -34,6 +40,14 @@ INDIAN_SHORT = (
 
 def _rupees(paise: int) -> int:
     return int(paise) // 100
+
+
+def _class_height(rows: int) -> int:
+    return 90 + 34 * rows
+
+
+def _code_height(rows: int) -> int:
+    return 90 + 30 * rows
 
 
 def _colour(*, legend: bool) -> alt.Color:
@@ -68,7 +82,7 @@ def exposure_by_class(totals: dict[str, Total]) -> alt.Chart:
             color=_colour(legend=False),
             tooltip=["Class", "Exposure", "Open"],
         )
-        .properties(height=90 + 34 * len(totals))
+        .properties(height=_class_height(len(totals)))
     )
 
 
@@ -93,7 +107,7 @@ def exposure_by_code(codes: tuple[CodeExposure, ...]) -> alt.Chart:
             color=_colour(legend=False),
             tooltip=["Code", "Class", "Open", "Exposure"],
         )
-        .properties(height=90 + 30 * len(codes))
+        .properties(height=_code_height(len(codes)))
     )
 
 
@@ -181,11 +195,143 @@ BUILDERS: dict[str, Callable[[Any], alt.TopLevelMixin]] = {
 }
 
 
+# --- the same specs without Altair on every call ------------------------------------------
+#
+# Building a chart through Altair (a DataFrame, its sanitising, the schema objects, to_dict
+# and its validation) cost 25-60 ms a chart, paid on a server's first Overview and again on
+# the first one after any change to the data. A chart's spec differs from one data to the
+# next only in its rows (the inline dataset and its content-hash name) and in what the
+# builders above derive from the rows (a height, the ageing's sort). So each kind's spec is
+# built and validated by Altair once per process (`template`, from a sample; ui.warm.charts
+# does it before the first session) and a call fills in the rows and those few values:
+# tests/test_app_charts.py checks the result equals Altair's own spec for varied data.
+
+
+def _class_rows(totals: dict[str, Total]) -> list[dict[str, Any]]:
+    return [
+        {
+            "Class": class_label(k),
+            "Rupees": _rupees(t.paise),
+            "Exposure": inr(t.paise),
+            "Open": int(t.count),
+        }
+        for k, t in totals.items()
+    ]
+
+
+def _code_rows(codes: tuple[CodeExposure, ...]) -> list[dict[str, Any]]:
+    return [
+        {
+            "Code": c.reason_code,
+            "Class": class_label(c.exposure_class),
+            "Rupees": _rupees(c.paise),
+            "Exposure": inr(c.paise),
+            "Open": int(c.count),
+        }
+        for c in codes
+    ]
+
+
+def _age_rows(buckets: tuple[AgeBucket, ...]) -> list[dict[str, Any]]:
+    return [{"Age": b.label, "Open": int(b.count), "Exposure": inr(b.paise)} for b in buckets]
+
+
+def _day_rows(days: tuple[DayMatchRate, ...]) -> list[dict[str, Any]]:
+    # pd.to_datetime of an ISO day, as Altair writes a datetime column: ISO, no zone.
+    return [
+        {
+            "Day": dt.datetime.fromisoformat(d.day).isoformat(),
+            "Match rate": float(d.rate),
+            "Payments": int(d.payments),
+            "Matched": int(d.matched),
+        }
+        for d in days
+    ]
+
+
+def _class_layout(spec: dict[str, Any], totals: dict[str, Total]) -> None:
+    spec["height"] = _class_height(len(totals))
+
+
+def _code_layout(spec: dict[str, Any], codes: tuple[CodeExposure, ...]) -> None:
+    spec["height"] = _code_height(len(codes))
+
+
+def _age_layout(spec: dict[str, Any], buckets: tuple[AgeBucket, ...]) -> None:
+    spec["encoding"]["x"]["sort"] = [b.label for b in buckets]
+
+
+def _no_layout(spec: dict[str, Any], data: Any) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class _Fill:
+    """How a kind's spec follows its data: its rows, what else the data set, a sample."""
+
+    rows: Callable[[Any], list[dict[str, Any]]]
+    layout: Callable[[dict[str, Any], Any], None]
+    sample: Callable[[], Any]
+
+
+FILLS: dict[str, _Fill] = {
+    "exposure_by_class": _Fill(
+        _class_rows, _class_layout, lambda: {"amount_at_risk": Total(1, 100)}
+    ),
+    "exposure_by_code": _Fill(
+        _code_rows,
+        _code_layout,
+        lambda: (CodeExposure("amount_at_risk", "AMOUNT_MISMATCH", 1, 100),),
+    ),
+    "ageing": _Fill(_age_rows, _age_layout, lambda: (AgeBucket("0–7 d", 1, 100),)),
+    "match_rate": _Fill(_day_rows, _no_layout, lambda: (DayMatchRate("2026-01-01", 2, 1),)),
+}
+
+_templates: dict[str, dict[str, Any]] = {}
+_templates_lock = threading.Lock()
+
+
+def template(kind: str) -> dict[str, Any]:
+    """Kind's spec as Altair builds and validates it, for a sample; once per process."""
+    with _templates_lock:
+        if kind not in _templates:
+            built: dict[str, Any] = BUILDERS[kind](FILLS[kind].sample()).to_dict()
+            name = built["data"]["name"]
+            del built["datasets"][name]
+            _templates[kind] = built
+        return _templates[kind]
+
+
+def dataset_name(rows: list[dict[str, Any]]) -> str:
+    """The name Altair gives an inline dataset: a hash of its rows (altair.vegalite.v6.api
+    `_dataset_name`)."""
+    if rows == [{}]:
+        return "empty"
+    text = json.dumps(rows, sort_keys=True, default=str)
+    return "data-" + hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def filled(kind: str, data: Any) -> dict[str, Any]:
+    """`BUILDERS[kind](data).to_dict()`, from the kind's template: the rows and the values
+    the data set, filled into a copy. No rows: Altair's own build (it types the tooltips of
+    an empty frame otherwise; nothing to draw, nothing to hover)."""
+    fill = FILLS[kind]
+    rows = fill.rows(data)
+    if not rows:
+        return _built(kind, data)
+    spec = copy.deepcopy(template(kind))
+    name = dataset_name(rows)
+    spec["data"] = {"name": name}
+    spec["datasets"] = {name: rows}
+    fill.layout(spec, data)
+    return spec
+
+
 @st.cache_data(max_entries=256, show_spinner=False)
 def spec(kind: str, data: Any) -> dict[str, Any]:
     """The Vega-Lite spec of a chart, cached on its data: unchanged figures cost nothing
-    on a rerun (building and validating a spec is most of a chart's server time)."""
-    return _built(kind, data)
+    on a rerun, new figures a copy of the kind's template (`filled`)."""
+    return filled(kind, data)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -193,9 +339,15 @@ def spec_for(kind: str, key: tuple[Any, ...], _data: Any) -> dict[str, Any]:
     """`spec(kind, data)` cached on `key`, which names the data (`_data` is not hashed):
     for data that are large and fixed by the key, e.g. a run's match rate by settlement day
     (hundreds of days at 10M: hashing them cost more than the rest of a rerun's charts)."""
-    return _built(kind, _data)
+    return filled(kind, _data)
 
 
 def _built(kind: str, data: Any) -> dict[str, Any]:
     built: dict[str, Any] = BUILDERS[kind](data).to_dict()
     return built
+
+
+def warm() -> None:
+    """Build every kind's template (ui.warm.charts, before a server's first session)."""
+    for kind in FILLS:
+        template(kind)

@@ -6,7 +6,9 @@ Data after a restart pays for importing the review actions, the evidence tools o
 engine (0.2-0.8 CPU s, more where `.pyc` files cannot be written) inside their render.
 `imports()` imports every module a page imports at its top level, plus the one a render
 imports inside a function (the evidence tools); tests/test_app_warm_imports.py checks the
-list against the pages' sources. What only a button needs (the investigator's model
+list against the pages' sources. It also builds the Overview's chart templates (each
+kind's Vega-Lite spec built and validated by Altair once, ui.charts.template: 0.1-0.3 CPU s
+that the first Overview paid). What only a button needs (the investigator's model
 client, the PDF packet, the Razorpay SDK, the streamed import) is deliberately not here.
 """
 
@@ -21,7 +23,8 @@ _warmed: list[float] = []
 
 
 def imports() -> float:
-    """Import the pages' modules once per process; the seconds it took (0.0 after that)."""
+    """Import the pages' modules and build the chart templates once per process; the
+    seconds it took (0.0 after that)."""
     with _lock:
         if _warmed:
             return 0.0
@@ -67,6 +70,7 @@ def imports() -> float:
             import ui.shortcuts
             import ui.streamed
             import ui.widgets  # noqa: F401
+            ui.charts.warm()
         finally:
             quiet.setLevel(level)
         _warmed.append(time.perf_counter() - started)
