@@ -11,7 +11,11 @@ import pytest
 
 from core.db import connect, transaction
 from core.db.backend import is_postgres
-from core.db.page_reads import begin_totals_deferred, end_totals_deferred
+from core.db.page_reads import (
+    begin_totals_deferred,
+    end_totals_deferred,
+    recompute_exception_totals,
+)
 from core.db.views import exception_status_counts, exposure_by_class_and_code
 from core.review import assign, escalate, reopen, resolve, sync_exceptions
 from tests.review_support import Finding, add_people, exception_id, write_run
@@ -168,19 +172,38 @@ def test_the_stored_totals_follow_rows_changed_and_removed_behind_the_apps_back(
     assert not any(row[5] == 0 for row in _stored(conn))  # emptied totals leave
 
 
-def test_a_bulk_writer_may_defer_the_totals_and_rebuild_them_in_its_transaction(
+def test_a_bulk_writer_may_defer_its_new_rows_and_add_them_set_based(
     conn: sqlite3.Connection,
 ) -> None:
+    """A sync inside the deferring transaction: its new exceptions (above the mark) are
+    left to `end_totals_deferred`, even when changed again before it; the rows below the
+    mark are kept by the triggers meanwhile."""
     sync_exceptions(conn, _run(conn, FIRST, DAYS))
-    before = _stored(conn)
+    second = [*FIRST[:4], Finding("pay_8", exposure_amount=3), Finding("pay_9")]
     with transaction(conn):
-        begin_totals_deferred(conn)
-        conn.execute("UPDATE exceptions SET status = 'RESOLVED' WHERE exposure_amount > 20000")
-        assert _stored(conn) == before  # the triggers stood aside
+        mark = int(conn.execute("SELECT max(id) FROM exceptions").fetchone()[0])
+        begin_totals_deferred(conn, mark)
+        sync_exceptions(conn, _run(conn, second, {**DAYS, "pay_8": 12}))  # 2 new, 3 cleared
+        conn.execute("UPDATE exceptions SET status = 'ESCALATED' WHERE entity_id = 'pay_9'")
+        new = conn.execute("SELECT count(*) FROM exceptions WHERE id > ?", (mark,)).fetchone()
+        assert new[0] == 2
+        below = _grouped(conn)
+        stored = _stored(conn)
+        assert sum(int(str(r[5])) for r in stored) == sum(int(str(r[5])) for r in below) - 2
         end_totals_deferred(conn)
-        assert _stored(conn) == _grouped(conn) != before
-    conn.execute("UPDATE exceptions SET status = 'OPEN' WHERE entity_id = 'pay_2'")
-    assert _stored(conn) == _grouped(conn)  # and keep the totals again
+        assert _stored(conn) == _grouped(conn)
+    conn.execute("UPDATE exceptions SET status = 'OPEN' WHERE entity_id = 'pay_9'")
+    assert _stored(conn) == _grouped(conn)  # the triggers keep every row again
+    assert conn.execute("SELECT count(*) FROM exception_totals_deferred").fetchone()[0] == 0
+
+
+def test_the_totals_can_be_rebuilt_from_the_exceptions(conn: sqlite3.Connection) -> None:
+    sync_exceptions(conn, _run(conn, FIRST, DAYS))
+    with transaction(conn):
+        conn.execute("DELETE FROM exception_totals WHERE status = 'OPEN' AND dated = 1")
+        assert _stored(conn) != _grouped(conn)
+        recompute_exception_totals(conn)
+    assert _stored(conn) == _grouped(conn)
 
 
 def test_the_overview_figures_read_from_the_totals_equal_those_over_the_exceptions(

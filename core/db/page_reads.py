@@ -11,8 +11,9 @@
   exposure_amount DESC)` instead of sorting every open exception.
 - `age_distribution`: the Overview's ageing, from the totals migration 0101 keeps
   (`exception_totals`, per status, class, code and IST day of the entity's creation) and
-  an index range for each day a bucket edge cuts. `recompute_exception_totals` and the
-  `*_totals_deferred` pair are for a bulk writer that lets the triggers stand aside.
+  an index range for each day a bucket edge cuts. The `*_totals_deferred` pair is for a
+  bulk writer that adds its new exceptions to the totals set-based, the triggers aside;
+  `recompute_exception_totals` rebuilds them.
 """
 
 from __future__ import annotations
@@ -172,33 +173,43 @@ def age_distribution(
 
 # --- the stored totals of migration 0101 ------------------------------------------------
 
-_TOTALS_OF_EXCEPTIONS = (
-    "INSERT INTO exception_totals"
-    " (status, exposure_class, reason_code, dated, created_day, n, exposure)"
-    " SELECT status, exposure_class, reason_code,"
-    " CASE WHEN entity_created_at IS NULL THEN 0 ELSE 1 END,"
-    " coalesce((entity_created_at + 19800) / 86400, 0), count(*), sum(exposure_amount)"
-    " FROM exceptions GROUP BY 1, 2, 3, 4, 5"
+_KEY_OF_EXCEPTION = (
+    "status, exposure_class, reason_code, CASE WHEN entity_created_at IS NULL THEN 0 ELSE 1 END,"
+    " coalesce((entity_created_at + 19800) / 86400, 0)"
 )
+_TOTALS = "exception_totals (status, exposure_class, reason_code, dated, created_day, n, exposure)"
 
 
-def begin_totals_deferred(conn: sqlite3.Connection) -> None:
+def begin_totals_deferred(conn: sqlite3.Connection, after_id: int) -> None:
     """Within the caller's transaction: the triggers that keep `exception_totals`
-    (migration 0101) stand aside until `end_totals_deferred`, for a bulk writer that
-    changes many exceptions row by row. No other connection sees the flag row; on an error
-    the rollback removes it with the rest."""
-    conn.execute("INSERT INTO exception_totals_deferred (deferred) VALUES (1)")
+    (migration 0101) stand aside for the exceptions numbered above `after_id` (the largest
+    id before a bulk insert) until `end_totals_deferred`, which adds those rows set-based.
+    No other connection sees the flag row; on an error the rollback removes it."""
+    conn.execute(
+        "INSERT INTO exception_totals_deferred (deferred, after_id) VALUES (1, ?)", (after_id,)
+    )
 
 
 def end_totals_deferred(conn: sqlite3.Connection) -> None:
-    """Rebuild the totals from the exceptions (`recompute_exception_totals`) and let the
-    triggers keep them again; in the same transaction as `begin_totals_deferred`."""
-    recompute_exception_totals(conn)
+    """Add the exceptions above the mark of `begin_totals_deferred`, as they are now, to the
+    totals (one INSERT ... SELECT ... GROUP BY over a range of the primary key) and let the
+    triggers keep them again; in the same transaction."""
+    conn.execute(
+        f"INSERT INTO {_TOTALS} SELECT {_KEY_OF_EXCEPTION}, count(*), sum(exposure_amount)"
+        " FROM exceptions WHERE id > (SELECT after_id FROM exception_totals_deferred)"
+        " GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5"
+        " ON CONFLICT (status, exposure_class, reason_code, dated, created_day)"
+        " DO UPDATE SET n = exception_totals.n + excluded.n,"
+        " exposure = exception_totals.exposure + excluded.exposure"
+    )
     conn.execute("DELETE FROM exception_totals_deferred")
 
 
 def recompute_exception_totals(conn: sqlite3.Connection) -> None:
     """Within the caller's transaction: `exception_totals` rebuilt by one GROUP BY over
-    the exceptions (what the migration fills it with)."""
+    every exception (what migration 0101 fills it with; a repair, O(exceptions))."""
     conn.execute("DELETE FROM exception_totals")
-    conn.execute(_TOTALS_OF_EXCEPTIONS)
+    conn.execute(
+        f"INSERT INTO {_TOTALS} SELECT {_KEY_OF_EXCEPTION}, count(*), sum(exposure_amount)"
+        " FROM exceptions GROUP BY 1, 2, 3, 4, 5"
+    )

@@ -9,9 +9,11 @@
 --
 -- Row triggers keep the totals through every INSERT, DELETE and UPDATE of the five columns,
 -- whoever writes (a sync, a decision, a reopening, a hand-made fix behind the app's back).
--- While a transaction holds the row of `exception_totals_deferred` they stand aside, and
--- that transaction rebuilds the totals itself before it commits
--- (core.db.page_reads.recompute_exception_totals; the pattern of 0105).
+-- A bulk writer may defer the exceptions numbered above a mark (the largest id before it
+-- inserts): while its transaction holds the row of `exception_totals_deferred`, the
+-- triggers stand aside for those rows, and before it commits it adds them, as they are
+-- then, in one INSERT ... SELECT ... GROUP BY (core.db.page_reads.begin_totals_deferred /
+-- end_totals_deferred; the pattern of 0105). Rows at or below the mark keep their triggers.
 CREATE TABLE IF NOT EXISTS exception_totals (
     status          TEXT    NOT NULL,
     exposure_class  TEXT    NOT NULL,
@@ -24,7 +26,8 @@ CREATE TABLE IF NOT EXISTS exception_totals (
 ) WITHOUT ROWID;
 
 CREATE TABLE IF NOT EXISTS exception_totals_deferred (
-    deferred INTEGER PRIMARY KEY CHECK (deferred = 1)
+    deferred INTEGER PRIMARY KEY CHECK (deferred = 1),
+    after_id INTEGER NOT NULL
 );
 
 DELETE FROM exception_totals;
@@ -37,7 +40,7 @@ GROUP BY 1, 2, 3, 4, 5;
 
 DROP TRIGGER IF EXISTS exception_totals_insert;
 CREATE TRIGGER exception_totals_insert AFTER INSERT ON exceptions
-WHEN NOT EXISTS (SELECT 1 FROM exception_totals_deferred)
+WHEN NOT EXISTS (SELECT 1 FROM exception_totals_deferred WHERE new.id > after_id)
 BEGIN
     INSERT INTO exception_totals
         (status, exposure_class, reason_code, dated, created_day, n, exposure)
@@ -49,7 +52,7 @@ END;
 
 DROP TRIGGER IF EXISTS exception_totals_delete;
 CREATE TRIGGER exception_totals_delete AFTER DELETE ON exceptions
-WHEN NOT EXISTS (SELECT 1 FROM exception_totals_deferred)
+WHEN NOT EXISTS (SELECT 1 FROM exception_totals_deferred WHERE old.id > after_id)
 BEGIN
     UPDATE exception_totals SET n = n - 1, exposure = exposure - old.exposure_amount
     WHERE status = old.status AND exposure_class = old.exposure_class
@@ -69,7 +72,7 @@ WHEN (old.status IS NOT new.status OR old.exposure_class IS NOT new.exposure_cla
       OR old.reason_code IS NOT new.reason_code
       OR old.exposure_amount IS NOT new.exposure_amount
       OR old.entity_created_at IS NOT new.entity_created_at)
-  AND NOT EXISTS (SELECT 1 FROM exception_totals_deferred)
+  AND NOT EXISTS (SELECT 1 FROM exception_totals_deferred WHERE old.id > after_id)
 BEGIN
     UPDATE exception_totals SET n = n - 1, exposure = exposure - old.exposure_amount
     WHERE status = old.status AND exposure_class = old.exposure_class

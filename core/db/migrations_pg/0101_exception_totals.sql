@@ -6,8 +6,9 @@
 -- tables, as in the PostgreSQL manual's example "Auditing with Transition Tables"
 -- (https://www.postgresql.org/docs/15/plpgsql-trigger.html). A TRUNCATE (owner only) empties
 -- the totals. While a transaction holds the row of `exception_totals_deferred` the triggers
--- stand aside and that transaction rebuilds the totals
--- (core.db.page_reads.recompute_exception_totals).
+-- stand aside for the exceptions numbered above its `after_id`, which that transaction adds
+-- set-based before it commits (core.db.page_reads.begin_totals_deferred /
+-- end_totals_deferred).
 CREATE TABLE IF NOT EXISTS exception_totals (
     status          TEXT    NOT NULL,
     exposure_class  TEXT    NOT NULL,
@@ -20,7 +21,8 @@ CREATE TABLE IF NOT EXISTS exception_totals (
 );
 
 CREATE TABLE IF NOT EXISTS exception_totals_deferred (
-    deferred INTEGER PRIMARY KEY CHECK (deferred = 1)
+    deferred INTEGER PRIMARY KEY CHECK (deferred = 1),
+    after_id BIGINT  NOT NULL
 );
 
 DELETE FROM exception_totals;
@@ -32,10 +34,10 @@ FROM exceptions
 GROUP BY 1, 2, 3, 4, 5;
 
 CREATE OR REPLACE FUNCTION exception_totals_apply() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    -- Exceptions above it are added by the deferring transaction itself (NULL: none).
+    deferred_after BIGINT := (SELECT after_id FROM exception_totals_deferred);
 BEGIN
-    IF EXISTS (SELECT 1 FROM exception_totals_deferred) THEN
-        RETURN NULL;
-    END IF;
     IF TG_OP = 'TRUNCATE' THEN
         DELETE FROM exception_totals;
         RETURN NULL;
@@ -47,6 +49,7 @@ BEGIN
                coalesce((entity_created_at + 19800) / 86400, 0),
                count(*), sum(exposure_amount)
         FROM exception_totals_new
+        WHERE deferred_after IS NULL OR id <= deferred_after
         GROUP BY 1, 2, 3, 4, 5
         ORDER BY 1, 2, 3, 4, 5
         ON CONFLICT (status, exposure_class, reason_code, dated, created_day)
@@ -59,14 +62,16 @@ BEGIN
         SELECT status, exposure_class, reason_code, dated, created_day, sum(n), sum(exposure)
         FROM (
             SELECT status, exposure_class, reason_code, (entity_created_at IS NOT NULL)::int,
-               coalesce((entity_created_at + 19800) / 86400, 0) AS created_day,
-                   -1 AS n, -exposure_amount AS exposure
+                   coalesce((entity_created_at + 19800) / 86400, 0),
+                   -1, -exposure_amount
             FROM exception_totals_old
+            WHERE deferred_after IS NULL OR id <= deferred_after
             UNION ALL
             SELECT status, exposure_class, reason_code, (entity_created_at IS NOT NULL)::int,
-               coalesce((entity_created_at + 19800) / 86400, 0),
+                   coalesce((entity_created_at + 19800) / 86400, 0),
                    1, exposure_amount
             FROM exception_totals_new
+            WHERE deferred_after IS NULL OR id <= deferred_after
         ) AS delta (status, exposure_class, reason_code, dated, created_day, n, exposure)
         GROUP BY 1, 2, 3, 4, 5
         HAVING sum(n) <> 0 OR sum(exposure) <> 0
@@ -80,12 +85,13 @@ BEGIN
                coalesce((entity_created_at + 19800) / 86400, 0),
                -count(*), -sum(exposure_amount)
         FROM exception_totals_old
+        WHERE deferred_after IS NULL OR id <= deferred_after
         GROUP BY 1, 2, 3, 4, 5
         ORDER BY 1, 2, 3, 4, 5
         ON CONFLICT (status, exposure_class, reason_code, dated, created_day)
         DO UPDATE SET n = t.n + excluded.n, exposure = t.exposure + excluded.exposure;
     END IF;
-    -- Totals that fell to nothing leave (only keys the old rows had can have).
+    -- Totals that fell to nothing leave (only the old rows' keys can have).
     DELETE FROM exception_totals AS t
     WHERE t.n = 0
       AND (t.status, t.exposure_class, t.reason_code, t.dated, t.created_day) IN (
