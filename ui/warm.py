@@ -69,7 +69,8 @@ def imports() -> float:
             import ui.shell
             import ui.shortcuts
             import ui.streamed
-            import ui.widgets  # noqa: F401
+            import ui.widgets
+
             ui.charts.warm()
         finally:
             quiet.setLevel(level)
