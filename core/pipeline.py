@@ -17,12 +17,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from core.books.ledger import InMemory, mark_building, rebuild_after_run
 from core.books.pricing import PricingPlan
 from core.calendar import WorkingCalendar
 from core.dataset import DATASET_FILES, DATASET_TABLES, Dataset
@@ -38,6 +37,9 @@ from core.engine.persist import (
 from core.ingest.mappings import BankMapping
 from core.ingest.report import ImportReport
 from core.ingest.stage import RawStaging
+
+if TYPE_CHECKING:  # import-day never derives the books: the ledger loads when a run does
+    from core.books.ledger import InMemory
 
 
 @dataclass(frozen=True)
@@ -250,6 +252,8 @@ def store_folder_run(
             staging=staging,
         )
         # The raw tables are now exactly run.dataset (replaced): the books derive from it.
+        from core.books.ledger import InMemory, mark_building
+
         books = InMemory(run.dataset, mark_building(conn))
         timings = {**run.timings, "store_dataset_s": round(time.perf_counter() - began, 3)}
         staged = staging_outcomes.result() if staging_outcomes is not None else None
@@ -299,6 +303,7 @@ def reconcile_database(
     # Webhook marks up to here are answered by this run; later ones stay open.
     marks_through = max((mark[0] for mark in open_marks(conn)), default=0)
     began = time.perf_counter()
+    from core.books.ledger import InMemory, mark_building
     from core.books.store import pricing_plans
 
     version = mark_building(conn)  # read whole below: the books derive from it
@@ -369,7 +374,7 @@ def _persist_and_sync(
         **(stored.timings if stored and stored.timings else timings),
         "sync_s": round(time.perf_counter() - began, 3),
         # docs/books.md "The stored ledger": derived after a full run, not an incremental one
-        **({} if carry is not None else {"books_ledger_s": rebuild_after_run(conn, source=books)}),
+        **({} if carry is not None else {"books_ledger_s": _rebuild_books(conn, books)}),
     }
     update_timings(conn, run_id, all_timings)
     return RunResult(
@@ -380,6 +385,14 @@ def _persist_and_sync(
         input_hashes=input_hashes,
         sync=summary,
     )
+
+
+def _rebuild_books(conn: sqlite3.Connection, books: InMemory | None) -> float:
+    """core.books.ledger.rebuild_after_run, imported only by a run that derives the books
+    (an incremental run does not: import-day never loads the ledger's modules)."""
+    from core.books.ledger import rebuild_after_run
+
+    return rebuild_after_run(conn, source=books)
 
 
 # --- incremental runs (docs/engine.md, "Incremental runs") ----------------------------

@@ -282,3 +282,69 @@ def test_a_snapshot_without_state_files_is_used_and_the_next_day_gets_the_famili
     with open_database(db) as conn:
         stored = read_outcome_frame(conn, third.run.run_id)
     pd.testing.assert_frame_equal(stored, _full_frame(db, as_ofs[2]))
+
+
+def _grouped(conn: object, run_id: int) -> list[dict[str, object]]:
+    """A run's outcomes per entity type and status, counted from its stored rows."""
+    rows = conn.execute(  # type: ignore[attr-defined]
+        "SELECT entity_type, status, count(*) AS n FROM outcomes WHERE run_id = ?"
+        " GROUP BY entity_type, status",
+        (run_id,),
+    ).fetchall()
+    found = [{"entity_type": r[0], "status": r[1], "n": int(r[2])} for r in rows]
+    return sorted(found, key=lambda r: (str(r["entity_type"]), str(r["status"])))
+
+
+def test_the_run_summary_counts_of_full_and_incremental_runs_are_their_stored_rows(
+    days: tuple[list[Path], list[int]], db_url: str, tmp_path: Path
+) -> None:
+    """views.outcome_counts reads a completed run's counts_json (no scan of its rows since
+    migration 0104): for a full run, incremental days (carried rows copied in the database)
+    and a full run again, it equals the stored rows grouped; a run without counts (still
+    running) is counted from its rows."""
+    from core.db import views
+
+    folders, as_ofs = days
+    results = [
+        _import(db_url, folder, as_of, tmp_path / "snapshots")
+        for folder, as_of in zip(folders[:3], as_ofs[:3], strict=True)
+    ]
+    assert [r.kind for r in results] == ["full", "incremental", "incremental"]
+    with open_database(db_url) as conn:
+        full = reconcile_database(conn, PARAMS, as_ofs[2], "files")
+        run_ids = [*(r.run.run_id for r in results), full.run_id]
+        for run_id in run_ids:
+            counted = _grouped(conn, run_id)
+            assert sum(int(str(r["n"])) for r in counted) > 0
+            assert views.outcome_counts(conn, run_id) == counted
+        # The last day and the full run over the same data count the same.
+        assert views.outcome_counts(conn, run_ids[2]) == views.outcome_counts(conn, full.run_id)
+        running = start_run(
+            conn, as_of=as_ofs[2], source="files", params=PARAMS.to_dict(), input_hashes={}
+        )
+        assert views.outcome_counts(conn, running) == []
+
+
+def test_outcomes_keep_only_indexes_a_run_appends_to_in_order(db_url: str) -> None:
+    """Migration 0104: besides the primary key (run_id, entity_type, entity_id), which a run
+    writes in key order, outcomes keeps only its two partial indexes of EXCEPTION rows;
+    the full index by (run_id, entity_type, status) is gone on both databases."""
+    with open_database(db_url) as conn:
+        if "://" in db_url:
+            names = {
+                str(r[0])
+                for r in conn.execute(
+                    "SELECT indexname FROM pg_indexes WHERE tablename = 'outcomes'"
+                    " AND schemaname = current_schema()"
+                )
+            }
+            names = {n for n in names if not n.endswith("_pkey")}
+        else:
+            names = {
+                str(r[0])
+                for r in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'outcomes'"
+                    " AND sql IS NOT NULL"
+                )
+            }
+    assert names == {"outcomes_status", "outcomes_settlement"}

@@ -1,47 +1,123 @@
 """The exception lifecycle: sync from engine runs, idempotent human decisions, reads.
 
 See core.review.actions for the legal moves and core.review.due for the due-date rule.
+
+Each name loads its module on first use (PEP 562 `__getattr__`): `python -m core
+import-day` syncs the queue through core.review.sync and never loads the actions,
+approvals and comments (nor core.access behind them).
 """
 
-from core.review.actions import (
-    RESOLUTIONS,
-    TRANSITIONS,
-    act,
-    assign,
-    bulk_assign,
-    bulk_escalate,
-    comment,
-    escalate,
-    mark_investigated,
-    reopen,
-    resolve,
-)
-from core.review.approvals import Approval, approve, list_approvals, pending_for, reject
-from core.review.comments import (
-    Attachment,
-    Comment,
-    CommentResult,
-    NewAttachment,
-    add_comment,
-    attachment,
-    list_comments,
-)
-from core.review.due import due_date, working_days_for
-from core.review.model import (
-    STATUSES,
-    ActionResult,
-    BulkResult,
-    ExceptionEvent,
-    ExceptionRecord,
-)
-from core.review.queries import (
-    audit_trail,
-    count_exceptions,
-    get_exception,
-    history,
-    list_exceptions,
-)
-from core.review.sync import SyncSummary, sync_exceptions
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from core.review.actions import (
+        RESOLUTIONS,
+        TRANSITIONS,
+        act,
+        assign,
+        bulk_assign,
+        bulk_escalate,
+        comment,
+        escalate,
+        mark_investigated,
+        reopen,
+        resolve,
+    )
+    from core.review.approvals import Approval, approve, list_approvals, pending_for, reject
+    from core.review.comments import (
+        Attachment,
+        Comment,
+        CommentResult,
+        NewAttachment,
+        add_comment,
+        attachment,
+        list_comments,
+    )
+    from core.review.due import due_date, working_days_for
+    from core.review.model import (
+        STATUSES,
+        ActionResult,
+        BulkResult,
+        ExceptionEvent,
+        ExceptionRecord,
+    )
+    from core.review.queries import (
+        audit_trail,
+        count_exceptions,
+        get_exception,
+        history,
+        list_exceptions,
+    )
+    from core.review.sync import SyncSummary, sync_exceptions
+
+# module -> the names this package exports from it
+_MODULES = {
+    "core.review.actions": (
+        "RESOLUTIONS",
+        "TRANSITIONS",
+        "act",
+        "assign",
+        "bulk_assign",
+        "bulk_escalate",
+        "comment",
+        "escalate",
+        "mark_investigated",
+        "reopen",
+        "resolve",
+    ),
+    "core.review.approvals": (
+        "Approval",
+        "approve",
+        "list_approvals",
+        "pending_for",
+        "reject",
+    ),
+    "core.review.comments": (
+        "Attachment",
+        "Comment",
+        "CommentResult",
+        "NewAttachment",
+        "add_comment",
+        "attachment",
+        "list_comments",
+    ),
+    "core.review.due": (
+        "due_date",
+        "working_days_for",
+    ),
+    "core.review.model": (
+        "STATUSES",
+        "ActionResult",
+        "BulkResult",
+        "ExceptionEvent",
+        "ExceptionRecord",
+    ),
+    "core.review.queries": (
+        "audit_trail",
+        "count_exceptions",
+        "get_exception",
+        "history",
+        "list_exceptions",
+    ),
+    "core.review.sync": (
+        "SyncSummary",
+        "sync_exceptions",
+    ),
+}
+_WHERE = {name: module for module, names in _MODULES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "RESOLUTIONS",
