@@ -107,3 +107,21 @@ def test_a_ragged_row_is_refused_with_its_line_when_parsed_by_line(tmp_path: Pat
     assert [(p.line, p.message) for p in refused.value.problems] == [
         (3, "expected 3 fields like the header, found 2")
     ]
+
+
+def test_a_file_whose_every_line_is_a_row_names_each_rows_line_without_reading_it_again(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "payments.csv"
+    path.write_bytes(b'\xef\xbb\xbf\nid,amount,notes\r\npay_1,100,"{""a"": 1}"\r\npay_2,200,y')
+
+    def no_second_read() -> bytes:
+        raise AssertionError("the file was read again for its line numbers")
+
+    scan = scan_csv_file(path, hashing=False)
+    table = read_csv_table(path.name, path, WANTED, reread=no_second_read, scan=scan)
+    assert table.columns["notes"].to_pylist() == ['{"a": 1}', "y"]
+    assert table.lines().tolist() == [3, 4]
+    # Without the scan the rows are the same, their lines found by reading the file again.
+    again = read_csv_table(path.name, path, WANTED, reread=path.read_bytes)
+    assert again.lines().tolist() == [3, 4]
