@@ -125,3 +125,16 @@ def test_a_file_whose_every_line_is_a_row_names_each_rows_line_without_reading_i
     # Without the scan the rows are the same, their lines found by reading the file again.
     again = read_csv_table(path.name, path, WANTED, reread=path.read_bytes)
     assert again.lines().tolist() == [3, 4]
+
+
+@pytest.mark.parametrize("by_line", [True, False])
+def test_a_bom_after_blank_lines_starts_the_header_instead_of_crashing_the_parse(
+    by_line: bool, tmp_path: Path
+) -> None:
+    path = tmp_path / "payments.csv"
+    path.write_bytes(b"\n\xef\xbb\xbfid,amount,notes\npay_1,100,x\n")
+    scan = scan_csv_file(path, hashing=False) if by_line else None
+    table = read_csv_table(path.name, path, WANTED, scan=scan)
+    assert table.columns["id"].to_pylist() == ["pay_1"]
+    assert table.column_label("id") == "id"
+    assert table.lines().tolist() == [3]

@@ -368,6 +368,9 @@ def read_csv_table(
         offset = 0
         for _ in range(header_line - 1):
             offset = first.index(b"\n", offset) + 1
+        if first.startswith(UTF8_BOM, offset):  # Arrow drops a BOM that starts its input
+            offset += len(UTF8_BOM)
+            header = [header[0].removeprefix("\ufeff"), *header[1:]]
 
     def body() -> pa.NativeFile:
         if isinstance(data, Path):
