@@ -244,3 +244,24 @@ def test_pipeline_marks_long_abandoned_runs_failed(conn: sqlite3.Connection) -> 
     reconcile_folder_into_db(conn, DATASET, params=EngineParams(), as_of=AS_OF)
     run = db_runs.get_run(conn, crashed)
     assert run is not None and run.status == "failed"
+
+
+def test_a_reconcile_of_a_dataset_folder_imports_neither_parquet_nor_the_window_store(
+    tmp_path: Path,
+) -> None:
+    """Whether the folder is a window store is a file check (core.engine.store_layout): the
+    store's modules (Parquet, the partitioner) are start-up time a dataset folder never needs."""
+    code = (
+        "import sys; from core.__main__ import main; "
+        "code = main(['reconcile', sys.argv[1], '--out', sys.argv[2]]); "
+        "print(code, 'pyarrow.parquet' in sys.modules, 'core.engine.distributed' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(DATASET), str(tmp_path / "r.csv")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.stdout.strip().splitlines()[-1] == "0 False False", done.stderr
+    assert (tmp_path / "r.csv").read_bytes().startswith(b"entity_type,")

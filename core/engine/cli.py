@@ -232,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
     params = params_from_args(args)
     if not args.dataset_dir.is_dir():
         raise InputError([Problem(str(args.dataset_dir), 0, "", "not a dataset folder")])
-    from core.engine.distributed import is_store
+    from core.engine.store_layout import is_store
 
     if is_store(args.dataset_dir):
         from core.engine.distributed import run_store

@@ -62,10 +62,10 @@ from core.engine.partition import (
     named_settlements,
     reconcile_window,
 )
+from core.engine.store_layout import META, is_store
 from core.errors import ConfigError
 
 FORMAT = 1
-META = "meta.json"
 COLUMNS: dict[str, dict[str, str]] = {
     "payments": PAYMENT_COLUMNS,
     "refunds": REFUND_COLUMNS,
@@ -185,10 +185,6 @@ def read_meta(root: Path) -> StoreMeta:
         has_transfers=bool(document["has_transfers"]),
         rows=tuple(document["rows"]),
     )
-
-
-def is_store(folder: Path) -> bool:
-    return (folder / META).is_file()
 
 
 def read_window(root: Path, window: int, meta: StoreMeta | None = None) -> tuple[Dataset, Owned]:

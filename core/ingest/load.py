@@ -32,12 +32,13 @@ from core.ingest.entities import UNITS, build_frame
 from core.ingest.layouts import ALIASES, EXTRA_COLUMNS, layout_name
 from core.ingest.mappings import BankMapping
 from core.ingest.readers import (
+    FileScan,
     RawTable,
     ReadFailure,
     read_csv_table,
     read_json_table,
     read_sheet_table,
-    scan_file,
+    scan_csv_file,
 )
 from core.ingest.recon_rows import cross_check_settlements, split_recon_rows
 from core.ingest.report import FileReport, ImportReport
@@ -130,7 +131,7 @@ def _wanted(spec: TableSpec) -> list[str]:
 
 
 def _read_entity_file(
-    spec: TableSpec, path: Path, data: bytes, has_nul: bool | None = None
+    spec: TableSpec, path: Path, data: bytes, scan: FileScan | None = None
 ) -> RawTable:
     wanted = _wanted(spec)
     notes = [c.name for c in spec.columns if c.kind == "notes"]
@@ -142,7 +143,7 @@ def _read_entity_file(
         return read_sheet_table(path.name, data, wanted, aliases, fmt=suffix[1:])
     # CSV: Arrow streams the file itself (data is b"": the bytes were never read whole).
     return read_csv_table(
-        path.name, path, wanted, reread=path.read_bytes, aliases=aliases, has_nul=has_nul
+        path.name, path, wanted, reread=path.read_bytes, aliases=aliases, scan=scan
     )
 
 
@@ -168,9 +169,10 @@ def _load_entity_file(
 ) -> _FileResult:
     streamed = path.suffix.lower() == ".csv"  # read by Arrow from the file, in blocks
     data = b"" if streamed else path.read_bytes()
-    has_nul = None
-    if streamed:  # one read of the file hashes it and looks for NUL bytes (Arrow reads it next)
-        sha, has_nul = scan_file(path, hashing=hashing)
+    scan = None
+    if streamed:  # one read of the file hashes it, looks for NUL bytes and counts its lines
+        scan = scan_csv_file(path, hashing=hashing)  # (Arrow reads it next)
+        sha = scan.sha256
     else:
         sha = hashlib.sha256(data).hexdigest()
     attribute = DATASET_FIELD[spec.kind]
@@ -185,7 +187,7 @@ def _load_entity_file(
                 problems.extend(extra_problems)
                 routed.append((DATASET_FIELD[extra_spec.kind], extra_frame))
         else:
-            table = _read_entity_file(spec, path, data, has_nul)
+            table = _read_entity_file(spec, path, data, scan)
     except ReadFailure as failure:
         return _FileResult(attribute, path.name, sha, None, None, failure.problems)
     del data  # parsed: free the bytes before the columns are converted
