@@ -24,6 +24,7 @@ CLOCK: dict[str, frozenset[str]] = {
     "exception_syncs": frozenset({"synced_at"}),
     "books_ledger": frozenset({"built_at"}),
     "imports": frozenset({"imported_at", "report_json"}),
+    "schema_migrations": frozenset({"applied_at"}),
 }
 
 

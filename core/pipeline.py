@@ -25,7 +25,7 @@ import pandas as pd
 from core.books.pricing import PricingPlan
 from core.calendar import WorkingCalendar
 from core.dataset import DATASET_FILES, DATASET_TABLES, Dataset
-from core.db.connection import background_checkpoints
+from core.db.connection import background_checkpoints, rollback_journal_while_new
 from core.db.runs import discard_stale_runs, get_run, update_timings
 from core.db.staging import staging_directory, worth_staging
 from core.engine import EngineParams, persist_run, reconcile
@@ -232,6 +232,9 @@ def store_folder_run(
 
     began = time.perf_counter()
     with ExitStack() as stack:
+        # A new database file takes the first load through a rollback journal (every page
+        # written once, not into the WAL and again by a checkpoint); WAL again at the end.
+        stack.enter_context(rollback_journal_while_new(conn))
         staging_outcomes: Future[StagedOutcomes] | None = None
         if worth_staging(conn, len(run.outcomes)):
             # Written on a worker thread while this one copies the raw tables in.

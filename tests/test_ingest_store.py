@@ -82,6 +82,40 @@ def test_changed_rows_are_updated_in_place_never_duplicated(
     assert tuple(amount) == (155915083, 2)
 
 
+def test_an_upsert_rewrites_only_the_rows_whose_content_changed(
+    conn: sqlite3.Connection, tmp_path: Path
+) -> None:
+    import_dataset(conn, DATASET)
+    folder = _copy(tmp_path)
+    path = folder / "settlements.csv"
+    path.write_bytes(path.read_bytes().replace(b",155915082,", b",155915083,", 1))
+    report = import_dataset(conn, folder)  # every row sent again, one of them changed
+    assert report.import_id == 2 and report.written["settlements"] == 33
+    by_import = {
+        table: dict(
+            conn.execute(
+                f"SELECT import_id, count(*) FROM {table} GROUP BY import_id ORDER BY import_id"
+            ).fetchall()
+        )
+        for table in ("settlements", "payments", "recon_rows")
+    }
+    # The changed settlement is rewritten (the second import's); the rows sent again
+    # unchanged are left as stored, under the import that last changed them.
+    assert by_import == {
+        "settlements": {1: 32, 2: 1},
+        "payments": {1: 400},
+        "recon_rows": {1: 375},
+    }
+    amount = conn.execute(
+        "SELECT amount, import_id FROM settlements WHERE id = 'setl_zmoEBJJpl9oLDD'"
+    ).fetchone()
+    assert tuple(amount) == (155915083, 2)
+    loaded, _ = load_dataset(folder)
+    stored = read_dataset(conn)
+    for name in ("payments", "refunds", "settlements", "recon", "bank"):
+        pd.testing.assert_frame_equal(getattr(loaded, name), getattr(stored, name), obj=name)
+
+
 def test_replace_empties_raw_tables_but_keeps_audit_and_exceptions(
     conn: sqlite3.Connection, tmp_path: Path
 ) -> None:

@@ -229,3 +229,94 @@ def test_after_a_sync_the_triggers_index_a_persons_note_again(conn: sqlite3.Conn
             conn, (exc, "commented", "asha", "call the bank", None, None, "r1", 5)
         )
     assert _search_documents(conn)[exc][1] == " found by the engine call the bank"
+
+
+def test_a_refresh_copies_changed_facts_and_moves_only_the_run_ids_of_the_rest(
+    conn: sqlite3.Connection,
+) -> None:
+    first = write_run(conn, [Finding("pay_1"), Finding("pay_2"), Finding("pay_3")])
+    sync_exceptions(conn, first, now=100)
+    conn.execute("UPDATE exceptions SET not_found_run_id = ? WHERE entity_id = 'pay_3'", (first,))
+    # pay_1: a material fact moves; pay_2: one that is not material (UTR); pay_3: nothing.
+    second = write_run(
+        conn,
+        [
+            Finding("pay_1", exposure_amount=700),
+            Finding("pay_2"),
+            Finding("pay_3"),
+        ],
+    )
+    conn.execute(
+        "UPDATE outcomes SET utr = 'utr_9' WHERE run_id = ? AND entity_id = 'pay_2'", (second,)
+    )
+    summary = sync_exceptions(conn, second, now=200)
+    assert (summary.kept, summary.refreshed) == (3, 1)
+    rows = conn.execute(
+        "SELECT entity_id, exposure_amount, utr, version, updated_at, last_run_id,"
+        " not_found_run_id FROM exceptions ORDER BY entity_id"
+    ).fetchall()
+    assert [tuple(r) for r in rows] == [
+        ("pay_1", 700, None, 2, 200, second, None),
+        ("pay_2", 10_000, "utr_9", 1, 100, second, None),
+        ("pay_3", 10_000, None, 1, 100, second, None),
+    ]
+    # The queue search follows the UTR the refresh copied (trigger of 0075).
+    pay_2 = exception_id(conn, "pay_2")
+    if not is_postgres(conn):
+        ids = conn.execute("SELECT ids FROM exception_search WHERE rowid = ?", (pay_2,))
+        assert "utr_9" in ids.fetchone()[0]
+    again = sync_exceptions(conn, second, now=300)
+    assert again.refreshed == 0
+    assert conn.execute("SELECT max(updated_at) FROM exceptions").fetchone()[0] == 200
+
+
+class _Recorder:
+    """A connection that records the SQL run through it (and runs it)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.statements: list[tuple[str, object]] = []
+
+    def execute(self, sql: str, params: object = ()) -> object:
+        self.statements.append((sql, params))
+        return self.conn.execute(sql, params)  # type: ignore[arg-type]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.conn, name)
+
+
+def test_the_sync_joins_read_only_the_runs_exception_outcomes(conn: sqlite3.Connection) -> None:
+    """SQLite: the statements that join the run's outcomes with the exceptions go through
+    the partial index of the run's EXCEPTION outcomes (or, for the reopen, from the closed
+    exceptions by primary key), never the run's whole range of the outcomes' primary key.
+    PostgreSQL: by hash, no nested loop (`set_based_plans`)."""
+    first = write_run(conn, [Finding("pay_1"), Finding("pay_2")], matched=["pay_3", "pay_4"])
+    sync_exceptions(conn, first)
+    second = write_run(conn, [Finding("pay_1", exposure_amount=700)], matched=["pay_2"])
+    recorder = _Recorder(conn)
+    spy: sqlite3.Connection = recorder  # type: ignore[assignment]
+    with transaction(conn), review_sql.set_based_plans(conn):
+        review_sql.reopen_candidates(spy, second)
+        review_sql.changed_facts(spy, second)
+        review_sql.count_holding(spy, second)
+        review_sql.refresh_from_run(spy, second, 1)
+        plans = [
+            " | ".join(
+                str(r[-1] if not is_postgres(conn) else r[0])
+                for r in conn.execute(
+                    ("EXPLAIN " if is_postgres(conn) else "EXPLAIN QUERY PLAN ") + sql, params
+                ).fetchall()
+            )
+            for sql, params in recorder.statements
+        ]
+    assert len(plans) == 5  # reopen, changed, count, refresh (changed facts, run ids only)
+    for plan in plans:
+        if is_postgres(conn):
+            assert "Nested Loop" not in plan, plan
+        else:
+            assert "PRIMARY KEY (run_id=?)" not in plan, plan
+            assert "outcomes_status" in plan or "PRIMARY KEY (run_id=? AND" in plan, plan
+    row = conn.execute(
+        "SELECT exposure_amount, last_run_id FROM exceptions WHERE entity_id = 'pay_1'"
+    )
+    assert tuple(row.fetchone()) == (700, second)

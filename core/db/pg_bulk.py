@@ -84,11 +84,16 @@ def copy_frame(
         conn.copy_csv(stage, columns, blocks)
         names = ", ".join(columns)
         updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != key)
+        # Only rows whose content differs are rewritten (core.db.raw.changed_content).
+        content = [c for c in columns if c not in (key, "import_id")]
+        stored = ", ".join(f"{table}.{c}" for c in content)
+        sent = ", ".join(f"excluded.{c}" for c in content)
         conn.execute(
             f"INSERT INTO {table} ({names})"
             f" SELECT {names} FROM (SELECT DISTINCT ON ({key}) * FROM {stage}"
             f" ORDER BY {key}, stage_order DESC) AS last ORDER BY stage_order"
             f" ON CONFLICT ({key}) DO UPDATE SET {updates}"
+            f" WHERE ({stored}) IS DISTINCT FROM ({sent})"
         )
     finally:
         conn.execute(f"DROP TABLE {stage}")

@@ -307,8 +307,22 @@ def _statement(attribute: str, rows: int, *, upsert: bool) -> str:
     sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join([row] * rows)}"
     if upsert:
         updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != key)
-        sql += f" ON CONFLICT ({key}) DO UPDATE SET {updates}"
+        content = [c for c in spec if c != key]
+        sql += (
+            f" ON CONFLICT ({key}) DO UPDATE SET {updates} WHERE {changed_content(table, content)}"
+        )
     return sql
+
+
+def changed_content(table: str, content: list[str]) -> str:
+    """The condition under which an upsert rewrites a stored row: a column of its content
+    differs (NULLs compared as values). A row sent again unchanged (exports overlap from
+    day to day) is left as it is: none of its index entries are rewritten, no update
+    trigger fires (the Books ledger's `changed` mark, migration 0099), and its `import_id`
+    stays the import that last changed it."""
+    stored = ", ".join(f"{table}.{c}" for c in content)
+    sent = ", ".join(f"excluded.{c}" for c in content)
+    return f"({stored}) IS NOT ({sent})"
 
 
 def _insert_rows(

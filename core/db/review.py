@@ -77,7 +77,22 @@ _IN_RUN = (
     " AND o.entity_id = e.entity_id AND o.reason_code = e.reason_code"
 )
 _CHANGED = " OR ".join(f"e.{c} IS NOT o.{c}" for c in MATERIAL_COLUMNS)
+# Any fact differs (material or not): only such rows need the facts copied onto them.
+_FACTS_DIFFER = " OR ".join(f"e.{c} IS NOT o.{c}" for c in FACT_COLUMNS)
 _COPY = ", ".join(f"{c} = o.{c}" for c in FACT_COLUMNS)
+
+
+def _run_exceptions(conn: Any) -> str:
+    """The run's outcomes joined with the exceptions, as `outcomes o`.
+
+    SQLite: read through `outcomes_status` (migration 0020: the run's EXCEPTION outcomes
+    only, a partial index), named with INDEXED BY. Left to itself, SQLite's planner (no
+    statistics on a fresh file) reads the run's whole primary-key range instead and filters
+    the status row by row: 1M outcomes for 26k exceptions, 0.23-0.3 CPU s a statement
+    (docs/benchmark.md, "`--db` at 1M, fifth round"). PostgreSQL has no such clause; it
+    joins by hash there (`set_based_plans`)."""
+    return "outcomes o" if is_postgres(conn) else "outcomes o INDEXED BY outcomes_status"
+
 
 DueRules = Sequence[tuple[str | None, int, str]]
 EventRow = tuple[int, str, str, str | None, str | None, str | None, str | None, int]
@@ -180,9 +195,11 @@ def reopen_candidates(conn: sqlite3.Connection, run_id: int) -> list[sqlite3.Row
     return conn.execute(
         "SELECT e.id, e.status, e.exposure_amount AS old_exposure,"
         " o.exposure_amount AS new_exposure, o.exposure_class AS new_class"
-        f" FROM exceptions e JOIN outcomes o ON {_IN_RUN}"
-        " WHERE e.status = 'AUTO_CLEARED'"
-        " OR (e.status = 'RESOLVED' AND e.exposure_amount IS NOT o.exposure_amount)"
+        # The closed exceptions (few) first, by the queue index on status; each probes the
+        # run's outcomes by primary key (SQLite keeps the CROSS JOIN's order).
+        " FROM exceptions e CROSS JOIN outcomes o"
+        " WHERE e.status IN ('AUTO_CLEARED', 'RESOLVED') AND (e.status = 'AUTO_CLEARED'"
+        f" OR e.exposure_amount IS NOT o.exposure_amount) AND {_IN_RUN}"
         " ORDER BY e.id",
         (run_id,),
     ).fetchall()
@@ -202,7 +219,8 @@ def reopen_from_run(
         f"UPDATE exceptions AS e SET {_COPY}, status = 'OPEN', assignee = NULL,"
         f" due_date = {due}, version = e.version + 1, last_run_id = ?, updated_at = ?,"
         " closed_at = NULL"
-        f" FROM outcomes o WHERE {_IN_RUN} AND e.id IN (SELECT id FROM temp.review_ids)",
+        f" FROM {_run_exceptions(conn)} WHERE {_IN_RUN}"
+        " AND e.id IN (SELECT id FROM temp.review_ids)",
         [*due_params, run_id, now, run_id],
     )
     conn.execute("DELETE FROM temp.review_ids")
@@ -214,7 +232,8 @@ def changed_facts(conn: sqlite3.Connection, run_id: int) -> list[sqlite3.Row]:
         "SELECT e.id, e.status, e.exposure_amount AS old_exposure,"
         " o.exposure_amount AS new_exposure, e.reason_codes AS old_codes,"
         " o.reason_codes AS new_codes"
-        f" FROM exceptions e JOIN outcomes o ON {_IN_RUN} WHERE {_CHANGED} ORDER BY e.id",
+        f" FROM exceptions e JOIN {_run_exceptions(conn)} ON {_IN_RUN} WHERE {_CHANGED}"
+        " ORDER BY e.id",
         (run_id,),
     ).fetchall()
 
@@ -224,21 +243,34 @@ def refresh_from_run(conn: sqlite3.Connection, run_id: int, now: int) -> int:
 
     Status, assignee, due date and history stay; the version moves on only when a
     material fact changed, so a re-run alone never makes a reviewer's view stale.
+
+    Two statements, the same rows and values as one: the rows whose facts differ get them
+    copied; the others (most of them: a carried outcome has its base run's facts) only
+    their run ids. Writing a fact column, even with its own value, rewrites the entries of
+    every index on it (six of the exceptions' indexes); the run ids are in none.
     """
-    cursor = conn.execute(
+    changed = conn.execute(
         f"UPDATE exceptions AS e SET {_COPY}, last_run_id = ?, not_found_run_id = NULL,"
         f" version = e.version + (CASE WHEN {_CHANGED} THEN 1 ELSE 0 END),"
         f" updated_at = CASE WHEN {_CHANGED} THEN ? ELSE e.updated_at END"
-        f" FROM outcomes o WHERE {_IN_RUN} AND (e.last_run_id IS NOT ? OR {_CHANGED})",
+        f" FROM {_run_exceptions(conn)} WHERE {_IN_RUN}"
+        f" AND (e.last_run_id IS NOT ? OR {_CHANGED}) AND ({_FACTS_DIFFER})",
         (run_id, now, run_id, run_id),
-    )
-    return int(cursor.rowcount)
+    ).rowcount
+    same = conn.execute(
+        "UPDATE exceptions AS e SET last_run_id = ?, not_found_run_id = NULL"
+        f" FROM {_run_exceptions(conn)} WHERE {_IN_RUN}"
+        f" AND e.last_run_id IS NOT ? AND NOT ({_FACTS_DIFFER})",
+        (run_id, run_id, run_id),
+    ).rowcount
+    return int(changed) + int(same)
 
 
 def count_holding(conn: sqlite3.Connection, run_id: int) -> int:
     """Known exceptions that this run still has."""
     row = conn.execute(
-        f"SELECT COUNT(*) FROM exceptions e JOIN outcomes o ON {_IN_RUN}", (run_id,)
+        f"SELECT COUNT(*) FROM exceptions e JOIN {_run_exceptions(conn)} ON {_IN_RUN}",
+        (run_id,),
     ).fetchone()
     return int(row[0])
 

@@ -113,11 +113,15 @@ def sync_exceptions(
             )
 
         with review_sql.set_based_plans(conn):
-            reopen = review_sql.reopen_candidates(conn, run_id)
+            # No exception yet (a first sync): nothing to reopen, compare or refresh, and the
+            # joins would still read every EXCEPTION outcome of the run to find that out.
+            known = first_new > 0
+            reopen = review_sql.reopen_candidates(conn, run_id) if known else []
             review_sql.reopen_from_run(conn, run_id, [r["id"] for r in reopen], stamp, rules)
-            changed = review_sql.changed_facts(conn, run_id)
-            holding = review_sql.count_holding(conn, run_id)
-            review_sql.refresh_from_run(conn, run_id, stamp)
+            changed = review_sql.changed_facts(conn, run_id) if known else []
+            holding = review_sql.count_holding(conn, run_id) if known else 0
+            if known:
+                review_sql.refresh_from_run(conn, run_id, stamp)
             review_sql.open_new_from_run(conn, run_id, stamp, rules)
             opened = review_sql.exceptions_after(conn, first_new)
             cleared = review_sql.auto_clear_candidates(conn, run_id)
