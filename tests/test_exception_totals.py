@@ -197,6 +197,24 @@ def test_a_bulk_writer_may_defer_its_new_rows_and_add_them_set_based(
     assert conn.execute("SELECT count(*) FROM exception_totals_deferred").fetchone()[0] == 0
 
 
+def test_a_sync_adds_its_new_exceptions_to_the_totals_set_based(
+    conn: sqlite3.Connection,
+) -> None:
+    """The sync defers the totals itself: with the per-row insert trigger gone, its new
+    exceptions still reach the totals, by `end_totals_deferred`, and no flag is left."""
+    if is_postgres(conn):
+        owner = connect(os.environ["DATABASE_OWNER_URL"])
+        try:
+            owner.execute("DROP TRIGGER exception_totals_insert ON exceptions")
+        finally:
+            owner.close()
+    else:
+        conn.execute("DROP TRIGGER exception_totals_insert")
+    sync_exceptions(conn, _run(conn, FIRST, DAYS))
+    assert _stored(conn) and _stored(conn) == _grouped(conn)
+    assert conn.execute("SELECT count(*) FROM exception_totals_deferred").fetchone()[0] == 0
+
+
 def test_the_totals_can_be_rebuilt_from_the_exceptions(conn: sqlite3.Connection) -> None:
     sync_exceptions(conn, _run(conn, FIRST, DAYS))
     with transaction(conn):

@@ -180,14 +180,19 @@ _KEY_OF_EXCEPTION = (
 _TOTALS = "exception_totals (status, exposure_class, reason_code, dated, created_day, n, exposure)"
 
 
-def begin_totals_deferred(conn: sqlite3.Connection, after_id: int) -> None:
+def begin_totals_deferred(conn: sqlite3.Connection, after_id: int) -> bool:
     """Within the caller's transaction: the triggers that keep `exception_totals`
     (migration 0101) stand aside for the exceptions numbered above `after_id` (the largest
     id before a bulk insert) until `end_totals_deferred`, which adds those rows set-based.
-    No other connection sees the flag row; on an error the rollback removes it."""
-    conn.execute(
-        "INSERT INTO exception_totals_deferred (deferred, after_id) VALUES (1, ?)", (after_id,)
+    No other connection sees the flag row; on an error the rollback removes it.
+    False when an outer writer already deferred (its mark is at or below this one, so its
+    `end_totals_deferred` adds these rows too): the caller then does not end it."""
+    began = conn.execute(
+        "INSERT INTO exception_totals_deferred (deferred, after_id) SELECT 1, ?"
+        " WHERE NOT EXISTS (SELECT 1 FROM exception_totals_deferred)",
+        (after_id,),
     )
+    return began.rowcount == 1
 
 
 def end_totals_deferred(conn: sqlite3.Connection) -> None:

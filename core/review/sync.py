@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 from core.audit import AuditEvent, append_many, canonical_json, write_anchor
 from core.calendar import WorkingCalendar
+from core.db import page_reads, transaction
 from core.db import review as review_sql
-from core.db import transaction
 from core.errors import NotFoundError, RefusedError
 from core.review.due import due_dates_by_rule
 
@@ -84,6 +84,9 @@ def sync_exceptions(
             )
         first_new = review_sql.max_exception_id(conn)
         review_sql.begin_search_deferred(conn)
+        # The Overview's stored totals (migration 0101) take the new exceptions in one
+        # GROUP BY at the end rather than one trigger update per row.
+        totals_deferred = page_reads.begin_totals_deferred(conn, first_new)
         events: list[review_sql.EventRow] = []
         audits: list[AuditEvent] = []
 
@@ -223,6 +226,8 @@ def sync_exceptions(
         # set-based (migration 0105): the triggers stood aside since `search_deferred`.
         review_sql.write_search(conn, first_new, _search_notes(events))
         review_sql.end_search_deferred(conn)
+        if totals_deferred:
+            page_reads.end_totals_deferred(conn)
         append_many(conn, audits, now=stamp)
         if outermost:
             write_anchor(conn, now=stamp)
