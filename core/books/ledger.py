@@ -51,7 +51,7 @@ from core.db.raw import read_dataset
 from core.db.runs import latest_completed_run
 
 # Bumped when what is stored changes meaning: an older ledger is then stale.
-FORMAT = 1
+FORMAT = 2  # 2: day lines count their events (migration 0100)
 Progress = Callable[[float, str], None]
 
 
@@ -138,13 +138,14 @@ def partial_sums(events: pd.DataFrame) -> Sums:
     amount = events["amount"].to_numpy(np.int64)
     codes, lines = pd.factorize(events["line"], sort=False)
     width = max(len(lines), 1)
-    key = pd.Series(amount).groupby(day * width + codes, sort=False).sum()
+    key = pd.Series(amount).groupby(day * width + codes, sort=False).agg(["sum", "size"])
     keys = key.index.to_numpy(np.int64)
     days = pd.DataFrame(
         {
             "day": keys // width,
             "line": np.asarray(lines, dtype=object)[keys % width],
-            "amount": key.to_numpy(np.int64),
+            "amount": key["sum"].to_numpy(np.int64),
+            "events": key["size"].to_numpy(np.int64),
         }
     )
     where = np.flatnonzero(np.asarray(lines, dtype=object) == UNEXPLAINED)
@@ -171,7 +172,7 @@ def combine(parts: list[Sums]) -> Ledger:
     detail = pd.concat([p.unexplained for p in parts], ignore_index=True)
     if len(parts) > 1:
         days = days.groupby(["day", "line"], as_index=False, sort=False).agg(
-            amount=("amount", "sum")
+            amount=("amount", "sum"), events=("events", "sum")
         )
         detail = detail.groupby(
             ["day", "entity_type", "entity_id"], as_index=False, sort=False, dropna=False
@@ -180,7 +181,7 @@ def combine(parts: list[Sums]) -> Ledger:
     detail = detail[detail["amount"] != 0]
     detail = detail.sort_values(["day", "entity_type", "entity_id"], ignore_index=True)
     return Ledger(
-        days=_typed(_as_dates(days)[["day", "line", "amount"]]),
+        days=_typed(_as_dates(days)[["day", "line", "amount", "events"]]),
         unexplained=_typed(_as_dates(detail)[["day", "entity_type", "entity_id", "amount"]]),
     )
 
@@ -195,6 +196,8 @@ def _as_dates(frame: pd.DataFrame) -> pd.DataFrame:
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     out = frame.reset_index(drop=True)
     out["amount"] = out["amount"].astype(np.int64)
+    if "events" in out:
+        out["events"] = out["events"].astype(np.int64)
     return out
 
 
@@ -433,6 +436,7 @@ def rebuild_ledger(
                 [d.isoformat() for d in days["day"]],
                 days["line"].astype(str).tolist(),
                 days["amount"].astype(np.int64).tolist(),
+                days["events"].astype(np.int64).tolist(),
                 strict=True,
             ),
             unexplained=zip(
@@ -481,6 +485,7 @@ def stored_ledger(conn: sqlite3.Connection, month: str | None) -> Ledger:
     days["day"] = _dates(days["day"].astype(str))
     detail["day"] = _dates(detail["day"].astype(str))
     days["amount"] = days["amount"].astype(np.int64)
+    days["events"] = days["events"].astype(np.int64)
     detail["amount"] = detail["amount"].astype(np.int64)
     days = days.sort_values(["day", "line"], ignore_index=True)
     return Ledger(days=days, unexplained=detail.reset_index(drop=True), through=through)
