@@ -171,3 +171,109 @@ def test_a_chain_of_days_with_late_rows_and_corrections_keeps_the_ledger_a_full_
         _assert_same_books(conn)
     finally:
         conn.close()
+
+
+def _insert_a_payment_without_an_import(conn: sqlite3.Connection) -> None:
+    """A copy of a stored payment under a new id, written straight into the table."""
+    row = conn.execute("SELECT * FROM payments ORDER BY id LIMIT 1")
+    names = [d[0] for d in row.description]
+    kept = [i for i, name in enumerate(names) if name != "row_order"]  # PostgreSQL identity
+    first = row.fetchone()
+    columns = [names[i] for i in kept]
+    values = [first[i] for i in kept]
+    values[columns.index("id")] = "pay_behind_the_back"
+    marks = ", ".join("?" for _ in columns)
+    with conn:
+        conn.execute(f"INSERT INTO payments ({', '.join(columns)}) VALUES ({marks})", values)
+
+
+def _update_a_payment(conn: sqlite3.Connection) -> None:
+    with conn:
+        conn.execute(
+            "UPDATE payments SET amount = amount + 500"
+            " WHERE id = (SELECT min(id) FROM payments WHERE status = 'captured')"
+        )
+
+
+def _import_a_sync(conn: sqlite3.Connection) -> None:
+    from core.dataset import Dataset
+    from core.ingest import store_dataset
+
+    store_dataset(conn, Dataset(), source="razorpay_api", location="sync", content_hash="s1")
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (_update_a_payment, "Raw data were changed"),
+        (_insert_a_payment_without_an_import, ""),
+        (_import_a_sync, None),  # import-day then reconciles every entity: derived in full
+    ],
+)
+def test_a_change_behind_the_engines_back_is_never_carried_forward_by_a_day(
+    chain: tuple[list[Path], list[int]],
+    db_url: str,
+    rebuilds: list[int],
+    change: Any,
+    reason: str | None,
+) -> None:
+    folders, as_ofs = chain
+    conn = connect(db_url)
+    try:
+        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=as_ofs[0])
+        assert ledger_status(conn).current
+        change(conn)
+        assert not ledger_status(conn).current
+        day = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=as_ofs[1])
+        status = ledger_status(conn)
+        if reason is None:
+            assert day.kind == "full" and rebuilds == [1, 1]
+            assert status.current and status.run_id == day.run.run_id
+        else:
+            assert day.kind == "incremental" and rebuilds == [1]
+            assert not status.current and status.run_id != day.run.run_id
+            assert reason in status.reason
+            # An admin derives it again: current.
+            assert rebuild_ledger(conn).current
+        _assert_equals_a_full_derivation(conn)
+    finally:
+        conn.close()
+
+
+def test_a_raw_change_after_a_carried_day_marks_the_ledger_stale(
+    chain: tuple[list[Path], list[int]], db_url: str
+) -> None:
+    folders, as_ofs = chain
+    conn = connect(db_url)
+    try:
+        for folder, as_of in zip(folders[:2], as_ofs[:2], strict=True):
+            reconcile_day_into_db(conn, folder, params=PARAMS, as_of=as_of)
+        assert ledger_status(conn).current
+        _update_a_payment(conn)
+        status = ledger_status(conn)
+        assert not status.current and "changed since" in status.reason
+    finally:
+        conn.close()
+
+
+@pytest.mark.usefixtures("streamlit_navigation_v2")
+def test_books_renders_the_carried_ledger_as_current_without_reading_the_raw_tables(
+    chain: tuple[list[Path], list[int]], db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.review_support import add_people
+    from tests.test_app_books_ledger import _books, _count_dataset_reads
+
+    folders, as_ofs = chain
+    conn = connect(db_url)
+    try:
+        for folder, as_of in zip(folders[:3], as_ofs[:3], strict=True):
+            day = reconcile_day_into_db(conn, folder, params=PARAMS, as_of=as_of)
+        assert day.kind == "incremental"
+        add_people(conn)
+    finally:
+        conn.close()
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    _count_dataset_reads(monkeypatch, refuse=True)
+    at = _books("viewer@example.com")
+    assert not at.warning
+    assert {m.label for m in at.metric} == {"Opening", "Closing", "Open items", "Residual"}
