@@ -136,16 +136,27 @@ def partial_sums(events: pd.DataFrame) -> Sums:
     codes, so no datetime.date or str object is made per event (5M at 1M payments)."""
     day = (events["ts"].to_numpy(np.int64) + IST_OFFSET) // 86_400
     amount = events["amount"].to_numpy(np.int64)
-    codes, lines = pd.factorize(events["line"], sort=False)
+    if isinstance(events["line"].dtype, pd.CategoricalDtype):  # codes made with the events
+        codes = events["line"].cat.codes.to_numpy(np.int64)
+        lines = events["line"].cat.categories
+    else:
+        codes, lines = pd.factorize(events["line"], sort=False)
     width = max(len(lines), 1)
-    key = pd.Series(amount).groupby(day * width + codes, sort=False).agg(["sum", "size"])
-    keys = key.index.to_numpy(np.int64)
+    # (day, line) numbered densely from the first day: counted and summed by position
+    # (integer adds, no hash of 5M keys).
+    first = int(day.min()) if len(day) else 0
+    slot = (day - first) * width + codes
+    size = int(slot.max()) + 1 if len(slot) else 0
+    counts = np.bincount(slot, minlength=size).astype(np.int64)
+    sums = np.zeros(size, dtype=np.int64)
+    np.add.at(sums, slot, amount)
+    keys = np.flatnonzero(counts)
     days = pd.DataFrame(
         {
-            "day": keys // width,
+            "day": keys // width + first,
             "line": np.asarray(lines, dtype=object)[keys % width],
-            "amount": key["sum"].to_numpy(np.int64),
-            "events": key["size"].to_numpy(np.int64),
+            "amount": sums[keys],
+            "events": counts[keys],
         }
     )
     where = np.flatnonzero(np.asarray(lines, dtype=object) == UNEXPLAINED)
