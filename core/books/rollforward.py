@@ -105,11 +105,11 @@ def _lines(line: str | pd.Series | np.ndarray, size: int) -> pd.Categorical:
 
 
 def _events(
-    ts: pd.Series,
+    ts: pd.Series | np.ndarray,
     line: str | pd.Series | np.ndarray,
     etype: str,
     eid: pd.Series,
-    amount: pd.Series,
+    amount: pd.Series | np.ndarray,
 ) -> pd.DataFrame:
     amounts = pd.Series(amount).to_numpy(dtype=np.int64)
     times = pd.Series(ts).to_numpy(dtype=np.int64)
@@ -236,48 +236,48 @@ def _item_events(
     The entity is open from `created` until its first settled row; its difference is
     `expected` (at that moment) minus each settled row's net (at the row's settlement).
     open_line: each entity's open-item line (a numpy str array)."""
-    frame = pd.DataFrame(
-        {"id": ids.astype(str).array, "created": created.to_numpy(np.int64)}
-    ).assign(expected=expected.to_numpy(np.int64))
+    id_text = ids.astype(str)
+    expect = expected.to_numpy(np.int64)
+    born = created.to_numpy(np.int64)
     settled = rows[rows["settle_ts"].notna()]
-    first = settled.groupby("owner", sort=False)["settle_ts"].min()  # a lookup: unsorted
-    frame["first"] = text_map(frame["id"], first)
-    emit(_events(frame["created"], open_line, etype, frame["id"], frame["expected"]))
-    is_closed = frame["first"].notna().to_numpy()
-    closed = frame[is_closed]
-    emit(
-        _events(
-            closed["first"].astype(np.int64),
-            open_line[is_closed],
-            etype,
-            closed["id"],
-            -closed["expected"],
-        )
-    )
+    # Each settled row's entity as its position among `ids` (one Arrow index_in; -1: none
+    # of them): the first settlement per entity and the flags are then integer lookups.
+    at = text_positions(settled["owner"], id_text)
+    owned = at >= 0
+    times = settled["settle_ts"].to_numpy(np.float64)
+    first = np.full(len(id_text), np.inf)
+    np.minimum.at(first, at[owned], times[owned])
+    emit(_events(born, open_line, etype, id_text, expect))
+    is_closed = np.isfinite(first)
+    closed_first = first[is_closed].astype(np.int64)
+    closed_id = id_text[is_closed]
+    emit(_events(closed_first, open_line[is_closed], etype, closed_id, -expect[is_closed]))
     flagged_ids = {i for kind, i in flagged if kind == etype}
-    is_flagged = text_isin(closed["id"], flagged_ids).to_numpy()
-    diff_line = np.where(is_flagged, FLAGGED, UNEXPLAINED)
-    emit(
-        _events(
-            closed["first"].astype(np.int64),
-            diff_line,
-            etype,
-            closed["id"],
-            closed["expected"],
-        )
-    )
-    owners = frame.set_index("id")
-    mine = settled[text_isin(settled["owner"], owners.index)]
-    owner_flagged = text_isin(mine["owner"], flagged_ids).to_numpy()
+    flag_of = np.zeros(len(id_text), dtype=np.bool_)
+    if flagged_ids:
+        hit = text_positions(pd.Series(sorted(flagged_ids), dtype=object), id_text)
+        flag_of[hit[hit >= 0]] = True
+    diff_line = np.where(flag_of[is_closed], FLAGGED, UNEXPLAINED)
+    emit(_events(closed_first, diff_line, etype, closed_id, expect[is_closed]))
+    mine = settled[owned]
     emit(
         _events(
             mine["settle_ts"].astype(np.int64),
-            np.where(owner_flagged, FLAGGED, UNEXPLAINED),
+            np.where(flag_of[at[owned]], FLAGGED, UNEXPLAINED),
             etype,
             mine["owner"],
             -mine["net"],
         )
     )
+
+
+def text_positions(values: pd.Series, pool: pd.Series) -> np.ndarray:
+    """Each value's position in `pool` (unique text), -1 when it is not there (a missing
+    value included): one Arrow `index_in`."""
+    if len(values) == 0 or len(pool) == 0:
+        return np.full(len(values), -1, dtype=np.int64)
+    where = pc.index_in(_arrow_text(values), value_set=_arrow_text(pool))
+    return np.asarray(where.fill_null(-1), dtype=np.int64)
 
 
 def ledger_events(dataset: Dataset, flagged: Iterable[tuple[str, str]] = ()) -> pd.DataFrame:
