@@ -519,8 +519,9 @@ def rebuild_after_run(
 
     An incremental run (`import-day` carrying a base run forward) does not call it:
     deriving the whole ledger again costs ~45 CPU s at 1M payments, far over a day's run.
-    The ledger then names the newer run as the reason it is stale (fail closed) until a
-    full run, or an admin, derives it again.
+    It adds the day's change instead (core.books.carry.carry_ledger_forward), when the
+    ledger was current before the day; else the ledger names why it is stale (fail closed)
+    until a full run, or an admin, derives it again.
 
     `source`: the raw tables already in memory (`InMemory`) or in the streamed run's window
     store (`Windows`), instead of reading them again (~20 CPU s at 1M payments)."""
