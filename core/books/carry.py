@@ -317,7 +317,7 @@ def carry_ledger_forward(
     bring the stored ledger current by the day's change alone, when it was current before
     the day (else leave it stale). The seconds are added to the run's timings
     (`books_ledger_s`)."""
-    began = time.perf_counter()
+    began = (time.perf_counter(), time.process_time())
     if ledger_status(conn).current:  # a full run derived it already
         return Carried(True, "current")
     with transaction(conn, immediate=False):
@@ -364,11 +364,15 @@ def carry_ledger_forward(
     return _done(conn, run_id, began, done)
 
 
-def _done(conn: sqlite3.Connection, run_id: int, began: float, carried: Carried) -> Carried:
-    seconds = round(time.perf_counter() - began, 3)
+def _done(
+    conn: sqlite3.Connection, run_id: int, began: tuple[float, float], carried: Carried
+) -> Carried:
+    seconds = round(time.perf_counter() - began[0], 3)
+    cpu = round(time.process_time() - began[1], 3)
     run = get_run(conn, run_id)
     if run is not None:
-        update_timings(conn, run_id, {**(run.timings or {}), "books_ledger_s": seconds})
+        timings = {**(run.timings or {}), "books_ledger_s": seconds, "books_ledger_cpu_s": cpu}
+        update_timings(conn, run_id, timings)
     return Carried(
         carried.current,
         carried.reason,
