@@ -69,7 +69,7 @@ def _arrow(series: pd.Series) -> pa.Array:
 
 def _among(column: pa.Array, values: Iterable[str]) -> np.ndarray:
     """Which entries of a text column are among `values` (one Arrow `is_in`)."""
-    pool = sorted(set(values))
+    pool = list(values) if isinstance(values, (set, frozenset)) else list(set(values))
     if not pool or len(column) == 0:
         return np.zeros(len(column), dtype=np.bool_)
     found = pc.is_in(column, value_set=pa.array(pool, type=pa.large_string()))
