@@ -207,7 +207,7 @@ def _import_a_sync(conn: sqlite3.Connection) -> None:
     [
         (_update_a_payment, "Raw data were changed"),
         (_insert_a_payment_without_an_import, ""),
-        (_import_a_sync, "Data were imported"),
+        (_import_a_sync, ""),  # named as an import or a raw change, by backend
     ],
 )
 def test_a_change_behind_the_engines_back_is_never_carried_forward_by_a_day(
