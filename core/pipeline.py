@@ -771,6 +771,18 @@ def reconcile_day_into_db(
         record_run_kind(conn, stored_run.run_id, kind=kind, base_run_id=base_id, scope=scope)
         if snapshot is not None:
             stored_run = _leave_snapshot(conn, snapshot, stored_run, imported.import_id)
+    # docs/engine.md "The Books ledger after import-day": the day's change, not a rebuild
+    from core.books.carry import carry_ledger_forward
+
+    carry_ledger_forward(
+        conn,
+        before=stored,
+        after=merged,
+        day=day,
+        base_run_id=base_id,
+        run_id=stored_run.run_id,
+        import_id=imported.import_id,
+    )
     counted = carry[2] if carry is not None else None
     return DayRunResult(stored_run, kind, base_id, scope, read_from, counted)
 

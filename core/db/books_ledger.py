@@ -22,7 +22,7 @@ WATCHED_TABLES: tuple[str, ...] = (
     "instant_payouts",
     "disputes",
 )
-DAY_COLUMNS = ("day", "line", "amount")
+DAY_COLUMNS = ("day", "line", "amount", "events")
 UNEXPLAINED_COLUMNS = ("day", "entity_type", "entity_id", "amount")
 _ROWS_PER_BATCH = 10_000
 
@@ -99,7 +99,7 @@ def finish_build(
     run_id: int | None,
     version: str,
     events: int,
-    days: Iterable[tuple[str, str, int]],
+    days: Iterable[tuple[str, str, int, int]],
     unexplained: Iterable[tuple[str, str, str, int]],
 ) -> None:
     """Replace the stored lines and record what they were derived from, inside the caller's
@@ -116,8 +116,8 @@ def finish_build(
 
 
 def read_days(conn: sqlite3.Connection) -> pd.DataFrame:
-    """Every stored (day, line, amount), day as ISO text."""
-    rows = conn.execute("SELECT day, line, amount FROM books_ledger_days").fetchall()
+    """Every stored (day, line, amount, events), day as ISO text."""
+    rows = conn.execute("SELECT day, line, amount, events FROM books_ledger_days").fetchall()
     return pd.DataFrame([tuple(r) for r in rows], columns=list(DAY_COLUMNS))
 
 
@@ -145,4 +145,66 @@ def payment_span(conn: sqlite3.Connection) -> tuple[int | None, int | None]:
     return (
         None if row[0] is None else int(row[0]),
         None if row[1] is None else int(row[1]),
+    )
+
+
+def imports_after(conn: sqlite3.Connection, import_id: int) -> list[int]:
+    """The ids of the imports after `import_id`, in order (a range on the primary key)."""
+    rows = conn.execute("SELECT id FROM imports WHERE id > ? ORDER BY id", (import_id,))
+    return [int(r[0]) for r in rows]
+
+
+def has_rowids(conn: sqlite3.Connection) -> bool:
+    """Whether `source_version` holds each watched table's max(rowid) (SQLite)."""
+    return not is_postgres(conn)
+
+
+def rows_after(conn: sqlite3.Connection, table: str, rowid: int) -> int:
+    """How many rows of watched `table` have a rowid above `rowid` (SQLite: a range on
+    the rowid, the rows inserted since `source_version` read it)."""
+    if table not in WATCHED_TABLES:
+        raise ValueError(f"not a watched table: {table}")
+    return int(
+        conn.execute(f"SELECT count(*) FROM {table} WHERE rowid > ?", (rowid,)).fetchone()[0]
+    )
+
+
+def apply_change(
+    conn: sqlite3.Connection,
+    *,
+    days: Iterable[tuple[str, str, int, int]],
+    unexplained: Sequence[tuple[str, str, str, int]],
+    run_id: int,
+    version: str,
+    events: int,
+    now: int,
+) -> None:
+    """Add a change to the stored lines (migration 0100), inside the caller's transaction:
+    each (day, line, amount, events) added to its line (a line left with no event
+    deleted), each (day, entity_type, entity_id, amount) added to its sum (a sum left at
+    zero deleted); then record the ledger as derived from `run_id` and `version`, with
+    `events` more events, and clear `changed`."""
+    conn.executemany(
+        "INSERT INTO books_ledger_days (day, line, amount, events) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT (day, line) DO UPDATE SET"
+        " amount = books_ledger_days.amount + excluded.amount,"
+        " events = books_ledger_days.events + excluded.events",
+        list(days),
+    )
+    conn.execute("DELETE FROM books_ledger_days WHERE events <= 0")
+    conn.executemany(
+        "INSERT INTO books_ledger_unexplained (day, entity_type, entity_id, amount)"
+        " VALUES (?, ?, ?, ?) ON CONFLICT (day, entity_type, entity_id) DO UPDATE SET"
+        " amount = books_ledger_unexplained.amount + excluded.amount",
+        unexplained,
+    )
+    conn.executemany(
+        "DELETE FROM books_ledger_unexplained"
+        " WHERE day = ? AND entity_type = ? AND entity_id = ? AND amount = 0",
+        [row[:3] for row in unexplained],
+    )
+    conn.execute(
+        "UPDATE books_ledger SET run_id = ?, source_version = ?, events = events + ?,"
+        " changed = 0, built_at = ? WHERE id = 1",
+        (run_id, version, events, now),
     )
