@@ -178,14 +178,14 @@ def test_an_import_after_the_run_makes_the_ledger_stale(benchmark_1500: Path, db
 def test_a_run_completed_without_deriving_the_books_leaves_them_stale(
     benchmark_1500: Path, db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import core.pipeline
+    import core.books.ledger
 
     conn = connect(db_url)
     try:
         first = reconcile_folder_into_db(
             conn, benchmark_1500, params=EngineParams(), as_of=AS_OF
         ).run_id
-        monkeypatch.setattr(core.pipeline, "rebuild_after_run", lambda conn, **_: 0.0)
+        monkeypatch.setattr(core.books.ledger, "rebuild_after_run", lambda conn, **_: 0.0)
         second = reconcile_database(conn, EngineParams(), AS_OF, "files").run_id
         status = ledger_status(conn)
         # The run marked the ledger as being derived when it read the raw tables

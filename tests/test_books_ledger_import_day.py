@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import core.pipeline
+import core.books.ledger
 from core.benchmark import generate
 from core.books.ledger import derive_ledger, ledger_status, rebuild_ledger
 from core.db import books_ledger as sql
@@ -130,15 +130,15 @@ def _unflag_some_exceptions(conn: sqlite3.Connection, run_id: int) -> None:
 
 @pytest.fixture
 def rebuilds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts every derivation of the whole ledger after a run (core.pipeline's hook)."""
+    """Counts every derivation of the whole ledger after a run (core.pipeline calls it)."""
     calls: list[int] = []
-    real = core.pipeline.rebuild_after_run
+    real = core.books.ledger.rebuild_after_run
 
     def counting(*args: Any, **kwargs: Any) -> float:
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(core.pipeline, "rebuild_after_run", counting)
+    monkeypatch.setattr(core.books.ledger, "rebuild_after_run", counting)
     return calls
 
 
