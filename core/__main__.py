@@ -34,6 +34,72 @@ os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
 if sys.argv[1:2] == ["import-day"]:
     os.environ.setdefault("JE_ARROW_MALLOC_CONF", "dirty_decay_ms:-1,muzzy_decay_ms:-1")
 
+# `reconcile` options that take a value and those that take none (core.engine.cli.register);
+# `early_parse_folder` reads the command line with them before argparse can (it lives in
+# core.engine.cli, whose import brings pandas and the engine).
+RECONCILE_VALUED = frozenset(
+    {
+        "--out",
+        "--as-of",
+        "--settlement-days",
+        "--international-days",
+        "--grace-days",
+        "--bank-days",
+        "--holidays",
+        "--amount-unit",
+        "--days-per-window",
+        "--scheduler",
+        "--store",
+    }
+)
+RECONCILE_FLAGS = frozenset({"--partitions"})
+
+
+def early_parse_folder(argv: Sequence[str]) -> str | None:
+    """The DATASET_DIR of a `reconcile` command line that stores and hashes nothing (no
+    --db, no --stream), or None: for any other command, option, abbreviation or help, and
+    whenever the line is not plainly one folder and known options. argparse still reads
+    the line afterwards and alone decides what runs; a wrong guess costs a wasted parse,
+    never a different result (the load takes an early parse only of the very file and
+    columns it reads, unhashed)."""
+    if list(argv[:1]) != ["reconcile"]:
+        return None
+    positional: list[str] = []
+    rest = list(argv[1:])
+    while rest:
+        token = rest.pop(0)
+        if token == "--":
+            positional.extend(rest)
+            break
+        if token.startswith("-") and token != "-":
+            name = token.split("=", 1)[0]
+            if name in RECONCILE_VALUED:
+                if "=" not in token:
+                    if not rest:
+                        return None
+                    rest.pop(0)
+            elif name not in RECONCILE_FLAGS:
+                return None  # --db, --stream, --help, an abbreviation, an unknown option
+        else:
+            positional.append(token)
+    return positional[0] if len(positional) == 1 else None
+
+
+def start_early_parse(argv: Sequence[str]) -> None:
+    """`reconcile DIR` without --db: its big CSV files are scanned and parsed by Arrow on
+    threads started now, so pandas and the engine import while Arrow parses
+    (core.ingest.readers.prefetch_large_csvs; docs/benchmark.md, sixth round)."""
+    folder = early_parse_folder(argv)
+    if folder is None or os.environ.get("RAZORRECON_EARLY_PARSE", "1") == "0":
+        return
+    from pathlib import Path
+
+    from core.ingest.readers import prefetch_large_csvs
+
+    with contextlib.suppress(OSError):
+        prefetch_large_csvs(Path(folder))
+
+
 COMMAND_MODULES: dict[str, str] = {
     "import": "core.ingest.cli",
     "bank-mapping": "core.ingest.cli",
@@ -112,6 +178,7 @@ def exit_now(code: int) -> None:
 
 
 if __name__ == "__main__":
+    start_early_parse(sys.argv[1:])
     code = main()
     if sys.argv[1:2] and sys.argv[1] in EXIT_WITHOUT_FREEING:
         exit_now(code)

@@ -9,8 +9,10 @@ database; the engine reads nothing else.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported on first use: `reconcile` starts its parse first
+    import pandas as pd
 
 # column -> pandas dtype. "string" columns may hold <NA>.
 PAYMENT_COLUMNS: dict[str, str] = {
@@ -241,6 +243,8 @@ TRANSFER_STATUSES = frozenset(
 
 def empty_frame(columns: dict[str, str]) -> pd.DataFrame:
     """A zero-row DataFrame with the given columns and dtypes."""
+    import pandas as pd
+
     return pd.DataFrame({name: pd.Series(dtype=dtype) for name, dtype in columns.items()})
 
 

@@ -5,11 +5,29 @@ Public API (docs/CONTRACTS.md):
 - `frames_from_items(kind, items, source_name) -> DataFrame`
 - `store_dataset(conn, dataset, *, source, location, content_hash, replace=False)`
 - `import_dataset(conn, folder, amount_unit="auto", replace=False) -> ImportReport`
+
+The names are imported on first use (PEP 562), so `core.ingest.readers` can be imported
+without pandas: `reconcile` starts parsing its big CSV files before pandas is imported.
 """
 
-from core.ingest.entities import frames_from_items
-from core.ingest.load import import_dataset, load_dataset, store_dataset
-from core.ingest.report import FileReport, ImportReport
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from core.ingest.entities import frames_from_items
+    from core.ingest.load import import_dataset, load_dataset, store_dataset
+    from core.ingest.report import FileReport, ImportReport
+
+_HOME = {
+    "FileReport": "core.ingest.report",
+    "ImportReport": "core.ingest.report",
+    "frames_from_items": "core.ingest.entities",
+    "import_dataset": "core.ingest.load",
+    "load_dataset": "core.ingest.load",
+    "store_dataset": "core.ingest.load",
+}
 
 __all__ = [
     "FileReport",
@@ -19,3 +37,12 @@ __all__ = [
     "load_dataset",
     "store_dataset",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value

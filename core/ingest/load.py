@@ -7,7 +7,6 @@ import dataclasses
 import functools
 import hashlib
 import json
-import os
 import sqlite3
 import threading
 import time
@@ -32,13 +31,17 @@ from core.ingest.entities import UNITS, build_frame
 from core.ingest.layouts import ALIASES, EXTRA_COLUMNS, layout_name
 from core.ingest.mappings import BankMapping
 from core.ingest.readers import (
+    MAX_FILE_MB_ENV,
     FileScan,
     RawTable,
     ReadFailure,
+    discard_prefetched,
+    max_file_bytes,
     read_csv_table,
     read_json_table,
     read_sheet_table,
     scan_csv_file,
+    take_prefetched_csv,
 )
 from core.ingest.recon_rows import cross_check_settlements, split_recon_rows
 from core.ingest.report import FileReport, ImportReport
@@ -78,25 +81,6 @@ def _files_by_name(folder: Path) -> tuple[dict[str, Path], list[Problem]]:
             message = f"{path.name} is in the folder too (names differ only in case): keep one"
             problems.append(Problem(first.name, 0, "", message))
     return files, problems
-
-
-MAX_FILE_MB_ENV = "RAZORRECON_MAX_FILE_MB"
-DEFAULT_MAX_FILE_MB = 512
-
-
-def max_file_bytes() -> int:
-    """The largest input file accepted, from RAZORRECON_MAX_FILE_MB (default 512 MB).
-    A file's bytes, its text and its columns are in memory together while it is read."""
-    text = os.environ.get(MAX_FILE_MB_ENV, "").strip()
-    if not text:
-        return DEFAULT_MAX_FILE_MB << 20
-    try:
-        megabytes = int(text)
-    except ValueError:
-        megabytes = 0
-    if megabytes <= 0:
-        raise ConfigError(f"{MAX_FILE_MB_ENV} must be a whole number of MB above 0, not {text!r}")
-    return megabytes << 20
 
 
 def size_problem(name: str, size: int, limit: int | None = None) -> Problem | None:
@@ -170,7 +154,15 @@ def _load_entity_file(
     streamed = path.suffix.lower() == ".csv"  # read by Arrow from the file, in blocks
     data = b"" if streamed else path.read_bytes()
     scan = None
-    if streamed:  # one read of the file hashes it, looks for NUL bytes and counts its lines
+    # Started before pandas was imported (`reconcile` without --db: nothing is hashed).
+    early = (
+        None
+        if hashing or not streamed
+        else take_prefetched_csv(path, _wanted(spec), ALIASES.get(spec.kind))
+    )
+    if early is not None:
+        sha = ""
+    elif streamed:  # one read of the file hashes it, looks for NUL bytes and counts its lines
         scan = scan_csv_file(path, hashing=hashing)  # (Arrow reads it next)
         sha = scan.sha256
     else:
@@ -186,6 +178,8 @@ def _load_entity_file(
                 extra_frame, _, extra_problems = build_frame(extra_spec, extra_raw, amount_unit)
                 problems.extend(extra_problems)
                 routed.append((DATASET_FIELD[extra_spec.kind], extra_frame))
+        elif early is not None:
+            table = early.result()
         else:
             table = _read_entity_file(spec, path, data, scan)
     except ReadFailure as failure:
@@ -333,6 +327,19 @@ def load_dataset(
     """
     if amount_unit not in UNITS:
         raise ConfigError(f"amount unit must be one of {', '.join(UNITS)}, not {amount_unit!r}")
+    try:
+        return _load_dataset_once(folder, amount_unit, bank_mappings, overlap_large_files, hashing)
+    finally:
+        discard_prefetched()  # an early parse of a file this load did not read is dropped
+
+
+def _load_dataset_once(
+    folder: str | Path,
+    amount_unit: str,
+    bank_mappings: Sequence[BankMapping],
+    overlap_large_files: bool,
+    hashing: bool,
+) -> tuple[Dataset, ImportReport]:
     if overlap_large_files:
         # Speed over memory: jemalloc keeps its freed pages for reuse (its default decay).
         # Returning them at once made the 1M wide load fault 3.6 GB of pages in (4.0-6.7

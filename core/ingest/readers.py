@@ -11,8 +11,11 @@ import csv
 import hashlib
 import io
 import json
+import os
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
-from core.errors import Problem
+from core.errors import ConfigError, Problem
 from core.ingest import json_index
 from core.ingest.failure import ReadFailure as ReadFailure
 from core.ingest.sheets import read_sheet
@@ -305,6 +308,116 @@ def scan_csv_file(
         lines=lines,
         bare_cr=carriage_returns != crlf,
     )
+
+
+MAX_FILE_MB_ENV = "RAZORRECON_MAX_FILE_MB"
+DEFAULT_MAX_FILE_MB = 512
+
+
+def max_file_bytes() -> int:
+    """The largest input file accepted, from RAZORRECON_MAX_FILE_MB (default 512 MB).
+    A file's bytes, its text and its columns are in memory together while it is read."""
+    text = os.environ.get(MAX_FILE_MB_ENV, "").strip()
+    if not text:
+        return DEFAULT_MAX_FILE_MB << 20
+    try:
+        megabytes = int(text)
+    except ValueError:
+        megabytes = 0
+    if megabytes <= 0:
+        raise ConfigError(f"{MAX_FILE_MB_ENV} must be a whole number of MB above 0, not {text!r}")
+    return megabytes << 20
+
+
+# Files at least this large are parsed early by `prefetch_large_csvs` (core.ingest.load's
+# LARGE_FILE_BYTES: the files whose parse is worth a thread of its own).
+PREFETCH_MIN_BYTES = 32 << 20
+
+
+def prefetch_large_csvs(folder: Path) -> None:
+    """`prefetch_csv` every `<table>.csv` of the folder that is a regular file of at least
+    PREFETCH_MIN_BYTES and within `max_file_bytes` (a file over the cap is never read: the
+    load refuses it first). Only for a load that hashes nothing (`reconcile` without --db);
+    whatever the load does not take is dropped (`discard_prefetched`)."""
+    from core.ingest.layouts import ALIASES, EXTRA_COLUMNS
+    from core.ingest.tables import TABLES
+
+    try:
+        limit = max_file_bytes()
+    except ConfigError:
+        return  # the load reports it
+    for spec in TABLES.values():
+        path = folder / f"{spec.stem}.csv"
+        try:
+            size = path.stat().st_size if path.is_file() else 0
+        except OSError:
+            continue
+        if PREFETCH_MIN_BYTES <= size <= limit:
+            wanted = [c.name for c in spec.columns] + list(EXTRA_COLUMNS.get(spec.kind, ()))
+            prefetch_csv(path, wanted, ALIASES.get(spec.kind))
+
+
+# CSV files whose parse a caller started early (`prefetch_csv`): `reconcile` without --db
+# starts its big files' scan and parse before pandas and the engine are imported.
+_PREFETCHED: dict[str, tuple[tuple[Any, ...], Future[RawTable]]] = {}
+_PREFETCH_LOCK = threading.Lock()
+
+
+def _prefetch_key(
+    path: Path, wanted: Sequence[str], aliases: Mapping[str, str] | None
+) -> tuple[str, tuple[Any, ...]]:
+    """The file's real path, and what must not change for its early parse to stand: the
+    file's identity, size and modification time, the columns asked for and their aliases."""
+    info = path.stat()
+    identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    return os.path.realpath(path), (identity, tuple(wanted), tuple(sorted((aliases or {}).items())))
+
+
+def prefetch_csv(path: Path, wanted: Sequence[str], aliases: Mapping[str, str] | None) -> None:
+    """Start `read_csv_table(path.name, path, wanted, ...)` of a file that will not be hashed
+    (scanned without sha256) on a thread of its own; `take_prefetched_csv` hands over its
+    result, or raises the same ReadFailure (file, line, column) the caller's own read would.
+    A daemon thread: a process that ends without taking it does not wait for it."""
+    real, key = _prefetch_key(path, wanted, aliases)
+    done: Future[RawTable] = Future()
+
+    def work() -> None:
+        try:
+            scan = scan_csv_file(path, hashing=False)
+            done.set_result(
+                read_csv_table(
+                    path.name, path, wanted, reread=path.read_bytes, aliases=aliases, scan=scan
+                )
+            )
+        except BaseException as exc:  # handed to the taker, raised there
+            done.set_exception(exc)
+
+    with _PREFETCH_LOCK:
+        _PREFETCHED[real] = (key, done)
+    threading.Thread(target=work, name=f"prefetch {path.name}", daemon=True).start()
+
+
+def take_prefetched_csv(
+    path: Path, wanted: Sequence[str], aliases: Mapping[str, str] | None
+) -> Future[RawTable] | None:
+    """The early parse of this file with these columns, if one was started and the file is
+    still the one it read (same inode, size, mtime); None otherwise. Taken once."""
+    with _PREFETCH_LOCK:
+        if not _PREFETCHED:
+            return None
+    try:
+        real, key = _prefetch_key(path, wanted, aliases)
+    except OSError:
+        return None
+    with _PREFETCH_LOCK:
+        found = _PREFETCHED.pop(real, None)
+    return found[1] if found is not None and found[0] == key else None
+
+
+def discard_prefetched() -> None:
+    """Forget early parses nobody took (their threads finish; their tables are dropped)."""
+    with _PREFETCH_LOCK:
+        _PREFETCHED.clear()
 
 
 def text_columns(written: dict[str, str], keep: list[str]) -> pa_csv.ConvertOptions:
