@@ -15,8 +15,9 @@ client (pydantic, the Gemini SDK), the redactor and the rules load with `investi
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from core.investigate.evaluation import RootCauseAccuracy, root_cause_accuracy
@@ -66,10 +67,6 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # once: later lookups do not come here
-    return value
+__getattr__ = lazy_getattr(
+    __name__, globals(), {name: f"{__name__}.{module}" for name, module in _MODULE_OF.items()}
+)

@@ -9,8 +9,9 @@ approvals and comments (nor core.access behind them).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from core.review.actions import (
@@ -110,13 +111,7 @@ _MODULES = {
 _WHERE = {name: module for module, names in _MODULES.items() for name in names}
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, globals(), _WHERE)
 
 
 __all__ = [
