@@ -133,48 +133,56 @@ def _lost(dataset: Dataset) -> set[str]:
 
 
 def affected_families(
-    before: Dataset, after: Dataset, day: Dataset, changed_flags: set[tuple[str, str]]
+    before: Dataset,
+    after: Dataset,
+    day: Dataset,
+    changed_flags: set[tuple[str, str]],
+    start: Families | None = None,
 ) -> Families:
     """The families whose events may differ between `before` and `after` (= `before` with
-    `day` upserted), given the entities whose exception flag changed."""
+    `day` upserted), given the entities whose exception flag changed. `start`, when given,
+    is `day_families(before, after, day)` (found earlier, e.g. while the run was stored):
+    the closure then continues from it with the flagged entities alone."""
     flagged = {kind: {i for k, i in changed_flags if k == kind} for kind in _KINDS}
+    versions = [_Recon.of(before.recon), _Recon.of(after.recon)]
+    seeds = [
+        _among(v.key, flagged["recon_row"]) | _among(v.entity, flagged["recon_row"])
+        for v in versions
+    ]
+    if start is not None:  # a closed set: every row its keys reach is in it already
+        payments, refunds = set(start.payments), set(start.refunds)
+        keys = set(start.row_keys)
+        probed = [(keys, payments, refunds) for _ in versions]
+        payments, refunds = payments | flagged["payment"], refunds | flagged["refund"]
+        keys = set(keys)
+        payments, refunds, keys = _closure(versions, seeds, payments, refunds, keys, probed)
+        settlements = set(start.settlements) | flagged["settlement"]
+        return Families(
+            frozenset(payments),
+            frozenset(refunds),
+            frozenset(keys),
+            frozenset(settlements),
+            start.payouts,
+        )
     moved = _moved_times(settle_times(before), settle_times(after))
     disputes = _lost(before) ^ _lost(after)
-    versions = [_Recon.of(before.recon), _Recon.of(after.recon)]
     day_keys = _texts(day.recon["row_key"]) if len(day.recon) else set()
+    in_day = [_among(v.key, day_keys) for v in versions]
     seeds = [
-        _among(v.key, day_keys)
-        | _among(v.settlement, moved)
-        | _among(v.dispute, disputes)
-        | _among(v.key, flagged["recon_row"])
-        | _among(v.entity, flagged["recon_row"])
-        for v in versions
+        seed | day_rows | _among(v.settlement, moved) | _among(v.dispute, disputes)
+        for v, seed, day_rows in zip(versions, seeds, in_day, strict=True)
     ]
     payments = (_texts(day.payments["id"]) if len(day.payments) else set()) | flagged["payment"]
     refunds = (_texts(day.refunds["id"]) if len(day.refunds) else set()) | flagged["refund"]
-    keys: set[str] = set()
-    while True:
-        size = (len(payments), len(refunds), len(keys))
-        for v, seed in zip(versions, seeds, strict=True):
-            hit = (
-                seed
-                | _among(v.key, keys)
-                | (v.is_payment & _among(v.entity, payments))
-                | (v.is_refund & _among(v.entity, refunds))
-            )
-            rows = v.frame[hit]
-            keys |= _texts(rows["row_key"])
-            payments |= _texts(rows.loc[v.is_payment[hit], "entity_id"])
-            refunds |= _texts(rows.loc[v.is_refund[hit], "entity_id"])
-        if (len(payments), len(refunds), len(keys)) == size:
-            break
+    probed = [(day_keys, set[str](), set[str]()) for _ in versions]
+    payments, refunds, keys = _closure(versions, seeds, payments, refunds, set(), probed)
     # A settlement's events change when its time, its flag or a row naming it changes.
     settlements = set(moved) | flagged["settlement"]
     for name in ("settlements", "instant_settlements"):
         frame = getattr(day, name)
         settlements |= _texts(frame["id"]) if len(frame) else set()
-    for v in versions:
-        settlements |= _texts(v.frame.loc[_among(v.key, day_keys), "settlement_id"])
+    for v, day_rows in zip(versions, in_day, strict=True):
+        settlements |= _texts(v.frame.loc[day_rows, "settlement_id"])
     payouts = _texts(day.instant_payouts["id"]) if len(day.instant_payouts) else set()
     return Families(
         frozenset(payments),
@@ -183,6 +191,54 @@ def affected_families(
         frozenset(settlements),
         frozenset(payouts),
     )
+
+
+def day_families(before: Dataset, after: Dataset, day: Dataset) -> Families:
+    """The families the day's rows change whatever the flags (`affected_families` with no
+    changed flag): what a day's run can find before its outcomes are stored."""
+    return affected_families(before, after, day, set())
+
+
+def _closure(
+    versions: list[_Recon],
+    seeds: list[np.ndarray],
+    payments: set[str],
+    refunds: set[str],
+    keys: set[str],
+    probed: list[tuple[set[str], set[str], set[str]]],
+) -> tuple[set[str], set[str], set[str]]:
+    """The payments, refunds and row keys reached from the rows `seeds` and the sets given,
+    over both versions: a row is in once its key, or its payment's or refund's id, is.
+    Each version is probed only with what was found since its last probe (`probed`: what
+    it was probed with already, every row those reach being in): `is_in` of a union is the
+    union of `is_in`s and the sets only grow, so it reaches the rows probing with every
+    key each round would, and stops at the same fixpoint."""
+    hits = [np.zeros(len(v.key), dtype=np.bool_) for v in versions]
+    pending = list(seeds)
+    while True:
+        grown = False
+        for i, v in enumerate(versions):
+            done_keys, done_payments, done_refunds = probed[i]
+            found = (
+                pending[i]
+                | _among(v.key, keys - done_keys)
+                | (v.is_payment & _among(v.entity, payments - done_payments))
+                | (v.is_refund & _among(v.entity, refunds - done_refunds))
+            )
+            pending[i] = np.zeros(len(v.key), dtype=np.bool_)
+            probed[i] = (done_keys | keys, done_payments | payments, done_refunds | refunds)
+            fresh = found & ~hits[i]
+            if not fresh.any():
+                continue
+            hits[i] |= fresh
+            rows = v.frame[["row_key", "entity_id"]][fresh]
+            size = (len(payments), len(refunds), len(keys))
+            keys |= _texts(rows["row_key"])
+            payments |= _texts(rows.loc[v.is_payment[fresh], "entity_id"])
+            refunds |= _texts(rows.loc[v.is_refund[fresh], "entity_id"])
+            grown = grown or (len(payments), len(refunds), len(keys)) != size
+        if not grown:
+            return payments, refunds, keys
 
 
 _KINDS = ("payment", "refund", "recon_row", "settlement")
