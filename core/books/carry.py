@@ -27,6 +27,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Iterable
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 
 import numpy as np
@@ -358,6 +359,94 @@ class Carried:
     seconds: float = 0.0
 
 
+@dataclass(frozen=True)
+class Change:
+    """The ledger's change over a day: the families (`affected_families`), the sums of
+    their events after less before (`_difference`) and the change in the event count,
+    for the flags they were found with."""
+
+    old_flags: Flags
+    new_flags: Flags
+    families: Families
+    sums: Sums
+    events: int
+
+
+def ledger_change(
+    before: Dataset,
+    after: Dataset,
+    day: Dataset,
+    old_flags: Flags,
+    new_flags: Flags,
+    start: Families | None = None,
+) -> Change:
+    """The change the day and the new run's flags make to the ledger (`start`: as
+    `affected_families`'s). Reads the frames alone."""
+    families = affected_families(before, after, day, set(old_flags ^ new_flags), start)
+    new, new_count = family_sums(after, families, new_flags)
+    old, old_count = family_sums(before, families, old_flags)
+    sums = _difference(new, old)
+    return Change(old_flags, new_flags, families, sums, new_count - old_count)
+
+
+@dataclass(frozen=True)
+class Started:
+    """Work for `carry_ledger_forward` done on a thread while the day's run is stored: the
+    day's families (`day_families`, from `start_carry`), then, once the run's outcomes
+    are stored, the whole change for its flags (`continue_carry`: None before)."""
+
+    families: Future[Families]
+    change: Future[Change] | None = None
+
+
+def start_carry(
+    conn: sqlite3.Connection,
+    pool: Executor,
+    *,
+    before: Dataset,
+    after: Dataset,
+    day: Dataset,
+    base_run_id: int | None,
+) -> Started | None:
+    """Start finding the day's families on `pool` (they read the frames alone, no
+    database), or None when the stored ledger will not be carried to this day's run anyway
+    (no complete ledger of this format, or not derived from `base_run_id`).
+    `carry_ledger_forward(..., started=)` still makes every check before it uses them."""
+    if base_run_id is None:
+        return None
+    state = sql.ledger_state(conn)
+    if state is None or state["format"] != FORMAT or state["source_version"] == "":
+        return None
+    if state["run_id"] != base_run_id:
+        return None
+    return Started(pool.submit(day_families, before, after, day))
+
+
+def continue_carry(
+    conn: sqlite3.Connection,
+    pool: Executor,
+    started: Started,
+    *,
+    before: Dataset,
+    after: Dataset,
+    day: Dataset,
+    base_run_id: int,
+    run_id: int,
+) -> Started:
+    """Once run `run_id`'s outcomes are stored (its exceptions need not be synced yet),
+    start computing the ledger's change on `pool` from the day's families and the two
+    runs' flags (read here). `carry_ledger_forward` uses it only when it reads the same
+    flags."""
+    old_flags = exception_keys(conn, base_run_id)
+    new_flags = exception_keys(conn, run_id)
+
+    def change() -> Change:
+        start = started.families.result()
+        return ledger_change(before, after, day, old_flags, new_flags, start)
+
+    return Started(started.families, pool.submit(change))
+
+
 def carry_ledger_forward(
     conn: sqlite3.Connection,
     *,
@@ -367,12 +456,15 @@ def carry_ledger_forward(
     base_run_id: int | None,
     run_id: int,
     import_id: int | None,
+    started: Started | None = None,
 ) -> Carried:
     """After `import-day` stored run `run_id` over `after` (`before` with `day` upserted, the
     raw tables as import `import_id` left them; `base_run_id` the run it carried forward),
     bring the stored ledger current by the day's change alone, when it was current before
     the day (else leave it stale). The seconds are added to the run's timings
-    (`books_ledger_s`)."""
+    (`books_ledger_s`). `started`: `start_carry`'s for the same frames, whose day's
+    families the closure continues from (the same families, found while the run was
+    stored)."""
     began = (time.perf_counter(), time.process_time())
     if ledger_status(conn).current:  # a full run derived it already
         return Carried(True, "current")
@@ -382,10 +474,13 @@ def carry_ledger_forward(
         new_flags = exception_keys(conn, run_id)
     if reason is not None or old_flags is None:
         return _done(conn, run_id, began, Carried(False, reason or "no base run"))
-    families = affected_families(before, after, day, set(old_flags ^ new_flags))
-    new, new_count = family_sums(after, families, new_flags)
-    old, old_count = family_sums(before, families, old_flags)
-    change = _difference(new, old)
+    ahead = None if started is None or started.change is None else started.change.result()
+    if ahead is not None and (ahead.old_flags, ahead.new_flags) == (old_flags, new_flags):
+        found = ahead
+    else:
+        start = None if started is None else started.families.result()
+        found = ledger_change(before, after, day, old_flags, new_flags, start)
+    families, change = found.families, found.sums
     with transaction(conn):
         reason = _why_not(conn, before, after, base_run_id, import_id)
         if reason is not None:
@@ -411,7 +506,7 @@ def carry_ledger_forward(
             ),
             run_id=run_id,
             version=sql.source_version(conn),
-            events=new_count - old_count,
+            events=found.events,
             now=int(time.time()),
         )
     size = len(families.payments) + len(families.refunds) + len(families.row_keys)
