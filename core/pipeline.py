@@ -762,7 +762,9 @@ def reconcile_day_into_db(
         if base_id is not None:
             from core.books.carry import continue_carry, start_carry
 
-            pool = writing.enter_context(ThreadPoolExecutor(1, "ledger"))
+            # Not joined here: the carry below waits for its work (timed in books_ledger_s).
+            pool = ThreadPoolExecutor(1, "ledger")
+            writing.callback(pool.shutdown, wait=False)
             begun = start_carry(
                 conn, pool, before=stored, after=merged, day=day, base_run_id=base_id
             )
