@@ -12,7 +12,7 @@ import functools
 import hashlib
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
@@ -343,10 +343,11 @@ def _persist_and_sync(
     carry: tuple[Any, pd.DataFrame, pd.DataFrame] | None = None,
     books: InMemory | None = None,
     parts: Any = None,
+    on_stored: Callable[[int], None] | None = None,
 ) -> RunResult:
     """Store the run (outcomes; or, with `carry`, the fresh ones and a copy of the carried
     rows: outcomes may then be None, `parts` building them on demand) and sync the exception
-    queue."""
+    queue; `on_stored` is called with the run's id between the two."""
     from core.review import sync_exceptions
 
     # A run some crashed process left 'running' long ago is marked failed first.
@@ -366,6 +367,8 @@ def _persist_and_sync(
             timings=timings,
             staged=staged,
         )
+    if on_stored is not None:
+        on_stored(run_id)
     began = time.perf_counter()
     # Due dates count the run's own working days: its holidays are no working days either.
     # They count from the run's as-of (the books' date), not the wall clock.
@@ -753,6 +756,33 @@ def reconcile_day_into_db(
                 whole = outcomes if outcomes is not None else result.outcomes
                 snapshot = writer.submit(_snapshot_files, keep_in, merged, whole, state)
             writing.callback(_discard_unnamed, snapshot)
+        # The Books ledger's carry (core.books.carry) computed on a thread while the run is
+        # stored: the day's families from now, the change once the run's flags are stored.
+        ledger: list[Any] = []
+        if base_id is not None:
+            from core.books.carry import continue_carry, start_carry
+
+            # Not joined here: the carry below waits for its work (timed in books_ledger_s).
+            pool = ThreadPoolExecutor(1, "ledger")
+            writing.callback(pool.shutdown, wait=False)
+            begun = start_carry(
+                conn, pool, before=stored, after=merged, day=day, base_run_id=base_id
+            )
+            ledger += [begun] if begun is not None else []
+
+        def flags_stored(run_id: int) -> None:
+            if ledger and base_id is not None:
+                ledger[0] = continue_carry(
+                    conn,
+                    pool,
+                    ledger[0],
+                    before=stored,
+                    after=merged,
+                    day=day,
+                    base_run_id=base_id,
+                    run_id=run_id,
+                )
+
         began = time.perf_counter()
         imported = store_dataset(
             conn,
@@ -766,7 +796,16 @@ def reconcile_day_into_db(
         timings["store_dataset_s"] = round(time.perf_counter() - began, 3)
         hashes = {**loaded.input_hashes, "pricing": pricing_hash}
         stored_run = _persist_and_sync(
-            conn, outcomes, params, as_of, source, hashes, timings, carry=carry, parts=result
+            conn,
+            outcomes,
+            params,
+            as_of,
+            source,
+            hashes,
+            timings,
+            carry=carry,
+            parts=result,
+            on_stored=flags_stored,
         )
         record_run_kind(conn, stored_run.run_id, kind=kind, base_run_id=base_id, scope=scope)
         if snapshot is not None:
@@ -782,6 +821,7 @@ def reconcile_day_into_db(
         base_run_id=base_id,
         run_id=stored_run.run_id,
         import_id=imported.import_id,
+        started=ledger[0] if ledger else None,
     )
     counted = carry[2] if carry is not None else None
     return DayRunResult(stored_run, kind, base_id, scope, read_from, counted)

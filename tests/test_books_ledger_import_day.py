@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import core.books.carry
 import core.books.ledger
 from core.benchmark import generate
 from core.books.ledger import derive_ledger, ledger_status, rebuild_ledger
@@ -279,3 +281,34 @@ def test_books_renders_the_carried_ledger_as_current_without_reading_the_raw_tab
     at = _books("viewer@example.com")
     assert not at.warning
     assert {m.label for m in at.metric} == {"Opening", "Closing", "Open items", "Residual"}
+
+
+def test_a_day_finds_the_ledger_change_on_a_thread_and_uses_it_only_for_the_flags_it_reads(
+    chain: tuple[list[Path], list[int]], db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folders, as_ofs = chain
+    threads: list[str] = []
+    real_change = core.books.carry.ledger_change
+    real_continue = core.books.carry.continue_carry
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return real_change(*args, **kwargs)
+
+    def with_the_base_runs_flags(*args: Any, **kwargs: Any) -> Any:
+        return real_continue(*args, **{**kwargs, "run_id": kwargs["base_run_id"]})
+
+    monkeypatch.setattr(core.books.carry, "ledger_change", recording)
+    conn = connect(db_url)
+    try:
+        for n, (folder, as_of) in enumerate(zip(folders[:3], as_ofs[:3], strict=True)):
+            if n == 2:  # a change found for other flags than the run stored: not used
+                monkeypatch.setattr(core.books.carry, "continue_carry", with_the_base_runs_flags)
+            done = reconcile_day_into_db(conn, folder, params=PARAMS, as_of=as_of)
+            assert ledger_status(conn).current
+            if n > 0:
+                assert done.kind == "incremental"
+                _assert_equals_a_full_derivation(conn)
+        assert threads == ["ledger_0", "ledger_0", "MainThread"]
+    finally:
+        conn.close()

@@ -4,7 +4,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import shutil
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
@@ -12,12 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from core.__main__ import early_parse_folder, main, start_early_parse
+from core.__main__ import EXIT_WITHOUT_FREEING, early_parse_folder, main, start_early_parse
+from core.benchmark import generate
 from core.ingest import load as ingest_load
 from core.ingest import readers
 from tests.conftest import ROOT
+from tests.test_pipeline_incremental import split_into_days
 
 AS_OF = "2026-06-30T23:59:59+05:30"
+IST = dt.timezone(dt.timedelta(hours=5, minutes=30))
 
 
 @pytest.fixture(scope="module")
@@ -161,3 +166,43 @@ def test_a_process_ending_without_teardown_keeps_its_error_exit_codes(
     assert missing.returncode == 2 and b"not a dataset folder" in missing.stderr
     wrong = _module_run(["reconcile", str(folder), "--out", "r.csv", "--grace-days", "-1"])
     assert wrong.returncode == 2 and b"--grace-days" in wrong.stderr
+
+
+def test_import_day_ending_without_teardown_stores_the_same_run_as_in_process(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`import-day` ends without interpreter teardown too (EXIT_WITHOUT_FREEING): its
+    database and snapshot are closed by then, so a day stored by the process is the one an
+    in-process call stores, and its report reaches stdout whole."""
+    generated = generate(tmp_path / "full", payments=1500, seed=11)
+    last = dt.datetime.fromtimestamp(generated.as_of, tz=IST).date()
+    cut = last - dt.timedelta(days=2)
+    days = split_into_days(tmp_path / "full", tmp_path / "days", [cut])
+    as_ofs = [f"{cut - dt.timedelta(days=1)}T23:59:59+05:30", AS_OF]
+    assert "import-day" in EXIT_WITHOUT_FREEING
+    reports = []
+    for name, run in (("process", _module_run), ("in-process", None)):
+        db = tmp_path / name / "day.sqlite"
+        db.parent.mkdir()
+        for day, as_of in zip(days, as_ofs, strict=True):
+            args = ["import-day", str(day), "--db", str(db), "--as-of", as_of]
+            if run is None:
+                assert main(args) == 0
+                reports.append(capsys.readouterr().out)
+            else:
+                done = run(args)
+                assert done.returncode == 0, done.stderr
+                reports.append(done.stdout.decode())
+        assert any((db.parent / "day.sqlite.snapshots").glob("run-2.*.arrow"))
+    assert "incremental over run 1" in reports[1]
+    for process, in_process in ((reports[0], reports[2]), (reports[1], reports[3])):
+        assert process.splitlines()[-1].startswith("timings: ")
+        # the first line names the database; the timings differ run to run
+        mine, theirs = (r.split("timings:")[0].splitlines()[1:] for r in (process, in_process))
+        assert mine == theirs
+    outcomes = []
+    for name in ("process", "in-process"):
+        conn = sqlite3.connect(tmp_path / name / "day.sqlite")
+        outcomes.append(conn.execute("SELECT * FROM outcomes ORDER BY 1, 2, 3").fetchall())
+        conn.close()
+    assert outcomes[0] == outcomes[1] and len(outcomes[0]) > 0

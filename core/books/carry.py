@@ -27,6 +27,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Iterable
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 
 import numpy as np
@@ -133,48 +134,56 @@ def _lost(dataset: Dataset) -> set[str]:
 
 
 def affected_families(
-    before: Dataset, after: Dataset, day: Dataset, changed_flags: set[tuple[str, str]]
+    before: Dataset,
+    after: Dataset,
+    day: Dataset,
+    changed_flags: set[tuple[str, str]],
+    start: Families | None = None,
 ) -> Families:
     """The families whose events may differ between `before` and `after` (= `before` with
-    `day` upserted), given the entities whose exception flag changed."""
+    `day` upserted), given the entities whose exception flag changed. `start`, when given,
+    is `day_families(before, after, day)` (found earlier, e.g. while the run was stored):
+    the closure then continues from it with the flagged entities alone."""
     flagged = {kind: {i for k, i in changed_flags if k == kind} for kind in _KINDS}
+    versions = [_Recon.of(before.recon), _Recon.of(after.recon)]
+    seeds = [
+        _among(v.key, flagged["recon_row"]) | _among(v.entity, flagged["recon_row"])
+        for v in versions
+    ]
+    if start is not None:  # a closed set: every row its keys reach is in it already
+        payments, refunds = set(start.payments), set(start.refunds)
+        keys = set(start.row_keys)
+        probed = [(keys, payments, refunds) for _ in versions]
+        payments, refunds = payments | flagged["payment"], refunds | flagged["refund"]
+        keys = set(keys)
+        payments, refunds, keys = _closure(versions, seeds, payments, refunds, keys, probed)
+        settlements = set(start.settlements) | flagged["settlement"]
+        return Families(
+            frozenset(payments),
+            frozenset(refunds),
+            frozenset(keys),
+            frozenset(settlements),
+            start.payouts,
+        )
     moved = _moved_times(settle_times(before), settle_times(after))
     disputes = _lost(before) ^ _lost(after)
-    versions = [_Recon.of(before.recon), _Recon.of(after.recon)]
     day_keys = _texts(day.recon["row_key"]) if len(day.recon) else set()
+    in_day = [_among(v.key, day_keys) for v in versions]
     seeds = [
-        _among(v.key, day_keys)
-        | _among(v.settlement, moved)
-        | _among(v.dispute, disputes)
-        | _among(v.key, flagged["recon_row"])
-        | _among(v.entity, flagged["recon_row"])
-        for v in versions
+        seed | day_rows | _among(v.settlement, moved) | _among(v.dispute, disputes)
+        for v, seed, day_rows in zip(versions, seeds, in_day, strict=True)
     ]
     payments = (_texts(day.payments["id"]) if len(day.payments) else set()) | flagged["payment"]
     refunds = (_texts(day.refunds["id"]) if len(day.refunds) else set()) | flagged["refund"]
-    keys: set[str] = set()
-    while True:
-        size = (len(payments), len(refunds), len(keys))
-        for v, seed in zip(versions, seeds, strict=True):
-            hit = (
-                seed
-                | _among(v.key, keys)
-                | (v.is_payment & _among(v.entity, payments))
-                | (v.is_refund & _among(v.entity, refunds))
-            )
-            rows = v.frame[hit]
-            keys |= _texts(rows["row_key"])
-            payments |= _texts(rows.loc[v.is_payment[hit], "entity_id"])
-            refunds |= _texts(rows.loc[v.is_refund[hit], "entity_id"])
-        if (len(payments), len(refunds), len(keys)) == size:
-            break
+    probed = [(day_keys, set[str](), set[str]()) for _ in versions]
+    payments, refunds, keys = _closure(versions, seeds, payments, refunds, set(), probed)
     # A settlement's events change when its time, its flag or a row naming it changes.
     settlements = set(moved) | flagged["settlement"]
     for name in ("settlements", "instant_settlements"):
         frame = getattr(day, name)
         settlements |= _texts(frame["id"]) if len(frame) else set()
-    for v in versions:
-        settlements |= _texts(v.frame.loc[_among(v.key, day_keys), "settlement_id"])
+    for v, day_rows in zip(versions, in_day, strict=True):
+        settlements |= _texts(v.frame.loc[day_rows, "settlement_id"])
     payouts = _texts(day.instant_payouts["id"]) if len(day.instant_payouts) else set()
     return Families(
         frozenset(payments),
@@ -183,6 +192,54 @@ def affected_families(
         frozenset(settlements),
         frozenset(payouts),
     )
+
+
+def day_families(before: Dataset, after: Dataset, day: Dataset) -> Families:
+    """The families the day's rows change whatever the flags (`affected_families` with no
+    changed flag): what a day's run can find before its outcomes are stored."""
+    return affected_families(before, after, day, set())
+
+
+def _closure(
+    versions: list[_Recon],
+    seeds: list[np.ndarray],
+    payments: set[str],
+    refunds: set[str],
+    keys: set[str],
+    probed: list[tuple[set[str], set[str], set[str]]],
+) -> tuple[set[str], set[str], set[str]]:
+    """The payments, refunds and row keys reached from the rows `seeds` and the sets given,
+    over both versions: a row is in once its key, or its payment's or refund's id, is.
+    Each version is probed only with what was found since its last probe (`probed`: what
+    it was probed with already, every row those reach being in): `is_in` of a union is the
+    union of `is_in`s and the sets only grow, so it reaches the rows probing with every
+    key each round would, and stops at the same fixpoint."""
+    hits = [np.zeros(len(v.key), dtype=np.bool_) for v in versions]
+    pending = list(seeds)
+    while True:
+        grown = False
+        for i, v in enumerate(versions):
+            done_keys, done_payments, done_refunds = probed[i]
+            found = (
+                pending[i]
+                | _among(v.key, keys - done_keys)
+                | (v.is_payment & _among(v.entity, payments - done_payments))
+                | (v.is_refund & _among(v.entity, refunds - done_refunds))
+            )
+            pending[i] = np.zeros(len(v.key), dtype=np.bool_)
+            probed[i] = (done_keys | keys, done_payments | payments, done_refunds | refunds)
+            fresh = found & ~hits[i]
+            if not fresh.any():
+                continue
+            hits[i] |= fresh
+            rows = v.frame[["row_key", "entity_id"]][fresh]
+            size = (len(payments), len(refunds), len(keys))
+            keys |= _texts(rows["row_key"])
+            payments |= _texts(rows.loc[v.is_payment[fresh], "entity_id"])
+            refunds |= _texts(rows.loc[v.is_refund[fresh], "entity_id"])
+            grown = grown or (len(payments), len(refunds), len(keys)) != size
+        if not grown:
+            return payments, refunds, keys
 
 
 _KINDS = ("payment", "refund", "recon_row", "settlement")
@@ -302,6 +359,94 @@ class Carried:
     seconds: float = 0.0
 
 
+@dataclass(frozen=True)
+class Change:
+    """The ledger's change over a day: the families (`affected_families`), the sums of
+    their events after less before (`_difference`) and the change in the event count,
+    for the flags they were found with."""
+
+    old_flags: Flags
+    new_flags: Flags
+    families: Families
+    sums: Sums
+    events: int
+
+
+def ledger_change(
+    before: Dataset,
+    after: Dataset,
+    day: Dataset,
+    old_flags: Flags,
+    new_flags: Flags,
+    start: Families | None = None,
+) -> Change:
+    """The change the day and the new run's flags make to the ledger (`start`: as
+    `affected_families`'s). Reads the frames alone."""
+    families = affected_families(before, after, day, set(old_flags ^ new_flags), start)
+    new, new_count = family_sums(after, families, new_flags)
+    old, old_count = family_sums(before, families, old_flags)
+    sums = _difference(new, old)
+    return Change(old_flags, new_flags, families, sums, new_count - old_count)
+
+
+@dataclass(frozen=True)
+class Started:
+    """Work for `carry_ledger_forward` done on a thread while the day's run is stored: the
+    day's families (`day_families`, from `start_carry`), then, once the run's outcomes
+    are stored, the whole change for its flags (`continue_carry`: None before)."""
+
+    families: Future[Families]
+    change: Future[Change] | None = None
+
+
+def start_carry(
+    conn: sqlite3.Connection,
+    pool: Executor,
+    *,
+    before: Dataset,
+    after: Dataset,
+    day: Dataset,
+    base_run_id: int | None,
+) -> Started | None:
+    """Start finding the day's families on `pool` (they read the frames alone, no
+    database), or None when the stored ledger will not be carried to this day's run anyway
+    (no complete ledger of this format, or not derived from `base_run_id`).
+    `carry_ledger_forward(..., started=)` still makes every check before it uses them."""
+    if base_run_id is None:
+        return None
+    state = sql.ledger_state(conn)
+    if state is None or state["format"] != FORMAT or state["source_version"] == "":
+        return None
+    if state["run_id"] != base_run_id:
+        return None
+    return Started(pool.submit(day_families, before, after, day))
+
+
+def continue_carry(
+    conn: sqlite3.Connection,
+    pool: Executor,
+    started: Started,
+    *,
+    before: Dataset,
+    after: Dataset,
+    day: Dataset,
+    base_run_id: int,
+    run_id: int,
+) -> Started:
+    """Once run `run_id`'s outcomes are stored (its exceptions need not be synced yet),
+    start computing the ledger's change on `pool` from the day's families and the two
+    runs' flags (read here). `carry_ledger_forward` uses it only when it reads the same
+    flags."""
+    old_flags = exception_keys(conn, base_run_id)
+    new_flags = exception_keys(conn, run_id)
+
+    def change() -> Change:
+        start = started.families.result()
+        return ledger_change(before, after, day, old_flags, new_flags, start)
+
+    return Started(started.families, pool.submit(change))
+
+
 def carry_ledger_forward(
     conn: sqlite3.Connection,
     *,
@@ -311,12 +456,15 @@ def carry_ledger_forward(
     base_run_id: int | None,
     run_id: int,
     import_id: int | None,
+    started: Started | None = None,
 ) -> Carried:
     """After `import-day` stored run `run_id` over `after` (`before` with `day` upserted, the
     raw tables as import `import_id` left them; `base_run_id` the run it carried forward),
     bring the stored ledger current by the day's change alone, when it was current before
     the day (else leave it stale). The seconds are added to the run's timings
-    (`books_ledger_s`)."""
+    (`books_ledger_s`). `started`: `start_carry`'s for the same frames, whose day's
+    families the closure continues from (the same families, found while the run was
+    stored)."""
     began = (time.perf_counter(), time.process_time())
     if ledger_status(conn).current:  # a full run derived it already
         return Carried(True, "current")
@@ -326,10 +474,13 @@ def carry_ledger_forward(
         new_flags = exception_keys(conn, run_id)
     if reason is not None or old_flags is None:
         return _done(conn, run_id, began, Carried(False, reason or "no base run"))
-    families = affected_families(before, after, day, set(old_flags ^ new_flags))
-    new, new_count = family_sums(after, families, new_flags)
-    old, old_count = family_sums(before, families, old_flags)
-    change = _difference(new, old)
+    ahead = None if started is None or started.change is None else started.change.result()
+    if ahead is not None and (ahead.old_flags, ahead.new_flags) == (old_flags, new_flags):
+        found = ahead
+    else:
+        start = None if started is None else started.families.result()
+        found = ledger_change(before, after, day, old_flags, new_flags, start)
+    families, change = found.families, found.sums
     with transaction(conn):
         reason = _why_not(conn, before, after, base_run_id, import_id)
         if reason is not None:
@@ -355,7 +506,7 @@ def carry_ledger_forward(
             ),
             run_id=run_id,
             version=sql.source_version(conn),
-            events=new_count - old_count,
+            events=found.events,
             now=int(time.time()),
         )
     size = len(families.payments) + len(families.refunds) + len(families.row_keys)
