@@ -13,7 +13,7 @@ import hashlib
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -228,7 +228,7 @@ def store_folder_run(
     A large run is staged (core.db.staging): the outcomes on a worker thread, the raw
     tables on two more (`staging`, when the caller started them before reconciling; else
     `store_dataset` starts them), then each is copied in."""
-    from core.books.ledger import Computed, derive_in_memory, mark_building
+    from core.books.ledger import Computed, mark_building
     from core.ingest import store_dataset
 
     began = time.perf_counter()
@@ -236,7 +236,7 @@ def store_folder_run(
         # The Books ledger derives from the dataset and these outcomes alone: on a worker
         # thread while this one stores them (docs/books.md "The stored ledger").
         ledger_worker = stack.enter_context(ThreadPoolExecutor(1, "books-ledger"))
-        deriving = ledger_worker.submit(derive_in_memory, run.dataset, run.outcomes)
+        deriving = ledger_worker.submit(_books_after_staging, staging, run.dataset, run.outcomes)
         # A new database file takes the first load through a rollback journal (every page
         # written once, not into the WAL and again by a checkpoint); WAL again at the end.
         stack.enter_context(rollback_journal_while_new(conn))
@@ -274,6 +274,19 @@ def store_folder_run(
             staged,
             books=books,
         )
+
+
+def _books_after_staging(
+    staging: RawStaging | None, dataset: Dataset, outcomes: pd.DataFrame
+) -> tuple[Any, int]:
+    """core.books.ledger.derive_in_memory, once the raw tables' staging writers are done:
+    their rows are freed by then, so the ledger's working memory (~0.65 GB at 1M payments)
+    comes on top of the staged copy's, not theirs (peak RSS)."""
+    from core.books.ledger import derive_in_memory
+
+    if staging is not None:
+        wait(staging.pending)  # their errors are store_dataset's to raise
+    return derive_in_memory(dataset, outcomes)
 
 
 def reconcile_folder_into_db(

@@ -99,3 +99,78 @@ def test_a_failure_of_the_ledger_worker_leaves_the_run_stored_and_the_ledger_sta
         assert rebuild_ledger(conn).current  # an admin's rebuild makes it current again
     finally:
         conn.close()
+
+
+# SQLite only: staging files (core.db.staging).
+def test_a_staged_run_derives_the_books_only_once_the_raw_tables_staging_writers_are_done(
+    benchmark_1500: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import core.books.ledger
+    from core.db import migrate, staging
+    from core.ingest import stage as ingest_stage
+
+    monkeypatch.setattr(staging, "STAGING_MIN_ROWS", 0)  # staged whatever the size
+    ledger_started = threading.Event()
+    written: list[str] = []
+    overlapped: list[str] = []
+    real_write = ingest_stage.write_staged_file
+
+    def writing(path: Path, *args: object) -> object:
+        result = real_write(path, *args)  # type: ignore[arg-type]
+        # A ledger started now would hold its memory beside this writer's rows.
+        if ledger_started.wait(timeout=3):
+            overlapped.append(path.name)
+        written.append(path.name)
+        return result
+
+    real_derive = core.books.ledger.derive_in_memory
+    at_start: list[int] = []
+
+    def deriving(*args: object) -> object:
+        at_start.append(len(written))
+        ledger_started.set()
+        return real_derive(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ingest_stage, "write_staged_file", writing)
+    monkeypatch.setattr(core.books.ledger, "derive_in_memory", deriving)
+    path = tmp_path / "staged.sqlite"
+    conn = connect(path)
+    try:
+        migrate(conn)
+        run = reconcile_folder_into_db(conn, benchmark_1500, params=EngineParams(), as_of=AS_OF)
+        assert len(written) >= 2 and overlapped == []
+        assert at_start == [len(written)]
+        status = ledger_status(conn)
+        assert status.current and status.run_id == run.run_id
+    finally:
+        conn.close()
+
+
+# SQLite only: staging files (core.db.staging).
+def test_a_failed_staging_writer_fails_the_run_and_the_ledger_worker_with_it(
+    benchmark_1500: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.db import migrate, staging
+    from core.errors import StorageError
+    from core.ingest import stage as ingest_stage
+
+    monkeypatch.setattr(staging, "STAGING_MIN_ROWS", 0)
+    real_write = ingest_stage.write_staged_file
+
+    def second_fails(path: Path, tables: object, *args: object) -> object:
+        if path.name == "raw1.sqlite":
+            return real_write(path.parent / "gone" / path.name, tables, *args)  # type: ignore[arg-type]
+        return real_write(path, tables, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ingest_stage, "write_staged_file", second_fails)
+    path = tmp_path / "failed.sqlite"
+    conn = connect(path)
+    try:
+        migrate(conn)
+        with pytest.raises(StorageError):
+            reconcile_folder_into_db(conn, benchmark_1500, params=EngineParams(), as_of=AS_OF)
+        assert latest_completed_run(conn) is None
+        assert conn.execute("SELECT count(*) FROM payments").fetchone()[0] == 0
+        assert not ledger_status(conn).current
+    finally:
+        conn.close()
