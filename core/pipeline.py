@@ -13,7 +13,7 @@ import hashlib
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -39,7 +39,7 @@ from core.ingest.report import ImportReport
 from core.ingest.stage import RawStaging
 
 if TYPE_CHECKING:  # import-day never derives the books: the ledger loads when a run does
-    from core.books.ledger import InMemory
+    from core.books.ledger import Computed, InMemory
 
 
 @dataclass(frozen=True)
@@ -228,10 +228,15 @@ def store_folder_run(
     A large run is staged (core.db.staging): the outcomes on a worker thread, the raw
     tables on two more (`staging`, when the caller started them before reconciling; else
     `store_dataset` starts them), then each is copied in."""
+    from core.books.ledger import Computed, mark_building
     from core.ingest import store_dataset
 
     began = time.perf_counter()
     with ExitStack() as stack:
+        # The Books ledger derives from the dataset and these outcomes alone: on a worker
+        # thread while this one stores them (docs/books.md "The stored ledger").
+        ledger_worker = stack.enter_context(ThreadPoolExecutor(1, "books-ledger"))
+        deriving = ledger_worker.submit(_books_after_staging, staging, run.dataset, run.outcomes)
         # A new database file takes the first load through a rollback journal (every page
         # written once, not into the WAL and again by a checkpoint); WAL again at the end.
         stack.enter_context(rollback_journal_while_new(conn))
@@ -255,9 +260,7 @@ def store_folder_run(
             staging=staging,
         )
         # The raw tables are now exactly run.dataset (replaced): the books derive from it.
-        from core.books.ledger import InMemory, mark_building
-
-        books = InMemory(run.dataset, mark_building(conn))
+        books = Computed(deriving, mark_building(conn))
         timings = {**run.timings, "store_dataset_s": round(time.perf_counter() - began, 3)}
         staged = staging_outcomes.result() if staging_outcomes is not None else None
         return _persist_and_sync(
@@ -271,6 +274,19 @@ def store_folder_run(
             staged,
             books=books,
         )
+
+
+def _books_after_staging(
+    staging: RawStaging | None, dataset: Dataset, outcomes: pd.DataFrame
+) -> tuple[Any, int]:
+    """core.books.ledger.derive_in_memory, once the raw tables' staging writers are done:
+    their rows are freed by then, so the ledger's working memory (~0.65 GB at 1M payments)
+    comes on top of the staged copy's, not theirs (peak RSS)."""
+    from core.books.ledger import derive_in_memory
+
+    if staging is not None:
+        wait(staging.pending)  # their errors are store_dataset's to raise
+    return derive_in_memory(dataset, outcomes)
 
 
 def reconcile_folder_into_db(
@@ -341,7 +357,7 @@ def _persist_and_sync(
     staged: StagedOutcomes | None = None,
     *,
     carry: tuple[Any, pd.DataFrame, pd.DataFrame] | None = None,
-    books: InMemory | None = None,
+    books: InMemory | Computed | None = None,
     parts: Any = None,
     on_stored: Callable[[int], None] | None = None,
 ) -> RunResult:
@@ -380,7 +396,7 @@ def _persist_and_sync(
         **(stored.timings if stored and stored.timings else timings),
         "sync_s": round(time.perf_counter() - began, 3),
         # docs/books.md "The stored ledger": derived after a full run, not an incremental one
-        **({} if carry is not None else {"books_ledger_s": _rebuild_books(conn, books)}),
+        **({} if carry is not None else {"books_ledger_s": _rebuild_books(conn, books, run_id)}),
     }
     update_timings(conn, run_id, all_timings)
     return RunResult(
@@ -393,11 +409,16 @@ def _persist_and_sync(
     )
 
 
-def _rebuild_books(conn: sqlite3.Connection, books: InMemory | None) -> float:
+def _rebuild_books(
+    conn: sqlite3.Connection, books: InMemory | Computed | None, run_id: int
+) -> float:
     """core.books.ledger.rebuild_after_run, imported only by a run that derives the books
-    (an incremental run does not: import-day never loads the ledger's modules)."""
-    from core.books.ledger import rebuild_after_run
+    (an incremental run does not: import-day never loads the ledger's modules). A ledger
+    derived on a worker from the run's outcomes (`Computed`) is recorded against `run_id`."""
+    from core.books.ledger import Computed, rebuild_after_run
 
+    if isinstance(books, Computed):
+        books = books.for_run(run_id)
     return rebuild_after_run(conn, source=books)
 
 

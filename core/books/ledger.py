@@ -25,7 +25,8 @@ import datetime as dt
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from concurrent.futures import Future
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -161,12 +162,15 @@ def partial_sums(events: pd.DataFrame) -> Sums:
     )
     where = np.flatnonzero(np.asarray(lines, dtype=object) == UNEXPLAINED)
     hit = np.flatnonzero(codes == where[0]) if len(where) else np.zeros(0, dtype=np.int64)
-    picked = events.iloc[hit]
+    # The entity columns stay the events' own (Arrow) text: a payment's difference and its
+    # settled row's are each ~0.9M unexplained events at 1M payments, which as Python str
+    # objects cost memory and the groupby's hashing of objects (pandas made those objects
+    # the same `str` dtype again).
     detail = pd.DataFrame(
         {
             "day": day[hit],
-            "entity_type": picked["entity_type"].to_numpy(dtype=object),
-            "entity_id": picked["entity_id"].to_numpy(dtype=object),
+            "entity_type": events["entity_type"].array.take(hit),
+            "entity_id": events["entity_id"].array.take(hit),
             "amount": amount[hit],
         }
     )
@@ -290,7 +294,47 @@ class Windows:
     version: str
 
 
-Source = InMemory | Windows
+@dataclass(frozen=True)
+class Computed:
+    """The ledger already being derived on a worker thread (`derive_in_memory`), from the
+    whole stored data in memory and a run's outcomes (the exceptions it flags), while that
+    run is stored. `pending` gives `ledger_of`'s (Ledger, events); `version` as for
+    `InMemory`; `run_id`: the stored run whose outcomes were given (set once it has an id,
+    `for_run`). The run's stored exceptions are those outcomes' EXCEPTION rows, so this is
+    the ledger `InMemory` derives after the run; if the worker failed, storing it raises
+    before anything is written and the ledger stays stale (marked by `mark_building`)."""
+
+    pending: Future[tuple[Ledger, int]]
+    version: str
+    run_id: int | None = None
+
+    def for_run(self, run_id: int) -> Computed:
+        """This derivation, recorded against the run `run_id` (the outcomes' run)."""
+        return replace(self, run_id=run_id)
+
+
+Source = InMemory | Windows | Computed
+
+
+def flagged_of(outcomes: pd.DataFrame) -> frozenset[tuple[str, str]]:
+    """(entity_type, entity_id) of every EXCEPTION outcome of an outcome frame: what
+    `core.db.books.exception_keys` reads back once the frame is stored as a run."""
+    exceptions = outcomes.loc[
+        outcomes["status"].astype(str).to_numpy() == "EXCEPTION", ["entity_type", "entity_id"]
+    ]
+    return frozenset(
+        zip(
+            exceptions["entity_type"].astype(str).tolist(),
+            exceptions["entity_id"].astype(str).tolist(),
+            strict=True,
+        )
+    )
+
+
+def derive_in_memory(dataset: Dataset, outcomes: pd.DataFrame) -> tuple[Ledger, int]:
+    """`ledger_of(dataset, flagged_of(outcomes))`: what a `Computed`'s worker runs, on the
+    whole stored data and the outcomes of the run being stored."""
+    return ledger_of(dataset, flagged_of(outcomes))
 
 
 def mark_building(conn: sqlite3.Connection) -> str:
@@ -336,6 +380,12 @@ def derive_ledger(
     `source`: the raw tables from memory or from a window store instead of a read."""
     if isinstance(source, Windows):
         return _derive_by_windows(conn, source, progress)
+    if isinstance(source, Computed):
+        if source.run_id is None:
+            raise ValueError("a ledger derived from a run's outcomes names no run")
+        progress(0.45, "Deriving the receivable's events")
+        ledger, count = source.pending.result()  # the worker's error, if it failed
+        return Derived(ledger, count, source.run_id, source.version)
     if source is None:
         with transaction(conn, immediate=False):
             version = sql.source_version(conn)
