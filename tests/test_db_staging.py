@@ -8,6 +8,7 @@ test at the end of this module that proves the same property of COPY."""
 
 from __future__ import annotations
 
+import datetime as dt
 import sqlite3
 import tempfile
 from collections.abc import Iterator
@@ -29,7 +30,7 @@ from core.errors import StorageError
 from core.ingest import load_dataset, store_dataset
 from core.ingest import stage as ingest_stage
 from core.ingest.stage import staging_raw_tables
-from core.pipeline import reconcile_folder_into_db
+from core.pipeline import reconcile_day_into_db, reconcile_folder_into_db
 
 RAW_TABLES = tuple(table for table, _, _ in _HOUSE_RAW_TABLES.values())
 
@@ -551,6 +552,53 @@ def test_the_reconcile_command_stores_the_same_whether_staged_or_not(
     assert sorted(staged_files) == sorted([*RAW_TABLES, "outcomes"])
     assert stored == direct
     assert (tmp_path / "staged.csv").read_bytes() == direct_csv
+    assert list(private_tmp.iterdir()) == []
+
+
+# SQLite only: staging files; on PostgreSQL see
+# test_pipeline_incremental.test_import_day_chain_equals_a_full_run_over_the_stored_data.
+def test_import_day_stages_its_day_before_reconciling_and_stores_what_direct_writes_do(
+    benchmark_folder: tuple[Path, int],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    private_tmp: Path,
+) -> None:
+    from core.db import raw
+    from core.engine import incremental
+    from tests.test_pipeline_incremental import IST, split_into_days
+
+    folder, as_of = benchmark_folder
+    cut = dt.datetime.fromtimestamp(as_of, tz=IST).date() - dt.timedelta(days=2)
+    days = split_into_days(folder, tmp_path / "days", [cut])
+    first_as_of = int(dt.datetime.combine(cut, dt.time(23, 59, 59), IST).timestamp()) - 86_400
+    events: list[str] = []
+
+    def spy(module: Any, name: str, event: str) -> None:
+        real = getattr(module, name)
+
+        def recording(*args: Any, **kwargs: Any) -> Any:
+            events.append(event)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, recording)
+
+    spy(raw, "staged_raw_tables", "staged")
+    spy(incremental, "reconcile_incremental", "reconciled")
+    stored = {}
+    for value in (NEVER, 0):
+        _stage_from(monkeypatch, value)
+        path = tmp_path / f"{value}" / "db.sqlite"
+        path.parent.mkdir()
+        conn = _database(path)
+        for day, day_as_of in zip(days, (first_as_of, as_of), strict=True):
+            reconcile_day_into_db(conn, day, params=EngineParams(), as_of=day_as_of)
+        conn.close()
+        stored[value] = _tables_of(path)
+    # Direct: the second day's incremental run. Staged: the first day (into empty tables,
+    # staged inside store_dataset), then the second day staged before its run reconciles.
+    assert events == ["reconciled", "staged", "staged", "reconciled"]
+    assert stored[0] == stored[NEVER]
+    assert stored[0]["payments"] and len(stored[0]["runs"]) == 2
     assert list(private_tmp.iterdir()) == []
 
 
