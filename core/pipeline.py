@@ -709,6 +709,32 @@ def reconcile_day_into_db(
     the tables; an incremental run's carried outcomes are copied inside the database; the
     new run leaves a snapshot for the next day (docs/engine.md, "Stored incremental
     runs")."""
+    from core.ingest.mappings import saved_mappings
+    from core.ingest.stage import staging_raw_tables
+
+    loaded = load_folder(folder, amount_unit, saved_mappings(conn))
+    day = qualify_bank_lines(loaded.dataset, Path(folder).resolve().name)
+    # The day's raw tables staged on worker threads while this one reads the stored state
+    # and reconciles; store_dataset upserts them from there (core.ingest.stage).
+    with staging_raw_tables(conn, day, loaded.report.content_hash, replace=False) as staging:
+        return _reconcile_loaded_day(
+            conn, folder, loaded, day, staging, params, as_of, source, full, snapshots
+        )
+
+
+def _reconcile_loaded_day(
+    conn: sqlite3.Connection,
+    folder: str | Path,
+    loaded: LoadedFolder,
+    day: Dataset,
+    staging: RawStaging | None,
+    params: EngineParams,
+    as_of: int,
+    source: str,
+    full: bool,
+    snapshots: str | Path | None,
+) -> DayRunResult:
+    """`reconcile_day_into_db` once the day is loaded (its raw tables being staged)."""
     from core.books.store import pricing_plans
     from core.db.backend import is_postgres
     from core.db.runs import latest_completed_run, read_outcome_frame, record_run_kind
@@ -718,11 +744,8 @@ def reconcile_day_into_db(
         reconcile_incremental,
     )
     from core.ingest import store_dataset
-    from core.ingest.mappings import saved_mappings
     from core.snapshots import wants_delta
 
-    loaded = load_folder(folder, amount_unit, saved_mappings(conn))
-    day = qualify_bank_lines(loaded.dataset, Path(folder).resolve().name)
     pricing = pricing_plans(conn)
     pricing_hash = pricing_fingerprint(pricing)
     keep_in = snapshot_folder(conn, snapshots)
@@ -813,6 +836,7 @@ def reconcile_day_into_db(
             content_hash=loaded.report.content_hash,
             replace=False,
             files=loaded.report.files,
+            staging=staging,
         )
         timings["store_dataset_s"] = round(time.perf_counter() - began, 3)
         hashes = {**loaded.input_hashes, "pricing": pricing_hash}

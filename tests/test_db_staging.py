@@ -8,12 +8,14 @@ test at the end of this module that proves the same property of COPY."""
 
 from __future__ import annotations
 
+import datetime as dt
 import sqlite3
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pyarrow as pa
 import pytest
 
@@ -28,7 +30,7 @@ from core.errors import StorageError
 from core.ingest import load_dataset, store_dataset
 from core.ingest import stage as ingest_stage
 from core.ingest.stage import staging_raw_tables
-from core.pipeline import reconcile_folder_into_db
+from core.pipeline import reconcile_day_into_db, reconcile_folder_into_db
 
 RAW_TABLES = tuple(table for table, _, _ in _HOUSE_RAW_TABLES.values())
 
@@ -299,6 +301,82 @@ def test_storing_the_same_content_again_stages_nothing(
     conn.close()
 
 
+def _a_day_over(dataset: Any) -> Any:
+    """A day's dataset over `dataset` stored already: payments and recon rows changed, sent
+    again unchanged and new (one new key twice, its second row's values to win), refunds
+    sent again unchanged."""
+    payments = dataset.payments
+    changed = payments.iloc[:20].copy()
+    changed["amount"] = changed["amount"] + 1
+    new = payments.iloc[20:40].copy()
+    new["id"] = [f"pay_day{i:03d}" for i in range(len(new))]
+    repeated = new.iloc[[3]].copy()
+    repeated["amount"] = 4242
+    same = payments.iloc[40:60]
+    day_payments = pd.concat([new.iloc[:10], changed, same, new.iloc[10:], repeated])
+    recon = dataset.recon
+    recon_changed = recon.iloc[:15].copy()
+    recon_changed["amount"] = recon_changed["amount"] + 7
+    return type(dataset)(
+        payments=day_payments.reset_index(drop=True),
+        refunds=dataset.refunds.iloc[:5].reset_index(drop=True),
+        settlements=dataset.settlements.iloc[:0],
+        recon=pd.concat([recon.iloc[15:30], recon_changed]).reset_index(drop=True),
+        bank=dataset.bank.iloc[:0],
+        has_bank_statement=True,
+    )
+
+
+def _store_a_day(path: Path, folder: Path, staged_files: list[str]) -> sqlite3.Connection:
+    """The folder stored (replacing), a Books ledger built (so its update triggers mark a
+    change), then `_a_day_over` it upserted; `staged_files` holds the day's staged tables."""
+    conn = _store(path, folder)
+    conn.execute(
+        "INSERT INTO books_ledger (id, run_id, source_version, changed, built_at, events,"
+        " format) VALUES (1, NULL, 'v', 0, 0, 0, 1)"
+    )
+    dataset, _ = load_dataset(folder)
+    staged_files.clear()
+    store_dataset(conn, _a_day_over(dataset), source="files", location="day", content_hash="day")
+    return conn
+
+
+# SQLite only: staging files; on PostgreSQL see
+# test_ingest_store.test_an_upsert_rewrites_only_the_rows_whose_content_changed.
+def test_a_staged_day_upserted_into_stored_tables_writes_what_direct_upserts_do(
+    benchmark_folder: tuple[Path, int],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    private_tmp: Path,
+    staged_files: list[str],
+) -> None:
+    _stage_from(monkeypatch, NEVER)
+    direct = _store_a_day(tmp_path / "direct.sqlite", benchmark_folder[0], staged_files)
+    assert staged_files == []
+    _stage_from(monkeypatch, 0)
+    staged = _store_a_day(tmp_path / "staged.sqlite", benchmark_folder[0], staged_files)
+    assert sorted(staged_files) == sorted(RAW_TABLES)  # the day went through staging
+    for table in RAW_TABLES:  # row ids, values, storage classes and import ids
+        assert _rows(staged, table) == _rows(direct, table), table
+    day_rows = "SELECT count(*) FROM payments WHERE import_id = 2"
+    assert staged.execute(day_rows).fetchone()[0] == 20 + 20  # changed + new: not `same`
+    last = "SELECT amount FROM payments WHERE id = 'pay_day003'"
+    assert staged.execute(last).fetchone()[0] == 4242
+    ledger = "SELECT changed FROM books_ledger"
+    assert staged.execute(ledger).fetchone()[0] == direct.execute(ledger).fetchone()[0] == 3
+    imports = (
+        "SELECT id, content_hash, json_extract(report_json, '$.written'),"
+        " json_extract(report_json, '$.exclusive') FROM imports ORDER BY id"
+    )
+    assert staged.execute(imports).fetchall() == direct.execute(imports).fetchall()
+    assert staged.execute("PRAGMA foreign_key_check").fetchall() == []
+    assert staged.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert staged.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert list(private_tmp.iterdir()) == []  # staging files removed
+    staged.close()
+    direct.close()
+
+
 def _run_tables(conn: sqlite3.Connection) -> dict[str, list[tuple[Any, ...]]]:
     """What a pipeline run leaves, without its clock readings."""
     return {
@@ -474,6 +552,53 @@ def test_the_reconcile_command_stores_the_same_whether_staged_or_not(
     assert sorted(staged_files) == sorted([*RAW_TABLES, "outcomes"])
     assert stored == direct
     assert (tmp_path / "staged.csv").read_bytes() == direct_csv
+    assert list(private_tmp.iterdir()) == []
+
+
+# SQLite only: staging files; on PostgreSQL see
+# test_pipeline_incremental.test_import_day_chain_equals_a_full_run_over_the_stored_data.
+def test_import_day_stages_its_day_before_reconciling_and_stores_what_direct_writes_do(
+    benchmark_folder: tuple[Path, int],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    private_tmp: Path,
+) -> None:
+    from core.db import raw
+    from core.engine import incremental
+    from tests.test_pipeline_incremental import IST, split_into_days
+
+    folder, as_of = benchmark_folder
+    cut = dt.datetime.fromtimestamp(as_of, tz=IST).date() - dt.timedelta(days=2)
+    days = split_into_days(folder, tmp_path / "days", [cut])
+    first_as_of = int(dt.datetime.combine(cut, dt.time(23, 59, 59), IST).timestamp()) - 86_400
+    events: list[str] = []
+
+    def spy(module: Any, name: str, event: str) -> None:
+        real = getattr(module, name)
+
+        def recording(*args: Any, **kwargs: Any) -> Any:
+            events.append(event)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, recording)
+
+    spy(raw, "staged_raw_tables", "staged")
+    spy(incremental, "reconcile_incremental", "reconciled")
+    stored = {}
+    for value in (NEVER, 0):
+        _stage_from(monkeypatch, value)
+        path = tmp_path / f"{value}" / "db.sqlite"
+        path.parent.mkdir()
+        conn = _database(path)
+        for day, day_as_of in zip(days, (first_as_of, as_of), strict=True):
+            reconcile_day_into_db(conn, day, params=EngineParams(), as_of=day_as_of)
+        conn.close()
+        stored[value] = _tables_of(path)
+    # Direct: the second day's incremental run. Staged: the first day (into empty tables,
+    # staged inside store_dataset), then the second day staged before its run reconciles.
+    assert events == ["reconciled", "staged", "staged", "reconciled"]
+    assert stored[0] == stored[NEVER]
+    assert stored[0]["payments"] and len(stored[0]["runs"]) == 2
     assert list(private_tmp.iterdir()) == []
 
 

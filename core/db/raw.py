@@ -301,17 +301,20 @@ def upsert_writes(conn: sqlite3.Connection) -> Iterator[None]:
 def _statement(attribute: str, rows: int, *, upsert: bool) -> str:
     """INSERT of `rows` rows (every column plus import_id) into a raw table; with `upsert`,
     a row whose key is stored already updates that row instead."""
-    table, key, spec = RAW_TABLES[attribute]
+    table, _, spec = RAW_TABLES[attribute]
     columns = [*spec, "import_id"]
     row = "(" + ", ".join([*(_bound_value(d) for d in spec.values()), "?"]) + ")"
     sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join([row] * rows)}"
-    if upsert:
-        updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != key)
-        content = [c for c in spec if c != key]
-        sql += (
-            f" ON CONFLICT ({key}) DO UPDATE SET {updates} WHERE {changed_content(table, content)}"
-        )
-    return sql
+    return sql + _upsert_clause(attribute) if upsert else sql
+
+
+def _upsert_clause(attribute: str) -> str:
+    """The ON CONFLICT clause of an upsert into a raw table: a row whose key is stored
+    already updates that row (every column, import_id included) when its content changed."""
+    table, key, spec = RAW_TABLES[attribute]
+    updates = ", ".join(f"{c} = excluded.{c}" for c in [*spec, "import_id"] if c != key)
+    content = [c for c in spec if c != key]
+    return f" ON CONFLICT ({key}) DO UPDATE SET {updates} WHERE {changed_content(table, content)}"
 
 
 def changed_content(table: str, content: list[str]) -> str:
@@ -603,17 +606,20 @@ def arrow_rows(attribute: str, frame: pd.DataFrame, import_id: int) -> pa.Table:
 
 
 def staged_raw_tables(
-    conn: sqlite3.Connection, dataset: Dataset, import_id: int
+    conn: sqlite3.Connection, dataset: Dataset, import_id: int, *, indexes: bool = True
 ) -> list[list[StagedTable]]:
     """The dataset's raw tables as StagedTable groups (STAGING_GROUPS), each table with its
-    house schema and its rows in table column order, `import_id` on every row."""
+    house schema and its rows in table column order, `import_id` on every row. Without
+    `indexes` the schema is the CREATE TABLE alone (rows staged for `upsert_staged_table`,
+    which reads them in order and never looks a key up in the staged file)."""
     groups: list[list[StagedTable]] = []
     for group in STAGING_GROUPS:
         tables: list[StagedTable] = []
         for attribute in group:
             table = RAW_TABLES[attribute][0]
             rows = arrow_rows(attribute, getattr(dataset, attribute), import_id)
-            tables.append(StagedTable(table, table_schema(conn, table), rows))
+            schema = table_schema(conn, table)
+            tables.append(StagedTable(table, schema if indexes else schema[:1], rows))
         groups.append(tables)
     return groups
 
@@ -621,6 +627,30 @@ def staged_raw_tables(
 def copy_staged_table(conn: sqlite3.Connection, alias: str, attribute: str) -> int:
     """A staged raw table into its (empty) house table; returns the row count."""
     return copy_table(conn, alias, RAW_TABLES[attribute][0])
+
+
+def upsert_staged_table(
+    conn: sqlite3.Connection, alias: str, attribute: str, import_id: int
+) -> int:
+    """A staged raw table upserted into its house table (one that holds rows already): one
+    `INSERT ... SELECT` in the staged rows' order, each row carrying `import_id`; returns the
+    staged row count.
+
+    The same statement as `write_frame`'s upserts with the values read from the staged file
+    instead of bound from Python: the same rows at the same places (new rows get their row
+    ids in the frame's order, a key the staged rows repeat ends with the last row's values
+    at the first row's place), the same import ids, and the same update triggers fired (a row
+    sent again unchanged is left alone, `changed_content`). The staged table needs no index:
+    the key is looked up in the house table's."""
+    table, _, spec = RAW_TABLES[attribute]
+    columns = ", ".join(spec)
+    # `WHERE true`: SQLite's grammar needs it between a SELECT and ON CONFLICT.
+    conn.execute(
+        f"INSERT INTO main.{table} ({columns}, import_id) SELECT {columns}, ?"
+        f" FROM {alias}.{table} WHERE true ORDER BY rowid" + _upsert_clause(attribute),
+        (import_id,),
+    )
+    return int(conn.execute(f"SELECT count(*) FROM {alias}.{table}").fetchone()[0])
 
 
 def _json_batch(lines: bytes, schema: pa.Schema) -> pa.Table:

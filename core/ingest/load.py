@@ -483,9 +483,11 @@ def store_dataset(
     duplicated. `replace=True` empties the five raw tables first (never exceptions, runs or
     the audit trail).
 
-    Into empty tables (a replace, or a first import) a large dataset is staged first
-    (core.ingest.stage) and copied in whole; `staging` passes one already started for this
-    dataset. Outside a caller's transaction only: SQLite attaches files outside one.
+    A large dataset is staged first (core.ingest.stage): into empty tables (a replace, or a
+    first import) copied in whole, into tables that hold rows upserted from the staged file
+    (the same rows, row ids and triggers' effects as binding each row from Python);
+    `staging` passes one already started for this dataset. Outside a caller's transaction
+    only: SQLite attaches files outside one.
     """
     report = ImportReport(
         source=source,
@@ -514,14 +516,26 @@ def _store_staged(
 ) -> ImportReport:
     """`_store` with the staged tables attached. Foreign keys are off while the rows are
     copied (SQLite copies whole records only then); every staged row carries the import id
-    this transaction records, so the keys hold by construction."""
+    this transaction records (an upsert binds it), so the keys hold by construction."""
     if staging.content_hash != report.content_hash:
         raise ValueError("the staging was started for other content")
     files = staging.files()
     aliases = {f"staged{i}": staged for i, staged in enumerate(files)}
     paths = {alias: staged.path for alias, staged in aliases.items()}
     with attached(conn, paths), foreign_keys_off(conn):
-        return _store(conn, dataset, report, replace, (staging.import_id, aliases))
+        return _store(
+            conn, dataset, report, replace, _Staged(staging.import_id, aliases, staging.into_stored)
+        )
+
+
+@dataclass(frozen=True)
+class _Staged:
+    """Staging files attached under `aliases`: rows carrying `import_id`; `into_stored`:
+    staged without indexes, for upserts only (core.ingest.stage.RawStaging)."""
+
+    import_id: int
+    aliases: dict[str, StagedFile]
+    into_stored: bool
 
 
 def _store(
@@ -529,7 +543,7 @@ def _store(
     dataset: Dataset,
     report: ImportReport,
     replace: bool,
-    staged: tuple[int, dict[str, StagedFile]] | None,
+    staged: _Staged | None,
 ) -> ImportReport:
     with transaction(conn):
         latest = raw.latest_import(conn)
@@ -538,8 +552,9 @@ def _store(
         if replace:
             raw.clear_raw_tables(conn)
         exclusive = replace or raw.raw_tables_empty(conn)
-        import_id = _insert_import(conn, report, staged[0] if staged and exclusive else None)
-        copied = staged is not None and exclusive and import_id == staged[0]
+        whole = staged is not None and exclusive and not staged.into_stored
+        import_id = _insert_import(conn, report, staged.import_id if staged and whole else None)
+        copied = staged is not None and whole and import_id == staged.import_id
         written: dict[str, int] = {}
         # Copying staged files moves whole pages: the smallest bulk cache does (a cache
         # sized from the rows filled with those pages and set the import's peak memory).
@@ -550,9 +565,11 @@ def _store(
         )
         with writes:
             for attribute, (table, _, _) in raw.RAW_TABLES.items():
-                alias = _staged_alias(staged, table) if copied and staged else None
-                if alias is not None:
+                alias = _staged_alias(staged, table) if staged is not None else None
+                if alias is not None and copied:
                     written[table] = raw.copy_staged_table(conn, alias, attribute)
+                elif alias is not None and not exclusive:
+                    written[table] = raw.upsert_staged_table(conn, alias, attribute, import_id)
                 else:
                     frame = getattr(dataset, attribute)
                     written[table] = raw.write_frame(conn, attribute, frame, import_id)
@@ -596,9 +613,9 @@ def _insert_import(conn: sqlite3.Connection, report: ImportReport, wanted: int |
     return insert(None)
 
 
-def _staged_alias(staged: tuple[int, dict[str, StagedFile]], table: str) -> str | None:
+def _staged_alias(staged: _Staged, table: str) -> str | None:
     """The alias of the staging file holding `table` complete, if one does."""
-    for alias, file in staged[1].items():
+    for alias, file in staged.aliases.items():
         if table in file.tables:
             return alias
     return None

@@ -17,11 +17,14 @@ from core.db.staging import StagedFile, staging_directory, worth_staging, write_
 @dataclass(frozen=True)
 class RawStaging:
     """Raw tables being staged: `import_id` is the id their rows carry (the one
-    `raw.next_import_id` promised when staging began); `files()` waits for the writers."""
+    `raw.next_import_id` promised when staging began); `files()` waits for the writers.
+    `into_stored`: staged without indexes, to be upserted into tables that held rows when
+    staging began (`raw.upsert_staged_table`), never copied whole into empty ones."""
 
     import_id: int
     content_hash: str
     pending: tuple[Future[StagedFile], ...]
+    into_stored: bool = False
 
     def files(self) -> list[StagedFile]:
         return [future.result() for future in self.pending]
@@ -30,13 +33,12 @@ class RawStaging:
 def _worth_staging(
     conn: sqlite3.Connection, dataset: Dataset, content_hash: str, replace: bool
 ) -> bool:
-    """Whether `store_dataset` would copy staged tables: outside a transaction, a dataset
-    large enough, going into empty tables, and not the content stored already."""
+    """Whether `store_dataset` would read staged tables: outside a transaction, a dataset
+    large enough, and not the content stored already (copied whole into empty tables,
+    upserted into tables that hold rows)."""
     if not worth_staging(conn, sum(len(getattr(dataset, a)) for a in raw.RAW_TABLES)):
         return False
-    if raw.holds_import(conn, content_hash, replace=replace):
-        return False
-    return replace or raw.raw_tables_empty(conn)
+    return not raw.holds_import(conn, content_hash, replace=replace)
 
 
 @contextmanager
@@ -56,11 +58,12 @@ def staging_raw_tables(
         yield None
         return
     import_id = raw.next_import_id(conn)
-    groups = raw.staged_raw_tables(conn, dataset, import_id)
+    into_stored = not replace and not raw.raw_tables_empty(conn)
+    groups = raw.staged_raw_tables(conn, dataset, import_id, indexes=not into_stored)
     with staging_directory() as folder, ThreadPoolExecutor(len(groups), "staging") as pool:
         pending = tuple(
             pool.submit(write_staged_file, folder / f"raw{i}.sqlite", group, cache_kib)
             for i, group in enumerate(groups)
         )
         del groups  # each writer's rows are freed when it is done, not when the store is
-        yield RawStaging(import_id, content_hash, pending)
+        yield RawStaging(import_id, content_hash, pending, into_stored)
