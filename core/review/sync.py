@@ -223,21 +223,24 @@ def sync_exceptions(
             counts["no_longer_found"] = summary.no_longer_found
         if audits or not review_sql.run_synced(conn, run_id):
             audits.append(AuditEvent(actor, SYNC_ACTION, "run", str(run_id), counts))
+        review_sql.record_sync(conn, run_id, stamp, actor, canonical_json(counts))
+        review_sql.insert_events(conn, events)
+        review_sql.stage_search_notes(conn, _search_notes(events))
 
         def write_queue() -> None:
-            review_sql.record_sync(conn, run_id, stamp, actor, canonical_json(counts))
-            review_sql.insert_events(conn, events)
             # The queue-search documents of the new exceptions and the notes of every new
             # event, set-based (migration 0105): the triggers stood aside since
             # `search_deferred`.
-            review_sql.write_search(conn, first_new, _search_notes(events))
+            review_sql.write_search(conn, first_new)
             review_sql.end_search_deferred(conn)
             if totals_deferred:
                 page_reads.end_totals_deferred(conn)
 
-        # The audit entries' JSON and hashes are computed on a worker thread meanwhile (the
-        # search documents' trigram index is written with the GIL released); the rows are
-        # the same and inserted after, as before.
+        # The audit entries' JSON and hashes are computed on a worker thread meanwhile: these
+        # few statements (the search documents' trigram index the longest) run with the GIL
+        # released. Not beside the row-by-row inserts above: each row takes the GIL back, and
+        # waits for the worker's switch interval to get it. The audit rows are the same and
+        # inserted after, as before.
         append_many_beside(conn, audits, write_queue, now=stamp)
         if outermost:
             write_anchor(conn, now=stamp)
