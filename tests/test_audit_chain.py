@@ -6,16 +6,21 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from core.audit import (
     GENESIS_HASH,
+    AuditEvent,
     AuditFilter,
     append,
+    append_many_beside,
+    canonical_json,
     export,
     parse_time,
     query,
@@ -336,4 +341,74 @@ def test_payloads_from_pandas_are_stored_as_plain_numbers(conn: sqlite3.Connecti
     )
     stored = conn.execute("SELECT payload_json FROM audit_log").fetchone()[0]
     assert stored == '{"day":"2026-01-02","rows":5}'
+    assert verify(conn).ok
+
+
+def test_append_many_beside_hashes_on_a_worker_while_the_work_runs_and_writes_the_same_rows(
+    conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.audit import chain
+
+    _fill(conn, 2)
+    events = [
+        AuditEvent("engine", "batch.appended", "batch", str(i), {"n": i, "note": "x"})
+        for i in range(3)
+    ]
+    # Each side waits for the other: both return True only if they ran at the same time
+    # (one after the other, the first waits out its timeout and records False).
+    hashing = threading.Event()
+    work_ran = threading.Event()
+    seen: list[tuple[str, bool, bool]] = []
+    prepare = chain._prepare
+
+    def prepare_beside_the_work(*args: Any) -> list[Any]:
+        hashing.set()
+        seen.append(("hash", work_ran.wait(timeout=10), threading.current_thread() is main))
+        return prepare(*args)
+
+    def work() -> None:
+        seen.append(("work", hashing.wait(timeout=10), threading.current_thread() is main))
+        work_ran.set()
+
+    main = threading.current_thread()
+    monkeypatch.setattr(chain, "_prepare", prepare_beside_the_work)
+    with transaction(conn):
+        seqs = append_many_beside(conn, events, work, now=1_700_000_100)
+    assert seqs == [3, 4, 5]
+    assert sorted(seen) == [("hash", True, False), ("work", True, True)]
+    rows = conn.execute("SELECT * FROM audit_log ORDER BY seq").fetchall()
+    prev = rows[1]["hash"]
+    for row, event in zip(rows[2:], events, strict=True):
+        assert row["prev_hash"] == prev
+        assert row["hash"] == row_hash(
+            row["seq"],
+            1_700_000_100,
+            "engine",
+            "batch.appended",
+            "batch",
+            event.entity_id,
+            canonical_json(dict(event.payload)),
+            prev,
+        )
+        prev = row["hash"]
+    assert verify(conn).ok
+
+
+def test_append_many_beside_raises_a_bad_event_after_the_work_and_rolls_back_with_its_caller(
+    conn: sqlite3.Connection,
+) -> None:
+    from core.db import review as review_sql
+
+    _fill(conn, 1)
+    ran: list[bool] = []
+
+    def work() -> None:
+        review_sql.begin_search_deferred(conn)  # a write the caller's rollback undoes
+        ran.append(True)
+
+    with pytest.raises(InputError, match="actor"), transaction(conn):
+        append_many_beside(conn, [AuditEvent(" ", "x", "t", "1", {})], work)
+    assert ran == [True]
+    assert conn.execute("SELECT count(*) FROM audit_log").fetchone()[0] == 1
+    assert conn.execute("SELECT count(*) FROM exception_search_deferred").fetchone()[0] == 0
     assert verify(conn).ok

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import sqlite3
+from typing import Any
 
 import pytest
 
@@ -320,3 +321,31 @@ def test_the_sync_joins_read_only_the_runs_exception_outcomes(conn: sqlite3.Conn
         "SELECT exposure_amount, last_run_id FROM exceptions WHERE entity_id = 'pay_1'"
     )
     assert tuple(row.fetchone()) == (700, second)
+
+
+def test_a_first_sync_does_not_look_for_exceptions_to_clear_or_mark(
+    conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Into an empty queue every exception is the run's own: the statements that look for
+    ones the run no longer has are not run (they read every new exception). Later syncs
+    run them and still clear."""
+    asked: list[str] = []
+    for name in ("auto_clear_candidates", "auto_clear", "not_found_candidates"):
+        original = getattr(review_sql, name)
+
+        def spy(*args: object, _name: str = name, _original: Any = original) -> Any:
+            asked.append(_name)
+            return _original(*args)
+
+        monkeypatch.setattr(review_sql, name, spy)
+    first = write_run(conn, [Finding("pay_1"), Finding("pay_2")])
+    assert sync_exceptions(conn, first).opened == 2
+    assert asked == []
+    second = write_run(conn, [Finding("pay_1")])
+    assert sync_exceptions(conn, second).auto_cleared == 1
+    assert asked == ["auto_clear_candidates", "auto_clear", "not_found_candidates"]
+    assert statuses(conn) == {
+        "pay_1:AMOUNT_MISMATCH": "OPEN",
+        "pay_2:AMOUNT_MISMATCH": "AUTO_CLEARED",
+    }
+    assert verify(conn).ok

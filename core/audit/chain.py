@@ -16,7 +16,8 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -196,6 +197,33 @@ def append_many(
         top = audit_sql.head(conn)
         start, prev = (1, GENESIS_HASH) if top is None else (top[0] + 1, top[1])
         rows = _prepare(events, start, prev, stamp)
+        if rows:
+            audit_sql.insert_rows(conn, rows)
+    return [r[0] for r in rows]
+
+
+def append_many_beside(
+    conn: sqlite3.Connection,
+    events: Sequence[AuditEvent],
+    work: Callable[[], None],
+    *,
+    now: int | None = None,
+) -> list[int]:
+    """`append_many`, the chain's JSON and hashes computed on a worker thread while `work`
+    runs on this one, in the caller's transaction (or a new one): the same rows, inserted
+    after `work` returns. `work` must not append to the chain itself (the head is read
+    before it runs). The worker touches no connection; its error (a bad event) is raised
+    after `work`, whose writes the caller's transaction then rolls back with the rest.
+    Used by the exception sync: its audit entries hashed while the queue's search
+    documents are written (docs/benchmark.md, "--db at 1M, seventh round")."""
+    stamp = int(time.time()) if now is None else int(now)
+    with transaction(conn):
+        top = audit_sql.head(conn)
+        start, prev = (1, GENESIS_HASH) if top is None else (top[0] + 1, top[1])
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="audit-hash") as pool:
+            prepared = pool.submit(_prepare, events, start, prev, stamp)
+            work()  # on its error the pool's exit waits for the worker, then it is raised
+            rows = prepared.result()
         if rows:
             audit_sql.insert_rows(conn, rows)
     return [r[0] for r in rows]

@@ -386,18 +386,22 @@ def end_search_deferred(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM exception_search_deferred")
 
 
-def write_search(
-    conn: sqlite3.Connection, first_new: int, notes: Sequence[tuple[int, str]]
-) -> None:
-    """What the triggers of 0075 would have written, set-based: a document for every
-    exception with id > `first_new` (its ids as the insert trigger makes them, its notes ''
-    followed by its `notes`), and `notes` appended to the documents of the older ones.
+def stage_search_notes(conn: sqlite3.Connection, notes: Sequence[tuple[int, str]]) -> None:
+    """The new events' notes for `write_search`, in a temporary table of this connection.
     notes: (exception id, ' ' || note of each of its new events in id order), one per id."""
     conn.execute(
         "CREATE TEMP TABLE IF NOT EXISTS review_notes (id INTEGER PRIMARY KEY, notes TEXT NOT NULL)"
     )
     conn.execute("DELETE FROM temp.review_notes")
     conn.executemany("INSERT INTO temp.review_notes (id, notes) VALUES (?, ?)", notes)
+
+
+def write_search(conn: sqlite3.Connection, first_new: int) -> None:
+    """What the triggers of 0075 would have written, set-based: a document for every
+    exception with id > `first_new` (its ids as the insert trigger makes them, its notes ''
+    followed by its staged notes), and the staged notes appended to the documents of the
+    older ones (`stage_search_notes` first). A few statements, no row passes through
+    Python: the sync hashes its audit entries on a worker meanwhile."""
     if is_postgres(conn):
         conn.execute(
             "INSERT INTO exception_search (id, ids, notes)"

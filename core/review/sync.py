@@ -21,7 +21,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 
-from core.audit import AuditEvent, append_many, canonical_json, write_anchor
+from core.audit import AuditEvent, append_many_beside, canonical_json, write_anchor
 from core.calendar import WorkingCalendar
 from core.db import page_reads, transaction
 from core.db import review as review_sql
@@ -127,9 +127,12 @@ def sync_exceptions(
                 review_sql.refresh_from_run(conn, run_id, stamp)
             review_sql.open_new_from_run(conn, run_id, stamp, rules)
             opened = review_sql.exceptions_after(conn, first_new)
-            cleared = review_sql.auto_clear_candidates(conn, run_id)
-            review_sql.auto_clear(conn, run_id, stamp)
-            gone = review_sql.not_found_candidates(conn, run_id)
+            # A first sync opened every exception there is from this run's outcomes: none
+            # to clear or mark, and the three statements would read them all to find that.
+            cleared = review_sql.auto_clear_candidates(conn, run_id) if known else []
+            if known:
+                review_sql.auto_clear(conn, run_id, stamp)
+            gone = review_sql.not_found_candidates(conn, run_id) if known else []
             review_sql.mark_not_found(conn, [r["id"] for r in gone], run_id, stamp)
 
         for r in reopen:
@@ -222,13 +225,23 @@ def sync_exceptions(
             audits.append(AuditEvent(actor, SYNC_ACTION, "run", str(run_id), counts))
         review_sql.record_sync(conn, run_id, stamp, actor, canonical_json(counts))
         review_sql.insert_events(conn, events)
-        # The queue-search documents of the new exceptions and the notes of every new event,
-        # set-based (migration 0105): the triggers stood aside since `search_deferred`.
-        review_sql.write_search(conn, first_new, _search_notes(events))
-        review_sql.end_search_deferred(conn)
-        if totals_deferred:
-            page_reads.end_totals_deferred(conn)
-        append_many(conn, audits, now=stamp)
+        review_sql.stage_search_notes(conn, _search_notes(events))
+
+        def write_queue() -> None:
+            # The queue-search documents of the new exceptions and the notes of every new
+            # event, set-based (migration 0105): the triggers stood aside since
+            # `search_deferred`.
+            review_sql.write_search(conn, first_new)
+            review_sql.end_search_deferred(conn)
+            if totals_deferred:
+                page_reads.end_totals_deferred(conn)
+
+        # The audit entries' JSON and hashes are computed on a worker thread meanwhile: these
+        # few statements (the search documents' trigram index the longest) run with the GIL
+        # released. Not beside the row-by-row inserts above: each row takes the GIL back, and
+        # waits for the worker's switch interval to get it. The audit rows are the same and
+        # inserted after, as before.
+        append_many_beside(conn, audits, write_queue, now=stamp)
         if outermost:
             write_anchor(conn, now=stamp)
         return dataclasses.replace(summary, audit_entries=len(audits))
