@@ -34,55 +34,22 @@ os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
 if sys.argv[1:2] == ["import-day"]:
     os.environ.setdefault("JE_ARROW_MALLOC_CONF", "dirty_decay_ms:-1,muzzy_decay_ms:-1")
 
-# `reconcile` options that take a value and those that take none (core.engine.cli.register);
-# `early_parse_folder` reads the command line with them before argparse can (it lives in
-# core.engine.cli, whose import brings pandas and the engine).
-RECONCILE_VALUED = frozenset(
-    {
-        "--out",
-        "--as-of",
-        "--settlement-days",
-        "--international-days",
-        "--grace-days",
-        "--bank-days",
-        "--holidays",
-        "--amount-unit",
-        "--days-per-window",
-        "--scheduler",
-        "--store",
-    }
-)
-RECONCILE_FLAGS = frozenset({"--partitions"})
-
 
 def early_parse_folder(argv: Sequence[str]) -> str | None:
     """The DATASET_DIR of a `reconcile` command line that stores and hashes nothing (no
-    --db, no --stream), or None: for any other command, option, abbreviation or help, and
-    whenever the line is not plainly one folder and known options. argparse still reads
-    the line afterwards and alone decides what runs; a wrong guess costs a wasted parse,
-    never a different result (the load takes an early parse only of the very file and
-    columns it reads, unhashed)."""
+    --db, no --stream), read by the command's own options (core.reconcile_options: no
+    pandas), or None: for any other command, for help, and for a line the command would
+    refuse. argparse reads the line again in `main` and alone decides what runs; a wrong
+    guess costs a wasted parse, never a different result (the load takes an early parse
+    only of the very file and columns it reads, unhashed)."""
     if list(argv[:1]) != ["reconcile"]:
         return None
-    positional: list[str] = []
-    rest = list(argv[1:])
-    while rest:
-        token = rest.pop(0)
-        if token == "--":
-            positional.extend(rest)
-            break
-        if token.startswith("-") and token != "-":
-            name = token.split("=", 1)[0]
-            if name in RECONCILE_VALUED:
-                if "=" not in token:
-                    if not rest:
-                        return None
-                    rest.pop(0)
-            elif name not in RECONCILE_FLAGS:
-                return None  # --db, --stream, --help, an abbreviation, an unknown option
-        else:
-            positional.append(token)
-    return positional[0] if len(positional) == 1 else None
+    from core.reconcile_options import parse_reconcile_quietly
+
+    args = parse_reconcile_quietly(list(argv[1:]))
+    if args is None or args.db is not None or args.stream:
+        return None
+    return str(args.dataset_dir)
 
 
 def start_early_parse(argv: Sequence[str]) -> None:

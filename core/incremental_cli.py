@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from core.calendar import IST
-from core.engine.cli import add_calendar_arguments, params_from_args, parse_as_of
+from core.engine.cli import params_from_args, parse_as_of
 from core.errors import InputError, Problem
+from core.reconcile_options import add_calendar_arguments
 
 
 def register(subparsers: Any) -> None:

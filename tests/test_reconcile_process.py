@@ -40,7 +40,7 @@ def _reconcile_args(folder: Path, out: Path | str) -> list[str]:
 
 def _taken_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every file every CSV of any size is parsed early; returns the names the load took."""
-    monkeypatch.setattr(readers, "PREFETCH_MIN_BYTES", 0)
+    monkeypatch.setattr(readers, "LARGE_FILE_BYTES", 0)
     taken: list[str] = []
     original: Callable[..., object] = ingest_load.take_prefetched_csv
 
@@ -61,12 +61,27 @@ def test_early_parse_is_only_for_a_reconcile_that_stores_nothing() -> None:
     assert early_parse_folder(["reconcile", "d", "--out", "r.csv", "--db", "x"]) is None
     assert early_parse_folder(["reconcile", "d", "--out", "r.csv", "--db=x"]) is None
     assert early_parse_folder(["reconcile", "d", "--out", "r.csv", "--stream"]) is None
-    assert early_parse_folder(["reconcile", "d", "--d", "x"]) is None  # an abbreviation
+    assert early_parse_folder(["reconcile", "d", "--d", "x"]) is None  # --db or --days-per-window?
     assert early_parse_folder(["reconcile", "d", "e", "--out", "r.csv"]) is None
     assert early_parse_folder(["reconcile", "--out"]) is None
     assert early_parse_folder(["reconcile", "-h"]) is None
     assert early_parse_folder(["import", "d", "--db", "x"]) is None
     assert early_parse_folder([]) is None
+
+
+def test_the_early_read_of_the_command_line_uses_reconciles_own_options_without_pandas() -> None:
+    code = (
+        "import sys\n"
+        "from core.__main__ import early_parse_folder\n"
+        "print(early_parse_folder(['reconcile', 'd', '--out', 'r.csv', '--days', '3']),\n"
+        "      early_parse_folder(['reconcile', 'd', '--out', 'r.csv', '--grace-days', 'x']),\n"
+        "      'pandas' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    # An abbreviation argparse accepts is accepted; a value it refuses is refused.
+    assert done.stdout.split() == ["d", "None", "False"]
 
 
 def test_an_early_parse_is_taken_and_gives_the_same_results(

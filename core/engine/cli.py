@@ -19,8 +19,7 @@ from typing import Any
 from core.calendar import IST, CalendarParams, load_holidays
 from core.engine.params import EngineParams
 from core.errors import ConfigError, InputError, Problem
-
-AMOUNT_UNITS = ("auto", "paise", "rupees")
+from core.reconcile_options import add_reconcile_arguments
 
 
 def parse_as_of(text: str | None) -> int:
@@ -44,80 +43,13 @@ def parse_as_of(text: str | None) -> int:
     return int(moment.timestamp())
 
 
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from exc
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more: {value}")
-    return value
-
-
-def _positive(text: str) -> int:
-    value = _non_negative(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more: {value}")
-    return value
-
-
-def add_calendar_arguments(parser: argparse.ArgumentParser) -> None:
-    """The calendar (spec section 5) and amount-unit options every reconciling command takes;
-    `params_from_args` reads them back."""
-    defaults = CalendarParams()
-    parser.add_argument("--settlement-days", type=_non_negative, default=defaults.settlement_days)
-    parser.add_argument(
-        "--international-days", type=_non_negative, default=defaults.international_days
-    )
-    parser.add_argument("--grace-days", type=_non_negative, default=defaults.grace_days)
-    parser.add_argument("--bank-days", type=_non_negative, default=defaults.bank_days)
-    parser.add_argument("--holidays", type=Path, help="file of ISO dates, one per line")
-    parser.add_argument("--amount-unit", choices=AMOUNT_UNITS, default="auto")
-
-
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "reconcile",
         help="reconcile a dataset folder into results.csv (and a database)",
         description="Reconcile a dataset folder (spec section 2) and write results.csv.",
     )
-    parser.add_argument("dataset_dir", metavar="DATASET_DIR", type=Path)
-    parser.add_argument(
-        "--out", required=True, type=Path, help="results.csv to write (- for standard output)"
-    )
-    parser.add_argument(
-        "--as-of", dest="as_of", help="ISO 8601 instant; no offset means IST (default: now)"
-    )
-    add_calendar_arguments(parser)
-    parser.add_argument("--db", type=Path, help="also store dataset and run in this SQLite file")
-    partitioned = parser.add_argument_group(
-        "partitioned runs (docs/engine.md, Partitions; docs/scale.md)"
-    )
-    partitioned.add_argument(
-        "--partitions",
-        action="store_true",
-        help="reconcile window by window of settlement days (same outcomes, less memory)",
-    )
-    partitioned.add_argument(
-        "--days-per-window", type=_positive, default=5, help="settlement days per window"
-    )
-    partitioned.add_argument(
-        "--scheduler",
-        help="run one Dask task per window: 'local' (a LocalCluster of 2 workers here) or a "
-        "dask.distributed scheduler address (tcp://host:8786; needs --store on shared storage)",
-    )
-    partitioned.add_argument(
-        "--stream",
-        action="store_true",
-        help="import the folder in blocks into the window store (for datasets too large to "
-        "hold at once; API CSV files), then reconcile it window by window",
-    )
-    partitioned.add_argument(
-        "--store",
-        type=Path,
-        help="write the window-partitioned Parquet store here (default: a temporary folder); "
-        "DATASET_DIR may itself be such a store",
-    )
+    add_reconcile_arguments(parser)
     parser.set_defaults(func=run)
 
 

@@ -12,6 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from core.ingest.tables import TableSpec
 
 # Extra (derived) columns a reader keeps besides the table's own columns.
 FEE_EXCLUSIVE_TAX = "fee_exclusive_tax"  # the combined report's fee before GST
@@ -97,3 +101,9 @@ def layout_name(kind: str, fmt: str, written: Mapping[str, str], aliased: bool) 
     if aliased:
         return f"Razorpay dashboard: {REPORT_NAMES.get(kind, kind)}"
     return f"{API_COLUMNS} ({fmt.upper()})"
+
+
+def wanted_columns(spec: TableSpec) -> list[str]:
+    """The columns read from a file of `spec`'s table: its own and the extra columns its
+    layouts carry (EXTRA_COLUMNS)."""
+    return [c.name for c in spec.columns] + list(EXTRA_COLUMNS.get(spec.kind, ()))

@@ -28,9 +28,10 @@ from core.errors import ConfigError, InputError, Problem
 from core.ingest import instant
 from core.ingest.bank import mapping_layout, parse_bank_statement
 from core.ingest.entities import UNITS, build_frame
-from core.ingest.layouts import ALIASES, EXTRA_COLUMNS, layout_name
+from core.ingest.layouts import ALIASES, layout_name, wanted_columns
 from core.ingest.mappings import BankMapping
 from core.ingest.readers import (
+    LARGE_FILE_BYTES,
     MAX_FILE_MB_ENV,
     FileScan,
     RawTable,
@@ -54,7 +55,6 @@ LOAD_THREADS = 2
 # Files larger than this are parsed one at a time unless the caller asks for overlap: two
 # big parses at once hold both files' parse buffers (1M payments: peak 1.21 GB against
 # 0.97 GB read one after the other). Small files still overlap with a big one.
-LARGE_FILE_BYTES = 32 << 20
 ENTITY_SUFFIXES = (".csv", ".json", ".xlsx", ".xls")
 REVERSALS_STEM = "reversals"
 READ_NAMES = frozenset(
@@ -110,14 +110,10 @@ def _locate(spec_stem: str, files: dict[str, Path]) -> tuple[list[Path], list[Pr
     return found, []
 
 
-def _wanted(spec: TableSpec) -> list[str]:
-    return [c.name for c in spec.columns] + list(EXTRA_COLUMNS.get(spec.kind, ()))
-
-
 def _read_entity_file(
     spec: TableSpec, path: Path, data: bytes, scan: FileScan | None = None
 ) -> RawTable:
-    wanted = _wanted(spec)
+    wanted = wanted_columns(spec)
     notes = [c.name for c in spec.columns if c.kind == "notes"]
     aliases = ALIASES.get(spec.kind)
     suffix = path.suffix.lower()
@@ -158,7 +154,7 @@ def _load_entity_file(
     early = (
         None
         if hashing or not streamed
-        else take_prefetched_csv(path, _wanted(spec), ALIASES.get(spec.kind))
+        else take_prefetched_csv(path, wanted_columns(spec), ALIASES.get(spec.kind))
     )
     if early is not None:
         sha = ""
@@ -173,7 +169,7 @@ def _load_entity_file(
     settlement_rows = None
     try:
         if path.suffix.lower() == ".json" and spec.kind in instant.NESTED_KINDS:
-            table, extra = instant.read_with_instant(spec, path.name, data, _wanted)
+            table, extra = instant.read_with_instant(spec, path.name, data, wanted_columns)
             for extra_spec, extra_raw in extra:
                 extra_frame, _, extra_problems = build_frame(extra_spec, extra_raw, amount_unit)
                 problems.extend(extra_problems)

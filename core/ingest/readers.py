@@ -329,17 +329,17 @@ def max_file_bytes() -> int:
     return megabytes << 20
 
 
-# Files at least this large are parsed early by `prefetch_large_csvs` (core.ingest.load's
-# LARGE_FILE_BYTES: the files whose parse is worth a thread of its own).
-PREFETCH_MIN_BYTES = 32 << 20
+# Files at least this large take turns in core.ingest.load (import memory), or a thread of
+# their own when the load overlaps them; `prefetch_large_csvs` parses them early.
+LARGE_FILE_BYTES = 32 << 20
 
 
 def prefetch_large_csvs(folder: Path) -> None:
     """`prefetch_csv` every `<table>.csv` of the folder that is a regular file of at least
-    PREFETCH_MIN_BYTES and within `max_file_bytes` (a file over the cap is never read: the
+    LARGE_FILE_BYTES and within `max_file_bytes` (a file over the cap is never read: the
     load refuses it first). Only for a load that hashes nothing (`reconcile` without --db);
     whatever the load does not take is dropped (`discard_prefetched`)."""
-    from core.ingest.layouts import ALIASES, EXTRA_COLUMNS
+    from core.ingest.layouts import ALIASES, wanted_columns
     from core.ingest.tables import TABLES
 
     try:
@@ -352,9 +352,8 @@ def prefetch_large_csvs(folder: Path) -> None:
             size = path.stat().st_size if path.is_file() else 0
         except OSError:
             continue
-        if PREFETCH_MIN_BYTES <= size <= limit:
-            wanted = [c.name for c in spec.columns] + list(EXTRA_COLUMNS.get(spec.kind, ()))
-            prefetch_csv(path, wanted, ALIASES.get(spec.kind))
+        if LARGE_FILE_BYTES <= size <= limit:
+            prefetch_csv(path, wanted_columns(spec), ALIASES.get(spec.kind))
 
 
 # CSV files whose parse a caller started early (`prefetch_csv`): `reconcile` without --db

@@ -38,7 +38,8 @@ from core.engine.params import EngineParams
 from core.engine.partition import DEFAULT_DAYS_PER_WINDOW, ROW_TABLES, Placement, assign
 from core.errors import InputError, Problem
 from core.ingest.entities import build_frame
-from core.ingest.load import _wanted, load_dataset
+from core.ingest.layouts import wanted_columns
+from core.ingest.load import load_dataset
 from core.ingest.readers import RawTable, _header_of, header_keys, text_columns
 from core.ingest.recon_rows import split_recon_rows
 from core.ingest.tables import TABLES, TableSpec
@@ -73,7 +74,7 @@ def _blocks(spec: TableSpec, path: Path, block_bytes: int) -> Iterator[RawTable]
         raise InputError(
             [Problem(path.name, header_line, "", "streamed files start with their header")]
         )
-    wanted = _wanted(spec)
+    wanted = wanted_columns(spec)
     _, written, ignored, aliased = header_keys(header, wanted, None)
     keep = [key for key in wanted if key in written]
     reader = pa_csv.open_csv(
