@@ -39,6 +39,7 @@ from core.ingest.report import ImportReport
 from core.ingest.stage import RawStaging
 
 if TYPE_CHECKING:  # import-day never derives the books: the ledger loads when a run does
+    from core.books.carry import Started
     from core.books.ledger import Computed, InMemory
 
 
@@ -802,24 +803,24 @@ def _reconcile_loaded_day(
             writing.callback(_discard_unnamed, snapshot)
         # The Books ledger's carry (core.books.carry) computed on a thread while the run is
         # stored: the day's families from now, the change once the run's flags are stored.
-        ledger: list[Any] = []
+        carrying: Started | None = None
         if base_id is not None:
             from core.books.carry import continue_carry, start_carry
 
             # Not joined here: the carry below waits for its work (timed in books_ledger_s).
             pool = ThreadPoolExecutor(1, "ledger")
             writing.callback(pool.shutdown, wait=False)
-            begun = start_carry(
+            carrying = start_carry(
                 conn, pool, before=stored, after=merged, day=day, base_run_id=base_id
             )
-            ledger += [begun] if begun is not None else []
 
         def flags_stored(run_id: int) -> None:
-            if ledger and base_id is not None:
-                ledger[0] = continue_carry(
+            nonlocal carrying
+            if carrying is not None and base_id is not None:
+                carrying = continue_carry(
                     conn,
                     pool,
-                    ledger[0],
+                    carrying,
                     before=stored,
                     after=merged,
                     day=day,
@@ -866,7 +867,7 @@ def _reconcile_loaded_day(
         base_run_id=base_id,
         run_id=stored_run.run_id,
         import_id=imported.import_id,
-        started=ledger[0] if ledger else None,
+        started=carrying,
     )
     counted = carry[2] if carry is not None else None
     return DayRunResult(stored_run, kind, base_id, scope, read_from, counted)
