@@ -12,7 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from core.books.ledger import flagged_of, ledger_status, rebuild_ledger, stored_ledger
+from core.books.ledger import ledger_status, rebuild_ledger, stored_ledger
+from core.books.rollforward import exception_entities
 from core.db import connect
 from core.db.books import exception_keys
 from core.db.runs import latest_completed_run
@@ -66,7 +67,7 @@ def test_the_exceptions_flagged_from_the_outcomes_are_those_the_stored_run_holds
     conn = connect(db_url)
     try:
         run = reconcile_folder_into_db(conn, benchmark_1500, params=EngineParams(), as_of=AS_OF)
-        flagged = flagged_of(run.outcomes)
+        flagged = exception_entities(run.outcomes)
         assert len(flagged) > 0
         assert flagged == exception_keys(conn, run.run_id)
     finally:

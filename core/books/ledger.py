@@ -36,6 +36,7 @@ from core.books.rollforward import (
     UNEXPLAINED,
     daily_balances,
     event_frame,
+    exception_entities,
     month_bounds,
     row_event_parts,
     row_events,
@@ -316,25 +317,11 @@ class Computed:
 Source = InMemory | Windows | Computed
 
 
-def flagged_of(outcomes: pd.DataFrame) -> frozenset[tuple[str, str]]:
-    """(entity_type, entity_id) of every EXCEPTION outcome of an outcome frame: what
-    `core.db.books.exception_keys` reads back once the frame is stored as a run."""
-    exceptions = outcomes.loc[
-        outcomes["status"].astype(str).to_numpy() == "EXCEPTION", ["entity_type", "entity_id"]
-    ]
-    return frozenset(
-        zip(
-            exceptions["entity_type"].astype(str).tolist(),
-            exceptions["entity_id"].astype(str).tolist(),
-            strict=True,
-        )
-    )
-
-
 def derive_in_memory(dataset: Dataset, outcomes: pd.DataFrame) -> tuple[Ledger, int]:
-    """`ledger_of(dataset, flagged_of(outcomes))`: what a `Computed`'s worker runs, on the
-    whole stored data and the outcomes of the run being stored."""
-    return ledger_of(dataset, flagged_of(outcomes))
+    """`ledger_of(dataset, exception_entities(outcomes))`: what a `Computed`'s worker runs,
+    on the whole stored data and the outcomes of the run being stored (their EXCEPTION rows
+    are what `exception_keys` reads back once the run is stored)."""
+    return ledger_of(dataset, exception_entities(outcomes))
 
 
 def mark_building(conn: sqlite3.Connection) -> str:
