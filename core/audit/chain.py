@@ -192,14 +192,7 @@ def append_many(
     conn: sqlite3.Connection, events: Iterable[AuditEvent], *, now: int | None = None
 ) -> list[int]:
     """Append events in order, in the caller's transaction or a new one; their seqs."""
-    stamp = int(time.time()) if now is None else int(now)
-    with transaction(conn):
-        top = audit_sql.head(conn)
-        start, prev = (1, GENESIS_HASH) if top is None else (top[0] + 1, top[1])
-        rows = _prepare(events, start, prev, stamp)
-        if rows:
-            audit_sql.insert_rows(conn, rows)
-    return [r[0] for r in rows]
+    return _append_after(conn, events, now, None)
 
 
 def append_many_beside(
@@ -216,14 +209,28 @@ def append_many_beside(
     after `work`, whose writes the caller's transaction then rolls back with the rest.
     Used by the exception sync: its audit entries hashed while the queue's search
     documents are written (docs/benchmark.md, "--db at 1M, seventh round")."""
+    return _append_after(conn, events, now, work)
+
+
+def _append_after(
+    conn: sqlite3.Connection,
+    events: Iterable[AuditEvent],
+    now: int | None,
+    work: Callable[[], None] | None,
+) -> list[int]:
+    """The rows of `events` chained on the head, inserted after `work` (if any) ran while a
+    worker thread prepared them."""
     stamp = int(time.time()) if now is None else int(now)
     with transaction(conn):
         top = audit_sql.head(conn)
         start, prev = (1, GENESIS_HASH) if top is None else (top[0] + 1, top[1])
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="audit-hash") as pool:
-            prepared = pool.submit(_prepare, events, start, prev, stamp)
-            work()  # on its error the pool's exit waits for the worker, then it is raised
-            rows = prepared.result()
+        if work is None:
+            rows = _prepare(events, start, prev, stamp)
+        else:
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="audit-hash") as pool:
+                prepared = pool.submit(_prepare, events, start, prev, stamp)
+                work()  # on its error the pool's exit waits for the worker, then it is raised
+                rows = prepared.result()
         if rows:
             audit_sql.insert_rows(conn, rows)
     return [r[0] for r in rows]
