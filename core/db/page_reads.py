@@ -22,6 +22,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from core.db.views import IST_OFFSET_SECONDS, SECONDS_PER_DAY
+
 
 def data_mark(conn: sqlite3.Connection) -> tuple[int, int, int]:
     """(the newest run's id, the newest completed run's id, the audit trail's last seq); 0
@@ -90,10 +92,6 @@ def settlement_choices(
     ]
     rows.sort(key=lambda r: (-r["exposure"], -int(r["created_at"]), r["id"]))
     return rows[:limit]
-
-
-IST_OFFSET_SECONDS = 19_800
-SECONDS_PER_DAY = 86_400
 
 
 def _day_span(day: int) -> tuple[int, int]:
