@@ -60,19 +60,25 @@ def _colour(*, legend: bool) -> alt.Color:
     )
 
 
+# Whole-number columns: int64 even with no rows (as Altair types a tooltip by the dtype).
+_COUNTS = frozenset({"Rupees", "Open", "Payments", "Matched"})
+
+
+def _frame(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> pd.DataFrame:
+    """A chart's rows (the `_*_rows` below, also what `filled` puts in a template) as the
+    frame its Altair builder draws."""
+    frame = pd.DataFrame(rows, columns=list(columns))
+    for column in _COUNTS.intersection(columns):
+        frame[column] = frame[column].astype("int64")
+    return frame
+
+
 def _categories(field: str) -> alt.Y:
     return alt.Y(field, sort="-x", title=None, axis=alt.Axis(labelLimit=260))
 
 
 def exposure_by_class(totals: dict[str, Total]) -> alt.Chart:
-    frame = pd.DataFrame(
-        {
-            "Class": [class_label(k) for k in totals],
-            "Rupees": pd.array([_rupees(t.paise) for t in totals.values()], dtype="int64"),
-            "Exposure": [inr(t.paise) for t in totals.values()],
-            "Open": pd.array([t.count for t in totals.values()], dtype="int64"),
-        }
-    )
+    frame = _frame(_class_rows(totals), ("Class", "Rupees", "Exposure", "Open"))
     return (
         alt.Chart(frame, title="Open exposure by class")
         .mark_bar()
@@ -87,15 +93,7 @@ def exposure_by_class(totals: dict[str, Total]) -> alt.Chart:
 
 
 def exposure_by_code(codes: tuple[CodeExposure, ...]) -> alt.Chart:
-    frame = pd.DataFrame(
-        {
-            "Code": [c.reason_code for c in codes],
-            "Class": [class_label(c.exposure_class) for c in codes],
-            "Rupees": pd.array([_rupees(c.paise) for c in codes], dtype="int64"),
-            "Exposure": [inr(c.paise) for c in codes],
-            "Open": pd.array([c.count for c in codes], dtype="int64"),
-        }
-    )
+    frame = _frame(_code_rows(codes), ("Code", "Class", "Rupees", "Exposure", "Open"))
     return (
         alt.Chart(frame, title="Open exceptions by reason code")
         .mark_bar()
@@ -112,13 +110,7 @@ def exposure_by_code(codes: tuple[CodeExposure, ...]) -> alt.Chart:
 
 
 def ageing(buckets: tuple[AgeBucket, ...]) -> alt.Chart:
-    frame = pd.DataFrame(
-        {
-            "Age": [b.label for b in buckets],
-            "Open": pd.array([b.count for b in buckets], dtype="int64"),
-            "Exposure": [inr(b.paise) for b in buckets],
-        }
-    )
+    frame = _frame(_age_rows(buckets), ("Age", "Open", "Exposure"))
     return (
         alt.Chart(frame, title="Age of open exceptions at the run's as-of")
         .mark_bar(color="#2B59C3")
@@ -137,14 +129,8 @@ def ageing(buckets: tuple[AgeBucket, ...]) -> alt.Chart:
 
 
 def match_rate(days: tuple[DayMatchRate, ...]) -> alt.Chart:
-    frame = pd.DataFrame(
-        {
-            "Day": pd.to_datetime([d.day for d in days]),
-            "Match rate": [d.rate for d in days],
-            "Payments": pd.array([d.payments for d in days], dtype="int64"),
-            "Matched": pd.array([d.matched for d in days], dtype="int64"),
-        }
-    )
+    frame = _frame(_day_rows(days), ("Day", "Match rate", "Payments", "Matched"))
+    frame["Day"] = pd.to_datetime(frame["Day"])
     return (
         alt.Chart(frame, title="Payments matched, by settlement day")
         .mark_line(point=True, color="#2B59C3")
