@@ -67,7 +67,7 @@ _COUNTS = frozenset({"Rupees", "Open", "Payments", "Matched"})
 def _frame(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> pd.DataFrame:
     """A chart's rows (the `_*_rows` below, also what `filled` puts in a template) as the
     frame its Altair builder draws."""
-    frame = pd.DataFrame(rows, columns=list(columns))
+    frame = pd.DataFrame({column: [row[column] for row in rows] for column in columns})
     for column in _COUNTS.intersection(columns):
         frame[column] = frame[column].astype("int64")
     return frame
