@@ -247,6 +247,40 @@ def test_a_staging_folder_that_cannot_be_made_fails_closed_naming_tmpdir(
     conn.close()
 
 
+# SQLite only: staging files and page sizes are SQLite's.
+def test_a_staging_file_of_large_pages_copies_every_row_and_index_into_smaller_pages(
+    tmp_path: Path,
+) -> None:
+    schema = (
+        "CREATE TABLE t (id TEXT NOT NULL, n INTEGER, note TEXT)",
+        "CREATE UNIQUE INDEX t_id ON t (id)",
+        "CREATE INDEX t_n ON t (n)",
+    )
+    rows = pa.table(
+        {
+            "id": [f"id_{i:05d}" for i in range(5_000)],
+            "n": [i % 97 for i in range(5_000)],
+            "note": [None if i % 3 else "x" * (i % 300) for i in range(5_000)],
+        }
+    )
+    staged = write_staged_file(tmp_path / "stage.sqlite", [StagedTable("t", schema, rows)])
+    check = sqlite3.connect(staged.path)
+    assert check.execute("PRAGMA page_size").fetchone()[0] == staging.STAGING_PAGE_SIZE
+    check.close()
+    house = sqlite3.connect(tmp_path / "house.sqlite", isolation_level=None)
+    for statement in schema:
+        house.execute(statement)
+    assert house.execute("PRAGMA page_size").fetchone()[0] < staging.STAGING_PAGE_SIZE
+    with staging.attached(house, {"staged": staged.path}), staging.foreign_keys_off(house):
+        assert staging.copy_table(house, "staged", "t") == 5_000
+    assert house.execute("SELECT id, n, note FROM t ORDER BY rowid").fetchall() == [
+        tuple(r.values()) for r in rows.to_pylist()
+    ]
+    assert house.execute("SELECT count(*) FROM t INDEXED BY t_n WHERE n = 5").fetchone()[0] == 52
+    assert house.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    house.close()
+
+
 # SQLite only: staging files; on PostgreSQL see
 # test_a_failed_copy_leaves_postgresql_as_it_was.
 def test_a_staging_file_that_cannot_be_written_is_a_storage_error(tmp_path: Path) -> None:

@@ -47,6 +47,10 @@ BULK_CACHE_MIN_KIB = 16_384
 # at 300k payments (103 MB): peak 425 MB with the default, 367 MB with this, CPU the same.
 LEAN_STAGING_CACHE_KIB = 4_096
 BULK_CACHE_MAX_KIB = 262_144
+# A staging file's page size (SQLite's largest). The house copy moves records, not pages, so
+# the two files need not match; a quarter of the pages to allocate, spill and read back
+# while loading and indexing: 1M wide payments staged in 2.4 instead of 2.65 CPU s.
+STAGING_PAGE_SIZE = 65_536
 
 
 def bulk_cache_kib(row_bytes: int) -> int:
@@ -178,8 +182,10 @@ def write_staged_parts(
 
 
 def _scratch_pragmas(cursor: Any, cache_kib: int) -> None:
-    """A staging file is scratch: no journal, no syncs, a page cache of `cache_kib`."""
+    """A staging file is scratch: no journal, no syncs, a page cache of `cache_kib`, large
+    pages (set before its first table: the file is new)."""
     for pragma in (
+        f"PRAGMA page_size = {STAGING_PAGE_SIZE}",
         "PRAGMA journal_mode = OFF",
         "PRAGMA synchronous = OFF",
         f"PRAGMA cache_size = {-cache_kib}",
