@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from core.books.rollforward import (
     UNEXPLAINED,
@@ -136,6 +138,12 @@ def partial_sums(events: pd.DataFrame) -> Sums:
     """`events` (EVENT_COLUMNS; a `day` column is not read) summed per day number and line,
     and their `unexplained` ones per day number and entity: numpy day numbers and line
     codes, so no datetime.date or str object is made per event (5M at 1M payments)."""
+    days, day, codes, lines = _day_sums(events)
+    return Sums(days=days, unexplained=group_detail(unexplained_events(events, day, codes, lines)))
+
+
+def _day_sums(events: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, pd.Index]:
+    """`partial_sums`' days, and each event's day number and line code (of the lines)."""
     day = (events["ts"].to_numpy(np.int64) + IST_OFFSET) // 86_400
     amount = events["amount"].to_numpy(np.int64)
     if isinstance(events["line"].dtype, pd.CategoricalDtype):  # codes made with the events
@@ -161,38 +169,99 @@ def partial_sums(events: pd.DataFrame) -> Sums:
             "events": counts[keys],
         }
     )
+    return days, day, codes, pd.Index(lines)
+
+
+def unexplained_events(
+    events: pd.DataFrame, day: np.ndarray, codes: np.ndarray, lines: pd.Index | np.ndarray
+) -> pd.DataFrame:
+    """The `unexplained` events of `events` as (day, entity_type, entity_id, amount), day
+    numbers given (`day`), lines as `codes` of `lines`. The entity columns stay the events'
+    own (Arrow) text: ~1.8M events at 1M payments, which as Python str objects would cost
+    memory and the hashing of objects."""
     where = np.flatnonzero(np.asarray(lines, dtype=object) == UNEXPLAINED)
     hit = np.flatnonzero(codes == where[0]) if len(where) else np.zeros(0, dtype=np.int64)
-    # The entity columns stay the events' own (Arrow) text: a payment's difference and its
-    # settled row's are each ~0.9M unexplained events at 1M payments, which as Python str
-    # objects cost memory and the groupby's hashing of objects (pandas made those objects
-    # the same `str` dtype again).
-    detail = pd.DataFrame(
+    return pd.DataFrame(
         {
             "day": day[hit],
             "entity_type": events["entity_type"].array.take(hit),
             "entity_id": events["entity_id"].array.take(hit),
-            "amount": amount[hit],
+            "amount": events["amount"].to_numpy(np.int64)[hit],
         }
     )
-    detail = detail.groupby(
-        ["day", "entity_type", "entity_id"], as_index=False, sort=False, dropna=False
-    ).agg(amount=("amount", "sum"))
-    return Sums(days=days, unexplained=detail)
+
+
+def _text_codes(values: pd.Series) -> tuple[np.ndarray, int]:
+    """Each text value's code (equal texts, and missing values, share one) and how many
+    codes: one Arrow dictionary encoding, no Python object per value."""
+    column = pa.array(values.array)
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    encoded = pc.dictionary_encode(column, null_encoding="encode")
+    codes = np.asarray(encoded.indices, dtype=np.int64)
+    return codes, max(len(encoded.dictionary), 1)
+
+
+def group_detail(detail: pd.DataFrame) -> pd.DataFrame:
+    """`detail.groupby(["day", "entity_type", "entity_id"], as_index=False, sort=False,
+    dropna=False).agg(amount=("amount", "sum"))` (day int64, the entity columns text):
+    the same frame, grouped by integer codes. The groups come in the order of their first
+    row, each named by its first row's key (pandas' groupby spends most of its time on the
+    monotonic check and the factorizing of Arrow text)."""
+    if len(detail) == 0 or not all(
+        isinstance(detail[c].array, pd.arrays.ArrowStringArray)
+        for c in ("entity_type", "entity_id")
+    ):
+        return detail.groupby(
+            ["day", "entity_type", "entity_id"], as_index=False, sort=False, dropna=False
+        ).agg(amount=("amount", "sum"))
+    day = detail["day"].to_numpy(np.int64)
+    kinds, width = _text_codes(detail["entity_type"])
+    ids, count = _text_codes(detail["entity_id"])
+    first = int(day.min())
+    span = int(day.max()) - first + 1
+    if span * width * count < 2**62:
+        key = ((day - first) * width + kinds) * count + ids
+        _, start, group = np.unique(key, return_index=True, return_inverse=True)
+    else:  # key too wide for one int64: the three codes as rows
+        _, start, group = np.unique(
+            np.column_stack([day, kinds, ids]), axis=0, return_index=True, return_inverse=True
+        )
+    group = group.reshape(-1)
+    sums = np.zeros(len(start), dtype=np.int64)
+    np.add.at(sums, group, detail["amount"].to_numpy(np.int64))
+    order = np.argsort(start, kind="stable")  # first appearance, as sort=False
+    rows = start[order]
+    return pd.DataFrame(
+        {
+            "day": day[rows],
+            "entity_type": detail["entity_type"].array.take(rows),
+            "entity_id": detail["entity_id"].array.take(rows),
+            "amount": sums[order],
+        }
+    )
 
 
 def combine(parts: list[Sums]) -> Ledger:
     """The ledger of every part's events together: the sums added up across parts, the
     zero entity sums left out, day numbers made dates (one per distinct day)."""
-    days = pd.concat([p.days for p in parts], ignore_index=True)
     detail = pd.concat([p.unexplained for p in parts], ignore_index=True)
+    if len(parts) > 1:
+        detail = group_detail(detail)
+    return _ledger(_added_days([p.days for p in parts]), detail)
+
+
+def _added_days(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    days = pd.concat(parts, ignore_index=True)
     if len(parts) > 1:
         days = days.groupby(["day", "line"], as_index=False, sort=False).agg(
             amount=("amount", "sum"), events=("events", "sum")
         )
-        detail = detail.groupby(
-            ["day", "entity_type", "entity_id"], as_index=False, sort=False, dropna=False
-        ).agg(amount=("amount", "sum"))
+    return days
+
+
+def _ledger(days: pd.DataFrame, detail: pd.DataFrame) -> Ledger:
+    """The ledger of the summed days and entity sums (zero ones still in)."""
     days = days.sort_values(["day", "line"], ignore_index=True)
     detail = detail[detail["amount"] != 0]
     detail = detail.sort_values(["day", "entity_type", "entity_id"], ignore_index=True)
@@ -343,19 +412,27 @@ def _flagged(conn: sqlite3.Connection) -> tuple[int | None, frozenset[tuple[str,
 def ledger_of(dataset: Dataset, flagged: frozenset[tuple[str, str]]) -> tuple[Ledger, int]:
     """`compact(ledger_events(dataset, flagged))` and the number of events, without the
     per-event dates `ledger_events` adds, and without ever holding every event in one
-    frame: each part of the row events is summed as it is made (`combine` adds the sums)."""
-    sums: list[Sums] = []
+    frame: each part of the row events is summed by day as it is made, and its unexplained
+    events kept, to be grouped by entity once (`group_detail`), not once per part and
+    again across parts."""
+    days: list[pd.DataFrame] = []
+    detail: list[pd.DataFrame] = []
     counted = [0]
 
     def add(part: pd.DataFrame) -> None:
         events = event_frame([part])
         counted[0] += len(events)
         if len(events):
-            sums.append(partial_sums(events))
+            summed, day, codes, lines = _day_sums(events)
+            days.append(summed)
+            detail.append(unexplained_events(events, day, codes, lines))
 
     rows_sum = row_event_parts(dataset, flagged, settle_times(dataset), add)
     add(settlement_events(dataset, rows_sum, flagged))
-    return combine(sums or [partial_sums(event_frame([]))]), counted[0]
+    if not days:
+        return combine([partial_sums(event_frame([]))]), counted[0]
+    ledger = _ledger(_added_days(days), group_detail(pd.concat(detail, ignore_index=True)))
+    return ledger, counted[0]
 
 
 def derive_ledger(
