@@ -59,6 +59,24 @@ def test_the_detail_is_summed_per_day_and_entity_in_the_order_of_first_appearanc
     pd.testing.assert_frame_equal(grouped, _by_pandas(detail), check_exact=True)
 
 
+def test_days_too_far_apart_for_one_int_key_are_grouped_alike() -> None:
+    far = 2**61
+    detail = _detail(
+        [far, 0, far, 0, far],
+        ["refund", "payment", "refund", "payment", "payment"],
+        ["r1", "p1", "r1", None, "r1"],
+        [5, 6, 7, 8, 9],
+    )
+    expected = _detail(
+        [far, 0, 0, far],
+        ["refund", "payment", "payment", "payment"],
+        ["r1", "p1", None, "r1"],
+        [12, 6, 8, 9],
+    )
+    pd.testing.assert_frame_equal(group_detail(detail), expected, check_exact=True)
+    pd.testing.assert_frame_equal(group_detail(detail), _by_pandas(detail), check_exact=True)
+
+
 @given(
     rows=st.lists(
         st.tuples(

@@ -219,25 +219,23 @@ def group_detail(detail: pd.DataFrame) -> pd.DataFrame:
     kinds, width = _text_codes(detail["entity_type"])
     ids, count = _text_codes(detail["entity_id"])
     first = int(day.min())
-    span = int(day.max()) - first + 1
-    if span * width * count < 2**62:
+    if (int(day.max()) - first + 1) * width * count < 2**62:
         key = ((day - first) * width + kinds) * count + ids
-        _, start, group = np.unique(key, return_index=True, return_inverse=True)
-    else:  # key too wide for one int64: the three codes as rows
-        _, start, group = np.unique(
-            np.column_stack([day, kinds, ids]), axis=0, return_index=True, return_inverse=True
-        )
-    group = group.reshape(-1)
-    sums = np.zeros(len(start), dtype=np.int64)
+    else:  # too wide for one int64: the pairs numbered first (each number below len(detail))
+        entity = pd.factorize(kinds * count + ids, sort=False)[0]
+        key = pd.factorize(day, sort=False)[0] * len(detail) + entity
+    # Hash-factorized int keys: groups numbered in the order of their first row.
+    group, keys = pd.factorize(key, sort=False)
+    rows = np.full(len(keys), len(detail), dtype=np.int64)
+    np.minimum.at(rows, group, np.arange(len(detail)))
+    sums = np.zeros(len(keys), dtype=np.int64)
     np.add.at(sums, group, detail["amount"].to_numpy(np.int64))
-    order = np.argsort(start, kind="stable")  # first appearance, as sort=False
-    rows = start[order]
     return pd.DataFrame(
         {
             "day": day[rows],
             "entity_type": detail["entity_type"].array.take(rows),
             "entity_id": detail["entity_id"].array.take(rows),
-            "amount": sums[order],
+            "amount": sums,
         }
     )
 

@@ -78,7 +78,7 @@ def exception_entities(outcomes: pd.DataFrame) -> frozenset[tuple[str, str]]:
     """(entity_type, entity_id) of every EXCEPTION outcome: the differences they explain."""
     if outcomes.empty:
         return frozenset()
-    hit = outcomes[outcomes["status"] == EXCEPTION]
+    hit = outcomes.loc[outcomes["status"] == EXCEPTION, ["entity_type", "entity_id"]]
     return frozenset(zip(hit["entity_type"].astype(str), hit["entity_id"].astype(str), strict=True))
 
 
@@ -308,21 +308,23 @@ def _owned_rows(
     recon: pd.DataFrame, is_kind: np.ndarray, ids: pd.Series
 ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, int]:
     """The recon rows of a kind (`is_kind`) whose entity_id is among `ids` (the
-    _OWNED_COLUMNS and `owner`), each id's code, each row's code and how many codes: one
-    Arrow dictionary encoding of `ids` and one index_in of the rows' entity ids, so equal
-    texts share a code (a missing one too, as is_in and index_in match it) and every later
-    "is it among", "first row of" or "position of" question is an integer lookup."""
-    column = _arrow_text(ids)
-    encoded = pc.dictionary_encode(column, null_encoding="encode")
-    id_code = np.asarray(encoded.indices, dtype=np.int64)
+    _OWNED_COLUMNS and `owner`), each id's code, each row's code and how many codes (the
+    distinct ids): one Arrow dictionary encoding of the ids followed by the rows' entity
+    ids, so equal texts share a code (a missing one too, as is_in and index_in match it),
+    an entity id among `ids` has a code below their count, and every later "is it among",
+    "first row of" or "position of" question is an integer lookup."""
     candidates = np.flatnonzero(is_kind)
-    at = text_positions(recon["entity_id"].astype(str).iloc[candidates], ids)
-    found = at >= 0
+    owners = recon["entity_id"].astype(str).iloc[candidates]
+    column = pa.concat_arrays([_arrow_text(ids), _arrow_text(owners)])
+    codes = np.asarray(pc.dictionary_encode(column, null_encoding="encode").indices, np.int64)
+    id_code, owner_code = codes[: len(ids)], codes[len(ids) :]
+    size = int(id_code.max()) + 1 if len(id_code) else 0
+    found = owner_code < size
     mask = np.zeros(len(recon), dtype=np.bool_)
     mask[candidates[found]] = True
     rows = recon.loc[mask, _OWNED_COLUMNS]
     rows = rows.assign(owner=rows["entity_id"].astype(str))
-    return rows, id_code, id_code[at[found]], len(encoded.dictionary)
+    return rows, id_code, owner_code[found], size
 
 
 def _taken(source: pd.Series, positions: np.ndarray, index: pd.Index) -> pd.Series:
