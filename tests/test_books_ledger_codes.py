@@ -6,17 +6,21 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.books.ledger import group_detail
+from core.books.ledger import group_detail, nonzero_detail
 from core.books.rollforward import (
     FLAGGED,
     HELD,
     LINE_TYPE,
     UNEXPLAINED,
+    _events,
     _first_at,
     _owned_rows,
+    coded,
+    event_frame,
     line_codes,
     text_isin,
 )
@@ -124,7 +128,8 @@ def test_the_owned_rows_and_their_codes_for_repeated_and_missing_ids() -> None:
         }
     )
     kind = np.array([True, True, True, True, False])
-    rows, id_code, row_code, size = _owned_rows(recon, kind, ids)
+    rows, id_code, row_code, texts = _owned_rows(recon, kind, ids)
+    size = len(texts)
     assert rows.index.tolist() == [0, 2, 3]  # pay_9 is no id; row 4 is not of the kind
     assert rows["owner"].tolist()[0::2] == ["pay_2", "pay_1"]
     assert size == 3
@@ -148,7 +153,8 @@ def test_the_owner_codes_answer_what_the_text_lookups_answer(
         }
     )
     kind = np.ones(len(owners), dtype=np.bool_)
-    rows, id_code, row_code, size = _owned_rows(recon, kind, id_text)
+    rows, id_code, row_code, texts = _owned_rows(recon, kind, id_text)
+    size = len(texts)
     owned = text_isin(recon["entity_id"], id_text).to_numpy()
     assert rows.index.tolist() == recon.index[owned].tolist()
     # Codes are equal exactly when the texts are (two missing values alike), and each id's
@@ -160,3 +166,64 @@ def test_the_owner_codes_answer_what_the_text_lookups_answer(
         assert [id_code[i] == c for c in row_code] == same
         assert first[i] == (same.index(True) if any(same) else -1)
     assert (first >= 0).tolist() == text_isin(id_text, rows["owner"]).tolist()
+
+
+_TEXTS = pa.array(["pay_1", "pay_2", None, "pay_3"], type=pa.large_string())
+
+
+def test_a_coded_part_is_the_same_event_frame_as_its_text() -> None:
+    codes = np.array([1, 0, 2, 3, 1])
+    texts = pd.Series(["pay_2", "pay_1", None, "pay_3", "pay_2"], dtype=object).astype(str)
+    amounts = np.array([5, 0, 7, -7, 9])
+    made = _events(np.arange(5), UNEXPLAINED, "payment", coded(codes, _TEXTS), amounts)
+    plain = _events(np.arange(5), UNEXPLAINED, "payment", texts, amounts)
+    assert len(made) == 4  # the zero amount left out, as for text ids
+    pd.testing.assert_frame_equal(event_frame([made]), event_frame([plain]), check_exact=True)
+    kept = event_frame([made], keep_codes=True)["entity_id"]
+    assert kept.dtype != event_frame([made])["entity_id"].dtype
+
+
+def _coded_detail(days: list[int], kind: str, codes: list[int], amounts: list[int]):
+    return pd.DataFrame(
+        {
+            "day": np.array(days, dtype=np.int64),
+            "entity_type": pd.Series([kind] * len(days), dtype=object).astype(str).array,
+            "entity_id": coded(np.array(codes), _TEXTS),
+            "amount": np.array(amounts, dtype=np.int64),
+        }
+    )
+
+
+def _sorted(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.sort_values(["day", "entity_type", "entity_id"], ignore_index=True)
+
+
+def test_the_nonzero_detail_of_coded_and_text_parts_sums_across_parts() -> None:
+    parts = [
+        _coded_detail([1, 1, 2], "payment", [0, 2, 0], [10, 4, 5]),
+        _coded_detail([1, 1, 2], "payment", [0, 2, 3], [-10, 1, 6]),
+        _detail([1, 1], ["settlement", "settlement"], ["pay_1", "setl_1"], [3, 0]),
+    ]
+    expected = _detail(
+        [1, 1, 2, 2],
+        ["payment", "settlement", "payment", "payment"],
+        [None, "pay_1", "pay_1", "pay_3"],
+        [5, 3, 5, 6],
+    )
+    pd.testing.assert_frame_equal(_sorted(nonzero_detail(parts)), expected, check_exact=True)
+
+
+def test_one_types_ids_coded_and_in_text_are_still_one_entity() -> None:
+    parts = [
+        _coded_detail([1, 1], "payment", [0, 1], [10, 4]),
+        _detail([1, 1], ["payment", "payment"], ["pay_1", "pay_2"], [-10, 1]),
+    ]
+    expected = _detail([1], ["payment"], ["pay_2"], [5])
+    pd.testing.assert_frame_equal(_sorted(nonzero_detail(parts)), expected, check_exact=True)
+
+
+def test_no_nonzero_detail_is_an_empty_text_frame() -> None:
+    parts = [_coded_detail([1], "payment", [0], [10]), _coded_detail([1], "payment", [0], [-10])]
+    empty = nonzero_detail(parts)
+    assert len(empty) == 0
+    assert list(empty.dtypes) == list(_detail([], [], [], []).dtypes)

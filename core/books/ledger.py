@@ -36,14 +36,17 @@ import pyarrow.compute as pc
 
 from core.books.rollforward import (
     UNEXPLAINED,
+    coded_parts,
     daily_balances,
     event_frame,
     exception_entities,
+    is_coded,
     month_bounds,
     row_event_parts,
     row_events,
     settle_times,
     settlement_events,
+    text_entities,
 )
 from core.books.store import months_of
 from core.calendar import IST
@@ -218,18 +221,7 @@ def group_detail(detail: pd.DataFrame) -> pd.DataFrame:
     day = detail["day"].to_numpy(np.int64)
     kinds, width = _text_codes(detail["entity_type"])
     ids, count = _text_codes(detail["entity_id"])
-    first = int(day.min())
-    if (int(day.max()) - first + 1) * width * count < 2**62:
-        key = ((day - first) * width + kinds) * count + ids
-    else:  # too wide for one int64: the pairs numbered first (each number below len(detail))
-        entity = pd.factorize(kinds * count + ids, sort=False)[0]
-        key = pd.factorize(day, sort=False)[0] * len(detail) + entity
-    # Hash-factorized int keys: groups numbered in the order of their first row.
-    group, keys = pd.factorize(key, sort=False)
-    rows = np.full(len(keys), len(detail), dtype=np.int64)
-    np.minimum.at(rows, group, np.arange(len(detail)))
-    sums = np.zeros(len(keys), dtype=np.int64)
-    np.add.at(sums, group, detail["amount"].to_numpy(np.int64))
+    rows, sums = _summed(day, kinds * count + ids, width * count, detail["amount"])
     return pd.DataFrame(
         {
             "day": day[rows],
@@ -238,6 +230,85 @@ def group_detail(detail: pd.DataFrame) -> pd.DataFrame:
             "amount": sums,
         }
     )
+
+
+def _summed(
+    day: np.ndarray, entity: np.ndarray, entities: int, amount: pd.Series | np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per distinct (day, entity code below `entities`), in the order of their first row:
+    that first row and the sum of `amount`."""
+    first = int(day.min())
+    if (int(day.max()) - first + 1) * entities < 2**62:
+        key = (day - first) * entities + entity
+    else:  # too wide for one int64: the pairs numbered first (each number below len(day))
+        key = pd.factorize(day, sort=False)[0] * len(day) + pd.factorize(entity, sort=False)[0]
+    # Hash-factorized int keys: groups numbered in the order of their first row.
+    group, keys = pd.factorize(key, sort=False)
+    rows = np.full(len(keys), len(day), dtype=np.int64)
+    np.minimum.at(rows, group, np.arange(len(day)))
+    sums = np.zeros(len(keys), dtype=np.int64)
+    np.add.at(sums, group, np.asarray(amount, dtype=np.int64))
+    return rows, sums
+
+
+def _dictionary_key(dictionary: pa.Array) -> tuple[int, ...]:
+    """The same memory (buffers, offset, length): the same texts."""
+    found = [0 if b is None else b.address for b in dictionary.buffers()]
+    return (*found, dictionary.offset, len(dictionary))
+
+
+def nonzero_detail(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """The groups of `group_detail` over the parts' unexplained events together whose sum
+    is not zero, in no set order (`combine` sorts them). A part's entity_id may be
+    `coded`: when each entity type's events are all coded by one dictionary, or all in one
+    text part, the (type, code) pairs are the keys (no text hashed but the types and the
+    text parts') and only the surviving groups' ids are made text; else every part is
+    made text and grouped by `group_detail`."""
+    given, parts = parts, [p for p in parts if len(p)]
+    if not parts:
+        return _nonzero(group_detail(pd.concat([text_entities(p) for p in given])))
+    types = pd.concat([p["entity_type"] for p in parts], ignore_index=True)
+    kinds, width = _text_codes(types)
+    bounds = np.cumsum([0, *(len(p) for p in parts)])
+    spaces: dict[object, int] = {}  # a code space -> its first global code
+    owner: dict[int, object] = {}  # an entity type's code -> its code space
+    ids: list[np.ndarray] = []
+    count = 0
+    for k, part in enumerate(parts):
+        if is_coded(part["entity_id"]):
+            codes, dictionary = coded_parts(part["entity_id"])
+            space: object = _dictionary_key(dictionary)
+            size = len(dictionary)
+        else:
+            codes, size = _text_codes(part["entity_id"])
+            space = ("text", k)
+        for kind in np.unique(kinds[bounds[k] : bounds[k + 1]]).tolist():
+            if owner.setdefault(kind, space) != space:  # two spaces name one type's ids
+                text = pd.concat([text_entities(p) for p in parts], ignore_index=True)
+                return _nonzero(group_detail(text))
+        if space not in spaces:
+            spaces[space] = count
+            count += size
+        ids.append(codes + spaces[space])
+    day = np.concatenate([p["day"].to_numpy(np.int64) for p in parts])
+    amount = np.concatenate([p["amount"].to_numpy(np.int64) for p in parts])
+    rows, sums = _summed(day, kinds * count + np.concatenate(ids), width * count, amount)
+    live = np.flatnonzero(sums)
+    rows, sums = rows[live], sums[live]
+    part_of = np.searchsorted(bounds, rows, side="right") - 1
+    found = [
+        text_entities(parts[k].iloc[rows[part_of == k] - bounds[k]]).assign(
+            amount=sums[part_of == k]
+        )
+        for k in np.unique(part_of).tolist()
+    ]
+    if not found:
+        return text_entities(parts[0].iloc[:0])
+    return pd.concat(found, ignore_index=True)
+
+
+def _nonzero(detail: pd.DataFrame) -> pd.DataFrame:
+    return detail[detail["amount"] != 0].reset_index(drop=True)
 
 
 def combine(parts: list[Sums]) -> Ledger:
@@ -411,14 +482,14 @@ def ledger_of(dataset: Dataset, flagged: frozenset[tuple[str, str]]) -> tuple[Le
     """`compact(ledger_events(dataset, flagged))` and the number of events, without the
     per-event dates `ledger_events` adds, and without ever holding every event in one
     frame: each part of the row events is summed by day as it is made, and its unexplained
-    events kept, to be grouped by entity once (`group_detail`), not once per part and
-    again across parts."""
+    events kept (a payment's or refund's ids as their codes), to be grouped by entity once
+    (`nonzero_detail`), not once per part and again across parts."""
     days: list[pd.DataFrame] = []
     detail: list[pd.DataFrame] = []
     counted = [0]
 
     def add(part: pd.DataFrame) -> None:
-        events = event_frame([part])
+        events = event_frame([part], keep_codes=True)
         counted[0] += len(events)
         if len(events):
             summed, day, codes, lines = _day_sums(events)
@@ -429,7 +500,7 @@ def ledger_of(dataset: Dataset, flagged: frozenset[tuple[str, str]]) -> tuple[Le
     add(settlement_events(dataset, rows_sum, flagged))
     if not days:
         return combine([partial_sums(event_frame([]))]), counted[0]
-    ledger = _ledger(_added_days(days), group_detail(pd.concat(detail, ignore_index=True)))
+    ledger = _ledger(_added_days(days), nonzero_detail(detail))
     return ledger, counted[0]
 
 

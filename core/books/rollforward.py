@@ -122,19 +122,49 @@ def _events(
     ts: pd.Series | np.ndarray,
     line: str | pd.Series | np.ndarray | pd.Categorical,
     etype: str,
-    eid: pd.Series,
+    eid: pd.Series | pd.api.extensions.ExtensionArray,
     amount: pd.Series | np.ndarray,
 ) -> pd.DataFrame:
     amounts = pd.Series(amount).to_numpy(dtype=np.int64)
     times = pd.Series(ts).to_numpy(dtype=np.int64)
     lines = _lines(line, len(amounts))
-    ids = pd.Series(eid).astype(str).array
+    ids = eid if is_coded(eid) else pd.Series(eid).astype(str).array
     if not amounts.all():  # zero amounts left out (one take of each column)
         kept = np.flatnonzero(amounts)
         amounts, times, lines, ids = amounts[kept], times[kept], lines.take(kept), ids.take(kept)
     return pd.DataFrame(
         {"ts": times, "line": lines, "entity_type": etype, "entity_id": ids, "amount": amounts}
     )
+
+
+def coded(codes: np.ndarray, dictionary: pa.Array) -> pd.api.extensions.ExtensionArray:
+    """Entity ids given as their codes into `dictionary` (distinct texts): an Arrow
+    dictionary column, taken as integers and grouped by code by `ledger_of`;
+    `event_frame` makes it text again."""
+    indices = pa.array(np.asarray(codes, dtype=np.int64), type=pa.int64())
+    return pd.arrays.ArrowExtensionArray(pa.DictionaryArray.from_arrays(indices, dictionary))
+
+
+def is_coded(values: object) -> bool:
+    """Whether `values` (a column or array) is a `coded` entity column."""
+    dtype = getattr(values, "dtype", None)
+    return isinstance(dtype, pd.ArrowDtype) and pa.types.is_dictionary(dtype.pyarrow_dtype)
+
+
+def coded_parts(values: pd.Series) -> tuple[np.ndarray, pa.Array]:
+    """A `coded` column's codes and its dictionary."""
+    column = pa.array(values.array)
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    return np.asarray(column.indices, dtype=np.int64), column.dictionary
+
+
+def text_entities(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with a `coded` entity_id made text (the column `_events` makes of text)."""
+    if not is_coded(frame["entity_id"]):
+        return frame
+    codes, dictionary = coded_parts(frame["entity_id"])
+    return frame.assign(entity_id=pd.array(dictionary.take(codes), dtype=_TEXT))
 
 
 def _is_foreign(currency: pd.Series) -> pd.Series:
@@ -238,6 +268,7 @@ def _item_events(
     id_code: np.ndarray,
     row_code: np.ndarray,
     codes: int,
+    texts: pa.Array,
     flagged: frozenset[tuple[str, str]],
     emit: Callable[[pd.DataFrame], None],
 ) -> None:
@@ -247,7 +278,8 @@ def _item_events(
     The entity is open from `created` until its first settled row; its difference is
     `expected` (at that moment) minus each settled row's net (at the row's settlement).
     open_line: each entity's open-item line (`line_codes`). id_code, row_code: each id's
-    and each row's owner's code (`_owned_rows`, of `codes`; -1: none)."""
+    and each row's owner's code (`_owned_rows`, of `codes`; -1: none); `texts`: the texts
+    of the codes, for the events' `coded` entity ids."""
     id_text = ids.astype(str)
     expect = expected.to_numpy(np.int64)
     born = created.to_numpy(np.int64)
@@ -261,10 +293,10 @@ def _item_events(
     times = settled["settle_ts"].to_numpy(np.float64)
     first = np.full(len(id_text), np.inf)
     np.minimum.at(first, at[owned], times[owned])
-    emit(_events(born, open_line, etype, id_text, expect))
+    emit(_events(born, open_line, etype, coded(id_code, texts), expect))
     is_closed = np.isfinite(first)
     closed_first = first[is_closed].astype(np.int64)
-    closed_id = id_text[is_closed]
+    closed_id = coded(id_code[is_closed], texts)
     emit(_events(closed_first, open_line[is_closed], etype, closed_id, -expect[is_closed]))
     flagged_ids = {i for kind, i in flagged if kind == etype}
     flag_of = np.zeros(len(id_text), dtype=np.bool_)
@@ -281,7 +313,7 @@ def _item_events(
             mine["settle_ts"].astype(np.int64),
             line_codes([flag_of[at[owned]]], [FLAGGED], UNEXPLAINED),
             etype,
-            mine["owner"],
+            coded(row_code[is_settled][owned], texts),
             -mine["net"],
         )
     )
@@ -306,17 +338,19 @@ def _at(table: np.ndarray, codes: np.ndarray) -> np.ndarray:
 
 def _owned_rows(
     recon: pd.DataFrame, is_kind: np.ndarray, ids: pd.Series
-) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, int]:
+) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, pa.Array]:
     """The recon rows of a kind (`is_kind`) whose entity_id is among `ids` (the
     _OWNED_COLUMNS and `owner`), each id's code, each row's code and how many codes (the
     distinct ids): one Arrow dictionary encoding of the ids followed by the rows' entity
     ids, so equal texts share a code (a missing one too, as is_in and index_in match it),
     an entity id among `ids` has a code below their count, and every later "is it among",
-    "first row of" or "position of" question is an integer lookup."""
+    "first row of" or "position of" question is an integer lookup. The last: the ids'
+    distinct texts, in code order (their count is the number of codes)."""
     candidates = np.flatnonzero(is_kind)
     owners = recon["entity_id"].astype(str).iloc[candidates]
     column = pa.concat_arrays([_arrow_text(ids), _arrow_text(owners)])
-    codes = np.asarray(pc.dictionary_encode(column, null_encoding="encode").indices, np.int64)
+    encoded = pc.dictionary_encode(column, null_encoding="encode")
+    codes = np.asarray(encoded.indices, dtype=np.int64)
     id_code, owner_code = codes[: len(ids)], codes[len(ids) :]
     size = int(id_code.max()) + 1 if len(id_code) else 0
     found = owner_code < size
@@ -324,7 +358,7 @@ def _owned_rows(
     mask[candidates[found]] = True
     rows = recon.loc[mask, _OWNED_COLUMNS]
     rows = rows.assign(owner=rows["entity_id"].astype(str))
-    return rows, id_code, owner_code[found], size
+    return rows, id_code, owner_code[found], encoded.dictionary[:size]
 
 
 def _taken(source: pd.Series, positions: np.ndarray, index: pd.Index) -> pd.Series:
@@ -367,9 +401,11 @@ def settle_times(dataset: Dataset) -> pd.Series:
     return _settle_times(dataset)
 
 
-def event_frame(parts: list[pd.DataFrame]) -> pd.DataFrame:
-    """Event frames as one (ts, line, entity_type, entity_id, amount), ts and amount int64."""
-    kept = [e for e in parts if len(e)]
+def event_frame(parts: list[pd.DataFrame], keep_codes: bool = False) -> pd.DataFrame:
+    """Event frames as one (ts, line, entity_type, entity_id, amount), ts and amount int64,
+    entity_id text (a part's `coded` ids made text; `keep_codes`: left as they are, for
+    one part summed by `ledger_of`)."""
+    kept = [e if keep_codes else text_entities(e) for e in parts if len(e)]
     if kept:
         frame = pd.concat(kept, ignore_index=True)
     else:
@@ -399,8 +435,9 @@ def row_event_parts(
     `settlement_events`). Every event of an entity comes from its own rows and the
     settlement times `times`, so a set of row families (core.engine.partition) gives
     exactly those entities' events, and the row sums of disjoint sets add up. The events
-    are given to `emit` in parts (event frames whose concatenation is `row_events`' frame),
-    each as soon as it is made, so a caller that sums them never holds them all."""
+    are given to `emit` in parts (event frames, a payment's or refund's ids `coded`, whose
+    `event_frame` is `row_events`' frame), each as soon as it is made, so a caller that
+    sums them never holds them all."""
     recon = dataset.recon[_RECON_COLUMNS]  # the columns added below are its own (copy on write)
     recon["settle_ts"] = text_map(recon["settlement_id"].astype(str), times).astype("float64")
     recon.loc[recon["settlement_id"].isna(), "settle_ts"] = np.nan
@@ -411,9 +448,10 @@ def row_event_parts(
     # Payments: captured (or owning recon rows) and settled through Razorpay.
     pay = dataset.payments[_PAYMENT_COLUMNS]
     pay_ids = pay["id"].astype(str)
-    pay_rows, pay_code, pay_row_code, pay_codes = _owned_rows(
+    pay_rows, pay_code, pay_row_code, pay_texts = _owned_rows(
         recon, (rtype == "payment").to_numpy(), pay_ids
     )
+    pay_codes = len(pay_texts)
     # Per payment, the position in pay_rows of its owner's first row (-1: it has none).
     first_row = _first_at(pay_row_code, pay_codes)[pay_code]
     captured = (
@@ -436,8 +474,8 @@ def row_event_parts(
     amount = pd.Series(np.where(cap, inr, 0), index=p.index)
     fees = pd.Series(np.where(cap, fee.to_numpy(np.int64), 0), index=p.index)
     created = p["created_at"].astype(np.int64)
-    emit(_events(created, CAPTURED, "payment", pid, amount))
-    emit(_events(created, FEES, "payment", pid, -fees))
+    emit(_events(created, CAPTURED, "payment", coded(pay_code[keep], pay_texts), amount))
+    emit(_events(created, FEES, "payment", coded(pay_code[keep], pay_texts), -fees))
     held = np.zeros(pay_codes, dtype=np.bool_)
     held[pay_row_code[pay_rows["held"].to_numpy(np.bool_)]] = True
     open_line = line_codes([held[pay_code[keep]]], [HELD], OPEN_PAYMENTS)
@@ -451,6 +489,7 @@ def row_event_parts(
         id_code=pay_code[keep],
         row_code=pay_row_code,
         codes=pay_codes,
+        texts=pay_texts,
         flagged=flags,
         emit=emit,
     )
@@ -458,9 +497,10 @@ def row_event_parts(
     # Refunds, processed or pending: taken from the balance when made.
     ref = dataset.refunds[_REFUND_COLUMNS]
     ref_ids = ref["id"].astype(str)
-    ref_rows, ref_code, ref_row_code, ref_codes = _owned_rows(
+    ref_rows, ref_code, ref_row_code, ref_texts = _owned_rows(
         recon, (rtype == "refund").to_numpy(), ref_ids
     )
+    ref_codes = len(ref_texts)
     rfirst = _first_at(ref_row_code, ref_codes)[ref_code]
     live = ref["status"].astype(str).isin(["processed", "pending"]).to_numpy()
     rkeep = (live & _razorpay_settled(ref["settled_by"]).to_numpy()) | (rfirst >= 0)
@@ -479,8 +519,8 @@ def row_event_parts(
     r_amount = pd.Series(np.where(rlive, r_inr, 0), index=r.index)
     r_fees = pd.Series(np.where(rlive, r_fee, 0), index=r.index)
     rcreated = r["created_at"].astype(np.int64)
-    emit(_events(rcreated, REFUNDS, "refund", rid, -r_amount))
-    emit(_events(rcreated, FEES, "refund", rid, -r_fees))
+    emit(_events(rcreated, REFUNDS, "refund", coded(ref_code[rkeep], ref_texts), -r_amount))
+    emit(_events(rcreated, FEES, "refund", coded(ref_code[rkeep], ref_texts), -r_fees))
     _item_events(
         etype="refund",
         ids=rid,
@@ -491,6 +531,7 @@ def row_event_parts(
         id_code=ref_code[rkeep],
         row_code=ref_row_code,
         codes=ref_codes,
+        texts=ref_texts,
         flagged=flags,
         emit=emit,
     )
