@@ -31,17 +31,22 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from core.books.rollforward import (
     UNEXPLAINED,
+    coded_parts,
     daily_balances,
     event_frame,
     exception_entities,
+    is_coded,
     month_bounds,
     row_event_parts,
     row_events,
     settle_times,
     settlement_events,
+    text_entities,
 )
 from core.books.store import months_of
 from core.calendar import IST
@@ -136,6 +141,12 @@ def partial_sums(events: pd.DataFrame) -> Sums:
     """`events` (EVENT_COLUMNS; a `day` column is not read) summed per day number and line,
     and their `unexplained` ones per day number and entity: numpy day numbers and line
     codes, so no datetime.date or str object is made per event (5M at 1M payments)."""
+    days, day, codes, lines = _day_sums(events)
+    return Sums(days=days, unexplained=group_detail(unexplained_events(events, day, codes, lines)))
+
+
+def _day_sums(events: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, pd.Index]:
+    """`partial_sums`' days, and each event's day number and line code (of the lines)."""
     day = (events["ts"].to_numpy(np.int64) + IST_OFFSET) // 86_400
     amount = events["amount"].to_numpy(np.int64)
     if isinstance(events["line"].dtype, pd.CategoricalDtype):  # codes made with the events
@@ -161,38 +172,165 @@ def partial_sums(events: pd.DataFrame) -> Sums:
             "events": counts[keys],
         }
     )
+    return days, day, codes, pd.Index(lines)
+
+
+def unexplained_events(
+    events: pd.DataFrame, day: np.ndarray, codes: np.ndarray, lines: pd.Index | np.ndarray
+) -> pd.DataFrame:
+    """The `unexplained` events of `events` as (day, entity_type, entity_id, amount), day
+    numbers given (`day`), lines as `codes` of `lines`. The entity columns stay the events'
+    own (Arrow) text: ~1.8M events at 1M payments, which as Python str objects would cost
+    memory and the hashing of objects."""
     where = np.flatnonzero(np.asarray(lines, dtype=object) == UNEXPLAINED)
     hit = np.flatnonzero(codes == where[0]) if len(where) else np.zeros(0, dtype=np.int64)
-    # The entity columns stay the events' own (Arrow) text: a payment's difference and its
-    # settled row's are each ~0.9M unexplained events at 1M payments, which as Python str
-    # objects cost memory and the groupby's hashing of objects (pandas made those objects
-    # the same `str` dtype again).
-    detail = pd.DataFrame(
+    return pd.DataFrame(
         {
             "day": day[hit],
             "entity_type": events["entity_type"].array.take(hit),
             "entity_id": events["entity_id"].array.take(hit),
-            "amount": amount[hit],
+            "amount": events["amount"].to_numpy(np.int64)[hit],
         }
     )
-    detail = detail.groupby(
-        ["day", "entity_type", "entity_id"], as_index=False, sort=False, dropna=False
-    ).agg(amount=("amount", "sum"))
-    return Sums(days=days, unexplained=detail)
+
+
+def _text_codes(values: pd.Series) -> tuple[np.ndarray, int]:
+    """Each text value's code (equal texts, and missing values, share one) and how many
+    codes: one Arrow dictionary encoding, no Python object per value."""
+    column = pa.array(values.array)
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    encoded = pc.dictionary_encode(column, null_encoding="encode")
+    codes = np.asarray(encoded.indices, dtype=np.int64)
+    return codes, max(len(encoded.dictionary), 1)
+
+
+def group_detail(detail: pd.DataFrame) -> pd.DataFrame:
+    """`detail.groupby(["day", "entity_type", "entity_id"], as_index=False, sort=False,
+    dropna=False).agg(amount=("amount", "sum"))` (day int64, the entity columns text):
+    the same frame, grouped by integer codes. The groups come in the order of their first
+    row, each named by its first row's key (pandas' groupby spends most of its time on the
+    monotonic check and the factorizing of Arrow text)."""
+    if len(detail) == 0 or not all(
+        isinstance(detail[c].array, pd.arrays.ArrowStringArray)
+        for c in ("entity_type", "entity_id")
+    ):
+        return detail.groupby(
+            ["day", "entity_type", "entity_id"], as_index=False, sort=False, dropna=False
+        ).agg(amount=("amount", "sum"))
+    day = detail["day"].to_numpy(np.int64)
+    kinds, width = _text_codes(detail["entity_type"])
+    ids, count = _text_codes(detail["entity_id"])
+    rows, sums = _summed(day, kinds * count + ids, width * count, detail["amount"])
+    return pd.DataFrame(
+        {
+            "day": day[rows],
+            "entity_type": detail["entity_type"].array.take(rows),
+            "entity_id": detail["entity_id"].array.take(rows),
+            "amount": sums,
+        }
+    )
+
+
+def _summed(
+    day: np.ndarray, entity: np.ndarray, entities: int, amount: pd.Series | np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per distinct (day, entity code below `entities`), in the order of their first row:
+    that first row and the sum of `amount`."""
+    first = int(day.min())
+    if (int(day.max()) - first + 1) * entities < 2**62:
+        key = (day - first) * entities + entity
+    else:  # too wide for one int64: the pairs numbered first (each number below len(day))
+        key = pd.factorize(day, sort=False)[0] * len(day) + pd.factorize(entity, sort=False)[0]
+    # Hash-factorized int keys: groups numbered in the order of their first row.
+    group, keys = pd.factorize(key, sort=False)
+    rows = np.full(len(keys), len(day), dtype=np.int64)
+    np.minimum.at(rows, group, np.arange(len(day)))
+    sums = np.zeros(len(keys), dtype=np.int64)
+    np.add.at(sums, group, np.asarray(amount, dtype=np.int64))
+    return rows, sums
+
+
+def _dictionary_key(dictionary: pa.Array) -> tuple[int, ...]:
+    """The same memory (buffers, offset, length): the same texts."""
+    found = [0 if b is None else b.address for b in dictionary.buffers()]
+    return (*found, dictionary.offset, len(dictionary))
+
+
+def nonzero_detail(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """The groups of `group_detail` over the parts' unexplained events together whose sum
+    is not zero, in no set order (`combine` sorts them). A part's entity_id may be
+    `coded`: when each entity type's events are all coded by one dictionary, or all in one
+    text part, the (type, code) pairs are the keys (no text hashed but the types and the
+    text parts') and only the surviving groups' ids are made text; else every part is
+    made text and grouped by `group_detail`."""
+    given, parts = parts, [p for p in parts if len(p)]
+    if not parts:
+        return _nonzero(group_detail(pd.concat([text_entities(p) for p in given])))
+    types = pd.concat([p["entity_type"] for p in parts], ignore_index=True)
+    kinds, width = _text_codes(types)
+    bounds = np.cumsum([0, *(len(p) for p in parts)])
+    spaces: dict[object, int] = {}  # a code space -> its first global code
+    owner: dict[int, object] = {}  # an entity type's code -> its code space
+    ids: list[np.ndarray] = []
+    count = 0
+    for k, part in enumerate(parts):
+        if is_coded(part["entity_id"]):
+            codes, dictionary = coded_parts(part["entity_id"])
+            space: object = _dictionary_key(dictionary)
+            size = len(dictionary)
+        else:
+            codes, size = _text_codes(part["entity_id"])
+            space = ("text", k)
+        for kind in np.unique(kinds[bounds[k] : bounds[k + 1]]).tolist():
+            if owner.setdefault(kind, space) != space:  # two spaces name one type's ids
+                text = pd.concat([text_entities(p) for p in parts], ignore_index=True)
+                return _nonzero(group_detail(text))
+        if space not in spaces:
+            spaces[space] = count
+            count += size
+        ids.append(codes + spaces[space])
+    day = np.concatenate([p["day"].to_numpy(np.int64) for p in parts])
+    amount = np.concatenate([p["amount"].to_numpy(np.int64) for p in parts])
+    rows, sums = _summed(day, kinds * count + np.concatenate(ids), width * count, amount)
+    live = np.flatnonzero(sums)
+    rows, sums = rows[live], sums[live]
+    part_of = np.searchsorted(bounds, rows, side="right") - 1
+    found = [
+        text_entities(parts[k].iloc[rows[part_of == k] - bounds[k]]).assign(
+            amount=sums[part_of == k]
+        )
+        for k in np.unique(part_of).tolist()
+    ]
+    if not found:
+        return text_entities(parts[0].iloc[:0])
+    return pd.concat(found, ignore_index=True)
+
+
+def _nonzero(detail: pd.DataFrame) -> pd.DataFrame:
+    return detail[detail["amount"] != 0].reset_index(drop=True)
 
 
 def combine(parts: list[Sums]) -> Ledger:
     """The ledger of every part's events together: the sums added up across parts, the
     zero entity sums left out, day numbers made dates (one per distinct day)."""
-    days = pd.concat([p.days for p in parts], ignore_index=True)
     detail = pd.concat([p.unexplained for p in parts], ignore_index=True)
+    if len(parts) > 1:
+        detail = group_detail(detail)
+    return _ledger(_added_days([p.days for p in parts]), detail)
+
+
+def _added_days(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    days = pd.concat(parts, ignore_index=True)
     if len(parts) > 1:
         days = days.groupby(["day", "line"], as_index=False, sort=False).agg(
             amount=("amount", "sum"), events=("events", "sum")
         )
-        detail = detail.groupby(
-            ["day", "entity_type", "entity_id"], as_index=False, sort=False, dropna=False
-        ).agg(amount=("amount", "sum"))
+    return days
+
+
+def _ledger(days: pd.DataFrame, detail: pd.DataFrame) -> Ledger:
+    """The ledger of the summed days and entity sums (zero ones still in)."""
     days = days.sort_values(["day", "line"], ignore_index=True)
     detail = detail[detail["amount"] != 0]
     detail = detail.sort_values(["day", "entity_type", "entity_id"], ignore_index=True)
@@ -343,19 +481,27 @@ def _flagged(conn: sqlite3.Connection) -> tuple[int | None, frozenset[tuple[str,
 def ledger_of(dataset: Dataset, flagged: frozenset[tuple[str, str]]) -> tuple[Ledger, int]:
     """`compact(ledger_events(dataset, flagged))` and the number of events, without the
     per-event dates `ledger_events` adds, and without ever holding every event in one
-    frame: each part of the row events is summed as it is made (`combine` adds the sums)."""
-    sums: list[Sums] = []
+    frame: each part of the row events is summed by day as it is made, and its unexplained
+    events kept (a payment's or refund's ids as their codes), to be grouped by entity once
+    (`nonzero_detail`), not once per part and again across parts."""
+    days: list[pd.DataFrame] = []
+    detail: list[pd.DataFrame] = []
     counted = [0]
 
     def add(part: pd.DataFrame) -> None:
-        events = event_frame([part])
+        events = event_frame([part], keep_codes=True)
         counted[0] += len(events)
         if len(events):
-            sums.append(partial_sums(events))
+            summed, day, codes, lines = _day_sums(events)
+            days.append(summed)
+            detail.append(unexplained_events(events, day, codes, lines))
 
     rows_sum = row_event_parts(dataset, flagged, settle_times(dataset), add)
     add(settlement_events(dataset, rows_sum, flagged))
-    return combine(sums or [partial_sums(event_frame([]))]), counted[0]
+    if not days:
+        return combine([partial_sums(event_frame([]))]), counted[0]
+    ledger = _ledger(_added_days(days), nonzero_detail(detail))
+    return ledger, counted[0]
 
 
 def derive_ledger(

@@ -78,7 +78,7 @@ def exception_entities(outcomes: pd.DataFrame) -> frozenset[tuple[str, str]]:
     """(entity_type, entity_id) of every EXCEPTION outcome: the differences they explain."""
     if outcomes.empty:
         return frozenset()
-    hit = outcomes[outcomes["status"] == EXCEPTION]
+    hit = outcomes.loc[outcomes["status"] == EXCEPTION, ["entity_type", "entity_id"]]
     return frozenset(zip(hit["entity_type"].astype(str), hit["entity_id"].astype(str), strict=True))
 
 
@@ -92,11 +92,25 @@ LINE_TYPE = pd.CategoricalDtype([*FLOW_LINES, *OPEN_LINES, UNEXPLAINED])
 _LINE_CODE = {name: code for code, name in enumerate(LINE_TYPE.categories)}
 
 
-def _lines(line: str | pd.Series | np.ndarray, size: int) -> pd.Categorical:
-    """A line column as codes of LINE_TYPE: one code broadcast, or each distinct name of a
-    numpy str (np.where of names) or object array compared once (no Arrow text made)."""
+def line_codes(
+    choices: list[np.ndarray] | list[pd.Series], names: list[str], default: str
+) -> pd.Categorical:
+    """`np.select(choices, names, default)` as a line column (codes of LINE_TYPE), made
+    from the codes: no numpy str array to compare name by name afterwards."""
+    conditions = [np.asarray(c, dtype=np.bool_) for c in choices]
+    named = [np.int8(_LINE_CODE[n]) for n in names]
+    codes = np.select(conditions, named, np.int8(_LINE_CODE[default]))
+    return pd.Categorical.from_codes(codes.astype(np.int8), dtype=LINE_TYPE)
+
+
+def _lines(line: str | pd.Series | np.ndarray | pd.Categorical, size: int) -> pd.Categorical:
+    """A line column as codes of LINE_TYPE: one code broadcast, a line column already
+    (`line_codes`), or each distinct name of a numpy str or object array compared once (no
+    Arrow text made)."""
     if isinstance(line, str):
         return pd.Categorical.from_codes(np.full(size, _LINE_CODE[line], np.int8), dtype=LINE_TYPE)
+    if isinstance(line, pd.Categorical) and line.dtype == LINE_TYPE:
+        return line
     values = line.to_numpy(dtype=object) if isinstance(line, pd.Series) else np.asarray(line)
     codes = np.full(size, -1, dtype=np.int8)
     for name in pd.unique(values.astype(object)) if len(values) else []:
@@ -106,21 +120,51 @@ def _lines(line: str | pd.Series | np.ndarray, size: int) -> pd.Categorical:
 
 def _events(
     ts: pd.Series | np.ndarray,
-    line: str | pd.Series | np.ndarray,
+    line: str | pd.Series | np.ndarray | pd.Categorical,
     etype: str,
-    eid: pd.Series,
+    eid: pd.Series | pd.api.extensions.ExtensionArray,
     amount: pd.Series | np.ndarray,
 ) -> pd.DataFrame:
     amounts = pd.Series(amount).to_numpy(dtype=np.int64)
     times = pd.Series(ts).to_numpy(dtype=np.int64)
     lines = _lines(line, len(amounts))
-    ids = pd.Series(eid).astype(str).array
+    ids = eid if is_coded(eid) else pd.Series(eid).astype(str).array
     if not amounts.all():  # zero amounts left out (one take of each column)
         kept = np.flatnonzero(amounts)
         amounts, times, lines, ids = amounts[kept], times[kept], lines.take(kept), ids.take(kept)
     return pd.DataFrame(
         {"ts": times, "line": lines, "entity_type": etype, "entity_id": ids, "amount": amounts}
     )
+
+
+def coded(codes: np.ndarray, dictionary: pa.Array) -> pd.api.extensions.ExtensionArray:
+    """Entity ids given as their codes into `dictionary` (distinct texts): an Arrow
+    dictionary column, taken as integers and grouped by code by `ledger_of`;
+    `event_frame` makes it text again."""
+    indices = pa.array(np.asarray(codes, dtype=np.int64), type=pa.int64())
+    return pd.arrays.ArrowExtensionArray(pa.DictionaryArray.from_arrays(indices, dictionary))
+
+
+def is_coded(values: object) -> bool:
+    """Whether `values` (a column or array) is a `coded` entity column."""
+    dtype = getattr(values, "dtype", None)
+    return isinstance(dtype, pd.ArrowDtype) and pa.types.is_dictionary(dtype.pyarrow_dtype)
+
+
+def coded_parts(values: pd.Series) -> tuple[np.ndarray, pa.Array]:
+    """A `coded` column's codes and its dictionary."""
+    column = pa.array(values.array)
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    return np.asarray(column.indices, dtype=np.int64), column.dictionary
+
+
+def text_entities(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with a `coded` entity_id made text (the column `_events` makes of text)."""
+    if not is_coded(frame["entity_id"]):
+        return frame
+    codes, dictionary = coded_parts(frame["entity_id"])
+    return frame.assign(entity_id=pd.array(dictionary.take(codes), dtype=_TEXT))
 
 
 def _is_foreign(currency: pd.Series) -> pd.Series:
@@ -178,13 +222,7 @@ def text_map(values: pd.Series, mapping: pd.Series) -> pd.Series:
         return values.map(mapping)
     where = pc.index_in(_arrow_text(values), value_set=_arrow_text(mapping.index))
     positions = np.asarray(where.fill_null(-1), dtype=np.int64)
-    source = (
-        mapping.array
-        if isinstance(mapping.dtype, pd.api.extensions.ExtensionDtype)
-        else (mapping.to_numpy())
-    )
-    taken = pd.api.extensions.take(source, positions, allow_fill=True)
-    return pd.Series(taken, index=values.index)
+    return _taken(mapping, positions, values.index)
 
 
 # The columns `row_events` reads: selected first, so that its filters copy these alone
@@ -225,8 +263,12 @@ def _item_events(
     ids: pd.Series,
     created: pd.Series,
     expected: pd.Series,
-    open_line: np.ndarray,
+    open_line: pd.Categorical,
     rows: pd.DataFrame,
+    id_code: np.ndarray,
+    row_code: np.ndarray,
+    codes: int,
+    texts: pa.Array,
     flagged: frozenset[tuple[str, str]],
     emit: Callable[[pd.DataFrame], None],
 ) -> None:
@@ -235,40 +277,99 @@ def _item_events(
     rows: the entities' recon rows with `owner`, `settle_ts` (NaN when unsettled) and `net`.
     The entity is open from `created` until its first settled row; its difference is
     `expected` (at that moment) minus each settled row's net (at the row's settlement).
-    open_line: each entity's open-item line (a numpy str array)."""
+    open_line: each entity's open-item line (`line_codes`). id_code, row_code: each id's
+    and each row's owner's code (`_owned_rows`, of `codes`; -1: none); `texts`: the texts
+    of the codes, for the events' `coded` entity ids."""
     id_text = ids.astype(str)
     expect = expected.to_numpy(np.int64)
     born = created.to_numpy(np.int64)
-    settled = rows[rows["settle_ts"].notna()]
-    # Each settled row's entity as its position among `ids` (one Arrow index_in; -1: none
-    # of them): the first settlement per entity and the flags are then integer lookups.
-    at = text_positions(settled["owner"], id_text)
+    is_settled = rows["settle_ts"].notna().to_numpy()
+    settled = rows[is_settled]
+    # Each settled row's entity as the first position among `ids` of its owner's code (-1:
+    # none of them): integer lookups, no text hashed again.
+    first_id = _first_at(id_code, codes)
+    at = _at(first_id, row_code[is_settled])
     owned = at >= 0
     times = settled["settle_ts"].to_numpy(np.float64)
     first = np.full(len(id_text), np.inf)
     np.minimum.at(first, at[owned], times[owned])
-    emit(_events(born, open_line, etype, id_text, expect))
+    emit(_events(born, open_line, etype, coded(id_code, texts), expect))
     is_closed = np.isfinite(first)
     closed_first = first[is_closed].astype(np.int64)
-    closed_id = id_text[is_closed]
+    closed_id = coded(id_code[is_closed], texts)
     emit(_events(closed_first, open_line[is_closed], etype, closed_id, -expect[is_closed]))
     flagged_ids = {i for kind, i in flagged if kind == etype}
     flag_of = np.zeros(len(id_text), dtype=np.bool_)
     if flagged_ids:
-        hit = text_positions(pd.Series(sorted(flagged_ids), dtype=object), id_text)
-        flag_of[hit[hit >= 0]] = True
-    diff_line = np.where(flag_of[is_closed], FLAGGED, UNEXPLAINED)
+        # The first position of each flagged id among `ids` (as an index_in of them would).
+        flag_code = np.zeros(codes, dtype=np.bool_)
+        flag_code[id_code[text_isin(id_text, flagged_ids).to_numpy()]] = True
+        flag_of = flag_code[id_code] & (first_id[id_code] == np.arange(len(id_text)))
+    diff_line = line_codes([flag_of[is_closed]], [FLAGGED], UNEXPLAINED)
     emit(_events(closed_first, diff_line, etype, closed_id, expect[is_closed]))
     mine = settled[owned]
     emit(
         _events(
             mine["settle_ts"].astype(np.int64),
-            np.where(flag_of[at[owned]], FLAGGED, UNEXPLAINED),
+            line_codes([flag_of[at[owned]]], [FLAGGED], UNEXPLAINED),
             etype,
-            mine["owner"],
+            coded(row_code[is_settled][owned], texts),
             -mine["net"],
         )
     )
+
+
+def _first_at(codes: np.ndarray, size: int) -> np.ndarray:
+    """Per code below `size`, the first position holding it in `codes` (-1: none)."""
+    first = np.full(size, len(codes), dtype=np.int64)
+    valid = np.flatnonzero(codes >= 0)
+    np.minimum.at(first, codes[valid], valid)
+    first[first == len(codes)] = -1
+    return first
+
+
+def _at(table: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """table[code] for each code, -1 where the code is -1."""
+    out = np.full(len(codes), -1, dtype=np.int64)
+    valid = codes >= 0
+    out[valid] = table[codes[valid]]
+    return out
+
+
+def _owned_rows(
+    recon: pd.DataFrame, is_kind: np.ndarray, ids: pd.Series
+) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, pa.Array]:
+    """The recon rows of a kind (`is_kind`) whose entity_id is among `ids` (the
+    _OWNED_COLUMNS and `owner`), each id's code, each row's code and how many codes (the
+    distinct ids): one Arrow dictionary encoding of the ids followed by the rows' entity
+    ids, so equal texts share a code (a missing one too, as is_in and index_in match it),
+    an entity id among `ids` has a code below their count, and every later "is it among",
+    "first row of" or "position of" question is an integer lookup. The last: the ids'
+    distinct texts, in code order (their count is the number of codes)."""
+    candidates = np.flatnonzero(is_kind)
+    owners = recon["entity_id"].astype(str).iloc[candidates]
+    column = pa.concat_arrays([_arrow_text(ids), _arrow_text(owners)])
+    encoded = pc.dictionary_encode(column, null_encoding="encode")
+    codes = np.asarray(encoded.indices, dtype=np.int64)
+    id_code, owner_code = codes[: len(ids)], codes[len(ids) :]
+    size = int(id_code.max()) + 1 if len(id_code) else 0
+    found = owner_code < size
+    mask = np.zeros(len(recon), dtype=np.bool_)
+    mask[candidates[found]] = True
+    rows = recon.loc[mask, _OWNED_COLUMNS]
+    rows = rows.assign(owner=rows["entity_id"].astype(str))
+    return rows, id_code, owner_code[found], encoded.dictionary[:size]
+
+
+def _taken(source: pd.Series, positions: np.ndarray, index: pd.Index) -> pd.Series:
+    """source's values at `positions` (-1: missing; int64 values then become float64), as
+    `text_map` gives them."""
+    values = (
+        source.array
+        if isinstance(source.dtype, pd.api.extensions.ExtensionDtype)
+        else source.to_numpy()
+    )
+    return pd.Series(pd.api.extensions.take(values, positions, allow_fill=True), index=index)
 
 
 def text_positions(values: pd.Series, pool: pd.Series) -> np.ndarray:
@@ -300,9 +401,11 @@ def settle_times(dataset: Dataset) -> pd.Series:
     return _settle_times(dataset)
 
 
-def event_frame(parts: list[pd.DataFrame]) -> pd.DataFrame:
-    """Event frames as one (ts, line, entity_type, entity_id, amount), ts and amount int64."""
-    kept = [e for e in parts if len(e)]
+def event_frame(parts: list[pd.DataFrame], keep_codes: bool = False) -> pd.DataFrame:
+    """Event frames as one (ts, line, entity_type, entity_id, amount), ts and amount int64,
+    entity_id text (a part's `coded` ids made text; `keep_codes`: left as they are, for
+    one part summed by `ledger_of`)."""
+    kept = [e if keep_codes else text_entities(e) for e in parts if len(e)]
     if kept:
         frame = pd.concat(kept, ignore_index=True)
     else:
@@ -332,8 +435,9 @@ def row_event_parts(
     `settlement_events`). Every event of an entity comes from its own rows and the
     settlement times `times`, so a set of row families (core.engine.partition) gives
     exactly those entities' events, and the row sums of disjoint sets add up. The events
-    are given to `emit` in parts (event frames whose concatenation is `row_events`' frame),
-    each as soon as it is made, so a caller that sums them never holds them all."""
+    are given to `emit` in parts (event frames, a payment's or refund's ids `coded`, whose
+    `event_frame` is `row_events`' frame), each as soon as it is made, so a caller that
+    sums them never holds them all."""
     recon = dataset.recon[_RECON_COLUMNS]  # the columns added below are its own (copy on write)
     recon["settle_ts"] = text_map(recon["settlement_id"].astype(str), times).astype("float64")
     recon.loc[recon["settlement_id"].isna(), "settle_ts"] = np.nan
@@ -344,35 +448,37 @@ def row_event_parts(
     # Payments: captured (or owning recon rows) and settled through Razorpay.
     pay = dataset.payments[_PAYMENT_COLUMNS]
     pay_ids = pay["id"].astype(str)
-    pay_rows = recon.loc[
-        (rtype == "payment") & text_isin(recon["entity_id"].astype(str), pay_ids), _OWNED_COLUMNS
-    ]
-    pay_rows = pay_rows.assign(owner=pay_rows["entity_id"].astype(str))
-    first_row = pay_rows.loc[~pay_rows["owner"].duplicated(), ["owner", "amount", "fee"]]
-    first_row = first_row.set_index("owner")
-    has_rows = text_isin(pay_ids, pay_rows["owner"])
+    pay_rows, pay_code, pay_row_code, pay_texts = _owned_rows(
+        recon, (rtype == "payment").to_numpy(), pay_ids
+    )
+    pay_codes = len(pay_texts)
+    # Per payment, the position in pay_rows of its owner's first row (-1: it has none).
+    first_row = _first_at(pay_row_code, pay_codes)[pay_code]
     captured = (
         pay["captured"].astype(bool) | pay["status"].astype(str).isin(["captured", "refunded"])
     ).to_numpy()
-    keep = (captured & _razorpay_settled(pay["settled_by"]).to_numpy()) | has_rows.to_numpy()
-    p = pay[keep]
+    keep = (captured & _razorpay_settled(pay["settled_by"]).to_numpy()) | (first_row >= 0)
+    # Only the columns read from here on: a mask copies each column it keeps.
+    p = pay.loc[keep, ["id", "amount", "currency", "fee", "created_at", "base_amount"]]
     pid = p["id"].astype(str)
     cap = captured[keep]
     foreign = _is_foreign(p["currency"]).to_numpy()
-    row_amount = text_map(pid, first_row["amount"]).astype("Int64")
+    row_amount = _taken(pay_rows["amount"], first_row[keep], pid.index).astype("Int64")
     inr = np.where(
         foreign,
         p["base_amount"].astype("Int64").fillna(row_amount).fillna(0).to_numpy(np.int64),
         p["amount"].to_numpy(np.int64),
     )
-    fee = p["fee"].astype("Int64").fillna(text_map(pid, first_row["fee"]).astype("Int64")).fillna(0)
+    row_fee = _taken(pay_rows["fee"], first_row[keep], pid.index).astype("Int64")
+    fee = p["fee"].astype("Int64").fillna(row_fee).fillna(0)
     amount = pd.Series(np.where(cap, inr, 0), index=p.index)
     fees = pd.Series(np.where(cap, fee.to_numpy(np.int64), 0), index=p.index)
     created = p["created_at"].astype(np.int64)
-    emit(_events(created, CAPTURED, "payment", pid, amount))
-    emit(_events(created, FEES, "payment", pid, -fees))
-    held_owner = set(pay_rows.loc[pay_rows["held"], "owner"])
-    open_line = np.where(text_isin(pid, held_owner), HELD, OPEN_PAYMENTS)
+    emit(_events(created, CAPTURED, "payment", coded(pay_code[keep], pay_texts), amount))
+    emit(_events(created, FEES, "payment", coded(pay_code[keep], pay_texts), -fees))
+    held = np.zeros(pay_codes, dtype=np.bool_)
+    held[pay_row_code[pay_rows["held"].to_numpy(np.bool_)]] = True
+    open_line = line_codes([held[pay_code[keep]]], [HELD], OPEN_PAYMENTS)
     _item_events(
         etype="payment",
         ids=pid,
@@ -380,6 +486,10 @@ def row_event_parts(
         expected=amount - fees,
         open_line=open_line,
         rows=pay_rows,
+        id_code=pay_code[keep],
+        row_code=pay_row_code,
+        codes=pay_codes,
+        texts=pay_texts,
         flagged=flags,
         emit=emit,
     )
@@ -387,39 +497,41 @@ def row_event_parts(
     # Refunds, processed or pending: taken from the balance when made.
     ref = dataset.refunds[_REFUND_COLUMNS]
     ref_ids = ref["id"].astype(str)
-    ref_rows = recon.loc[
-        (rtype == "refund") & text_isin(recon["entity_id"].astype(str), ref_ids), _OWNED_COLUMNS
-    ]
-    ref_rows = ref_rows.assign(owner=ref_rows["entity_id"].astype(str))
-    rfirst = ref_rows.loc[~ref_rows["owner"].duplicated(), ["owner", "amount", "fee"]]
-    rfirst = rfirst.set_index("owner")
+    ref_rows, ref_code, ref_row_code, ref_texts = _owned_rows(
+        recon, (rtype == "refund").to_numpy(), ref_ids
+    )
+    ref_codes = len(ref_texts)
+    rfirst = _first_at(ref_row_code, ref_codes)[ref_code]
     live = ref["status"].astype(str).isin(["processed", "pending"]).to_numpy()
-    rkeep = (live & _razorpay_settled(ref["settled_by"]).to_numpy()) | text_isin(
-        ref_ids, ref_rows["owner"]
-    ).to_numpy()
-    r = ref[rkeep]
+    rkeep = (live & _razorpay_settled(ref["settled_by"]).to_numpy()) | (rfirst >= 0)
+    r = ref.loc[rkeep, ["id", "amount", "currency", "created_at", "base_amount"]]
     rid = r["id"].astype(str)
     rlive = live[rkeep]
     rforeign = _is_foreign(r["currency"]).to_numpy()
-    r_row_amount = text_map(rid, rfirst["amount"]).astype("Int64")
+    r_row_amount = _taken(ref_rows["amount"], rfirst[rkeep], rid.index).astype("Int64")
     r_inr = np.where(
         rforeign,
         r["base_amount"].astype("Int64").fillna(r_row_amount).fillna(0).to_numpy(np.int64),
         r["amount"].to_numpy(np.int64),
     )
-    r_fee = text_map(rid, rfirst["fee"]).astype("Int64").fillna(0).to_numpy(np.int64)
+    r_row_fee = _taken(ref_rows["fee"], rfirst[rkeep], rid.index)
+    r_fee = r_row_fee.astype("Int64").fillna(0).to_numpy(np.int64)
     r_amount = pd.Series(np.where(rlive, r_inr, 0), index=r.index)
     r_fees = pd.Series(np.where(rlive, r_fee, 0), index=r.index)
     rcreated = r["created_at"].astype(np.int64)
-    emit(_events(rcreated, REFUNDS, "refund", rid, -r_amount))
-    emit(_events(rcreated, FEES, "refund", rid, -r_fees))
+    emit(_events(rcreated, REFUNDS, "refund", coded(ref_code[rkeep], ref_texts), -r_amount))
+    emit(_events(rcreated, FEES, "refund", coded(ref_code[rkeep], ref_texts), -r_fees))
     _item_events(
         etype="refund",
         ids=rid,
         created=rcreated,
         expected=-(r_amount + r_fees),
-        open_line=np.full(len(r), OPEN_REFUNDS),
+        open_line=_lines(OPEN_REFUNDS, len(r)),
         rows=ref_rows,
+        id_code=ref_code[rkeep],
+        row_code=ref_row_code,
+        codes=ref_codes,
+        texts=ref_texts,
         flagged=flags,
         emit=emit,
     )
@@ -447,7 +559,7 @@ def row_event_parts(
     )
     otype = other["type"].astype(str)
     dispute = other["dispute_id"].astype("string")
-    line = np.select(
+    line = line_codes(
         [
             (otype == "adjustment") & dispute.notna() & dispute.isin(lost) & (other["net"] < 0),
             (otype == "adjustment") & dispute.notna() & (other["net"] < 0),
@@ -455,7 +567,7 @@ def row_event_parts(
             otype == "adjustment",
         ],
         [WRITTEN_OFF, DISPUTE_DEBITS, DISPUTE_REVERSALS, ADJUSTMENTS],
-        default=TRANSFERS,
+        TRANSFERS,
     )
     key = other["row_key"].astype(str)
     when = (
@@ -474,7 +586,7 @@ def row_event_parts(
         )
     )
 
-    settled = recon[recon["settle_ts"].notna()]
+    settled = recon.loc[recon["settle_ts"].notna(), ["settlement_id", "net"]]
     rows_sum = settled.groupby(settled["settlement_id"].astype(str))["net"].sum()
     return rows_sum.astype(np.int64)
 
