@@ -26,7 +26,7 @@ from core.dataset import OUTCOME_COLUMNS as OUTCOME_FIELDS
 from core.db import pg_bulk
 from core.db.backend import is_postgres
 from core.db.connection import connect, transaction
-from core.db.staging import copy_table
+from core.db.staging import copy_table, foreign_keys_off
 
 # Rows per INSERT statement: sqlite3 steps one statement per 256 rows instead of one per
 # row (as core.db.raw does for the raw tables).
@@ -270,7 +270,9 @@ def copy_base_outcomes(
         )
         fields = ", ".join(OUTCOME_FIELDS)
         try:
-            with transaction(conn):
+            # Keys off: every row references the run just started, by construction (a
+            # lookup in `runs` per row is ~8% of the copy).
+            with foreign_keys_off(conn), transaction(conn):
                 copied = conn.execute(
                     f"INSERT INTO outcomes (run_id, {fields}) SELECT ?, {fields}"
                     " FROM outcomes WHERE run_id = ?",
