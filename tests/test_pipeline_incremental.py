@@ -276,3 +276,48 @@ def test_a_day_found_to_need_a_full_run_after_the_copy_began_stores_it_under_the
         assert [(r.id, r.status) for r in list_runs(conn)] == [(2, "completed"), (1, "completed")]
         stored = conn.execute("SELECT count(*) FROM outcomes WHERE run_id = 2").fetchone()[0]
         assert stored == len(day.run.outcomes)
+
+
+def test_snapshot_files_hashed_at_start_up_are_taken_by_the_day_run(
+    days: tuple[list[Path], list[str]], tmp_path: Path
+) -> None:
+    from core import snapshot_ahead
+    from core.__main__ import start_snapshot_hashing
+
+    folders, as_ofs = days
+    db = tmp_path / "ahead.sqlite"
+    with open_database(db) as conn:
+        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+        base = latest_completed_run(conn)
+    assert base is not None and base.snapshot is not None
+    start_snapshot_hashing(["import-day", str(folders[1]), "--db", str(db)])
+    hashed = set(snapshot_ahead._AHEAD)
+    assert {Path(name).name for name in hashed} == {
+        entry["file"] for entry in base.snapshot["files"].values()
+    }
+    with open_database(db) as conn:
+        day = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
+    assert day.read_from == "snapshot of run 1"
+    assert snapshot_ahead._AHEAD == {}  # every file's hash was taken, none computed again
+
+
+def test_a_snapshot_file_altered_after_it_was_hashed_at_start_up_is_hashed_again(
+    days: tuple[list[Path], list[str]], tmp_path: Path
+) -> None:
+    from core import snapshot_ahead
+
+    folders, as_ofs = days
+    db = tmp_path / "altered.sqlite"
+    with open_database(db) as conn:
+        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+    paths = snapshot_ahead.snapshot_paths(str(db), None)
+    snapshot_ahead.hash_ahead(paths)
+    outcomes = next(p for p in paths if ".outcomes." in p.name)
+    snapshot_ahead._AHEAD[str(outcomes.resolve())].result()  # hashed before the change
+    with open(outcomes, "r+b") as file:  # altered in place: same inode and size
+        file.seek(64)
+        file.write(b"\xff" * 64)
+    with open_database(db) as conn:
+        day = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
+    assert day.read_from == (f"tables ({outcomes.name} does not match the sha256 its run recorded)")
+    snapshot_ahead._AHEAD.clear()
