@@ -264,6 +264,10 @@ def copy_base_outcomes(
     `copied` is set then deletes the keys decided again. On failure the run is marked failed
     (its rows removed) before the error is raised."""
     conn = connect(path)
+    # Its commit leaves the WAL to the run's checkpointer thread (core.db.connection.
+    # background_checkpoints): checkpointing here would write and sync the ~250 MB copied
+    # on the thread the day's store waits for.
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
     try:
         run_id = start_run(
             conn, as_of=as_of, source=source, params=params, input_hashes=input_hashes
