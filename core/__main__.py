@@ -79,7 +79,7 @@ def _option(argv: Sequence[str], name: str) -> str | None:
 
 
 def start_snapshot_hashing(argv: Sequence[str]) -> None:
-    """`import-day ... --db FILE`: the base run's snapshot files hashed on threads while
+    """`import-day ... --db FILE`: the base run's snapshot files hashed on a thread while
     the command's modules import (core.snapshot_ahead; a wrong guess costs the hashing
     only: the command checks every file as before)."""
     if list(argv[:1]) != ["import-day"] or "--no-snapshots" in argv:

@@ -2,7 +2,7 @@
 
 The process spends its first ~0.5 s importing pandas, NumPy and Arrow on one core; the
 sha256 of the snapshot files (~0.7 CPU s for 800 MB at 1M payments) needs none of them, so
-threads started before those imports hash the files the database names for its latest
+a thread started before those imports hashes the files the database names for its latest
 completed run. `core.snapshots` then takes a file's memory map and digest from here instead
 of hashing it again, when the file is still the one that was hashed (same device, inode,
 size and modification time); anything else is hashed as before. A wrong guess (another base
@@ -35,8 +35,9 @@ def _hash(path: Path) -> tuple[mmap.mmap, str, Identity]:
 
 
 def hash_ahead(paths: list[Path]) -> None:
-    """Start hashing `paths` on two threads (hashlib releases the GIL)."""
-    pool = ThreadPoolExecutor(2, "snapshot-ahead")
+    """Start hashing `paths` on a thread (hashlib releases the GIL). One thread: the imports
+    keep the other core of two (with two, they slowed as much as the hashing saved)."""
+    pool = ThreadPoolExecutor(1, "snapshot-ahead")
     for path in paths:
         _AHEAD[str(path.resolve())] = pool.submit(_hash, path)
     pool.shutdown(wait=False)
