@@ -67,6 +67,32 @@ def start_early_parse(argv: Sequence[str]) -> None:
         prefetch_large_csvs(Path(folder))
 
 
+def _option(argv: Sequence[str], name: str) -> str | None:
+    """The value of `name VALUE` or `name=VALUE` on a command line (the last one), or None."""
+    found = None
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            found = argv[i + 1]
+        elif arg.startswith(name + "="):
+            found = arg[len(name) + 1 :]
+    return found
+
+
+def start_snapshot_hashing(argv: Sequence[str]) -> None:
+    """`import-day ... --db FILE`: the base run's snapshot files hashed on a thread while
+    the command's modules import (core.snapshot_ahead; a wrong guess costs the hashing
+    only: the command checks every file as before)."""
+    if list(argv[:1]) != ["import-day"] or "--no-snapshots" in argv:
+        return
+    database = _option(argv, "--db")
+    if database is None or os.environ.get("RAZORRECON_EARLY_PARSE", "1") == "0":
+        return
+    from core.snapshot_ahead import hash_ahead, snapshot_paths
+
+    with contextlib.suppress(OSError):
+        hash_ahead(snapshot_paths(database, _option(argv, "--snapshots")))
+
+
 COMMAND_MODULES: dict[str, str] = {
     "import": "core.ingest.cli",
     "bank-mapping": "core.ingest.cli",
@@ -148,6 +174,7 @@ def exit_now(code: int) -> None:
 
 if __name__ == "__main__":
     start_early_parse(sys.argv[1:])
+    start_snapshot_hashing(sys.argv[1:])
     code = main()
     if sys.argv[1:2] and sys.argv[1] in EXIT_WITHOUT_FREEING:
         exit_now(code)

@@ -361,16 +361,18 @@ def _persist_and_sync(
     books: InMemory | Computed | None = None,
     parts: Any = None,
     on_stored: Callable[[int], None] | None = None,
+    run_id: int | None = None,
 ) -> RunResult:
     """Store the run (outcomes; or, with `carry`, the fresh ones and a copy of the carried
     rows: outcomes may then be None, `parts` building them on demand) and sync the exception
-    queue; `on_stored` is called with the run's id between the two."""
+    queue; `on_stored` is called with the run's id between the two. run_id: the running run
+    that already holds the carry's copy (`_BaseCopy`), with `carry` only."""
     from core.review import sync_exceptions
 
     # A run some crashed process left 'running' long ago is marked failed first.
     discard_stale_runs(conn)
     if carry is not None:  # an incremental run: carried rows copied inside the database
-        run_id = _persist_carried(conn, carry, params, as_of, source, input_hashes, timings)
+        run_id = _persist_carried(conn, carry, params, as_of, source, input_hashes, timings, run_id)
     else:
         if outcomes is None:
             raise ValueError("a run stored without its outcomes")
@@ -465,18 +467,13 @@ def qualify_bank_lines(dataset: Dataset, day: str) -> Dataset:
     return replace(dataset, bank=bank)
 
 
-def _full_run_reason(
-    conn: sqlite3.Connection,
-    base: Any,
-    params: EngineParams,
-    pricing_hash: str,
-    stored: Dataset,
-    merged: Dataset,
+def _base_run_reason(
+    conn: sqlite3.Connection, base: Any, params: EngineParams, pricing_hash: str
 ) -> str | None:
-    """Why a day's load must be reconciled in full, or None when the base run can be
-    carried forward."""
+    """Why a day's load must be reconciled in full whatever it holds, or None when the base
+    run can be carried forward as far as the database tells (core.engine.incremental.
+    needs_full_run then looks at the tables)."""
     from core.db.raw import imports_since, latest_import
-    from core.engine.incremental import needs_full_run
 
     if base is None:
         return "no completed run to carry forward"
@@ -491,7 +488,84 @@ def _full_run_reason(
         snapshot_import is not None and (latest is None or latest.id != snapshot_import)
     ):
         return f"data imported after run {base.id} was not reconciled by it"
-    return needs_full_run(stored, merged)
+    return None
+
+
+class _BaseCopy:
+    """The base run's outcomes being copied under a new running run on a thread (core.db.
+    runs.copy_base_outcomes), or nothing to copy (`copying` None). `carried` hands the copy
+    to the incremental run's carry, or discards it (the run is stored another way); leaving
+    the `with` on an error with the run still running marks it failed, so no run is left
+    half written."""
+
+    def __init__(self, conn: sqlite3.Connection, copying: Future[tuple[int, int]] | None) -> None:
+        self._conn = conn
+        self._copying = copying
+
+    def __enter__(self) -> _BaseCopy:
+        return self
+
+    def carried(self, carry: Any) -> tuple[Any, int | None]:
+        """(the carry with the copied rows counted, the run holding them), once the copy is
+        done; with no carry (every row stored) the copy is discarded: (None, None)."""
+        from core.db.runs import discard_run
+
+        if self._copying is None:
+            return carry, None
+        run_id, copied = self._copying.result()
+        if carry is None:
+            discard_run(self._conn, run_id)
+            return None, None
+        forward, fresh, counted = carry
+        return (replace(forward, copied=copied), fresh, counted), run_id
+
+    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
+        from core.db.runs import discard_run, fail_run
+
+        if self._copying is None:
+            return
+        try:
+            run_id, _ = self._copying.result()
+        except Exception:  # the copy failed and marked its run failed (carried raises it)
+            return
+        run = get_run(self._conn, run_id)
+        if run is None or run.status != "running":
+            return
+        if kind is None:
+            discard_run(self._conn, run_id)
+        else:
+            fail_run(self._conn, run_id, f"{kind.__name__}: {error}")
+
+
+def _copy_base_early(
+    conn: sqlite3.Connection,
+    base: Any,
+    params: EngineParams,
+    as_of: int,
+    source: str,
+    input_hashes: dict[str, str],
+) -> _BaseCopy:
+    """Start copying `base`'s outcomes under a new run on a thread with its own connection
+    (a SQLite file only: PostgreSQL and in-memory databases copy when the run is stored)."""
+    from core.db.audit import main_database_file
+    from core.db.backend import is_postgres
+    from core.db.runs import copy_base_outcomes
+
+    path = "" if base is None or is_postgres(conn) else main_database_file(conn)
+    if not path:
+        return _BaseCopy(conn, None)
+    pool = ThreadPoolExecutor(1, "carried-copy")
+    copying = pool.submit(
+        copy_base_outcomes,
+        path,
+        base_run_id=base.id,
+        as_of=as_of,
+        source=source,
+        params=params.to_dict(),
+        input_hashes=input_hashes,
+    )
+    pool.shutdown(wait=False)
+    return _BaseCopy(conn, copying)
 
 
 # `reconcile_day_into_db(snapshots=...)`: beside a SQLite database (`<file>.snapshots/`).
@@ -605,19 +679,25 @@ def _persist_carried(
     source: str,
     input_hashes: dict[str, str],
     timings: dict[str, float],
+    run_id: int | None = None,
 ) -> int:
     """persist_run's twin for an incremental run: the carried outcomes are copied from the
     base run inside the database (core.db.runs.CarryForward), only the fresh ones are
-    written from here; same runs row, counts and failure handling."""
+    written from here; same runs row, counts and failure handling. run_id: a running run
+    holding the base run's copy already (its start recorded as now, as a run started here)."""
     from core.db import runs as db_runs
     from core.engine.persist import outcome_chunks
     from core.engine.results import counts as outcome_counts
 
     forward, fresh, counted = carry
     began = time.perf_counter()
-    run_id = db_runs.start_run(
-        conn, as_of=as_of, source=source, params=params.to_dict(), input_hashes=input_hashes
-    )
+    started_at = None
+    if run_id is None:
+        run_id = db_runs.start_run(
+            conn, as_of=as_of, source=source, params=params.to_dict(), input_hashes=input_hashes
+        )
+    else:
+        started_at = int(time.time())
     try:
         db_runs.complete_run(
             conn,
@@ -626,6 +706,7 @@ def _persist_carried(
             carry=forward,
             timings=timings,
             counts=outcome_counts(counted),
+            started_at=started_at,
         )
     except BaseException as exc:
         db_runs.fail_run(conn, run_id, f"{type(exc).__name__}: {exc}")
@@ -741,6 +822,7 @@ def _reconcile_loaded_day(
     from core.db.runs import latest_completed_run, read_outcome_frame, record_run_kind
     from core.engine.incremental import (
         merge_rows,
+        needs_full_run,
         pricing_fingerprint,
         reconcile_incremental,
     )
@@ -752,125 +834,134 @@ def _reconcile_loaded_day(
     keep_in = snapshot_folder(conn, snapshots)
     began = time.perf_counter()
     base = latest_completed_run(conn)
-    stored, previous, state, read_from = _read_state(conn, base, keep_in)
-    merged, replaced = merge_rows(stored, day)
+    hashes = {**loaded.input_hashes, "pricing": pricing_hash}
     reason = "a full run was asked for" if full else None
-    reason = reason or _full_run_reason(conn, base, params, pricing_hash, stored, merged)
-    read = time.perf_counter()
-    timings = {**loaded.timings, "read_db_s": round(read - began, 3)}
-    scope: dict[str, Any]
-    carry: tuple[Any, pd.DataFrame, pd.DataFrame] | None = None
-    delta: tuple[Any, Any, Any] | None = None  # (base record, fresh, carried)
-    # The whole outcome frame, built only when a step below needs it (an incremental run
-    # stored as fresh rows + carried copies with a snapshot delta never does).
-    outcomes: pd.DataFrame | None = None
-    result: Any = None
-    if reason is None:
-        assert base is not None
-        if previous is None:
-            previous = read_outcome_frame(conn, base.id)
-        timings["read_base_s"] = round(time.perf_counter() - read, 3)
-        started = time.perf_counter()
-        result = reconcile_incremental(
-            merged, day, replaced, previous, params, as_of, pricing, state=state
-        )
-        scope, kind = dict(result.stats), "incremental"
-        timings.update(result.cpu_seconds)
-        base_id: int | None = base.id
-        carry = _carry_plan(result, previous, base.id)
-        if carry is None:
-            outcomes = result.outcomes
-        state = result.state
-        if read_from.startswith("snapshot") and wants_delta(base.snapshot, day):
-            delta = (base.snapshot, result.fresh, result.carried)
-    else:
-        started = time.perf_counter()
-        outcomes = reconcile(merged, params, as_of, pricing)
-        scope, kind, base_id = {"reason": reason}, "full", None
-        state = None  # built on the snapshot's thread, for the next day
-    timings["reconcile_s"] = round(time.perf_counter() - started, 3)
-    with ExitStack() as writing:
-        if not is_postgres(conn):  # WAL pages moved to the file on another thread
-            writing.enter_context(background_checkpoints(conn))
-        snapshot: Future[Any] | None = None
-        if keep_in is not None:  # written on a thread while the run is stored
-            writer = writing.enter_context(ThreadPoolExecutor(1, "snapshot"))
-            if delta is not None and delta[1] is not None and delta[2] is not None:
-                snapshot = writer.submit(_delta_files, keep_in, day, delta, state, merged)
-            else:
-                whole = outcomes if outcomes is not None else result.outcomes
-                snapshot = writer.submit(_snapshot_files, keep_in, merged, whole, state)
-            writing.callback(_discard_unnamed, snapshot)
-        # The Books ledger's carry (core.books.carry) computed on a thread while the run is
-        # stored: the day's families from now, the change once the run's flags are stored.
-        carrying: Started | None = None
-        if base_id is not None:
-            from core.books.carry import continue_carry, start_carry
-
-            # Not joined here: the carry below waits for its work (timed in books_ledger_s).
-            pool = ThreadPoolExecutor(1, "ledger")
-            writing.callback(pool.shutdown, wait=False)
-            carrying = start_carry(
-                conn, pool, before=stored, after=merged, day=day, base_run_id=base_id
+    reason = reason or _base_run_reason(conn, base, params, pricing_hash)
+    # The base run's outcomes copied under the new run on a thread of their own while this
+    # one reads the stored state and reconciles: that copy needs the base run only, not the
+    # plan (the keys decided again are deleted from it when the run is completed).
+    copy = _copy_base_early(conn, base if reason is None else None, params, as_of, source, hashes)
+    with copy:
+        stored, previous, state, read_from = _read_state(conn, base, keep_in)
+        merged, replaced = merge_rows(stored, day)
+        reason = reason or needs_full_run(stored, merged)
+        read = time.perf_counter()
+        timings = {**loaded.timings, "read_db_s": round(read - began, 3)}
+        scope: dict[str, Any]
+        carry: tuple[Any, pd.DataFrame, pd.DataFrame] | None = None
+        delta: tuple[Any, Any, Any] | None = None  # (base record, fresh, carried)
+        # The whole outcome frame, built only when a step below needs it (an incremental run
+        # stored as fresh rows + carried copies with a snapshot delta never does).
+        outcomes: pd.DataFrame | None = None
+        result: Any = None
+        if reason is None:
+            assert base is not None
+            if previous is None:
+                previous = read_outcome_frame(conn, base.id)
+            timings["read_base_s"] = round(time.perf_counter() - read, 3)
+            started = time.perf_counter()
+            result = reconcile_incremental(
+                merged, day, replaced, previous, params, as_of, pricing, state=state
             )
+            scope, kind = dict(result.stats), "incremental"
+            timings.update(result.cpu_seconds)
+            base_id: int | None = base.id
+            carry = _carry_plan(result, previous, base.id)
+            if carry is None:
+                outcomes = result.outcomes
+            state = result.state
+            if read_from.startswith("snapshot") and wants_delta(base.snapshot, day):
+                delta = (base.snapshot, result.fresh, result.carried)
+        else:
+            started = time.perf_counter()
+            outcomes = reconcile(merged, params, as_of, pricing)
+            scope, kind, base_id = {"reason": reason}, "full", None
+            state = None  # built on the snapshot's thread, for the next day
+        timings["reconcile_s"] = round(time.perf_counter() - started, 3)
+        with ExitStack() as writing:
+            if not is_postgres(conn):  # WAL pages moved to the file on another thread
+                writing.enter_context(background_checkpoints(conn))
+            snapshot: Future[Any] | None = None
+            if keep_in is not None:  # written on a thread while the run is stored
+                writer = writing.enter_context(ThreadPoolExecutor(1, "snapshot"))
+                if delta is not None and delta[1] is not None and delta[2] is not None:
+                    snapshot = writer.submit(_delta_files, keep_in, day, delta, state, merged)
+                else:
+                    whole = outcomes if outcomes is not None else result.outcomes
+                    snapshot = writer.submit(_snapshot_files, keep_in, merged, whole, state)
+                writing.callback(_discard_unnamed, snapshot)
+            # The Books ledger's carry (core.books.carry) computed on a thread while the run is
+            # stored: the day's families from now, the change once the run's flags are stored.
+            carrying: Started | None = None
+            if base_id is not None:
+                from core.books.carry import continue_carry, start_carry
 
-        def flags_stored(run_id: int) -> None:
-            nonlocal carrying
-            if carrying is not None and base_id is not None:
-                carrying = continue_carry(
-                    conn,
-                    pool,
-                    carrying,
-                    before=stored,
-                    after=merged,
-                    day=day,
-                    base_run_id=base_id,
-                    run_id=run_id,
+                # Not joined here: the carry below waits for its work (timed in books_ledger_s).
+                pool = ThreadPoolExecutor(1, "ledger")
+                writing.callback(pool.shutdown, wait=False)
+                carrying = start_carry(
+                    conn, pool, before=stored, after=merged, day=day, base_run_id=base_id
                 )
 
-        began = time.perf_counter()
-        imported = store_dataset(
-            conn,
-            day,
-            source=source,
-            location=str(folder),
-            content_hash=loaded.report.content_hash,
-            replace=False,
-            files=loaded.report.files,
-            staging=staging,
-        )
-        timings["store_dataset_s"] = round(time.perf_counter() - began, 3)
-        hashes = {**loaded.input_hashes, "pricing": pricing_hash}
-        stored_run = _persist_and_sync(
-            conn,
-            outcomes,
-            params,
-            as_of,
-            source,
-            hashes,
-            timings,
-            carry=carry,
-            parts=result,
-            on_stored=flags_stored,
-        )
-        record_run_kind(conn, stored_run.run_id, kind=kind, base_run_id=base_id, scope=scope)
-        if snapshot is not None:
-            stored_run = _leave_snapshot(conn, snapshot, stored_run, imported.import_id)
-    # docs/engine.md "The Books ledger after import-day": the day's change, not a rebuild
-    from core.books.carry import carry_ledger_forward
+            def flags_stored(run_id: int) -> None:
+                nonlocal carrying
+                if carrying is not None and base_id is not None:
+                    carrying = continue_carry(
+                        conn,
+                        pool,
+                        carrying,
+                        before=stored,
+                        after=merged,
+                        day=day,
+                        base_run_id=base_id,
+                        run_id=run_id,
+                    )
 
-    carry_ledger_forward(
-        conn,
-        before=stored,
-        after=merged,
-        day=day,
-        base_run_id=base_id,
-        run_id=stored_run.run_id,
-        import_id=imported.import_id,
-        started=carrying,
-    )
-    counted = carry[2] if carry is not None else None
-    return DayRunResult(stored_run, kind, base_id, scope, read_from, counted)
+            # The copy's transaction ends before the day's begins: one writer at a time.
+            carry, run_id = copy.carried(carry)
+            began = time.perf_counter()
+            imported = store_dataset(
+                conn,
+                day,
+                source=source,
+                location=str(folder),
+                content_hash=loaded.report.content_hash,
+                replace=False,
+                files=loaded.report.files,
+                staging=staging,
+            )
+            timings["store_dataset_s"] = round(time.perf_counter() - began, 3)
+            stored_run = _persist_and_sync(
+                conn,
+                outcomes,
+                params,
+                as_of,
+                source,
+                hashes,
+                timings,
+                carry=carry,
+                parts=result,
+                on_stored=flags_stored,
+                run_id=run_id,
+            )
+            record_run_kind(conn, stored_run.run_id, kind=kind, base_run_id=base_id, scope=scope)
+            if snapshot is not None:
+                stored_run = _leave_snapshot(conn, snapshot, stored_run, imported.import_id)
+        # docs/engine.md "The Books ledger after import-day": the day's change, not a rebuild
+        from core.books.carry import carry_ledger_forward
+
+        carry_ledger_forward(
+            conn,
+            before=stored,
+            after=merged,
+            day=day,
+            base_run_id=base_id,
+            run_id=stored_run.run_id,
+            import_id=imported.import_id,
+            started=carrying,
+        )
+        counted = carry[2] if carry is not None else None
+        return DayRunResult(stored_run, kind, base_id, scope, read_from, counted)
 
 
 def _snapshot_files(

@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from core.dataset import DATASET_TABLES, Dataset
+from core.snapshot_ahead import take as take_hashed
 
 if TYPE_CHECKING:
     from core.engine.incremental import IncrementalState
@@ -272,11 +273,16 @@ def _read(folder: Path, entry: dict[str, str]) -> pd.DataFrame | pa.Table | str:
     path = folder / name
     if path.is_symlink() or not path.is_file():
         return f"{name} is missing"
-    with pa.memory_map(str(path)) as mapped:  # hashed and read without a copy in memory
-        data = mapped.read_buffer()
-        if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
-            return f"{name} does not match the sha256 its run recorded"
-        table = ipc.open_file(data).read_all()
+    ahead = take_hashed(path)  # hashed while the process started (core.snapshot_ahead)
+    if ahead is not None:
+        data, digest = pa.py_buffer(ahead[0]), ahead[1]
+    else:
+        with pa.memory_map(str(path)) as mapped:  # hashed and read without a copy in memory
+            data = mapped.read_buffer()
+        digest = hashlib.sha256(data).hexdigest()
+    if digest != entry.get("sha256"):
+        return f"{name} does not match the sha256 its run recorded"
+    table = ipc.open_file(data).read_all()
     if named.group(2) in STATE_FILES:
         return table
     frame: pd.DataFrame = table.to_pandas()

@@ -201,3 +201,123 @@ def test_an_incremental_day_is_stored_counted_and_summarised_without_its_whole_f
         assert lines == summary_lines(stored)
         # Asked for, the frame is built from the parts and equals what was stored.
         pd.testing.assert_frame_equal(stored, day.run.outcomes)
+
+
+def _copy_spy(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """The early copies of the base run's outcomes (core.db.runs.copy_base_outcomes) made
+    from here on: (run id, rows copied) each."""
+    import core.db.runs as db_runs
+
+    made: list[tuple[int, int]] = []
+    real = db_runs.copy_base_outcomes
+
+    def spy(*args: object, **kwargs: object) -> tuple[int, int]:
+        made.append(real(*args, **kwargs))  # type: ignore[arg-type]
+        return made[-1]
+
+    monkeypatch.setattr(db_runs, "copy_base_outcomes", spy)
+    return made
+
+
+def test_a_store_failing_after_the_carried_copy_began_leaves_no_completed_run(
+    days: tuple[list[Path], list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import core.ingest
+    from core.db.runs import count_outcomes
+
+    folders, as_ofs = days
+    with open_database(tmp_path / "clean.sqlite") as conn:
+        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+        clean = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
+        expected = read_outcome_frame(conn, clean.run.run_id)
+    with open_database(tmp_path / "broken.sqlite") as conn:
+        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+        copies = _copy_spy(monkeypatch)
+        real_store = core.ingest.store_dataset
+
+        def store_fails(*args: object, **kwargs: object) -> None:
+            raise OSError("disk full")
+
+        monkeypatch.setattr(core.ingest, "store_dataset", store_fails)
+        with pytest.raises(OSError, match="disk full"):
+            reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
+        # The copy was made (committed under the running run 2) before the store failed.
+        assert len(copies) == 1 and copies[0][0] == 2 and copies[0][1] > 0
+        failed = get_run(conn, 2)
+        assert failed is not None and failed.status == "failed"
+        assert failed.error == "OSError: disk full"
+        assert count_outcomes(conn, 2) == 0
+        latest = latest_completed_run(conn)
+        assert latest is not None and latest.id == 1
+
+        monkeypatch.setattr(core.ingest, "store_dataset", real_store)
+        again = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
+        assert (again.kind, again.base_run_id, again.run.run_id) == ("incremental", 1, 3)
+        pd.testing.assert_frame_equal(read_outcome_frame(conn, 3), expected)
+        following = reconcile_day_into_db(conn, folders[2], params=PARAMS, as_of=_ts(as_ofs[2]))
+        assert (following.kind, following.base_run_id) == ("incremental", 3)
+
+
+def test_a_day_found_to_need_a_full_run_after_the_copy_began_stores_it_under_the_same_id(
+    days: tuple[list[Path], list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import core.engine.incremental
+
+    folders, as_ofs = days
+    with open_database(tmp_path / "full-after-copy.sqlite") as conn:
+        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+        copies = _copy_spy(monkeypatch)
+        monkeypatch.setattr(
+            core.engine.incremental, "needs_full_run", lambda before, after: "a test says so"
+        )
+        day = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
+        assert len(copies) == 1 and copies[0][0] == 2
+        assert (day.kind, day.run.run_id, day.scope) == ("full", 2, {"reason": "a test says so"})
+        assert [(r.id, r.status) for r in list_runs(conn)] == [(2, "completed"), (1, "completed")]
+        stored = conn.execute("SELECT count(*) FROM outcomes WHERE run_id = 2").fetchone()[0]
+        assert stored == len(day.run.outcomes)
+
+
+def test_snapshot_files_hashed_at_start_up_are_taken_by_the_day_run(
+    days: tuple[list[Path], list[str]], tmp_path: Path
+) -> None:
+    from core import snapshot_ahead
+    from core.__main__ import start_snapshot_hashing
+
+    folders, as_ofs = days
+    db = tmp_path / "ahead.sqlite"
+    with open_database(db) as conn:
+        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+        base = latest_completed_run(conn)
+    assert base is not None and base.snapshot is not None
+    start_snapshot_hashing(["import-day", str(folders[1]), "--db", str(db)])
+    hashed = set(snapshot_ahead._AHEAD)
+    assert {Path(name).name for name in hashed} == {
+        entry["file"] for entry in base.snapshot["files"].values()
+    }
+    with open_database(db) as conn:
+        day = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
+    assert day.read_from == "snapshot of run 1"
+    assert snapshot_ahead._AHEAD == {}  # every file's hash was taken, none computed again
+
+
+def test_a_snapshot_file_altered_after_it_was_hashed_at_start_up_is_hashed_again(
+    days: tuple[list[Path], list[str]], tmp_path: Path
+) -> None:
+    from core import snapshot_ahead
+
+    folders, as_ofs = days
+    db = tmp_path / "altered.sqlite"
+    with open_database(db) as conn:
+        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+    paths = snapshot_ahead.snapshot_paths(str(db), None)
+    snapshot_ahead.hash_ahead(paths)
+    outcomes = next(p for p in paths if ".outcomes." in p.name)
+    snapshot_ahead._AHEAD[str(outcomes.resolve())].result()  # hashed before the change
+    with open(outcomes, "r+b") as file:  # altered in place: same inode and size
+        file.seek(64)
+        file.write(b"\xff" * 64)
+    with open_database(db) as conn:
+        day = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
+    assert day.read_from == (f"tables ({outcomes.name} does not match the sha256 its run recorded)")
+    snapshot_ahead._AHEAD.clear()

@@ -2,9 +2,10 @@
 
 A run is written in two steps: `start_run` records it as 'running' (committed at once),
 then `complete_run` inserts every outcome and marks it 'completed' in one transaction.
-A crash in between leaves a 'running' run with no outcomes, which readers never take for
-a result (`latest_completed_run` reads completed runs only) and `discard_stale_runs`
-marks failed.
+A crash in between leaves a 'running' run (with no outcomes, or with the copy of its base
+run's that an incremental run makes early: `copy_base_outcomes`), which readers never take
+for a result (`latest_completed_run` reads completed runs only) and `discard_stale_runs`
+marks failed, removing its outcomes.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ import pyarrow.json as pa_json
 from core.dataset import OUTCOME_COLUMNS as OUTCOME_FIELDS
 from core.db import pg_bulk
 from core.db.backend import is_postgres
-from core.db.connection import transaction
-from core.db.staging import copy_table
+from core.db.connection import connect, transaction
+from core.db.staging import copy_table, foreign_keys_off
 
 # Rows per INSERT statement: sqlite3 steps one statement per 256 rows instead of one per
 # row (as core.db.raw does for the raw tables).
@@ -242,13 +243,70 @@ class CarryForward:
     skip_types: Sequence[str]
     skip_ids: Sequence[str]
     expected: int
+    # Rows of the base run already copied under the run (`copy_base_outcomes`, started
+    # before the plan was known): the skipped keys are then deleted, not left out.
+    copied: int | None = None
+
+
+def copy_base_outcomes(
+    path: str,
+    *,
+    base_run_id: int,
+    as_of: int,
+    source: str,
+    params: dict[str, Any],
+    input_hashes: dict[str, Any],
+) -> tuple[int, int]:
+    """Record a new run as 'running' and copy every outcome of `base_run_id` under it, on a
+    connection of its own to the SQLite file `path` (for a worker thread: SQLite releases
+    the GIL while it copies); returns (run id, rows copied). Committed, as a running run's
+    rows that readers never take for a result; `complete_run` with a CarryForward whose
+    `copied` is set then deletes the keys decided again. On failure the run is marked failed
+    (its rows removed) before the error is raised."""
+    conn = connect(path)
+    # Its commit leaves the WAL to the run's checkpointer thread (core.db.connection.
+    # background_checkpoints): checkpointing here would write and sync the ~250 MB copied
+    # on the thread the day's store waits for.
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    try:
+        run_id = start_run(
+            conn, as_of=as_of, source=source, params=params, input_hashes=input_hashes
+        )
+        fields = ", ".join(OUTCOME_FIELDS)
+        try:
+            # Keys off: every row references the run just started, by construction (a
+            # lookup in `runs` per row is ~8% of the copy).
+            with foreign_keys_off(conn), transaction(conn):
+                copied = conn.execute(
+                    f"INSERT INTO outcomes (run_id, {fields}) SELECT ?, {fields}"
+                    " FROM outcomes WHERE run_id = ?",
+                    (run_id, base_run_id),
+                ).rowcount
+        except BaseException as exc:
+            fail_run(conn, run_id, f"{type(exc).__name__}: {exc}")
+            raise
+        return run_id, int(copied)
+    finally:
+        conn.close()
+
+
+def discard_run(conn: sqlite3.Connection, run_id: int) -> None:
+    """Remove a running run and its outcomes as if it had never been started (a copy begun
+    for a run that is then stored another way: its id goes to the run that is)."""
+    with transaction(conn):
+        conn.execute("DELETE FROM outcomes WHERE run_id = ?", (run_id,))
+        conn.execute("DELETE FROM runs WHERE id = ? AND status = 'running'", (run_id,))
 
 
 def _carry_forward(conn: sqlite3.Connection, run_id: int, carry: CarryForward) -> None:
     """Copy the carried outcomes inside the database (one INSERT ... SELECT: no row goes
-    through Python), in the caller's transaction."""
+    through Python), in the caller's transaction; when they were copied already
+    (`carry.copied`), delete the skipped keys from the copy instead."""
     if len(carry.skip_types) != len(carry.skip_ids):
         raise ValueError("skip keys differ in length")
+    if carry.copied is not None:
+        _drop_skipped(conn, run_id, carry)
+        return
     keys = zip(carry.skip_types, carry.skip_ids, strict=True)
     table = "CREATE TEMP TABLE carry_skip (entity_type TEXT NOT NULL, entity_id TEXT NOT NULL,"
     table += " PRIMARY KEY (entity_type, entity_id))"
@@ -277,6 +335,22 @@ def _carry_forward(conn: sqlite3.Connection, run_id: int, carry: CarryForward) -
         )
 
 
+def _drop_skipped(conn: sqlite3.Connection, run_id: int, carry: CarryForward) -> None:
+    """The keys decided again deleted from a run holding a copy of its base run (one
+    primary-key seek each), and the rows left checked against `carry.expected`."""
+    assert carry.copied is not None
+    removed = conn.executemany(
+        "DELETE FROM outcomes WHERE run_id = ? AND entity_type = ? AND entity_id = ?",
+        ((run_id, kind, key) for kind, key in zip(carry.skip_types, carry.skip_ids, strict=True)),
+    ).rowcount
+    left = carry.copied - int(removed)
+    if left != carry.expected:
+        raise ValueError(
+            f"run {carry.base_run_id} holds {left} outcomes to carry forward,"
+            f" {carry.expected} expected"
+        )
+
+
 def outcome_table_columns(conn: sqlite3.Connection) -> list[str]:
     """The columns of `outcomes` in table order (run_id, then the OUTCOME_FIELDS)."""
     if is_postgres(conn):
@@ -301,9 +375,12 @@ def complete_run(
     timings: dict[str, Any],
     counts: dict[str, Any],
     finished_at: int | None = None,
+    started_at: int | None = None,
 ) -> None:
     """Insert the run's outcomes and mark it completed, in one transaction: either every
-    outcome is there and the run is 'completed', or nothing changed.
+    outcome is there and the run is 'completed', or nothing changed. started_at: recorded
+    as the run's start (a run recorded before the import it reconciles was stored starts,
+    as core.db.raw.imports_since reads it, when it is completed).
 
     carry: outcomes copied from an earlier run inside the database (`CarryForward`), before
     the chunks (then the chunks hold only the outcomes decided again).
@@ -317,7 +394,9 @@ def complete_run(
     On PostgreSQL the chunks go in by COPY (no staging files there).
     """
     if is_postgres(conn):
-        _complete_run_postgres(conn, run_id, chunks, carry, timings, counts, finished_at)
+        _complete_run_postgres(
+            conn, run_id, chunks, carry, timings, counts, finished_at, started_at
+        )
         return
     previous_cache = conn.execute("PRAGMA cache_size").fetchone()[0]
     conn.execute(f"PRAGMA cache_size = {-_BULK_CACHE_KIB}")
@@ -346,6 +425,7 @@ def complete_run(
                 if len(columns) != len(OUTCOME_FIELDS):
                     raise ValueError(f"expected {len(OUTCOME_FIELDS)} columns, got {len(columns)}")
                 _insert_outcomes(conn, run_id, columns, integer_fields)
+            _restamp(conn, run_id, started_at)
             conn.execute(
                 "UPDATE runs SET status = 'completed', finished_at = ?, timings_json = ?,"
                 " counts_json = ? WHERE id = ?",
@@ -360,6 +440,11 @@ def complete_run(
         conn.execute(f"PRAGMA cache_size = {int(previous_cache)}")
 
 
+def _restamp(conn: sqlite3.Connection, run_id: int, started_at: int | None) -> None:
+    if started_at is not None:
+        conn.execute("UPDATE runs SET started_at = ? WHERE id = ?", (int(started_at), run_id))
+
+
 def _complete_run_postgres(
     conn: sqlite3.Connection,
     run_id: int,
@@ -368,6 +453,7 @@ def _complete_run_postgres(
     timings: dict[str, Any],
     counts: dict[str, Any],
     finished_at: int | None,
+    started_at: int | None,
 ) -> None:
     from core.db.pg_bulk import copy_outcome_chunk
 
@@ -381,6 +467,7 @@ def _complete_run_postgres(
             if len(columns) != len(OUTCOME_FIELDS):
                 raise ValueError(f"expected {len(OUTCOME_FIELDS)} columns, got {len(columns)}")
             copy_outcome_chunk(conn, run_id, OUTCOME_FIELDS, columns)
+        _restamp(conn, run_id, started_at)
         conn.execute(
             "UPDATE runs SET status = 'completed', finished_at = ?, timings_json = ?,"
             " counts_json = ? WHERE id = ?",

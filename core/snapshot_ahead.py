@@ -1,0 +1,75 @@
+"""The base run's snapshot files hashed while `import-day` starts up (core.__main__).
+
+The process spends its first ~0.5 s importing pandas, NumPy and Arrow on one core; the
+sha256 of the snapshot files (~0.7 CPU s for 800 MB at 1M payments) needs none of them, so
+a thread started before those imports hashes the files the database names for its latest
+completed run. `core.snapshots` then takes a file's memory map and digest from here instead
+of hashing it again, when the file is still the one that was hashed (same device, inode,
+size and modification time); anything else is hashed as before. A wrong guess (another base
+run, a snapshot not used) costs only the hashing. Imports nothing heavy: the standard
+library only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mmap
+import os
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+# A file's identity as hashed: (device, inode, size, modification time in ns).
+Identity = tuple[int, int, int, int]
+_AHEAD: dict[str, Future[tuple[mmap.mmap, str, Identity]]] = {}
+
+
+def _identity(stat: os.stat_result) -> Identity:
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+def _hash(path: Path) -> tuple[mmap.mmap, str, Identity]:
+    with open(path, "rb") as file:
+        identity = _identity(os.fstat(file.fileno()))
+        mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+    return mapped, hashlib.sha256(mapped).hexdigest(), identity
+
+
+def hash_ahead(paths: list[Path]) -> None:
+    """Start hashing `paths` on a thread (hashlib releases the GIL). One thread: the imports
+    keep the other core of two (with two, they slowed as much as the hashing saved)."""
+    pool = ThreadPoolExecutor(1, "snapshot-ahead")
+    for path in paths:
+        _AHEAD[str(path.resolve())] = pool.submit(_hash, path)
+    pool.shutdown(wait=False)
+
+
+def take(path: Path) -> tuple[mmap.mmap, str] | None:
+    """The memory map and sha256 of `path` hashed ahead, when it was and the file is still
+    the one hashed; None otherwise (hash it now)."""
+    pending = _AHEAD.pop(str(path.resolve()), None) if _AHEAD else None
+    if pending is None:
+        return None
+    try:
+        mapped, digest, identity = pending.result()
+        if _identity(path.stat()) != identity:
+            return None
+    except (OSError, ValueError):
+        return None
+    return mapped, digest
+
+
+def snapshot_paths(database: str, folder: str | None) -> list[Path]:
+    """The files of the snapshot the latest completed run of the SQLite file `database`
+    recorded, in `folder` (default `<database>.snapshots`); [] when there is none or the
+    database cannot be read (read-only, nothing written)."""
+    from core.db.early import latest_snapshot_record
+
+    if not os.path.isfile(database):
+        return []
+    where = Path(folder) if folder else Path(database + ".snapshots")
+    record = latest_snapshot_record(database)
+    entries = [*dict(record.get("files") or {}).values()]
+    for delta in record.get("deltas") or []:
+        entries += [*dict(delta.get("files") or {}).values()]
+    names = [str(entry.get("file", "")) for entry in entries if isinstance(entry, dict)]
+    return [where / name for name in names if name and Path(name).name == name]
