@@ -30,6 +30,7 @@ from core.review.due import due_dates_by_rule
 
 ENGINE_ACTOR = "engine"
 SYNC_ACTION = "exceptions.synced"
+OPENED_NOTE = "found by the engine"
 
 
 @dataclass(frozen=True)
@@ -97,8 +98,11 @@ def sync_exceptions(
             old: str | None,
             new: str | None,
             payload: dict[str, object],
+            *,
+            event: bool = True,
         ) -> None:
-            events.append((exc_id, action, actor, note, old, new, None, stamp))
+            if event:  # the new exceptions' events are written set-based (insert_events_of_new)
+                events.append((exc_id, action, actor, note, old, new, None, stamp))
             audits.append(
                 AuditEvent(
                     actor,
@@ -167,11 +171,12 @@ def sync_exceptions(
                     "reason_codes": r["new_codes"],
                 },
             )
+        before_opened = len(events)
         for r in opened:
             record(
                 r["id"],
                 "opened",
-                "found by the engine",
+                OPENED_NOTE,
                 None,
                 "OPEN",
                 {
@@ -182,6 +187,7 @@ def sync_exceptions(
                     "exposure_amount": r["exposure_amount"],
                     "due_date": r["due_date"],
                 },
+                event=False,
             )
         for r in cleared:
             record(
@@ -224,14 +230,20 @@ def sync_exceptions(
         if audits or not review_sql.run_synced(conn, run_id):
             audits.append(AuditEvent(actor, SYNC_ACTION, "run", str(run_id), counts))
         review_sql.record_sync(conn, run_id, stamp, actor, canonical_json(counts))
-        review_sql.insert_events(conn, events)
+        # Event ids in the order recorded: reopened and refreshed, opened, then the rest.
+        review_sql.insert_events(conn, events[:before_opened])
+        if opened:
+            review_sql.insert_events_of_new(
+                conn, first_new, "opened", actor, OPENED_NOTE, "OPEN", stamp
+            )
+        review_sql.insert_events(conn, events[before_opened:])
         review_sql.stage_search_notes(conn, _search_notes(events))
 
         def write_queue() -> None:
             # The queue-search documents of the new exceptions and the notes of every new
             # event, set-based (migration 0105): the triggers stood aside since
-            # `search_deferred`.
-            review_sql.write_search(conn, first_new)
+            # `search_deferred`. A new exception's only event is its "opened" one.
+            review_sql.write_search(conn, first_new, " " + OPENED_NOTE)
             review_sql.end_search_deferred(conn)
             if totals_deferred:
                 page_reads.end_totals_deferred(conn)
