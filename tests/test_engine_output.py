@@ -185,6 +185,49 @@ def test_counts_summarise_status_code_and_exposure(example: pd.DataFrame) -> Non
     )
 
 
+def test_counts_key_in_sorted_order_and_leave_out_missing_values() -> None:
+    # The stored counts_json keeps its key order: what groupby gave (sorted keys, NaN none).
+    frame = pd.DataFrame(
+        {
+            "entity_type": ["refund", "payment", None, "payment", "refund", "payment"],
+            "status": ["PENDING", "MATCHED", "EXCEPTION", "EXCEPTION", None, "EXCEPTION"],
+            "reason_code": ["R1", None, "B", "A", "X", "B"],
+            "exposure_class": ["c1", None, "c2", "c1", None, "c1"],
+            "exposure_amount": [0, 0, 7, 5, 0, 11],
+        },
+        dtype=object,
+    ).astype({"exposure_amount": "int64"})
+    facts = counts(frame)
+    assert list(facts["by_status"].items()) == [  # type: ignore[attr-defined]
+        ("EXCEPTION", 3),
+        ("MATCHED", 1),
+        ("PENDING", 1),
+    ]
+    assert list(facts["by_entity_type"].items()) == [  # type: ignore[attr-defined]
+        ("payment:EXCEPTION", 2),
+        ("payment:MATCHED", 1),
+        ("refund:PENDING", 1),
+    ]
+    assert facts["by_code"] == {"A": 1, "B": 2}
+    assert facts["pending_by_reason"] == {"R1": 1}
+    assert facts["exposure_by_class"] == {"c1": 16, "c2": 7}
+
+
+def test_counts_of_a_run_with_no_exception_or_pending_row() -> None:
+    frame = pd.DataFrame(
+        {
+            "entity_type": ["payment"],
+            "status": ["MATCHED"],
+            "reason_code": [""],
+            "exposure_class": [""],
+            "exposure_amount": [0],
+        }
+    )
+    facts = counts(frame)
+    assert facts["by_status"] == {"MATCHED": 1}
+    assert facts["by_code"] == {} and facts["pending_by_reason"] == {}
+
+
 def test_params_round_trip_through_their_stored_form() -> None:
     params = EngineParams(
         calendar=CalendarParams(

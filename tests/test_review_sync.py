@@ -222,6 +222,52 @@ def test_sync_writes_the_search_documents_the_row_triggers_would_have(
     assert conn.execute("SELECT COUNT(*) FROM exception_search_deferred").fetchone()[0] == 0
 
 
+def test_a_syncs_events_follow_the_order_of_its_audit_entries(conn: sqlite3.Connection) -> None:
+    sync_exceptions(conn, write_run(conn, [Finding("pay_1"), Finding("pay_2")]))
+    sync_exceptions(conn, write_run(conn, [Finding("pay_2")]), now=100)  # pay_1 auto-cleared
+    # pay_1 reopened, pay_4 and pay_5 new, pay_2 auto-cleared: one sync, event ids in order
+    third = write_run(conn, [Finding("pay_5"), Finding("pay_1"), Finding("pay_4")])
+    sync_exceptions(conn, third, actor="nightly", now=200)
+    events = conn.execute(
+        "SELECT v.action, e.entity_id, v.actor, v.note, v.from_status, v.to_status,"
+        " v.request_id, v.created_at FROM exception_events v"
+        " JOIN exceptions e ON e.id = v.exception_id WHERE v.created_at = 200 ORDER BY v.id"
+    ).fetchall()
+    assert [tuple(r) for r in events] == [
+        (
+            "reopened",
+            "pay_1",
+            "nightly",
+            "holds again in this run",
+            "AUTO_CLEARED",
+            "OPEN",
+            None,
+            200,
+        ),
+        ("opened", "pay_4", "nightly", "found by the engine", None, "OPEN", None, 200),
+        ("opened", "pay_5", "nightly", "found by the engine", None, "OPEN", None, 200),
+        (
+            "auto_cleared",
+            "pay_2",
+            "nightly",
+            "no longer found by the engine",
+            "OPEN",
+            "AUTO_CLEARED",
+            None,
+            200,
+        ),
+    ]
+    entries = [(action, entity) for action, _, entity in audit_actions(conn)][-5:]
+    ids = {e: str(exception_id(conn, e)) for e in ("pay_1", "pay_2", "pay_4", "pay_5")}
+    assert entries[:4] == [
+        ("exception.reopened", ids["pay_1"]),
+        ("exception.opened", ids["pay_4"]),
+        ("exception.opened", ids["pay_5"]),
+        ("exception.auto_cleared", ids["pay_2"]),
+    ]
+    assert _search_documents(conn) == _documents_as_the_triggers_write_them(conn)
+
+
 def test_after_a_sync_the_triggers_index_a_persons_note_again(conn: sqlite3.Connection) -> None:
     sync_exceptions(conn, write_run(conn, [Finding("pay_1")]))
     exc = exception_id(conn, "pay_1")

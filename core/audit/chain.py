@@ -16,7 +16,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -197,7 +197,7 @@ def append_many(
 
 def append_many_beside(
     conn: sqlite3.Connection,
-    events: Sequence[AuditEvent],
+    events: Iterable[AuditEvent],
     work: Callable[[], None],
     *,
     now: int | None = None,
@@ -207,6 +207,7 @@ def append_many_beside(
     after `work` returns. `work` must not append to the chain itself (the head is read
     before it runs). The worker touches no connection; its error (a bad event) is raised
     after `work`, whose writes the caller's transaction then rolls back with the rest.
+    `events` is iterated on the worker: a generator's entries are made there.
     Used by the exception sync: its audit entries hashed while the queue's search
     documents are written (docs/benchmark.md, "--db at 1M, seventh round")."""
     return _append_after(conn, events, now, work)

@@ -396,18 +396,19 @@ def stage_search_notes(conn: sqlite3.Connection, notes: Sequence[tuple[int, str]
     conn.executemany("INSERT INTO temp.review_notes (id, notes) VALUES (?, ?)", notes)
 
 
-def write_search(conn: sqlite3.Connection, first_new: int) -> None:
+def write_search(conn: sqlite3.Connection, first_new: int, new_notes: str = "") -> None:
     """What the triggers of 0075 would have written, set-based: a document for every
     exception with id > `first_new` (its ids as the insert trigger makes them, its notes ''
-    followed by its staged notes), and the staged notes appended to the documents of the
+    followed by `new_notes`, the notes of its events written by `insert_events_of_new`, and
+    its staged notes), and the staged notes appended to the documents of the
     older ones (`stage_search_notes` first). A few statements, no row passes through
     Python: the sync hashes its audit entries on a worker meanwhile."""
     if is_postgres(conn):
         conn.execute(
             "INSERT INTO exception_search (id, ids, notes)"
-            " SELECT e.id, exception_search_ids_of(e), coalesce(n.notes, '') FROM exceptions e"
+            " SELECT e.id, exception_search_ids_of(e), ? || coalesce(n.notes, '') FROM exceptions e"
             " LEFT JOIN temp.review_notes n ON n.id = e.id WHERE e.id > ? ORDER BY e.id",
-            (first_new,),
+            (new_notes, first_new),
         )
         conn.execute(
             "UPDATE exception_search s SET notes = s.notes || n.notes FROM temp.review_notes n"
@@ -421,9 +422,9 @@ def write_search(conn: sqlite3.Connection, first_new: int) -> None:
             " || coalesce(e.utr, '') || ' ' || coalesce(e.settlement_id, '') || ' '"
             " || coalesce((SELECT b.narration FROM bank_lines b"
             " WHERE e.entity_type = 'bank_entry' AND b.id = e.entity_id), ''),"
-            " coalesce(n.notes, '') FROM exceptions e LEFT JOIN temp.review_notes n"
+            " ? || coalesce(n.notes, '') FROM exceptions e LEFT JOIN temp.review_notes n"
             " ON n.id = e.id WHERE e.id > ? ORDER BY e.id",
-            (first_new,),
+            (new_notes, first_new),
         )
         conn.execute(
             "UPDATE exception_search SET notes = notes"
@@ -443,6 +444,25 @@ def insert_events(conn: sqlite3.Connection, rows: Iterable[EventRow]) -> None:
         "INSERT INTO exception_events (exception_id, action, actor, note, from_status,"
         " to_status, request_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         rows,
+    )
+
+
+def insert_events_of_new(
+    conn: sqlite3.Connection,
+    first_new: int,
+    action: str,
+    actor: str,
+    note: str,
+    to_status: str,
+    created_at: int,
+) -> None:
+    """One event (`action`, no from-status, no request) for every exception with id >
+    `first_new`, in id order: set-based, what `insert_events` would write for those rows."""
+    conn.execute(
+        "INSERT INTO exception_events (exception_id, action, actor, note, from_status,"
+        " to_status, request_id, created_at) SELECT id, ?, ?, ?, NULL, ?, NULL, ?"
+        " FROM exceptions WHERE id > ? ORDER BY id",
+        (action, actor, note, to_status, created_at, first_new),
     )
 
 

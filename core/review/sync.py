@@ -19,7 +19,9 @@ from __future__ import annotations
 import dataclasses
 import sqlite3
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import chain
 
 from core.audit import AuditEvent, append_many_beside, canonical_json, write_anchor
 from core.calendar import WorkingCalendar
@@ -30,6 +32,7 @@ from core.review.due import due_dates_by_rule
 
 ENGINE_ACTOR = "engine"
 SYNC_ACTION = "exceptions.synced"
+OPENED_NOTE = "found by the engine"
 
 
 @dataclass(frozen=True)
@@ -167,22 +170,8 @@ def sync_exceptions(
                     "reason_codes": r["new_codes"],
                 },
             )
-        for r in opened:
-            record(
-                r["id"],
-                "opened",
-                "found by the engine",
-                None,
-                "OPEN",
-                {
-                    "entity_type": r["entity_type"],
-                    "entity_id": r["entity_id"],
-                    "reason_code": r["reason_code"],
-                    "exposure_class": r["exposure_class"],
-                    "exposure_amount": r["exposure_amount"],
-                    "due_date": r["due_date"],
-                },
-            )
+        # The "opened" entries go between these, made on the audit worker (_opened_entries).
+        before_opened = len(events)
         for r in cleared:
             record(
                 r["id"],
@@ -210,7 +199,7 @@ def sync_exceptions(
             refreshed=len(changed),
             no_longer_found=len(gone),
             run_id=run_id,
-            audit_entries=len(audits),
+            audit_entries=len(audits) + len(opened),
         )
         counts = {
             "opened": summary.opened,
@@ -221,17 +210,23 @@ def sync_exceptions(
         }
         if gone:
             counts["no_longer_found"] = summary.no_longer_found
-        if audits or not review_sql.run_synced(conn, run_id):
+        if audits or opened or not review_sql.run_synced(conn, run_id):
             audits.append(AuditEvent(actor, SYNC_ACTION, "run", str(run_id), counts))
         review_sql.record_sync(conn, run_id, stamp, actor, canonical_json(counts))
-        review_sql.insert_events(conn, events)
+        # Event ids in the order recorded: reopened and refreshed, opened, then the rest.
+        review_sql.insert_events(conn, events[:before_opened])
+        if opened:
+            review_sql.insert_events_of_new(
+                conn, first_new, "opened", actor, OPENED_NOTE, "OPEN", stamp
+            )
+        review_sql.insert_events(conn, events[before_opened:])
         review_sql.stage_search_notes(conn, _search_notes(events))
 
         def write_queue() -> None:
             # The queue-search documents of the new exceptions and the notes of every new
             # event, set-based (migration 0105): the triggers stood aside since
-            # `search_deferred`.
-            review_sql.write_search(conn, first_new)
+            # `search_deferred`. A new exception's only event is its "opened" one.
+            review_sql.write_search(conn, first_new, " " + OPENED_NOTE)
             review_sql.end_search_deferred(conn)
             if totals_deferred:
                 page_reads.end_totals_deferred(conn)
@@ -241,10 +236,40 @@ def sync_exceptions(
         # released. Not beside the row-by-row inserts above: each row takes the GIL back, and
         # waits for the worker's switch interval to get it. The audit rows are the same and
         # inserted after, as before.
-        append_many_beside(conn, audits, write_queue, now=stamp)
+        entries = chain(
+            audits[:before_opened],
+            _opened_entries(opened, actor, run_id),
+            audits[before_opened:],
+        )
+        append_many_beside(conn, entries, write_queue, now=stamp)
         if outermost:
             write_anchor(conn, now=stamp)
-        return dataclasses.replace(summary, audit_entries=len(audits))
+        return dataclasses.replace(summary, audit_entries=len(audits) + len(opened))
+
+
+def _opened_entries(opened: list[sqlite3.Row], actor: str, run_id: int) -> Iterator[AuditEvent]:
+    """The audit entries of the new exceptions, in id order, as the other actions' are made:
+    a generator, so append_many_beside's worker builds them (25,716 at 1M) while this
+    thread writes the search documents with the GIL released."""
+    for r in opened:
+        yield AuditEvent(
+            actor,
+            "exception.opened",
+            "exception",
+            str(r["id"]),
+            {
+                "run_id": run_id,
+                "from_status": None,
+                "to_status": "OPEN",
+                "note": OPENED_NOTE,
+                "entity_type": r["entity_type"],
+                "entity_id": r["entity_id"],
+                "reason_code": r["reason_code"],
+                "exposure_class": r["exposure_class"],
+                "exposure_amount": r["exposure_amount"],
+                "due_date": r["due_date"],
+            },
+        )
 
 
 def _search_notes(events: list[review_sql.EventRow]) -> list[tuple[int, str]]:
