@@ -251,10 +251,15 @@ def _summed(
     return rows, sums
 
 
-def _dictionary_key(dictionary: pa.Array) -> tuple[int, ...]:
-    """The same memory (buffers, offset, length): the same texts."""
-    found = [0 if b is None else b.address for b in dictionary.buffers()]
-    return (*found, dictionary.offset, len(dictionary))
+def _space(dictionary: pa.Array, known: list[pa.Array]) -> int:
+    """The position in `known` of a dictionary of the same texts in the same order (their
+    codes name the same ids; the same buffers compare in a microsecond), `dictionary`
+    appended when there is none."""
+    for position, seen in enumerate(known):
+        if seen.equals(dictionary):
+            return position
+    known.append(dictionary)
+    return len(known) - 1
 
 
 def nonzero_detail(parts: list[pd.DataFrame]) -> pd.DataFrame:
@@ -272,12 +277,13 @@ def nonzero_detail(parts: list[pd.DataFrame]) -> pd.DataFrame:
     bounds = np.cumsum([0, *(len(p) for p in parts)])
     spaces: dict[object, int] = {}  # a code space -> its first global code
     owner: dict[int, object] = {}  # an entity type's code -> its code space
+    dictionaries: list[pa.Array] = []
     ids: list[np.ndarray] = []
     count = 0
     for k, part in enumerate(parts):
         if is_coded(part["entity_id"]):
             codes, dictionary = coded_parts(part["entity_id"])
-            space: object = _dictionary_key(dictionary)
+            space: object = ("coded", _space(dictionary, dictionaries))
             size = len(dictionary)
         else:
             codes, size = _text_codes(part["entity_id"])

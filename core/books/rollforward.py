@@ -372,15 +372,6 @@ def _taken(source: pd.Series, positions: np.ndarray, index: pd.Index) -> pd.Seri
     return pd.Series(pd.api.extensions.take(values, positions, allow_fill=True), index=index)
 
 
-def text_positions(values: pd.Series, pool: pd.Series) -> np.ndarray:
-    """Each value's position in `pool` (unique text), -1 when it is not there (a missing
-    value included): one Arrow `index_in`."""
-    if len(values) == 0 or len(pool) == 0:
-        return np.full(len(values), -1, dtype=np.int64)
-    where = pc.index_in(_arrow_text(values), value_set=_arrow_text(pool))
-    return np.asarray(where.fill_null(-1), dtype=np.int64)
-
-
 def ledger_events(dataset: Dataset, flagged: Iterable[tuple[str, str]] = ()) -> pd.DataFrame:
     """Every event of the receivable (columns EVENT_COLUMNS), unsorted.
 
