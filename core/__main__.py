@@ -67,30 +67,22 @@ def start_early_parse(argv: Sequence[str]) -> None:
         prefetch_large_csvs(Path(folder))
 
 
-def _option(argv: Sequence[str], name: str) -> str | None:
-    """The value of `name VALUE` or `name=VALUE` on a command line (the last one), or None."""
-    found = None
-    for i, arg in enumerate(argv):
-        if arg == name and i + 1 < len(argv):
-            found = argv[i + 1]
-        elif arg.startswith(name + "="):
-            found = arg[len(name) + 1 :]
-    return found
-
-
 def start_snapshot_hashing(argv: Sequence[str]) -> None:
     """`import-day ... --db FILE`: the base run's snapshot files hashed on a thread while
     the command's modules import (core.snapshot_ahead; a wrong guess costs the hashing
     only: the command checks every file as before)."""
-    if list(argv[:1]) != ["import-day"] or "--no-snapshots" in argv:
+    if list(argv[:1]) != ["import-day"] or os.environ.get("RAZORRECON_EARLY_PARSE", "1") == "0":
         return
-    database = _option(argv, "--db")
-    if database is None or os.environ.get("RAZORRECON_EARLY_PARSE", "1") == "0":
+    from core.reconcile_options import parse_import_day_quietly
+
+    args = parse_import_day_quietly(list(argv[1:]))
+    if args is None or args.no_snapshots:
         return
     from core.snapshot_ahead import hash_ahead, snapshot_paths
 
+    folder = None if args.snapshots is None else str(args.snapshots)
     with contextlib.suppress(OSError):
-        hash_ahead(snapshot_paths(database, _option(argv, "--snapshots")))
+        hash_ahead(snapshot_paths(str(args.db), folder))
 
 
 COMMAND_MODULES: dict[str, str] = {

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-from pathlib import Path
 from typing import Any
 
 from core.calendar import IST
 from core.engine.cli import params_from_args, parse_as_of
 from core.errors import InputError, Problem
-from core.reconcile_options import add_calendar_arguments
+from core.reconcile_options import add_import_day_arguments
 
 
 def register(subparsers: Any) -> None:
@@ -32,31 +31,7 @@ def register(subparsers: Any) -> None:
             "(and the new as-of) can change; every other outcome is carried forward."
         ),
     )
-    parser.add_argument("day_dir", metavar="DAY_DIR", type=Path)
-    parser.add_argument(
-        "--db", required=True, type=Path, help="the database: a SQLite file or postgresql:// URL"
-    )
-    parser.add_argument(
-        "--as-of", dest="as_of", help="ISO 8601 instant; no offset means IST (default: now)"
-    )
-    add_calendar_arguments(parser)
-    parser.add_argument(
-        "--full", action="store_true", help="reconcile every entity, not only what changed"
-    )
-    snapshots = parser.add_mutually_exclusive_group()
-    snapshots.add_argument(
-        "--snapshots",
-        type=Path,
-        metavar="DIR",
-        help="folder for the snapshot of the reconciled state the next day starts from"
-        " (default: DB.snapshots beside a SQLite file; none for PostgreSQL unless named)",
-    )
-    snapshots.add_argument(
-        "--no-snapshots",
-        dest="no_snapshots",
-        action="store_true",
-        help="read the raw tables and the base run from the database; leave no snapshot",
-    )
+    add_import_day_arguments(parser)
     parser.set_defaults(func=run)
 
 

@@ -1,10 +1,13 @@
-"""The `reconcile` command's options, kept apart from core.engine.cli (whose import brings
-pandas and the engine): `python -m core` reads a command line with this very parser before
-pandas is imported, to start parsing the big CSV files early (core.__main__)."""
+"""The options of `reconcile` and `import-day`, kept apart from core.engine.cli and
+core.incremental_cli (whose imports bring pandas and the engine): `python -m core` reads a
+command line with these very parsers before pandas is imported, to start parsing the big
+CSV files (`reconcile`) or hashing the base run's snapshot (`import-day`) early
+(core.__main__)."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
@@ -44,15 +47,20 @@ def add_calendar_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--amount-unit", choices=AMOUNT_UNITS, default="auto")
 
 
+def add_as_of_argument(parser: argparse.ArgumentParser) -> None:
+    """`--as-of`, read back by `core.engine.cli.parse_as_of`."""
+    parser.add_argument(
+        "--as-of", dest="as_of", help="ISO 8601 instant; no offset means IST (default: now)"
+    )
+
+
 def add_reconcile_arguments(parser: argparse.ArgumentParser) -> None:
     """Every option and argument of `reconcile` (core.engine.cli.register)."""
     parser.add_argument("dataset_dir", metavar="DATASET_DIR", type=Path)
     parser.add_argument(
         "--out", required=True, type=Path, help="results.csv to write (- for standard output)"
     )
-    parser.add_argument(
-        "--as-of", dest="as_of", help="ISO 8601 instant; no offset means IST (default: now)"
-    )
+    add_as_of_argument(parser)
     add_calendar_arguments(parser)
     parser.add_argument("--db", type=Path, help="also store dataset and run in this SQLite file")
     partitioned = parser.add_argument_group(
@@ -85,6 +93,33 @@ def add_reconcile_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_import_day_arguments(parser: argparse.ArgumentParser) -> None:
+    """Every option and argument of `import-day` (core.incremental_cli.register)."""
+    parser.add_argument("day_dir", metavar="DAY_DIR", type=Path)
+    parser.add_argument(
+        "--db", required=True, type=Path, help="the database: a SQLite file or postgresql:// URL"
+    )
+    add_as_of_argument(parser)
+    add_calendar_arguments(parser)
+    parser.add_argument(
+        "--full", action="store_true", help="reconcile every entity, not only what changed"
+    )
+    snapshots = parser.add_mutually_exclusive_group()
+    snapshots.add_argument(
+        "--snapshots",
+        type=Path,
+        metavar="DIR",
+        help="folder for the snapshot of the reconciled state the next day starts from"
+        " (default: DB.snapshots beside a SQLite file; none for PostgreSQL unless named)",
+    )
+    snapshots.add_argument(
+        "--no-snapshots",
+        dest="no_snapshots",
+        action="store_true",
+        help="read the raw tables and the base run from the database; leave no snapshot",
+    )
+
+
 class _Refused(Exception):
     """A command line the parser would refuse (argparse would print and exit)."""
 
@@ -94,13 +129,25 @@ class _SilentParser(argparse.ArgumentParser):
         raise _Refused(message)
 
 
-def parse_reconcile_quietly(argv: list[str]) -> argparse.Namespace | None:
-    """`reconcile`'s arguments (the words after the command) read by the same options as the
-    command's own parser, or None where that parser would refuse the line. Prints nothing
-    and never exits: help is no option here, so `-h` is refused too."""
-    parser = _SilentParser(prog="reconcile", add_help=False)
-    add_reconcile_arguments(parser)
+def _parse_quietly(
+    prog: str, add_arguments: Callable[[argparse.ArgumentParser], None], argv: list[str]
+) -> argparse.Namespace | None:
+    """The command's arguments (the words after the command) read by the same options as
+    the command's own parser, or None where that parser would refuse the line. Prints
+    nothing and never exits: help is no option here, so `-h` is refused too."""
+    parser = _SilentParser(prog=prog, add_help=False)
+    add_arguments(parser)
     try:
         return parser.parse_args(argv)
     except _Refused:
         return None
+
+
+def parse_reconcile_quietly(argv: list[str]) -> argparse.Namespace | None:
+    """`reconcile`'s arguments read quietly (`_parse_quietly`)."""
+    return _parse_quietly("reconcile", add_reconcile_arguments, argv)
+
+
+def parse_import_day_quietly(argv: list[str]) -> argparse.Namespace | None:
+    """`import-day`'s arguments read quietly (`_parse_quietly`)."""
+    return _parse_quietly("import-day", add_import_day_arguments, argv)

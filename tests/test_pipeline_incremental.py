@@ -301,6 +301,31 @@ def test_snapshot_files_hashed_at_start_up_are_taken_by_the_day_run(
     assert snapshot_ahead._AHEAD == {}  # every file's hash was taken, none computed again
 
 
+def test_start_up_hashing_reads_the_line_as_import_days_own_parser_does(
+    days: tuple[list[Path], list[str]], tmp_path: Path
+) -> None:
+    from core import snapshot_ahead
+    from core.__main__ import start_snapshot_hashing
+
+    folders, as_ofs = days
+    db = tmp_path / "parsed.sqlite"
+    with open_database(db) as conn:
+        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+    snapshot_ahead._AHEAD.clear()
+    # Lines import-day refuses, or that keep no snapshot: nothing is hashed.
+    for refused in (
+        ["import-day", "--db", str(db)],  # no DAY_DIR
+        ["import-day", str(folders[1]), "--db", str(db), "--no-snapshots"],
+        ["import-day", str(folders[1]), "--db", str(db), "--snapshots", "x", "--no-snapshots"],
+    ):
+        start_snapshot_hashing(refused)
+        assert snapshot_ahead._AHEAD == {}, refused
+    # `--db=FILE` and an abbreviated option, as argparse reads them.
+    start_snapshot_hashing(["import-day", f"--db={db}", "--as", "2026-06-30", str(folders[1])])
+    assert len(snapshot_ahead._AHEAD) == len(snapshot_ahead.snapshot_paths(str(db), None)) > 0
+    snapshot_ahead._AHEAD.clear()
+
+
 def test_a_snapshot_file_altered_after_it_was_hashed_at_start_up_is_hashed_again(
     days: tuple[list[Path], list[str]], tmp_path: Path
 ) -> None:
