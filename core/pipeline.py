@@ -902,10 +902,25 @@ def _reconcile_loaded_day(
                 carrying = start_carry(
                     conn, pool, before=stored, after=merged, day=day, base_run_id=base_id
                 )
+                if carrying is not None and previous is not None and result.fresh is not None:
+                    # The run's flags are known from the engine's frames: the change is
+                    # computed while the run is written, not after (checked at the carry).
+                    from core.books.carry import carry_with_flags
+
+                    carrying = carry_with_flags(
+                        pool,
+                        carrying,
+                        before=stored,
+                        after=merged,
+                        day=day,
+                        flags=functools.partial(
+                            _engine_flags, previous, result.fresh, result.carried
+                        ),
+                    )
 
             def flags_stored(run_id: int) -> None:
                 nonlocal carrying
-                if carrying is not None and base_id is not None:
+                if carrying is not None and carrying.change is None and base_id is not None:
                     carrying = continue_carry(
                         conn,
                         pool,
@@ -962,6 +977,25 @@ def _reconcile_loaded_day(
         )
         counted = carry[2] if carry is not None else None
         return DayRunResult(stored_run, kind, base_id, scope, read_from, counted)
+
+
+def _engine_flags(
+    previous: pd.DataFrame, fresh: pd.DataFrame, carried: Any
+) -> tuple[frozenset[tuple[str, str]], frozenset[tuple[str, str]]]:
+    """The (entity_type, entity_id) of the EXCEPTION outcomes of the base run (`previous`)
+    and of the new run (the `carried` rows of `previous` and the `fresh` ones): what
+    core.db.books.exception_keys reads once both runs are stored."""
+
+    def keys(frame: pd.DataFrame, mask: Any) -> set[tuple[str, str]]:
+        chosen = frame.loc[mask, ["entity_type", "entity_id"]]
+        types, ids = chosen["entity_type"].astype(str), chosen["entity_id"].astype(str)
+        return set(zip(types.tolist(), ids.tolist(), strict=True))
+
+    flagged = previous["status"].eq("EXCEPTION").to_numpy(dtype=bool, na_value=False)
+    fresh_flagged = fresh["status"].eq("EXCEPTION").to_numpy(dtype=bool, na_value=False)
+    old = keys(previous, flagged)
+    new = keys(previous, flagged & np.asarray(carried, dtype=bool)) | keys(fresh, fresh_flagged)
+    return frozenset(old), frozenset(new)
 
 
 def _snapshot_files(

@@ -19,6 +19,7 @@ import pytest
 
 import core.books.carry
 import core.books.ledger
+import core.pipeline
 from core.benchmark import generate
 from core.books.ledger import derive_ledger, ledger_status, rebuild_ledger
 from core.db import books_ledger as sql
@@ -289,21 +290,22 @@ def test_a_day_finds_the_ledger_change_on_a_thread_and_uses_it_only_for_the_flag
     folders, as_ofs = chain
     threads: list[str] = []
     real_change = core.books.carry.ledger_change
-    real_continue = core.books.carry.continue_carry
+    real_flags = core.pipeline._engine_flags
 
     def recording(*args: Any, **kwargs: Any) -> Any:
         threads.append(threading.current_thread().name)
         return real_change(*args, **kwargs)
 
     def with_the_base_runs_flags(*args: Any, **kwargs: Any) -> Any:
-        return real_continue(*args, **{**kwargs, "run_id": kwargs["base_run_id"]})
+        old, _ = real_flags(*args, **kwargs)
+        return old, old
 
     monkeypatch.setattr(core.books.carry, "ledger_change", recording)
     conn = connect(db_url)
     try:
         for n, (folder, as_of) in enumerate(zip(folders[:3], as_ofs[:3], strict=True)):
             if n == 2:  # a change found for other flags than the run stored: not used
-                monkeypatch.setattr(core.books.carry, "continue_carry", with_the_base_runs_flags)
+                monkeypatch.setattr(core.pipeline, "_engine_flags", with_the_base_runs_flags)
             done = reconcile_day_into_db(conn, folder, params=PARAMS, as_of=as_of)
             assert ledger_status(conn).current
             if n > 0:

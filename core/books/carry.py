@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 
@@ -439,8 +439,27 @@ def continue_carry(
     flags."""
     old_flags = exception_keys(conn, base_run_id)
     new_flags = exception_keys(conn, run_id)
+    return carry_with_flags(
+        pool, started, before=before, after=after, day=day, flags=lambda: (old_flags, new_flags)
+    )
+
+
+def carry_with_flags(
+    pool: Executor,
+    started: Started,
+    *,
+    before: Dataset,
+    after: Dataset,
+    day: Dataset,
+    flags: Callable[[], tuple[Flags, Flags]],
+) -> Started:
+    """`continue_carry` with the two runs' flags from `flags()` (called on `pool`), e.g.
+    taken from the engine's frames before the run is stored, so the change is computed
+    while the run is written. `carry_ledger_forward` reads the stored flags and uses the
+    change only when they are the same."""
 
     def change() -> Change:
+        old_flags, new_flags = flags()
         start = started.families.result()
         return ledger_change(before, after, day, old_flags, new_flags, start)
 
