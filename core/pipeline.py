@@ -27,7 +27,7 @@ from core.calendar import WorkingCalendar
 from core.dataset import DATASET_FILES, DATASET_TABLES, Dataset
 from core.db.connection import background_checkpoints, rollback_journal_while_new
 from core.db.runs import discard_stale_runs, get_run, update_timings
-from core.db.staging import staging_directory, worth_staging
+from core.db.staging import StagedTable, staging_directory, worth_staging
 from core.engine import EngineParams, persist_run, reconcile
 from core.engine.persist import (
     StagedOutcomes,
@@ -228,16 +228,15 @@ def store_folder_run(
 
     A large run is staged (core.db.staging): the outcomes on a worker thread, the raw
     tables on two more (`staging`, when the caller started them before reconciling; else
-    `store_dataset` starts them), then each is copied in."""
+    `store_dataset` starts them), then each is copied in. With `staging`, the outcomes are
+    written once the raw tables' writers are done, beside the raw tables' copy, and the
+    Books ledger is derived after them, beside the run's store and sync: both cores work
+    on the critical path (the raw writers) first, and the tail has work for both."""
     from core.books.ledger import Computed, mark_building
     from core.ingest import store_dataset
 
     began = time.perf_counter()
     with ExitStack() as stack:
-        # The Books ledger derives from the dataset and these outcomes alone: on a worker
-        # thread while this one stores them (docs/books.md "The stored ledger").
-        ledger_worker = stack.enter_context(ThreadPoolExecutor(1, "books-ledger"))
-        deriving = ledger_worker.submit(_books_after_staging, staging, run.dataset, run.outcomes)
         # A new database file takes the first load through a rollback journal (every page
         # written once, not into the WAL and again by a checkpoint); WAL again at the end.
         stack.enter_context(rollback_journal_while_new(conn))
@@ -248,8 +247,14 @@ def store_folder_run(
             worker = stack.enter_context(ThreadPoolExecutor(1, "staging-outcomes"))
             table, run_id = outcomes_to_stage(conn, run.outcomes)
             path = folder / "outcomes.sqlite"
-            staging_outcomes = worker.submit(write_staged_outcomes, table, run_id, path)
+            staging_outcomes = worker.submit(_outcomes_after_staging, staging, table, run_id, path)
             stack.enter_context(background_checkpoints(conn))
+        # The Books ledger derives from the dataset and these outcomes alone: on a worker
+        # thread while this one stores them (docs/books.md "The stored ledger").
+        ledger_worker = stack.enter_context(ThreadPoolExecutor(1, "books-ledger"))
+        deriving = ledger_worker.submit(
+            _books_after_staging, staging, staging_outcomes, run.dataset, run.outcomes
+        )
         store_dataset(
             conn,
             run.dataset,
@@ -277,16 +282,33 @@ def store_folder_run(
         )
 
 
+def _outcomes_after_staging(
+    staging: RawStaging | None, table: StagedTable, run_id: int, path: Path
+) -> StagedOutcomes:
+    """core.engine.persist.write_staged_outcomes, once the raw tables' staging writers are
+    done: the house copy waits for those, not for the outcomes (needed only after it), so
+    the raw writers get both cores and the outcomes are written beside the copy."""
+    if staging is not None:
+        wait(staging.pending)  # their errors are store_dataset's to raise
+    return write_staged_outcomes(table, run_id, path)
+
+
 def _books_after_staging(
-    staging: RawStaging | None, dataset: Dataset, outcomes: pd.DataFrame
+    staging: RawStaging | None,
+    staging_outcomes: Future[StagedOutcomes] | None,
+    dataset: Dataset,
+    outcomes: pd.DataFrame,
 ) -> tuple[Any, int]:
-    """core.books.ledger.derive_in_memory, once the raw tables' staging writers are done:
-    their rows are freed by then, so the ledger's working memory (~0.65 GB at 1M payments)
-    comes on top of the staged copy's, not theirs (peak RSS)."""
+    """core.books.ledger.derive_in_memory, once the raw tables' staging writers and then
+    the outcomes' are done: their rows are freed by then, so the ledger's working memory
+    (~0.65 GB at 1M payments) comes on top of the staged copy's, not theirs (peak RSS),
+    and the outcomes, which the run's store waits for, are not slowed by it."""
     from core.books.ledger import derive_in_memory
 
     if staging is not None:
         wait(staging.pending)  # their errors are store_dataset's to raise
+        if staging_outcomes is not None:
+            wait([staging_outcomes])  # its error is persist's to raise
     return derive_in_memory(dataset, outcomes)
 
 

@@ -175,3 +175,58 @@ def test_a_failed_staging_writer_fails_the_run_and_the_ledger_worker_with_it(
         assert not ledger_status(conn).current
     finally:
         conn.close()
+
+
+# SQLite only: staging files (core.db.staging).
+def test_a_staged_run_writes_its_outcomes_after_the_raw_tables_and_derives_the_books_after_them(
+    benchmark_1500: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import core.books.ledger
+    import core.pipeline
+    from core.db import migrate, staging
+    from core.ingest import stage as ingest_stage
+
+    monkeypatch.setattr(staging, "STAGING_MIN_ROWS", 0)  # staged whatever the size
+    order: list[str] = []
+    real_write = ingest_stage.write_staged_file
+
+    def writing_raw(path: Path, *args: object) -> object:
+        result = real_write(path, *args)  # type: ignore[arg-type]
+        order.append("raw")
+        return result
+
+    real_outcomes = core.pipeline.write_staged_outcomes
+
+    def writing_outcomes(*args: object) -> object:
+        order.append("outcomes started")
+        result = real_outcomes(*args)  # type: ignore[arg-type]
+        order.append("outcomes written")
+        return result
+
+    real_derive = core.books.ledger.derive_in_memory
+
+    def deriving(*args: object) -> object:
+        order.append("ledger started")
+        return real_derive(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ingest_stage, "write_staged_file", writing_raw)
+    monkeypatch.setattr(core.pipeline, "write_staged_outcomes", writing_outcomes)
+    monkeypatch.setattr(core.books.ledger, "derive_in_memory", deriving)
+    path = tmp_path / "ordered.sqlite"
+    conn = connect(path)
+    try:
+        migrate(conn)
+        run = reconcile_folder_into_db(conn, benchmark_1500, params=EngineParams(), as_of=AS_OF)
+        raw_writers = order.count("raw")
+        assert raw_writers >= 2
+        assert order == [
+            *["raw"] * raw_writers,
+            "outcomes started",
+            "outcomes written",
+            "ledger started",
+        ]
+        stored = conn.execute("SELECT count(*) FROM outcomes WHERE run_id = ?", (run.run_id,))
+        assert stored.fetchone()[0] == len(run.outcomes)
+        assert ledger_status(conn).current
+    finally:
+        conn.close()
