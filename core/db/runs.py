@@ -268,10 +268,10 @@ def copy_base_outcomes(
     run's rows that readers never take for a result; `complete_run` with a CarryForward
     whose `copied` is set then deletes the keys decided again that are still there.
     skip: the keys decided again (entity types, entity ids), or None, once known: the
-    copy's transaction waits for them and deletes them before its commit (each page
-    written once, and not on the thread that stores the day); the rows held are then those
-    left. On failure the run is marked failed (its rows removed) before the error is
-    raised."""
+    copy's transaction waits for them and deletes them before its commit (while the
+    engine still reconciles, not after the day's store on the thread that stores it); the
+    rows held are then those left. On failure the run is marked failed (its rows removed)
+    before the error is raised."""
     conn = connect(path)
     # Its commit leaves the WAL to the run's checkpointer thread (core.db.connection.
     # background_checkpoints): checkpointing here would write and sync the ~250 MB copied
