@@ -515,17 +515,43 @@ def _base_run_reason(
 
 class _BaseCopy:
     """The base run's outcomes being copied under a new running run on a thread (core.db.
-    runs.copy_base_outcomes), or nothing to copy (`copying` None). `carried` hands the copy
-    to the incremental run's carry, or discards it (the run is stored another way); leaving
-    the `with` on an error with the run still running marks it failed, so no run is left
-    half written."""
+    runs.copy_base_outcomes), or nothing to copy (`copying` None). The copy's transaction
+    waits for `skip`: the keys decided again (`drop_early`, once the engine's plan is
+    known), or None (`carried` and leaving the `with` give it, so the copy never waits
+    for long). `carried` hands the copy to the incremental run's carry, or discards it (the
+    run is stored another way); leaving the `with` on an error with the run still running
+    marks it failed, so no run is left half written."""
 
-    def __init__(self, conn: sqlite3.Connection, copying: Future[tuple[int, int]] | None) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        copying: Future[tuple[int, int]] | None,
+        skip: Future[Any] | None = None,
+    ) -> None:
         self._conn = conn
         self._copying = copying
+        self._skip = skip
+        self._sent: tuple[list[str], list[str]] | None = None
 
     def __enter__(self) -> _BaseCopy:
         return self
+
+    def drop_early(self, previous: pd.DataFrame, carried: Any) -> None:
+        """Have the copy delete the keys of `previous`'s rows not `carried` (the engine's
+        mask) in its own transaction, before the day's store needs the writer."""
+        import pyarrow as pa
+
+        if self._skip is None or self._skip.done():
+            return
+        chosen = pa.array(~np.asarray(carried, dtype=bool))
+        types = _arrow_column(previous, "entity_type").filter(chosen).to_pylist()
+        ids = _arrow_column(previous, "entity_id").filter(chosen).to_pylist()
+        self._sent = (types, ids)
+        self._skip.set_result(self._sent)
+
+    def _release(self) -> None:
+        if self._skip is not None and not self._skip.done():
+            self._skip.set_result(None)
 
     def carried(self, carry: Any) -> tuple[Any, int | None]:
         """(the carry with the copied rows counted, the run holding them), once the copy is
@@ -534,11 +560,16 @@ class _BaseCopy:
 
         if self._copying is None:
             return carry, None
+        self._release()
         run_id, copied = self._copying.result()
         if carry is None:
             discard_run(self._conn, run_id)
             return None, None
         forward, fresh, counted = carry
+        if self._sent is not None:  # deleted by the copy: none left to delete, rows checked
+            if (list(forward.skip_types), list(forward.skip_ids)) != self._sent:
+                raise ValueError("the keys deleted from the copy are not the run's")
+            forward = replace(forward, skip_types=[], skip_ids=[])
         return (replace(forward, copied=copied), fresh, counted), run_id
 
     def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
@@ -546,6 +577,7 @@ class _BaseCopy:
 
         if self._copying is None:
             return
+        self._release()
         try:
             run_id, _ = self._copying.result()
         except Exception:  # the copy failed and marked its run failed (carried raises it)
@@ -577,6 +609,7 @@ def _copy_base_early(
     if not path:
         return _BaseCopy(conn, None)
     pool = ThreadPoolExecutor(1, "carried-copy")
+    skip: Future[Any] = Future()
     copying = pool.submit(
         copy_base_outcomes,
         path,
@@ -585,9 +618,10 @@ def _copy_base_early(
         source=source,
         params=params.to_dict(),
         input_hashes=input_hashes,
+        skip=skip,
     )
     pool.shutdown(wait=False)
-    return _BaseCopy(conn, copying)
+    return _BaseCopy(conn, copying, skip)
 
 
 # `reconcile_day_into_db(snapshots=...)`: beside a SQLite database (`<file>.snapshots/`).
@@ -883,7 +917,15 @@ def _reconcile_loaded_day(
             timings["read_base_s"] = round(time.perf_counter() - read, 3)
             started = time.perf_counter()
             result = reconcile_incremental(
-                merged, day, replaced, previous, params, as_of, pricing, state=state
+                merged,
+                day,
+                replaced,
+                previous,
+                params,
+                as_of,
+                pricing,
+                state=state,
+                on_carry=functools.partial(copy.drop_early, previous),
             )
             scope, kind = dict(result.stats), "incremental"
             timings.update(result.cpu_seconds)

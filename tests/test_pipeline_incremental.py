@@ -258,6 +258,60 @@ def test_a_store_failing_after_the_carried_copy_began_leaves_no_completed_run(
         assert (following.kind, following.base_run_id) == ("incremental", 3)
 
 
+def test_the_keys_decided_again_are_deleted_by_the_copy_before_the_day_is_stored(
+    days: tuple[list[Path], list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import core.db.runs as db_runs
+
+    folders, as_ofs = days
+    with open_database(tmp_path / "clean.sqlite") as conn:
+        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+        clean = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
+        expected = read_outcome_frame(conn, clean.run.run_id)
+    with open_database(tmp_path / "early.sqlite") as conn:
+        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+        copies = _copy_spy(monkeypatch)
+        deleted_later: list[int] = []
+        real_drop = db_runs._drop_skipped
+
+        def drop_spy(conn: object, run_id: int, carry: db_runs.CarryForward) -> None:
+            deleted_later.append(len(carry.skip_ids))
+            real_drop(conn, run_id, carry)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(db_runs, "_drop_skipped", drop_spy)
+        day = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
+        assert day.kind == "incremental" and day.scope["reconciled"] > 0
+        # The copy held only the carried rows when it ended; none was left to delete later.
+        assert copies == [(2, day.scope["carried_forward"])]
+        assert deleted_later == [0]
+        pd.testing.assert_frame_equal(read_outcome_frame(conn, 2), expected)
+
+
+def test_keys_deleted_from_the_copy_that_are_not_the_runs_fail_the_run(
+    days: tuple[list[Path], list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import core.pipeline
+    from core.db.runs import count_outcomes
+
+    folders, as_ofs = days
+    with open_database(tmp_path / "mismatch.sqlite") as conn:
+        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+        real_plan = core.pipeline._carry_plan
+
+        def one_key_short(*args: object) -> object:
+            forward, fresh, counted = real_plan(*args)  # type: ignore[arg-type, misc]
+            return replace(forward, skip_ids=forward.skip_ids[1:]), fresh, counted
+
+        monkeypatch.setattr(core.pipeline, "_carry_plan", one_key_short)
+        with pytest.raises(ValueError, match="not the run's"):
+            reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
+        failed = get_run(conn, 2)
+        assert failed is not None and failed.status == "failed"
+        assert count_outcomes(conn, 2) == 0
+        latest = latest_completed_run(conn)
+        assert latest is not None and latest.id == 1
+
+
 def test_a_day_found_to_need_a_full_run_after_the_copy_began_stores_it_under_the_same_id(
     days: tuple[list[Path], list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -14,6 +14,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -226,6 +227,9 @@ def _insert_outcomes(
         conn.executemany(_insert_statement(1, nullable), block[whole:].tolist())
 
 
+# The keys an incremental run decided again: (entity types, entity ids), pairwise.
+SkipKeys = tuple[Sequence[str], Sequence[str]]
+
 # The staged outcomes table (core.db.staging) has the house table's name and shape.
 STAGED_OUTCOMES = "outcomes"
 
@@ -256,13 +260,18 @@ def copy_base_outcomes(
     source: str,
     params: dict[str, Any],
     input_hashes: dict[str, Any],
+    skip: Future[SkipKeys | None] | None = None,
 ) -> tuple[int, int]:
     """Record a new run as 'running' and copy every outcome of `base_run_id` under it, on a
     connection of its own to the SQLite file `path` (for a worker thread: SQLite releases
-    the GIL while it copies); returns (run id, rows copied). Committed, as a running run's
-    rows that readers never take for a result; `complete_run` with a CarryForward whose
-    `copied` is set then deletes the keys decided again. On failure the run is marked failed
-    (its rows removed) before the error is raised."""
+    the GIL while it copies); returns (run id, rows the run holds). Committed, as a running
+    run's rows that readers never take for a result; `complete_run` with a CarryForward
+    whose `copied` is set then deletes the keys decided again that are still there.
+    skip: the keys decided again (entity types, entity ids), or None, once known: the
+    copy's transaction waits for them and deletes them before its commit (while the
+    engine still reconciles, not after the day's store on the thread that stores it); the
+    rows held are then those left. On failure the run is marked failed (its rows removed)
+    before the error is raised."""
     conn = connect(path)
     # Its commit leaves the WAL to the run's checkpointer thread (core.db.connection.
     # background_checkpoints): checkpointing here would write and sync the ~250 MB copied
@@ -282,12 +291,35 @@ def copy_base_outcomes(
                     " FROM outcomes WHERE run_id = ?",
                     (run_id, base_run_id),
                 ).rowcount
+                keys = None if skip is None else skip.result()
+                if keys is not None:
+                    copied -= _drop_keys(conn, run_id, *keys)
         except BaseException as exc:
             fail_run(conn, run_id, f"{type(exc).__name__}: {exc}")
             raise
         return run_id, int(copied)
     finally:
         conn.close()
+
+
+def _drop_keys(
+    conn: sqlite3.Connection, run_id: int, types: Sequence[str], ids: Sequence[str]
+) -> int:
+    """Delete run `run_id`'s outcomes of the keys (types[i], ids[i]); how many went. One
+    statement per entity type, the ids bound as one JSON array: the thread gives up the GIL
+    for the whole statement (executemany takes it back at every row, and waits for it
+    beside a busy Python thread); one primary-key seek per id, as executemany's."""
+    by_type: dict[str, list[str]] = {}
+    for kind, key in zip(types, ids, strict=True):
+        by_type.setdefault(kind, []).append(key)
+    removed = 0
+    for kind, keys in by_type.items():
+        removed += conn.execute(
+            "DELETE FROM outcomes WHERE run_id = ? AND entity_type = ?"
+            " AND entity_id IN (SELECT value FROM json_each(?))",
+            (run_id, kind, json.dumps(keys)),
+        ).rowcount
+    return removed
 
 
 def discard_run(conn: sqlite3.Connection, run_id: int) -> None:
