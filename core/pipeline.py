@@ -518,9 +518,10 @@ class _BaseCopy:
     runs.copy_base_outcomes), or nothing to copy (`copying` None). The copy's transaction
     waits for `skip`: the keys decided again (`drop_early`, once the engine's plan is
     known), or None (`release`: a day found to need a full run; `carried` and leaving the
-    `with` give it too, so the copy never waits for long). `carried` hands the copy to the incremental run's carry, or discards it (the
-    run is stored another way); leaving the `with` on an error with the run still running
-    marks it failed, so no run is left half written."""
+    `with` give it too, so the copy never waits for long). `carried` hands the copy to the
+    incremental run's carry, or discards it (the run is stored another way); leaving the
+    `with` on an error with the run still running marks it failed, so no run is left half
+    written."""
 
     def __init__(
         self,
