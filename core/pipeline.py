@@ -517,10 +517,11 @@ class _BaseCopy:
     """The base run's outcomes being copied under a new running run on a thread (core.db.
     runs.copy_base_outcomes), or nothing to copy (`copying` None). The copy's transaction
     waits for `skip`: the keys decided again (`drop_early`, once the engine's plan is
-    known), or None (`carried` and leaving the `with` give it, so the copy never waits
-    for long). `carried` hands the copy to the incremental run's carry, or discards it (the
-    run is stored another way); leaving the `with` on an error with the run still running
-    marks it failed, so no run is left half written."""
+    known), or None (`release`: a day found to need a full run; `carried` and leaving the
+    `with` give it too, so the copy never waits for long). `carried` hands the copy to the
+    incremental run's carry, or discards it (the run is stored another way); leaving the
+    `with` on an error with the run still running marks it failed, so no run is left half
+    written."""
 
     def __init__(
         self,
@@ -549,7 +550,9 @@ class _BaseCopy:
         self._sent = (types, ids)
         self._skip.set_result(self._sent)
 
-    def _release(self) -> None:
+    def release(self) -> None:
+        """Let the copy commit with nothing deleted (no plan will come, or it is wanted
+        now), so its write lock is not held while the engine reconciles a full run."""
         if self._skip is not None and not self._skip.done():
             self._skip.set_result(None)
 
@@ -560,7 +563,7 @@ class _BaseCopy:
 
         if self._copying is None:
             return carry, None
-        self._release()
+        self.release()
         run_id, copied = self._copying.result()
         if carry is None:
             discard_run(self._conn, run_id)
@@ -577,7 +580,7 @@ class _BaseCopy:
 
         if self._copying is None:
             return
-        self._release()
+        self.release()
         try:
             run_id, _ = self._copying.result()
         except Exception:  # the copy failed and marked its run failed (carried raises it)
@@ -901,6 +904,8 @@ def _reconcile_loaded_day(
         stored, previous, state, read_from = _read_state(conn, base, keep_in)
         merged, replaced = merge_rows(stored, day)
         reason = reason or needs_full_run(stored, merged)
+        if reason is not None:
+            copy.release()
         read = time.perf_counter()
         timings = {**loaded.timings, "read_db_s": round(read - began, 3)}
         scope: dict[str, Any]

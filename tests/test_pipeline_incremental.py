@@ -332,6 +332,44 @@ def test_a_day_found_to_need_a_full_run_after_the_copy_began_stores_it_under_the
         assert stored == len(day.run.outcomes)
 
 
+def test_a_day_found_to_need_a_full_run_lets_other_writers_in_while_it_reconciles(
+    days: tuple[list[Path], list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    import core.engine.incremental
+    import core.pipeline
+
+    folders, as_ofs = days
+    path = tmp_path / "full-after-copy.sqlite"
+    with open_database(path) as conn:
+        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+        copies = _copy_spy(monkeypatch)
+        monkeypatch.setattr(
+            core.engine.incremental, "needs_full_run", lambda before, after: "a test says so"
+        )
+        real_reconcile = core.pipeline.reconcile
+        took_lock: list[bool] = []
+
+        def reconcile_beside_a_writer(*args: object, **kwargs: object) -> object:
+            # Another process's write while the full run reconciles: the copy no plan
+            # will come for must not hold the write lock through it (busy timeout).
+            other = sqlite3.connect(path, timeout=3, isolation_level=None)
+            try:
+                other.execute("BEGIN IMMEDIATE")
+                other.execute("ROLLBACK")
+                took_lock.append(True)
+            finally:
+                other.close()
+            return real_reconcile(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(core.pipeline, "reconcile", reconcile_beside_a_writer)
+        day = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
+        assert took_lock == [True]
+        assert len(copies) == 1 and (day.kind, day.run.run_id) == ("full", 2)
+        assert [(r.id, r.status) for r in list_runs(conn)] == [(2, "completed"), (1, "completed")]
+
+
 def test_snapshot_files_hashed_at_start_up_are_taken_by_the_day_run(
     days: tuple[list[Path], list[str]], tmp_path: Path
 ) -> None:
