@@ -384,11 +384,13 @@ def _persist_and_sync(
     parts: Any = None,
     on_stored: Callable[[int], None] | None = None,
     run_id: int | None = None,
+    scope: Any = None,
 ) -> RunResult:
     """Store the run (outcomes; or, with `carry`, the fresh ones and a copy of the carried
     rows: outcomes may then be None, `parts` building them on demand) and sync the exception
     queue; `on_stored` is called with the run's id between the two. run_id: the running run
-    that already holds the carry's copy (`_BaseCopy`), with `carry` only."""
+    that already holds the carry's copy (`_BaseCopy`), with `carry` only. scope: the
+    carry's core.review.sync.SyncScope, with `carry` only."""
     from core.review import sync_exceptions
 
     # A run some crashed process left 'running' long ago is marked failed first.
@@ -414,7 +416,11 @@ def _persist_and_sync(
     # Due dates count the run's own working days: its holidays are no working days either.
     # They count from the run's as-of (the books' date), not the wall clock.
     summary = sync_exceptions(
-        conn, run_id, calendar=WorkingCalendar(params.calendar.holidays), due_from=as_of
+        conn,
+        run_id,
+        calendar=WorkingCalendar(params.calendar.holidays),
+        due_from=as_of,
+        scope=scope if carry is not None else None,
     )
     stored = get_run(conn, run_id)
     all_timings = {
@@ -705,6 +711,22 @@ def _carry_plan(
     return forward, fresh_rows, _counted_frame(fresh_rows, previous, ~skipped)
 
 
+def _sync_scope(previous: pd.DataFrame, fresh: pd.DataFrame, carried: Any, base_id: int) -> Any:
+    """The exception sync's scope of an incremental run (core.review.sync.SyncScope): the
+    entities of the base run's EXCEPTION rows not `carried` and of the fresh EXCEPTION rows."""
+    from core.review.sync import SyncScope
+
+    def keys(frame: pd.DataFrame, mask: Any) -> list[tuple[str, str]]:
+        chosen = frame.loc[mask, ["entity_type", "entity_id"]]
+        types, ids = chosen["entity_type"].astype(str), chosen["entity_id"].astype(str)
+        return list(zip(types.tolist(), ids.tolist(), strict=True))
+
+    flagged = previous["status"].eq("EXCEPTION").to_numpy(dtype=bool, na_value=False)
+    dropped = flagged & ~np.asarray(carried, dtype=bool)
+    fresh_flagged = fresh["status"].eq("EXCEPTION").to_numpy(dtype=bool, na_value=False)
+    return SyncScope(base_id, [*keys(previous, dropped), *keys(fresh, fresh_flagged)])
+
+
 def _arrow_column(frame: pd.DataFrame, name: str) -> Any:
     """A column of a frame as an Arrow (chunked) array, its chunks as they are."""
     import pyarrow as pa
@@ -915,6 +937,7 @@ def _reconcile_loaded_day(
         # stored as fresh rows + carried copies with a snapshot delta never does).
         outcomes: pd.DataFrame | None = None
         result: Any = None
+        sync_scope: Any = None  # the exception sync's, of a run stored as a carry
         if reason is None:
             assert base is not None
             if previous is None:
@@ -938,6 +961,8 @@ def _reconcile_loaded_day(
             carry = _carry_plan(result, previous, base.id)
             if carry is None:
                 outcomes = result.outcomes
+            elif result.fresh is not None and result.carried is not None:
+                sync_scope = _sync_scope(previous, result.fresh, result.carried, base.id)
             state = result.state
             if read_from.startswith("snapshot") and wants_delta(base.snapshot, day):
                 delta = (base.snapshot, result.fresh, result.carried)
@@ -1027,6 +1052,7 @@ def _reconcile_loaded_day(
                 parts=result,
                 on_stored=flags_stored,
                 run_id=run_id,
+                scope=sync_scope,
             )
             record_run_kind(conn, stored_run.run_id, kind=kind, base_run_id=base_id, scope=scope)
             if snapshot is not None:

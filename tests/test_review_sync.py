@@ -379,9 +379,9 @@ def test_a_first_sync_does_not_look_for_exceptions_to_clear_or_mark(
     for name in ("auto_clear_candidates", "auto_clear", "not_found_candidates"):
         original = getattr(review_sql, name)
 
-        def spy(*args: object, _name: str = name, _original: Any = original) -> Any:
+        def spy(*args: object, _name: str = name, _original: Any = original, **kw: Any) -> Any:
             asked.append(_name)
-            return _original(*args)
+            return _original(*args, **kw)
 
         monkeypatch.setattr(review_sql, name, spy)
     first = write_run(conn, [Finding("pay_1"), Finding("pay_2")])

@@ -80,6 +80,17 @@ _CHANGED = " OR ".join(f"e.{c} IS NOT o.{c}" for c in MATERIAL_COLUMNS)
 # Any fact differs (material or not): only such rows need the facts copied onto them.
 _FACTS_DIFFER = " OR ".join(f"e.{c} IS NOT o.{c}" for c in FACT_COLUMNS)
 _COPY = ", ".join(f"{c} = o.{c}" for c in FACT_COLUMNS)
+# A scoped sync's statements (`stage_scope`) read the run's outcomes of the staged entities
+# only, each found by its primary key: SQLite keeps a CROSS JOIN's order, so the staged
+# rows drive the join. (A filter on all the run's EXCEPTION outcomes still reads each of
+# their rows: 0.06 CPU s a statement at 1M.)
+_SCOPE_FROM = "temp.review_scope s CROSS JOIN outcomes o"
+_SCOPE_ON = "o.entity_type = s.entity_type AND o.entity_id = s.entity_id"
+# The exception's entity is a staged one.
+_E_SCOPED = (
+    "EXISTS (SELECT 1 FROM temp.review_scope s"
+    " WHERE s.entity_type = e.entity_type AND s.entity_id = e.entity_id)"
+)
 
 
 def _run_exceptions(conn: Any) -> str:
@@ -226,19 +237,27 @@ def reopen_from_run(
     conn.execute("DELETE FROM temp.review_ids")
 
 
-def changed_facts(conn: sqlite3.Connection, run_id: int) -> list[sqlite3.Row]:
-    """Still-holding exceptions whose material facts differ in this run (old and new)."""
+def changed_facts(
+    conn: sqlite3.Connection, run_id: int, *, scoped: bool = False
+) -> list[sqlite3.Row]:
+    """Still-holding exceptions whose material facts differ in this run (old and new).
+    scoped: of the staged entities only (`stage_scope`)."""
+    source = (
+        f"{_SCOPE_FROM} CROSS JOIN exceptions e WHERE {_SCOPE_ON} AND {_IN_RUN} AND ({_CHANGED})"
+        if scoped
+        else f"exceptions e JOIN {_run_exceptions(conn)} ON {_IN_RUN} WHERE {_CHANGED}"
+    )
     return conn.execute(
         "SELECT e.id, e.status, e.exposure_amount AS old_exposure,"
         " o.exposure_amount AS new_exposure, e.reason_codes AS old_codes,"
-        " o.reason_codes AS new_codes"
-        f" FROM exceptions e JOIN {_run_exceptions(conn)} ON {_IN_RUN} WHERE {_CHANGED}"
-        " ORDER BY e.id",
+        f" o.reason_codes AS new_codes FROM {source} ORDER BY e.id",
         (run_id,),
     ).fetchall()
 
 
-def refresh_from_run(conn: sqlite3.Connection, run_id: int, now: int) -> int:
+def refresh_from_run(
+    conn: sqlite3.Connection, run_id: int, now: int, *, scoped: bool = False
+) -> int:
     """Copy this run's facts onto every exception that still holds; how many changed.
 
     Status, assignee, due date and history stay; the version moves on only when a
@@ -248,31 +267,76 @@ def refresh_from_run(conn: sqlite3.Connection, run_id: int, now: int) -> int:
     copied; the others (most of them: a carried outcome has its base run's facts) only
     their run ids. Writing a fact column, even with its own value, rewrites the entries of
     every index on it (six of the exceptions' indexes); the run ids are in none.
+    scoped: of the staged entities only (`stage_scope`).
     """
+    source = (
+        f"{_SCOPE_FROM} WHERE {_SCOPE_ON} AND {_IN_RUN}"
+        if scoped
+        else f"{_run_exceptions(conn)} WHERE {_IN_RUN}"
+    )
     changed = conn.execute(
         f"UPDATE exceptions AS e SET {_COPY}, last_run_id = ?, not_found_run_id = NULL,"
         f" version = e.version + (CASE WHEN {_CHANGED} THEN 1 ELSE 0 END),"
         f" updated_at = CASE WHEN {_CHANGED} THEN ? ELSE e.updated_at END"
-        f" FROM {_run_exceptions(conn)} WHERE {_IN_RUN}"
+        f" FROM {source}"
         f" AND (e.last_run_id IS NOT ? OR {_CHANGED}) AND ({_FACTS_DIFFER})",
         (run_id, now, run_id, run_id),
     ).rowcount
     same = conn.execute(
         "UPDATE exceptions AS e SET last_run_id = ?, not_found_run_id = NULL"
-        f" FROM {_run_exceptions(conn)} WHERE {_IN_RUN}"
+        f" FROM {source}"
         f" AND e.last_run_id IS NOT ? AND NOT ({_FACTS_DIFFER})",
         (run_id, run_id, run_id),
     ).rowcount
     return int(changed) + int(same)
 
 
-def count_holding(conn: sqlite3.Connection, run_id: int) -> int:
-    """Known exceptions that this run still has."""
+def count_holding(conn: sqlite3.Connection, run_id: int, *, scoped: bool = False) -> int:
+    """Known exceptions that this run still has (scoped: of the staged entities only)."""
+    source = (
+        f"{_SCOPE_FROM} CROSS JOIN exceptions e WHERE {_SCOPE_ON} AND {_IN_RUN}"
+        if scoped
+        else f"exceptions e JOIN {_run_exceptions(conn)} ON {_IN_RUN}"
+    )
+    row = conn.execute(f"SELECT COUNT(*) FROM {source}", (run_id,)).fetchone()
+    return int(row[0])
+
+
+def stage_scope(conn: sqlite3.Connection, keys: Iterable[tuple[str, str]]) -> None:
+    """The (entity_type, entity_id) a scoped sync's statements read, in a temporary table
+    of this connection until `clear_scope`."""
+    conn.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS review_scope (entity_type TEXT NOT NULL,"
+        " entity_id TEXT NOT NULL, PRIMARY KEY (entity_type, entity_id)) WITHOUT ROWID"
+    )
+    conn.execute("DELETE FROM temp.review_scope")
+    conn.executemany(
+        "INSERT OR IGNORE INTO temp.review_scope (entity_type, entity_id) VALUES (?, ?)", keys
+    )
+
+
+def clear_scope(conn: sqlite3.Connection) -> None:
+    conn.execute("DELETE FROM temp.review_scope")
+
+
+def count_carried(conn: sqlite3.Connection, base_run_id: int) -> int:
+    """Exceptions whose last run is `base_run_id`, their entity not a staged one."""
     row = conn.execute(
-        f"SELECT COUNT(*) FROM exceptions e JOIN {_run_exceptions(conn)} ON {_IN_RUN}",
-        (run_id,),
+        f"SELECT COUNT(*) FROM exceptions e WHERE e.last_run_id = ? AND NOT {_E_SCOPED}",
+        (base_run_id,),
     ).fetchone()
     return int(row[0])
+
+
+def refresh_carried(conn: sqlite3.Connection, base_run_id: int, run_id: int) -> int:
+    """Move the exceptions `count_carried` counts on to run `run_id`: what
+    `refresh_from_run` writes for one whose outcome the run copied from its last run."""
+    cursor = conn.execute(
+        "UPDATE exceptions AS e SET last_run_id = ?, not_found_run_id = NULL"
+        f" WHERE e.last_run_id = ? AND NOT {_E_SCOPED}",
+        (run_id, base_run_id),
+    )
+    return int(cursor.rowcount)
 
 
 # A sync that opens at least this many exceptions analyses `exceptions` (PostgreSQL) before
@@ -280,8 +344,11 @@ def count_holding(conn: sqlite3.Connection, run_id: int) -> int:
 ANALYZE_MIN_OPENED = 1_000
 
 
-def open_new_from_run(conn: sqlite3.Connection, run_id: int, now: int, rules: DueRules) -> None:
-    """Insert an OPEN exception for every EXCEPTION outcome of the run not yet known."""
+def open_new_from_run(
+    conn: sqlite3.Connection, run_id: int, now: int, rules: DueRules, *, scoped: bool = False
+) -> None:
+    """Insert an OPEN exception for every EXCEPTION outcome of the run not yet known
+    (scoped: of the staged entities only, `stage_scope`)."""
     due, due_params = _due_case(rules, "o", conn)
     facts = ", ".join(FACT_COLUMNS)
     o_facts = ", ".join(f"o.{c}" for c in FACT_COLUMNS)
@@ -297,8 +364,9 @@ def open_new_from_run(conn: sqlite3.Connection, run_id: int, now: int, rules: Du
         f"INSERT INTO exceptions (entity_type, entity_id, reason_code, {facts}, status,"
         " due_date, version, first_run_id, last_run_id, opened_at, updated_at)"
         f" SELECT o.entity_type, o.entity_id, o.reason_code, {o_facts}, 'OPEN', {due}, 1,"
-        " ?, ?, ?, ? FROM outcomes o"
-        " WHERE o.run_id = ? AND o.status = 'EXCEPTION' AND NOT EXISTS ("
+        f" ?, ?, ?, ? FROM {_SCOPE_FROM if scoped else 'outcomes o'}"
+        f" WHERE {_SCOPE_ON + ' AND ' if scoped else ''}"
+        "o.run_id = ? AND o.status = 'EXCEPTION' AND NOT EXISTS ("
         "  SELECT 1 FROM exceptions e WHERE e.entity_type = o.entity_type"
         "  AND e.entity_id = o.entity_id AND e.reason_code = o.reason_code)"
         f" ORDER BY {order}",
@@ -323,6 +391,14 @@ _NOT_IN_RUN = (
     "e.status NOT IN ('RESOLVED', 'AUTO_CLEARED') AND NOT EXISTS ("
     f"SELECT 1 FROM outcomes o WHERE {_IN_RUN})"
 )
+# The same rows within a scoped sync, once its refresh and inserts are done: it has moved
+# every exception the run has on to the run, and none other can be there (a run is synced
+# after the last synced one only), so no outcome need be probed.
+_NOT_MOVED_ON = "e.status NOT IN ('RESOLVED', 'AUTO_CLEARED') AND e.last_run_id IS NOT ?"
+
+
+def _not_in_run(scoped: bool) -> str:
+    return _NOT_MOVED_ON if scoped else _NOT_IN_RUN
 
 
 # A person worked on it: assigned, escalated, investigated, or any human event (a human
@@ -334,30 +410,36 @@ _TOUCHED = (
 )
 
 
-def auto_clear_candidates(conn: sqlite3.Connection, run_id: int) -> list[sqlite3.Row]:
+def auto_clear_candidates(
+    conn: sqlite3.Connection, run_id: int, *, scoped: bool = False
+) -> list[sqlite3.Row]:
     """Open exceptions (any status but RESOLVED/AUTO_CLEARED) that this run no longer has
-    and no person has touched."""
+    and no person has touched. scoped: within a scoped sync, after its refresh."""
     return conn.execute(
         "SELECT e.id, e.status, e.exposure_amount FROM exceptions e"
-        f" WHERE {_NOT_IN_RUN} AND NOT {_TOUCHED} ORDER BY e.id",
+        f" WHERE {_not_in_run(scoped)} AND NOT {_TOUCHED} ORDER BY e.id",
         (run_id,),
     ).fetchall()
 
 
-def auto_clear(conn: sqlite3.Connection, run_id: int, now: int) -> int:
+def auto_clear(conn: sqlite3.Connection, run_id: int, now: int, *, scoped: bool = False) -> int:
     cursor = conn.execute(
         "UPDATE exceptions AS e SET status = 'AUTO_CLEARED', version = e.version + 1,"
-        f" updated_at = ?, closed_at = ? WHERE {_NOT_IN_RUN} AND NOT {_TOUCHED}",
+        f" updated_at = ?, closed_at = ? WHERE {_not_in_run(scoped)} AND NOT {_TOUCHED}",
         (now, now, run_id),
     )
     return int(cursor.rowcount)
 
 
-def not_found_candidates(conn: sqlite3.Connection, run_id: int) -> list[sqlite3.Row]:
-    """Touched open exceptions this run no longer has, not yet marked 'no longer found'."""
+def not_found_candidates(
+    conn: sqlite3.Connection, run_id: int, *, scoped: bool = False
+) -> list[sqlite3.Row]:
+    """Touched open exceptions this run no longer has, not yet marked 'no longer found'.
+    scoped: within a scoped sync, after its refresh."""
     return conn.execute(
         "SELECT e.id, e.status, e.exposure_amount, e.assignee FROM exceptions e"
-        f" WHERE {_NOT_IN_RUN} AND {_TOUCHED} AND e.not_found_run_id IS NULL ORDER BY e.id",
+        f" WHERE {_not_in_run(scoped)} AND {_TOUCHED} AND e.not_found_run_id IS NULL"
+        " ORDER BY e.id",
         (run_id,),
     ).fetchall()
 

@@ -12,6 +12,9 @@ Identity is (entity_type, entity_id, reason_code). After a run:
   resolves or reopens it, or a later run finds it again.
 Due dates count working days from `due_from` (the pipeline passes the run's as-of).
 Every change writes an exception event and an audit entry, in the same transaction.
+
+An incremental run whose base run is the run last synced can be synced within a scope
+(`SyncScope`, docs/benchmark.md "issue 16 item 2"): the same database as the full sync.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
 
@@ -27,6 +30,7 @@ from core.audit import AuditEvent, append_many_beside, canonical_json, write_anc
 from core.calendar import WorkingCalendar
 from core.db import page_reads, transaction
 from core.db import review as review_sql
+from core.db.backend import is_postgres
 from core.errors import NotFoundError, RefusedError
 from core.review.due import due_dates_by_rule
 
@@ -55,6 +59,22 @@ class SyncSummary:
     no_longer_found: int = 0  # touched by a person: kept open, marked for review
 
 
+@dataclass(frozen=True)
+class SyncScope:
+    """What an incremental run can change in the queue: its outcomes are `base_run_id`'s,
+    row for row, but for the entities decided again; `keys` holds the (entity_type,
+    entity_id) of those that are an EXCEPTION in either run (the base run's dropped rows
+    and the run's fresh rows).
+
+    Once `base_run_id` is the run last synced, an exception with its last_run_id there and
+    outside `keys` has the base run's outcome in this run, and its facts already (that sync
+    copied them; nothing else writes them): the full sync only moves its run ids on. Any
+    other exception either has its entity in `keys` or is not in this run."""
+
+    base_run_id: int
+    keys: Sequence[tuple[str, str]]
+
+
 def sync_exceptions(
     conn: sqlite3.Connection,
     run_id: int,
@@ -63,12 +83,15 @@ def sync_exceptions(
     now: int | None = None,
     calendar: WorkingCalendar | None = None,
     due_from: int | None = None,
+    scope: SyncScope | None = None,
 ) -> SyncSummary:
     """Bring `exceptions` in line with run `run_id`'s outcomes, atomically.
 
     Runs in the caller's transaction when there is one. Refuses a failed or unknown run
     and a run older than one already synced (it would wrongly clear newer findings).
     Syncing the same run twice changes nothing the second time.
+    scope: the run is incremental (`SyncScope`); its statements then read the scope's
+    entities only when the scope's base run is the run last synced (SQLite), else all.
     """
     stamp = int(time.time()) if now is None else int(now)
     rules = due_dates_by_rule(stamp if due_from is None else int(due_from), calendar)
@@ -122,20 +145,40 @@ def sync_exceptions(
             # No exception yet (a first sync): nothing to reopen, compare or refresh, and the
             # joins would still read every EXCEPTION outcome of the run to find that out.
             known = first_new > 0
+            scoped = (
+                known
+                and scope is not None
+                and latest == scope.base_run_id
+                and scope.base_run_id < run_id
+                and not is_postgres(conn)  # the scope's SQL is tested on SQLite only
+            )
+            carried = 0
+            if scoped:
+                assert scope is not None
+                review_sql.stage_scope(conn, scope.keys)
+                # Counted before a reopened one's run id moves on, as the full count counts it.
+                carried = review_sql.count_carried(conn, scope.base_run_id)
+            # Few rows (the closed exceptions), and exact whatever a person did since.
             reopen = review_sql.reopen_candidates(conn, run_id) if known else []
             review_sql.reopen_from_run(conn, run_id, [r["id"] for r in reopen], stamp, rules)
-            changed = review_sql.changed_facts(conn, run_id) if known else []
-            holding = review_sql.count_holding(conn, run_id) if known else 0
+            changed = review_sql.changed_facts(conn, run_id, scoped=scoped) if known else []
+            holding = review_sql.count_holding(conn, run_id, scoped=scoped) if known else 0
+            holding += carried
             if known:
-                review_sql.refresh_from_run(conn, run_id, stamp)
-            review_sql.open_new_from_run(conn, run_id, stamp, rules)
+                review_sql.refresh_from_run(conn, run_id, stamp, scoped=scoped)
+            if scoped:
+                assert scope is not None
+                review_sql.refresh_carried(conn, scope.base_run_id, run_id)
+            review_sql.open_new_from_run(conn, run_id, stamp, rules, scoped=scoped)
+            if scoped:
+                review_sql.clear_scope(conn)
             opened = review_sql.exceptions_after(conn, first_new)
             # A first sync opened every exception there is from this run's outcomes: none
             # to clear or mark, and the three statements would read them all to find that.
-            cleared = review_sql.auto_clear_candidates(conn, run_id) if known else []
+            cleared = review_sql.auto_clear_candidates(conn, run_id, scoped=scoped) if known else []
             if known:
-                review_sql.auto_clear(conn, run_id, stamp)
-            gone = review_sql.not_found_candidates(conn, run_id) if known else []
+                review_sql.auto_clear(conn, run_id, stamp, scoped=scoped)
+            gone = review_sql.not_found_candidates(conn, run_id, scoped=scoped) if known else []
             review_sql.mark_not_found(conn, [r["id"] for r in gone], run_id, stamp)
 
         for r in reopen:
