@@ -716,15 +716,21 @@ def _sync_scope(previous: pd.DataFrame, fresh: pd.DataFrame, carried: Any, base_
     entities of the base run's EXCEPTION rows not `carried` and of the fresh EXCEPTION rows."""
     from core.review.sync import SyncScope
 
-    def keys(frame: pd.DataFrame, mask: Any) -> list[tuple[str, str]]:
-        chosen = frame.loc[mask, ["entity_type", "entity_id"]]
-        types, ids = chosen["entity_type"].astype(str), chosen["entity_id"].astype(str)
-        return list(zip(types.tolist(), ids.tolist(), strict=True))
+    dropped = _exceptions(previous) & ~np.asarray(carried, dtype=bool)
+    keys = [*_entity_keys(previous, dropped), *_entity_keys(fresh, _exceptions(fresh))]
+    return SyncScope(base_id, keys)
 
-    flagged = previous["status"].eq("EXCEPTION").to_numpy(dtype=bool, na_value=False)
-    dropped = flagged & ~np.asarray(carried, dtype=bool)
-    fresh_flagged = fresh["status"].eq("EXCEPTION").to_numpy(dtype=bool, na_value=False)
-    return SyncScope(base_id, [*keys(previous, dropped), *keys(fresh, fresh_flagged)])
+
+def _exceptions(outcomes: pd.DataFrame) -> Any:
+    """Which rows of an outcome frame are EXCEPTION outcomes (a numpy bool mask)."""
+    return outcomes["status"].eq("EXCEPTION").to_numpy(dtype=bool, na_value=False)
+
+
+def _entity_keys(outcomes: pd.DataFrame, mask: Any) -> list[tuple[str, str]]:
+    """(entity_type, entity_id) of the rows of `outcomes` chosen by `mask`, in row order."""
+    chosen = outcomes.loc[mask, ["entity_type", "entity_id"]]
+    types, ids = chosen["entity_type"].astype(str), chosen["entity_id"].astype(str)
+    return list(zip(types.tolist(), ids.tolist(), strict=True))
 
 
 def _arrow_column(frame: pd.DataFrame, name: str) -> Any:
@@ -1080,17 +1086,10 @@ def _engine_flags(
     """The (entity_type, entity_id) of the EXCEPTION outcomes of the base run (`previous`)
     and of the new run (the `carried` rows of `previous` and the `fresh` ones): what
     core.db.books.exception_keys reads once both runs are stored."""
-
-    def keys(frame: pd.DataFrame, mask: Any) -> set[tuple[str, str]]:
-        chosen = frame.loc[mask, ["entity_type", "entity_id"]]
-        types, ids = chosen["entity_type"].astype(str), chosen["entity_id"].astype(str)
-        return set(zip(types.tolist(), ids.tolist(), strict=True))
-
-    flagged = previous["status"].eq("EXCEPTION").to_numpy(dtype=bool, na_value=False)
-    fresh_flagged = fresh["status"].eq("EXCEPTION").to_numpy(dtype=bool, na_value=False)
-    old = keys(previous, flagged)
-    new = keys(previous, flagged & np.asarray(carried, dtype=bool)) | keys(fresh, fresh_flagged)
-    return frozenset(old), frozenset(new)
+    flagged = _exceptions(previous)
+    kept = _entity_keys(previous, flagged & np.asarray(carried, dtype=bool))
+    old = frozenset(_entity_keys(previous, flagged))
+    return old, frozenset([*kept, *_entity_keys(fresh, _exceptions(fresh))])
 
 
 def _snapshot_files(

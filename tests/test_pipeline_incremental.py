@@ -219,6 +219,14 @@ def _copy_spy(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
     return made
 
 
+def _second_day_outcomes(folders: list[Path], as_ofs: list[str], path: Path) -> pd.DataFrame:
+    """The outcomes of the second day's run, the first two days imported undisturbed."""
+    with open_database(path) as conn:
+        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+        clean = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
+        return read_outcome_frame(conn, clean.run.run_id)
+
+
 def test_a_store_failing_after_the_carried_copy_began_leaves_no_completed_run(
     days: tuple[list[Path], list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -226,10 +234,7 @@ def test_a_store_failing_after_the_carried_copy_began_leaves_no_completed_run(
     from core.db.runs import count_outcomes
 
     folders, as_ofs = days
-    with open_database(tmp_path / "clean.sqlite") as conn:
-        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
-        clean = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
-        expected = read_outcome_frame(conn, clean.run.run_id)
+    expected = _second_day_outcomes(folders, as_ofs, tmp_path / "clean.sqlite")
     with open_database(tmp_path / "broken.sqlite") as conn:
         reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
         copies = _copy_spy(monkeypatch)
@@ -264,10 +269,7 @@ def test_the_keys_decided_again_are_deleted_by_the_copy_before_the_day_is_stored
     import core.db.runs as db_runs
 
     folders, as_ofs = days
-    with open_database(tmp_path / "clean.sqlite") as conn:
-        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
-        clean = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
-        expected = read_outcome_frame(conn, clean.run.run_id)
+    expected = _second_day_outcomes(folders, as_ofs, tmp_path / "clean.sqlite")
     with open_database(tmp_path / "early.sqlite") as conn:
         reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
         copies = _copy_spy(monkeypatch)
