@@ -546,14 +546,9 @@ class _BaseCopy:
     def drop_early(self, previous: pd.DataFrame, carried: Any) -> None:
         """Have the copy delete the keys of `previous`'s rows not `carried` (the engine's
         mask) in its own transaction, before the day's store needs the writer."""
-        import pyarrow as pa
-
         if self._skip is None or self._skip.done():
             return
-        chosen = pa.array(~np.asarray(carried, dtype=bool))
-        types = _arrow_column(previous, "entity_type").filter(chosen).to_pylist()
-        ids = _arrow_column(previous, "entity_id").filter(chosen).to_pylist()
-        self._sent = (types, ids)
+        self._sent = _key_lists(previous, ~np.asarray(carried, dtype=bool))
         self._skip.set_result(self._sent)
 
     def release(self) -> None:
@@ -699,14 +694,9 @@ def _carry_plan(
         or len(fresh_rows) + carried != total
     ):
         return None
-    import pyarrow as pa
-
-    chosen = pa.array(skipped)
+    skip_types, skip_ids = _key_lists(previous, skipped)
     forward = CarryForward(
-        base_run_id=base_id,
-        skip_types=_arrow_column(previous, "entity_type").filter(chosen).to_pylist(),
-        skip_ids=_arrow_column(previous, "entity_id").filter(chosen).to_pylist(),
-        expected=carried,
+        base_run_id=base_id, skip_types=skip_types, skip_ids=skip_ids, expected=carried
     )
     return forward, fresh_rows, _counted_frame(fresh_rows, previous, ~skipped)
 
@@ -726,11 +716,19 @@ def _exceptions(outcomes: pd.DataFrame) -> Any:
     return outcomes["status"].eq("EXCEPTION").to_numpy(dtype=bool, na_value=False)
 
 
+def _key_lists(outcomes: pd.DataFrame, mask: Any) -> tuple[list[str], list[str]]:
+    """(entity types, entity ids) of the rows of `outcomes` chosen by the bool `mask`, in
+    row order (Arrow filters: no pandas row selection)."""
+    import pyarrow as pa
+
+    chosen = pa.array(np.asarray(mask, dtype=bool))
+    types = _arrow_column(outcomes, "entity_type").filter(chosen).to_pylist()
+    return types, _arrow_column(outcomes, "entity_id").filter(chosen).to_pylist()
+
+
 def _entity_keys(outcomes: pd.DataFrame, mask: Any) -> list[tuple[str, str]]:
     """(entity_type, entity_id) of the rows of `outcomes` chosen by `mask`, in row order."""
-    chosen = outcomes.loc[mask, ["entity_type", "entity_id"]]
-    types, ids = chosen["entity_type"].astype(str), chosen["entity_id"].astype(str)
-    return list(zip(types.tolist(), ids.tolist(), strict=True))
+    return list(zip(*_key_lists(outcomes, mask), strict=True))
 
 
 def _arrow_column(frame: pd.DataFrame, name: str) -> Any:
@@ -926,7 +924,7 @@ def _reconcile_loaded_day(
     reason = reason or _base_run_reason(conn, base, params, pricing_hash)
     # The base run's outcomes copied under the new run on a thread of their own while this
     # one reads the stored state and reconciles: that copy needs the base run only, not the
-    # plan (the keys decided again are deleted from it when the run is completed).
+    # plan (the keys decided again are deleted by it once the engine's plan names them).
     copy = _copy_base_early(conn, base if reason is None else None, params, as_of, source, hashes)
     with copy:
         stored, previous, state, read_from = _read_state(conn, base, keep_in)

@@ -368,14 +368,10 @@ def _carry_forward(conn: sqlite3.Connection, run_id: int, carry: CarryForward) -
 
 
 def _drop_skipped(conn: sqlite3.Connection, run_id: int, carry: CarryForward) -> None:
-    """The keys decided again deleted from a run holding a copy of its base run (one
-    primary-key seek each), and the rows left checked against `carry.expected`."""
+    """The keys decided again deleted from a run holding a copy of its base run
+    (`_drop_keys`), and the rows left checked against `carry.expected`."""
     assert carry.copied is not None
-    removed = conn.executemany(
-        "DELETE FROM outcomes WHERE run_id = ? AND entity_type = ? AND entity_id = ?",
-        ((run_id, kind, key) for kind, key in zip(carry.skip_types, carry.skip_ids, strict=True)),
-    ).rowcount
-    left = carry.copied - int(removed)
+    left = carry.copied - _drop_keys(conn, run_id, carry.skip_types, carry.skip_ids)
     if left != carry.expected:
         raise ValueError(
             f"run {carry.base_run_id} holds {left} outcomes to carry forward,"
