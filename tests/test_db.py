@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from core.db import applied_migrations, connect, database_path, migrate, transaction
+from core.db.connection import HOUSE_PAGE_SIZE
 
 
 @pytest.fixture
@@ -34,6 +35,30 @@ def test_connection_uses_wal_and_foreign_keys(db_path: Path) -> None:
     conn = connect(db_path)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    conn.close()
+
+
+def test_a_new_database_file_is_made_with_the_house_page_size(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "new.sqlite")
+    migrate(conn)
+    assert conn.execute("PRAGMA page_size").fetchone()[0] == HOUSE_PAGE_SIZE
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn.close()
+
+
+def test_a_database_made_with_smaller_pages_keeps_them_and_its_rows(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite"
+    old = sqlite3.connect(path, isolation_level=None)
+    old.execute("PRAGMA page_size = 4096")
+    old.execute("PRAGMA journal_mode = WAL")
+    old.execute("CREATE TABLE kept (n INTEGER)")
+    old.executemany("INSERT INTO kept VALUES (?)", [(n,) for n in range(3_000)])
+    old.close()
+    conn = connect(path)
+    migrate(conn)
+    assert conn.execute("PRAGMA page_size").fetchone()[0] == 4096
+    assert conn.execute("SELECT count(*), sum(n) FROM kept").fetchone()[:] == (3_000, 4_498_500)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     conn.close()
 
 
