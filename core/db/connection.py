@@ -33,11 +33,11 @@ DEFAULT_DATABASE = "razorrecon.sqlite"
 BUSY_TIMEOUT_MS = 30_000
 # The page size of a new database file (SQLite's default is 4096; a file keeps the size it was
 # made with: the pragma is a no-op on an existing one, https://www.sqlite.org/pragma.html#pragma_page_size).
-# A quarter of the pages to allocate, write and link for a bulk store: 1M wide payments'
-# raw tables copied in 1.6-1.7 instead of 2.1-2.3 CPU s, `reconcile --db` 0.3-0.5 s less
-# wall, a day's upsert 0.2 s less; page renders and single review writes the same
-# (docs/benchmark.md, "The house database's page size").
-HOUSE_PAGE_SIZE = 16_384
+# Half the pages to allocate, write and link in a bulk store: 1M wide payments' raw tables
+# copied in 1.7 instead of 2.1-2.3 CPU s, `reconcile --db` 0.3-0.7 s less wall, a day's
+# upsert 0.1-0.2 s less; page renders and single review writes the same. 16 KiB copied no
+# faster and slowed the exception sync (docs/benchmark.md, "The house database's page size").
+HOUSE_PAGE_SIZE = 8_192
 SERVED_SCHEMES = ("sqlite", "file", "postgresql", "postgres")
 # `scheme:/...` (a URL; pathlib folds `//` into `/`) or a well-known database scheme.
 _URL_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):(?=/)")
