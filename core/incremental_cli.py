@@ -37,6 +37,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from core.db import open_database
+    from core.db.run_lock import run_lock, say_waiting
     from core.engine.results import summary_lines
     from core.pipeline import SNAPSHOTS_BESIDE, reconcile_day_into_db
 
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     params = params_from_args(args)
     if not args.day_dir.is_dir():
         raise InputError([Problem(str(args.day_dir), 0, "", "not a dataset folder")])
-    with open_database(args.db) as conn:
+    with open_database(args.db) as conn, run_lock(conn, "import-day", on_wait=say_waiting):
         result = reconcile_day_into_db(
             conn,
             args.day_dir,

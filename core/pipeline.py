@@ -26,6 +26,7 @@ from core.books.pricing import PricingPlan
 from core.calendar import WorkingCalendar
 from core.dataset import DATASET_FILES, DATASET_TABLES, Dataset
 from core.db.connection import background_checkpoints, rollback_journal_while_new
+from core.db.run_lock import holding_run_lock
 from core.db.runs import discard_stale_runs, get_run, update_timings
 from core.db.staging import StagedTable, staging_directory, worth_staging
 from core.engine import EngineParams, persist_run, reconcile
@@ -216,6 +217,7 @@ def staging_folder(
         yield staging
 
 
+@holding_run_lock("a reconcile run")
 def store_folder_run(
     conn: sqlite3.Connection,
     run: FolderRun,
@@ -334,6 +336,7 @@ def reconcile_folder_into_db(
         return store_folder_run(conn, run, source=source, staging=staging)
 
 
+@holding_run_lock("a reconcile of the stored tables")
 def reconcile_database(
     conn: sqlite3.Connection, params: EngineParams, as_of: int, source: str
 ) -> RunResult:
@@ -854,6 +857,7 @@ def _read_state(
     return read_dataset(conn), None, None, f"tables ({why})"
 
 
+@holding_run_lock("import-day")
 def reconcile_day_into_db(
     conn: sqlite3.Connection,
     folder: str | Path,

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from core.books.ledger import Windows, mark_building, rebuild_after_run
+from core.db.run_lock import holding_run_lock
 from core.engine.params import EngineParams
 from core.engine.partition import DEFAULT_DAYS_PER_WINDOW
 
@@ -424,6 +425,7 @@ def _complete_run_staged(
             )
 
 
+@holding_run_lock("a streamed import")
 def stream_folder_into_db(
     conn: sqlite3.Connection,
     folder: str | Path,

@@ -17,6 +17,7 @@ from core import bootstrap, ingest, razorpay
 from core.calendar import IST, CalendarParams
 from core.dataset import BANK_FILES, DATASET_FILES
 from core.db import database_path
+from core.db.run_lock import run_lock
 from core.engine import EngineParams
 from core.errors import InputError, Problem
 from core.ingest import bank, load, mappings
@@ -27,6 +28,11 @@ from ui import auth, shell
 DATASET_NAMES = DATASET_FILES
 UPLOAD_TYPES = ["csv", "json", "txt", "xlsx", "xls"]
 Progress = Callable[[float, str], None]
+
+
+def said(progress: Progress) -> Callable[[str], None]:
+    """A run lock's `on_wait` that shows the wait on the progress bar."""
+    return lambda message: progress(0.0, message[0].upper() + message[1:])
 
 
 def _quiet(_fraction: float, _message: str) -> None:
@@ -100,7 +106,10 @@ def stream_folder(
     path = Path(folder.strip()).expanduser()
     if not folder.strip() or not path.is_dir():
         raise InputError([Problem(folder.strip() or "(empty)", 0, "", "not a dataset folder")])
-    with shell.connection() as conn:
+    with (
+        shell.connection() as conn,
+        run_lock(conn, "a streamed import from the app", on_wait=said(progress)),
+    ):
         return stream_folder_into_db(
             conn,
             path,
@@ -135,7 +144,10 @@ def reconcile(calendar: CalendarParams, as_of: int, progress: Progress) -> Any:
     """Reconcile the raw tables as of `as_of`: persist the run, open exceptions."""
     auth.require("admin", "reconcile")
     params = EngineParams(calendar=calendar)
-    with shell.connection() as conn:
+    with (
+        shell.connection() as conn,
+        run_lock(conn, "a reconcile from the app", on_wait=said(progress)),
+    ):
         return bootstrap.reconcile_stored(conn, as_of=as_of, params=params, progress=progress)
 
 

@@ -111,6 +111,7 @@ def _run_streamed_into_db(args: argparse.Namespace, params: EngineParams, as_of:
     """--stream --db: imported, reconciled and stored window by window (core.streamed);
     results.csv is then written from the stored run."""
     from core.db import open_database
+    from core.db.run_lock import run_lock, say_waiting
     from core.db.runs import read_outcome_frame
     from core.engine.results import print_run_report, write_results_csv_to
     from core.outputs import output_target, place_output, temporary_for
@@ -119,7 +120,10 @@ def _run_streamed_into_db(args: argparse.Namespace, params: EngineParams, as_of:
     target = output_target(args.out)
     temporary = temporary_for(target)
     try:
-        with open_database(args.db) as conn:
+        with (
+            open_database(args.db) as conn,
+            run_lock(conn, "reconcile --stream --db", on_wait=say_waiting),
+        ):
             update, close = tqdm_progress_fn("reconcile --stream --db")
             try:
                 stored = stream_folder_into_db(
@@ -156,6 +160,7 @@ def _run_streamed_into_db(args: argparse.Namespace, params: EngineParams, as_of:
 
 def run(args: argparse.Namespace) -> int:
     from core.db import open_database
+    from core.db.run_lock import run_lock, say_waiting
     from core.engine.results import print_run_report, write_results_csv_to
     from core.outputs import output_target, place_output, temporary_for
     from core.pipeline import load_folder, reconcile_loaded, staging_folder, store_folder_run
@@ -191,6 +196,8 @@ def run(args: argparse.Namespace) -> int:
                 # Opened only once the input is known good; the raw tables are staged on
                 # worker threads while this one reconciles and writes results.csv.
                 conn = stack.enter_context(open_database(args.db))
+                # One run at a time (core.db.run_lock): waited for before anything is staged.
+                stack.enter_context(run_lock(conn, "reconcile --db", on_wait=say_waiting))
                 staging = stack.enter_context(staging_folder(conn, loaded))
             from core.books.store import pricing_plans
 
