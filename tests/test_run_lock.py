@@ -8,6 +8,7 @@ import datetime as dt
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -50,6 +51,19 @@ def _import_day(folder: Path, db: str, as_of: str, **env: str) -> subprocess.Pop
         text=True,
         env={**os.environ, **env},
     )
+
+
+def _built(path: Path, payments: int) -> sqlite3.Connection:
+    """A migrated SQLite file holding a built benchmark (imported and reconciled)."""
+    conn = connect(path)
+    migrate(conn)
+    build(conn, payments=payments, source="files")
+    return conn
+
+
+def _latest_id(conn: sqlite3.Connection) -> int | None:
+    run = latest_completed_run(conn)
+    return run.id if run is not None else None
 
 
 def _wait_until_waiting(process: subprocess.Popen[str], seconds: float = 120) -> str:
@@ -186,10 +200,8 @@ def test_a_pipeline_run_refused_the_lock_leaves_the_latest_run_as_it_was(
 ) -> None:
     # The pipeline's run functions take the lock themselves (no command around them).
     path = tmp_path / "pipeline.sqlite"
-    conn = connect(path)
-    migrate(conn)
-    build(conn, payments=100, source="files")
-    before = latest_completed_run(conn)
+    conn = _built(path, payments=100)
+    before = _latest_id(conn)
     other = connect(path)
     with run_lock(other, "a test holding the lock"):
         blocked: list[BaseException] = []
@@ -208,8 +220,7 @@ def test_a_pipeline_run_refused_the_lock_leaves_the_latest_run_as_it_was(
         thread.start()
         thread.join()
     assert len(blocked) == 1
-    after = latest_completed_run(conn)
-    assert (after.id if after else None) == (before.id if before else None)
+    assert _latest_id(conn) == before
     conn.close()
     other.close()
 
@@ -222,13 +233,11 @@ def test_the_apps_reconcile_while_another_run_stores_says_so_and_writes_nothing(
     from ui import keys
 
     path = tmp_path / "app.sqlite"
-    conn = connect(path)
-    migrate(conn)
-    build(conn, payments=200, source="files")
+    conn = _built(path, payments=200)
     monkeypatch.setenv("DATABASE_URL", str(path))
     monkeypatch.setenv("RAZORRECON_ADMINS", "admin@example.com")
     monkeypatch.setenv("RAZORRECON_RUN_WAIT_S", "0.3")
-    before = latest_completed_run(conn)
+    before = _latest_id(conn)
     at = signed_in("admin@example.com", timeout=120)
     at.run()
     at.switch_page("pages/data.py")
@@ -241,10 +250,8 @@ def test_the_apps_reconcile_while_another_run_stores_says_so_and_writes_nothing(
     (warning,) = [w.value.replace("\\", "") for w in at.warning if "another run" in w.value]
     assert warning.startswith("Not done: another run (import-day, pid ")
     assert "wrote nothing" in warning
-    after = latest_completed_run(conn)
-    assert (after.id if after else None) == (before.id if before else None)
+    assert _latest_id(conn) == before
     at.button(key=keys.RUN_START).click().run()  # the lock released: the run goes through
     assert not at.warning and not at.error, [w.value for w in [*at.warning, *at.error]]
-    latest = latest_completed_run(conn)
-    assert latest is not None and latest.id != (before.id if before else None)
+    assert _latest_id(conn) not in (None, before)
     conn.close()
