@@ -255,3 +255,19 @@ def test_the_apps_reconcile_while_another_run_stores_says_so_and_writes_nothing(
     assert not at.warning and not at.error, [w.value for w in [*at.warning, *at.error]]
     assert _latest_id(conn) not in (None, before)
     conn.close()
+
+
+def test_a_run_lock_that_cannot_be_opened_stops_the_run_with_its_path(tmp_path: Path) -> None:
+    from core.errors import StorageError
+
+    path = tmp_path / "blocked.sqlite"
+    conn = connect(path)
+    lock_file(str(path)).mkdir()  # something that is not a file stands where the lock goes
+    with (
+        pytest.raises(
+            StorageError, match=r"could not open the run lock .*blocked\.sqlite\.run\.lock"
+        ),
+        run_lock(conn, "a run"),
+    ):
+        pytest.fail("the block ran without the lock")
+    conn.close()

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
 from core.db.backend import is_postgres
-from core.errors import RefusedError
+from core.errors import RefusedError, StorageError
 
 # The key of the run lock on PostgreSQL (an arbitrary constant, "RRRUN" in ASCII; distinct
 # from core.db.backend.WRITE_LOCK, which every writing transaction takes).
@@ -153,7 +153,10 @@ def _file_lock(
     database: str, what: str, wait_s: float, on_wait: Callable[[str], None] | None
 ) -> Iterator[None]:
     path = lock_file(database)
-    handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held for the whole block
+    try:
+        handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held for the whole block
+    except OSError as error:
+        raise StorageError(f"could not open the run lock {path}: {error}") from error
     try:
         _wait(lambda: _try_flock(handle.fileno()), lambda: _holder(path), database, wait_s, on_wait)
         try:
@@ -190,7 +193,7 @@ def _postgres_lock(
 
     def holder() -> str:
         row = conn.execute(
-            "SELECT a.pid, a.application_name, a.client_addr, a.backend_start"
+            "SELECT a.pid, a.backend_start"
             " FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
             " WHERE l.locktype = 'advisory' AND l.granted"
             " AND ((l.classid::bigint << 32) | l.objid::bigint) = ?",
@@ -198,14 +201,16 @@ def _postgres_lock(
         ).fetchone()
         if row is None:
             return "another run"
-        since = f"{row[3]:%Y-%m-%d %H:%M:%S %Z}"
+        since = f"{row[1]:%Y-%m-%d %H:%M:%S %Z}"
         return f"another run (PostgreSQL session {row[0]}, connected since {since})"
 
     _wait(attempt, holder, "this database", wait_s, on_wait)
     try:
         yield
     finally:
-        conn.execute("SELECT pg_advisory_unlock(?)", (RUN_LOCK_KEY,)).fetchone()
+        # A session that cannot answer any more drops the lock with itself.
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("SELECT pg_advisory_unlock(?)", (RUN_LOCK_KEY,)).fetchone()
 
 
 def _wait(
