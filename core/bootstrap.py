@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 from core.db import connect, database_path, migrate, pg_bulk, transaction
 from core.db import views as db
 from core.db.backend import is_postgres_url
+from core.db.connection import page_size_of
 from core.db.migrate import migrate_with_owner
 from core.errors import ConfigError
 from core.leftovers import owned_folder, remove_dead_leftovers_once
@@ -346,7 +347,8 @@ def _build_locked(
             discarded.append(f"a killed start's work folder {stale}")
         work = Path(tempfile.mkdtemp(prefix=work_prefix, dir=Path(key).parent))
         try:
-            build_conn = connect(scratch)
+            # The real file's page size: the backup below copies into it (WAL) whole.
+            build_conn = connect(scratch, page_size=page_size_of(conn))
             try:
                 migrate(build_conn)
                 t0 = time.monotonic()

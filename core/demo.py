@@ -19,6 +19,7 @@ from pathlib import Path
 from core import access
 from core.db import connect
 from core.db.backend import is_postgres_url
+from core.db.connection import page_size_of
 from core.errors import ConfigError
 
 DEMO_ENV = "RAZORRECON_DEMO"
@@ -52,7 +53,7 @@ def require_sqlite(database: str | Path) -> None:
 def _copy(template: str | Path, target: Path) -> None:
     require_sqlite(template)
     source = sqlite3.connect(f"file:{Path(template).resolve()}?mode=ro", uri=True)
-    dest = connect(target)
+    dest = connect(target, page_size=page_size_of(source))  # the backup copies pages whole
     try:
         source.backup(dest)
         access.seed_users(dest, {email: role for role, email in PERSONAS.items()}, actor="demo")

@@ -4,6 +4,7 @@ discarded and rebuilt; data that did not come from a cold start are never replac
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -281,3 +282,19 @@ def test_the_real_cold_start_keeps_labels_apart_and_scores_only_its_own_run(
         assert heldout_accuracy(conn, later) is None  # labels are for the other as-of
     finally:
         conn.close()
+
+
+def test_an_empty_database_made_with_4_kib_pages_is_built(tmp_path: Path) -> None:
+    # An empty file from before new files took 8 KiB pages: the build's scratch file takes
+    # the real file's page size, or the backup that publishes the build is refused.
+    path = tmp_path / "old-empty.sqlite"
+    old = sqlite3.connect(path, isolation_level=None)
+    old.execute("PRAGMA page_size = 4096")
+    old.execute("PRAGMA journal_mode = WAL")
+    old.close()
+    result = bootstrap.ensure_ready(str(path), builder=bootstrap_builder)
+    assert result.status == "built"
+    assert _counts(str(path)) == {"runs": 1, "completed": 1, "imports": 1, "payments": 300}
+    conn = connect(path)
+    assert conn.execute("PRAGMA page_size").fetchone()[0] == 4096
+    conn.close()

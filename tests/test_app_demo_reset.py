@@ -123,3 +123,24 @@ def test_the_app_in_demo_mode_on_postgresql_says_why_and_offers_no_sign_in(
     assert any("RAZORRECON_DEMO=1 needs a SQLite database" in e.value for e in at.error)
     assert not [b for b in at.button if str(b.key).startswith(keys.DEMO_SIGN_IN)]
     assert keys.DEMO_SANDBOX not in at.session_state
+
+
+def test_a_sandbox_copies_a_template_made_with_4_kib_pages(tmp_path: Path) -> None:
+    # A demo's shared database from before new files took 8 KiB pages: each visitor's copy
+    # takes its page size (SQLite's backup refuses pages of another size in WAL mode).
+    template = tmp_path / "old-template.sqlite"
+    old = sqlite3.connect(template, isolation_level=None)
+    old.execute("PRAGMA page_size = 4096")
+    old.execute("PRAGMA journal_mode = WAL")
+    old.close()
+    conn = connect(template)
+    migrate(conn)
+    build(conn, payments=120, seed=4)
+    conn.close()
+    sandbox = demo.create_sandbox(template)
+    try:
+        assert _state(sandbox) == _state(template)
+        demo.reset_sandbox(template, sandbox)
+        assert _state(sandbox) == _state(template)
+    finally:
+        demo.remove_sandbox(sandbox)

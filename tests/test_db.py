@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from core.db import applied_migrations, connect, database_path, migrate, transaction
-from core.db.connection import HOUSE_PAGE_SIZE
+from core.db.connection import HOUSE_PAGE_SIZE, page_size_of
 
 
 @pytest.fixture
@@ -60,6 +60,36 @@ def test_a_database_made_with_smaller_pages_keeps_them_and_its_rows(tmp_path: Pa
     assert conn.execute("SELECT count(*), sum(n) FROM kept").fetchone()[:] == (3_000, 4_498_500)
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     conn.close()
+
+
+def _four_kib_file(path: Path) -> None:
+    """A database file made with SQLite's default 4 KiB pages (as before HOUSE_PAGE_SIZE)."""
+    old = sqlite3.connect(path, isolation_level=None)
+    old.execute("PRAGMA page_size = 4096")
+    old.execute("PRAGMA journal_mode = WAL")
+    old.close()
+
+
+def test_a_backup_copy_is_made_with_its_sources_page_size(tmp_path: Path) -> None:
+    source_path = tmp_path / "source.sqlite"
+    _four_kib_file(source_path)
+    source = connect(source_path)
+    migrate(source)
+    source.execute("CREATE TABLE kept (n INTEGER)")
+    source.executemany("INSERT INTO kept VALUES (?)", [(n,) for n in range(500)])
+    # SQLite refuses to copy pages of one size into a WAL file of another...
+    mismatched = connect(tmp_path / "default.sqlite")
+    assert page_size_of(mismatched) != page_size_of(source)
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        source.backup(mismatched)
+    mismatched.close()
+    # ...so a copy's file takes its source's.
+    copy = connect(tmp_path / "copy.sqlite", page_size=page_size_of(source))
+    source.backup(copy)
+    assert page_size_of(copy) == 4096
+    assert copy.execute("SELECT count(*), sum(n) FROM kept").fetchone()[:] == (500, 124_750)
+    copy.close()
+    source.close()
 
 
 def test_migrations_are_recorded_and_rerun_is_a_no_op(db_path: Path) -> None:

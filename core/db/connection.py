@@ -76,8 +76,12 @@ def database_path(url: str | None = None) -> str:
     return value
 
 
-def connect(path: str | Path | None = None) -> sqlite3.Connection:
+def connect(path: str | Path | None = None, *, page_size: int | None = None) -> sqlite3.Connection:
     """A new connection with the house settings. The caller closes it.
+
+    page_size: a new SQLite file's (default HOUSE_PAGE_SIZE; an existing file keeps its
+    own). A file that SQLite's backup API copies a database into must have the source's:
+    in WAL mode the copy is refused otherwise (`page_size_of`).
 
     For a PostgreSQL URL this is a `PgConnection` (typed as sqlite3.Connection for the
     callers: it implements the part of that interface core uses; docs/postgres.md).
@@ -98,10 +102,16 @@ def connect(path: str | Path | None = None) -> sqlite3.Connection:
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA foreign_keys = ON")
     if target != ":memory:":
-        conn.execute(f"PRAGMA page_size = {HOUSE_PAGE_SIZE}")  # before WAL writes the header
+        size = HOUSE_PAGE_SIZE if page_size is None else int(page_size)
+        conn.execute(f"PRAGMA page_size = {size}")  # before WAL writes the header
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
     return conn
+
+
+def page_size_of(conn: sqlite3.Connection) -> int:
+    """The page size of the SQLite database `conn` opened."""
+    return int(conn.execute("PRAGMA page_size").fetchone()[0])
 
 
 @contextmanager

@@ -21,6 +21,7 @@ import pandas as pd
 
 from core.db import connect
 from core.db import investigate as db
+from core.db.connection import page_size_of
 from core.errors import ConfigError, InputError, Problem
 from core.investigate.deterministic import explain
 from core.investigate.evidence import gather
@@ -200,7 +201,7 @@ def predict_with_model(
     # The investigator writes its cache, breaker and audit as it would for a reviewer: on a
     # file copy of the evaluated database (SQLite's backup API), which is left untouched.
     with tempfile.TemporaryDirectory(prefix="razorrecon-evaluation-") as folder:
-        copy = connect(Path(folder) / "investigated.sqlite")
+        copy = connect(Path(folder) / "investigated.sqlite", page_size=page_size_of(conn))
         try:
             conn.backup(copy)
             shown_all = [
