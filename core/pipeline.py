@@ -26,7 +26,7 @@ from core.books.pricing import PricingPlan
 from core.calendar import WorkingCalendar
 from core.dataset import DATASET_FILES, DATASET_TABLES, Dataset
 from core.db.connection import background_checkpoints, rollback_journal_while_new
-from core.db.run_lock import holding_run_lock
+from core.db.run_lock import holding_run_lock, holds_run_lock
 from core.db.runs import discard_stale_runs, get_run, update_timings
 from core.db.staging import StagedTable, staging_directory, worth_staging
 from core.engine import EngineParams, persist_run, reconcile
@@ -396,8 +396,9 @@ def _persist_and_sync(
     carry's core.review.sync.SyncScope, with `carry` only."""
     from core.review import sync_exceptions
 
-    # A run some crashed process left 'running' long ago is marked failed first.
-    discard_stale_runs(conn)
+    # A run some killed process left 'running' is marked failed first: any other than this
+    # one's, holding the run lock (no other run is in progress), else those over an hour old.
+    discard_stale_runs(conn, older_than_seconds=0 if holds_run_lock(conn) else 3600, keep=run_id)
     if carry is not None:  # an incremental run: carried rows copied inside the database
         run_id = _persist_carried(conn, carry, params, as_of, source, input_hashes, timings, run_id)
     else:

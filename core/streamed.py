@@ -493,7 +493,7 @@ def stream_folder_into_db(
 
         began = time.perf_counter()
         pricing = pricing_plans(conn)
-        db_runs.discard_stale_runs(conn)
+        db_runs.discard_stale_runs(conn, older_than_seconds=0)  # run lock held: none in progress
         run_id = db_runs.start_run(
             conn,
             as_of=as_of,

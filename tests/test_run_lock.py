@@ -271,3 +271,25 @@ def test_a_run_lock_that_cannot_be_opened_stops_the_run_with_its_path(tmp_path: 
     ):
         pytest.fail("the block ran without the lock")
     conn.close()
+
+
+def test_a_run_left_running_by_a_killed_process_is_discarded_by_the_next_run_at_once(
+    days: tuple[list[Path], str], db_url: str
+) -> None:
+    # Holding the run lock, a run knows no other is in progress: a 'running' run is dead
+    # (not an hour later, as without the lock).
+    from core.db.runs import start_run
+
+    folders, as_of = days
+    first = _import_day(folders[0], db_url, as_of)
+    assert first.communicate(timeout=300)[0] and first.returncode == 0
+    with open_database(db_url) as conn:
+        killed = start_run(conn, as_of=0, source="files", params={}, input_hashes={})
+    second = _import_day(folders[1], db_url, as_of)
+    _out, err = second.communicate(timeout=300)
+    assert second.returncode == 0, err
+    with open_database(db_url) as conn:
+        runs = {r.id: r for r in list_runs(conn)}
+        assert runs[killed].status == "failed" and "abandoned" in str(runs[killed].error)
+        latest = latest_completed_run(conn)
+        assert latest is not None and latest.id > killed and latest.base_run_id == 1

@@ -125,6 +125,12 @@ def run_lock(
                 del _held[me]
 
 
+def holds_run_lock(conn: sqlite3.Connection) -> bool:
+    """Whether this thread holds the run lock of `conn`'s database."""
+    with _guard:
+        return _held.get((threading.get_ident(), _database_key(conn)), 0) > 0
+
+
 def _database_key(conn: sqlite3.Connection) -> str:
     if is_postgres(conn):
         return f"postgresql:{getattr(conn, 'url', '')}"

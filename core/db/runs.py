@@ -526,18 +526,24 @@ def fail_run(conn: sqlite3.Connection, run_id: int, error: str) -> None:
 
 
 def discard_stale_runs(
-    conn: sqlite3.Connection, *, older_than_seconds: int = 3600, now: int | None = None
+    conn: sqlite3.Connection,
+    *,
+    older_than_seconds: int = 3600,
+    now: int | None = None,
+    keep: int | None = None,
 ) -> list[int]:
     """Mark failed every run still 'running' that started more than `older_than_seconds`
-    ago (its process died mid-way); returns their ids."""
+    ago (its process died mid-way), but `keep` (the caller's own); returns their ids. A
+    caller holding the run lock (core.db.run_lock) passes 0: no other run is in progress."""
     current = int(time.time() if now is None else now)
     cutoff = current - int(older_than_seconds)
     with transaction(conn):
         stale = [
             int(r["id"])
             for r in conn.execute(
-                "SELECT id FROM runs WHERE status = 'running' AND started_at <= ? ORDER BY id",
-                (cutoff,),
+                "SELECT id FROM runs WHERE status = 'running' AND started_at <= ? AND id <> ?"
+                " ORDER BY id",
+                (cutoff, 0 if keep is None else keep),  # run ids start at 1
             )
         ]
         for run_id in stale:
