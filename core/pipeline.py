@@ -382,6 +382,7 @@ def _persist_and_sync(
     timings: dict[str, float],
     staged: StagedOutcomes | None = None,
     *,
+    counts: dict[str, Any] | None = None,
     carry: tuple[Any, pd.DataFrame, pd.DataFrame] | None = None,
     books: InMemory | Computed | None = None,
     parts: Any = None,
@@ -393,14 +394,18 @@ def _persist_and_sync(
     rows: outcomes may then be None, `parts` building them on demand) and sync the exception
     queue; `on_stored` is called with the run's id between the two. run_id: the running run
     that already holds the carry's copy (`_BaseCopy`), with `carry` only. scope: the
-    carry's core.review.sync.SyncScope, with `carry` only."""
+    carry's core.review.sync.SyncScope, with `carry` only. staged: the outcomes (with
+    `carry`: the fresh ones) in a staging file; counts: the run's counts when computed
+    already (with `carry` only)."""
     from core.review import sync_exceptions
 
     # A run some killed process left 'running' is marked failed first: any other than this
     # one's, holding the run lock (no other run is in progress), else those over an hour old.
     discard_stale_runs(conn, older_than_seconds=0 if holds_run_lock(conn) else 3600, keep=run_id)
     if carry is not None:  # an incremental run: carried rows copied inside the database
-        run_id = _persist_carried(conn, carry, params, as_of, source, input_hashes, timings, run_id)
+        run_id = _persist_carried(
+            conn, carry, params, as_of, source, input_hashes, timings, run_id, staged, counts
+        )
     else:
         if outcomes is None:
             raise ValueError("a run stored without its outcomes")
@@ -769,12 +774,17 @@ def _persist_carried(
     input_hashes: dict[str, str],
     timings: dict[str, float],
     run_id: int | None = None,
+    staged: StagedOutcomes | None = None,
+    counts: dict[str, Any] | None = None,
 ) -> int:
     """persist_run's twin for an incremental run: the carried outcomes are copied from the
     base run inside the database (core.db.runs.CarryForward), only the fresh ones are
-    written from here; same runs row, counts and failure handling. run_id: a running run
-    holding the base run's copy already (its start recorded as now, as a run started here)."""
+    written from here (or copied from `staged`, `_stage_fresh`'s file); same runs row,
+    counts and failure handling. run_id: a running run holding the base run's copy already
+    (its start recorded as now, as a run started here). counts: the counts of the carry's
+    counted frame, when computed already."""
     from core.db import runs as db_runs
+    from core.db.staging import attached, foreign_keys_off
     from core.engine.persist import outcome_chunks
     from core.engine.results import counts as outcome_counts
 
@@ -787,16 +797,32 @@ def _persist_carried(
         )
     else:
         started_at = int(time.time())
+    if counts is None:
+        counts = outcome_counts(counted)
     try:
-        db_runs.complete_run(
-            conn,
-            run_id,
-            chunks=outcome_chunks(fresh),
-            carry=forward,
-            timings=timings,
-            counts=outcome_counts(counted),
-            started_at=started_at,
-        )
+        if staged is None:
+            db_runs.complete_run(
+                conn,
+                run_id,
+                chunks=outcome_chunks(fresh),
+                carry=forward,
+                timings=timings,
+                counts=counts,
+                started_at=started_at,
+            )
+        else:
+            # Keys off: the fresh rows get this run's id in the copy (they reference it by
+            # construction), and nothing references an outcome.
+            with attached(conn, {"staged_fresh": staged.file.path}), foreign_keys_off(conn):
+                db_runs.complete_run(
+                    conn,
+                    run_id,
+                    staged=("staged_fresh", staged.run_id),
+                    carry=forward,
+                    timings=timings,
+                    counts=counts,
+                    started_at=started_at,
+                )
     except BaseException as exc:
         db_runs.fail_run(conn, run_id, f"{type(exc).__name__}: {exc}")
         raise
@@ -804,6 +830,61 @@ def _persist_carried(
         conn, run_id, {**timings, "persist_s": round(time.perf_counter() - began, 3)}
     )
     return run_id
+
+
+@dataclass(frozen=True)
+class _FreshAhead:
+    """What `_stage_fresh`'s worker made: the fresh outcomes' staging file and the run's
+    counts."""
+
+    staged: StagedOutcomes
+    counts: dict[str, Any]
+
+
+def _stage_fresh(
+    conn: sqlite3.Connection,
+    stack: ExitStack,
+    carry: tuple[Any, pd.DataFrame, pd.DataFrame] | None,
+    run_id: int | None,
+    staging: RawStaging | None,
+) -> Future[_FreshAhead] | None:
+    """An incremental run's fresh outcomes written to a staging file, and its counts, on a
+    worker thread while this one stores the day's raw tables (their bind from Python and
+    the counts were on the critical path after the store). None (stored from chunks, as
+    before) without a running run holding the carried copy (PostgreSQL, an in-memory
+    database) or for fewer fresh rows than are worth staging. The folder and the thread
+    belong to `stack`."""
+    from core.db.runs import STAGED_OUTCOMES, outcome_table_columns
+    from core.db.staging import table_schema
+
+    if carry is None or run_id is None or not worth_staging(conn, len(carry[1])):
+        return None
+    columns = outcome_table_columns(conn)
+    schema = table_schema(conn, STAGED_OUTCOMES)
+    path = stack.enter_context(staging_directory()) / "fresh.sqlite"
+    worker = stack.enter_context(ThreadPoolExecutor(1, "staging-fresh"))
+    return worker.submit(_write_fresh, staging, carry, run_id, columns, schema, path)
+
+
+def _write_fresh(
+    staging: RawStaging | None,
+    carry: tuple[Any, pd.DataFrame, pd.DataFrame],
+    run_id: int,
+    columns: list[str],
+    schema: tuple[str, ...],
+    path: Path,
+) -> _FreshAhead:
+    """`_stage_fresh`'s work (touches no house connection), once the day's raw staging
+    writers are done: the store waits for those, not for this."""
+    from core.db.runs import STAGED_OUTCOMES
+    from core.engine.persist import outcome_table
+    from core.engine.results import counts as outcome_counts
+
+    if staging is not None:
+        wait(staging.pending)  # their errors are store_dataset's to raise
+    _, fresh, counted = carry
+    table = StagedTable(STAGED_OUTCOMES, schema, outcome_table(fresh, run_id, columns))
+    return _FreshAhead(write_staged_outcomes(table, run_id, path), outcome_counts(counted))
 
 
 def _bank_in_read_order(dataset: Dataset) -> Dataset:
@@ -1037,6 +1118,7 @@ def _reconcile_loaded_day(
 
             # The copy's transaction ends before the day's begins: one writer at a time.
             carry, run_id = copy.carried(carry)
+            fresh_ahead = _stage_fresh(conn, writing, carry, run_id, staging)
             began = time.perf_counter()
             imported = store_dataset(
                 conn,
@@ -1049,6 +1131,7 @@ def _reconcile_loaded_day(
                 staging=staging,
             )
             timings["store_dataset_s"] = round(time.perf_counter() - began, 3)
+            ahead = fresh_ahead.result() if fresh_ahead is not None else None
             stored_run = _persist_and_sync(
                 conn,
                 outcomes,
@@ -1057,6 +1140,8 @@ def _reconcile_loaded_day(
                 source,
                 hashes,
                 timings,
+                ahead.staged if ahead is not None else None,
+                counts=ahead.counts if ahead is not None else None,
                 carry=carry,
                 parts=result,
                 on_stored=flags_stored,

@@ -314,6 +314,89 @@ def test_keys_deleted_from_the_copy_that_are_not_the_runs_fail_the_run(
         assert latest is not None and latest.id == 1
 
 
+def _staged_spy(monkeypatch: pytest.MonkeyPatch, fail: bool = False) -> list[Path]:
+    """Every day's fresh outcomes staged (STAGING_MIN_ROWS 0); returns the staging files
+    core.db.runs._insert_staged copied from (each checked to exist then), failing after
+    the copy when `fail`."""
+    import core.db.runs as db_runs
+    from core.db import staging
+
+    monkeypatch.setattr(staging, "STAGING_MIN_ROWS", 0)
+    copied: list[Path] = []
+    real = db_runs._insert_staged
+
+    def spy(conn: object, run_id: int, staged: tuple[str, int], *, whole: bool) -> None:
+        real(conn, run_id, staged, whole=whole)  # type: ignore[arg-type]
+        (path,) = [r[2] for r in conn.execute("PRAGMA database_list") if r[1] == staged[0]]  # type: ignore[attr-defined]
+        assert Path(path).is_file()
+        copied.append(Path(path))
+        if fail:
+            raise OSError("disk full")
+
+    monkeypatch.setattr(db_runs, "_insert_staged", spy)
+    return copied
+
+
+@pytest.mark.parametrize("early_drop", [True, False])
+def test_a_large_days_fresh_outcomes_are_staged_and_stored_as_small_days_are(
+    days: tuple[list[Path], list[str]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    early_drop: bool,
+) -> None:
+    import core.pipeline
+    from core.engine.results import counts
+
+    folders, as_ofs = days
+    with open_database(tmp_path / "direct.sqlite") as conn:
+        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+        direct = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
+        expected = read_outcome_frame(conn, direct.run.run_id)
+        expected_record = get_run(conn, direct.run.run_id)
+    with open_database(tmp_path / "staged.sqlite") as conn:
+        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+        copied = _staged_spy(monkeypatch)
+        if not early_drop:  # the keys decided again are still in the copy: deleted first
+            monkeypatch.setattr(core.pipeline._BaseCopy, "drop_early", lambda *args: None)
+        day = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
+        assert day.kind == "incremental" and day.scope["reconciled"] > 0
+        assert len(copied) == 1 and not copied[0].exists()  # removed after the run
+        stored = read_outcome_frame(conn, day.run.run_id)
+        pd.testing.assert_frame_equal(stored, expected)
+        record = get_run(conn, day.run.run_id)
+        assert record is not None and expected_record is not None
+        assert record.status == "completed" and record.counts == counts(stored)
+        assert record.counts == expected_record.counts
+
+
+def test_a_failure_after_the_fresh_outcomes_were_staged_leaves_no_completed_run(
+    days: tuple[list[Path], list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.db.runs import count_outcomes
+
+    folders, as_ofs = days
+    expected = _second_day_outcomes(folders, as_ofs, tmp_path / "clean.sqlite")
+    with open_database(tmp_path / "broken.sqlite") as conn:
+        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+        copied = _staged_spy(monkeypatch, fail=True)
+        with pytest.raises(OSError, match="disk full"):
+            reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
+        assert len(copied) == 1  # staged, and copied in, before the failure
+        failed = get_run(conn, 2)
+        assert failed is not None and failed.status == "failed"
+        assert failed.error == "OSError: disk full"
+        assert count_outcomes(conn, 2) == 0
+        latest = latest_completed_run(conn)
+        assert latest is not None and latest.id == 1
+
+        # The day's raw tables were stored before the failure: run again, it is reconciled
+        # in full over them, to the same outcomes.
+        monkeypatch.undo()
+        again = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
+        assert again.run.run_id == 3
+        pd.testing.assert_frame_equal(read_outcome_frame(conn, 3), expected)
+
+
 def test_a_day_found_to_need_a_full_run_after_the_copy_began_stores_it_under_the_same_id(
     days: tuple[list[Path], list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -411,11 +411,13 @@ def complete_run(
     as core.db.raw.imports_since reads it, when it is completed).
 
     carry: outcomes copied from an earlier run inside the database (`CarryForward`), before
-    the chunks (then the chunks hold only the outcomes decided again).
+    the chunks and the staged rows (then those hold only the outcomes decided again: the
+    carry's deletes and count check come first).
 
     staged: (alias, run id) of an attached staging file whose STAGED_OUTCOMES table holds
     the outcomes under that run id, copied in one statement: whole records when they carry
-    this run's id, `outcomes` is empty and foreign keys are off (core.db.staging); and/or
+    this run's id, there is no carry, `outcomes` is empty and foreign keys are off (core.db.
+    staging); and/or
     chunks: the outcomes in pieces, each piece one sequence of values per OUTCOME_FIELDS
     entry, None for NULL (lists or numpy arrays; pieces keep the Python objects of a big
     run small). Rows go ROWS_PER_STATEMENT per INSERT, NULLs as sentinels (see above).
@@ -433,21 +435,12 @@ def complete_run(
             state = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
             if state is None or state["status"] != "running":
                 raise ValueError(f"run {run_id} is not running")
-            if staged is not None:
-                alias, staged_run = staged
-                if not alias.isidentifier():
-                    raise ValueError(f"bad alias {alias!r}")
-                if staged_run == run_id:
-                    copy_table(conn, alias, STAGED_OUTCOMES)
-                else:  # staged under an id another run took: every row gets this one
-                    fields = ", ".join(OUTCOME_FIELDS)
-                    conn.execute(
-                        f"INSERT INTO outcomes (run_id, {fields}) SELECT ?, {fields}"
-                        f" FROM {alias}.{STAGED_OUTCOMES}",
-                        (run_id,),
-                    )
+            if staged is not None and carry is None:
+                _insert_staged(conn, run_id, staged, whole=True)
             if carry is not None:
                 _carry_forward(conn, run_id, carry)
+                if staged is not None:  # the fresh rows, once the decided-again keys are gone
+                    _insert_staged(conn, run_id, staged, whole=False)
             integer_fields = _integer_fields(conn)
             for columns in chunks:
                 if len(columns) != len(OUTCOME_FIELDS):
@@ -466,6 +459,27 @@ def complete_run(
             )
     finally:
         conn.execute(f"PRAGMA cache_size = {int(previous_cache)}")
+
+
+def _insert_staged(
+    conn: sqlite3.Connection, run_id: int, staged: tuple[str, int], *, whole: bool
+) -> None:
+    """The staged outcomes (alias, run id they carry) into the run: whole records when
+    `whole` (`outcomes` empty) and they carry its id; else row by row under `run_id` (a
+    transfer needs an empty table: beside a carried copy it would not be one)."""
+    alias, staged_run = staged
+    if not alias.isidentifier():
+        raise ValueError(f"bad alias {alias!r}")
+    if whole and staged_run == run_id:
+        copy_table(conn, alias, STAGED_OUTCOMES)
+        return
+    # staged under an id another run took, or beside carried rows: every row gets this id
+    fields = ", ".join(OUTCOME_FIELDS)
+    conn.execute(
+        f"INSERT INTO outcomes (run_id, {fields}) SELECT ?, {fields}"
+        f" FROM {alias}.{STAGED_OUTCOMES}",
+        (run_id,),
+    )
 
 
 def _restamp(conn: sqlite3.Connection, run_id: int, started_at: int | None) -> None:
