@@ -7,8 +7,9 @@ processes started together both carried run N forward, and the one that finished
 became the latest run without the other's day in its outcomes (3,084 outcomes where a full
 run over the stored tables gives 3,090). So every command that stores a run holds this
 lock from before it reads stored state until its run is synced (core.pipeline,
-core.streamed); a plain import of raw rows does not (the next run sees it as data imported
-after the latest run).
+core.streamed), and so do `import` and the app's upload while they store raw rows: rows
+stored after a run read the stored state but before it recorded itself would count as
+reconciled by it.
 
 SQLite: `flock` on `<database>.run.lock` beside the file. A BSD lock belongs to the open
 file, not to the process, so it neither disturbs nor is disturbed by SQLite's own POSIX
