@@ -7,7 +7,8 @@ processes started together both carried run N forward, and the one that finished
 became the latest run without the other's day in its outcomes (3,084 outcomes where a full
 run over the stored tables gives 3,090). So every command that stores a run holds this
 lock from before it reads stored state until its run is synced (core.pipeline,
-core.streamed), and so do `import` and the app's upload while they store raw rows: rows
+core.streamed), and so do `import`, the app's upload and the Razorpay sync while they store
+raw rows (not yet its webhooks): rows
 stored after a run read the stored state but before it recorded itself would count as
 reconciled by it.
 
