@@ -10,8 +10,9 @@ its 'running' run and partial import in the scratch file only; the next start, h
 lock, recognises that leftover from its run record, discards it and rebuilds. Readers of
 the real database never see half a start. Sessions that arrive meanwhile wait on the lock,
 reading the builder's progress from `<db>.bootstrap.json`, then see the result. The build
-holds the real database's run lock (core.db.run_lock) from its state read to its publish,
-so a command storing a run into the new file is never published over.
+(on PostgreSQL too) holds the real database's run lock (core.db.run_lock) from its state
+read to its publish, so a command storing a run into the new database is never published
+over.
 
 A database holding data that did not come from a cold start (imports from files or the
 Razorpay API, audit entries) is never replaced: it is reported as `needs_run` when it has
@@ -324,12 +325,15 @@ def _build_locked(
     try:
         # The real database's run lock too (core.db.run_lock), from the state read to the
         # publish: a run a command stores meanwhile would be overwritten by the benchmark.
-        with run_lock(
-            conn, "the cold start", on_wait=lambda said: report(0.0, said[0].upper() + said[1:])
-        ):
+        with run_lock(conn, "the cold start", on_wait=_said(report)):
             return _build_held(conn, path, key, started, waited, report, builder)
     finally:
         conn.close()
+
+
+def _said(report: ProgressFn) -> Callable[[str], None]:
+    """A run lock's `on_wait` that shows the wait as the start's progress."""
+    return lambda message: report(0.0, message[0].upper() + message[1:])
 
 
 def _build_held(
@@ -421,6 +425,7 @@ def _ensure_ready_postgres(
             return BootstrapResult("ready", None, 0.0)
     conn = connect(url)
     lock = None
+    held = contextlib.ExitStack()
     try:
         migrate_with_owner(conn)
         state, run_id = _state(conn)
@@ -434,6 +439,9 @@ def _ensure_ready_postgres(
                 fraction, message = seen if seen else (0.0, "Starting")
                 report(fraction, f"Another session is preparing the data: {message}")
                 time.sleep(POLL_SECONDS)
+            # The run lock too, as on SQLite (`_build_locked`): a run a command stores
+            # meanwhile would make the publish fail on its keys.
+            held.enter_context(run_lock(conn, "the cold start", on_wait=_said(report)))
             state, run_id = _state(conn)
         if state in ("ready", "needs_run"):
             if state == "ready":
@@ -481,6 +489,7 @@ def _ensure_ready_postgres(
             _ready_paths.add(url)
         return BootstrapResult("built", run_id, time.monotonic() - started, (), timings)
     finally:
+        held.close()
         if lock is not None:
             lock.close()
         conn.close()
