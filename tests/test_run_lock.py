@@ -353,3 +353,39 @@ def test_an_import_while_a_run_stores_waits_and_the_next_day_still_reconciles_it
         pd.testing.assert_frame_equal(
             read_outcome_frame(conn, 3), read_outcome_frame(conn, full.run_id)
         )
+
+
+@pytest.mark.postgres
+def test_a_postgresql_wait_names_the_holder_in_its_own_database_not_another(
+    postgres_server: object,
+) -> None:
+    from tests.postgres_server import PostgresServer
+
+    assert isinstance(postgres_server, PostgresServer)
+    other, mine = postgres_server.fresh_database(), postgres_server.fresh_database()
+    elsewhere, holder = connect(postgres_server.url(other)), connect(postgres_server.url(mine))
+    late = connect(postgres_server.url(mine))
+    pid = holder.execute("SELECT pg_backend_pid()").fetchone()[0]
+    held, done = threading.Event(), threading.Event()
+
+    def hold() -> None:  # another thread: the lock is re-entrant on its own
+        with run_lock(holder, "import-day"):
+            held.set()
+            done.wait(60)
+
+    # The other database's run took the same key first.
+    with run_lock(elsewhere, "import-day"):
+        holding = threading.Thread(target=hold)
+        holding.start()
+        try:
+            assert held.wait(60)
+            with pytest.raises(RunInProgressError) as refused, run_lock(late, "x", wait_s=0.3):
+                pass
+        finally:
+            done.set()
+            holding.join()
+    assert f"another run (PostgreSQL session {pid}, " in str(refused.value)
+    for conn in (elsewhere, holder, late):
+        conn.close()
+    for name in (other, mine):
+        postgres_server.release_database(name)

@@ -204,6 +204,8 @@ def _postgres_lock(
             "SELECT a.pid, a.backend_start"
             " FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
             " WHERE l.locktype = 'advisory' AND l.granted"
+            # pg_locks holds every database's locks: another database's run is not ours.
+            " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
             " AND ((l.classid::bigint << 32) | l.objid::bigint) = ?",
             (RUN_LOCK_KEY,),
         ).fetchone()
