@@ -9,7 +9,10 @@ in one step (SQLite's backup API: one write transaction). So a start killed midw
 its 'running' run and partial import in the scratch file only; the next start, holding the
 lock, recognises that leftover from its run record, discards it and rebuilds. Readers of
 the real database never see half a start. Sessions that arrive meanwhile wait on the lock,
-reading the builder's progress from `<db>.bootstrap.json`, then see the result.
+reading the builder's progress from `<db>.bootstrap.json`, then see the result. The build
+(on PostgreSQL too) holds the real database's run lock (core.db.run_lock) from its state
+read to its publish, so a command storing a run into the new database is never published
+over.
 
 A database holding data that did not come from a cold start (imports from files or the
 Razorpay API, audit entries) is never replaced: it is reported as `needs_run` when it has
@@ -38,6 +41,7 @@ from core.db import views as db
 from core.db.backend import is_postgres_url
 from core.db.connection import page_size_of
 from core.db.migrate import migrate_with_owner
+from core.db.run_lock import run_lock
 from core.errors import ConfigError
 from core.leftovers import owned_folder, remove_dead_leftovers_once
 from core.views.evaluation import LABELS_FILE, LABELS_META, dataset_folder, store_evaluation
@@ -319,67 +323,86 @@ def _build_locked(
 ) -> BootstrapResult:
     conn = connect(path)
     try:
-        state, run_id = _state(conn)
-        if state in ("ready", "needs_run"):
-            if state == "ready":
-                with _ready_guard:
-                    _ready_paths.add(key)
-            status = "waited" if waited and state == "ready" else state
-            return BootstrapResult(status, run_id, time.monotonic() - started)
-        discarded: list[str] = []
-        scratch = scratch_path(path)
-        if scratch.exists():
-            discarded.append(_describe_scratch(scratch))
-        _remove_database_files(scratch)
-        if state == "leftover":
-            discarded.append(f"{db.count_rows(conn, 'runs')} run(s) without a result in {path}")
-
-        def step(fraction: float, message: str) -> None:
-            _write_progress(path, fraction, message)
-            report(fraction, message)
-
-        timings: dict[str, float] = {}
-        step(0.0, "Preparing the benchmark dataset")
-        folder = dataset_folder(path)
-        work_prefix = f"{Path(key).name}.bootstrap-work-"
-        for stale in _work_folders(Path(key).parent, work_prefix):  # killed starts' (we hold
-            shutil.rmtree(stale, ignore_errors=True)  # the lock, so none is being built)
-            discarded.append(f"a killed start's work folder {stale}")
-        work = Path(tempfile.mkdtemp(prefix=work_prefix, dir=Path(key).parent))
-        try:
-            # The real file's page size: the backup below copies into it (WAL) whole.
-            build_conn = connect(scratch, page_size=page_size_of(conn))
-            try:
-                migrate(build_conn)
-                t0 = time.monotonic()
-                builder(build_conn, work, step)
-                timings["build"] = time.monotonic() - t0
-                if db.latest_completed_run(build_conn) is None:
-                    raise ConfigError("the benchmark build finished without a completed run")
-                db.checkpoint(build_conn)
-                step(0.95, "Publishing the result")
-                t0 = time.monotonic()
-                build_conn.backup(conn)  # one write transaction on the real database
-                timings["publish"] = time.monotonic() - t0
-            finally:
-                build_conn.close()
-            if folder.exists():
-                shutil.rmtree(folder)
-            os.replace(work, folder)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-            _remove_database_files(scratch)
-            with contextlib.suppress(OSError):
-                progress_path(path).unlink()  # waiters now hold the lock and see the state
-        report(1.0, "Ready")
-        _, run_id = _state(conn)
-        with _ready_guard:
-            _ready_paths.add(key)
-        return BootstrapResult(
-            "built", run_id, time.monotonic() - started, tuple(discarded), timings
-        )
+        # The real database's run lock too (core.db.run_lock), from the state read to the
+        # publish: a run a command stores meanwhile would be overwritten by the benchmark.
+        with run_lock(conn, "the cold start", on_wait=_said(report)):
+            return _build_held(conn, path, key, started, waited, report, builder)
     finally:
         conn.close()
+
+
+def _said(report: ProgressFn) -> Callable[[str], None]:
+    """A run lock's `on_wait` that shows the wait as the start's progress."""
+    return lambda message: report(0.0, message[0].upper() + message[1:])
+
+
+def _build_held(
+    conn: sqlite3.Connection,
+    path: str,
+    key: str,
+    started: float,
+    waited: bool,
+    report: ProgressFn,
+    builder: Builder,
+) -> BootstrapResult:
+    """`_build_locked` holding both locks."""
+    state, run_id = _state(conn)
+    if state in ("ready", "needs_run"):
+        if state == "ready":
+            with _ready_guard:
+                _ready_paths.add(key)
+        status = "waited" if waited and state == "ready" else state
+        return BootstrapResult(status, run_id, time.monotonic() - started)
+    discarded: list[str] = []
+    scratch = scratch_path(path)
+    if scratch.exists():
+        discarded.append(_describe_scratch(scratch))
+    _remove_database_files(scratch)
+    if state == "leftover":
+        discarded.append(f"{db.count_rows(conn, 'runs')} run(s) without a result in {path}")
+
+    def step(fraction: float, message: str) -> None:
+        _write_progress(path, fraction, message)
+        report(fraction, message)
+
+    timings: dict[str, float] = {}
+    step(0.0, "Preparing the benchmark dataset")
+    folder = dataset_folder(path)
+    work_prefix = f"{Path(key).name}.bootstrap-work-"
+    for stale in _work_folders(Path(key).parent, work_prefix):  # killed starts' (we hold
+        shutil.rmtree(stale, ignore_errors=True)  # the lock, so none is being built)
+        discarded.append(f"a killed start's work folder {stale}")
+    work = Path(tempfile.mkdtemp(prefix=work_prefix, dir=Path(key).parent))
+    try:
+        # The real file's page size: the backup below copies into it (WAL) whole.
+        build_conn = connect(scratch, page_size=page_size_of(conn))
+        try:
+            migrate(build_conn)
+            t0 = time.monotonic()
+            builder(build_conn, work, step)
+            timings["build"] = time.monotonic() - t0
+            if db.latest_completed_run(build_conn) is None:
+                raise ConfigError("the benchmark build finished without a completed run")
+            db.checkpoint(build_conn)
+            step(0.95, "Publishing the result")
+            t0 = time.monotonic()
+            build_conn.backup(conn)  # one write transaction on the real database
+            timings["publish"] = time.monotonic() - t0
+        finally:
+            build_conn.close()
+        if folder.exists():
+            shutil.rmtree(folder)
+        os.replace(work, folder)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        _remove_database_files(scratch)
+        with contextlib.suppress(OSError):
+            progress_path(path).unlink()  # waiters now hold the lock and see the state
+    report(1.0, "Ready")
+    _, run_id = _state(conn)
+    with _ready_guard:
+        _ready_paths.add(key)
+    return BootstrapResult("built", run_id, time.monotonic() - started, tuple(discarded), timings)
 
 
 def _postgres_progress_path(url: str) -> Path:
@@ -402,6 +425,7 @@ def _ensure_ready_postgres(
             return BootstrapResult("ready", None, 0.0)
     conn = connect(url)
     lock = None
+    held = contextlib.ExitStack()
     try:
         migrate_with_owner(conn)
         state, run_id = _state(conn)
@@ -415,6 +439,9 @@ def _ensure_ready_postgres(
                 fraction, message = seen if seen else (0.0, "Starting")
                 report(fraction, f"Another session is preparing the data: {message}")
                 time.sleep(POLL_SECONDS)
+            # The run lock too, as on SQLite (`_build_locked`): a run a command stores
+            # meanwhile would make the publish fail on its keys.
+            held.enter_context(run_lock(conn, "the cold start", on_wait=_said(report)))
             state, run_id = _state(conn)
         if state in ("ready", "needs_run"):
             if state == "ready":
@@ -462,6 +489,7 @@ def _ensure_ready_postgres(
             _ready_paths.add(url)
         return BootstrapResult("built", run_id, time.monotonic() - started, (), timings)
     finally:
+        held.close()
         if lock is not None:
             lock.close()
         conn.close()

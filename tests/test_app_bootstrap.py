@@ -298,3 +298,40 @@ def test_an_empty_database_made_with_4_kib_pages_is_built(tmp_path: Path) -> Non
     conn = connect(path)
     assert conn.execute("PRAGMA page_size").fetchone()[0] == 4096
     conn.close()
+
+
+def test_a_cold_start_waits_for_a_run_a_command_stores_and_leaves_it_in_place(
+    cold: str,
+) -> None:
+    from core.db.run_lock import run_lock
+
+    path = cold
+    conn = connect(path)
+    migrate(conn)
+    code = (
+        "import sys; from core import bootstrap; from tests import app_builder as b; "
+        "r = bootstrap.ensure_ready(sys.argv[1], builder=b.bootstrap_builder,"
+        " progress=lambda f, m: print(m, flush=True)); print(r.status)"
+    )
+    # The cold start reads the file empty, then `reconcile --db` stores its run into it.
+    with run_lock(conn, "reconcile --db"):
+        start = subprocess.Popen(
+            [sys.executable, "-c", code, path],
+            cwd=ROOT,
+            env={
+                "PATH": "/usr/bin:/bin",
+                **{k: v for k, v in os.environ.items() if k == "DATABASE_OWNER_URL"},
+            },
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert start.stdout is not None
+        said = start.stdout.readline()
+        assert said.startswith("Waiting for another run ("), said
+        build(conn, payments=200, source="files")
+    out, err = start.communicate(timeout=120)
+    conn.close()
+    assert start.returncode == 0, err
+    assert out.splitlines()[-1] == "ready"
+    assert _counts(path) == {"runs": 1, "completed": 1, "imports": 1, "payments": 200}

@@ -370,3 +370,31 @@ def test_the_sync_command_reports_what_it_did(
     migrate(conn)
     assert len(read_dataset(conn).payments) == 400
     conn.close()
+
+
+def test_a_sync_while_a_run_stores_waits_for_it_and_stores_nothing_when_it_gives_up(
+    conn: sqlite3.Connection, fake: FakeRazorpay, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.db.run_lock import RunInProgressError, run_lock
+
+    monkeypatch.setenv("RAZORRECON_RUN_WAIT_S", "0.3")
+    held, done = threading.Event(), threading.Event()
+
+    def hold() -> None:  # another thread: the lock is re-entrant on its own
+        holder = connect(db_url)
+        with run_lock(holder, "import-day"):
+            held.set()
+            done.wait(60)
+        holder.close()
+
+    holding = threading.Thread(target=hold)
+    holding.start()
+    try:
+        assert held.wait(60)
+        with pytest.raises(RunInProgressError, match="another run"):
+            run_sync(conn, fake)
+    finally:
+        done.set()
+        holding.join()
+    assert conn.execute("SELECT count(*) FROM payments").fetchone()[0] == 0
+    assert run_sync(conn, fake).inserted > 0  # the lock released: the sync goes through

@@ -42,9 +42,22 @@ def days(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], str]:
     return folders, dt.datetime.fromtimestamp(generated.as_of, tz=IST).isoformat()
 
 
-def _import_day(folder: Path, db: str, as_of: str, **env: str) -> subprocess.Popen[str]:
+def _import_day(
+    folder: Path, db: str, as_of: str, *extra: str, **env: str
+) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "core", "import-day", str(folder), "--db", db, "--as-of", as_of],
+        [
+            sys.executable,
+            "-m",
+            "core",
+            "import-day",
+            str(folder),
+            "--db",
+            db,
+            "--as-of",
+            as_of,
+            *extra,
+        ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -293,3 +306,103 @@ def test_a_run_left_running_by_a_killed_process_is_discarded_by_the_next_run_at_
         assert runs[killed].status == "failed" and "abandoned" in str(runs[killed].error)
         latest = latest_completed_run(conn)
         assert latest is not None and latest.id > killed and latest.base_run_id == 1
+
+
+# `python -m core ARGS` whose full reconcile first waits for the file GATE to exist (a run
+# holding the lock between reading the stored state and storing its run).
+_GATED = (
+    "import pathlib, runpy, sys, time\n"
+    "import core.pipeline as pipeline\n"
+    "gate, engine = pathlib.Path(sys.argv[1]), pipeline.reconcile\n"
+    "def gated(*args, **kwargs):\n"
+    "    print('reconciling', file=sys.stderr, flush=True)\n"
+    "    while not gate.exists():\n"
+    "        time.sleep(0.05)\n"
+    "    return engine(*args, **kwargs)\n"
+    "pipeline.reconcile = gated\n"
+    "sys.argv = ['core', *sys.argv[2:]]\n"
+    "runpy.run_module('core', run_name='__main__')\n"
+)
+
+
+def test_an_import_while_a_run_stores_waits_and_the_next_day_still_reconciles_it(
+    tmp_path: Path, db_url: str
+) -> None:
+    generated = generate(tmp_path / "full", payments=600, seed=21)
+    last = dt.datetime.fromtimestamp(generated.as_of, tz=IST).date()
+    cuts = [last - dt.timedelta(days=d) for d in (6, 4, 2)]
+    day0, day1, day2, day3 = split_into_days(tmp_path / "full", tmp_path / "days", cuts)
+    as_of = dt.datetime.fromtimestamp(generated.as_of, tz=IST).isoformat()
+    # Snapshots on PostgreSQL too: a run then knows the import it stands at by id. By the
+    # seconds alone (`imports_since`) an import in the second its base run started is taken
+    # as reconciled by it, with or without this lock (reported, not fixed here).
+    kept = ("--snapshots", str(tmp_path / "snapshots"))
+    first = _import_day(day0, db_url, as_of, *kept)
+    assert first.communicate(timeout=300)[0] and first.returncode == 0
+    gate = tmp_path / "gate"
+    day = [sys.executable, "-c", _GATED, str(gate), "import-day", str(day1), "--db", db_url]
+    running = subprocess.Popen(
+        [*day, "--as-of", as_of, "--full", *kept], cwd=ROOT, stderr=subprocess.PIPE, text=True
+    )
+    assert running.stderr is not None and running.stderr.readline() == "reconciling\n"
+    # The stored state is read; a plain import now must not land before the run is stored.
+    plain = subprocess.Popen(
+        [sys.executable, "-m", "core", "import", str(day2), "--db", db_url],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        note = _wait_until_waiting(plain)
+        assert note.startswith("note: waiting for another run ("), note
+    finally:
+        gate.touch()
+        running.communicate(timeout=300)
+        plain.communicate(timeout=300)
+    assert running.returncode == 0 and plain.returncode == 0
+    last_day = _import_day(day3, db_url, as_of, *kept)
+    assert last_day.communicate(timeout=300)[0] and last_day.returncode == 0
+    with open_database(db_url) as conn:
+        latest = latest_completed_run(conn)
+        assert latest is not None and latest.id == 3
+        full = reconcile_database(conn, EngineParams.from_dict(latest.params), latest.as_of, "x")
+        pd.testing.assert_frame_equal(
+            read_outcome_frame(conn, 3), read_outcome_frame(conn, full.run_id)
+        )
+
+
+@pytest.mark.postgres
+def test_a_postgresql_wait_names_the_holder_in_its_own_database_not_another(
+    postgres_server: object,
+) -> None:
+    from tests.postgres_server import PostgresServer
+
+    assert isinstance(postgres_server, PostgresServer)
+    other, mine = postgres_server.fresh_database(), postgres_server.fresh_database()
+    elsewhere, holder = connect(postgres_server.url(other)), connect(postgres_server.url(mine))
+    late = connect(postgres_server.url(mine))
+    pid = holder.execute("SELECT pg_backend_pid()").fetchone()[0]
+    held, done = threading.Event(), threading.Event()
+
+    def hold() -> None:  # another thread: the lock is re-entrant on its own
+        with run_lock(holder, "import-day"):
+            held.set()
+            done.wait(60)
+
+    # The other database's run took the same key first.
+    with run_lock(elsewhere, "import-day"):
+        holding = threading.Thread(target=hold)
+        holding.start()
+        try:
+            assert held.wait(60)
+            with pytest.raises(RunInProgressError) as refused, run_lock(late, "x", wait_s=0.3):
+                pass
+        finally:
+            done.set()
+            holding.join()
+    assert f"another run (PostgreSQL session {pid}, " in str(refused.value)
+    for conn in (elsewhere, holder, late):
+        conn.close()
+    for name in (other, mine):
+        postgres_server.release_database(name)

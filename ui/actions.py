@@ -80,7 +80,11 @@ def import_uploads(
         progress(0.25, "Reading and checking " + ", ".join(names))
         dataset, loaded = ingest.load_dataset(folder, amount_unit, saved)
     progress(0.6, f"Storing {len(dataset.payments):,} payments and the other tables")
-    with shell.connection() as conn:
+    # Not inside a run (core.db.run_lock), as the `import` command.
+    with (
+        shell.connection() as conn,
+        run_lock(conn, "an import from the app", on_wait=said(progress)),
+    ):
         report = ingest.store_dataset(
             conn,
             dataset,

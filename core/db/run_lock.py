@@ -7,8 +7,10 @@ processes started together both carried run N forward, and the one that finished
 became the latest run without the other's day in its outcomes (3,084 outcomes where a full
 run over the stored tables gives 3,090). So every command that stores a run holds this
 lock from before it reads stored state until its run is synced (core.pipeline,
-core.streamed); a plain import of raw rows does not (the next run sees it as data imported
-after the latest run).
+core.streamed), and so do `import`, the app's upload and the Razorpay sync while they store
+raw rows (not yet its webhooks): rows stored after a run read the stored state but before
+it recorded itself would count as reconciled by it. The cold start holds it from its state
+read to its publish (core.bootstrap).
 
 SQLite: `flock` on `<database>.run.lock` beside the file. A BSD lock belongs to the open
 file, not to the process, so it neither disturbs nor is disturbed by SQLite's own POSIX
@@ -202,6 +204,8 @@ def _postgres_lock(
             "SELECT a.pid, a.backend_start"
             " FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
             " WHERE l.locktype = 'advisory' AND l.granted"
+            # pg_locks holds every database's locks: another database's run is not ours.
+            " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
             " AND ((l.classid::bigint << 32) | l.objid::bigint) = ?",
             (RUN_LOCK_KEY,),
         ).fetchone()

@@ -117,11 +117,15 @@ def _saved_mappings(db: str | None) -> tuple[Any, ...]:
 
 def run(args: argparse.Namespace) -> int:
     from core.db import open_database
+    from core.db.run_lock import run_lock, say_waiting
     from core.ingest.load import load_dataset, store_dataset
 
     # Validate before opening the database, so a refused import never touches the file.
     dataset, loaded = load_dataset(args.dataset_dir, args.amount_unit, _saved_mappings(args.db))
-    with open_database(args.db) as conn:
+    # Not inside a run (core.db.run_lock): rows stored after a run read the stored state but
+    # before it recorded itself would count as reconciled by it, and the next day's run
+    # would carry forward outcomes without them.
+    with open_database(args.db) as conn, run_lock(conn, "import", on_wait=say_waiting):
         report = store_dataset(
             conn,
             dataset,

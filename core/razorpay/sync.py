@@ -33,6 +33,7 @@ from core.calendar import ist_date
 from core.dataset import Dataset
 from core.db import razorpay as db
 from core.db import transaction
+from core.db.run_lock import run_lock
 from core.errors import ConfigError, RazorReconError, RefusedError
 from core.razorpay.client import RESOURCES, Item, RazorpayReader
 from core.razorpay.config import RazorpaySettings
@@ -290,7 +291,9 @@ def _store_day(
                 resource, items, f"razorpay:{resource}:{day.isoformat()}"
             )
     counts: dict[str, tuple[int, int]] = {resource: (0, 0) for resource in fetched}
-    with transaction(conn):
+    # Not inside a run (core.db.run_lock): rows stored after a run read the stored state but
+    # before it recorded itself would count as reconciled by it. Taken before the transaction.
+    with run_lock(conn, "a Razorpay sync"), transaction(conn):
         changed_frames: dict[str, pd.DataFrame] = {}
         changed_rows: list[tuple[str, tuple[object, ...]]] = []
         for resource, frame in frames.items():
@@ -360,9 +363,10 @@ def sync(
     over; `sleep`/`rng`/`clock`/`wall_clock` drive the pacing and backoff (tests pass fakes).
     `on_step(resource, day, items)` is called for each resource of a day once that day is
     committed (progress display).
-    Raises RazorpayUnavailableError, RazorpayAPIError, RazorpayAuthError or InputError (bad
-    data from the API); the run is then recorded as failed with its error, and every step
-    committed before it stays.
+    Raises RazorpayUnavailableError, RazorpayAPIError, RazorpayAuthError, InputError (bad
+    data from the API) or RunInProgressError (a reconcile run stored into the database for
+    longer than RAZORRECON_RUN_WAIT_S: each day's store waits for the run lock); the run is
+    then recorded as failed with its error, and every step committed before it stays.
     """
     if date_from > date_to:
         raise ConfigError(f"--from {date_from} is after --to {date_to}")
