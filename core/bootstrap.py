@@ -164,7 +164,7 @@ def _write_progress(path: str, fraction: float, message: str) -> None:
 
 
 def _remove_database_files(path: Path) -> None:
-    for suffix in ("", "-wal", "-shm", "-journal"):
+    for suffix in ("", "-wal", "-shm", "-journal", ".run.lock"):
         with contextlib.suppress(FileNotFoundError):
             Path(f"{path}{suffix}").unlink()
 

@@ -263,6 +263,8 @@ def test_the_real_cold_start_keeps_labels_apart_and_scores_only_its_own_run(
         folder = bootstrap.dataset_folder(path)
         assert (folder / "ground_truth.csv").exists() and (folder / "benchmark.json").exists()
         assert not (folder / "dataset" / "ground_truth.csv").exists()  # never beside the data
+        scratch = bootstrap.scratch_path(path)  # the build's file, and its run's lock file
+        assert not scratch.exists() and not Path(f"{scratch}.run.lock").exists()
     conn = connect(path)
     try:
         run = latest_run(conn)
