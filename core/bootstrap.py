@@ -41,7 +41,7 @@ from core.db import views as db
 from core.db.backend import is_postgres_url
 from core.db.connection import page_size_of
 from core.db.migrate import migrate_with_owner
-from core.db.run_lock import run_lock
+from core.db.run_lock import run_lock, shown_as_progress
 from core.errors import ConfigError
 from core.leftovers import owned_folder, remove_dead_leftovers_once
 from core.views.evaluation import LABELS_FILE, LABELS_META, dataset_folder, store_evaluation
@@ -325,15 +325,10 @@ def _build_locked(
     try:
         # The real database's run lock too (core.db.run_lock), from the state read to the
         # publish: a run a command stores meanwhile would be overwritten by the benchmark.
-        with run_lock(conn, "the cold start", on_wait=_said(report)):
+        with run_lock(conn, "the cold start", on_wait=shown_as_progress(report)):
             return _build_held(conn, path, key, started, waited, report, builder)
     finally:
         conn.close()
-
-
-def _said(report: ProgressFn) -> Callable[[str], None]:
-    """A run lock's `on_wait` that shows the wait as the start's progress."""
-    return lambda message: report(0.0, message[0].upper() + message[1:])
 
 
 def _build_held(
@@ -441,7 +436,7 @@ def _ensure_ready_postgres(
                 time.sleep(POLL_SECONDS)
             # The run lock too, as on SQLite (`_build_locked`): a run a command stores
             # meanwhile would make the publish fail on its keys.
-            held.enter_context(run_lock(conn, "the cold start", on_wait=_said(report)))
+            held.enter_context(run_lock(conn, "the cold start", on_wait=shown_as_progress(report)))
             state, run_id = _state(conn)
         if state in ("ready", "needs_run"):
             if state == "ready":

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from core.calendar import IST, CalendarParams
 from core.db import connect
 from core.errors import InputError
 from tests.conftest import SPEC_EXAMPLE
+from tests.run_lock_support import held_on_another_thread
 from ui import actions, auth
 
 
@@ -61,30 +61,14 @@ def test_uploading_the_example_dataset_imports_every_file(database: str) -> None
 def test_uploading_while_a_run_stores_waits_for_it_and_writes_nothing_when_it_gives_up(
     database: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from core.db.run_lock import RunInProgressError, run_lock
+    from core.db.run_lock import RunInProgressError
 
     monkeypatch.setenv("RAZORRECON_RUN_WAIT_S", "0.3")
-    held, done = threading.Event(), threading.Event()
-
-    def hold() -> None:  # another thread: the lock is re-entrant on its own
-        holder = connect(database)
-        with run_lock(holder, "import-day"):
-            held.set()
-            done.wait(60)
-        holder.close()
-
-    holding = threading.Thread(target=hold)
-    holding.start()
     said: list[str] = []
-    try:
-        assert held.wait(60)
-        with pytest.raises(RunInProgressError, match="another run"):
-            actions.import_uploads(
-                _uploads(SPEC_EXAMPLE / "dataset"), "auto", False, lambda _f, m: said.append(m)
-            )
-    finally:
-        done.set()
-        holding.join()
+    with held_on_another_thread(database), pytest.raises(RunInProgressError, match="another run"):
+        actions.import_uploads(
+            _uploads(SPEC_EXAMPLE / "dataset"), "auto", False, lambda _f, m: said.append(m)
+        )
     assert any(m.startswith("Waiting for another run") for m in said), said
     conn = connect(database)
     assert conn.execute("SELECT count(*) FROM imports").fetchone()[0] == 0

@@ -4,7 +4,6 @@ discarded and rebuilt; data that did not come from a cold start are never replac
 from __future__ import annotations
 
 import os
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -18,6 +17,7 @@ from core.db.backend import is_postgres_url
 from core.errors import ConfigError
 from tests.app_builder import bootstrap_builder, build
 from tests.conftest import ROOT
+from tests.run_lock_support import four_kib_file
 
 
 @pytest.fixture(autouse=True)
@@ -62,10 +62,15 @@ def _progress_note(path: str) -> Path:
     return bootstrap.progress_path(path)
 
 
-def _start_in_subprocess(path: str, builder: str, env: dict[str, str]) -> subprocess.Popen[str]:
+def _start_in_subprocess(
+    path: str, builder: str, env: dict[str, str], *, printing_progress: bool = False
+) -> subprocess.Popen[str]:
+    """A cold start in a process of its own; `printing_progress`: each progress message on a
+    line of its standard output before the result."""
+    progress = ", progress=lambda f, m: print(m, flush=True)" if printing_progress else ""
     code = (
         "import sys; from core import bootstrap; from tests import app_builder as b; "
-        f"r = bootstrap.ensure_ready(sys.argv[1], builder=b.{builder}); print(r.status)"
+        f"r = bootstrap.ensure_ready(sys.argv[1], builder=b.{builder}{progress}); print(r.status)"
     )
     return subprocess.Popen(
         [sys.executable, "-c", code, str(path)],
@@ -290,10 +295,7 @@ def test_an_empty_database_made_with_4_kib_pages_is_built(tmp_path: Path) -> Non
     # An empty file from before new files took 8 KiB pages: the build's scratch file takes
     # the real file's page size, or the backup that publishes the build is refused.
     path = tmp_path / "old-empty.sqlite"
-    old = sqlite3.connect(path, isolation_level=None)
-    old.execute("PRAGMA page_size = 4096")
-    old.execute("PRAGMA journal_mode = WAL")
-    old.close()
+    four_kib_file(path)
     result = bootstrap.ensure_ready(str(path), builder=bootstrap_builder)
     assert result.status == "built"
     assert _counts(str(path)) == {"runs": 1, "completed": 1, "imports": 1, "payments": 300}
@@ -310,24 +312,9 @@ def test_a_cold_start_waits_for_a_run_a_command_stores_and_leaves_it_in_place(
     path = cold
     conn = connect(path)
     migrate(conn)
-    code = (
-        "import sys; from core import bootstrap; from tests import app_builder as b; "
-        "r = bootstrap.ensure_ready(sys.argv[1], builder=b.bootstrap_builder,"
-        " progress=lambda f, m: print(m, flush=True)); print(r.status)"
-    )
     # The cold start reads the file empty, then `reconcile --db` stores its run into it.
     with run_lock(conn, "reconcile --db"):
-        start = subprocess.Popen(
-            [sys.executable, "-c", code, path],
-            cwd=ROOT,
-            env={
-                "PATH": "/usr/bin:/bin",
-                **{k: v for k, v in os.environ.items() if k == "DATABASE_OWNER_URL"},
-            },
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        start = _start_in_subprocess(path, "bootstrap_builder", {}, printing_progress=True)
         assert start.stdout is not None
         said = start.stdout.readline()
         assert said.startswith("Waiting for another run ("), said

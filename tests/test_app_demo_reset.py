@@ -21,6 +21,7 @@ from core.review import list_exceptions, resolve
 from tests.app_builder import build
 from tests.conftest import ROOT, SPEC_EXAMPLE
 from tests.engine_support import AS_OF
+from tests.run_lock_support import four_kib_file
 from ui import keys
 
 pytestmark = pytest.mark.usefixtures("streamlit_navigation_v2")
@@ -129,10 +130,7 @@ def test_a_sandbox_copies_a_template_made_with_4_kib_pages(tmp_path: Path) -> No
     # A demo's shared database from before new files took 8 KiB pages: each visitor's copy
     # takes its page size (SQLite's backup refuses pages of another size in WAL mode).
     template = tmp_path / "old-template.sqlite"
-    old = sqlite3.connect(template, isolation_level=None)
-    old.execute("PRAGMA page_size = 4096")
-    old.execute("PRAGMA journal_mode = WAL")
-    old.close()
+    four_kib_file(template)
     conn = connect(template)
     migrate(conn)
     build(conn, payments=120, seed=4)

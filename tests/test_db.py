@@ -7,6 +7,7 @@ import pytest
 
 from core.db import applied_migrations, connect, database_path, migrate, transaction
 from core.db.connection import HOUSE_PAGE_SIZE, page_size_of
+from tests.run_lock_support import four_kib_file
 
 
 @pytest.fixture
@@ -62,17 +63,9 @@ def test_a_database_made_with_smaller_pages_keeps_them_and_its_rows(tmp_path: Pa
     conn.close()
 
 
-def _four_kib_file(path: Path) -> None:
-    """A database file made with SQLite's default 4 KiB pages (as before HOUSE_PAGE_SIZE)."""
-    old = sqlite3.connect(path, isolation_level=None)
-    old.execute("PRAGMA page_size = 4096")
-    old.execute("PRAGMA journal_mode = WAL")
-    old.close()
-
-
 def test_a_backup_copy_is_made_with_its_sources_page_size(tmp_path: Path) -> None:
     source_path = tmp_path / "source.sqlite"
-    _four_kib_file(source_path)
+    four_kib_file(source_path)
     source = connect(source_path)
     migrate(source)
     source.execute("CREATE TABLE kept (n INTEGER)")

@@ -39,6 +39,7 @@ from tests.razorpay_support import (
     snapshot,
     sync_env,
 )
+from tests.run_lock_support import held_on_another_thread
 
 if TYPE_CHECKING:
     from tests.razorpay_fixtures import SyncedTemplate
@@ -375,26 +376,10 @@ def test_the_sync_command_reports_what_it_did(
 def test_a_sync_while_a_run_stores_waits_for_it_and_stores_nothing_when_it_gives_up(
     conn: sqlite3.Connection, fake: FakeRazorpay, db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from core.db.run_lock import RunInProgressError, run_lock
+    from core.db.run_lock import RunInProgressError
 
     monkeypatch.setenv("RAZORRECON_RUN_WAIT_S", "0.3")
-    held, done = threading.Event(), threading.Event()
-
-    def hold() -> None:  # another thread: the lock is re-entrant on its own
-        holder = connect(db_url)
-        with run_lock(holder, "import-day"):
-            held.set()
-            done.wait(60)
-        holder.close()
-
-    holding = threading.Thread(target=hold)
-    holding.start()
-    try:
-        assert held.wait(60)
-        with pytest.raises(RunInProgressError, match="another run"):
-            run_sync(conn, fake)
-    finally:
-        done.set()
-        holding.join()
+    with held_on_another_thread(db_url), pytest.raises(RunInProgressError, match="another run"):
+        run_sync(conn, fake)
     assert conn.execute("SELECT count(*) FROM payments").fetchone()[0] == 0
     assert run_sync(conn, fake).inserted > 0  # the lock released: the sync goes through

@@ -17,7 +17,7 @@ from core import bootstrap, ingest, razorpay
 from core.calendar import IST, CalendarParams
 from core.dataset import BANK_FILES, DATASET_FILES
 from core.db import database_path
-from core.db.run_lock import run_lock
+from core.db.run_lock import run_lock, shown_as_progress
 from core.engine import EngineParams
 from core.errors import InputError, Problem
 from core.ingest import bank, load, mappings
@@ -28,11 +28,6 @@ from ui import auth, shell
 DATASET_NAMES = DATASET_FILES
 UPLOAD_TYPES = ["csv", "json", "txt", "xlsx", "xls"]
 Progress = Callable[[float, str], None]
-
-
-def said(progress: Progress) -> Callable[[str], None]:
-    """A run lock's `on_wait` that shows the wait on the progress bar."""
-    return lambda message: progress(0.0, message[0].upper() + message[1:])
 
 
 def _quiet(_fraction: float, _message: str) -> None:
@@ -83,7 +78,7 @@ def import_uploads(
     # Not inside a run (core.db.run_lock), as the `import` command.
     with (
         shell.connection() as conn,
-        run_lock(conn, "an import from the app", on_wait=said(progress)),
+        run_lock(conn, "an import from the app", on_wait=shown_as_progress(progress)),
     ):
         report = ingest.store_dataset(
             conn,
@@ -112,7 +107,7 @@ def stream_folder(
         raise InputError([Problem(folder.strip() or "(empty)", 0, "", "not a dataset folder")])
     with (
         shell.connection() as conn,
-        run_lock(conn, "a streamed import from the app", on_wait=said(progress)),
+        run_lock(conn, "a streamed import from the app", on_wait=shown_as_progress(progress)),
     ):
         return stream_folder_into_db(
             conn,
@@ -150,7 +145,7 @@ def reconcile(calendar: CalendarParams, as_of: int, progress: Progress) -> Any:
     params = EngineParams(calendar=calendar)
     with (
         shell.connection() as conn,
-        run_lock(conn, "a reconcile from the app", on_wait=said(progress)),
+        run_lock(conn, "a reconcile from the app", on_wait=shown_as_progress(progress)),
     ):
         return bootstrap.reconcile_stored(conn, as_of=as_of, params=params, progress=progress)
 

@@ -76,6 +76,11 @@ def run_wait_seconds() -> float:
     return value
 
 
+def shown_as_progress(report: Callable[[float, str], None]) -> Callable[[str], None]:
+    """`on_wait` for a progress bar (the app's, the cold start's): the wait as its message."""
+    return lambda message: report(0.0, message[0].upper() + message[1:])
+
+
 def say_waiting(message: str) -> None:
     """`on_wait` for a command line: the wait said on standard error, once."""
     print(f"note: {message}", file=sys.stderr, flush=True)
