@@ -143,13 +143,6 @@ def raw_counts(conn: sqlite3.Connection) -> Row:
     return row
 
 
-def discard_running_runs(conn: sqlite3.Connection) -> int:
-    """Delete runs left 'running' by a process that died; their outcomes cascade."""
-    with transaction(conn):
-        cursor = conn.execute("DELETE FROM runs WHERE status = 'running'")
-    return int(cursor.rowcount)
-
-
 # --- per-run summary (immutable outcomes) ---------------------------------------------
 
 
