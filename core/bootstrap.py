@@ -321,83 +321,73 @@ def _build_locked(
     report: ProgressFn,
     builder: Builder,
 ) -> BootstrapResult:
-    conn = connect(path)
-    try:
-        # The real database's run lock too (core.db.run_lock), from the state read to the
-        # publish: a run a command stores meanwhile would be overwritten by the benchmark.
-        with run_lock(conn, "the cold start", on_wait=shown_as_progress(report)):
-            return _build_held(conn, path, key, started, waited, report, builder)
-    finally:
-        conn.close()
-
-
-def _build_held(
-    conn: sqlite3.Connection,
-    path: str,
-    key: str,
-    started: float,
-    waited: bool,
-    report: ProgressFn,
-    builder: Builder,
-) -> BootstrapResult:
-    """`_build_locked` holding both locks."""
-    state, run_id = _state(conn)
-    if state in ("ready", "needs_run"):
-        if state == "ready":
-            with _ready_guard:
-                _ready_paths.add(key)
-        status = "waited" if waited and state == "ready" else state
-        return BootstrapResult(status, run_id, time.monotonic() - started)
-    discarded: list[str] = []
-    scratch = scratch_path(path)
-    if scratch.exists():
-        discarded.append(_describe_scratch(scratch))
-    _remove_database_files(scratch)
-    if state == "leftover":
-        discarded.append(f"{db.count_rows(conn, 'runs')} run(s) without a result in {path}")
-
-    def step(fraction: float, message: str) -> None:
-        _write_progress(path, fraction, message)
-        report(fraction, message)
-
-    timings: dict[str, float] = {}
-    step(0.0, "Preparing the benchmark dataset")
-    folder = dataset_folder(path)
-    work_prefix = f"{Path(key).name}.bootstrap-work-"
-    for stale in _work_folders(Path(key).parent, work_prefix):  # killed starts' (we hold
-        shutil.rmtree(stale, ignore_errors=True)  # the lock, so none is being built)
-        discarded.append(f"a killed start's work folder {stale}")
-    work = Path(tempfile.mkdtemp(prefix=work_prefix, dir=Path(key).parent))
-    try:
-        # The real file's page size: the backup below copies into it (WAL) whole.
-        build_conn = connect(scratch, page_size=page_size_of(conn))
-        try:
-            migrate(build_conn)
-            t0 = time.monotonic()
-            builder(build_conn, work, step)
-            timings["build"] = time.monotonic() - t0
-            if db.latest_completed_run(build_conn) is None:
-                raise ConfigError("the benchmark build finished without a completed run")
-            db.checkpoint(build_conn)
-            step(0.95, "Publishing the result")
-            t0 = time.monotonic()
-            build_conn.backup(conn)  # one write transaction on the real database
-            timings["publish"] = time.monotonic() - t0
-        finally:
-            build_conn.close()
-        if folder.exists():
-            shutil.rmtree(folder)
-        os.replace(work, folder)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    """The build, holding the bootstrap lock. The real database's run lock too (core.db.
+    run_lock), from the state read to the publish: a run a command stores meanwhile would be
+    overwritten by the benchmark."""
+    on_wait = shown_as_progress(report)
+    with (
+        contextlib.closing(connect(path)) as conn,
+        run_lock(conn, "the cold start", on_wait=on_wait),
+    ):
+        state, run_id = _state(conn)
+        if state in ("ready", "needs_run"):
+            if state == "ready":
+                with _ready_guard:
+                    _ready_paths.add(key)
+            status = "waited" if waited and state == "ready" else state
+            return BootstrapResult(status, run_id, time.monotonic() - started)
+        discarded: list[str] = []
+        scratch = scratch_path(path)
+        if scratch.exists():
+            discarded.append(_describe_scratch(scratch))
         _remove_database_files(scratch)
-        with contextlib.suppress(OSError):
-            progress_path(path).unlink()  # waiters now hold the lock and see the state
-    report(1.0, "Ready")
-    _, run_id = _state(conn)
-    with _ready_guard:
-        _ready_paths.add(key)
-    return BootstrapResult("built", run_id, time.monotonic() - started, tuple(discarded), timings)
+        if state == "leftover":
+            discarded.append(f"{db.count_rows(conn, 'runs')} run(s) without a result in {path}")
+
+        def step(fraction: float, message: str) -> None:
+            _write_progress(path, fraction, message)
+            report(fraction, message)
+
+        timings: dict[str, float] = {}
+        step(0.0, "Preparing the benchmark dataset")
+        folder = dataset_folder(path)
+        work_prefix = f"{Path(key).name}.bootstrap-work-"
+        for stale in _work_folders(Path(key).parent, work_prefix):  # killed starts' (we hold
+            shutil.rmtree(stale, ignore_errors=True)  # the lock, so none is being built)
+            discarded.append(f"a killed start's work folder {stale}")
+        work = Path(tempfile.mkdtemp(prefix=work_prefix, dir=Path(key).parent))
+        try:
+            # The real file's page size: the backup below copies into it (WAL) whole.
+            build_conn = connect(scratch, page_size=page_size_of(conn))
+            try:
+                migrate(build_conn)
+                t0 = time.monotonic()
+                builder(build_conn, work, step)
+                timings["build"] = time.monotonic() - t0
+                if db.latest_completed_run(build_conn) is None:
+                    raise ConfigError("the benchmark build finished without a completed run")
+                db.checkpoint(build_conn)
+                step(0.95, "Publishing the result")
+                t0 = time.monotonic()
+                build_conn.backup(conn)  # one write transaction on the real database
+                timings["publish"] = time.monotonic() - t0
+            finally:
+                build_conn.close()
+            if folder.exists():
+                shutil.rmtree(folder)
+            os.replace(work, folder)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+            _remove_database_files(scratch)
+            with contextlib.suppress(OSError):
+                progress_path(path).unlink()  # waiters now hold the lock and see the state
+        report(1.0, "Ready")
+        _, run_id = _state(conn)
+        with _ready_guard:
+            _ready_paths.add(key)
+        return BootstrapResult(
+            "built", run_id, time.monotonic() - started, tuple(discarded), timings
+        )
 
 
 def _postgres_progress_path(url: str) -> Path:

@@ -800,29 +800,22 @@ def _persist_carried(
     if counts is None:
         counts = outcome_counts(counted)
     try:
-        if staged is None:
+        with ExitStack() as stack:
+            if staged is not None:
+                # Keys off: the fresh rows get this run's id in the copy (they reference it
+                # by construction), and nothing references an outcome.
+                stack.enter_context(attached(conn, {"staged_fresh": staged.file.path}))
+                stack.enter_context(foreign_keys_off(conn))
             db_runs.complete_run(
                 conn,
                 run_id,
-                chunks=outcome_chunks(fresh),
+                chunks=outcome_chunks(fresh) if staged is None else (),
+                staged=None if staged is None else ("staged_fresh", staged.run_id),
                 carry=forward,
                 timings=timings,
                 counts=counts,
                 started_at=started_at,
             )
-        else:
-            # Keys off: the fresh rows get this run's id in the copy (they reference it by
-            # construction), and nothing references an outcome.
-            with attached(conn, {"staged_fresh": staged.file.path}), foreign_keys_off(conn):
-                db_runs.complete_run(
-                    conn,
-                    run_id,
-                    staged=("staged_fresh", staged.run_id),
-                    carry=forward,
-                    timings=timings,
-                    counts=counts,
-                    started_at=started_at,
-                )
     except BaseException as exc:
         db_runs.fail_run(conn, run_id, f"{type(exc).__name__}: {exc}")
         raise

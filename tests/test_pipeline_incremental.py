@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import sqlite3
 import subprocess
 import sys
 from dataclasses import replace
@@ -397,18 +398,31 @@ def test_a_failure_after_the_fresh_outcomes_were_staged_leaves_no_completed_run(
         pd.testing.assert_frame_equal(read_outcome_frame(conn, 3), expected)
 
 
+def _first_day_then_a_forced_full_run(
+    conn: sqlite3.Connection,
+    folders: list[Path],
+    as_ofs: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> list[tuple[int, int]]:
+    """The first day stored; the next day's base copies recorded (`_copy_spy`) and its plan
+    told it needs a full run."""
+    import core.engine.incremental
+
+    reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+    copies = _copy_spy(monkeypatch)
+    monkeypatch.setattr(
+        core.engine.incremental, "needs_full_run", lambda before, after: "a test says so"
+    )
+    return copies
+
+
 def test_a_day_found_to_need_a_full_run_after_the_copy_began_stores_it_under_the_same_id(
     days: tuple[list[Path], list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import core.engine.incremental
 
     folders, as_ofs = days
     with open_database(tmp_path / "full-after-copy.sqlite") as conn:
-        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
-        copies = _copy_spy(monkeypatch)
-        monkeypatch.setattr(
-            core.engine.incremental, "needs_full_run", lambda before, after: "a test says so"
-        )
+        copies = _first_day_then_a_forced_full_run(conn, folders, as_ofs, monkeypatch)
         day = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
         assert len(copies) == 1 and copies[0][0] == 2
         assert (day.kind, day.run.run_id, day.scope) == ("full", 2, {"reason": "a test says so"})
@@ -428,11 +442,7 @@ def test_a_day_found_to_need_a_full_run_lets_other_writers_in_while_it_reconcile
     folders, as_ofs = days
     path = tmp_path / "full-after-copy.sqlite"
     with open_database(path) as conn:
-        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
-        copies = _copy_spy(monkeypatch)
-        monkeypatch.setattr(
-            core.engine.incremental, "needs_full_run", lambda before, after: "a test says so"
-        )
+        copies = _first_day_then_a_forced_full_run(conn, folders, as_ofs, monkeypatch)
         real_reconcile = core.pipeline.reconcile
         took_lock: list[bool] = []
 
