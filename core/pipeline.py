@@ -257,7 +257,7 @@ def store_folder_run(
         deriving = ledger_worker.submit(
             _books_after_staging, staging, staging_outcomes, run.dataset, run.outcomes
         )
-        store_dataset(
+        imported = store_dataset(
             conn,
             run.dataset,
             source=source,
@@ -281,6 +281,8 @@ def store_folder_run(
             timings,
             staged,
             books=books,
+            # replaced: the raw tables hold exactly this import, what was reconciled
+            through_import_id=imported.import_id,
         )
 
 
@@ -342,7 +344,7 @@ def reconcile_database(
 ) -> RunResult:
     """Reconcile the raw tables already in the database (any import or API sync), store the
     run and sync the exceptions."""
-    from core.db.raw import read_dataset
+    from core.db.raw import latest_import_id, read_dataset
     from core.razorpay.webhooks import clear_marks, open_marks
 
     # Webhook marks up to here are answered by this run; later ones stay open.
@@ -352,6 +354,7 @@ def reconcile_database(
     from core.books.store import pricing_plans
 
     version = mark_building(conn)  # read whole below: the books derive from it
+    through = latest_import_id(conn)  # before the read: a later import is not claimed
     dataset = read_dataset(conn)
     loaded = time.perf_counter()
     outcomes = reconcile(dataset, params, as_of, pricing_plans(conn))
@@ -366,6 +369,7 @@ def reconcile_database(
         dataset_hashes(dataset),
         timings,
         books=InMemory(dataset, version),
+        through_import_id=through,
     )
     if marks_through:
         clear_marks(conn, through_id=marks_through, run_id=result.run_id)
@@ -389,6 +393,7 @@ def _persist_and_sync(
     on_stored: Callable[[int], None] | None = None,
     run_id: int | None = None,
     scope: Any = None,
+    through_import_id: int | None,
 ) -> RunResult:
     """Store the run (outcomes; or, with `carry`, the fresh ones and a copy of the carried
     rows: outcomes may then be None, `parts` building them on demand) and sync the exception
@@ -396,7 +401,8 @@ def _persist_and_sync(
     that already holds the carry's copy (`_BaseCopy`), with `carry` only. scope: the
     carry's core.review.sync.SyncScope, with `carry` only. staged: the outcomes (with
     `carry`: the fresh ones) in a staging file; counts: the run's counts when computed
-    already (with `carry` only)."""
+    already (with `carry` only). through_import_id: the last import the run's data
+    included (core.db.raw.reconciled_through), recorded on the run."""
     from core.review import sync_exceptions
 
     # A run some killed process left 'running' is marked failed first: any other than this
@@ -404,7 +410,17 @@ def _persist_and_sync(
     discard_stale_runs(conn, older_than_seconds=0 if holds_run_lock(conn) else 3600, keep=run_id)
     if carry is not None:  # an incremental run: carried rows copied inside the database
         run_id = _persist_carried(
-            conn, carry, params, as_of, source, input_hashes, timings, run_id, staged, counts
+            conn,
+            carry,
+            params,
+            as_of,
+            source,
+            input_hashes,
+            timings,
+            run_id,
+            staged,
+            counts,
+            through_import_id,
         )
     else:
         if outcomes is None:
@@ -418,6 +434,7 @@ def _persist_and_sync(
             input_hashes=input_hashes,
             timings=timings,
             staged=staged,
+            through_import_id=through_import_id,
         )
     if on_stored is not None:
         on_stored(run_id)
@@ -519,11 +536,14 @@ def _base_run_reason(
     if base.input_hashes.get("pricing", "none") != pricing_hash:
         return f"the pricing plans differ from run {base.id}'s"
     latest = latest_import(conn)
+    latest_id = None if latest is None else latest.id
     snapshot_import = (base.snapshot or {}).get("import_id")
-    if imports_since(conn, base.started_at) or (
-        # The import the base run's snapshot stood at (exact where seconds are not).
-        snapshot_import is not None and (latest is None or latest.id != snapshot_import)
-    ):
+    if (
+        base.through_import_id != latest_id
+        if base.through_import_id is not None
+        # A run stored before migration 0106: only its start's whole seconds are known.
+        else imports_since(conn, base.started_at)
+    ) or (snapshot_import is not None and latest_id != snapshot_import):
         return f"data imported after run {base.id} was not reconciled by it"
     return None
 
@@ -776,6 +796,7 @@ def _persist_carried(
     run_id: int | None = None,
     staged: StagedOutcomes | None = None,
     counts: dict[str, Any] | None = None,
+    through_import_id: int | None = None,
 ) -> int:
     """persist_run's twin for an incremental run: the carried outcomes are copied from the
     base run inside the database (core.db.runs.CarryForward), only the fresh ones are
@@ -815,6 +836,7 @@ def _persist_carried(
                 timings=timings,
                 counts=counts,
                 started_at=started_at,
+                through_import_id=through_import_id,
             )
     except BaseException as exc:
         db_runs.fail_run(conn, run_id, f"{type(exc).__name__}: {exc}")
@@ -983,6 +1005,7 @@ def _reconcile_loaded_day(
     """`reconcile_day_into_db` once the day is loaded (its raw tables being staged)."""
     from core.books.store import pricing_plans
     from core.db.backend import is_postgres
+    from core.db.raw import latest_import_id, reconciled_through
     from core.db.runs import latest_completed_run, read_outcome_frame, record_run_kind
     from core.engine.incremental import (
         merge_rows,
@@ -1006,6 +1029,7 @@ def _reconcile_loaded_day(
     # plan (the keys decided again are deleted by it once the engine's plan names them).
     copy = _copy_base_early(conn, base if reason is None else None, params, as_of, source, hashes)
     with copy:
+        read_at = latest_import_id(conn)  # before the read: a later import is not claimed
         stored, previous, state, read_from = _read_state(conn, base, keep_in)
         merged, replaced = merge_rows(stored, day)
         reason = reason or needs_full_run(stored, merged)
@@ -1140,6 +1164,7 @@ def _reconcile_loaded_day(
                 on_stored=flags_stored,
                 run_id=run_id,
                 scope=sync_scope,
+                through_import_id=reconciled_through(conn, read_at, imported.import_id),
             )
             record_run_kind(conn, stored_run.run_id, kind=kind, base_run_id=base_id, scope=scope)
             if snapshot is not None:

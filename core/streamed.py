@@ -391,6 +391,7 @@ def _complete_run_staged(
     *,
     timings: dict[str, Any],
     counts: dict[str, Any],
+    through_import_id: int,
 ) -> None:
     """SQLite: every window's outcomes written under `run_id` into one staging file through
     ADBC (no Python object per value), then copied into outcomes by `complete_run` in one
@@ -422,6 +423,7 @@ def _complete_run_staged(
                 staged=("staged_outcomes", run_id),
                 timings=timings,
                 counts=counts,
+                through_import_id=through_import_id,
             )
 
 
@@ -518,6 +520,7 @@ def stream_folder_into_db(
                     ),
                     timings={**timings, "windows": meta.windows},
                     counts=totals,
+                    through_import_id=import_id,  # replaced: the tables hold it alone
                 )
             else:
                 _complete_run_staged(
@@ -534,6 +537,7 @@ def stream_folder_into_db(
                     ),
                     timings={**timings, "windows": meta.windows},
                     counts=totals,
+                    through_import_id=import_id,  # replaced: the tables hold it alone
                 )
         except BaseException as exc:
             db_runs.fail_run(conn, run_id, f"{type(exc).__name__}: {exc}")

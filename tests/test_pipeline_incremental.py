@@ -12,6 +12,7 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -533,3 +534,130 @@ def test_a_snapshot_file_altered_after_it_was_hashed_at_start_up_is_hashed_again
         day = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
     assert day.read_from == (f"tables ({outcomes.name} does not match the sha256 its run recorded)")
     snapshot_ahead._AHEAD.clear()
+
+
+def _import_plainly(conn: sqlite3.Connection, folder: Path) -> int:
+    """A day folder stored as `import` (or a webhook) stores rows: no run; its import id."""
+    from core.ingest import store_dataset
+    from core.pipeline import load_folder, qualify_bank_lines
+
+    loaded = load_folder(folder)
+    report = store_dataset(
+        conn,
+        qualify_bank_lines(loaded.dataset, folder.name),
+        source="files",
+        location=str(folder),
+        content_hash=loaded.report.content_hash,
+    )
+    assert report.import_id is not None and not report.already_imported
+    return report.import_id
+
+
+def _full_run_equals(conn: sqlite3.Connection, run_id: int, as_of: int) -> None:
+    full = reconcile_database(conn, PARAMS, as_of, "files")
+    pd.testing.assert_frame_equal(
+        read_outcome_frame(conn, run_id), read_outcome_frame(conn, full.run_id)
+    )
+
+
+def test_an_import_stored_in_the_second_its_base_run_started_is_reconciled_by_the_next_day(
+    days: tuple[list[Path], list[str]], db_url: str
+) -> None:
+    from core.db import transaction
+
+    folders, as_ofs = days
+    with open_database(db_url) as conn:
+        first = reconcile_day_into_db(
+            conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]), snapshots=None
+        )
+        run = get_run(conn, first.run.run_id)
+        assert run is not None
+        plain = _import_plainly(conn, folders[1])
+        # Stored in the very second run 1 started: by whole seconds it looks reconciled.
+        with transaction(conn):
+            conn.execute("UPDATE imports SET imported_at = ? WHERE id = ?", (run.started_at, plain))
+        day = reconcile_day_into_db(
+            conn, folders[2], params=PARAMS, as_of=_ts(as_ofs[2]), snapshots=None
+        )
+        assert (day.kind, day.scope) == (
+            "full",
+            {"reason": f"data imported after run {run.id} was not reconciled by it"},
+        )
+        _full_run_equals(conn, day.run.run_id, _ts(as_ofs[2]))
+
+
+def test_an_import_stored_while_a_day_reconciles_is_not_counted_as_reconciled_by_it(
+    days: tuple[list[Path], list[str]], db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A webhook stores rows without the run lock: one landing after the day's run read the
+    stored state (here: just before the day's own rows are stored) was not in its data."""
+    import core.pipeline
+
+    folders, as_ofs = days
+    real_stage = core.pipeline._stage_fresh
+    interlopers: list[int] = []
+
+    def store_another_import_first(*args: Any, **kwargs: Any) -> Any:
+        with open_database(db_url) as other:
+            interlopers.append(_import_plainly(other, folders[2]))
+        return real_stage(*args, **kwargs)
+
+    with open_database(db_url) as conn:
+        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+        monkeypatch.setattr(core.pipeline, "_stage_fresh", store_another_import_first)
+        second = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
+        monkeypatch.setattr(core.pipeline, "_stage_fresh", real_stage)
+        assert second.kind == "incremental" and interlopers == [2]
+        run = get_run(conn, second.run.run_id)
+        assert run is not None and run.through_import_id == 1  # day 1 went in as import 3
+        day = reconcile_day_into_db(conn, folders[2], params=PARAMS, as_of=_ts(as_ofs[2]))
+        assert (day.kind, day.scope) == (
+            "full",
+            {"reason": f"data imported after run {run.id} was not reconciled by it"},
+        )
+        _full_run_equals(conn, day.run.run_id, _ts(as_ofs[2]))
+
+
+def test_each_kind_of_run_records_the_last_import_its_data_included(
+    days: tuple[list[Path], list[str]], tmp_path: Path
+) -> None:
+    from core.db.raw import latest_import_id
+    from core.pipeline import reconcile_folder_into_db
+
+    folders, as_ofs = days
+    with open_database(tmp_path / "through.sqlite") as conn:
+        day = reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+        plain = _import_plainly(conn, folders[1])
+        stored = reconcile_database(conn, PARAMS, _ts(as_ofs[1]), "files")
+        replaced = reconcile_folder_into_db(conn, folders[2], params=PARAMS, as_of=_ts(as_ofs[2]))
+        through = {r.id: r.through_import_id for r in list_runs(conn)}
+        assert through == {
+            day.run.run_id: 1,
+            stored.run_id: plain,
+            replaced.run_id: latest_import_id(conn),
+        }
+        assert latest_import_id(conn) == 3
+
+
+def test_reconciled_through_stops_before_an_import_the_run_did_not_read(
+    conn: sqlite3.Connection,
+) -> None:
+    from core.db import transaction
+    from core.db.raw import insert_import, reconciled_through
+
+    with transaction(conn):
+        for n in (1, 2, 3):
+            insert_import(
+                conn,
+                source="files",
+                location=f"day{n}",
+                content_hash=f"h{n}",
+                imported_at=1_750_000_000,
+                report_json="{}",
+            )
+    assert reconciled_through(conn, 1, 2) == 2  # the run's own import, next after its read
+    assert reconciled_through(conn, 1, 3) == 1  # import 2 came between: not claimed
+    assert reconciled_through(conn, None, 1) == 1
+    assert reconciled_through(conn, None, 2) is None
+    assert reconciled_through(conn, 3, None) == 3  # stored nothing: what it read
+    assert reconciled_through(conn, 3, 3) == 3  # its content was the latest import already

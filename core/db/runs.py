@@ -71,6 +71,9 @@ class RunRecord:
     scope: dict[str, Any] | None = None
     # Migration 0096: the run's snapshot files (core.snapshots), or None.
     snapshot: dict[str, Any] | None = None
+    # Migration 0106: every import up to this id was in the data the run reconciled, none
+    # after it; None for a run stored before the column (core.db.raw.reconciled_through).
+    through_import_id: int | None = None
 
 
 def _record(row: sqlite3.Row) -> RunRecord:
@@ -100,11 +103,13 @@ def _kind_fields(row: sqlite3.Row) -> dict[str, Any]:
     keys = list(row.keys())
     scope = row["scope_json"]
     snapshot = row["snapshot_json"] if "snapshot_json" in keys else None
+    through = row["through_import_id"] if "through_import_id" in keys else None
     return {
         "kind": str(row["kind"]),
         "base_run_id": None if row["base_run_id"] is None else int(row["base_run_id"]),
         "scope": None if scope is None else dict(json.loads(scope)),
         "snapshot": None if snapshot is None else dict(json.loads(snapshot)),
+        "through_import_id": None if through is None else int(through),
     }
 
 
@@ -404,11 +409,13 @@ def complete_run(
     counts: dict[str, Any],
     finished_at: int | None = None,
     started_at: int | None = None,
+    through_import_id: int | None = None,
 ) -> None:
     """Insert the run's outcomes and mark it completed, in one transaction: either every
     outcome is there and the run is 'completed', or nothing changed. started_at: recorded
-    as the run's start (a run recorded before the import it reconciles was stored starts,
-    as core.db.raw.imports_since reads it, when it is completed).
+    as the run's start, when given. through_import_id: the last import the run's data
+    included (core.db.raw.reconciled_through); None: not known (the next day's run then
+    compares the imports' seconds with started_at, as for runs stored before it).
 
     carry: outcomes copied from an earlier run inside the database (`CarryForward`), before
     the chunks and the staged rows (then those hold only the outcomes decided again: the
@@ -425,7 +432,15 @@ def complete_run(
     """
     if is_postgres(conn):
         _complete_run_postgres(
-            conn, run_id, chunks, carry, timings, counts, finished_at, started_at
+            conn,
+            run_id,
+            chunks,
+            carry,
+            timings,
+            counts,
+            finished_at,
+            started_at,
+            through_import_id,
         )
         return
     previous_cache = conn.execute("PRAGMA cache_size").fetchone()[0]
@@ -447,16 +462,7 @@ def complete_run(
                     raise ValueError(f"expected {len(OUTCOME_FIELDS)} columns, got {len(columns)}")
                 _insert_outcomes(conn, run_id, columns, integer_fields)
             _restamp(conn, run_id, started_at)
-            conn.execute(
-                "UPDATE runs SET status = 'completed', finished_at = ?, timings_json = ?,"
-                " counts_json = ? WHERE id = ?",
-                (
-                    int(time.time() if finished_at is None else finished_at),
-                    _json(timings),
-                    _json(counts),
-                    run_id,
-                ),
-            )
+            _mark_completed(conn, run_id, timings, counts, finished_at, through_import_id)
     finally:
         conn.execute(f"PRAGMA cache_size = {int(previous_cache)}")
 
@@ -482,6 +488,27 @@ def _insert_staged(
     )
 
 
+def _mark_completed(
+    conn: sqlite3.Connection,
+    run_id: int,
+    timings: dict[str, Any],
+    counts: dict[str, Any],
+    finished_at: int | None,
+    through_import_id: int | None,
+) -> None:
+    conn.execute(
+        "UPDATE runs SET status = 'completed', finished_at = ?, timings_json = ?,"
+        " counts_json = ?, through_import_id = ? WHERE id = ?",
+        (
+            int(time.time() if finished_at is None else finished_at),
+            _json(timings),
+            _json(counts),
+            through_import_id,
+            run_id,
+        ),
+    )
+
+
 def _restamp(conn: sqlite3.Connection, run_id: int, started_at: int | None) -> None:
     if started_at is not None:
         conn.execute("UPDATE runs SET started_at = ? WHERE id = ?", (int(started_at), run_id))
@@ -496,6 +523,7 @@ def _complete_run_postgres(
     counts: dict[str, Any],
     finished_at: int | None,
     started_at: int | None,
+    through_import_id: int | None,
 ) -> None:
     from core.db.pg_bulk import copy_outcome_chunk
 
@@ -510,16 +538,7 @@ def _complete_run_postgres(
                 raise ValueError(f"expected {len(OUTCOME_FIELDS)} columns, got {len(columns)}")
             copy_outcome_chunk(conn, run_id, OUTCOME_FIELDS, columns)
         _restamp(conn, run_id, started_at)
-        conn.execute(
-            "UPDATE runs SET status = 'completed', finished_at = ?, timings_json = ?,"
-            " counts_json = ? WHERE id = ?",
-            (
-                int(time.time() if finished_at is None else finished_at),
-                _json(timings),
-                _json(counts),
-                run_id,
-            ),
-        )
+        _mark_completed(conn, run_id, timings, counts, finished_at, through_import_id)
 
 
 def update_timings(conn: sqlite3.Connection, run_id: int, timings: dict[str, Any]) -> None:

@@ -150,10 +150,12 @@ def persist_run(
     input_hashes: dict[str, Any],
     timings: dict[str, Any],
     staged: StagedOutcomes | None = None,
+    through_import_id: int | None = None,
 ) -> int:
-    """Store one run: a `runs` row (parameters, input hashes, timings, counts) and every
-    outcome. The run is committed as 'running' first; outcomes and the switch to
-    'completed' go in one transaction, so a crash leaves a recognisable 'running' run with
+    """Store one run: a `runs` row (parameters, input hashes, timings, counts, the last
+    import its data included: core.db.raw.reconciled_through) and every outcome. The run
+    is committed as 'running' first; outcomes and the switch to 'completed' go in one
+    transaction, so a crash leaves a recognisable 'running' run with
     no outcomes. On an error the run is marked 'failed' and the error re-raised.
     Returns the run id.
 
@@ -172,6 +174,7 @@ def persist_run(
                 input_hashes=input_hashes,
                 timings=timings,
                 staged=staged,
+                through_import_id=through_import_id,
             )
     began = time.perf_counter()
     run_id = _start_run(conn, params, as_of, source, input_hashes, staged)
@@ -188,6 +191,7 @@ def persist_run(
                 ),
                 timings=timings,
                 counts=outcome_counts(outcomes),
+                through_import_id=through_import_id,
             )
         else:
             # Keys off so SQLite copies whole records: the staged rows carry this run's id
@@ -199,6 +203,7 @@ def persist_run(
                     staged=("staged_outcomes", staged.run_id),
                     timings=timings,
                     counts=outcome_counts(outcomes),
+                    through_import_id=through_import_id,
                 )
     except BaseException as exc:
         db_runs.fail_run(conn, run_id, f"{type(exc).__name__}: {exc}")
