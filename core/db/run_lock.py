@@ -8,9 +8,10 @@ became the latest run without the other's day in its outcomes (3,084 outcomes wh
 run over the stored tables gives 3,090). So every command that stores a run holds this
 lock from before it reads stored state until its run is synced (core.pipeline,
 core.streamed), and so do `import`, the app's upload and the Razorpay sync while they store
-raw rows (not yet its webhooks): rows stored after a run read the stored state but before
-it recorded itself would count as reconciled by it. The cold start holds it from its state
-read to its publish (core.bootstrap).
+raw rows, so that none lands inside a run. Webhooks do not wait for it: a run records the
+last import it read (runs.through_import_id), so rows stored during a run never count as
+reconciled by it; the next day's run is then a full one. The cold start holds it from its
+state read to its publish (core.bootstrap).
 
 SQLite: `flock` on `<database>.run.lock` beside the file. A BSD lock belongs to the open
 file, not to the process, so it neither disturbs nor is disturbed by SQLite's own POSIX
