@@ -498,15 +498,18 @@ def _mark_completed(
 ) -> None:
     conn.execute(
         "UPDATE runs SET status = 'completed', finished_at = ?, timings_json = ?,"
-        " counts_json = ?, through_import_id = ? WHERE id = ?",
+        " counts_json = ? WHERE id = ?",
         (
             int(time.time() if finished_at is None else finished_at),
             _json(timings),
             _json(counts),
-            through_import_id,
             run_id,
         ),
     )
+    if through_import_id is not None:  # a column since migration 0106
+        conn.execute(
+            "UPDATE runs SET through_import_id = ? WHERE id = ?", (through_import_id, run_id)
+        )
 
 
 def _restamp(conn: sqlite3.Connection, run_id: int, started_at: int | None) -> None:
