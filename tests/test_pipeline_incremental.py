@@ -553,10 +553,14 @@ def _import_plainly(conn: sqlite3.Connection, folder: Path) -> int:
     return report.import_id
 
 
-def _full_run_equals(conn: sqlite3.Connection, run_id: int, as_of: int) -> None:
+def _is_a_full_run_behind(conn: sqlite3.Connection, day: Any, base_id: int, as_of: int) -> None:
+    """The day was reconciled in full because run `base_id` did not read every import, and
+    its outcomes equal a full run over the stored tables."""
+    reason = f"data imported after run {base_id} was not reconciled by it"
+    assert (day.kind, day.scope) == ("full", {"reason": reason})
     full = reconcile_database(conn, PARAMS, as_of, "files")
     pd.testing.assert_frame_equal(
-        read_outcome_frame(conn, run_id), read_outcome_frame(conn, full.run_id)
+        read_outcome_frame(conn, day.run.run_id), read_outcome_frame(conn, full.run_id)
     )
 
 
@@ -579,11 +583,7 @@ def test_an_import_stored_in_the_second_its_base_run_started_is_reconciled_by_th
         day = reconcile_day_into_db(
             conn, folders[2], params=PARAMS, as_of=_ts(as_ofs[2]), snapshots=None
         )
-        assert (day.kind, day.scope) == (
-            "full",
-            {"reason": f"data imported after run {run.id} was not reconciled by it"},
-        )
-        _full_run_equals(conn, day.run.run_id, _ts(as_ofs[2]))
+        _is_a_full_run_behind(conn, day, run.id, _ts(as_ofs[2]))
 
 
 def test_an_import_stored_while_a_day_reconciles_is_not_counted_as_reconciled_by_it(
@@ -611,11 +611,7 @@ def test_an_import_stored_while_a_day_reconciles_is_not_counted_as_reconciled_by
         run = get_run(conn, second.run.run_id)
         assert run is not None and run.through_import_id == 1  # day 1 went in as import 3
         day = reconcile_day_into_db(conn, folders[2], params=PARAMS, as_of=_ts(as_ofs[2]))
-        assert (day.kind, day.scope) == (
-            "full",
-            {"reason": f"data imported after run {run.id} was not reconciled by it"},
-        )
-        _full_run_equals(conn, day.run.run_id, _ts(as_ofs[2]))
+        _is_a_full_run_behind(conn, day, run.id, _ts(as_ofs[2]))
 
 
 def test_each_kind_of_run_records_the_last_import_its_data_included(
