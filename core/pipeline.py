@@ -1148,6 +1148,9 @@ def _reconcile_loaded_day(
                 staging=staging,
             )
             timings["store_dataset_s"] = round(time.perf_counter() - began, 3)
+            # The run's data and its snapshot's: an import stored between the read and the
+            # day's own (a webhook) is in neither, so neither may claim the day's import.
+            through = reconciled_through(conn, read_at, imported.import_id)
             ahead = fresh_ahead.result() if fresh_ahead is not None else None
             stored_run = _persist_and_sync(
                 conn,
@@ -1164,11 +1167,11 @@ def _reconcile_loaded_day(
                 on_stored=flags_stored,
                 run_id=run_id,
                 scope=sync_scope,
-                through_import_id=reconciled_through(conn, read_at, imported.import_id),
+                through_import_id=through,
             )
             record_run_kind(conn, stored_run.run_id, kind=kind, base_run_id=base_id, scope=scope)
             if snapshot is not None:
-                stored_run = _leave_snapshot(conn, snapshot, stored_run, imported.import_id)
+                stored_run = _leave_snapshot(conn, snapshot, stored_run, through)
         # docs/engine.md "The Books ledger after import-day": the day's change, not a rebuild
         from core.books.carry import carry_ledger_forward
 
@@ -1248,7 +1251,9 @@ def _leave_snapshot(
     conn: sqlite3.Connection, pending: Future[Any], run: RunResult, import_id: int | None
 ) -> RunResult:
     """Name the snapshot files after the stored run and record them (or record none: a
-    snapshot is a cache, its failure costs the next day a read of the tables)."""
+    snapshot is a cache, its failure costs the next day a read of the tables). import_id:
+    the last import the snapshot's tables include (the run's through_import_id); the next
+    day uses the snapshot only while that is still the latest import."""
     from core.db.runs import record_snapshot, update_timings
     from core.snapshots import discard, name_files
 

@@ -661,3 +661,34 @@ def test_reconciled_through_stops_before_an_import_the_run_did_not_read(
     assert reconciled_through(conn, None, 2) is None
     assert reconciled_through(conn, 3, None) == 3  # stored nothing: what it read
     assert reconciled_through(conn, 3, 3) == 3  # its content was the latest import already
+
+
+def test_a_snapshot_left_by_a_day_an_import_came_in_during_is_not_used_by_the_next_day(
+    days: tuple[list[Path], list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The day's snapshot holds the tables as the run read them plus the day: an import
+    stored between the read and the day's own rows (a webhook) is not in it, so it may not
+    stand at the day's import. It did: the next day, its import already stored (no new
+    import), took the snapshot as the tables and reconciled without the webhook's rows."""
+    import core.pipeline
+
+    folders, as_ofs = days
+    db = tmp_path / "snapshot-interloper.sqlite"
+    real_stage = core.pipeline._stage_fresh
+
+    def store_another_import_first(*args: Any, **kwargs: Any) -> Any:
+        with open_database(db) as other:
+            _import_plainly(other, folders[2])
+        return real_stage(*args, **kwargs)
+
+    with open_database(db) as conn:
+        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+        monkeypatch.setattr(core.pipeline, "_stage_fresh", store_another_import_first)
+        second = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
+        monkeypatch.setattr(core.pipeline, "_stage_fresh", real_stage)
+        assert second.read_from == "snapshot of run 1"
+        # The same day again: already imported, so the latest import stays the day's (3).
+        again = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[2]))
+        assert again.kind == "full"
+        assert again.read_from == "tables (data was imported after the snapshot)"
+        _full_run_equals(conn, again.run.run_id, _ts(as_ofs[2]))
