@@ -536,7 +536,7 @@ def _base_run_reason(
     if base.input_hashes.get("pricing", "none") != pricing_hash:
         return f"the pricing plans differ from run {base.id}'s"
     latest = latest_import(conn)
-    latest_id = None if latest is None else latest.id
+    latest_id = 0 if latest is None else latest.id  # as core.db.raw.latest_import_id
     snapshot_import = (base.snapshot or {}).get("import_id")
     if (
         base.through_import_id != latest_id
@@ -1261,7 +1261,7 @@ def _leave_snapshot(
     record = None
     if written is not None:
         try:
-            if import_id is not None:
+            if import_id:  # 0: the run read no import and one came before its own
                 record = name_files(written, run.run_id, import_id)
         except OSError:
             record = None

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from core.benchmark import generate
-from core.db import open_database
+from core.db import open_database, transaction
 from core.db.runs import get_run, latest_completed_run, list_runs, read_outcome_frame
 from core.engine import EngineParams
 from core.engine.cli import parse_as_of
@@ -657,8 +657,8 @@ def test_reconciled_through_stops_before_an_import_the_run_did_not_read(
             )
     assert reconciled_through(conn, 1, 2) == 2  # the run's own import, next after its read
     assert reconciled_through(conn, 1, 3) == 1  # import 2 came between: not claimed
-    assert reconciled_through(conn, None, 1) == 1
-    assert reconciled_through(conn, None, 2) is None
+    assert reconciled_through(conn, 0, 1) == 1  # read at no import (0), stored the first
+    assert reconciled_through(conn, 0, 2) == 0  # import 1 came between: 0, never NULL
     assert reconciled_through(conn, 3, None) == 3  # stored nothing: what it read
     assert reconciled_through(conn, 3, 3) == 3  # its content was the latest import already
 
@@ -692,3 +692,37 @@ def test_a_snapshot_left_by_a_day_an_import_came_in_during_is_not_used_by_the_ne
         assert again.kind == "full"
         assert again.read_from == "tables (data was imported after the snapshot)"
         _full_run_equals(conn, again.run.run_id, _ts(as_ofs[2]))
+
+
+def test_a_first_day_an_import_came_in_during_does_not_fall_back_to_whole_seconds(
+    days: tuple[list[Path], list[str]], db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first day into an empty database read no import; one stored between its read and
+    its store (a webhook) is not in its data. Its run recorded through_import_id NULL, the
+    mark of a run stored before the column, so the next day compared whole seconds: the
+    import in the run's second counted as reconciled and the day was carried forward."""
+    import core.pipeline
+
+    folders, as_ofs = days
+    real_stage = core.pipeline._stage_fresh
+
+    def store_another_import_first(*args: Any, **kwargs: Any) -> Any:
+        with open_database(db_url) as other:
+            _import_plainly(other, folders[2])
+        return real_stage(*args, **kwargs)
+
+    with open_database(db_url) as conn:
+        monkeypatch.setattr(core.pipeline, "_stage_fresh", store_another_import_first)
+        first = reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+        monkeypatch.setattr(core.pipeline, "_stage_fresh", real_stage)
+        run = get_run(conn, first.run.run_id)
+        assert run is not None and run.through_import_id == 0  # read none: claims none
+        # Both imports in the second the run started: by whole seconds, all reconciled.
+        with transaction(conn):
+            conn.execute("UPDATE imports SET imported_at = ?", (run.started_at,))
+        day = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[2]))
+        assert (day.kind, day.scope) == (
+            "full",
+            {"reason": f"data imported after run {run.id} was not reconciled by it"},
+        )
+        _full_run_equals(conn, day.run.run_id, _ts(as_ofs[2]))
