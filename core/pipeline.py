@@ -527,7 +527,7 @@ def _base_run_reason(
     """Why a day's load must be reconciled in full whatever it holds, or None when the base
     run can be carried forward as far as the database tells (core.engine.incremental.
     needs_full_run then looks at the tables)."""
-    from core.db.raw import imports_since, latest_import
+    from core.db.raw import latest_import
 
     if base is None:
         return "no completed run to carry forward"
@@ -535,15 +535,18 @@ def _base_run_reason(
         return f"the parameters differ from run {base.id}'s"
     if base.input_hashes.get("pricing", "none") != pricing_hash:
         return f"the pricing plans differ from run {base.id}'s"
+    if base.through_import_id is None:
+        # Stored before migration 0106: whole seconds are all that is known of its data,
+        # and they counted an import in its second, or a webhook's between its read and
+        # its store, as reconciled (its snapshot then stood at the day's import without
+        # those rows). One full run from the tables; every run after it records its own.
+        return f"run {base.id} does not record the last import it reconciled"
     latest = latest_import(conn)
     latest_id = 0 if latest is None else latest.id  # as core.db.raw.latest_import_id
     snapshot_import = (base.snapshot or {}).get("import_id")
-    if (
-        base.through_import_id != latest_id
-        if base.through_import_id is not None
-        # A run stored before migration 0106: only its start's whole seconds are known.
-        else imports_since(conn, base.started_at)
-    ) or (snapshot_import is not None and latest_id != snapshot_import):
+    if base.through_import_id != latest_id or (
+        snapshot_import is not None and latest_id != snapshot_import
+    ):
         return f"data imported after run {base.id} was not reconciled by it"
     return None
 
@@ -940,7 +943,7 @@ def _read_state(
     from core.db.raw import latest_import, read_dataset
     from core.snapshots import load_snapshot
 
-    if base is not None and folder is not None:
+    if base is not None and folder is not None and base.through_import_id is not None:
         latest = latest_import(conn)
         loaded = load_snapshot(
             folder, base.snapshot, None if latest is None else latest.id, _replay_delta
@@ -949,6 +952,8 @@ def _read_state(
             snap = loaded.snapshot
             return snap.dataset, snap.outcomes, snap.state, f"snapshot of run {base.id}"
         why = loaded.reason
+    elif base is not None and folder is not None:  # stored before migration 0106
+        why = f"run {base.id} does not record the last import it reconciled"
     else:
         why = "no snapshot folder" if folder is None else "no base run"
     return read_dataset(conn), None, None, f"tables ({why})"

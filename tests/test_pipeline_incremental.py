@@ -726,3 +726,49 @@ def test_a_first_day_an_import_came_in_during_does_not_fall_back_to_whole_second
             {"reason": f"data imported after run {run.id} was not reconciled by it"},
         )
         _full_run_equals(conn, day.run.run_id, _ts(as_ofs[2]))
+
+
+def test_a_run_stored_before_runs_recorded_their_last_import_is_not_carried_forward(
+    days: tuple[list[Path], list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run stored before migration 0106 (through_import_id NULL) by a day a webhook's
+    import came in during, as the code before stored it: its snapshot at the day's import,
+    without the webhook's rows; the webhook's import in its second. Judged by whole seconds
+    and its snapshot, the next day was carried forward over data without those rows, and
+    every later day after it. One full run from the tables now."""
+    import json
+
+    import core.pipeline
+
+    folders, as_ofs = days
+    db = tmp_path / "upgraded.sqlite"
+    real_stage = core.pipeline._stage_fresh
+
+    def store_another_import_first(*args: Any, **kwargs: Any) -> Any:
+        with open_database(db) as other:
+            _import_plainly(other, folders[2])
+        return real_stage(*args, **kwargs)
+
+    with open_database(db) as conn:
+        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+        monkeypatch.setattr(core.pipeline, "_stage_fresh", store_another_import_first)
+        second = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
+        monkeypatch.setattr(core.pipeline, "_stage_fresh", real_stage)
+        old = get_run(conn, second.run.run_id)
+        assert old is not None and old.snapshot is not None
+        with transaction(conn):  # as the code before migration 0106 left it
+            conn.execute(
+                "UPDATE runs SET through_import_id = NULL, snapshot_json = ? WHERE id = ?",
+                (json.dumps({**old.snapshot, "import_id": 3}), old.id),
+            )
+            conn.execute("UPDATE imports SET imported_at = ?", (old.started_at,))
+        again = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[2]))
+        why = f"run {old.id} does not record the last import it reconciled"
+        assert (again.kind, again.scope, again.read_from) == (
+            "full",
+            {"reason": why},
+            f"tables ({why})",
+        )
+        _full_run_equals(conn, again.run.run_id, _ts(as_ofs[2]))
+        run = get_run(conn, again.run.run_id)
+        assert run is not None and run.through_import_id == 3

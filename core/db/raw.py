@@ -96,21 +96,10 @@ def holds_import(conn: sqlite3.Connection, content_hash: str, *, replace: bool) 
     )
 
 
-def imports_since(conn: sqlite3.Connection, started_at: int) -> int:
-    """How many imports were recorded after `started_at` (Unix seconds): what is known of
-    the data a run stored before migration 0106 did not reconcile (whole seconds: an import
-    in the second the run started counts as reconciled by it). Runs since then record
-    `reconciled_through`'s id instead."""
-    row = conn.execute(
-        "SELECT count(*) FROM imports WHERE imported_at > ?", (int(started_at),)
-    ).fetchone()
-    return int(row[0])
-
-
 def latest_import_id(conn: sqlite3.Connection) -> int:
     """The id of the newest `imports` row, 0 when there is none (ids start at 1). A run
     records it, never NULL: NULL on a run means one stored before migration 0106, which
-    the next day judges by whole seconds (`imports_since`)."""
+    the next day does not carry forward (core.pipeline._base_run_reason)."""
     row = conn.execute("SELECT max(id) FROM imports").fetchone()
     return 0 if row[0] is None else int(row[0])
 
