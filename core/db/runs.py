@@ -496,14 +496,18 @@ def _mark_completed(
     finished_at: int | None,
     through_import_id: int | None,
 ) -> None:
+    # The column only when there is a value: a run stored without one (core.engine.perf,
+    # a database not migrated past 0106 yet, as tests/test_engine_persist.py's 0021 test
+    # keeps one) writes what it did before migration 0106.
+    through = "" if through_import_id is None else ", through_import_id = ?"
     conn.execute(
         "UPDATE runs SET status = 'completed', finished_at = ?, timings_json = ?,"
-        " counts_json = ?, through_import_id = ? WHERE id = ?",
+        f" counts_json = ?{through} WHERE id = ?",
         (
             int(time.time() if finished_at is None else finished_at),
             _json(timings),
             _json(counts),
-            through_import_id,
+            *(() if through_import_id is None else (through_import_id,)),
             run_id,
         ),
     )
