@@ -527,7 +527,7 @@ def _base_run_reason(
     """Why a day's load must be reconciled in full whatever it holds, or None when the base
     run can be carried forward as far as the database tells (core.engine.incremental.
     needs_full_run then looks at the tables)."""
-    from core.db.raw import imports_since, latest_import
+    from core.db.raw import latest_import
 
     if base is None:
         return "no completed run to carry forward"
@@ -535,15 +535,18 @@ def _base_run_reason(
         return f"the parameters differ from run {base.id}'s"
     if base.input_hashes.get("pricing", "none") != pricing_hash:
         return f"the pricing plans differ from run {base.id}'s"
+    if base.through_import_id is None:
+        # Stored before migration 0106: whole seconds are all that is known of its data,
+        # and they counted an import in its second, or a webhook's between its read and
+        # its store, as reconciled (its snapshot then stood at the day's import without
+        # those rows). One full run from the tables; every run after it records its own.
+        return f"run {base.id} does not record the last import it reconciled"
     latest = latest_import(conn)
-    latest_id = None if latest is None else latest.id
+    latest_id = 0 if latest is None else latest.id  # as core.db.raw.latest_import_id
     snapshot_import = (base.snapshot or {}).get("import_id")
-    if (
-        base.through_import_id != latest_id
-        if base.through_import_id is not None
-        # A run stored before migration 0106: only its start's whole seconds are known.
-        else imports_since(conn, base.started_at)
-    ) or (snapshot_import is not None and latest_id != snapshot_import):
+    if base.through_import_id != latest_id or (
+        snapshot_import is not None and latest_id != snapshot_import
+    ):
         return f"data imported after run {base.id} was not reconciled by it"
     return None
 
@@ -940,7 +943,7 @@ def _read_state(
     from core.db.raw import latest_import, read_dataset
     from core.snapshots import load_snapshot
 
-    if base is not None and folder is not None:
+    if base is not None and folder is not None and base.through_import_id is not None:
         latest = latest_import(conn)
         loaded = load_snapshot(
             folder, base.snapshot, None if latest is None else latest.id, _replay_delta
@@ -949,6 +952,8 @@ def _read_state(
             snap = loaded.snapshot
             return snap.dataset, snap.outcomes, snap.state, f"snapshot of run {base.id}"
         why = loaded.reason
+    elif base is not None and folder is not None:  # stored before migration 0106
+        why = f"run {base.id} does not record the last import it reconciled"
     else:
         why = "no snapshot folder" if folder is None else "no base run"
     return read_dataset(conn), None, None, f"tables ({why})"
@@ -1148,6 +1153,9 @@ def _reconcile_loaded_day(
                 staging=staging,
             )
             timings["store_dataset_s"] = round(time.perf_counter() - began, 3)
+            # The run's data and its snapshot's: an import stored between the read and the
+            # day's own (a webhook) is in neither, so neither may claim the day's import.
+            through = reconciled_through(conn, read_at, imported.import_id)
             ahead = fresh_ahead.result() if fresh_ahead is not None else None
             stored_run = _persist_and_sync(
                 conn,
@@ -1164,11 +1172,11 @@ def _reconcile_loaded_day(
                 on_stored=flags_stored,
                 run_id=run_id,
                 scope=sync_scope,
-                through_import_id=reconciled_through(conn, read_at, imported.import_id),
+                through_import_id=through,
             )
             record_run_kind(conn, stored_run.run_id, kind=kind, base_run_id=base_id, scope=scope)
             if snapshot is not None:
-                stored_run = _leave_snapshot(conn, snapshot, stored_run, imported.import_id)
+                stored_run = _leave_snapshot(conn, snapshot, stored_run, through)
         # docs/engine.md "The Books ledger after import-day": the day's change, not a rebuild
         from core.books.carry import carry_ledger_forward
 
@@ -1248,7 +1256,9 @@ def _leave_snapshot(
     conn: sqlite3.Connection, pending: Future[Any], run: RunResult, import_id: int | None
 ) -> RunResult:
     """Name the snapshot files after the stored run and record them (or record none: a
-    snapshot is a cache, its failure costs the next day a read of the tables)."""
+    snapshot is a cache, its failure costs the next day a read of the tables). import_id:
+    the last import the snapshot's tables include (the run's through_import_id); the next
+    day uses the snapshot only while that is still the latest import."""
     from core.db.runs import record_snapshot, update_timings
     from core.snapshots import discard, name_files
 
@@ -1256,7 +1266,7 @@ def _leave_snapshot(
     record = None
     if written is not None:
         try:
-            if import_id is not None:
+            if import_id:  # 0: the run read no import and one came before its own
                 record = name_files(written, run.run_id, import_id)
         except OSError:
             record = None

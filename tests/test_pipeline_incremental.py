@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from core.benchmark import generate
-from core.db import open_database
+from core.db import open_database, transaction
 from core.db.runs import get_run, latest_completed_run, list_runs, read_outcome_frame
 from core.engine import EngineParams
 from core.engine.cli import parse_as_of
@@ -558,9 +558,13 @@ def _is_a_full_run_behind(conn: sqlite3.Connection, day: Any, base_id: int, as_o
     its outcomes equal a full run over the stored tables."""
     reason = f"data imported after run {base_id} was not reconciled by it"
     assert (day.kind, day.scope) == ("full", {"reason": reason})
+    _full_run_equals(conn, day.run.run_id, as_of)
+
+
+def _full_run_equals(conn: sqlite3.Connection, run_id: int, as_of: int) -> None:
     full = reconcile_database(conn, PARAMS, as_of, "files")
     pd.testing.assert_frame_equal(
-        read_outcome_frame(conn, day.run.run_id), read_outcome_frame(conn, full.run_id)
+        read_outcome_frame(conn, run_id), read_outcome_frame(conn, full.run_id)
     )
 
 
@@ -653,7 +657,114 @@ def test_reconciled_through_stops_before_an_import_the_run_did_not_read(
             )
     assert reconciled_through(conn, 1, 2) == 2  # the run's own import, next after its read
     assert reconciled_through(conn, 1, 3) == 1  # import 2 came between: not claimed
-    assert reconciled_through(conn, None, 1) == 1
-    assert reconciled_through(conn, None, 2) is None
+    assert reconciled_through(conn, 0, 1) == 1  # read at no import (0), stored the first
+    assert reconciled_through(conn, 0, 2) == 0  # import 1 came between: 0, never NULL
     assert reconciled_through(conn, 3, None) == 3  # stored nothing: what it read
     assert reconciled_through(conn, 3, 3) == 3  # its content was the latest import already
+
+
+def test_a_snapshot_left_by_a_day_an_import_came_in_during_is_not_used_by_the_next_day(
+    days: tuple[list[Path], list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The day's snapshot holds the tables as the run read them plus the day: an import
+    stored between the read and the day's own rows (a webhook) is not in it, so it may not
+    stand at the day's import. It did: the next day, its import already stored (no new
+    import), took the snapshot as the tables and reconciled without the webhook's rows."""
+    import core.pipeline
+
+    folders, as_ofs = days
+    db = tmp_path / "snapshot-interloper.sqlite"
+    real_stage = core.pipeline._stage_fresh
+
+    def store_another_import_first(*args: Any, **kwargs: Any) -> Any:
+        with open_database(db) as other:
+            _import_plainly(other, folders[2])
+        return real_stage(*args, **kwargs)
+
+    with open_database(db) as conn:
+        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+        monkeypatch.setattr(core.pipeline, "_stage_fresh", store_another_import_first)
+        second = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
+        monkeypatch.setattr(core.pipeline, "_stage_fresh", real_stage)
+        assert second.read_from == "snapshot of run 1"
+        # The same day again: already imported, so the latest import stays the day's (3).
+        again = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[2]))
+        assert again.kind == "full"
+        assert again.read_from == "tables (data was imported after the snapshot)"
+        _full_run_equals(conn, again.run.run_id, _ts(as_ofs[2]))
+
+
+def test_a_first_day_an_import_came_in_during_does_not_fall_back_to_whole_seconds(
+    days: tuple[list[Path], list[str]], db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first day into an empty database read no import; one stored between its read and
+    its store (a webhook) is not in its data. Its run recorded through_import_id NULL, the
+    mark of a run stored before the column, so the next day compared whole seconds: the
+    import in the run's second counted as reconciled and the day was carried forward."""
+    import core.pipeline
+
+    folders, as_ofs = days
+    real_stage = core.pipeline._stage_fresh
+
+    def store_another_import_first(*args: Any, **kwargs: Any) -> Any:
+        with open_database(db_url) as other:
+            _import_plainly(other, folders[2])
+        return real_stage(*args, **kwargs)
+
+    with open_database(db_url) as conn:
+        monkeypatch.setattr(core.pipeline, "_stage_fresh", store_another_import_first)
+        first = reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+        monkeypatch.setattr(core.pipeline, "_stage_fresh", real_stage)
+        run = get_run(conn, first.run.run_id)
+        assert run is not None and run.through_import_id == 0  # read none: claims none
+        # Both imports in the second the run started: by whole seconds, all reconciled.
+        with transaction(conn):
+            conn.execute("UPDATE imports SET imported_at = ?", (run.started_at,))
+        day = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[2]))
+        _is_a_full_run_behind(conn, day, run.id, _ts(as_ofs[2]))
+
+
+def test_a_run_stored_before_runs_recorded_their_last_import_is_not_carried_forward(
+    days: tuple[list[Path], list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run stored before migration 0106 (through_import_id NULL) by a day a webhook's
+    import came in during, as the code before stored it: its snapshot at the day's import,
+    without the webhook's rows; the webhook's import in its second. Judged by whole seconds
+    and its snapshot, the next day was carried forward over data without those rows, and
+    every later day after it. One full run from the tables now."""
+    import json
+
+    import core.pipeline
+
+    folders, as_ofs = days
+    db = tmp_path / "upgraded.sqlite"
+    real_stage = core.pipeline._stage_fresh
+
+    def store_another_import_first(*args: Any, **kwargs: Any) -> Any:
+        with open_database(db) as other:
+            _import_plainly(other, folders[2])
+        return real_stage(*args, **kwargs)
+
+    with open_database(db) as conn:
+        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+        monkeypatch.setattr(core.pipeline, "_stage_fresh", store_another_import_first)
+        second = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
+        monkeypatch.setattr(core.pipeline, "_stage_fresh", real_stage)
+        old = get_run(conn, second.run.run_id)
+        assert old is not None and old.snapshot is not None
+        with transaction(conn):  # as the code before migration 0106 left it
+            conn.execute(
+                "UPDATE runs SET through_import_id = NULL, snapshot_json = ? WHERE id = ?",
+                (json.dumps({**old.snapshot, "import_id": 3}), old.id),
+            )
+            conn.execute("UPDATE imports SET imported_at = ?", (old.started_at,))
+        again = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[2]))
+        why = f"run {old.id} does not record the last import it reconciled"
+        assert (again.kind, again.scope, again.read_from) == (
+            "full",
+            {"reason": why},
+            f"tables ({why})",
+        )
+        _full_run_equals(conn, again.run.run_id, _ts(as_ofs[2]))
+        run = get_run(conn, again.run.run_id)
+        assert run is not None and run.through_import_id == 3

@@ -96,35 +96,24 @@ def holds_import(conn: sqlite3.Connection, content_hash: str, *, replace: bool) 
     )
 
 
-def imports_since(conn: sqlite3.Connection, started_at: int) -> int:
-    """How many imports were recorded after `started_at` (Unix seconds): what is known of
-    the data a run stored before migration 0106 did not reconcile (whole seconds: an import
-    in the second the run started counts as reconciled by it). Runs since then record
-    `reconciled_through`'s id instead."""
-    row = conn.execute(
-        "SELECT count(*) FROM imports WHERE imported_at > ?", (int(started_at),)
-    ).fetchone()
-    return int(row[0])
-
-
-def latest_import_id(conn: sqlite3.Connection) -> int | None:
-    """The id of the newest `imports` row, None when there is none."""
+def latest_import_id(conn: sqlite3.Connection) -> int:
+    """The id of the newest `imports` row, 0 when there is none (ids start at 1). A run
+    records it, never NULL: NULL on a run means one stored before migration 0106, which
+    the next day does not carry forward (core.pipeline._base_run_reason)."""
     row = conn.execute("SELECT max(id) FROM imports").fetchone()
-    return None if row[0] is None else int(row[0])
+    return 0 if row[0] is None else int(row[0])
 
 
-def reconciled_through(
-    conn: sqlite3.Connection, read_at: int | None, stored: int | None
-) -> int | None:
+def reconciled_through(conn: sqlite3.Connection, read_at: int, stored: int | None) -> int:
     """The last import a run's data included, every import before it too (runs.
     through_import_id): `stored`, the import the run stored itself, when no other import
-    came between `read_at` (`latest_import_id` taken before the run read the stored state)
-    and it; else `read_at`, so the next day's run sees the one between as not reconciled."""
-    if stored is None or (read_at is not None and stored <= read_at):
+    came between `read_at` (`latest_import_id` taken before the run read the stored state;
+    0: none) and it; else `read_at`, so the next day's run sees the one between as not
+    reconciled."""
+    if stored is None or stored <= read_at:
         return read_at  # nothing stored by the run (or its content was the latest import's)
     row = conn.execute(
-        "SELECT count(*) FROM imports WHERE id > ? AND id < ?",
-        (0 if read_at is None else read_at, stored),
+        "SELECT count(*) FROM imports WHERE id > ? AND id < ?", (read_at, stored)
     ).fetchone()
     return stored if int(row[0]) == 0 else read_at
 
