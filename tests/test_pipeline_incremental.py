@@ -590,30 +590,48 @@ def test_an_import_stored_in_the_second_its_base_run_started_is_reconciled_by_th
         _is_a_full_run_behind(conn, day, run.id, _ts(as_ofs[2]))
 
 
+def _day_with_an_import_stored_during_it(
+    conn: sqlite3.Connection,
+    db: str | Path,
+    day: tuple[Path, int],
+    interloper: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Any:
+    """Reconcile a day while another import (a webhook's, which takes no run lock) is stored
+    between the day's read of the stored state and its store: just before its own rows."""
+    import core.pipeline
+
+    real_stage = core.pipeline._stage_fresh
+
+    def store_another_import_first(*args: Any, **kwargs: Any) -> Any:
+        with open_database(db) as other:
+            _import_plainly(other, interloper)
+        return real_stage(*args, **kwargs)
+
+    monkeypatch.setattr(core.pipeline, "_stage_fresh", store_another_import_first)
+    try:
+        return reconcile_day_into_db(conn, day[0], params=PARAMS, as_of=day[1])
+    finally:
+        monkeypatch.setattr(core.pipeline, "_stage_fresh", real_stage)
+
+
 def test_an_import_stored_while_a_day_reconciles_is_not_counted_as_reconciled_by_it(
     days: tuple[list[Path], list[str]], db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A webhook stores rows without the run lock: one landing after the day's run read the
     stored state (here: just before the day's own rows are stored) was not in its data."""
-    import core.pipeline
+    from core.db.raw import latest_import_id
 
     folders, as_ofs = days
-    real_stage = core.pipeline._stage_fresh
-    interlopers: list[int] = []
-
-    def store_another_import_first(*args: Any, **kwargs: Any) -> Any:
-        with open_database(db_url) as other:
-            interlopers.append(_import_plainly(other, folders[2]))
-        return real_stage(*args, **kwargs)
-
     with open_database(db_url) as conn:
         reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
-        monkeypatch.setattr(core.pipeline, "_stage_fresh", store_another_import_first)
-        second = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
-        monkeypatch.setattr(core.pipeline, "_stage_fresh", real_stage)
-        assert second.kind == "incremental" and interlopers == [2]
+        second = _day_with_an_import_stored_during_it(
+            conn, db_url, (folders[1], _ts(as_ofs[1])), folders[2], monkeypatch
+        )
+        assert second.kind == "incremental"
         run = get_run(conn, second.run.run_id)
-        assert run is not None and run.through_import_id == 1  # day 1 went in as import 3
+        # The interloper went in as import 2, the day as import 3.
+        assert run is not None and run.through_import_id == 1 and latest_import_id(conn) == 3
         day = reconcile_day_into_db(conn, folders[2], params=PARAMS, as_of=_ts(as_ofs[2]))
         _is_a_full_run_behind(conn, day, run.id, _ts(as_ofs[2]))
 
@@ -670,22 +688,13 @@ def test_a_snapshot_left_by_a_day_an_import_came_in_during_is_not_used_by_the_ne
     stored between the read and the day's own rows (a webhook) is not in it, so it may not
     stand at the day's import. It did: the next day, its import already stored (no new
     import), took the snapshot as the tables and reconciled without the webhook's rows."""
-    import core.pipeline
-
     folders, as_ofs = days
     db = tmp_path / "snapshot-interloper.sqlite"
-    real_stage = core.pipeline._stage_fresh
-
-    def store_another_import_first(*args: Any, **kwargs: Any) -> Any:
-        with open_database(db) as other:
-            _import_plainly(other, folders[2])
-        return real_stage(*args, **kwargs)
-
     with open_database(db) as conn:
         reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
-        monkeypatch.setattr(core.pipeline, "_stage_fresh", store_another_import_first)
-        second = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
-        monkeypatch.setattr(core.pipeline, "_stage_fresh", real_stage)
+        second = _day_with_an_import_stored_during_it(
+            conn, db, (folders[1], _ts(as_ofs[1])), folders[2], monkeypatch
+        )
         assert second.read_from == "snapshot of run 1"
         # The same day again: already imported, so the latest import stays the day's (3).
         again = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[2]))
@@ -701,20 +710,11 @@ def test_a_first_day_an_import_came_in_during_does_not_fall_back_to_whole_second
     its store (a webhook) is not in its data. Its run recorded through_import_id NULL, the
     mark of a run stored before the column, so the next day compared whole seconds: the
     import in the run's second counted as reconciled and the day was carried forward."""
-    import core.pipeline
-
     folders, as_ofs = days
-    real_stage = core.pipeline._stage_fresh
-
-    def store_another_import_first(*args: Any, **kwargs: Any) -> Any:
-        with open_database(db_url) as other:
-            _import_plainly(other, folders[2])
-        return real_stage(*args, **kwargs)
-
     with open_database(db_url) as conn:
-        monkeypatch.setattr(core.pipeline, "_stage_fresh", store_another_import_first)
-        first = reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
-        monkeypatch.setattr(core.pipeline, "_stage_fresh", real_stage)
+        first = _day_with_an_import_stored_during_it(
+            conn, db_url, (folders[0], _ts(as_ofs[0])), folders[2], monkeypatch
+        )
         run = get_run(conn, first.run.run_id)
         assert run is not None and run.through_import_id == 0  # read none: claims none
         # Both imports in the second the run started: by whole seconds, all reconciled.
@@ -734,22 +734,13 @@ def test_a_run_stored_before_runs_recorded_their_last_import_is_not_carried_forw
     every later day after it. One full run from the tables now."""
     import json
 
-    import core.pipeline
-
     folders, as_ofs = days
     db = tmp_path / "upgraded.sqlite"
-    real_stage = core.pipeline._stage_fresh
-
-    def store_another_import_first(*args: Any, **kwargs: Any) -> Any:
-        with open_database(db) as other:
-            _import_plainly(other, folders[2])
-        return real_stage(*args, **kwargs)
-
     with open_database(db) as conn:
         reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
-        monkeypatch.setattr(core.pipeline, "_stage_fresh", store_another_import_first)
-        second = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=_ts(as_ofs[1]))
-        monkeypatch.setattr(core.pipeline, "_stage_fresh", real_stage)
+        second = _day_with_an_import_stored_during_it(
+            conn, db, (folders[1], _ts(as_ofs[1])), folders[2], monkeypatch
+        )
         old = get_run(conn, second.run.run_id)
         assert old is not None and old.snapshot is not None
         with transaction(conn):  # as the code before migration 0106 left it
