@@ -595,7 +595,6 @@ def _day_with_an_import_stored_during_it(
     db: str | Path,
     day: tuple[Path, int],
     interloper: Path,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> Any:
     """Reconcile a day while another import (a webhook's, which takes no run lock) is stored
     between the day's read of the stored state and its store: just before its own rows."""
@@ -608,15 +607,13 @@ def _day_with_an_import_stored_during_it(
             _import_plainly(other, interloper)
         return real_stage(*args, **kwargs)
 
-    monkeypatch.setattr(core.pipeline, "_stage_fresh", store_another_import_first)
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(core.pipeline, "_stage_fresh", store_another_import_first)
         return reconcile_day_into_db(conn, day[0], params=PARAMS, as_of=day[1])
-    finally:
-        monkeypatch.setattr(core.pipeline, "_stage_fresh", real_stage)
 
 
 def test_an_import_stored_while_a_day_reconciles_is_not_counted_as_reconciled_by_it(
-    days: tuple[list[Path], list[str]], db_url: str, monkeypatch: pytest.MonkeyPatch
+    days: tuple[list[Path], list[str]], db_url: str
 ) -> None:
     """A webhook stores rows without the run lock: one landing after the day's run read the
     stored state (here: just before the day's own rows are stored) was not in its data."""
@@ -626,7 +623,7 @@ def test_an_import_stored_while_a_day_reconciles_is_not_counted_as_reconciled_by
     with open_database(db_url) as conn:
         reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
         second = _day_with_an_import_stored_during_it(
-            conn, db_url, (folders[1], _ts(as_ofs[1])), folders[2], monkeypatch
+            conn, db_url, (folders[1], _ts(as_ofs[1])), folders[2]
         )
         assert second.kind == "incremental"
         run = get_run(conn, second.run.run_id)
@@ -682,7 +679,7 @@ def test_reconciled_through_stops_before_an_import_the_run_did_not_read(
 
 
 def test_a_snapshot_left_by_a_day_an_import_came_in_during_is_not_used_by_the_next_day(
-    days: tuple[list[Path], list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    days: tuple[list[Path], list[str]], tmp_path: Path
 ) -> None:
     """The day's snapshot holds the tables as the run read them plus the day: an import
     stored between the read and the day's own rows (a webhook) is not in it, so it may not
@@ -693,7 +690,7 @@ def test_a_snapshot_left_by_a_day_an_import_came_in_during_is_not_used_by_the_ne
     with open_database(db) as conn:
         reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
         second = _day_with_an_import_stored_during_it(
-            conn, db, (folders[1], _ts(as_ofs[1])), folders[2], monkeypatch
+            conn, db, (folders[1], _ts(as_ofs[1])), folders[2]
         )
         assert second.read_from == "snapshot of run 1"
         # The same day again: already imported, so the latest import stays the day's (3).
@@ -704,7 +701,7 @@ def test_a_snapshot_left_by_a_day_an_import_came_in_during_is_not_used_by_the_ne
 
 
 def test_a_first_day_an_import_came_in_during_does_not_fall_back_to_whole_seconds(
-    days: tuple[list[Path], list[str]], db_url: str, monkeypatch: pytest.MonkeyPatch
+    days: tuple[list[Path], list[str]], db_url: str
 ) -> None:
     """The first day into an empty database read no import; one stored between its read and
     its store (a webhook) is not in its data. Its run recorded through_import_id NULL, the
@@ -713,7 +710,7 @@ def test_a_first_day_an_import_came_in_during_does_not_fall_back_to_whole_second
     folders, as_ofs = days
     with open_database(db_url) as conn:
         first = _day_with_an_import_stored_during_it(
-            conn, db_url, (folders[0], _ts(as_ofs[0])), folders[2], monkeypatch
+            conn, db_url, (folders[0], _ts(as_ofs[0])), folders[2]
         )
         run = get_run(conn, first.run.run_id)
         assert run is not None and run.through_import_id == 0  # read none: claims none
@@ -725,7 +722,7 @@ def test_a_first_day_an_import_came_in_during_does_not_fall_back_to_whole_second
 
 
 def test_a_run_stored_before_runs_recorded_their_last_import_is_not_carried_forward(
-    days: tuple[list[Path], list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    days: tuple[list[Path], list[str]], tmp_path: Path
 ) -> None:
     """A run stored before migration 0106 (through_import_id NULL) by a day a webhook's
     import came in during, as the code before stored it: its snapshot at the day's import,
@@ -739,7 +736,7 @@ def test_a_run_stored_before_runs_recorded_their_last_import_is_not_carried_forw
     with open_database(db) as conn:
         reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
         second = _day_with_an_import_stored_during_it(
-            conn, db, (folders[1], _ts(as_ofs[1])), folders[2], monkeypatch
+            conn, db, (folders[1], _ts(as_ofs[1])), folders[2]
         )
         old = get_run(conn, second.run.run_id)
         assert old is not None and old.snapshot is not None

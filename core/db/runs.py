@@ -506,7 +506,9 @@ def _mark_completed(
             run_id,
         ),
     )
-    if through_import_id is not None:  # a column since migration 0106
+    # None: a run stored without one (core.engine.perf, a test's database migrated only
+    # part of the way, without the column of migration 0106) writes what it did before.
+    if through_import_id is not None:
         conn.execute(
             "UPDATE runs SET through_import_id = ? WHERE id = ?", (through_import_id, run_id)
         )
