@@ -220,17 +220,6 @@ def recon_rows_for_entity(conn: sqlite3.Connection, entity_id: str) -> list[Reco
     )
 
 
-def recon_rows_naming_payment(conn: sqlite3.Connection, payment_id: str) -> list[Record]:
-    """Rows of another entity whose payment_id names this payment (refunds, transfers)."""
-    return _rows(
-        conn.execute(
-            f"SELECT {_RECON_COLUMNS} FROM recon_rows WHERE payment_id = ? AND entity_id <> ?"
-            " ORDER BY row_key LIMIT ?",
-            (payment_id, payment_id, MAX_ROWS),
-        )
-    )
-
-
 def recon_rows_for_settlement(conn: sqlite3.Connection, settlement_id: str) -> list[Record]:
     return _rows(
         conn.execute(
