@@ -36,11 +36,13 @@ test: $(DEV_STAMP)
 	$(PY) -m pytest -n 2 --durations=30
 
 ## bench: speed and memory at 5k, 100k and 1M payments, then the app's cold start and page
-##        times on the 1M database, then exception sync at 1M (prints; asserts nothing)
+##        times on the 1M database, the Investigation page's evidence for every kind of
+##        exception on it, then exception sync at 1M (prints; asserts nothing)
 BENCH_DIR ?= bench-out
 bench: $(DEV_STAMP)
 	$(PY) -m benchmarks.run --keep $(BENCH_DIR)
 	$(PY) -m benchmarks.ui --db $(BENCH_DIR)/p1000000/bench.sqlite
+	$(PY) -m benchmarks.evidence --db $(BENCH_DIR)/p1000000/bench.sqlite
 	$(PY) -m benchmarks.review_sync
 	$(PY) -m benchmarks.review_comments
 	$(PY) -m benchmarks.sync_ratelimit

@@ -71,3 +71,24 @@ def test_dispute_and_transfer_evidence_finds_every_row_naming_them_through_an_in
     for plan in plans:
         assert "SCAN recon_rows" not in plan, plan
         assert "recon_rows_dispute" in plan or "recon_rows_transfer" in plan, plan
+
+
+def test_the_evidence_benchmark_times_one_exception_of_every_kind(tmp_path: Path) -> None:
+    from benchmarks.evidence import evidence_table, measure_evidence
+    from core.db import connect, migrate
+
+    generated = generate(tmp_path / "ds", payments=1500, seed=31)
+    conn = connect(tmp_path / "bench.sqlite")
+    migrate(conn)
+    reconcile_folder_into_db(conn, tmp_path / "ds", params=EngineParams(), as_of=generated.as_of)
+    kinds = {
+        (str(r[0]), str(r[1])): int(r[2])
+        for r in conn.execute(
+            "SELECT entity_type, reason_code, min(id) FROM exceptions GROUP BY 1, 2"
+        )
+    }
+    conn.close()
+    rows = measure_evidence(tmp_path / "bench.sqlite", repeats=2)
+    assert {(r["entity_type"], r["reason_code"]): r["exception_id"] for r in rows} == kinds
+    assert all(r["sections"] > 1 for r in rows)  # the exception and what its tools read
+    assert evidence_table(rows).count("\n") == len(rows) + 1
