@@ -6,6 +6,7 @@ included, on both databases."""
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from collections.abc import Iterator
 
 import pytest
@@ -16,7 +17,7 @@ from core.benchmark import generate
 from core.db import connect
 from core.db import views as db
 from core.db.backend import is_postgres
-from core.db.views import ALL_STATUSES, QUEUE_SORTS, QueueFilter
+from core.db.views import ALL_STATUSES, OPEN_STATUSES, QUEUE_SORTS, QueueFilter
 from core.engine import EngineParams
 from core.pipeline import reconcile_folder_into_db
 
@@ -54,8 +55,15 @@ def _filters(conn: sqlite3.Connection) -> dict[str, QueueFilter]:
         "SELECT settlement_id, entity_id, utr FROM exceptions WHERE entity_type = 'payment' "
         "AND settlement_id IS NOT NULL AND utr IS NOT NULL ORDER BY id LIMIT 1"
     ).fetchone()
+    open_in = Counter(
+        str(r[0])
+        for r in conn.execute("SELECT settlement_id, status FROM exceptions")
+        if r[0] is not None and r[1] in OPEN_STATUSES
+    )
+    busiest = max(sorted(open_in), key=open_in.__getitem__)
     return {
         "open": QueueFilter(),
+        "open in a settlement": QueueFilter(settlement_id=busiest),  # the Settlement page's
         "every status": QueueFilter(statuses=ALL_STATUSES),
         "resolved": QueueFilter(statuses=("RESOLVED",)),
         "codes": QueueFilter(codes=("WRONG_MAPPING", "AMOUNT_MISMATCH")),
@@ -95,7 +103,7 @@ def test_queue_pages_laid_end_to_end_are_the_export_for_every_sort_and_filter(
         for sort in QUEUE_SORTS:
             whole = _export(conn, flt, as_of, sort)
             assert bool(whole) == (name != "nothing"), name
-            for size in (7, 50):
+            for size in (7, 50, 100):
                 assert _paged(conn, flt, as_of, sort, size) == whole, (name, sort, size)
             for offset in (len(whole), len(whole) + 3):
                 assert db.queue_page(conn, flt, as_of, sort, 7, offset) == [], (name, sort)
