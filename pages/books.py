@@ -6,12 +6,10 @@ import datetime as dt
 import streamlit as st
 
 from core.books.close import books_view, close_month, closed_months
-from core.books.journal import journal_csv, month_vouchers, tally_xml
 from core.books.ledger import fallback_months, ledger_status, stored_ledger, stored_months
 from core.books.report import build_report, bundle, pdf
 from core.books.store import pricing_plans, save_pricing_plan
 from core.calendar import IST
-from core.db.raw import read_dataset
 from ui import auth, books, keys, shell
 
 shell.require_frame()
@@ -30,8 +28,9 @@ if not months:
 
 month = st.selectbox("Month (IST)", months, key=keys.BOOKS_MONTH)
 ledger = shell.read(stored_ledger, month) if status.current else source
-# Lazy tabs (on_change="rerun"): only the open tab's code runs, and the close report is
-# built when asked for, never on render (docs/benchmark.md "10M in the app").
+# Lazy tabs (on_change="rerun"): only the open tab's code runs. The close report, the
+# journal, the fee check and the GST bases need the raw tables: each is built when asked
+# for, never on render, and kept for the session (docs/books.md; books.on_request).
 roll_tab, journal_tab, pricing_tab, gst_tab = st.tabs(
     ["Roll-forward", "Journal", "Pricing", "GST on fees"], key=keys.BOOKS_TAB, on_change="rerun"
 )
@@ -75,19 +74,13 @@ if roll_tab.open:
 
 if journal_tab.open:
     with journal_tab:
-        dataset = shell.read(read_dataset)
-        vouchers = month_vouchers(dataset, month)
-        st.caption(
-            f"{len(vouchers):,} balanced vouchers: the month's captured payments and one per "
-            "settlement; every line names the recon rows it comes from."
-        )
-        books.journal_downloads(month, journal_csv(vouchers), tally_xml(vouchers))
+        books.journal_section(month)
 
 if pricing_tab.open:
     with pricing_tab:
         plans = shell.read(pricing_plans)
         if plans:
-            books.pricing_tables(shell.read(read_dataset), plans)
+            books.pricing_section(plans)
         else:
             st.info("No pricing plan yet: fees are checked only once one is entered.")
         if auth.can("admin"):
@@ -120,4 +113,4 @@ if pricing_tab.open:
 
 if gst_tab.open:
     with gst_tab:
-        books.gst_section(shell.read(read_dataset), month)
+        books.gst_section(month)

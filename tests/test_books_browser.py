@@ -31,6 +31,8 @@ def _gst_tab(page: object, url: str) -> None:
     page.goto(f"{url}/books")  # type: ignore[attr-defined]
     wait_rendered(page)
     page.get_by_role("tab", name="GST on fees").click(timeout=120_000)  # type: ignore[attr-defined]
+    # The month's GST figures read the raw tables: computed on request, never on render.
+    page.get_by_role("button", name="Compute the GST figures for").click(timeout=120_000)  # type: ignore[attr-defined]
     page.wait_for_selector("text=Input tax credit", timeout=120_000)  # type: ignore[attr-defined]
 
 

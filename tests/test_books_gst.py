@@ -3,9 +3,19 @@ against them, and the input-tax-credit split by place of supply."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from core.books.gst import Invoice, parse_invoice_csv, tie_out
+from core.books.gst import (
+    GstBases,
+    GstTieOut,
+    Invoice,
+    apply_invoice,
+    gst_bases,
+    parse_invoice_csv,
+    tie_out,
+)
 from core.dataset import Dataset
 from core.errors import InputError
 from core.pipeline import load_folder
@@ -64,3 +74,130 @@ def test_invoice_csv_is_read_in_exact_rupees() -> None:
     assert (invoice.taxable_value, invoice.igst, invoice.gst) == (12345678, 2222222, 2222222)
     with pytest.raises(InputError, match="no taxable_value line"):
         parse_invoice_csv("2026-06", "igst,1.00\n")
+
+
+# The spec example's figures as the whole tie_out computed them before it was split into
+# gst_bases (reads the dataset) and apply_invoice (pure), at commit 0e8ba25:
+# (payment, settlement, captured-not-settled, settled-from-other-months, other rows,
+# row differences) as (fees, GST) pairs, then timing (fees, GST).
+BEFORE_SPLIT = {
+    "2026-05": (
+        (48225609, 8680610),
+        (29194854, 5255075),
+        (19779744, 3560353),
+        (296503, 53371),
+        (0, 0),
+        (452486, 81447),
+        (19483241, 3506982),
+    ),
+    "2026-06": (
+        (115163583, 20729448),
+        (109521918, 19713947),
+        (27558911, 4960603),
+        (21149479, 3806904),
+        (335136, 60324),
+        (432631, 77874),
+        (6409432, 1153699),
+    ),
+}
+
+
+def _expected(month: str) -> GstTieOut:
+    """The tie-out without an invoice, Karnataka to Karnataka, from BEFORE_SPLIT."""
+    pay, setl, later, earlier, other, rows, timing = BEFORE_SPLIT[month]
+    return GstTieOut(
+        month=month,
+        payment_fees=pay[0],
+        payment_gst=pay[1],
+        settlement_fees=setl[0],
+        settlement_gst=setl[1],
+        timing_fees=timing[0],
+        timing_gst=timing[1],
+        captured_not_settled_fees=later[0],
+        captured_not_settled_gst=later[1],
+        settled_from_other_months_fees=earlier[0],
+        settled_from_other_months_gst=earlier[1],
+        other_rows_fees=other[0],
+        other_rows_gst=other[1],
+        row_fee_differences=rows[0],
+        row_gst_differences=rows[1],
+        unexplained_fees=0,
+        unexplained_gst=0,
+        invoice=None,
+        invoice_fee_difference=None,
+        invoice_gst_difference=None,
+        invoice_basis=None,
+        invoice_timing_fees=0,
+        invoice_timing_gst=0,
+        invoice_real_fees=0,
+        invoice_real_gst=0,
+        itc=(("CGST", pay[1] // 2), ("SGST", pay[1] - pay[1] // 2)),
+        itc_kind="CGST+SGST",
+        itc_mismatch=False,
+    )
+
+
+def test_the_bases_read_once_explain_any_invoice_as_the_whole_tie_out_did(
+    dataset: Dataset,
+) -> None:
+    for month in BEFORE_SPLIT:
+        bases = gst_bases(dataset, month)
+        assert isinstance(bases, GstBases) and bases.month == month
+        plain = _expected(month)
+        pay, setl = (
+            (plain.payment_fees, plain.payment_gst),
+            (
+                plain.settlement_fees,
+                plain.settlement_gst,
+            ),
+        )
+        half = pay[1] // 2
+        exact = Invoice(month, pay[0], cgst=half, sgst=pay[1] - half)
+        by_settlement = Invoice(month, setl[0], igst=setl[1])
+        over = Invoice(month, pay[0] + 12_500, igst=pay[1] + 2_250)
+        cases = [
+            ("Karnataka", None, plain),
+            (
+                "karnataka ",
+                exact,
+                dataclasses.replace(
+                    plain,
+                    invoice=exact,
+                    invoice_fee_difference=0,
+                    invoice_gst_difference=0,
+                    invoice_basis="payment",
+                ),
+            ),
+            (
+                "Karnataka",
+                by_settlement,
+                dataclasses.replace(
+                    plain,
+                    invoice=by_settlement,
+                    invoice_fee_difference=setl[0] - pay[0],
+                    invoice_gst_difference=setl[1] - pay[1],
+                    invoice_basis="settlement",
+                    invoice_timing_fees=setl[0] - pay[0],
+                    invoice_timing_gst=setl[1] - pay[1],
+                    itc=(("CGST", setl[1] // 2), ("SGST", setl[1] - setl[1] // 2)),
+                    itc_mismatch=True,  # IGST on an invoice within the state
+                ),
+            ),
+            (
+                "Maharashtra",
+                over,
+                dataclasses.replace(
+                    plain,
+                    invoice=over,
+                    invoice_fee_difference=12_500,
+                    invoice_gst_difference=2_250,
+                    invoice_real_fees=12_500,
+                    invoice_real_gst=2_250,
+                    itc=(("IGST", pay[1] + 2_250),),
+                    itc_kind="IGST",
+                ),
+            ),
+        ]
+        for state, invoice, expected in cases:
+            assert apply_invoice(bases, invoice, merchant_state=state) == expected
+            assert tie_out(dataset, month, invoice, merchant_state=state) == expected

@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from typing import Generic, TypeVar
 
 import altair as alt
 import pandas as pd
 import streamlit as st
 
-from core.books.gst import SUPPLIER_STATE, Invoice, parse_invoice_bytes, tie_out
+from core.books.gst import (
+    SUPPLIER_STATE,
+    GstBases,
+    Invoice,
+    apply_invoice,
+    gst_bases,
+    parse_invoice_bytes,
+)
+from core.books.journal import journal_csv, month_vouchers, tally_xml
 from core.books.ledger import Ledger, LedgerStatus, data_key, derive_ledger, rebuild_ledger
 from core.books.pricing import (
     METHOD_CLASSES,
@@ -21,11 +32,14 @@ from core.books.pricing import (
 )
 from core.books.rollforward import MonthRollForward
 from core.dataset import Dataset
+from core.db import raw
 from core.errors import InputError
 from core.money import parse_rupees
 from ui import auth, keys, shell
 from ui.charts import INDIAN_SHORT
 from ui.format import inr, inr_short, ist, md
+
+T = TypeVar("T")
 
 LABELS = {
     "captured": "Captured payments",
@@ -151,19 +165,89 @@ def rules_from_editor(frame: pd.DataFrame) -> tuple[PricingRule, ...]:
     return tuple(rules)
 
 
-def journal_downloads(month: str, csv_text: str, xml_text: str) -> None:
+@dataclass(frozen=True)
+class Kept(Generic[T]):
+    """A result built from the raw tables, kept for the session with what it was built for
+    (`parts`: the month, the plan versions) and from (`data`: core.books.ledger.data_key)."""
+
+    parts: Hashable
+    data: str
+    value: T
+
+
+def on_request(
+    kept: str, button: str, label: str, parts: Hashable, build: Callable[[Dataset], T]
+) -> T | None:
+    """A result that needs every raw table (`build` over the dataset), computed only when
+    asked for, never on a render: while the session keeps one (under `kept`) for these
+    `parts` and the data as they are, it is returned with no read; else the button `label`
+    is offered, and pressing it reads the dataset once, builds, frees the dataset, keeps and
+    returns the result. One kept per `kept` key; one for data that have since changed is
+    dropped (it can never be shown again)."""
+    key = shell.read(data_key)
+    held = st.session_state.get(kept)
+    if isinstance(held, Kept):
+        if held.parts == parts and held.data == key:
+            value: T = held.value
+            return value
+        if held.data != key:
+            del st.session_state[kept]
+    if not st.button(label, key=button):
+        return None
+    with st.spinner("Reading every raw table: this takes a while on a large database."):
+        dataset = shell.read(raw.read_dataset)
+        built = build(dataset)
+        del dataset
+    st.session_state[kept] = Kept(parts, key, built)
+    return built
+
+
+@dataclass(frozen=True)
+class JournalFiles:
+    """A month's journal, ready to download: its voucher count, CSV and Tally XML (UTF-8)."""
+
+    vouchers: int
+    csv: bytes
+    xml: bytes
+
+
+def journal_files(dataset: Dataset, month: str) -> JournalFiles:
+    vouchers = month_vouchers(dataset, month)
+    return JournalFiles(
+        len(vouchers), journal_csv(vouchers).encode("utf-8"), tally_xml(vouchers).encode("utf-8")
+    )
+
+
+def journal_section(month: str) -> None:
+    """The Journal tab: the month's vouchers and both downloads, built on request."""
+    files = on_request(
+        keys.BOOKS_JOURNAL,
+        keys.BOOKS_JOURNAL_BUILD,
+        f"Prepare the journal for {month}",
+        month,
+        lambda dataset: journal_files(dataset, month),
+    )
+    if files is not None:
+        journal_downloads(month, files)
+
+
+def journal_downloads(month: str, files: JournalFiles) -> None:
     """The month's journal as CSV and as Tally vouchers, side by side."""
+    st.caption(
+        f"{files.vouchers:,} balanced vouchers: the month's captured payments and one per "
+        "settlement; every line names the recon rows it comes from."
+    )
     left, right = st.columns(2)
     left.download_button(
         "Journal (CSV)",
-        csv_text,
+        files.csv,
         file_name=f"journal-{month}.csv",
         mime="text/csv",
         key=keys.BOOKS_JOURNAL_CSV,
     )
     right.download_button(
         "Tally vouchers (XML)",
-        xml_text,
+        files.xml,
         file_name=f"tally-{month}.xml",
         mime="application/xml",
         key=keys.BOOKS_JOURNAL_TALLY,
@@ -198,9 +282,24 @@ def _typed_invoice(month: str, state: str, taxable: str, gst: str) -> Invoice | 
     return Invoice(month, parse_rupees(taxable), **split)
 
 
-def gst_section(dataset: Dataset, month: str) -> None:
+def gst_section(month: str) -> None:
+    """The GST tab: the month's bases computed on request and kept; the invoice typed or
+    uploaded is applied to them on every render (no read)."""
+    bases = on_request(
+        keys.BOOKS_GST_BASES,
+        keys.BOOKS_GST_COMPUTE,
+        f"Compute the GST figures for {month}",
+        month,
+        lambda dataset: gst_bases(dataset, month),
+    )
+    gst_figures(bases, month)
+
+
+def gst_figures(bases: GstBases | None, month: str) -> None:
     """GST on fees: the two bases and what lies between them, Razorpay's invoice (typed in
-    or uploaded as CSV) explained as timing or a real difference, and the ITC split."""
+    or uploaded as CSV) explained as timing or a real difference, and the ITC split. The
+    invoice is applied on every render to the month's `bases` (computed on request, kept);
+    with none yet, only the invoice's fields are shown."""
     left, mid, right = st.columns(3)
     state = left.text_input("Your GST state", value=SUPPLIER_STATE, key=keys.BOOKS_GST_STATE)
     taxable = mid.text_input("Invoice taxable value (₹)", key=keys.BOOKS_GST_TAXABLE)
@@ -221,7 +320,9 @@ def gst_section(dataset: Dataset, month: str) -> None:
         st.error(md(f"The invoice was not read: {exc}"))
     except ValueError as exc:
         st.error(md(str(exc)))
-    t = tie_out(dataset, month, invoice, merchant_state=state)
+    if bases is None:
+        return
+    t = apply_invoice(bases, invoice, merchant_state=state)
     rows = [
         ("Fees by payment (captured, refunds, instant)", t.payment_fees, t.payment_gst),
         ("Fees by settlement (recon rows settled)", t.settlement_fees, t.settlement_gst),
@@ -294,19 +395,49 @@ def unclassified_table(frame: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def pricing_tables(dataset: Dataset, plans: tuple[PricingPlan, ...]) -> None:
-    """The Pricing tab's tables: overcharges by month and class, card payments the plan
-    cannot classify, and the plan versions."""
-    summary = overcharge_summary(fee_check(dataset, plans))
-    st.subheader("Overcharges by month and payment class")
-    if summary.empty:
-        st.success("Every fee is within the contracted plan.")
-    else:
-        st.dataframe(overcharges_table(summary), key=keys.BOOKS_OVERCHARGES, hide_index=True)
-    lost = unclassified_cards(dataset, plans)
-    if len(lost):
-        st.warning(f"{len(lost):,} card payments cannot be classified (no `card` line).")
-        st.dataframe(unclassified_table(lost), key=keys.BOOKS_UNCLASSIFIED, hide_index=True)
+@dataclass(frozen=True)
+class FeeCheck:
+    """The fees checked against the plan: overcharges by month and class, and the card
+    payments the plan cannot classify."""
+
+    overcharges: pd.DataFrame
+    unclassified: pd.DataFrame
+
+
+def fee_check_tables(dataset: Dataset, plans: tuple[PricingPlan, ...]) -> FeeCheck:
+    return FeeCheck(
+        overcharge_summary(fee_check(dataset, plans)), unclassified_cards(dataset, plans)
+    )
+
+
+def pricing_section(plans: tuple[PricingPlan, ...]) -> None:
+    """The Pricing tab's tables: the fee check on request (kept while the data and the plan
+    versions are the same: a new version makes it stale), and the plan versions."""
+    check = on_request(
+        keys.BOOKS_FEES,
+        keys.BOOKS_FEES_CHECK,
+        "Check the fees against the plan",
+        tuple(plan.version for plan in plans),
+        lambda dataset: fee_check_tables(dataset, plans),
+    )
+    pricing_tables(check, plans)
+
+
+def pricing_tables(check: FeeCheck | None, plans: tuple[PricingPlan, ...]) -> None:
+    """The Pricing tab's tables: overcharges by month and class and card payments the plan
+    cannot classify (once checked, on request), and the plan versions."""
+    if check is not None:
+        st.subheader("Overcharges by month and payment class")
+        if check.overcharges.empty:
+            st.success("Every fee is within the contracted plan.")
+        else:
+            st.dataframe(
+                overcharges_table(check.overcharges), key=keys.BOOKS_OVERCHARGES, hide_index=True
+            )
+        lost = check.unclassified
+        if len(lost):
+            st.warning(f"{len(lost):,} card payments cannot be classified (no `card` line).")
+            st.dataframe(unclassified_table(lost), key=keys.BOOKS_UNCLASSIFIED, hide_index=True)
     st.subheader("Plan versions")
     st.dataframe(plans_table(plans), key=keys.BOOKS_PLANS, hide_index=True)
 
@@ -316,7 +447,8 @@ def session_ledger(status: LedgerStatus) -> Ledger | None:
     says why it is not shown and offers to derive it again (admin: stored for everyone) or
     to compute it for this session only, each behind a button with a progress bar, never on
     a render; returns this session's computed ledger while the data stay as they were, else
-    None (the roll-forward waits; the other tabs read the raw tables as before)."""
+    None (the roll-forward waits; the other tabs compute from the raw tables on request, as
+    with a current ledger)."""
     if status.current:
         return None
     st.warning(md(f"{status.reason} The stored books are not shown: they may not match the data."))

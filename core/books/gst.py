@@ -183,6 +183,47 @@ def _net(rows: pd.DataFrame, fee: str = "fee", tax: str = "tax") -> tuple[int, i
     return int((f - t).sum()), int(t.sum())
 
 
+@dataclass(frozen=True)
+class GstBases:
+    """What the month's GST tie-out reads from the data (paise): the two bases and the
+    lines between them. `apply_invoice` explains an invoice against them without the data,
+    so a page can keep them and re-apply a typed invoice on every keystroke."""
+
+    month: str
+    payment_fees: int
+    payment_gst: int
+    settlement_fees: int
+    settlement_gst: int
+    captured_not_settled_fees: int
+    captured_not_settled_gst: int
+    settled_from_other_months_fees: int
+    settled_from_other_months_gst: int
+    other_rows_fees: int
+    other_rows_gst: int
+    row_fee_differences: int
+    row_gst_differences: int
+
+    @property
+    def timing_fees(self) -> int:
+        return self.captured_not_settled_fees - self.settled_from_other_months_fees
+
+    @property
+    def timing_gst(self) -> int:
+        return self.captured_not_settled_gst - self.settled_from_other_months_gst
+
+    @property
+    def unexplained_fees(self) -> int:
+        return (self.payment_fees - self.settlement_fees) - (
+            self.timing_fees - self.other_rows_fees - self.row_fee_differences
+        )
+
+    @property
+    def unexplained_gst(self) -> int:
+        return (self.payment_gst - self.settlement_gst) - (
+            self.timing_gst - self.other_rows_gst - self.row_gst_differences
+        )
+
+
 def tie_out(
     dataset: Dataset,
     month: str,
@@ -191,6 +232,18 @@ def tie_out(
     merchant_state: str = SUPPLIER_STATE,
     supplier_state: str = SUPPLIER_STATE,
 ) -> GstTieOut:
+    """The month's GST on fees, and the invoice explained against it: `gst_bases` (reads the
+    dataset) then `apply_invoice` (pure)."""
+    return apply_invoice(
+        gst_bases(dataset, month),
+        invoice,
+        merchant_state=merchant_state,
+        supplier_state=supplier_state,
+    )
+
+
+def gst_bases(dataset: Dataset, month: str) -> GstBases:
+    """The month's fees and GST by payment and by settlement, and the lines between them."""
     pay = dataset.payments
     captured = pay["captured"].astype(bool) | pay["status"].astype(str).isin(
         ["captured", "refunded"]
@@ -247,12 +300,35 @@ def tie_out(
     other_fees, other_gst = o_fees + unknown_fees, o_gst + unknown_gst
     later_fees, later_gst = later_fees + ref_later_fees, later_gst + ref_later_gst
     earlier_fees, earlier_gst = earlier_fees + ref_earlier_fees, earlier_gst + ref_earlier_gst
-    timing_fees, timing_gst = later_fees - earlier_fees, later_gst - earlier_gst
-    unexplained_fees = (payment_fees - settlement_fees) - (timing_fees - other_fees - row_fee_diff)
-    unexplained_gst = (payment_gst - settlement_gst) - (timing_gst - other_gst - row_gst_diff)
+    return GstBases(
+        month=month,
+        payment_fees=payment_fees,
+        payment_gst=payment_gst,
+        settlement_fees=settlement_fees,
+        settlement_gst=settlement_gst,
+        captured_not_settled_fees=later_fees,
+        captured_not_settled_gst=later_gst,
+        settled_from_other_months_fees=earlier_fees,
+        settled_from_other_months_gst=earlier_gst,
+        other_rows_fees=other_fees,
+        other_rows_gst=other_gst,
+        row_fee_differences=row_fee_diff,
+        row_gst_differences=row_gst_diff,
+    )
 
+
+def apply_invoice(
+    bases: GstBases,
+    invoice: Invoice | None = None,
+    *,
+    merchant_state: str = SUPPLIER_STATE,
+    supplier_state: str = SUPPLIER_STATE,
+) -> GstTieOut:
+    """The invoice explained against the month's bases (ties out, all timing, or a real
+    difference) and the input-tax-credit split by place of supply: arithmetic, no data."""
+    b = bases
     same_state = merchant_state.strip().lower() == supplier_state.strip().lower()
-    gst_total = invoice.gst if invoice is not None else payment_gst
+    gst_total = invoice.gst if invoice is not None else b.payment_gst
     itc: tuple[tuple[str, int], ...]
     if same_state:
         half = gst_total // 2
@@ -267,8 +343,8 @@ def tie_out(
     inv_timing = (0, 0)
     inv_real = (0, 0)
     if invoice is not None:
-        by_payment = (invoice.taxable_value - payment_fees, invoice.gst - payment_gst)
-        by_settlement = (invoice.taxable_value - settlement_fees, invoice.gst - settlement_gst)
+        by_payment = (invoice.taxable_value - b.payment_fees, invoice.gst - b.payment_gst)
+        by_settlement = (invoice.taxable_value - b.settlement_fees, invoice.gst - b.settlement_gst)
         if by_payment == (0, 0):
             basis = "payment"
         elif by_settlement == (0, 0):
@@ -277,26 +353,26 @@ def tie_out(
         else:
             inv_real = by_payment
     return GstTieOut(
-        month=month,
-        payment_fees=payment_fees,
-        payment_gst=payment_gst,
-        settlement_fees=settlement_fees,
-        settlement_gst=settlement_gst,
-        timing_fees=timing_fees,
-        timing_gst=timing_gst,
-        captured_not_settled_fees=later_fees,
-        captured_not_settled_gst=later_gst,
-        settled_from_other_months_fees=earlier_fees,
-        settled_from_other_months_gst=earlier_gst,
-        other_rows_fees=other_fees,
-        other_rows_gst=other_gst,
-        row_fee_differences=row_fee_diff,
-        row_gst_differences=row_gst_diff,
-        unexplained_fees=unexplained_fees,
-        unexplained_gst=unexplained_gst,
+        month=b.month,
+        payment_fees=b.payment_fees,
+        payment_gst=b.payment_gst,
+        settlement_fees=b.settlement_fees,
+        settlement_gst=b.settlement_gst,
+        timing_fees=b.timing_fees,
+        timing_gst=b.timing_gst,
+        captured_not_settled_fees=b.captured_not_settled_fees,
+        captured_not_settled_gst=b.captured_not_settled_gst,
+        settled_from_other_months_fees=b.settled_from_other_months_fees,
+        settled_from_other_months_gst=b.settled_from_other_months_gst,
+        other_rows_fees=b.other_rows_fees,
+        other_rows_gst=b.other_rows_gst,
+        row_fee_differences=b.row_fee_differences,
+        row_gst_differences=b.row_gst_differences,
+        unexplained_fees=b.unexplained_fees,
+        unexplained_gst=b.unexplained_gst,
         invoice=invoice,
-        invoice_fee_difference=None if invoice is None else invoice.taxable_value - payment_fees,
-        invoice_gst_difference=None if invoice is None else invoice.gst - payment_gst,
+        invoice_fee_difference=None if invoice is None else invoice.taxable_value - b.payment_fees,
+        invoice_gst_difference=None if invoice is None else invoice.gst - b.payment_gst,
         invoice_basis=basis,
         invoice_timing_fees=inv_timing[0],
         invoice_timing_gst=inv_timing[1],

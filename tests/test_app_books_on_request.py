@@ -1,0 +1,258 @@
+"""The Books page's Journal, Pricing and GST tabs under AppTest: rendering them never reads
+the raw tables; what needs them (the journal, the fee check, the GST bases) is built when
+its button is pressed, from one read, equal to what the page used to compute on every
+render, and kept for the session while the month (or the plan versions) and the data are
+the same."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import core.db.raw
+from core.books.gst import Invoice, tie_out
+from core.books.journal import journal_csv, month_vouchers, tally_xml
+from core.books.ledger import rebuild_ledger
+from core.books.pricing import PricingRule, fee_check, overcharge_summary
+from core.books.store import pricing_plans, save_pricing_plan
+from core.dataset import Dataset
+from core.db import connect
+from tests.app_builder import build
+from tests.app_signin import signed_in
+from tests.review_support import add_people
+from ui import keys
+from ui.books import overcharges_table
+from ui.format import inr
+
+pytestmark = pytest.mark.usefixtures("streamlit_navigation_v2")
+
+
+@pytest.fixture
+def app_db(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    conn = connect(db_url)
+    build(conn, payments=600, seed=5)
+    add_people(conn)
+    rebuild_ledger(conn)  # as a completed run does
+    # A plan below what the builder charges, so the fee check lists overcharges.
+    _save_plan(conn, percent_bp=100)
+    conn.close()
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    yield db_url
+
+
+def _save_plan(conn: object, *, percent_bp: int) -> None:
+    rules = tuple(PricingRule(m, percent_bp) for m in ("card", "upi", "netbanking", "wallet"))
+    save_pricing_plan(
+        conn,  # type: ignore[arg-type]
+        effective_from=0,
+        rules=rules,
+        actor="admin@example.com",
+        request_id=f"req-plan-{percent_bp}",
+    )
+
+
+def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the page's reads of the raw tables as a Dataset: the page and ui.books look
+    read_dataset up on core.db.raw when they run."""
+    calls: list[int] = []
+    real = core.db.raw.read_dataset
+
+    def reading(conn: object) -> Dataset:
+        calls.append(1)
+        return real(conn)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(core.db.raw, "read_dataset", reading)
+    return calls
+
+
+def _dataset(app_db: str) -> Dataset:
+    conn = connect(app_db)
+    try:
+        return core.db.raw.read_dataset(conn)
+    finally:
+        conn.close()
+
+
+def _books(email: str = "admin@example.com") -> AppTest:
+    at = signed_in(email)
+    at.run()
+    at.switch_page("pages/books.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _run(at: AppTest) -> AppTest:
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _open_tab(at: AppTest, label: str) -> AppTest:
+    at.session_state[keys.BOOKS_TAB] = label
+    return _run(at)
+
+
+def _buttons(at: AppTest) -> set[str | None]:
+    return {b.key for b in at.button}
+
+
+def _downloads(at: AppTest) -> set[str | None]:
+    return {b.key for b in at.get("download_button")}
+
+
+def _select_month(at: AppTest, month: str) -> AppTest:
+    at.selectbox(key=keys.BOOKS_MONTH).select(month)
+    return _run(at)
+
+
+def test_rendering_the_journal_pricing_and_gst_tabs_reads_no_raw_table(
+    app_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _count_reads(monkeypatch)
+    at = _books("viewer@example.com")
+    for label, button in (
+        ("Journal", keys.BOOKS_JOURNAL_BUILD),
+        ("Pricing", keys.BOOKS_FEES_CHECK),
+        ("GST on fees", keys.BOOKS_GST_COMPUTE),
+    ):
+        _open_tab(at, label)
+        _run(at)
+        assert calls == [], label
+        assert button in _buttons(at), label
+    assert not _downloads(at)
+    assert not [d for d in at.dataframe if "GST" in d.value.columns]
+    _open_tab(at, "Pricing")
+    assert [d for d in at.dataframe if "Version" in d.value.columns]  # the plans, as before
+    assert not [d for d in at.dataframe if "Overcharged" in d.value.columns]
+    assert calls == []
+
+
+def test_the_journal_is_built_once_when_asked_as_before_and_offered_again_for_another_month(
+    app_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at = _open_tab(_books(), "Journal")
+    months = at.selectbox(key=keys.BOOKS_MONTH).options
+    assert len(months) >= 2
+    month = at.selectbox(key=keys.BOOKS_MONTH).value
+    vouchers = month_vouchers(_dataset(app_db), month)
+    calls = _count_reads(monkeypatch)
+    at.button(key=keys.BOOKS_JOURNAL_BUILD).click()
+    _run(at)
+    assert calls == [1]
+    assert {keys.BOOKS_JOURNAL_CSV, keys.BOOKS_JOURNAL_TALLY} <= _downloads(at)
+    kept = at.session_state[keys.BOOKS_JOURNAL].value
+    assert kept.csv == journal_csv(vouchers).encode("utf-8")
+    assert kept.xml == tally_xml(vouchers).encode("utf-8")
+    assert any(c.value.startswith(f"{len(vouchers):,} balanced vouchers") for c in at.caption)
+    _run(at)  # a rerun shows the kept journal, reading nothing
+    assert calls == [1] and keys.BOOKS_JOURNAL_CSV in _downloads(at)
+    other = next(m for m in months if m != month)
+    _select_month(at, other)
+    assert not _downloads(at) and keys.BOOKS_JOURNAL_BUILD in _buttons(at)
+    _select_month(at, month)  # the data are as they were: the kept journal is shown again
+    assert calls == [1] and keys.BOOKS_JOURNAL_CSV in _downloads(at)
+
+
+def test_a_change_to_the_data_offers_the_journal_button_again(
+    app_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at = _open_tab(_books(), "Journal")
+    at.button(key=keys.BOOKS_JOURNAL_BUILD).click()
+    _run(at)
+    assert keys.BOOKS_JOURNAL_CSV in _downloads(at)
+    conn = connect(app_db)
+    try:
+        with conn:
+            conn.execute(
+                "UPDATE payments SET amount = amount + 500"
+                " WHERE id = (SELECT min(id) FROM payments WHERE status = 'captured')"
+            )
+    finally:
+        conn.close()
+    calls = _count_reads(monkeypatch)
+    _run(at)
+    assert not _downloads(at) and keys.BOOKS_JOURNAL_BUILD in _buttons(at)
+    assert keys.BOOKS_JOURNAL not in at.session_state  # the stale journal is dropped
+    assert calls == []
+
+
+def test_the_fee_check_is_computed_when_asked_and_a_new_plan_version_makes_it_stale(
+    app_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at = _open_tab(_books(), "Pricing")
+    conn = connect(app_db)
+    try:
+        plans = pricing_plans(conn)
+    finally:
+        conn.close()
+    summary = overcharge_summary(fee_check(_dataset(app_db), plans))
+    assert not summary.empty  # the plan is below what the builder charges
+    calls = _count_reads(monkeypatch)
+    at.button(key=keys.BOOKS_FEES_CHECK).click()
+    _run(at)
+    assert calls == [1]
+    (shown,) = [d.value for d in at.dataframe if "Overcharged" in d.value.columns]
+    assert shown.reset_index(drop=True).equals(overcharges_table(summary))
+    _run(at)
+    assert calls == [1] and [d for d in at.dataframe if "Overcharged" in d.value.columns]
+    conn = connect(app_db)
+    try:
+        _save_plan(conn, percent_bp=300)
+    finally:
+        conn.close()
+    _run(at)
+    assert calls == [1]
+    assert not [d for d in at.dataframe if "Overcharged" in d.value.columns]
+    assert keys.BOOKS_FEES_CHECK in _buttons(at)
+    (versions,) = [d.value for d in at.dataframe if "Version" in d.value.columns]
+    assert set(versions["Version"]) == {1, 2}
+
+
+def test_the_gst_figures_are_computed_once_and_a_typed_invoice_is_applied_without_a_read(
+    app_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at = _open_tab(_books(), "GST on fees")
+    month = at.selectbox(key=keys.BOOKS_MONTH).value
+    expected = tie_out(
+        _dataset(app_db),
+        month,
+        Invoice(month, 100_000, igst=18_000),
+        merchant_state="Maharashtra",
+    )
+    calls = _count_reads(monkeypatch)
+    at.button(key=keys.BOOKS_GST_COMPUTE).click()
+    _run(at)
+    assert calls == [1]
+    at.text_input(key=keys.BOOKS_GST_STATE).input("Maharashtra")
+    at.text_input(key=keys.BOOKS_GST_TAXABLE).input("1,000.00")
+    _run(at)
+    at.text_input(key=keys.BOOKS_GST_AMOUNT).input("180.00")
+    _run(at)
+    assert calls == [1]  # every keystroke's rerun applies the invoice to the kept bases
+    (table,) = [d.value for d in at.dataframe if "GST" in d.value.columns]
+    rows = dict(zip(table[""], zip(table["Fees"], table["GST"], strict=True), strict=True))
+    assert rows["Fees by payment (captured, refunds, instant)"] == (
+        inr(expected.payment_fees),
+        inr(expected.payment_gst),
+    )
+    assert rows["Fees by settlement (recon rows settled)"] == (
+        inr(expected.settlement_fees),
+        inr(expected.settlement_gst),
+    )
+    assert rows["Invoice − by payment"] == (
+        inr(expected.invoice_fee_difference or 0),
+        inr(expected.invoice_gst_difference or 0),
+    )
+    assert rows["… of which a real difference"] == (
+        inr(expected.invoice_real_fees),
+        inr(expected.invoice_real_gst),
+    )
+    assert any("Input tax credit (IGST):** IGST ₹180.00" in m.value for m in at.markdown)
+    other = next(m for m in at.selectbox(key=keys.BOOKS_MONTH).options if m != month)
+    _select_month(at, other)
+    assert keys.BOOKS_GST_COMPUTE in _buttons(at)
+    assert not [d for d in at.dataframe if "GST" in d.value.columns]
+    assert calls == [1]
