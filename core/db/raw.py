@@ -6,19 +6,21 @@ loading the same rows again never duplicates them. The caller owns the transacti
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.json as pa_json
 
+from core.calendar import IST
 from core.dataset import (
     BANK_COLUMNS,
     DISPUTE_COLUMNS,
@@ -690,9 +692,15 @@ def _series(values: pa.ChunkedArray, dtype: str) -> pd.Series:
 
 
 def _frame(
-    conn: sqlite3.Connection, table: str, columns: dict[str, str], order: str
+    conn: sqlite3.Connection,
+    table: str,
+    columns: dict[str, str],
+    order: str,
+    where: str = "",
+    params: Sequence[Any] = (),
 ) -> pd.DataFrame:
-    """A raw table as a frame, in `order`.
+    """A raw table as a frame, in `order` (only its rows matching `where`, parameterised by
+    `params`, when given).
 
     sqlite3 builds a Python object per cell (about 20 million for the 1M benchmark), the
     slow part of reading a table. Instead SQLite renders each row as one JSON object
@@ -702,7 +710,9 @@ def _frame(
     names = list(columns)
     if is_postgres(conn):
         return _frame_from_json(
-            pg_bulk.json_rows(conn, table, names, "row_order" if order == "rowid" else order),
+            pg_bulk.json_rows(
+                conn, table, names, "row_order" if order == "rowid" else order, where, params
+            ),
             columns,
         )
     row = "json_object(" + ", ".join(f"'{i}', {name}" for i, name in enumerate(names)) + ")"
@@ -714,7 +724,8 @@ def _frame(
     )
     cursor = conn.cursor()
     cursor.row_factory = None  # plain tuples: sqlite3.Row is slow for millions of rows
-    cursor.execute(f"SELECT CAST({row} AS BLOB) FROM {table} ORDER BY {order}")
+    condition = f" WHERE {where}" if where else ""
+    cursor.execute(f"SELECT CAST({row} AS BLOB) FROM {table}{condition} ORDER BY {order}", params)
     with ThreadPoolExecutor(max_workers=1) as parser:
         parsed = []
         while batch := cursor.fetchmany(BATCH_ROWS):
@@ -789,3 +800,81 @@ def read_dataset(conn: sqlite3.Connection) -> Dataset:
         bank = _frame(conn, "bank_lines", BANK_COLUMNS, "file, line_no")
         has_bank = len(bank) > 0 or bank_statement_in_raw_tables(conn)
     return Dataset(**frames, bank=bank, has_bank_statement=has_bank)
+
+
+MonthProduct = Literal["journal", "gst", "fees"]
+MONTH_PRODUCTS: tuple[MonthProduct, ...] = ("journal", "gst", "fees")
+
+# The month's processed settlements (a scan of `settlements`: one row a day or so).
+_MONTH_SETTLEMENTS = (
+    "SELECT id FROM settlements WHERE status = 'processed' AND created_at >= ? AND created_at < ?"
+)
+
+
+def month_seconds(month: str) -> tuple[int, int]:
+    """'YYYY-MM' -> the Unix seconds of its first IST midnight and of the next month's."""
+    first = dt.date.fromisoformat(f"{month}-01")
+    following = (first.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
+    start, end = (dt.datetime.combine(d, dt.time(0, 0), tzinfo=IST) for d in (first, following))
+    return int(start.timestamp()), int(end.timestamp())
+
+
+def read_month_dataset(conn: sqlite3.Connection, month: str, product: MonthProduct) -> Dataset:
+    """The raw rows one of the Books page's month products reads, as a Dataset (the frames'
+    columns and dtypes and their rows' order are read_dataset's; frames the product does
+    not read are empty), in one snapshot: the cost grows with the month, not the history.
+    Month bounds are IST midnights (`month_seconds`).
+
+    - "journal" (core.books.journal.month_vouchers: captured_voucher, settlement_vouchers):
+      payments created in the month (the voucher keeps the captured ones); the settlements
+      created in the month with status processed (the vouchers dated in it); the recon rows
+      of those settlements (by settlement_id).
+    - "gst" (core.books.gst.gst_bases): the journal's rows, plus the refund recon rows
+      created in the month (the NULL-dated ones too when the month holds the epoch:
+      gst_bases counts a missing date as 0) wherever they were settled, the payments named
+      by the payment rows of the month's settlements, whatever their month (gst_bases only
+      asks whether such a payment is known), and the processed instant payouts whose
+      processed_at (else created_at) is in the month.
+    - "fees" (core.books.pricing.fee_check, unclassified_cards, for the month): payments
+      created in the month, and every `payment` recon row naming one of them (by entity_id,
+      in row order: fee_check takes each payment's first row), whatever its month or
+      settlement. The check of the month is the whole check's rows for those payments.
+
+    Indexes: payments_created, payments_id, recon_rows_settlement, recon_rows_entity and
+    recon_rows_refund_created (migration 0110); `settlements` and `instant_payouts` (a few
+    rows a day) are scanned.
+    """
+    if product not in MONTH_PRODUCTS:
+        raise ValueError(f"unknown month product {product!r}")
+    start, end = month_seconds(month)
+    in_month = "created_at >= ? AND created_at < ?"
+    settled = f"settlement_id IN ({_MONTH_SETTLEMENTS})"
+    # (frame attribute -> WHERE, parameters)
+    wanted: dict[str, tuple[str, tuple[Any, ...]]] = {
+        "payments": (in_month, (start, end)),
+        "settlements": ("status = 'processed' AND " + in_month, (start, end)),
+        "recon": (settled, (start, end)),
+    }
+    if product == "gst":
+        named = f"SELECT entity_id FROM recon_rows WHERE type = 'payment' AND {settled}"
+        wanted["payments"] = (f"{in_month} OR id IN ({named})", (start, end, start, end))
+        refunds = "type = 'refund' AND (created_at >= ? AND created_at < ?"
+        refunds += " OR created_at IS NULL)" if start <= 0 < end else ")"
+        wanted["recon"] = (f"{settled} OR ({refunds})", (start, end, start, end))
+        done = "coalesce(processed_at, created_at)"
+        wanted["instant_payouts"] = (
+            f"status = 'processed' AND {done} >= ? AND {done} < ?",
+            (start, end),
+        )
+    elif product == "fees":
+        del wanted["settlements"]
+        months = f"SELECT id FROM payments WHERE {in_month}"
+        wanted["recon"] = (f"type = 'payment' AND entity_id IN ({months})", (start, end))
+    with transaction(conn, immediate=False):
+        frames = {
+            attribute: _frame(
+                conn, RAW_TABLES[attribute][0], RAW_TABLES[attribute][2], "rowid", where, params
+            )
+            for attribute, (where, params) in wanted.items()
+        }
+    return Dataset(**frames, has_bank_statement=False)  # no product reads the bank

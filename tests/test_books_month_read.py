@@ -1,0 +1,153 @@
+"""The Books page's month products (the journal, the GST bases, the fee check) built from
+`core.db.raw.read_month_dataset`, which reads only the month's rows, are exactly what they
+are built from every raw table (`read_dataset`), for every month of data that spans several
+months with late settlements, refunds of earlier payments, disputes and transfers; on both
+databases. On SQLite the month read finds its rows through indexes, never by reading every
+payment or recon row."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from core.benchmark import generate
+from core.benchmark.fees import PRICING_FILE
+from core.books.gst import gst_bases
+from core.books.journal import journal_csv, month_vouchers, tally_xml
+from core.books.pricing import (
+    PricingPlan,
+    PricingRule,
+    fee_check,
+    overcharge_summary,
+    unclassified_cards,
+)
+from core.dataset import Dataset
+from core.db.backend import is_postgres
+from core.db.raw import MONTH_PRODUCTS, month_seconds, read_dataset, read_month_dataset
+from core.engine import EngineParams
+from core.evaluation import read_pricing_plan
+from core.pipeline import reconcile_folder_into_db
+
+
+def _stored(conn: sqlite3.Connection, root: Path, seed: int) -> tuple[PricingPlan, ...]:
+    """A generated dataset reconciled into `conn`; the benchmark's plan and a later version
+    that prices cards by type only (no `card` line: card payments of unknown type are
+    unclassified)."""
+    generated = generate(root, payments=1500, seed=seed)
+    reconcile_folder_into_db(conn, root, params=EngineParams(), as_of=generated.as_of)
+    (plan,) = read_pricing_plan(root / PRICING_FILE)
+    middle = generated.as_of - 45 * 86_400
+    kept = (r for r in plan.rules if r.method not in ("card", "credit", "debit"))
+    by_type = (*kept, PricingRule("credit", 190), PricingRule("debit", 40))
+    return plan, PricingPlan(plan.version + 1, middle, by_type, plan.gst_bp)
+
+
+def _months(dataset: Dataset) -> list[str]:
+    stamps = pd.concat([dataset.payments["created_at"], dataset.settlements["created_at"]])
+    ist = pd.to_datetime(stamps, unit="s", utc=True).dt.tz_convert("Asia/Kolkata")
+    return sorted(set(ist.dt.strftime("%Y-%m")))
+
+
+def _in_month(frame: pd.DataFrame, month: str) -> pd.DataFrame:
+    start, end = month_seconds(month)
+    stamps = frame["created_at"].astype("int64")
+    return frame[(stamps >= start) & (stamps < end)].reset_index(drop=True)
+
+
+def _frame_equal(left: pd.DataFrame, right: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(
+        left.reset_index(drop=True), right.reset_index(drop=True), check_dtype=False
+    )
+
+
+def test_every_months_journal_gst_and_fee_check_from_the_month_read_equal_the_whole_reads(
+    db_conn: sqlite3.Connection, tmp_path: Path
+) -> None:
+    plans = _stored(db_conn, tmp_path / "ds", 31)
+    whole = read_dataset(db_conn)
+    months = _months(whole)
+    assert len(months) >= 3
+    check = fee_check(whole, plans)
+    summary = overcharge_summary(check)
+    lost = unclassified_cards(whole, plans)
+    assert len(summary) and len(lost)  # both tables have rows to compare
+    settled_late = fewer_payments = 0
+    for month in [*months, "2019-01"]:
+        journal = read_month_dataset(db_conn, month, "journal")
+        vouchers = month_vouchers(journal, month)
+        expected = month_vouchers(whole, month)
+        assert journal_csv(vouchers) == journal_csv(expected), month
+        assert tally_xml(vouchers) == tally_xml(expected), month
+
+        gst = read_month_dataset(db_conn, month, "gst")
+        assert gst_bases(gst, month) == gst_bases(whole, month), month
+        settled_late += len(gst.payments) - len(_in_month(gst.payments, month))
+
+        fees = read_month_dataset(db_conn, month, "fees")
+        _frame_equal(fee_check(fees, plans), _in_month(check, month))
+        month_summary = summary[summary["month"] == month]
+        _frame_equal(overcharge_summary(fee_check(fees, plans)), month_summary)
+        _frame_equal(unclassified_cards(fees, plans), _in_month(lost, month))
+
+        for read in (journal, gst, fees):
+            assert len(read.recon) < len(whole.recon), month
+            fewer_payments += len(read.payments) < len(whole.payments)
+    assert settled_late > 0  # the GST read looked payments of other months up by id
+    assert fewer_payments == 3 * (len(months) + 1)
+
+
+def test_a_month_read_keeps_read_datasets_columns_dtypes_and_row_order(
+    db_conn: sqlite3.Connection, tmp_path: Path
+) -> None:
+    _stored(db_conn, tmp_path / "ds", 31)
+    whole = read_dataset(db_conn)
+    month = _months(whole)[1]
+    read = read_month_dataset(db_conn, month, "gst")
+    for attribute in ("payments", "recon", "settlements", "instant_payouts"):
+        part, full = getattr(read, attribute), getattr(whole, attribute)
+        assert len(part) > 0, attribute
+        assert list(part.dtypes.astype(str)) == list(full.dtypes.astype(str)), attribute
+        key = "row_key" if attribute == "recon" else "id"
+        # The rows are the whole's rows, in the whole's order (fee_check takes the first).
+        _frame_equal(part, full[full[key].isin(set(part[key]))])
+    with pytest.raises(ValueError, match="unknown month product"):
+        read_month_dataset(db_conn, month, "ledger")  # type: ignore[arg-type]
+
+
+def test_the_month_read_searches_payments_and_recon_rows_through_indexes_never_a_scan(
+    db_conn: sqlite3.Connection, tmp_path: Path
+) -> None:
+    if is_postgres(db_conn):
+        indexes = {
+            str(r[0]): str(r[1])
+            for r in db_conn.execute(
+                "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'recon_rows'"
+            )
+        }
+        assert "WHERE (type = 'refund'::text)" in indexes["recon_rows_refund_created"]
+        return
+    _stored(db_conn, tmp_path / "ds", 31)
+    month = _months(read_dataset(db_conn))[1]
+    statements: list[str] = []
+    db_conn.set_trace_callback(statements.append)  # the statements as run, values bound
+    for product in MONTH_PRODUCTS:
+        read_month_dataset(db_conn, month, product)
+    db_conn.set_trace_callback(None)
+    reads = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
+    assert len(reads) == 3 + 4 + 2  # journal, gst, fees: one per frame
+    searched = set()
+    for statement in reads:
+        plan = " ".join(str(r[3]) for r in db_conn.execute(f"EXPLAIN QUERY PLAN {statement}"))
+        assert "SCAN payments" not in plan, plan
+        assert "SCAN recon_rows" not in plan, plan
+        searched |= {word for word in plan.split() if word.startswith(("payments_", "recon_"))}
+    assert {
+        "payments_created",
+        "payments_id",
+        "recon_rows_settlement",
+        "recon_rows_entity",
+        "recon_rows_refund_created",
+    } <= searched
