@@ -80,7 +80,7 @@ if pricing_tab.open:
     with pricing_tab:
         plans = shell.read(pricing_plans)
         if plans:
-            books.pricing_section(plans)
+            books.pricing_section(plans, month)
         else:
             st.info("No pricing plan yet: fees are checked only once one is entered.")
         if auth.can("admin"):

@@ -124,17 +124,21 @@ def test_the_gst_tab_ties_a_typed_invoice_out(app_db: str) -> None:
 
 def test_card_payments_the_plan_cannot_classify_are_listed_not_overcharged(app_db: str) -> None:
     # A plan that prices cards only by network and type (no `card` line); five of the
-    # builder's (UPI) payments become card payments with no card details: they cannot be
-    # classified.
+    # builder's (UPI) payments of the month shown become card payments with no card
+    # details: they cannot be classified (the check is the month's).
     from core.books.pricing import PricingRule
     from core.books.store import save_pricing_plan
+    from core.db.raw import month_seconds
 
+    at = _books("admin@example.com")
+    month = at.selectbox(key=keys.BOOKS_MONTH).value
     conn = connect(app_db)
     try:
         with conn:
             conn.execute(
-                "UPDATE payments SET method = 'card'"
-                " WHERE id IN (SELECT id FROM payments ORDER BY id LIMIT 5)"
+                "UPDATE payments SET method = 'card' WHERE id IN (SELECT id FROM payments"
+                " WHERE created_at >= ? AND created_at < ? ORDER BY id LIMIT 5)",
+                month_seconds(month),
             )
         save_pricing_plan(
             conn,
@@ -149,11 +153,12 @@ def test_card_payments_the_plan_cannot_classify_are_listed_not_overcharged(app_d
         ).fetchone()[0]
     finally:
         conn.close()
-    at = _open_tab(_books("admin@example.com"), "Pricing")
-    at.button(key=keys.BOOKS_FEES_CHECK).click().run()  # the fee check, on request
+    _open_tab(at, "Pricing")
+    assert at.selectbox(key=keys.BOOKS_MONTH).value == month
+    at.button(key=keys.BOOKS_FEES_CHECK).click().run()  # the month's fee check, on request
     assert cards == 5
     warned = [w.value for w in at.warning if "cannot be classified" in w.value]
-    assert warned == [f"{cards:,} card payments cannot be classified (no `card` line)."]
+    assert warned == [f"5 card payments of {month} cannot be classified (no `card` line)."]
     table = [d.value for d in at.dataframe if "Plan version" in d.value.columns]
     assert len(table) == 1 and len(table[0]) == cards and set(table[0]["Class"]) == {"card"}
     summary = [d.value for d in at.dataframe if "Overcharged" in d.value.columns]

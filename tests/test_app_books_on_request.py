@@ -1,8 +1,8 @@
 """The Books page's Journal, Pricing and GST tabs under AppTest: rendering them never reads
 the raw tables; what needs them (the journal, the fee check, the GST bases) is built when
-its button is pressed, from one read, equal to what the page used to compute on every
-render, and kept for the session while the month (or the plan versions) and the data are
-the same."""
+its button is pressed, from one read of the month's rows (core.db.raw.read_month_dataset),
+equal to what the page used to compute from every raw table, and kept for the session
+while the month (and the plan versions) and the data are the same."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from core.books.pricing import PricingRule, fee_check, overcharge_summary
 from core.books.store import pricing_plans, save_pricing_plan
 from core.dataset import Dataset
 from core.db import connect
+from core.db.raw import MonthProduct
 from tests.app_builder import build
 from tests.app_signin import signed_in
 from tests.review_support import add_people
@@ -53,17 +54,23 @@ def _save_plan(conn: object, *, percent_bp: int) -> None:
     )
 
 
-def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Count the page's reads of the raw tables as a Dataset: the page and ui.books look
-    read_dataset up on core.db.raw when they run."""
-    calls: list[int] = []
-    real = core.db.raw.read_dataset
+def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """The page's reads of the raw tables as a Dataset, as (month, product), or ("", "every
+    table") for a read of them all: the page and ui.books look both reads up on core.db.raw
+    when they run."""
+    calls: list[tuple[str, str]] = []
+    whole, month_read = core.db.raw.read_dataset, core.db.raw.read_month_dataset
 
     def reading(conn: object) -> Dataset:
-        calls.append(1)
-        return real(conn)  # type: ignore[arg-type]
+        calls.append(("", "every table"))
+        return whole(conn)  # type: ignore[arg-type]
+
+    def reading_month(conn: object, month: str, product: MonthProduct) -> Dataset:
+        calls.append((month, product))
+        return month_read(conn, month, product)  # type: ignore[arg-type]
 
     monkeypatch.setattr(core.db.raw, "read_dataset", reading)
+    monkeypatch.setattr(core.db.raw, "read_month_dataset", reading_month)
     return calls
 
 
@@ -141,19 +148,19 @@ def test_the_journal_is_built_once_when_asked_as_before_and_offered_again_for_an
     calls = _count_reads(monkeypatch)
     at.button(key=keys.BOOKS_JOURNAL_BUILD).click()
     _run(at)
-    assert calls == [1]
+    assert calls == [(month, "journal")]
     assert {keys.BOOKS_JOURNAL_CSV, keys.BOOKS_JOURNAL_TALLY} <= _downloads(at)
     kept = at.session_state[keys.BOOKS_JOURNAL].value
     assert kept.csv == journal_csv(vouchers).encode("utf-8")
     assert kept.xml == tally_xml(vouchers).encode("utf-8")
     assert any(c.value.startswith(f"{len(vouchers):,} balanced vouchers") for c in at.caption)
     _run(at)  # a rerun shows the kept journal, reading nothing
-    assert calls == [1] and keys.BOOKS_JOURNAL_CSV in _downloads(at)
+    assert calls == [(month, "journal")] and keys.BOOKS_JOURNAL_CSV in _downloads(at)
     other = next(m for m in months if m != month)
     _select_month(at, other)
     assert not _downloads(at) and keys.BOOKS_JOURNAL_BUILD in _buttons(at)
     _select_month(at, month)  # the data are as they were: the kept journal is shown again
-    assert calls == [1] and keys.BOOKS_JOURNAL_CSV in _downloads(at)
+    assert calls == [(month, "journal")] and keys.BOOKS_JOURNAL_CSV in _downloads(at)
 
 
 def test_a_change_to_the_data_offers_the_journal_button_again(
@@ -183,28 +190,38 @@ def test_the_fee_check_is_computed_when_asked_and_a_new_plan_version_makes_it_st
     app_db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     at = _open_tab(_books(), "Pricing")
+    month = at.selectbox(key=keys.BOOKS_MONTH).value
     conn = connect(app_db)
     try:
         plans = pricing_plans(conn)
     finally:
         conn.close()
     summary = overcharge_summary(fee_check(_dataset(app_db), plans))
-    assert not summary.empty  # the plan is below what the builder charges
+    assert set(summary["month"]) > {month}  # the plan is below what the builder charges
     calls = _count_reads(monkeypatch)
     at.button(key=keys.BOOKS_FEES_CHECK).click()
     _run(at)
-    assert calls == [1]
+    assert calls == [(month, "fees")]
+    assert any(h.value == f"Overcharges in {month} by payment class" for h in at.subheader)
     (shown,) = [d.value for d in at.dataframe if "Overcharged" in d.value.columns]
-    assert shown.reset_index(drop=True).equals(overcharges_table(summary))
+    in_month = summary[summary["month"] == month].reset_index(drop=True)
+    assert shown.reset_index(drop=True).equals(overcharges_table(in_month))
     _run(at)
-    assert calls == [1] and [d for d in at.dataframe if "Overcharged" in d.value.columns]
+    assert calls == [(month, "fees")]
+    assert [d for d in at.dataframe if "Overcharged" in d.value.columns]
+    other = next(m for m in at.selectbox(key=keys.BOOKS_MONTH).options if m != month)
+    _select_month(at, other)  # the check is the month's: another month is checked anew
+    assert not [d for d in at.dataframe if "Overcharged" in d.value.columns]
+    assert keys.BOOKS_FEES_CHECK in _buttons(at)
+    _select_month(at, month)
+    assert [d for d in at.dataframe if "Overcharged" in d.value.columns]
     conn = connect(app_db)
     try:
         _save_plan(conn, percent_bp=300)
     finally:
         conn.close()
     _run(at)
-    assert calls == [1]
+    assert calls == [(month, "fees")]
     assert not [d for d in at.dataframe if "Overcharged" in d.value.columns]
     assert keys.BOOKS_FEES_CHECK in _buttons(at)
     (versions,) = [d.value for d in at.dataframe if "Version" in d.value.columns]
@@ -225,13 +242,15 @@ def test_the_gst_figures_are_computed_once_and_a_typed_invoice_is_applied_withou
     calls = _count_reads(monkeypatch)
     at.button(key=keys.BOOKS_GST_COMPUTE).click()
     _run(at)
-    assert calls == [1]
+    assert calls == [(month, "gst")]
     at.text_input(key=keys.BOOKS_GST_STATE).input("Maharashtra")
     at.text_input(key=keys.BOOKS_GST_TAXABLE).input("1,000.00")
     _run(at)
     at.text_input(key=keys.BOOKS_GST_AMOUNT).input("180.00")
     _run(at)
-    assert calls == [1]  # every keystroke's rerun applies the invoice to the kept bases
+    assert calls == [
+        (month, "gst")
+    ]  # every keystroke's rerun applies the invoice to the kept bases
     (table,) = [d.value for d in at.dataframe if "GST" in d.value.columns]
     rows = dict(zip(table[""], zip(table["Fees"], table["GST"], strict=True), strict=True))
     assert rows["Fees by payment (captured, refunds, instant)"] == (
@@ -255,4 +274,4 @@ def test_the_gst_figures_are_computed_once_and_a_typed_invoice_is_applied_withou
     _select_month(at, other)
     assert keys.BOOKS_GST_COMPUTE in _buttons(at)
     assert not [d for d in at.dataframe if "GST" in d.value.columns]
-    assert calls == [1]
+    assert calls == [(month, "gst")]

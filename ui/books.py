@@ -33,6 +33,7 @@ from core.books.pricing import (
 from core.books.rollforward import MonthRollForward
 from core.dataset import Dataset
 from core.db import raw
+from core.db.raw import MonthProduct
 from core.errors import InputError
 from core.money import parse_rupees
 from ui import auth, keys, shell
@@ -176,12 +177,18 @@ class Kept(Generic[T]):
 
 
 def on_request(
-    kept: str, button: str, label: str, parts: Hashable, build: Callable[[Dataset], T]
+    kept: str,
+    button: str,
+    label: str,
+    parts: Hashable,
+    read: tuple[str, MonthProduct],
+    build: Callable[[Dataset], T],
 ) -> T | None:
-    """A result that needs every raw table (`build` over the dataset), computed only when
-    asked for, never on a render: while the session keeps one (under `kept`) for these
-    `parts` and the data as they are, it is returned with no read; else the button `label`
-    is offered, and pressing it reads the dataset once, builds, frees the dataset, keeps and
+    """A result built from the raw tables (`build` over the rows `read`, a month and the
+    product: core.db.raw.read_month_dataset), computed only when asked for, never on a
+    render: while the session keeps one (under `kept`) for these `parts` (which name the
+    month) and the data as they are, it is returned with no read; else the button `label`
+    is offered, and pressing it reads the month's rows once, builds, frees them, keeps and
     returns the result. One kept per `kept` key; one for data that have since changed is
     dropped (it can never be shown again)."""
     key = shell.read(data_key)
@@ -194,8 +201,9 @@ def on_request(
             del st.session_state[kept]
     if not st.button(label, key=button):
         return None
-    with st.spinner("Reading every raw table: this takes a while on a large database."):
-        dataset = shell.read(raw.read_dataset)
+    month, product = read
+    with st.spinner(f"Reading the rows of {month}: this takes a while on a large database."):
+        dataset = shell.read(raw.read_month_dataset, month, product)
         built = build(dataset)
         del dataset
     st.session_state[kept] = Kept(parts, key, built)
@@ -225,6 +233,7 @@ def journal_section(month: str) -> None:
         keys.BOOKS_JOURNAL_BUILD,
         f"Prepare the journal for {month}",
         month,
+        (month, "journal"),
         lambda dataset: journal_files(dataset, month),
     )
     if files is not None:
@@ -290,6 +299,7 @@ def gst_section(month: str) -> None:
         keys.BOOKS_GST_COMPUTE,
         f"Compute the GST figures for {month}",
         month,
+        (month, "gst"),
         lambda dataset: gst_bases(dataset, month),
     )
     gst_figures(bases, month)
@@ -405,38 +415,43 @@ class FeeCheck:
 
 
 def fee_check_tables(dataset: Dataset, plans: tuple[PricingPlan, ...]) -> FeeCheck:
+    """The check's tables over `dataset` (a month's read: that month's payments)."""
     return FeeCheck(
         overcharge_summary(fee_check(dataset, plans)), unclassified_cards(dataset, plans)
     )
 
 
-def pricing_section(plans: tuple[PricingPlan, ...]) -> None:
-    """The Pricing tab's tables: the fee check on request (kept while the data and the plan
-    versions are the same: a new version makes it stale), and the plan versions."""
+def pricing_section(plans: tuple[PricingPlan, ...], month: str) -> None:
+    """The Pricing tab's tables: the month's payments' fees checked on request (kept while
+    the month, the data and the plan versions are the same: a new version makes it stale),
+    and the plan versions."""
     check = on_request(
         keys.BOOKS_FEES,
         keys.BOOKS_FEES_CHECK,
-        "Check the fees against the plan",
-        tuple(plan.version for plan in plans),
+        f"Check the fees of {month} against the plan",
+        (month, tuple(plan.version for plan in plans)),
+        (month, "fees"),
         lambda dataset: fee_check_tables(dataset, plans),
     )
-    pricing_tables(check, plans)
+    pricing_tables(check, plans, month)
 
 
-def pricing_tables(check: FeeCheck | None, plans: tuple[PricingPlan, ...]) -> None:
-    """The Pricing tab's tables: overcharges by month and class and card payments the plan
-    cannot classify (once checked, on request), and the plan versions."""
+def pricing_tables(check: FeeCheck | None, plans: tuple[PricingPlan, ...], month: str) -> None:
+    """The Pricing tab's tables: the month's overcharges by payment class and its card
+    payments the plan cannot classify (once checked, on request), and the plan versions."""
     if check is not None:
-        st.subheader("Overcharges by month and payment class")
+        st.subheader(f"Overcharges in {month} by payment class")
         if check.overcharges.empty:
-            st.success("Every fee is within the contracted plan.")
+            st.success(f"Every fee of {month} is within the contracted plan.")
         else:
             st.dataframe(
                 overcharges_table(check.overcharges), key=keys.BOOKS_OVERCHARGES, hide_index=True
             )
         lost = check.unclassified
         if len(lost):
-            st.warning(f"{len(lost):,} card payments cannot be classified (no `card` line).")
+            st.warning(
+                f"{len(lost):,} card payments of {month} cannot be classified (no `card` line)."
+            )
             st.dataframe(unclassified_table(lost), key=keys.BOOKS_UNCLASSIFIED, hide_index=True)
     st.subheader("Plan versions")
     st.dataframe(plans_table(plans), key=keys.BOOKS_PLANS, hide_index=True)

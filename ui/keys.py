@@ -194,8 +194,9 @@ BOOKS_UNCLASSIFIED = "books_unclassified"
 BOOKS_LEDGER_REBUILD = "books_ledger_rebuild"
 BOOKS_LEDGER_COMPUTE = "books_ledger_compute"
 BOOKS_LEDGER_SESSION = "books_ledger_session"
-# Built from the raw tables only when asked for (ui/books.py on_request): the button, and the
-# result kept for the session with the month (or plans) and the data it was built from.
+# Built from the month's raw rows only when asked for (ui/books.py on_request): the button,
+# and the result kept for the session with the month (and, for the fee check, the plan
+# versions) and the data it was built from.
 BOOKS_JOURNAL_BUILD = "books_journal_build"
 BOOKS_JOURNAL = "books_journal"
 BOOKS_FEES_CHECK = "books_fees_check"
