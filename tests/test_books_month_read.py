@@ -33,11 +33,13 @@ from core.pipeline import reconcile_folder_into_db
 
 
 def _stored(conn: sqlite3.Connection, root: Path, seed: int) -> tuple[PricingPlan, ...]:
-    """A generated dataset reconciled into `conn`; the benchmark's plan and a later version
-    that prices cards by type only (no `card` line: card payments of unknown type are
-    unclassified)."""
+    """A generated dataset reconciled into `conn` (its refund rows charged a fee); the
+    benchmark's plan and a later version that prices cards by type only (no `card` line:
+    card payments of unknown type are unclassified)."""
     generated = generate(root, payments=1500, seed=seed)
     reconcile_folder_into_db(conn, root, params=EngineParams(), as_of=generated.as_of)
+    with conn:  # refunds carry no fee in the generated data: a fee on their rows must count
+        conn.execute("UPDATE recon_rows SET fee = 118, tax = 18 WHERE type = 'refund'")
     (plan,) = read_pricing_plan(root / PRICING_FILE)
     middle = generated.as_of - 45 * 86_400
     kept = (r for r in plan.rules if r.method not in ("card", "credit", "debit"))
