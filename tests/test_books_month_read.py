@@ -7,6 +7,7 @@ payment or recon row."""
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from pathlib import Path
 
@@ -29,7 +30,9 @@ from core.db.backend import is_postgres
 from core.db.raw import MONTH_PRODUCTS, month_seconds, read_dataset, read_month_dataset
 from core.engine import EngineParams
 from core.evaluation import read_pricing_plan
-from core.pipeline import reconcile_folder_into_db
+from core.ingest.load import store_dataset
+from core.pipeline import load_folder, reconcile_folder_into_db
+from tests.conftest import SPEC_EXAMPLE
 
 
 def _stored(conn: sqlite3.Connection, root: Path, seed: int) -> tuple[PricingPlan, ...]:
@@ -153,3 +156,24 @@ def test_the_month_read_searches_payments_and_recon_rows_through_indexes_never_a
         "recon_rows_entity",
         "recon_rows_refund_created",
     } <= searched
+
+
+def test_an_undated_refund_row_counts_in_the_epoch_month_as_the_whole_read_counts_it(
+    db_conn: sqlite3.Connection,
+) -> None:
+    # gst_bases dates a refund row with no created_at at 0: 1970-01 in IST.
+    dataset = load_folder(SPEC_EXAMPLE / "dataset").dataset
+    recon = dataset.recon
+    undated = recon[recon["type"].astype(str) == "refund"].head(1).copy()
+    undated["row_key"] = "refund:undated:1"
+    undated["created_at"] = pd.array([None], dtype="Int64")
+    undated["settlement_id"] = pd.array([None], dtype="string")
+    undated[["fee", "tax"]] = [118, 18]
+    stored = dataclasses.replace(dataset, recon=pd.concat([recon, undated], ignore_index=True))
+    store_dataset(db_conn, stored, source="files", location="spec", content_hash="undated")
+    whole = read_dataset(db_conn)
+    for month in ("1970-01", "2026-05", "2026-06"):
+        read = read_month_dataset(db_conn, month, "gst")
+        assert gst_bases(read, month) == gst_bases(whole, month), month
+    epoch = gst_bases(read_month_dataset(db_conn, "1970-01", "gst"), "1970-01")
+    assert (epoch.payment_fees, epoch.payment_gst) == (100, 18)
