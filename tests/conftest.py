@@ -216,3 +216,13 @@ def benchmark_1500(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("benchmark-1500")
     generate(out, payments=1500, seed=7)
     return out
+
+
+def postgres_index_definitions(conn: sqlite3.Connection, table: str) -> dict[str, str]:
+    """PostgreSQL: index name -> its definition (pg_indexes.indexdef) for `table`."""
+    return {
+        str(r[0]): str(r[1])
+        for r in conn.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = ?", (table,)
+        )
+    }

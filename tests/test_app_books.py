@@ -6,13 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
-from core.books.ledger import rebuild_ledger
 from core.db import connect
-from tests.app_builder import build
-from tests.app_signin import signed_in
-from tests.review_support import add_people
+from tests.books_app_support import books_database, open_books, open_tab
 from ui import keys
 
 # AppTest and the v2 multipage app: see tests.conftest.streamlit_navigation_v2.
@@ -22,35 +18,11 @@ pytestmark = pytest.mark.usefixtures("streamlit_navigation_v2")
 @pytest.fixture
 def app_db(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The app's database: a SQLite file or a PostgreSQL URL (DATABASE_URL names either)."""
-    path = db_url
-    conn = connect(path)
-    build(conn, payments=800, seed=11)
-    rebuild_ledger(conn)  # as a completed run does (the builder stands in for one)
-    add_people(conn)
-    conn.close()
-    monkeypatch.setenv("DATABASE_URL", str(path))
-    yield path
-
-
-def _books(email: str) -> AppTest:
-    at = signed_in(email)
-    at.run()
-    at.switch_page("pages/books.py")
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def _open_tab(at: AppTest, label: str) -> AppTest:
-    """Open a Books tab: the tabs are lazy, only the open one's code runs."""
-    at.session_state[keys.BOOKS_TAB] = label
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    yield books_database(db_url, monkeypatch, payments=800, seed=11)
 
 
 def test_books_page_shows_a_month_that_ties_out_with_a_chart(app_db: str) -> None:
-    at = _books("admin@example.com")
+    at = open_books("admin@example.com")
     assert at.title[0].value == "Books"
     metrics = {m.label: m.value for m in at.metric}
     assert set(metrics) == {"Opening", "Closing", "Open items", "Residual"}
@@ -61,7 +33,7 @@ def test_books_page_shows_a_month_that_ties_out_with_a_chart(app_db: str) -> Non
     assert not at.exception, [e.value for e in at.exception]
     downloads = {b.key for b in at.get("download_button")}
     assert {keys.BOOKS_REPORT_ZIP, keys.BOOKS_REPORT_PDF} <= downloads
-    _open_tab(at, "Journal")
+    open_tab(at, "Journal")
     at.button(key=keys.BOOKS_JOURNAL_BUILD).click().run()  # built on request
     assert keys.BOOKS_JOURNAL_TALLY in {b.key for b in at.get("download_button")}
     months = at.selectbox(key=keys.BOOKS_MONTH).options
@@ -71,15 +43,15 @@ def test_books_page_shows_a_month_that_ties_out_with_a_chart(app_db: str) -> Non
 
 
 def test_a_viewer_can_read_the_books_but_not_enter_a_pricing_plan(app_db: str) -> None:
-    at = _books("viewer@example.com")
+    at = open_books("viewer@example.com")
     assert at.title[0].value == "Books"
-    _open_tab(at, "Pricing")
+    open_tab(at, "Pricing")
     assert not [b for b in at.button if b.key in (keys.BOOKS_PLAN_SAVE, keys.BOOKS_CLOSE)]
     assert any("No pricing plan yet" in i.value for i in at.info)
 
 
 def test_an_admin_saves_a_pricing_plan_version_and_sees_it(app_db: str) -> None:
-    at = _open_tab(_books("admin@example.com"), "Pricing")
+    at = open_tab(open_books("admin@example.com"), "Pricing")
     assert any(h.value == "New plan version" for h in at.subheader)
     at.session_state[keys.BOOKS_PLAN_EDITOR] = {
         "edited_rows": {"1": {"Percent": "1.70"}, "0": {"Fixed ₹": "0.50"}},
@@ -103,7 +75,7 @@ def test_an_admin_saves_a_pricing_plan_version_and_sees_it(app_db: str) -> None:
 
 
 def test_an_admin_closes_a_month_and_it_shows_as_closed(app_db: str) -> None:
-    at = _books("admin@example.com")
+    at = open_books("admin@example.com")
     month = at.selectbox(key=keys.BOOKS_MONTH).value
     at.button(key=keys.BOOKS_CLOSE).click().run()
     assert not at.exception, [e.value for e in at.exception]
@@ -112,7 +84,7 @@ def test_an_admin_closes_a_month_and_it_shows_as_closed(app_db: str) -> None:
 
 
 def test_the_gst_tab_ties_a_typed_invoice_out(app_db: str) -> None:
-    at = _open_tab(_books("admin@example.com"), "GST on fees")
+    at = open_tab(open_books("admin@example.com"), "GST on fees")
     at.button(key=keys.BOOKS_GST_COMPUTE).click().run()  # the month's bases, on request
     at.text_input(key=keys.BOOKS_GST_TAXABLE).input("1,000.00").run()
     at.text_input(key=keys.BOOKS_GST_AMOUNT).input("180.00").run()
@@ -130,7 +102,7 @@ def test_card_payments_the_plan_cannot_classify_are_listed_not_overcharged(app_d
     from core.books.store import save_pricing_plan
     from core.db.raw import month_seconds
 
-    at = _books("admin@example.com")
+    at = open_books("admin@example.com")
     month = at.selectbox(key=keys.BOOKS_MONTH).value
     conn = connect(app_db)
     try:
@@ -153,7 +125,7 @@ def test_card_payments_the_plan_cannot_classify_are_listed_not_overcharged(app_d
         ).fetchone()[0]
     finally:
         conn.close()
-    _open_tab(at, "Pricing")
+    open_tab(at, "Pricing")
     assert at.selectbox(key=keys.BOOKS_MONTH).value == month
     at.button(key=keys.BOOKS_FEES_CHECK).click().run()  # the month's fee check, on request
     assert cards == 5
@@ -168,16 +140,16 @@ def test_card_payments_the_plan_cannot_classify_are_listed_not_overcharged(app_d
 def test_books_runs_only_the_open_tab_and_builds_the_report_only_when_asked(
     app_db: str,
 ) -> None:
-    at = _books("admin@example.com")
+    at = open_books("admin@example.com")
     assert not at.get("download_button")  # no journal, no report on the first render
     assert not [d for d in at.dataframe if "GST" in d.value.columns]
     assert not [h for h in at.subheader if h.value == "New plan version"]
-    _open_tab(at, "GST on fees")
+    open_tab(at, "GST on fees")
     assert not [d for d in at.dataframe if "GST" in d.value.columns]  # computed on request
     at.button(key=keys.BOOKS_GST_COMPUTE).click().run()
     assert [d for d in at.dataframe if "GST" in d.value.columns]
     assert not [m for m in at.metric if m.label == "Opening"]
-    _open_tab(at, "Roll-forward")
+    open_tab(at, "Roll-forward")
     assert not at.get("download_button")
     at.button(key=keys.BOOKS_REPORT_BUILD).click().run()
     zipped = [b for b in at.get("download_button") if b.key == keys.BOOKS_REPORT_ZIP]

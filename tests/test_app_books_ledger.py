@@ -7,16 +7,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 import core.books.ledger
 import core.books.store
 import core.db.raw
-from core.books.ledger import ledger_status, rebuild_ledger
+from core.books.ledger import ledger_status
 from core.db import connect
-from tests.app_builder import build
-from tests.app_signin import signed_in
-from tests.review_support import add_people
+from tests.books_app_support import books_database, edit_behind_the_engines_back, open_books
 from ui import keys
 
 pytestmark = pytest.mark.usefixtures("streamlit_navigation_v2")
@@ -24,13 +21,7 @@ pytestmark = pytest.mark.usefixtures("streamlit_navigation_v2")
 
 @pytest.fixture
 def app_db(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    conn = connect(db_url)
-    build(conn, payments=600, seed=5)
-    add_people(conn)
-    rebuild_ledger(conn)  # as a completed run does
-    conn.close()
-    monkeypatch.setenv("DATABASE_URL", db_url)
-    yield db_url
+    yield books_database(db_url, monkeypatch, payments=600, seed=5)
 
 
 def _count_dataset_reads(monkeypatch: pytest.MonkeyPatch, *, refuse: bool) -> list[int]:
@@ -50,20 +41,11 @@ def _count_dataset_reads(monkeypatch: pytest.MonkeyPatch, *, refuse: bool) -> li
     return calls
 
 
-def _books(email: str) -> AppTest:
-    at = signed_in(email)
-    at.run()
-    at.switch_page("pages/books.py")
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
 def test_a_books_render_with_a_current_ledger_never_reads_the_raw_tables(
     app_db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _count_dataset_reads(monkeypatch, refuse=True)
-    at = _books("viewer@example.com")
+    at = open_books("viewer@example.com")
     metrics = {m.label: m.value for m in at.metric}
     assert set(metrics) == {"Opening", "Closing", "Open items", "Residual"}
     assert not at.warning
@@ -73,24 +55,12 @@ def test_a_books_render_with_a_current_ledger_never_reads_the_raw_tables(
         assert {m.label for m in at.metric} == set(metrics)
 
 
-def _edit_behind_the_engines_back(app_db: str) -> None:
-    conn = connect(app_db)
-    try:
-        with conn:
-            conn.execute(
-                "UPDATE payments SET amount = amount + 500"
-                " WHERE id = (SELECT min(id) FROM payments WHERE status = 'captured')"
-            )
-    finally:
-        conn.close()
-
-
 def test_a_stale_ledger_is_announced_and_computed_for_the_session_only_when_asked(
     app_db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _edit_behind_the_engines_back(app_db)
+    edit_behind_the_engines_back(app_db)
     calls = _count_dataset_reads(monkeypatch, refuse=False)
-    at = _books("viewer@example.com")
+    at = open_books("viewer@example.com")
     assert any("changed since the books were derived" in w.value for w in at.warning)
     assert not at.metric and calls == []  # nothing computed on render
     assert not [b for b in at.button if b.key == keys.BOOKS_LEDGER_REBUILD]  # admin only
@@ -110,8 +80,8 @@ def test_a_stale_ledger_is_announced_and_computed_for_the_session_only_when_aske
 def test_an_admin_derives_a_stale_ledger_again_for_everyone(
     app_db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _edit_behind_the_engines_back(app_db)
-    at = _books("admin@example.com")
+    edit_behind_the_engines_back(app_db)
+    at = open_books("admin@example.com")
     assert not at.metric
     at.button(key=keys.BOOKS_LEDGER_REBUILD).click().run()
     assert not at.exception, [e.value for e in at.exception]
@@ -121,5 +91,5 @@ def test_an_admin_derives_a_stale_ledger_again_for_everyone(
     finally:
         conn.close()
     _count_dataset_reads(monkeypatch, refuse=True)
-    at = _books("viewer@example.com")
+    at = open_books("viewer@example.com")
     assert not at.warning and at.metric

@@ -14,15 +14,17 @@ from streamlit.testing.v1 import AppTest
 import core.db.raw
 from core.books.gst import Invoice, tie_out
 from core.books.journal import journal_csv, month_vouchers, tally_xml
-from core.books.ledger import rebuild_ledger
 from core.books.pricing import PricingRule, fee_check, overcharge_summary
 from core.books.store import pricing_plans, save_pricing_plan
 from core.dataset import Dataset
 from core.db import connect
 from core.db.raw import MonthProduct
-from tests.app_builder import build
-from tests.app_signin import signed_in
-from tests.review_support import add_people
+from tests.books_app_support import (
+    books_database,
+    edit_behind_the_engines_back,
+    open_books,
+    open_tab,
+)
 from ui import keys
 from ui.books import overcharges_table
 from ui.format import inr
@@ -32,14 +34,11 @@ pytestmark = pytest.mark.usefixtures("streamlit_navigation_v2")
 
 @pytest.fixture
 def app_db(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    books_database(db_url, monkeypatch, payments=600, seed=5)
     conn = connect(db_url)
-    build(conn, payments=600, seed=5)
-    add_people(conn)
-    rebuild_ledger(conn)  # as a completed run does
     # A plan below what the builder charges, so the fee check lists overcharges.
     _save_plan(conn, percent_bp=100)
     conn.close()
-    monkeypatch.setenv("DATABASE_URL", db_url)
     yield db_url
 
 
@@ -82,24 +81,10 @@ def _dataset(app_db: str) -> Dataset:
         conn.close()
 
 
-def _books(email: str = "admin@example.com") -> AppTest:
-    at = signed_in(email)
-    at.run()
-    at.switch_page("pages/books.py")
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
 def _run(at: AppTest) -> AppTest:
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
-
-
-def _open_tab(at: AppTest, label: str) -> AppTest:
-    at.session_state[keys.BOOKS_TAB] = label
-    return _run(at)
 
 
 def _buttons(at: AppTest) -> set[str | None]:
@@ -119,19 +104,19 @@ def test_rendering_the_journal_pricing_and_gst_tabs_reads_no_raw_table(
     app_db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls = _count_reads(monkeypatch)
-    at = _books("viewer@example.com")
+    at = open_books("viewer@example.com")
     for label, button in (
         ("Journal", keys.BOOKS_JOURNAL_BUILD),
         ("Pricing", keys.BOOKS_FEES_CHECK),
         ("GST on fees", keys.BOOKS_GST_COMPUTE),
     ):
-        _open_tab(at, label)
+        open_tab(at, label)
         _run(at)
         assert calls == [], label
         assert button in _buttons(at), label
     assert not _downloads(at)
     assert not [d for d in at.dataframe if "GST" in d.value.columns]
-    _open_tab(at, "Pricing")
+    open_tab(at, "Pricing")
     assert [d for d in at.dataframe if "Version" in d.value.columns]  # the plans, as before
     assert not [d for d in at.dataframe if "Overcharged" in d.value.columns]
     assert calls == []
@@ -140,7 +125,7 @@ def test_rendering_the_journal_pricing_and_gst_tabs_reads_no_raw_table(
 def test_the_journal_is_built_once_when_asked_as_before_and_offered_again_for_another_month(
     app_db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    at = _open_tab(_books(), "Journal")
+    at = open_tab(open_books(), "Journal")
     months = at.selectbox(key=keys.BOOKS_MONTH).options
     assert len(months) >= 2
     month = at.selectbox(key=keys.BOOKS_MONTH).value
@@ -166,19 +151,11 @@ def test_the_journal_is_built_once_when_asked_as_before_and_offered_again_for_an
 def test_a_change_to_the_data_offers_the_journal_button_again(
     app_db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    at = _open_tab(_books(), "Journal")
+    at = open_tab(open_books(), "Journal")
     at.button(key=keys.BOOKS_JOURNAL_BUILD).click()
     _run(at)
     assert keys.BOOKS_JOURNAL_CSV in _downloads(at)
-    conn = connect(app_db)
-    try:
-        with conn:
-            conn.execute(
-                "UPDATE payments SET amount = amount + 500"
-                " WHERE id = (SELECT min(id) FROM payments WHERE status = 'captured')"
-            )
-    finally:
-        conn.close()
+    edit_behind_the_engines_back(app_db)
     calls = _count_reads(monkeypatch)
     _run(at)
     assert not _downloads(at) and keys.BOOKS_JOURNAL_BUILD in _buttons(at)
@@ -189,7 +166,7 @@ def test_a_change_to_the_data_offers_the_journal_button_again(
 def test_the_fee_check_is_computed_when_asked_and_a_new_plan_version_makes_it_stale(
     app_db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    at = _open_tab(_books(), "Pricing")
+    at = open_tab(open_books(), "Pricing")
     month = at.selectbox(key=keys.BOOKS_MONTH).value
     conn = connect(app_db)
     try:
@@ -231,7 +208,7 @@ def test_the_fee_check_is_computed_when_asked_and_a_new_plan_version_makes_it_st
 def test_the_gst_figures_are_computed_once_and_a_typed_invoice_is_applied_without_a_read(
     app_db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    at = _open_tab(_books(), "GST on fees")
+    at = open_tab(open_books(), "GST on fees")
     month = at.selectbox(key=keys.BOOKS_MONTH).value
     expected = tie_out(
         _dataset(app_db),

@@ -32,7 +32,7 @@ from core.engine import EngineParams
 from core.evaluation import read_pricing_plan
 from core.ingest.load import store_dataset
 from core.pipeline import load_folder, reconcile_folder_into_db
-from tests.conftest import SPEC_EXAMPLE
+from tests.conftest import SPEC_EXAMPLE, postgres_index_definitions
 
 
 def _stored(conn: sqlite3.Connection, root: Path, seed: int) -> tuple[PricingPlan, ...]:
@@ -126,12 +126,7 @@ def test_the_month_read_searches_payments_and_recon_rows_through_indexes_never_a
     db_conn: sqlite3.Connection, tmp_path: Path
 ) -> None:
     if is_postgres(db_conn):
-        indexes = {
-            str(r[0]): str(r[1])
-            for r in db_conn.execute(
-                "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'recon_rows'"
-            )
-        }
+        indexes = postgres_index_definitions(db_conn, "recon_rows")
         assert "WHERE (type = 'refund'::text)" in indexes["recon_rows_refund_created"]
         return
     _stored(db_conn, tmp_path / "ds", 31)

@@ -12,6 +12,7 @@ from core.db import investigate as db
 from core.db.backend import is_postgres
 from core.engine import EngineParams
 from core.pipeline import reconcile_folder_into_db
+from tests.conftest import postgres_index_definitions
 
 
 def _names_it_as_transfer_reversal(row: sqlite3.Row, transfer_id: str) -> bool:
@@ -52,12 +53,7 @@ def test_dispute_and_transfer_evidence_finds_every_row_naming_them_through_an_in
     assert found > 0  # rows were there to find, not only empty answers
 
     if is_postgres(db_conn):
-        partial = {
-            str(r[0]): str(r[1])
-            for r in db_conn.execute(
-                "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'recon_rows'"
-            )
-        }
+        partial = postgres_index_definitions(db_conn, "recon_rows")
         assert "WHERE (dispute_id IS NOT NULL)" in partial["recon_rows_dispute"]
         assert "WHERE (transfer_id IS NOT NULL)" in partial["recon_rows_transfer"]
         return
