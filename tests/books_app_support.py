@@ -5,6 +5,9 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
+import core.books.ledger
+import core.books.store
+import core.db.raw
 from core.books.ledger import rebuild_ledger
 from core.db import connect
 from tests.app_builder import build
@@ -60,3 +63,20 @@ def edit_behind_the_engines_back(db_url: str) -> None:
             )
     finally:
         conn.close()
+
+
+def count_dataset_reads(monkeypatch: pytest.MonkeyPatch, *, refuse: bool) -> list[int]:
+    """Patch every way the page could read the raw tables as a Dataset; counts the reads,
+    or refuses them."""
+    calls: list[int] = []
+    real = core.db.raw.read_dataset
+
+    def reading(conn: object) -> object:
+        if refuse:
+            raise AssertionError("a Books render read the raw tables")
+        calls.append(1)
+        return real(conn)  # type: ignore[arg-type]
+
+    for module in (core.db.raw, core.books.store, core.books.ledger):
+        monkeypatch.setattr(module, "read_dataset", reading)
+    return calls

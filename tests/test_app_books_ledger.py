@@ -8,12 +8,14 @@ from collections.abc import Iterator
 
 import pytest
 
-import core.books.ledger
-import core.books.store
-import core.db.raw
 from core.books.ledger import ledger_status
 from core.db import connect
-from tests.books_app_support import books_database, edit_behind_the_engines_back, open_books
+from tests.books_app_support import (
+    books_database,
+    count_dataset_reads,
+    edit_behind_the_engines_back,
+    open_books,
+)
 from ui import keys
 
 pytestmark = pytest.mark.usefixtures("streamlit_navigation_v2")
@@ -24,27 +26,10 @@ def app_db(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     yield books_database(db_url, monkeypatch, payments=600, seed=5)
 
 
-def _count_dataset_reads(monkeypatch: pytest.MonkeyPatch, *, refuse: bool) -> list[int]:
-    """Patch every way the page could read the raw tables as a Dataset; counts the reads,
-    or refuses them."""
-    calls: list[int] = []
-    real = core.db.raw.read_dataset
-
-    def reading(conn: object) -> object:
-        if refuse:
-            raise AssertionError("a Books render read the raw tables")
-        calls.append(1)
-        return real(conn)  # type: ignore[arg-type]
-
-    for module in (core.db.raw, core.books.store, core.books.ledger):
-        monkeypatch.setattr(module, "read_dataset", reading)
-    return calls
-
-
 def test_a_books_render_with_a_current_ledger_never_reads_the_raw_tables(
     app_db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _count_dataset_reads(monkeypatch, refuse=True)
+    count_dataset_reads(monkeypatch, refuse=True)
     at = open_books("viewer@example.com")
     metrics = {m.label: m.value for m in at.metric}
     assert set(metrics) == {"Opening", "Closing", "Open items", "Residual"}
@@ -59,7 +44,7 @@ def test_a_stale_ledger_is_announced_and_computed_for_the_session_only_when_aske
     app_db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     edit_behind_the_engines_back(app_db)
-    calls = _count_dataset_reads(monkeypatch, refuse=False)
+    calls = count_dataset_reads(monkeypatch, refuse=False)
     at = open_books("viewer@example.com")
     assert any("changed since the books were derived" in w.value for w in at.warning)
     assert not at.metric and calls == []  # nothing computed on render
@@ -90,6 +75,6 @@ def test_an_admin_derives_a_stale_ledger_again_for_everyone(
         assert ledger_status(conn).current
     finally:
         conn.close()
-    _count_dataset_reads(monkeypatch, refuse=True)
+    count_dataset_reads(monkeypatch, refuse=True)
     at = open_books("viewer@example.com")
     assert not at.warning and at.metric

@@ -265,8 +265,8 @@ def test_a_raw_change_after_a_carried_day_marks_the_ledger_stale(
 def test_books_renders_the_carried_ledger_as_current_without_reading_the_raw_tables(
     chain: tuple[list[Path], list[int]], db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from tests.books_app_support import count_dataset_reads, open_books
     from tests.review_support import add_people
-    from tests.test_app_books_ledger import _books, _count_dataset_reads
 
     folders, as_ofs = chain
     conn = connect(db_url)
@@ -278,8 +278,8 @@ def test_books_renders_the_carried_ledger_as_current_without_reading_the_raw_tab
     finally:
         conn.close()
     monkeypatch.setenv("DATABASE_URL", db_url)
-    _count_dataset_reads(monkeypatch, refuse=True)
-    at = _books("viewer@example.com")
+    count_dataset_reads(monkeypatch, refuse=True)
+    at = open_books("viewer@example.com")
     assert not at.warning
     assert {m.label for m in at.metric} == {"Opening", "Closing", "Open items", "Residual"}
 
