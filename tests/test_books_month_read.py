@@ -172,3 +172,46 @@ def test_an_undated_refund_row_counts_in_the_epoch_month_as_the_whole_read_count
         assert gst_bases(read, month) == gst_bases(whole, month), month
     epoch = gst_bases(read_month_dataset(db_conn, "1970-01", "gst"), "1970-01")
     assert (epoch.payment_fees, epoch.payment_gst) == (100, 18)
+
+
+def test_the_close_report_reads_the_month_and_holds_what_every_raw_table_gives(
+    db_conn: sqlite3.Connection, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.books import report
+    from core.books.gst import tie_out
+    from core.books.store import pricing_plans, save_pricing_plan
+
+    for plan in _stored(db_conn, tmp_path / "ds", 31):
+        save_pricing_plan(
+            db_conn,
+            effective_from=plan.effective_from,
+            rules=plan.rules,
+            actor="admin@example.com",
+            request_id=f"req-plan-{plan.version}",
+            gst_bp=plan.gst_bp,
+        )
+    plans = pricing_plans(db_conn)
+    whole = read_dataset(db_conn)
+    summary = overcharge_summary(fee_check(whole, plans))
+    months = _months(whole)
+
+    def refused(conn: object) -> Dataset:
+        raise AssertionError("the close report read every raw table")
+
+    monkeypatch.setattr("core.db.raw.read_dataset", refused)
+    overcharged = 0
+    for month in months[-2:]:
+        built = report.build_report(db_conn, month)
+        vouchers = month_vouchers(whole, month)
+        assert built.files["journal.csv"] == journal_csv(vouchers), month
+        assert built.files["tally.xml"] == tally_xml(vouchers), month
+        assert built.files["gst_tie_out.csv"] == report._gst_csv(tie_out(whole, month)), month
+        expected = summary[summary["month"] == month]
+        assert built.overcharges == tuple(
+            (str(m), str(k), int(n), int(p))
+            for m, k, n, p in expected[
+                ["month", "method_class", "payments", "overcharge"]
+            ].itertuples(index=False, name=None)
+        ), month
+        overcharged += len(built.overcharges)
+    assert overcharged > 0  # overcharges were there to compare
