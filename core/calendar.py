@@ -106,3 +106,10 @@ def load_holidays(path: str | Path) -> frozenset[dt.date]:
     if problems:
         raise InputError(problems)
     return frozenset(days)
+
+
+def month_bounds(month: str) -> tuple[dt.date, dt.date]:
+    """'YYYY-MM' -> its first day and the first day of the next month."""
+    first = dt.date.fromisoformat(f"{month}-01")
+    following = (first.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
+    return first, following

@@ -180,17 +180,19 @@ def on_request(
     kept: str,
     button: str,
     label: str,
-    parts: Hashable,
-    read: tuple[str, MonthProduct],
+    month: str,
+    product: MonthProduct,
     build: Callable[[Dataset], T],
+    also: Hashable = (),
 ) -> T | None:
-    """A result built from the raw tables (`build` over the rows `read`, a month and the
-    product: core.db.raw.read_month_dataset), computed only when asked for, never on a
-    render: while the session keeps one (under `kept`) for these `parts` (which name the
-    month) and the data as they are, it is returned with no read; else the button `label`
-    is offered, and pressing it reads the month's rows once, builds, frees them, keeps and
-    returns the result. One kept per `kept` key; one for data that have since changed is
-    dropped (it can never be shown again)."""
+    """A result built from the raw tables (`build` over the rows of `month` that `product`
+    reads: core.db.raw.read_month_dataset), computed only when asked for, never on a
+    render: while the session keeps one (under `kept`) for this month, `also` (what else
+    it was built for: the plan versions) and the data as they are, it is returned with no
+    read; else the button `label` is offered, and pressing it reads the month's rows once,
+    builds, frees them, keeps and returns the result. One kept per `kept` key; one for data
+    that have since changed is dropped (it can never be shown again)."""
+    parts = (month, also)
     key = shell.read(data_key)
     held = st.session_state.get(kept)
     if isinstance(held, Kept):
@@ -201,7 +203,6 @@ def on_request(
             del st.session_state[kept]
     if not st.button(label, key=button):
         return None
-    month, product = read
     with st.spinner(f"Reading the rows of {month}: this takes a while on a large database."):
         dataset = shell.read(raw.read_month_dataset, month, product)
         built = build(dataset)
@@ -233,7 +234,7 @@ def journal_section(month: str) -> None:
         keys.BOOKS_JOURNAL_BUILD,
         f"Prepare the journal for {month}",
         month,
-        (month, "journal"),
+        "journal",
         lambda dataset: journal_files(dataset, month),
     )
     if files is not None:
@@ -299,7 +300,7 @@ def gst_section(month: str) -> None:
         keys.BOOKS_GST_COMPUTE,
         f"Compute the GST figures for {month}",
         month,
-        (month, "gst"),
+        "gst",
         lambda dataset: gst_bases(dataset, month),
     )
     gst_figures(bases, month)
@@ -429,9 +430,10 @@ def pricing_section(plans: tuple[PricingPlan, ...], month: str) -> None:
         keys.BOOKS_FEES,
         keys.BOOKS_FEES_CHECK,
         f"Check the fees of {month} against the plan",
-        (month, tuple(plan.version for plan in plans)),
-        (month, "fees"),
+        month,
+        "fees",
         lambda dataset: fee_check_tables(dataset, plans),
+        also=tuple(plan.version for plan in plans),
     )
     pricing_tables(check, plans, month)
 

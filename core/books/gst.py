@@ -25,8 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core.books.rollforward import month_bounds
-from core.calendar import IST
+from core.calendar import IST, month_bounds
 from core.dataset import Dataset
 from core.errors import InputError, Problem
 from core.money import MoneyFormatError, parse_rupees

@@ -41,7 +41,6 @@ from core.books.rollforward import (
     event_frame,
     exception_entities,
     is_coded,
-    month_bounds,
     row_event_parts,
     row_events,
     settle_times,
@@ -49,7 +48,7 @@ from core.books.rollforward import (
     text_entities,
 )
 from core.books.store import months_of
-from core.calendar import IST
+from core.calendar import IST, month_bounds
 from core.dataset import Dataset
 from core.db import books_ledger as sql
 from core.db.books import exception_keys

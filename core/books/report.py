@@ -22,8 +22,9 @@ from core.books.gst import GstTieOut, tie_out
 from core.books.journal import journal_csv, month_vouchers, tally_xml
 from core.books.ledger import FullEvents, Ledger, ledger_for
 from core.books.pricing import fee_check, overcharge_summary
-from core.books.rollforward import MonthRollForward, month_bounds
+from core.books.rollforward import MonthRollForward
 from core.books.store import pricing_plans
+from core.calendar import month_bounds
 from core.db.audit import head as audit_head
 from core.db.raw import read_month_dataset
 from core.money import format_rupees, minor_to_decimal

@@ -20,7 +20,6 @@ rows brought; a settlement's difference is what its rows add up to minus what it
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -29,7 +28,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from core.calendar import IST
+from core.calendar import IST, month_bounds
 from core.dataset import Dataset
 
 CAPTURED = "captured"
@@ -682,13 +681,6 @@ class MonthRollForward:
                 for d, t, i, a in self.drilldown
             ],
         }
-
-
-def month_bounds(month: str) -> tuple[dt.date, dt.date]:
-    """'YYYY-MM' -> its first day and the first day of the next month."""
-    first = dt.date.fromisoformat(f"{month}-01")
-    following = (first.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
-    return first, following
 
 
 def month_rollforward(events: pd.DataFrame, month: str) -> MonthRollForward:

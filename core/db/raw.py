@@ -20,7 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.json as pa_json
 
-from core.calendar import IST
+from core.calendar import IST, month_bounds
 from core.dataset import (
     BANK_COLUMNS,
     DISPUTE_COLUMNS,
@@ -813,9 +813,7 @@ _MONTH_SETTLEMENTS = (
 
 def month_seconds(month: str) -> tuple[int, int]:
     """'YYYY-MM' -> the Unix seconds of its first IST midnight and of the next month's."""
-    first = dt.date.fromisoformat(f"{month}-01")
-    following = (first.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
-    start, end = (dt.datetime.combine(d, dt.time(0, 0), tzinfo=IST) for d in (first, following))
+    start, end = (dt.datetime.combine(d, dt.time(0, 0), tzinfo=IST) for d in month_bounds(month))
     return int(start.timestamp()), int(end.timestamp())
 
 
