@@ -42,6 +42,7 @@ from core.ingest.stage import RawStaging
 if TYPE_CHECKING:  # import-day never derives the books: the ledger loads when a run does
     from core.books.carry import Started
     from core.books.ledger import Computed, InMemory
+    from core.views.summary_ahead import SummaryAhead
 
 
 @dataclass(frozen=True)
@@ -236,6 +237,7 @@ def store_folder_run(
     on the critical path (the raw writers) first, and the tail has work for both."""
     from core.books.ledger import Computed, mark_building
     from core.ingest import store_dataset
+    from core.views.summary_ahead import summary_ahead
 
     began = time.perf_counter()
     with ExitStack() as stack:
@@ -256,6 +258,11 @@ def store_folder_run(
         ledger_worker = stack.enter_context(ThreadPoolExecutor(1, "books-ledger"))
         deriving = ledger_worker.submit(
             _books_after_staging, staging, staging_outcomes, run.dataset, run.outcomes
+        )
+        # The Overview's run summary from the same frames, after the ledger on its thread:
+        # that core is idle while this one stores the run and syncs the queue.
+        summarising = ledger_worker.submit(
+            summary_ahead, run.dataset.payments, [(run.outcomes, None)]
         )
         imported = store_dataset(
             conn,
@@ -283,6 +290,7 @@ def store_folder_run(
             books=books,
             # replaced: the raw tables hold exactly this import, what was reconciled
             through_import_id=imported.import_id,
+            run_summary=None if imported.import_id is None else (summarising, imported.import_id),
         )
 
 
@@ -394,6 +402,7 @@ def _persist_and_sync(
     run_id: int | None = None,
     scope: Any = None,
     through_import_id: int | None,
+    run_summary: tuple[Future[SummaryAhead], int] | None = None,
 ) -> RunResult:
     """Store the run (outcomes; or, with `carry`, the fresh ones and a copy of the carried
     rows: outcomes may then be None, `parts` building them on demand) and sync the exception
@@ -402,7 +411,9 @@ def _persist_and_sync(
     carry's core.review.sync.SyncScope, with `carry` only. staged: the outcomes (with
     `carry`: the fresh ones) in a staging file; counts: the run's counts when computed
     already (with `carry` only). through_import_id: the last import the run's data
-    included (core.db.raw.reconciled_through), recorded on the run."""
+    included (core.db.raw.reconciled_through), recorded on the run. run_summary: the run's
+    summary being computed from its frames, and the import after which the raw tables are
+    what it was computed from: stored once the run is synced (`_store_summary`)."""
     from core.review import sync_exceptions
 
     # A run some killed process left 'running' is marked failed first: any other than this
@@ -455,6 +466,7 @@ def _persist_and_sync(
         # docs/books.md "The stored ledger": derived after a full run, not an incremental one
         **({} if carry is not None else {"books_ledger_s": _rebuild_books(conn, books, run_id)}),
     }
+    all_timings.update(_store_summary(conn, run_id, run_summary))
     update_timings(conn, run_id, all_timings)
     return RunResult(
         run_id=run_id,
@@ -464,6 +476,23 @@ def _persist_and_sync(
         input_hashes=input_hashes,
         sync=summary,
     )
+
+
+def _store_summary(
+    conn: sqlite3.Connection, run_id: int, summary: tuple[Future[SummaryAhead], int] | None
+) -> dict[str, float]:
+    """Store the completed run's summary for the Overview (core.views.summary_ahead), once
+    its worker is done: {'run_summary_s': seconds waited and stored}, or {} when there was
+    none to store or an import came after the run's own (the Overview computes it then)."""
+    from core.views.summary_ahead import store_summary_ahead
+
+    if summary is None:
+        return {}
+    computing, import_id = summary
+    began = time.perf_counter()
+    if not store_summary_ahead(conn, run_id, computing.result(), import_id):
+        return {}
+    return {"run_summary_s": round(time.perf_counter() - began, 3)}
 
 
 def _rebuild_books(
@@ -1020,6 +1049,7 @@ def _reconcile_loaded_day(
     )
     from core.ingest import store_dataset
     from core.snapshots import wants_delta
+    from core.views.summary_ahead import summary_ahead
 
     pricing = pricing_plans(conn)
     pricing_hash = pricing_fingerprint(pricing)
@@ -1096,6 +1126,11 @@ def _reconcile_loaded_day(
                     whole = outcomes if outcomes is not None else result.outcomes
                     snapshot = writer.submit(_snapshot_files, keep_in, merged, whole, state)
                 writing.callback(_discard_unnamed, snapshot)
+            # The Overview's run summary from the merged tables and the run's outcome frames,
+            # on a thread of its own while the run is stored (the store waits on its disk).
+            summarising = writing.enter_context(ThreadPoolExecutor(1, "run-summary")).submit(
+                summary_ahead, merged.payments, _outcome_parts(outcomes, result, previous)
+            )
             # The Books ledger's carry (core.books.carry) computed on a thread while the run is
             # stored: the day's families from now, the change once the run's flags are stored.
             carrying: Started | None = None
@@ -1156,6 +1191,10 @@ def _reconcile_loaded_day(
             # The run's data and its snapshot's: an import stored between the read and the
             # day's own (a webhook) is in neither, so neither may claim the day's import.
             through = reconciled_through(conn, read_at, imported.import_id)
+            # The tables are `merged` once the day's own import is stored only when no other
+            # came between the read and it (one after it is checked where it is stored).
+            own = imported.import_id
+            summary = (summarising, own) if own is not None and read_at < own == through else None
             ahead = fresh_ahead.result() if fresh_ahead is not None else None
             stored_run = _persist_and_sync(
                 conn,
@@ -1173,6 +1212,7 @@ def _reconcile_loaded_day(
                 run_id=run_id,
                 scope=sync_scope,
                 through_import_id=through,
+                run_summary=summary,
             )
             record_run_kind(conn, stored_run.run_id, kind=kind, base_run_id=base_id, scope=scope)
             if snapshot is not None:
@@ -1192,6 +1232,19 @@ def _reconcile_loaded_day(
         )
         counted = carry[2] if carry is not None else None
         return DayRunResult(stored_run, kind, base_id, scope, read_from, counted)
+
+
+def _outcome_parts(
+    outcomes: pd.DataFrame | None, result: Any, previous: pd.DataFrame | None
+) -> list[tuple[pd.DataFrame, Any]]:
+    """A day's run's outcomes as core.views.summary_ahead reads them: the whole frame when
+    it was built; else (an incremental run stored as a carry) the engine's fresh rows and
+    the rows of the base run's frame it carried, as the run stores them (_carry_plan)."""
+    if outcomes is not None:
+        return [(outcomes, None)]
+    if result.fresh is not None and result.carried is not None and previous is not None:
+        return [(result.fresh, None), (previous, result.carried)]
+    return [(result.outcomes, None)]
 
 
 def _engine_flags(

@@ -180,12 +180,20 @@ def bank_credited_totals(conn: sqlite3.Connection, run_id: int) -> Row:
 
 
 def pending_by_reason(conn: sqlite3.Connection, run_id: int) -> list[Row]:
+    """PENDING outcomes per entity type and reason, in byte order on either database (a
+    PostgreSQL collation would order them by its locale's rules: the summary a command
+    stores from memory, core.views.summary_ahead, sorts them by bytes)."""
+    order = (
+        'entity_type COLLATE "C", reason_code COLLATE "C"'
+        if is_postgres(conn)
+        else "entity_type, reason_code"
+    )
     return _all(
         conn,
         "SELECT entity_type, reason_code, count(*) AS n, "
         "coalesce(sum(expected_amount), 0) AS amount "
         "FROM outcomes WHERE run_id = ? AND status = 'PENDING' "
-        "GROUP BY entity_type, reason_code ORDER BY entity_type, reason_code",
+        f"GROUP BY entity_type, reason_code ORDER BY {order}",
         (run_id,),
     )
 
@@ -245,6 +253,16 @@ def match_rate_by_settlement_day(conn: sqlite3.Connection, run_id: int) -> list[
         "  AND settlement_id IS NOT NULL GROUP BY settlement_id"
         ") p JOIN settlements s ON s.id = p.settlement_id GROUP BY day ORDER BY day",
         (IST_OFFSET_SECONDS, run_id),
+    )
+
+
+def settlement_days(conn: sqlite3.Connection) -> list[Row]:
+    """Every stored settlement's id and IST day of creation (as match_rate_by_settlement_day
+    groups them): a few rows per day, not per payment."""
+    return _all(
+        conn,
+        f"SELECT id, {_day(conn, 'created_at + ?')} AS day FROM settlements",
+        (IST_OFFSET_SECONDS,),
     )
 
 

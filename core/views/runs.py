@@ -190,13 +190,36 @@ def compute_run_summary(conn: sqlite3.Connection, run_id: int) -> RunSummary:
         PendingLine(r["entity_type"], r["reason_code"], int(r["n"]), int(r["amount"]))
         for r in db.pending_by_reason(conn, run_id)
     )
+    return assemble_summary(
+        conn,
+        run_id,
+        captured=total(db.captured_totals(conn)),
+        pending_lines=pending_lines,
+        match_rate=tuple(
+            DayMatchRate(r["day"], int(r["payments"]), int(r["matched"]))
+            for r in db.match_rate_by_settlement_day(conn, run_id)
+        ),
+    )
+
+
+def assemble_summary(
+    conn: sqlite3.Connection,
+    run_id: int,
+    *,
+    captured: Total,
+    pending_lines: tuple[PendingLine, ...],
+    match_rate: tuple[DayMatchRate, ...],
+) -> RunSummary:
+    """A run's summary from its parts that read the whole run (however they were computed:
+    in SQL, or from a command's frames, core.views.summary_ahead) and the reads of a few
+    rows: the settlements' and the run's bank credits' totals, its stored counts."""
     payments_pending = [p for p in pending_lines if p.entity_type == "payment"]
     counts: dict[str, dict[str, int]] = {}
     for r in db.outcome_counts(conn, run_id):
         counts.setdefault(r["entity_type"], {})[r["status"]] = int(r["n"])
     return RunSummary(
         run_id=run_id,
-        captured=total(db.captured_totals(conn)),
+        captured=captured,
         settled=total(db.settled_totals(conn)),
         credited=total(db.bank_credited_totals(conn, run_id)),
         pending=Total(
@@ -204,11 +227,13 @@ def compute_run_summary(conn: sqlite3.Connection, run_id: int) -> RunSummary:
         ),
         pending_lines=pending_lines,
         outcome_counts=counts,
-        match_rate=tuple(
-            DayMatchRate(r["day"], int(r["payments"]), int(r["matched"]))
-            for r in db.match_rate_by_settlement_day(conn, run_id)
-        ),
+        match_rate=match_rate,
     )
+
+
+def summary_json(summary: RunSummary) -> str:
+    """The summary as `app_run_summaries.summary_json` holds it."""
+    return json.dumps({"format": SUMMARY_FORMAT, **asdict(summary)})
 
 
 def _summary_from_json(text: str) -> RunSummary | None:
@@ -236,8 +261,7 @@ def run_summary(conn: sqlite3.Connection, run_id: int) -> RunSummary:
         if summary is not None:
             return summary
     summary = compute_run_summary(conn, run_id)
-    payload = {"format": SUMMARY_FORMAT, **asdict(summary)}
-    db.put_run_summary(conn, run_id, version, int(time.time()), json.dumps(payload))
+    db.put_run_summary(conn, run_id, version, int(time.time()), summary_json(summary))
     return summary
 
 

@@ -1,0 +1,161 @@
+"""A run's summary (`core.views.runs.RunSummary`) made by the command that stores the run,
+from the frames it holds, so the first Overview after `reconcile --db` or `import-day`
+reads it from `app_run_summaries` instead of scanning the run (docs/benchmark.md, "The run
+summary stored by the commands").
+
+`compute_run_summary`'s three reads of the whole run (the captured payments, the PENDING
+outcomes by reason, the payments per settlement) are computed here from the payments frame
+and the outcome frame(s) on a worker thread (`summary_ahead`); what reads a few rows (the
+settlements' totals and days, the run's bank credits, its stored counts) is read in SQL by
+`store_summary_ahead`, with the data version, in the transaction that stores the summary.
+Figures are integer paise, summed as int64: no float anywhere.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from core.db import views as db
+from core.db.connection import transaction
+from core.views.common import Total
+from core.views.runs import DayMatchRate, PendingLine, assemble_summary, summary_json
+
+# The outcome columns the summary reads.
+_READ = ("entity_type", "status", "reason_code", "expected_amount", "settlement_id")
+
+
+@dataclass(frozen=True)
+class SummaryAhead:
+    """The parts of a run's summary that read the whole run, from memory.
+
+    captured: the captured payments (as `captured_totals`); pending_lines: the PENDING
+    outcomes per entity type and reason, sorted by both (as `pending_by_reason`);
+    by_settlement: (settlement id, payment outcomes, of them MATCHED) per settlement id of
+    the payment outcomes that name one, sorted by id (`match_rate_by_settlement_day`'s
+    inner query)."""
+
+    captured: Total
+    pending_lines: tuple[PendingLine, ...]
+    by_settlement: tuple[tuple[str, int, int], ...]
+
+
+def _arrow(series: pd.Series) -> Any:
+    values = pa.array(series.array)
+    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+
+
+def _outcome_table(frame: pd.DataFrame, mask: Any) -> pa.Table:
+    """The columns the summary reads of `frame`, its rows chosen by the bool `mask` (None:
+    every row), as an Arrow table (no Python object per row)."""
+    table = pa.table({name: _arrow(frame[name]) for name in _READ})
+    if mask is not None:
+        table = table.filter(pa.array(np.asarray(mask, dtype=bool)))
+    return table
+
+
+def _key(value: Any) -> tuple[bool, str]:
+    """Text in byte order (code points: UTF-8 keeps their order), NULL first (SQLite's)."""
+    return (value is not None, "" if value is None else str(value))
+
+
+def captured_total(payments: pd.DataFrame) -> Total:
+    """`captured_totals` of a payments frame: captured, or status captured or refunded."""
+    captured = payments["captured"].to_numpy(dtype=bool, na_value=False)
+    status = payments["status"].isin(["captured", "refunded"]).to_numpy(dtype=bool, na_value=False)
+    chosen = captured | status
+    amounts = payments["amount"].to_numpy(dtype=np.int64)[chosen]
+    return Total(count=int(chosen.sum()), paise=int(amounts.sum(dtype=np.int64)))
+
+
+def summary_ahead(
+    payments: pd.DataFrame, outcomes: Sequence[tuple[pd.DataFrame, Any]]
+) -> SummaryAhead:
+    """The whole-run parts of the summary of a run whose raw payments are `payments` and
+    whose outcomes are the rows of `outcomes` ((frame, bool mask or None) pairs: an
+    incremental run's fresh rows and the carried rows of its base run's frame, without
+    building the whole frame)."""
+    pending: dict[tuple[Any, Any], list[int]] = {}
+    settled: dict[str, list[int]] = {}
+    for frame, mask in outcomes:
+        table = _outcome_table(frame, mask)
+        waiting = table.filter(pc.equal(table["status"], "PENDING"))
+        grouped = waiting.group_by(["entity_type", "reason_code"]).aggregate(
+            [("expected_amount", "sum"), ([], "count_all")]
+        )
+        for row in grouped.to_pylist():
+            into = pending.setdefault((row["entity_type"], row["reason_code"]), [0, 0])
+            into[0] += int(row["count_all"])
+            into[1] += int(row["expected_amount_sum"] or 0)
+        paid = table.filter(
+            pc.and_(pc.equal(table["entity_type"], "payment"), pc.is_valid(table["settlement_id"]))
+        )
+        matched = pc.cast(pc.equal(paid["status"], "MATCHED"), pa.int64())
+        per_settlement = (
+            pa.table({"settlement_id": paid["settlement_id"], "matched": matched})
+            .group_by("settlement_id")
+            .aggregate([("matched", "sum"), ([], "count_all")])
+        )
+        for row in per_settlement.to_pylist():
+            into = settled.setdefault(str(row["settlement_id"]), [0, 0])
+            into[0] += int(row["count_all"])
+            into[1] += int(row["matched_sum"] or 0)
+    lines = tuple(
+        PendingLine(str(kind), reason, count, paise)
+        for (kind, reason), (count, paise) in sorted(
+            pending.items(), key=lambda item: (_key(item[0][0]), _key(item[0][1]))
+        )
+    )
+    return SummaryAhead(
+        captured=captured_total(payments),
+        pending_lines=lines,
+        by_settlement=tuple((sid, n, m) for sid, (n, m) in sorted(settled.items())),
+    )
+
+
+def match_rate(
+    by_settlement: Sequence[tuple[str, int, int]], days: dict[str, str]
+) -> tuple[DayMatchRate, ...]:
+    """`match_rate_by_settlement_day` from the payments per settlement and the stored
+    settlements' IST days (id -> day): settlements not stored are left out, as the join."""
+    per_day: dict[str, list[int]] = {}
+    for settlement_id, payments, matched in by_settlement:
+        day = days.get(settlement_id)
+        if day is None:
+            continue
+        into = per_day.setdefault(day, [0, 0])
+        into[0] += payments
+        into[1] += matched
+    return tuple(DayMatchRate(day, n, m) for day, (n, m) in sorted(per_day.items()))
+
+
+def store_summary_ahead(
+    conn: sqlite3.Connection, run_id: int, ahead: SummaryAhead, import_id: int
+) -> bool:
+    """Store the completed run's summary from `ahead` (computed from the raw tables as they
+    stood once import `import_id` was stored), under the data version read in the same
+    writing transaction; stored only while `import_id` is still the latest import (no
+    import, a webhook's, came after it: the tables would hold rows the summary has not
+    counted). Whether it was stored."""
+    with transaction(conn):
+        version = db.data_version(conn)
+        if version.rpartition(":")[2] != str(int(import_id)):
+            return False
+        days = {str(r["id"]): str(r["day"]) for r in db.settlement_days(conn)}
+        summary = assemble_summary(
+            conn,
+            run_id,
+            captured=ahead.captured,
+            pending_lines=ahead.pending_lines,
+            match_rate=match_rate(ahead.by_settlement, days),
+        )
+        db.put_run_summary(conn, run_id, version, int(time.time()), summary_json(summary))
+    return True
