@@ -17,6 +17,7 @@ import sys
 
 # Wall-clock columns (and what covers them) per table; every other column is compared.
 CLOCK: dict[str, frozenset[str]] = {
+    "app_run_summaries": frozenset({"computed_at"}),
     "audit_log": frozenset({"created_at", "prev_hash", "hash"}),
     "runs": frozenset({"started_at", "finished_at", "timings_json"}),
     "exceptions": frozenset({"opened_at", "updated_at", "closed_at"}),
