@@ -7,7 +7,9 @@ when an import the run did not read landed in the tables."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import shutil
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,7 @@ from core.engine import EngineParams
 from core.engine.cli import parse_as_of
 from core.pipeline import reconcile_day_into_db
 from core.views.overview import overview
-from core.views.runs import compute_run_summary, summary_json
+from core.views.runs import SUMMARY_FORMAT, RunSummary, compute_run_summary
 from tests.test_books_ledger_import_day import _disturb
 from tests.test_pipeline_incremental import _import_plainly, split_into_days
 
@@ -36,6 +38,11 @@ def _iso(seconds: int) -> str:
     return dt.datetime.fromtimestamp(seconds, tz=IST).isoformat()
 
 
+def _payload(summary: RunSummary) -> str:
+    """The summary as app_run_summaries holds it (core.views.runs.run_summary's JSON)."""
+    return json.dumps({"format": SUMMARY_FORMAT, **asdict(summary)})
+
+
 def _stored_is_a_fresh_computation(db_url: str, run_id: int) -> None:
     """The summary stored for the run is, byte for byte, the one computed now from the
     database, and its data version is the database's."""
@@ -44,7 +51,7 @@ def _stored_is_a_fresh_computation(db_url: str, run_id: int) -> None:
         assert cached is not None, f"run {run_id} has no stored summary"
         assert cached["data_version"] == db.data_version(conn)
         fresh = compute_run_summary(conn, run_id)
-        assert cached["summary_json"] == summary_json(fresh)
+        assert cached["summary_json"] == _payload(fresh)
         # Not an empty summary that would equal anything.
         assert fresh.captured.count and fresh.match_rate and fresh.pending_lines
 
@@ -168,7 +175,7 @@ def test_no_summary_is_stored_when_an_import_lands_after_the_runs_own(
         assert db.get_run_summary(conn, day.run.run_id) is None
         # The Overview computes it then, from the tables as they are.
         summary = core.views.runs.run_summary(conn, day.run.run_id)
-        assert summary_json(summary) == summary_json(compute_run_summary(conn, day.run.run_id))
+        assert _payload(summary) == _payload(compute_run_summary(conn, day.run.run_id))
 
 
 def test_the_overview_after_a_command_line_run_reads_the_stored_summary(
