@@ -6,6 +6,8 @@ re-exports nothing, so every arrow between a page and its read model is a real i
 - `common`: totals, exposure classes, IST text, the as-of a read defaults to, the data
   mark cached reads are keyed by
 - `runs`: the latest run, its cached summary, holdings, recent runs, the latest sync's changes
+- `summary_ahead`: that summary made by a command that stores a run (`reconcile --db`,
+  `import-day`) from the frames it holds, and stored with the run
 - `overview`: the Overview page (live exposure, ageing, status counts)
 - `queue`: the exception queue, its options, its first item, one reviewer's work, the CSV
   export
