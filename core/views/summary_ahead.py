@@ -29,9 +29,6 @@ from core.db.connection import transaction
 from core.views.common import Total
 from core.views.runs import DayMatchRate, PendingLine, assemble_summary, summary_json
 
-# The outcome columns the summary reads.
-_READ = ("entity_type", "status", "reason_code", "expected_amount", "settlement_id")
-
 
 @dataclass(frozen=True)
 class SummaryAhead:
@@ -49,17 +46,63 @@ class SummaryAhead:
 
 
 def _arrow(series: pd.Series) -> Any:
-    values = pa.array(series.array)
-    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    """A frame's column as Arrow, its chunks as they are (no copy of Arrow-backed text)."""
+    return pa.array(series.array)
 
 
-def _outcome_table(frame: pd.DataFrame, mask: Any) -> pa.Table:
-    """The columns the summary reads of `frame`, its rows chosen by the bool `mask` (None:
-    every row), as an Arrow table (no Python object per row)."""
-    table = pa.table({name: _arrow(frame[name]) for name in _READ})
-    if mask is not None:
-        table = table.filter(pa.array(np.asarray(mask, dtype=bool)))
-    return table
+def _is(values: Any, text: str) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """Which values equal `text` (NULL: no), as a numpy bool mask."""
+    return np.asarray(pc.fill_null(pc.equal(values, text), False), dtype=bool)
+
+
+def _add_part(
+    frame: pd.DataFrame,
+    mask: Any,
+    pending: dict[tuple[Any, Any], list[int]],
+    settled: dict[str, list[int]],
+) -> None:
+    """Add the rows of `frame` chosen by `mask` (None: all) to the PENDING lines and the
+    payments per settlement. Only the few PENDING rows are copied; the payments are grouped
+    by settlement id over the whole column with 0/1 weights (no copy of ~1M ids)."""
+    chosen = np.ones(len(frame), dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+    kind, status = _arrow(frame["entity_type"]), _arrow(frame["status"])
+    waiting = pa.array(chosen & _is(status, "PENDING"))
+    lines = (
+        pa.table(
+            {
+                "entity_type": kind.filter(waiting),
+                "reason_code": _arrow(frame["reason_code"]).filter(waiting),
+                "expected_amount": _arrow(frame["expected_amount"]).filter(waiting),
+            }
+        )
+        .group_by(["entity_type", "reason_code"])
+        .aggregate([("expected_amount", "sum"), ([], "count_all")])
+    )
+    for row in lines.to_pylist():
+        into = pending.setdefault((row["entity_type"], row["reason_code"]), [0, 0])
+        into[0] += int(row["count_all"])
+        into[1] += int(row["expected_amount_sum"] or 0)
+    settlement = _arrow(frame["settlement_id"])
+    valid = np.asarray(pc.is_valid(settlement), dtype=bool)
+    paid = chosen & _is(kind, "payment") & valid
+    matched = paid & _is(status, "MATCHED")
+    per_settlement = (
+        pa.table(
+            {
+                "settlement_id": settlement,
+                "n": pa.array(paid.view(np.int8)),
+                "m": pa.array(matched.view(np.int8)),
+            }
+        )
+        .group_by("settlement_id")
+        .aggregate([("n", "sum"), ("m", "sum")])
+    )
+    for row in per_settlement.to_pylist():
+        if row["settlement_id"] is None or not row["n_sum"]:
+            continue  # no payment outcome of this run names it
+        into = settled.setdefault(str(row["settlement_id"]), [0, 0])
+        into[0] += int(row["n_sum"])
+        into[1] += int(row["m_sum"])
 
 
 def _key(value: Any) -> tuple[bool, str]:
@@ -86,28 +129,7 @@ def summary_ahead(
     pending: dict[tuple[Any, Any], list[int]] = {}
     settled: dict[str, list[int]] = {}
     for frame, mask in outcomes:
-        table = _outcome_table(frame, mask)
-        waiting = table.filter(pc.equal(table["status"], "PENDING"))
-        grouped = waiting.group_by(["entity_type", "reason_code"]).aggregate(
-            [("expected_amount", "sum"), ([], "count_all")]
-        )
-        for row in grouped.to_pylist():
-            into = pending.setdefault((row["entity_type"], row["reason_code"]), [0, 0])
-            into[0] += int(row["count_all"])
-            into[1] += int(row["expected_amount_sum"] or 0)
-        paid = table.filter(
-            pc.and_(pc.equal(table["entity_type"], "payment"), pc.is_valid(table["settlement_id"]))
-        )
-        matched = pc.cast(pc.equal(paid["status"], "MATCHED"), pa.int64())
-        per_settlement = (
-            pa.table({"settlement_id": paid["settlement_id"], "matched": matched})
-            .group_by("settlement_id")
-            .aggregate([("matched", "sum"), ([], "count_all")])
-        )
-        for row in per_settlement.to_pylist():
-            into = settled.setdefault(str(row["settlement_id"]), [0, 0])
-            into[0] += int(row["count_all"])
-            into[1] += int(row["matched_sum"] or 0)
+        _add_part(frame, mask, pending, settled)
     lines = tuple(
         PendingLine(str(kind), reason, count, paise)
         for (kind, reason), (count, paise) in sorted(
