@@ -805,6 +805,50 @@ def read_dataset(conn: sqlite3.Connection) -> Dataset:
 MonthProduct = Literal["journal", "gst", "fees"]
 MONTH_PRODUCTS: tuple[MonthProduct, ...] = ("journal", "gst", "fees")
 
+# The columns each month product reads, per frame: worked out from its code and everything
+# it calls (journal: month_vouchers -> captured_voucher, settlement_vouchers,
+# _settlement_lines; gst: gst_bases -> _in_month, _net; fees: fee_check and
+# unclassified_cards -> payment_class, _card_international, _card_frame). A month read
+# holds these columns only (read_dataset's dtypes, in its column order) and no others: the
+# wide text columns (notes, descriptions, emails, ...) are never read. Frames a product
+# does not read are empty. Note that pricing only looks at the card columns when they are
+# all present (`_card_frame`, `_card_international`): leaving one out would change the
+# check without any error. tests/test_books_month_read.py runs each product on frames
+# holding only its columns and fails when a product reads another one (or stops reading
+# one: the list then says more than the product needs).
+MONTH_COLUMNS: dict[MonthProduct, dict[str, tuple[str, ...]]] = {
+    "journal": {
+        "payments": ("id", "amount", "currency", "status", "captured", "created_at", "base_amount"),
+        "settlements": ("id", "amount", "status", "created_at"),
+        "recon": (
+            *("row_key", "type", "debit", "credit", "amount", "fee", "tax"),
+            *("settlement_id", "dispute_id"),
+        ),
+    },
+    "gst": {
+        "payments": ("id", "status", "captured", "fee", "tax", "created_at"),
+        "settlements": ("id", "status", "created_at"),
+        "recon": ("entity_id", "type", "fee", "tax", "created_at", "settlement_id"),
+        "instant_payouts": ("fees", "tax", "status", "created_at", "processed_at"),
+    },
+    "fees": {
+        "payments": (
+            *("id", "amount", "currency", "status", "captured", "method", "fee", "tax"),
+            *("international", "created_at", "base_amount", "card_network", "card_type"),
+            *("card_international", "card_sub_type"),
+        ),
+        "recon": ("entity_id", "type", "amount", "fee", "tax"),
+    },
+}
+
+
+def month_columns(product: MonthProduct, attribute: str) -> dict[str, str]:
+    """The columns (name -> Dataset dtype) of frame `attribute` that `product` reads, in the
+    table's column order; none for a frame it does not read."""
+    wanted = set(MONTH_COLUMNS[product].get(attribute, ()))
+    return {name: dtype for name, dtype in RAW_TABLES[attribute][2].items() if name in wanted}
+
+
 # The month's processed settlements (a scan of `settlements`: one row a day or so).
 _MONTH_SETTLEMENTS = (
     "SELECT id FROM settlements WHERE status = 'processed' AND created_at >= ? AND created_at < ?"
@@ -871,7 +915,12 @@ def read_month_dataset(conn: sqlite3.Connection, month: str, product: MonthProdu
     with transaction(conn, immediate=False):
         frames = {
             attribute: _frame(
-                conn, RAW_TABLES[attribute][0], RAW_TABLES[attribute][2], "rowid", where, params
+                conn,
+                RAW_TABLES[attribute][0],
+                month_columns(product, attribute),
+                "rowid",
+                where,
+                params,
             )
             for attribute, (where, params) in wanted.items()
         }
