@@ -725,6 +725,11 @@ def _frame(
     cursor = conn.cursor()
     cursor.row_factory = None  # plain tuples: sqlite3.Row is slow for millions of rows
     condition = f" WHERE {where}" if where else ""
+    if where and order == "rowid":
+        # The matching rows' rowids first (from the index that finds them), then the rows in
+        # rowid order: SQLite walks the sorted rowid list, so nothing is sorted after the
+        # rows are read (ORDER BY rowid over an index search sorts every selected row).
+        condition = f" WHERE rowid IN (SELECT rowid FROM {table}{condition})"
     cursor.execute(f"SELECT CAST({row} AS BLOB) FROM {table}{condition} ORDER BY {order}", params)
     with ThreadPoolExecutor(max_workers=1) as parser:
         parsed = []
