@@ -18,6 +18,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 
@@ -919,6 +920,11 @@ _MONTH_SETTLEMENTS = (
 )
 
 
+def _arrow(values: pd.Series) -> pa.Array:
+    """A text column's values as an Arrow array (pandas' Arrow-backed strings: no copy)."""
+    return pa.array(values.array)
+
+
 def _with_named_payments(conn: sqlite3.Connection, frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """The GST read's payments: the month's (frames["payments"], read with its ORDINAL) and
     those of other months that the payment rows of the month's settlements name, in table
@@ -926,10 +932,14 @@ def _with_named_payments(conn: sqlite3.Connection, frames: dict[str, pd.DataFram
     `id IN (SELECT entity_id FROM recon_rows ...)` looked every such row's payment up by id
     (~300,000 seeks at 1M, 1.2-1.5 CPU s), when those of other months are ~40,000."""
     recon, month = frames["recon"], frames["payments"]
-    payment_rows = recon["type"].eq("payment").fillna(False).to_numpy(dtype=bool)
-    settled = recon["settlement_id"].isin(frames["settlements"]["id"]).to_numpy(dtype=bool)
-    named = recon.loc[payment_rows & settled, "entity_id"].dropna()
-    missing = sorted(set(named[~named.isin(month["id"])].astype(str)))
+    # In Arrow (pandas' isin on its Arrow strings goes through a Python object per value).
+    settled = pc.is_in(
+        _arrow(recon["settlement_id"]), value_set=_arrow(frames["settlements"]["id"])
+    )
+    chosen = pc.fill_null(pc.and_(pc.equal(_arrow(recon["type"]), "payment"), settled), False)
+    named = pc.drop_null(pc.filter(_arrow(recon["entity_id"]), chosen))
+    other = pc.invert(pc.is_in(named, value_set=_arrow(month["id"])))
+    missing = sorted(str(i) for i in pc.unique(pc.filter(named, other)).to_pylist())
     ids = (
         "id IN (SELECT json_array_elements_text(CAST(? AS json)))"
         if is_postgres(conn)
@@ -937,8 +947,8 @@ def _with_named_payments(conn: sqlite3.Connection, frames: dict[str, pd.DataFram
     )
     spec = RAW_TABLES["payments"][2]
     columns = {name: spec[name] for name in month.columns if name != ORDINAL}
-    other = _frame(conn, "payments", columns, "rowid", ids, (json.dumps(missing),), ordinal=True)
-    both = pd.concat([month, other], ignore_index=True)
+    found = _frame(conn, "payments", columns, "rowid", ids, (json.dumps(missing),), ordinal=True)
+    both = pd.concat([month, found], ignore_index=True)
     return both.sort_values(ORDINAL, kind="stable", ignore_index=True).drop(columns=ORDINAL)
 
 
