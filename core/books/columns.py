@@ -44,6 +44,21 @@ def among(values: pa.Array, options: tuple[str, ...]) -> Mask:
     return np.asarray(result.to_numpy(zero_copy_only=False), dtype=bool)
 
 
+def foreign(currency: pd.Series) -> Mask:
+    """`currency.astype("string").str.upper().fillna("INR") != "INR"`."""
+    upper = pc.utf8_upper(text(currency)).fill_null("INR")
+    result = pc.not_equal(upper, pa.scalar("INR", pa.large_string()))
+    return np.asarray(result.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def sorted_text(values: pa.Array) -> npt.NDArray[np.object_]:
+    """The strings in Python's order (`sorted`: by code point, which is UTF-8's byte
+    order), as Python str."""
+    order = pc.sort_indices(values)
+    result: npt.NDArray[np.object_] = values.take(order).to_numpy(zero_copy_only=False)
+    return result
+
+
 def shared_codes(*columns: pa.Array) -> tuple[list[Codes], int]:
     """Integer codes of the columns' values in one dictionary (equal text, equal code; every
     missing value one code of its own), and the number of codes."""
