@@ -8,6 +8,8 @@ on it: a missing value is a value of its own (`astype(str)` keeps it missing, an
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -57,6 +59,20 @@ def sorted_text(values: pa.Array) -> npt.NDArray[np.object_]:
     order = pc.sort_indices(values)
     result: npt.NDArray[np.object_] = values.take(order).to_numpy(zero_copy_only=False)
     return result
+
+
+def per_value(
+    column: pd.Series, function: Callable[[pd.Series], pd.Series], dtype: type
+) -> npt.NDArray[Any]:
+    """An elementwise `function` of a text column (given it as pandas "string"), computed
+    on the column's distinct values (and a missing one) and spread back to its rows."""
+    encoded = text(column).dictionary_encode()
+    values = pd.Series(pd.array([*encoded.dictionary.to_pylist(), None], dtype="string[pyarrow]"))
+    results: npt.NDArray[Any] = np.asarray(function(values).to_numpy(), dtype=dtype)
+    missing = len(values) - 1
+    indices = encoded.indices.fill_null(missing).to_numpy(zero_copy_only=False)
+    spread: npt.NDArray[Any] = results[indices]
+    return spread
 
 
 def shared_codes(*columns: pa.Array) -> tuple[list[Codes], int]:
