@@ -11,10 +11,14 @@ import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 import numpy as np
 import numpy.typing as npt
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 IST = ZoneInfo("Asia/Kolkata")
 WEEKMASK = "1111100"
@@ -113,3 +117,61 @@ def month_bounds(month: str) -> tuple[dt.date, dt.date]:
     first = dt.date.fromisoformat(f"{month}-01")
     following = (first.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
     return first, following
+
+
+# Asia/Kolkata has been a fixed +05:30 since its last change (1945-10-15): from 1946 to
+# 9999 an IST date is integer arithmetic on Unix seconds. Outside that span the helpers
+# below convert with pandas and the zone, as the code they replace did.
+IST_OFFSET_SECONDS = 5 * 3600 + 1800
+IST_FIXED_SINCE = -757_382_400  # 1946-01-01T00:00:00Z
+_FIXED_UNTIL = 253_402_214_400  # 9999-12-31T00:00:00Z
+
+
+def ist_day_numbers(unix_seconds: npt.ArrayLike) -> npt.NDArray[np.int64]:
+    """Each Unix second's IST calendar date as days since 1970-01-01: what
+    `pd.to_datetime(s, unit="s", utc=True).dt.tz_convert(IST).dt.date` gives, without the
+    conversion from 1946 to 9999."""
+    seconds = np.asarray(unix_seconds, dtype=np.int64)
+    days: npt.NDArray[np.int64] = (seconds + IST_OFFSET_SECONDS) // 86_400
+    odd = _outside_fixed(seconds)
+    if odd.any():
+        local = _converted(seconds[odd])
+        naive = local.tz_localize(None).normalize().to_numpy().astype("datetime64[D]")
+        days[odd] = naive.astype(np.int64)
+    return days
+
+
+def _outside_fixed(seconds: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    odd: npt.NDArray[np.bool_] = (seconds < IST_FIXED_SINCE) | (seconds > _FIXED_UNTIL)
+    return odd
+
+
+def _converted(seconds: npt.NDArray[np.int64]) -> pd.DatetimeIndex:
+    import pandas as pd
+
+    return pd.to_datetime(seconds, unit="s", utc=True).tz_convert(IST)
+
+
+def _day_number(day: dt.date) -> int:
+    return (day - dt.date(1970, 1, 1)).days
+
+
+def in_ist_month(unix_seconds: npt.ArrayLike, month: str) -> npt.NDArray[np.bool_]:
+    """Whether each Unix second's IST date falls in `month` ('YYYY-MM', `month_bounds`)."""
+    first, following = month_bounds(month)
+    days = ist_day_numbers(unix_seconds)
+    inside: npt.NDArray[np.bool_] = (days >= _day_number(first)) & (days < _day_number(following))
+    return inside
+
+
+def ist_month_labels(unix_seconds: npt.ArrayLike) -> npt.NDArray[Any]:
+    """Each Unix second's IST month as 'YYYY-MM' (what strftime("%Y-%m") of the IST time
+    gives)."""
+    seconds = np.asarray(unix_seconds, dtype=np.int64)
+    days = ((seconds + IST_OFFSET_SECONDS) // 86_400).astype("datetime64[D]")
+    labels: npt.NDArray[Any] = np.datetime_as_string(days.astype("datetime64[M]"), unit="M")
+    odd = _outside_fixed(seconds)
+    if odd.any():
+        labels = labels.astype(object)
+        labels[odd] = _converted(seconds[odd]).strftime("%Y-%m").to_numpy(dtype=object)
+    return labels

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from core.benchmark import generate
 from core.db import connect, migrate
@@ -14,6 +15,11 @@ from core.db import connect, migrate
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SPEC_EXAMPLE = FIXTURES / "spec_example"
+
+# Tests assert behaviour and never time themselves: hypothesis's default 200 ms deadline per
+# example made properties fail on a loaded machine (two test workers beside other jobs).
+settings.register_profile("house", deadline=None)
+settings.load_profile("house")
 
 
 @pytest.fixture

@@ -3,12 +3,15 @@
 are built from every raw table (`read_dataset`), for every month of data that spans several
 months with late settlements, refunds of earlier payments, disputes and transfers; on both
 databases. On SQLite the month read finds its rows through indexes, never by reading every
-payment or recon row."""
+payment or recon row. It reads only the columns each product lists (`MONTH_COLUMNS`): each
+product run on frames holding only its listed columns gives what it gives from every
+column, and every listed column is one the product reads."""
 
 from __future__ import annotations
 
 import dataclasses
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -25,9 +28,18 @@ from core.books.pricing import (
     overcharge_summary,
     unclassified_cards,
 )
-from core.dataset import Dataset
+from core.dataset import DATASET_TABLES, Dataset
 from core.db.backend import is_postgres
-from core.db.raw import MONTH_PRODUCTS, month_seconds, read_dataset, read_month_dataset
+from core.db.raw import (
+    MONTH_COLUMNS,
+    MONTH_PRODUCTS,
+    RAW_TABLES,
+    MonthProduct,
+    month_columns,
+    month_seconds,
+    read_dataset,
+    read_month_dataset,
+)
 from core.engine import EngineParams
 from core.evaluation import read_pricing_plan
 from core.ingest.load import store_dataset
@@ -43,11 +55,33 @@ def _stored(conn: sqlite3.Connection, root: Path, seed: int) -> tuple[PricingPla
     reconcile_folder_into_db(conn, root, params=EngineParams(), as_of=generated.as_of)
     with conn:  # refunds carry no fee in the generated data: a fee on their rows must count
         conn.execute("UPDATE recon_rows SET fee = 118, tax = 18 WHERE type = 'refund'")
+    # Card details (none in the generated data), so that pricing by network and type, and a
+    # card issued abroad, change the fee check's classes: every card column counts.
+    cards = [
+        str(r[0]) for r in conn.execute("SELECT id FROM payments WHERE method = 'card' ORDER BY id")
+    ]
+    with conn:
+        conn.executemany(
+            "UPDATE payments SET card_network = ?, card_type = ?, card_sub_type = ?,"
+            " card_international = ? WHERE id = ?",
+            [(*_CARDS[i % len(_CARDS)], pid) for i, pid in enumerate(cards)],
+        )
     (plan,) = read_pricing_plan(root / PRICING_FILE)
     middle = generated.as_of - 45 * 86_400
     kept = (r for r in plan.rules if r.method not in ("card", "credit", "debit"))
     by_type = (*kept, PricingRule("credit", 190), PricingRule("debit", 40))
     return plan, PricingPlan(plan.version + 1, middle, by_type, plan.gst_bp)
+
+
+# (card_network, card_type, card_sub_type, card_international) given to card payments in turn.
+_CARDS: tuple[tuple[str | None, ...], ...] = (
+    ("Visa", "credit", None, "false"),
+    ("RuPay", "debit", None, "false"),
+    ("Mastercard", "debit", None, "false"),
+    ("Visa", "credit", "business", "false"),
+    ("Mastercard", "credit", None, "true"),
+    (None, None, None, None),
+)
 
 
 def _months(dataset: Dataset) -> list[str]:
@@ -66,6 +100,16 @@ def _frame_equal(left: pd.DataFrame, right: pd.DataFrame) -> None:
     pd.testing.assert_frame_equal(
         left.reset_index(drop=True), right.reset_index(drop=True), check_dtype=False
     )
+
+
+def _in_order_within(part: pd.DataFrame, full: pd.DataFrame) -> bool:
+    """Whether `part`'s rows are rows of `full`, in `full`'s order (a subsequence)."""
+    rows = part.astype(object).where(part.notna(), None).itertuples(index=False, name=None)
+    wanted = next(rows, None)
+    for row in full.astype(object).where(full.notna(), None).itertuples(index=False, name=None):
+        if wanted is not None and row == wanted:
+            wanted = next(rows, None)
+    return wanted is None
 
 
 def test_every_months_journal_gst_and_fee_check_from_the_month_read_equal_the_whole_reads(
@@ -104,20 +148,27 @@ def test_every_months_journal_gst_and_fee_check_from_the_month_read_equal_the_wh
     assert fewer_payments == 3 * (len(months) + 1)
 
 
-def test_a_month_read_keeps_read_datasets_columns_dtypes_and_row_order(
+def test_a_month_read_holds_its_products_columns_with_read_datasets_dtypes_and_row_order(
     db_conn: sqlite3.Connection, tmp_path: Path
 ) -> None:
     _stored(db_conn, tmp_path / "ds", 31)
     whole = read_dataset(db_conn)
     month = _months(whole)[1]
-    read = read_month_dataset(db_conn, month, "gst")
-    for attribute in ("payments", "recon", "settlements", "instant_payouts"):
-        part, full = getattr(read, attribute), getattr(whole, attribute)
-        assert len(part) > 0, attribute
-        assert list(part.dtypes.astype(str)) == list(full.dtypes.astype(str)), attribute
-        key = "row_key" if attribute == "recon" else "id"
-        # The rows are the whole's rows, in the whole's order (fee_check takes the first).
-        _frame_equal(part, full[full[key].isin(set(part[key]))])
+    for product in MONTH_PRODUCTS:
+        read = read_month_dataset(db_conn, month, product)
+        for attribute in DATASET_TABLES:
+            part, full = getattr(read, attribute), getattr(whole, attribute)
+            listed = list(month_columns(product, attribute))
+            if not listed:  # a frame the product does not read
+                assert part.empty, (product, attribute)
+                continue
+            assert len(part) > 0, (product, attribute)
+            # Only the listed columns, in the table's order, with read_dataset's dtypes.
+            assert list(part.columns) == [c for c in full.columns if c in listed]
+            assert sorted(listed) == sorted(MONTH_COLUMNS[product][attribute])
+            assert list(part.dtypes.astype(str)) == list(full[listed].dtypes.astype(str))
+            # The rows are the whole's rows, in the whole's order (fee_check takes the first).
+            assert _in_order_within(part, full[listed]), (product, attribute)
     with pytest.raises(ValueError, match="unknown month product"):
         read_month_dataset(db_conn, month, "ledger")  # type: ignore[arg-type]
 
@@ -137,7 +188,7 @@ def test_the_month_read_searches_payments_and_recon_rows_through_indexes_never_a
         read_month_dataset(db_conn, month, product)
     db_conn.set_trace_callback(None)
     reads = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
-    assert len(reads) == 3 + 4 + 2  # journal, gst, fees: one per frame
+    assert len(reads) == 3 + 5 + 2  # journal, gst, fees: one per frame, and gst: named payments
     searched = set()
     for statement in reads:
         plan = " ".join(str(r[3]) for r in db_conn.execute(f"EXPLAIN QUERY PLAN {statement}"))
@@ -216,3 +267,73 @@ def test_the_close_report_reads_the_month_and_holds_what_every_raw_table_gives(
         ), month
         overcharged += len(built.overcharges)
     assert overcharged > 0  # overcharges were there to compare
+
+
+def _products(
+    month: str, plans: tuple[PricingPlan, ...]
+) -> dict[MonthProduct, Callable[[Dataset], object]]:
+    """What each button (and the close report) builds from a month read, as comparable
+    values."""
+
+    def journal(dataset: Dataset) -> object:
+        vouchers = month_vouchers(dataset, month)
+        return journal_csv(vouchers), tally_xml(vouchers)
+
+    def fees(dataset: Dataset) -> object:
+        check = fee_check(dataset, plans)
+        lost = unclassified_cards(dataset, plans)
+        return check.to_csv(), overcharge_summary(check).to_csv(), lost.to_csv()
+
+    return {"journal": journal, "gst": lambda dataset: gst_bases(dataset, month), "fees": fees}
+
+
+def _only_listed(dataset: Dataset, product: MonthProduct, without: str = "") -> Dataset:
+    """`dataset` with only the columns `product` lists (less `without`): a frame the product
+    does not list has no column at all, so reading one fails."""
+    frames = {
+        attribute: getattr(dataset, attribute)[
+            [c for c in month_columns(product, attribute) if c != without]
+        ]
+        if attribute in MONTH_COLUMNS[product]
+        else pd.DataFrame()
+        for attribute in DATASET_TABLES
+    }
+    return Dataset(**frames, has_bank_statement=dataset.has_bank_statement)
+
+
+def test_each_month_product_gives_the_same_results_from_only_the_columns_its_list_names(
+    conn: sqlite3.Connection, tmp_path: Path
+) -> None:
+    # A product changed to read a column (or a frame) its list does not name fails here:
+    # a KeyError, or a different result (pricing only looks at the card columns when present).
+    plans = _stored(conn, tmp_path / "ds", 31)
+    whole = read_dataset(conn)
+    for product, listed in MONTH_COLUMNS.items():
+        for attribute, columns in listed.items():
+            assert set(columns) <= set(RAW_TABLES[attribute][2]), (product, attribute)
+    for month in [*_months(whole), "2019-01"]:
+        for product, build in _products(month, plans).items():
+            assert build(_only_listed(whole, product)) == build(whole), (product, month)
+
+
+def test_every_column_a_month_product_lists_is_one_it_reads(
+    conn: sqlite3.Connection, tmp_path: Path
+) -> None:
+    # The data exercise every column: without any one of them each product fails or gives
+    # another result, in some month (so the test above would see a column left out).
+    plans = _stored(conn, tmp_path / "ds", 31)
+    whole = read_dataset(conn)
+    months = _months(whole)
+    for product, listed in MONTH_COLUMNS.items():
+        for attribute, columns in listed.items():
+            for column in columns:
+                changed = False
+                for month in months:
+                    build = _products(month, plans)[product]
+                    try:
+                        changed = build(_only_listed(whole, product, column)) != build(whole)
+                    except KeyError:
+                        changed = True
+                    if changed:
+                        break
+                assert changed, f"{product} does not read {attribute}.{column}"

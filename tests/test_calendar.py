@@ -3,10 +3,20 @@ from __future__ import annotations
 import datetime as dt
 
 import numpy as np
+import pandas as pd
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.calendar import WorkingCalendar, ist_date, ist_dates, load_holidays
+from core.calendar import (
+    IST,
+    WorkingCalendar,
+    in_ist_month,
+    ist_date,
+    ist_dates,
+    ist_day_numbers,
+    ist_month_labels,
+    load_holidays,
+)
 
 MONDAY = dt.date(2026, 6, 1)
 
@@ -51,3 +61,25 @@ def test_holiday_file_accepts_comments_and_csv(tmp_path) -> None:  # type: ignor
     path = tmp_path / "holidays.csv"
     path.write_text("date,name\n2026-08-15,Independence Day\n# note\n2026-10-02\n")
     assert load_holidays(path) == {dt.date(2026, 8, 15), dt.date(2026, 10, 2)}
+
+
+def test_ist_dates_and_months_by_arithmetic_equal_the_zones_conversion_in_every_era() -> None:
+    rng = np.random.default_rng(5)
+    edges = np.array(
+        [pd.Timestamp(f"{m}-01", tz=IST).value // 10**9 for m in ("2026-06", "2026-07")]
+    )
+    seconds = np.concatenate(
+        [
+            rng.integers(-3_000_000_000, 10_000_000_000, 20_000),
+            rng.integers(-900_000_000, -700_000_000, 20_000),  # 1941-1945: +06:30 at times
+            np.add.outer(edges, np.arange(-2, 2)).ravel(),  # a month's first and last second
+            np.array([0, -757_382_401, -757_382_400, 253_402_214_400, 253_402_214_401]),
+        ]
+    )
+    local = pd.to_datetime(seconds, unit="s", utc=True).tz_convert(IST)
+    days = (local.tz_localize(None).normalize() - pd.Timestamp("1970-01-01")).days
+    assert (ist_day_numbers(seconds) == days.to_numpy()).all()
+    labels = local.strftime("%Y-%m").to_numpy()
+    assert (ist_month_labels(seconds) == labels).all()
+    assert (in_ist_month(seconds, "2026-06") == (labels == "2026-06")).all()
+    assert in_ist_month(seconds, "2026-06").sum() >= 2  # the month's edges are in it

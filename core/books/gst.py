@@ -23,9 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from core.calendar import IST, month_bounds
+from core.books import columns
+from core.calendar import in_ist_month
 from core.dataset import Dataset
 from core.errors import InputError, Problem
 from core.money import MoneyFormatError, parse_rupees
@@ -169,17 +172,9 @@ class GstTieOut:
     itc_mismatch: bool  # the invoice's split is not the place of supply's
 
 
-def _in_month(seconds: pd.Series, month: str) -> pd.Series:
-    first, following = month_bounds(month)
-    days = pd.to_datetime(seconds.astype("int64"), unit="s", utc=True).dt.tz_convert(IST).dt.date
-    return (days >= first) & (days < following)
-
-
-def _net(rows: pd.DataFrame, fee: str = "fee", tax: str = "tax") -> tuple[int, int]:
-    """(fees without GST, GST) of some rows."""
-    f = rows[fee].astype("Int64").fillna(0).astype(np.int64)
-    t = rows[tax].astype("Int64").fillna(0).astype(np.int64)
-    return int((f - t).sum()), int(t.sum())
+def _net(fee: npt.NDArray[np.int64], tax: npt.NDArray[np.int64]) -> tuple[int, int]:
+    """(fees without GST, GST) of some rows' fee and tax (paise, missing as 0)."""
+    return int((fee - tax).sum()), int(tax.sum())
 
 
 @dataclass(frozen=True)
@@ -242,60 +237,82 @@ def tie_out(
 
 
 def gst_bases(dataset: Dataset, month: str) -> GstBases:
-    """The month's fees and GST by payment and by settlement, and the lines between them."""
+    """The month's fees and GST by payment and by settlement, and the lines between them.
+
+    Whole columns at once: text compared as Arrow strings, ids matched by integer codes of
+    one dictionary (a missing id is an id of its own, as `astype(str).isin` had it), IST
+    dates by integer arithmetic (core.calendar.in_ist_month)."""
     pay = dataset.payments
-    captured = pay["captured"].astype(bool) | pay["status"].astype(str).isin(
-        ["captured", "refunded"]
+    pay_status = columns.text(pay["status"])
+    captured = pay["captured"].to_numpy(dtype=bool) | columns.among(
+        pay_status, ("captured", "refunded")
     )
-    p = pay[captured & _in_month(pay["created_at"], month)]
+    p = captured & in_ist_month(pay["created_at"].to_numpy(np.int64), month)
+    pay_fee, pay_tax = columns.paise(pay["fee"]), columns.paise(pay["tax"])
+
     recon = dataset.recon
-    is_refund = recon["type"].astype(str) == "refund"
-    refund_in_month = is_refund & _in_month(recon["created_at"].astype("Int64").fillna(0), month)
-    ref_rows = recon[refund_in_month]
+    rtype = columns.text(recon["type"])
+    is_refund = columns.equals(rtype, "refund")
+    is_payment = columns.equals(rtype, "payment")
+    refund_in_month = is_refund & in_ist_month(columns.seconds(recon["created_at"]), month)
+    fee, tax = columns.paise(recon["fee"]), columns.paise(recon["tax"])
+
     payouts = dataset.instant_payouts
-    done = payouts[
-        (payouts["status"].astype(str) == "processed")
-        & _in_month(payouts["processed_at"].astype("Int64").fillna(payouts["created_at"]), month)
-    ]
-    p_fees, p_gst = _net(p)
-    r_fees, r_gst = _net(ref_rows)
-    po_fees, po_gst = _net(done, "fees")
+    done = columns.equals(columns.text(payouts["status"]), "processed") & in_ist_month(
+        columns.seconds(payouts["processed_at"], payouts["created_at"]), month
+    )
+    p_fees, p_gst = _net(pay_fee[p], pay_tax[p])
+    r_fees, r_gst = _net(fee[refund_in_month], tax[refund_in_month])
+    po_fees, po_gst = _net(
+        columns.paise(payouts["fees"])[done], columns.paise(payouts["tax"])[done]
+    )
     payment_fees, payment_gst = p_fees + r_fees + po_fees, p_gst + r_gst + po_gst
 
     st = dataset.settlements
-    settled_ids = set(
-        st.loc[
-            (st["status"].astype(str) == "processed") & _in_month(st["created_at"], month), "id"
-        ].astype(str)
+    settled = columns.equals(columns.text(st["status"]), "processed") & in_ist_month(
+        st["created_at"].to_numpy(np.int64), month
     )
-    in_settlements = recon["settlement_id"].astype(str).isin(settled_ids)
-    rows = recon[in_settlements]
-    s_fees, s_gst = _net(rows)
+    settled_ids = columns.text(st["id"]).filter(pa.array(settled))
+    in_settlements = np.asarray(
+        pc.is_in(columns.text(recon["settlement_id"]), value_set=settled_ids)
+        .fill_null(False)
+        .to_numpy(zero_copy_only=False),
+        dtype=bool,
+    )
+    s_fees, s_gst = _net(fee[in_settlements], tax[in_settlements])
     settlement_fees, settlement_gst = s_fees + po_fees, s_gst + po_gst
 
     # Payment rows in this month's settlements: of this month's payments, of other months'
     # payments, or of no known payment.
-    pay_rows = rows[rows["type"].astype(str) == "payment"]
-    by_id = pay.set_index(pay["id"].astype(str))
-    entity = pay_rows["entity_id"].astype(str)
-    known = entity.isin(by_id.index)
-    this_month = entity.isin(set(p["id"].astype(str)))
-    mine = pay_rows[this_month]
-    ids = mine["entity_id"].astype(str)
-    their = p.drop_duplicates("id").set_index(p.drop_duplicates("id")["id"].astype(str))
-    covered = their[their.index.isin(set(ids))]
-    cov_fees, cov_gst = _net(covered)
-    mine_fees, mine_gst = _net(mine)
+    (pay_id, entity), size = columns.shared_codes(
+        columns.text(pay["id"]), columns.text(recon["entity_id"])
+    )
+    pay_rows = in_settlements & is_payment
+    known = columns.member(entity, pay_id, size)
+    this_month = columns.member(entity, pay_id[p], size)
+    mine = pay_rows & this_month
+    ids = entity[mine]
+    # This month's payments, each id once (its first row), that have a row in this month's
+    # settlements, and the payments with none.
+    p_rows = np.flatnonzero(p)
+    their = p_rows[columns.first_of_each(pay_id[p_rows])]
+    covered = their[columns.member(pay_id[their], ids, size)]
+    cov_fees, cov_gst = _net(pay_fee[covered], pay_tax[covered])
+    mine_fees, mine_gst = _net(fee[mine], tax[mine])
     row_fee_diff, row_gst_diff = mine_fees - cov_fees, mine_gst - cov_gst
-    earlier_fees, earlier_gst = _net(pay_rows[known & ~this_month])
-    # This month's payments with no row in this month's settlements.
-    later_fees, later_gst = _net(p[~p["id"].astype(str).isin(set(ids))])
+    earlier = pay_rows & known & ~this_month
+    earlier_fees, earlier_gst = _net(fee[earlier], tax[earlier])
+    later = p_rows[~columns.member(pay_id[p_rows], ids, size)]
+    later_fees, later_gst = _net(pay_fee[later], pay_tax[later])
     # Refund rows: of this month not in its settlements; in its settlements from other months.
-    ref_later_fees, ref_later_gst = _net(recon[refund_in_month & ~in_settlements])
-    ref_earlier_fees, ref_earlier_gst = _net(recon[~refund_in_month & is_refund & in_settlements])
-    other = rows[(rows["type"].astype(str) != "payment") & (rows["type"].astype(str) != "refund")]
-    unknown_fees, unknown_gst = _net(pay_rows[~known])
-    o_fees, o_gst = _net(other)
+    ref_later = refund_in_month & ~in_settlements
+    ref_later_fees, ref_later_gst = _net(fee[ref_later], tax[ref_later])
+    ref_earlier = ~refund_in_month & is_refund & in_settlements
+    ref_earlier_fees, ref_earlier_gst = _net(fee[ref_earlier], tax[ref_earlier])
+    other = in_settlements & ~is_payment & ~is_refund
+    unknown = pay_rows & ~known
+    unknown_fees, unknown_gst = _net(fee[unknown], tax[unknown])
+    o_fees, o_gst = _net(fee[other], tax[other])
     other_fees, other_gst = o_fees + unknown_fees, o_gst + unknown_gst
     later_fees, later_gst = later_fees + ref_later_fees, later_gst + ref_later_gst
     earlier_fees, earlier_gst = earlier_fees + ref_earlier_fees, earlier_gst + ref_earlier_gst

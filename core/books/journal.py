@@ -19,9 +19,13 @@ from dataclasses import dataclass, fields
 from xml.sax.saxutils import escape
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from core.calendar import IST
+from core.books import columns
+from core.calendar import IST, in_ist_month
 from core.dataset import Dataset
 
 
@@ -80,74 +84,131 @@ def _ist_date(seconds: int) -> dt.date:
     return dt.datetime.fromtimestamp(int(seconds), tz=IST).date()
 
 
-def _keys(frame: pd.DataFrame) -> tuple[str, ...]:
-    return tuple(sorted(frame["row_key"].astype(str)))
+@dataclass(frozen=True)
+class _Rows:
+    """The recon rows of the settlements being journalled, grouped by settlement and in
+    row-key order within each (so any subset of a settlement's rows is already sorted, as
+    a voucher line lists them): their columns as arrays in that order."""
+
+    group: npt.NDArray[np.int64]  # the settlement code of each row, ascending
+    keys: npt.NDArray[np.object_]  # row_key (str)
+    payment: npt.NDArray[np.bool_]
+    refund: npt.NDArray[np.bool_]
+    adjustment: npt.NDArray[np.bool_]
+    transfer: npt.NDArray[np.bool_]  # transfer or reversal
+    dispute: npt.NDArray[np.bool_]  # has a dispute_id
+    debit: npt.NDArray[np.int64]
+    credit: npt.NDArray[np.int64]
+    amount: npt.NDArray[np.int64]
+    fee: npt.NDArray[np.int64]
+    tax: npt.NDArray[np.int64]
+
+    def segment(self, code: int) -> slice:
+        low = int(np.searchsorted(self.group, code, side="left"))
+        return slice(low, int(np.searchsorted(self.group, code, side="right")))
+
+
+def _rows_of(recon: pd.DataFrame, settlement_ids: list[str]) -> tuple[_Rows, dict[str, int]]:
+    """The rows of these settlements (by `settlement_id`, a missing one as ''), and each
+    settlement id's code."""
+    group_text = columns.text(recon["settlement_id"]).fill_null("")
+    wanted = pa.array(settlement_ids, pa.large_string())
+    (codes, wanted_codes), size = columns.shared_codes(group_text, wanted)
+    chosen = np.flatnonzero(columns.member(codes, wanted_codes, size))
+    keys = columns.text(recon["row_key"]).take(pa.array(chosen))
+    by_key = np.asarray(pc.sort_indices(keys), dtype=np.int64)
+    order = by_key[np.argsort(codes[chosen][by_key], kind="stable")]
+    at = chosen[order]
+    rtype = columns.text(recon["type"]).take(pa.array(at))
+
+    def ints(name: str) -> npt.NDArray[np.int64]:
+        values: npt.NDArray[np.int64] = recon[name].to_numpy(np.int64)[at]
+        return values
+
+    rows = _Rows(
+        group=codes[at],
+        keys=keys.take(pa.array(order)).to_numpy(zero_copy_only=False),
+        payment=columns.equals(rtype, "payment"),
+        refund=columns.equals(rtype, "refund"),
+        adjustment=columns.equals(rtype, "adjustment"),
+        transfer=columns.among(rtype, ("transfer", "reversal")),
+        dispute=recon["dispute_id"].notna().to_numpy(dtype=bool)[at],
+        debit=ints("debit"),
+        credit=ints("credit"),
+        amount=ints("amount"),
+        fee=ints("fee"),
+        tax=ints("tax"),
+    )
+    return rows, {sid: int(code) for sid, code in zip(settlement_ids, wanted_codes, strict=True)}
 
 
 def settlement_vouchers(dataset: Dataset, ledgers: Ledgers | None = None) -> list[Voucher]:
     """One voucher per processed regular settlement, in (date, id) order."""
+    return _settlement_vouchers(dataset, ledgers, None)
+
+
+def _settlement_vouchers(
+    dataset: Dataset, ledgers: Ledgers | None, month: str | None
+) -> list[Voucher]:
+    """settlement_vouchers, only those dated in `month` (IST) when given."""
     names = ledgers or Ledgers()
     st = dataset.settlements
     processed = st[st["status"].astype(str) == "processed"].sort_values(["created_at", "id"])
-    recon = dataset.recon
-    by_settlement = {
-        str(k): g for k, g in recon.groupby(recon["settlement_id"].astype("string").fillna(""))
-    }
+    if month is not None:
+        processed = processed[in_ist_month(processed["created_at"].to_numpy(np.int64), month)]
+    ids = list(processed["id"].astype(str))
+    rows, code_of = _rows_of(dataset.recon, [sid for sid in ids if isinstance(sid, str)])
     vouchers = []
     for sid, amount, created in zip(
-        processed["id"].astype(str),
+        ids,
         processed["amount"].to_numpy(np.int64),
         processed["created_at"].to_numpy(np.int64),
         strict=True,
     ):
-        rows = by_settlement.get(sid, recon.iloc[0:0])
-        lines = _settlement_lines(rows, int(amount), names)
+        part = rows.segment(code_of[sid]) if isinstance(sid, str) else slice(0, 0)
+        count = part.stop - part.start
         vouchers.append(
             Voucher(
                 number=f"RZP-{sid}",
                 date=_ist_date(int(created)),
                 kind="settlement",
                 reference=sid,
-                narration=f"Razorpay settlement {sid} ({len(rows)} recon rows)",
-                lines=lines,
+                narration=f"Razorpay settlement {sid} ({count} recon rows)",
+                lines=_settlement_lines(rows, part, int(amount), names),
             )
         )
     return vouchers
 
 
-def _settlement_lines(rows: pd.DataFrame, paid: int, names: Ledgers) -> tuple[Line, ...]:
-    rtype = rows["type"].astype(str)
-    debit = rows["debit"].astype(np.int64)
-    credit = rows["credit"].astype(np.int64)
-    fee = rows["fee"].astype(np.int64)
-    tax = rows["tax"].astype(np.int64)
-    dispute = rows["dispute_id"].notna()
-    pay = rows[rtype == "payment"]
-    ref = rows[rtype == "refund"]
-    charged = rows[fee != 0]
-    lines: list[Line] = [Line(names.bank, paid, 0, _keys(rows))] if paid >= 0 else []
+def _settlement_lines(rows: _Rows, part: slice, paid: int, names: Ledgers) -> tuple[Line, ...]:
+    keys = rows.keys[part]
+    debit, credit, fee, tax = rows.debit[part], rows.credit[part], rows.fee[part], rows.tax[part]
+    dispute, adjustment = rows.dispute[part], rows.adjustment[part]
+    pay, ref = rows.payment[part], rows.refund[part]
+    every = tuple(keys)
+    charged = tuple(keys[fee != 0])
+    lines: list[Line] = [Line(names.bank, paid, 0, every)] if paid >= 0 else []
     if paid < 0:
-        lines.append(Line(names.bank, 0, -paid, _keys(rows)))
-    lines.append(Line(names.charges, int((fee - tax).sum()), 0, _keys(charged)))
-    lines.append(Line(names.gst, int(tax.sum()), 0, _keys(charged)))
-    lines.append(Line(names.refunds, int(ref["amount"].astype(np.int64).sum()), 0, _keys(ref)))
+        lines.append(Line(names.bank, 0, -paid, every))
+    lines.append(Line(names.charges, int((fee - tax).sum()), 0, charged))
+    lines.append(Line(names.gst, int(tax.sum()), 0, charged))
+    lines.append(Line(names.refunds, int(rows.amount[part][ref].sum()), 0, tuple(keys[ref])))
     groups = (
-        (names.chargebacks, (rtype == "adjustment") & dispute),
-        (names.adjustments, (rtype == "adjustment") & ~dispute),
-        (names.transfers, rtype.isin(["transfer", "reversal"])),
+        (names.chargebacks, adjustment & dispute),
+        (names.adjustments, adjustment & ~dispute),
+        (names.transfers, rows.transfer[part]),
     )
     for ledger, mask in groups:
-        part = rows[mask]
         out = int((debit[mask] - fee[mask]).sum())  # a transfer's fee is a charge above
         back = int(credit[mask].sum())
         if out:
-            lines.append(Line(ledger, out, 0, _keys(part[debit[mask] > 0])))
+            lines.append(Line(ledger, out, 0, tuple(keys[mask & (debit > 0)])))
         if back:
-            lines.append(Line(ledger, 0, back, _keys(part[credit[mask] > 0])))
-    lines.append(Line(names.receivable, 0, int(pay["amount"].astype(np.int64).sum()), _keys(pay)))
+            lines.append(Line(ledger, 0, back, tuple(keys[mask & (credit > 0)])))
+    lines.append(Line(names.receivable, 0, int(rows.amount[part][pay].sum()), tuple(keys[pay])))
     gap = sum(x.credit for x in lines) - sum(x.debit for x in lines)
     if gap:
-        lines.append(Line(names.suspense, max(gap, 0), max(-gap, 0), _keys(rows)))
+        lines.append(Line(names.suspense, max(gap, 0), max(-gap, 0), every))
     return tuple(x for x in lines if x.debit or x.credit)
 
 
@@ -155,20 +216,18 @@ def captured_voucher(dataset: Dataset, month: str, ledgers: Ledgers | None = Non
     """The month's captured payments: Razorpay receivable Dr, Sales Cr (gross, INR)."""
     names = ledgers or Ledgers()
     pay = dataset.payments
-    captured = pay["captured"].astype(bool) | pay["status"].astype(str).isin(
-        ["captured", "refunded"]
+    captured = pay["captured"].to_numpy(dtype=bool) | columns.among(
+        columns.text(pay["status"]), ("captured", "refunded")
     )
-    days = pd.to_datetime(pay["created_at"], unit="s", utc=True).dt.tz_convert(IST)
-    in_month = days.dt.strftime("%Y-%m") == month
-    chosen = pay[captured & in_month]
-    foreign = chosen["currency"].astype("string").str.upper().fillna("INR") != "INR"
+    chosen = captured & in_ist_month(pay["created_at"].to_numpy(np.int64), month)
+    foreign = columns.foreign(pay["currency"])[chosen]
     inr = np.where(
-        foreign.to_numpy(),
-        chosen["base_amount"].astype("Int64").fillna(0).to_numpy(np.int64),
-        chosen["amount"].to_numpy(np.int64),
+        foreign,
+        columns.paise(pay["base_amount"])[chosen],
+        pay["amount"].to_numpy(np.int64)[chosen],
     )
     total = int(inr.sum())
-    ids = tuple(sorted(chosen["id"].astype(str)))
+    ids = tuple(columns.sorted_text(columns.text(pay["id"]).filter(pa.array(chosen))))
     first = dt.date.fromisoformat(f"{month}-01")
     last = (first.replace(day=28) + dt.timedelta(days=4)).replace(day=1) - dt.timedelta(days=1)
     return Voucher(
@@ -183,7 +242,7 @@ def captured_voucher(dataset: Dataset, month: str, ledgers: Ledgers | None = Non
 
 def month_vouchers(dataset: Dataset, month: str, ledgers: Ledgers | None = None) -> list[Voucher]:
     """The month's journal: its captured payments, then every settlement made in it."""
-    settled = [v for v in settlement_vouchers(dataset, ledgers) if f"{v.date:%Y-%m}" == month]
+    settled = _settlement_vouchers(dataset, ledgers, month)
     return [captured_voucher(dataset, month, ledgers), *settled]
 
 
@@ -207,27 +266,37 @@ CSV_COLUMNS = (
 )
 
 
-def journal_csv(vouchers: list[Voucher]) -> str:
-    """One CSV row per voucher line; amounts in rupees with two decimals."""
+_QUOTED = (",", '"', "\r", "\n")
+
+
+def _cell(value: object) -> str:
+    """One CSV cell as `csv.writer` (QUOTE_MINIMAL, ',' and '"') writes it in a row of
+    several: text with none of , " CR LF as it is, anything else through the writer."""
+    if isinstance(value, str) and not any(c in value for c in _QUOTED):
+        return value
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
+    csv.writer(out, lineterminator="\n").writerow((value, ""))
+    return out.getvalue()[:-2]  # the cell, without the empty cell's ',' and the line end
+
+
+def journal_csv(vouchers: list[Voucher]) -> str:
+    """One CSV row per voucher line; amounts in rupees with two decimals. (Written cell by
+    cell, each line's source rows joined once: the bytes csv.writer writes.)"""
+    header = io.StringIO()
+    csv.writer(header, lineterminator="\n").writerow(CSV_COLUMNS)
+    parts = [header.getvalue()]
+    joined: dict[int, str] = {}  # id(source_rows) -> its cell: lines share them
     for v in vouchers:
+        head = ",".join(_cell(x) for x in (v.number, v.date.isoformat(), v.kind, v.reference))
+        narration = _cell(v.narration)
         for line in v.lines:
-            writer.writerow(
-                (
-                    v.number,
-                    v.date.isoformat(),
-                    v.kind,
-                    v.reference,
-                    line.ledger,
-                    rupees(line.debit) if line.debit else "",
-                    rupees(line.credit) if line.credit else "",
-                    ";".join(line.source_rows),
-                    v.narration,
-                )
-            )
-    return out.getvalue()
+            rows = joined.get(id(line.source_rows))
+            if rows is None:
+                rows = joined[id(line.source_rows)] = _cell(";".join(line.source_rows))
+            debit = rupees(line.debit) if line.debit else ""
+            credit = rupees(line.credit) if line.credit else ""
+            parts.append(f"{head},{_cell(line.ledger)},{debit},{credit},{rows},{narration}\n")
+    return "".join(parts)
 
 
 def tally_xml(vouchers: list[Voucher], company: str | None = None) -> str:

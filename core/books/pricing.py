@@ -10,11 +10,16 @@ is an overcharge (a paisa either way is rounding, never an exception).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
+import pyarrow as pa
 
+from core.books import columns
+from core.calendar import ist_month_labels
 from core.dataset import Dataset
 
 # Payment classes a plan prices. A domestic card payment is priced by its network and type
@@ -87,28 +92,56 @@ def payment_class(
     """Each payment's class: `international` for a payment flagged international (or in
     another currency, or on a card issued abroad), a card class for a domestic card payment
     (`cards`: the payments' card_network, card_type and card_sub_type, when known), else its
-    method when a plan can price it, else `other`."""
-    text = method.astype("string").str.lower().fillna("other")
-    known = text.where(text.isin(METHOD_CLASSES), "other")
+    method when a plan can price it, else `other`. (Each text column's distinct values are
+    read once, and the class is put together from codes.)"""
+    klass = _class_codes(method, international.to_numpy(dtype=bool), cards)
+    names = np.array(METHOD_CLASSES, dtype=object)[klass]
+    return pd.Series(names, index=method.index, name=method.name, dtype="str")
+
+
+_CLASS = {name: code for code, name in enumerate(METHOD_CLASSES)}
+
+
+def _class_codes(
+    method: pd.Series, international: npt.NDArray[np.bool_], cards: pd.DataFrame | None
+) -> npt.NDArray[np.int64]:
+    """payment_class as codes into METHOD_CLASSES."""
+
+    def known(values: pd.Series) -> pd.Series:
+        text = values.str.lower().fillna("other")
+        return text.where(text.isin(METHOD_CLASSES), "other").map(_CLASS).astype(np.int64)
+
+    klass = columns.per_value(method, known, np.int64)
     if cards is not None and len(cards):
-        network = cards["card_network"].astype("string").str.lower().str.replace(" ", "")
-        kind = cards["card_type"].astype("string").str.lower().str.strip()
-        sub = cards["card_sub_type"].astype("string").str.lower().str.strip()
-        card = pd.Series("card", index=known.index, dtype=object)
-        card = card.where(~(kind == "credit").fillna(False).to_numpy(), "credit")
-        debit = (kind == "debit").fillna(False).to_numpy()
-        card = card.where(~debit, "debit")
-        card = card.where(~(debit & (network == "rupay").fillna(False).to_numpy()), "rupay_debit")
-        card = card.where(~(sub == "business").fillna(False).to_numpy(), "corporate")
-        known = known.where(~(known == "card").to_numpy(), card)
-    return known.where(~international.to_numpy(dtype=bool), "international").astype(str)
+
+        def network_is(name: str) -> Callable[[pd.Series], pd.Series]:
+            return lambda v: (v.str.lower().str.replace(" ", "") == name).fillna(False)
+
+        def stripped_is(name: str) -> Callable[[pd.Series], pd.Series]:
+            return lambda v: (v.str.lower().str.strip() == name).fillna(False)
+
+        credit = columns.per_value(cards["card_type"], stripped_is("credit"), np.bool_)
+        debit = columns.per_value(cards["card_type"], stripped_is("debit"), np.bool_)
+        rupay = columns.per_value(cards["card_network"], network_is("rupay"), np.bool_)
+        business = columns.per_value(cards["card_sub_type"], stripped_is("business"), np.bool_)
+        card = np.full(len(klass), _CLASS["card"], dtype=np.int64)
+        card[credit] = _CLASS["credit"]
+        card[debit] = _CLASS["debit"]
+        card[debit & rupay] = _CLASS["rupay_debit"]
+        card[business] = _CLASS["corporate"]
+        klass = np.where(klass == _CLASS["card"], card, klass)
+    out: npt.NDArray[np.int64] = np.where(international, _CLASS["international"], klass)
+    return out
 
 
 def _card_international(pay: pd.DataFrame) -> np.ndarray:
     if "card_international" not in pay.columns:
         return np.zeros(len(pay), dtype=bool)
-    flag = pay["card_international"].astype("string").str.strip().str.lower()
-    return flag.isin(["true", "1", "yes"]).fillna(False).to_numpy(dtype=bool)
+    return columns.per_value(
+        pay["card_international"],
+        lambda v: v.str.strip().str.lower().isin(["true", "1", "yes"]).fillna(False),
+        np.bool_,
+    )
 
 
 def priced_by(klass: pd.Series, plan: PricingPlan) -> pd.Series:
@@ -122,41 +155,99 @@ def priced_by(klass: pd.Series, plan: PricingPlan) -> pd.Series:
     return own
 
 
+@dataclass(frozen=True)
+class _Captured:
+    """The captured payments (positions in `dataset.payments`), their ids, classes and the
+    index of the plan in force when each was captured (-1: none yet)."""
+
+    rows: npt.NDArray[np.intp]
+    ids: pa.Array
+    klass: npt.NDArray[np.int64]
+    created_at: npt.NDArray[np.int64]
+    foreign: npt.NDArray[np.bool_]
+    plan_index: npt.NDArray[np.int64]
+    ordered: list[PricingPlan]
+
+    def id_objects(self, chosen: npt.NDArray[np.intp]) -> npt.NDArray[np.object_]:
+        """The chosen payments' ids as `p["id"].astype(str).to_numpy()` has them."""
+        values = self.ids.take(pa.array(chosen)).to_numpy(zero_copy_only=False)
+        out: npt.NDArray[np.object_] = np.where(pd.isna(values), np.nan, values).astype(object)
+        return out
+
+    def any_id(self) -> bool:
+        """Whether a frame built from every captured payment's id infers 'str' (else, no
+        id at all, object)."""
+        return bool(len(self.ids) > self.ids.null_count)
+
+
+def _text_cells(
+    values: npt.NDArray[np.object_], as_text: bool
+) -> pd.api.extensions.ExtensionArray | npt.NDArray[np.object_]:
+    """A text column as a frame infers it from the whole column: 'str', or object."""
+    return pd.array(values, dtype="str") if as_text else values
+
+
+def _captured(pay: pd.DataFrame, plans: tuple[PricingPlan, ...]) -> _Captured:
+    captured = pay["captured"].to_numpy(dtype=bool) | columns.among(
+        columns.text(pay["status"]), ("captured", "refunded")
+    )
+    rows = np.flatnonzero(captured)
+    # Column by column at the captured rows (never the payments frame's every column).
+    foreign = columns.foreign(pay["currency"])
+    flag = pay["international"].to_numpy(dtype=bool) | foreign | _card_international(pay)
+    klass = _class_codes(pay["method"], flag, _card_frame(pay))
+    ordered = sorted(plans, key=lambda x: (x.effective_from, x.version))
+    starts = np.array([x.effective_from for x in ordered], dtype=np.int64)
+    created = pay["created_at"].to_numpy(np.int64)[rows]
+    which = np.searchsorted(starts, created, side="right") - 1
+    ids = columns.text(pay["id"])
+    if len(rows) < len(pay):
+        ids = ids.take(pa.array(rows))
+    return _Captured(
+        rows, ids, klass[rows], created, foreign[rows], which.astype(np.int64), ordered
+    )
+
+
+def _priced_codes(plan: PricingPlan) -> npt.NDArray[np.int64]:
+    """priced_by as a table: class code -> the code of the plan line pricing it, or -1."""
+    lines = {r.method for r in plan.rules}
+    table = np.full(len(METHOD_CLASSES), -1, dtype=np.int64)
+    for name, code in _CLASS.items():
+        if name in lines:
+            table[code] = code
+        elif "card" in lines and name in CARD_CLASSES:
+            table[code] = _CLASS["card"]
+    return table
+
+
 def unclassified_cards(dataset: Dataset, plans: tuple[PricingPlan, ...]) -> pd.DataFrame:
     """Captured card payments the plan in force cannot price: the plan prices cards by
     network or type and has no `card` line, and the payment's card details are unknown (or
     its class has no line). Listed as "cannot classify", never as an overcharge."""
-    columns = ["payment_id", "created_at", "method_class", "plan_version"]
+    columns_out = ["payment_id", "created_at", "method_class", "plan_version"]
     pay = dataset.payments
     if not plans or pay.empty:
-        return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
-    captured = pay["captured"].astype(bool) | pay["status"].astype(str).isin(
-        ["captured", "refunded"]
-    )
-    p = pay[captured.to_numpy()]
-    foreign = (p["currency"].astype("string").str.upper().fillna("INR") != "INR").to_numpy()
-    flag = p["international"].to_numpy(dtype=bool) | foreign | _card_international(p)
-    klass = payment_class(p["method"], pd.Series(flag, index=p.index), _card_frame(p))
-    ordered = sorted(plans, key=lambda x: (x.effective_from, x.version))
-    starts = np.array([x.effective_from for x in ordered], dtype=np.int64)
-    which = np.searchsorted(starts, p["created_at"].to_numpy(np.int64), side="right") - 1
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in columns_out})
+    c = _captured(pay, plans)
+    is_card = np.isin(c.klass, [_CLASS[name] for name in CARD_CLASSES])
+    names = np.array(METHOD_CLASSES, dtype=object)
     pieces = []
-    for index, plan in enumerate(ordered):
-        mine = (which == index) & klass.isin(CARD_CLASSES).to_numpy()
-        lines = priced_by(klass[mine], plan)
-        gone = lines.isna().to_numpy()
+    for index, plan in enumerate(c.ordered):
+        gone = np.flatnonzero(
+            (c.plan_index == index) & is_card & (_priced_codes(plan)[c.klass] < 0)
+        )
         pieces.append(
             pd.DataFrame(
                 {
-                    "payment_id": p["id"].astype(str).to_numpy()[mine][gone],
-                    "created_at": p["created_at"].to_numpy(np.int64)[mine][gone],
-                    "method_class": klass[mine].to_numpy()[gone],
+                    "payment_id": c.id_objects(gone),
+                    "created_at": c.created_at[gone],
+                    "method_class": names[c.klass[gone]],
                     "plan_version": plan.version,
                 }
             )
         )
-    out = pd.concat(pieces, ignore_index=True) if pieces else pd.DataFrame(columns=columns)
-    return out.reindex(columns=columns).sort_values("payment_id", ignore_index=True)
+    out = pd.concat(pieces, ignore_index=True) if pieces else pd.DataFrame(columns=columns_out)
+    return out.reindex(columns=columns_out).sort_values("payment_id", ignore_index=True)
 
 
 def _card_frame(p: pd.DataFrame) -> pd.DataFrame | None:
@@ -174,8 +265,10 @@ def fee_check(dataset: Dataset, plans: tuple[PricingPlan, ...]) -> pd.DataFrame:
     """Every captured INR-or-converted payment with a plan in force and a rule for its class:
     id, created_at, class, plan version, INR amount, the fee and GST charged (the recon
     row's, what Razorpay deducted, else the payment's), the plan's, and `overcharge` (fee
-    charged − plan fee; > TOLERANCE_PAISE is FEE_OVERCHARGED)."""
-    columns = [
+    charged − plan fee; > TOLERANCE_PAISE is FEE_OVERCHARGED). (Whole columns: a payment's
+    first recon row found by integer codes of one dictionary, classes and plan lines as
+    codes; the frame is built once, in the order the per-plan pieces had.)"""
+    columns_out = [
         "payment_id",
         "created_at",
         "method_class",
@@ -189,65 +282,75 @@ def fee_check(dataset: Dataset, plans: tuple[PricingPlan, ...]) -> pd.DataFrame:
     ]
     pay = dataset.payments
     if not plans or pay.empty:
-        return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
-    captured = pay["captured"].astype(bool) | pay["status"].astype(str).isin(
-        ["captured", "refunded"]
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in columns_out})
+    c = _captured(pay, plans)
+    recon = dataset.recon
+    is_payment = columns.equals(columns.text(recon["type"]), "payment")
+    payment_rows = np.flatnonzero(is_payment)
+    entity = columns.text(recon["entity_id"]).take(pa.array(payment_rows))
+    (pid, entity_codes), size = columns.shared_codes(c.ids, entity)
+    # Each payment's first payment row (drop_duplicates("entity_id")), or -1.
+    first = columns.first_of_each(entity_codes)
+    row_of = np.full(size, -1, dtype=np.int64)
+    row_of[entity_codes[first]] = payment_rows[first]
+    row = row_of[pid]
+    has_row = row >= 0
+    at = np.where(has_row, row, 0)
+
+    def from_row(name: str) -> npt.NDArray[np.int64]:
+        values: npt.NDArray[np.int64] = recon[name].to_numpy(np.int64)[at] if len(recon) else row
+        return values
+
+    def missing(name: str) -> npt.NDArray[np.bool_]:
+        gaps: npt.NDArray[np.bool_] = pay[name].isna().to_numpy(dtype=bool)[c.rows]
+        return gaps
+
+    def paise(name: str) -> npt.NDArray[np.int64]:
+        return columns.paise(pay[name])[c.rows]
+
+    converted = np.where(
+        missing("base_amount"), np.where(has_row, from_row("amount"), 0), paise("base_amount")
     )
-    p = pay[captured.to_numpy()]
-    rows = dataset.recon[dataset.recon["type"].astype(str) == "payment"]
-    first = rows.drop_duplicates("entity_id").set_index(
-        rows.drop_duplicates("entity_id")["entity_id"].astype(str)
-    )
-    pid = p["id"].astype(str)
-    foreign = (p["currency"].astype("string").str.upper().fillna("INR") != "INR").to_numpy()
-    row_amount = pid.map(first["amount"]).astype("Int64")
-    inr = np.where(
-        foreign,
-        p["base_amount"].astype("Int64").fillna(row_amount).fillna(0).to_numpy(np.int64),
-        p["amount"].to_numpy(np.int64),
-    )
-    row_fee = pid.map(first["fee"]).astype("Int64")
-    row_tax = pid.map(first["tax"]).astype("Int64")
-    fee = row_fee.fillna(p["fee"].astype("Int64"))
-    tax = row_tax.fillna(p["tax"].astype("Int64"))
-    flag = p["international"].to_numpy(dtype=bool) | foreign | _card_international(p)
-    klass = payment_class(p["method"], pd.Series(flag, index=p.index), _card_frame(p))
-    ordered = sorted(plans, key=lambda x: (x.effective_from, x.version))
-    starts = np.array([x.effective_from for x in ordered], dtype=np.int64)
-    which = np.searchsorted(starts, p["created_at"].to_numpy(np.int64), side="right") - 1
-    frame = pd.DataFrame(
+    inr = np.where(c.foreign, converted, pay["amount"].to_numpy(np.int64)[c.rows])
+    fee_missing, tax_missing = missing("fee"), missing("tax")
+    fee = np.where(has_row, from_row("fee"), paise("fee"))
+    tax = np.where(has_row, from_row("tax"), paise("tax"))
+    charged = (c.plan_index >= 0) & (has_row | ~fee_missing)
+    tax = np.where(has_row | ~tax_missing, tax, 0)
+    # The priced payments, plan by plan (each in payment order), as the pieces were joined.
+    chosen_parts, version_parts, bp_parts, fixed_parts, gst_parts = [], [], [], [], []
+    for index, plan in enumerate(c.ordered):
+        line = _priced_codes(plan)[c.klass]
+        mine = np.flatnonzero(charged & (c.plan_index == index) & (line >= 0))
+        percent = np.zeros(len(METHOD_CLASSES), dtype=np.int64)
+        fixed = np.zeros(len(METHOD_CLASSES), dtype=np.int64)
+        for r in plan.rules:
+            percent[_CLASS[r.method]] = r.percent_bp
+            fixed[_CLASS[r.method]] = r.fixed_paise
+        chosen_parts.append(mine)
+        version_parts.append(np.full(len(mine), plan.version, dtype=np.int64))
+        bp_parts.append(percent[line[mine]])
+        fixed_parts.append(fixed[line[mine]])
+        gst_parts.append(np.full(len(mine), plan.gst_bp, dtype=np.int64))
+    chosen = np.concatenate(chosen_parts)
+    base = _round_div(inr[chosen] * np.concatenate(bp_parts), 10_000) + np.concatenate(fixed_parts)
+    gst = _round_div(base * np.concatenate(gst_parts), 10_000)
+    names = np.array(METHOD_CLASSES, dtype=object)
+    out = pd.DataFrame(
         {
-            "payment_id": pid.to_numpy(),
-            "created_at": p["created_at"].to_numpy(np.int64),
-            "method_class": klass.to_numpy(),
-            "plan_index": which,
-            "amount": inr,
-            "fee_charged": fee.to_numpy(dtype=object),
-            "tax_charged": tax.to_numpy(dtype=object),
+            "payment_id": _text_cells(c.id_objects(chosen), c.any_id()),
+            "created_at": c.created_at[chosen],
+            "method_class": _text_cells(names[c.klass[chosen]], len(c.rows) > 0),
+            "plan_version": np.concatenate(version_parts),
+            "amount": inr[chosen],
+            "fee_charged": fee[chosen],
+            "tax_charged": tax[chosen],
+            "fee_plan": base + gst,
+            "tax_plan": gst,
+            "overcharge": fee[chosen] - (base + gst),
         }
     )
-    frame = frame[(frame["plan_index"] >= 0) & frame["fee_charged"].notna()]
-    pieces = []
-    for index, plan in enumerate(ordered):
-        mine = frame[frame["plan_index"] == index]
-        rules = {r.method: r for r in plan.rules}
-        line = priced_by(mine["method_class"], plan)
-        bp = line.map({k: r.percent_bp for k, r in rules.items()})
-        fixed = line.map({k: r.fixed_paise for k, r in rules.items()})
-        priced = mine[bp.notna()].copy()
-        base = _round_div(
-            priced["amount"].to_numpy(np.int64) * bp[bp.notna()].to_numpy(np.int64), 10_000
-        ) + fixed[bp.notna()].to_numpy(np.int64)
-        gst = _round_div(base * plan.gst_bp, 10_000)
-        priced["plan_version"] = plan.version
-        priced["fee_plan"] = base + gst
-        priced["tax_plan"] = gst
-        pieces.append(priced)
-    out = pd.concat(pieces, ignore_index=True) if pieces else frame.iloc[0:0]
-    out = out.astype({"fee_charged": np.int64})
-    out["tax_charged"] = out["tax_charged"].fillna(0).astype(np.int64)
-    out["overcharge"] = out["fee_charged"] - out["fee_plan"].astype(np.int64)
-    return out.reindex(columns=columns).sort_values("payment_id", ignore_index=True)
+    return out.reindex(columns=columns_out).sort_values("payment_id", ignore_index=True)
 
 
 def overcharged(check: pd.DataFrame) -> pd.DataFrame:
@@ -260,12 +363,9 @@ def overcharge_summary(check: pd.DataFrame) -> pd.DataFrame:
     over = overcharged(check)
     if over.empty:
         return pd.DataFrame({"month": [], "method_class": [], "payments": [], "overcharge": []})
-    month = (
-        pd.to_datetime(over["created_at"], unit="s", utc=True)
-        .dt.tz_convert("Asia/Kolkata")
-        .dt.strftime("%Y-%m")
-    )
-    grouped = over.groupby([month.rename("month"), over["method_class"]])["overcharge"]
+    labels = ist_month_labels(over["created_at"].to_numpy(np.int64))
+    month = pd.Series(labels, index=over.index, name="month", dtype="str")
+    grouped = over.groupby([month, over["method_class"]])["overcharge"]
     return (
         grouped.agg(payments="count", overcharge="sum")
         .reset_index()

@@ -18,6 +18,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 
 from core.calendar import IST, month_bounds
@@ -698,46 +700,109 @@ def _frame(
     order: str,
     where: str = "",
     params: Sequence[Any] = (),
+    *,
+    keep: str = "",
+    ordinal: bool = False,
 ) -> pd.DataFrame:
     """A raw table as a frame, in `order` (only its rows matching `where`, parameterised by
-    `params`, when given).
+    `params`, when given). `keep`: a further condition (no parameters) on the rows found,
+    tested on the rows read rather than in the search (SQLite: a column the search's index
+    does not hold is then not looked up for every row it finds). `ordinal`: the frame
+    starts with column ORDINAL, the rows' place in the table (rowid; PostgreSQL:
+    row_order), to merge frames read apart in table order.
 
     sqlite3 builds a Python object per cell (about 20 million for the 1M benchmark), the
-    slow part of reading a table. Instead SQLite renders each row as one JSON object
-    (json_object: exact integers, escaped text, null for NULL), and Arrow parses the batches
-    in C, on a second thread while the next batch is fetched.
+    slow part of reading a table. Instead SQLite renders each row as one line of CSV text
+    (`_csv_row`), and Arrow parses the batches in C, on a second thread while the next
+    batch is fetched. (Rendering JSON objects instead, as PostgreSQL's path does, costs
+    SQLite about as much and Arrow three times as much to parse: docs/benchmark.md, "The
+    Books month read: its columns only".)
     """
+    if ordinal:
+        place = "row_order" if is_postgres(conn) else "rowid"
+        frame = _frame(conn, table, {place: "int64", **columns}, order, where, params, keep=keep)
+        return frame.rename(columns={place: ORDINAL})
     names = list(columns)
     if is_postgres(conn):
+        both = f"({where}) AND {keep}" if where and keep else where or keep
         return _frame_from_json(
             pg_bulk.json_rows(
-                conn, table, names, "row_order" if order == "rowid" else order, where, params
+                conn, table, names, "row_order" if order == "rowid" else order, both, params
             ),
             columns,
         )
-    row = "json_object(" + ", ".join(f"'{i}', {name}" for i, name in enumerate(names)) + ")"
-    schema = pa.schema(
-        [
-            (str(i), pa.int64() if columns[n] in _INTEGER_DTYPES else pa.string())
-            for i, n in enumerate(names)
-        ]
-    )
+    types = {str(i): _arrow_type(columns[n]) for i, n in enumerate(names)}
     cursor = conn.cursor()
     cursor.row_factory = None  # plain tuples: sqlite3.Row is slow for millions of rows
     condition = f" WHERE {where}" if where else ""
-    cursor.execute(f"SELECT CAST({row} AS BLOB) FROM {table}{condition} ORDER BY {order}", params)
+    if where and order == "rowid":
+        # The matching rows' rowids first (from the index that finds them), then the rows in
+        # rowid order: SQLite walks the sorted rowid list, so nothing is sorted after the
+        # rows are read (ORDER BY rowid over an index search sorts every selected row).
+        condition = f" WHERE rowid IN (SELECT rowid FROM {table}{condition})"
+    if keep:
+        condition = f"{condition} AND {keep}" if condition else f" WHERE {keep}"
+    cursor.execute(
+        f"SELECT CAST({_csv_row(columns)} AS BLOB) FROM {table}{condition} ORDER BY {order}",
+        params,
+    )
     with ThreadPoolExecutor(max_workers=1) as parser:
         parsed = []
         while batch := cursor.fetchmany(BATCH_ROWS):
             lines = b"\n".join([r[0] for r in batch])
-            parsed.append(parser.submit(_json_batch, lines, schema))
+            parsed.append(parser.submit(_csv_batch, lines, types))
         tables = [future.result() for future in parsed]
     cursor.close()
     # One chunk per column, like the frames load_dataset builds (large_string: pandas' own).
+    schema = pa.schema(list(types.items()))
     data = pa.concat_tables(tables).combine_chunks() if tables else schema.empty_table()
     return pd.DataFrame(
         {name: _series(data.column(i), columns[name]) for i, name in enumerate(names)},
         columns=names,
+    )
+
+
+ORDINAL = "_ordinal"
+
+
+def _arrow_type(dtype: str) -> pa.DataType:
+    """The Arrow type a column of Dataset dtype `dtype` is read as (large_string: the
+    storage of pandas' string dtype, so no cast follows)."""
+    return pa.int64() if dtype in _INTEGER_DTYPES else pa.large_string()
+
+
+def _csv_row(columns: dict[str, str]) -> str:
+    """The SQL expression of one row as a line of CSV (no newline), for `_csv_batch`: an
+    integer column as its digits (NULL: empty), a text column quoted by format's %Q (in
+    single quotes, a quote inside doubled; NULL: the bare word NULL). A value of text is
+    always quoted, so the empty text and the text 'NULL' stay text."""
+    spec = ",".join("%s" if dtype in _INTEGER_DTYPES else "%Q" for dtype in columns.values())
+    return f"format('{spec}', {', '.join(columns)})"
+
+
+# `_csv_row`'s lines: single quotes, doubled inside; a value may hold a line break; a line
+# is never skipped (a row of one NULL integer is an empty line).
+_CSV_PARSE = pa_csv.ParseOptions(
+    quote_char="'", double_quote=True, newlines_in_values=True, ignore_empty_lines=False
+)
+
+
+def _csv_batch(lines: bytes, types: dict[str, pa.DataType]) -> pa.Table:
+    """`_csv_row` lines (newline-separated) to an Arrow table with columns `types` (named
+    "0", "1", ...). One block per batch, so a row of any length parses. Unquoted NULL (text)
+    and an empty field (integer) are NULL; a quoted value never is."""
+    return pa_csv.read_csv(
+        pa.BufferReader(lines),
+        read_options=pa_csv.ReadOptions(
+            column_names=list(types), use_threads=False, block_size=len(lines) + 1
+        ),
+        parse_options=_CSV_PARSE,
+        convert_options=pa_csv.ConvertOptions(
+            column_types=types,
+            null_values=["", "NULL"],
+            strings_can_be_null=True,
+            quoted_strings_can_be_null=False,
+        ),
     )
 
 
@@ -805,10 +870,86 @@ def read_dataset(conn: sqlite3.Connection) -> Dataset:
 MonthProduct = Literal["journal", "gst", "fees"]
 MONTH_PRODUCTS: tuple[MonthProduct, ...] = ("journal", "gst", "fees")
 
+# The columns each month product reads, per frame: worked out from its code and everything
+# it calls (journal: month_vouchers -> captured_voucher, settlement_vouchers,
+# _settlement_lines; gst: gst_bases -> _in_month, _net; fees: fee_check and
+# unclassified_cards -> payment_class, _card_international, _card_frame). A month read
+# holds these columns only (read_dataset's dtypes, in its column order) and no others: the
+# wide text columns (notes, descriptions, emails, ...) are never read. Frames a product
+# does not read are empty. Note that pricing only looks at the card columns when they are
+# all present (`_card_frame`, `_card_international`): leaving one out would change the
+# check without any error. tests/test_books_month_read.py runs each product on frames
+# holding only its columns and fails when a product reads another one (or stops reading
+# one: the list then says more than the product needs).
+MONTH_COLUMNS: dict[MonthProduct, dict[str, tuple[str, ...]]] = {
+    "journal": {
+        "payments": ("id", "amount", "currency", "status", "captured", "created_at", "base_amount"),
+        "settlements": ("id", "amount", "status", "created_at"),
+        "recon": (
+            *("row_key", "type", "debit", "credit", "amount", "fee", "tax"),
+            *("settlement_id", "dispute_id"),
+        ),
+    },
+    "gst": {
+        "payments": ("id", "status", "captured", "fee", "tax", "created_at"),
+        "settlements": ("id", "status", "created_at"),
+        "recon": ("entity_id", "type", "fee", "tax", "created_at", "settlement_id"),
+        "instant_payouts": ("fees", "tax", "status", "created_at", "processed_at"),
+    },
+    "fees": {
+        "payments": (
+            *("id", "amount", "currency", "status", "captured", "method", "fee", "tax"),
+            *("international", "created_at", "base_amount", "card_network", "card_type"),
+            *("card_international", "card_sub_type"),
+        ),
+        "recon": ("entity_id", "type", "amount", "fee", "tax"),
+    },
+}
+
+
+def month_columns(product: MonthProduct, attribute: str) -> dict[str, str]:
+    """The columns (name -> Dataset dtype) of frame `attribute` that `product` reads, in the
+    table's column order; none for a frame it does not read."""
+    wanted = set(MONTH_COLUMNS[product].get(attribute, ()))
+    return {name: dtype for name, dtype in RAW_TABLES[attribute][2].items() if name in wanted}
+
+
 # The month's processed settlements (a scan of `settlements`: one row a day or so).
 _MONTH_SETTLEMENTS = (
     "SELECT id FROM settlements WHERE status = 'processed' AND created_at >= ? AND created_at < ?"
 )
+
+
+def _arrow(values: pd.Series) -> pa.Array:
+    """A text column's values as an Arrow array (pandas' Arrow-backed strings: no copy)."""
+    return pa.array(values.array)
+
+
+def _with_named_payments(conn: sqlite3.Connection, frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The GST read's payments: the month's (frames["payments"], read with its ORDINAL) and
+    those of other months that the payment rows of the month's settlements name, in table
+    order. Only the ids that no payment of the month has are looked up: asking SQLite for
+    `id IN (SELECT entity_id FROM recon_rows ...)` looked every such row's payment up by id
+    (~300,000 seeks at 1M, 1.2-1.5 CPU s), when those of other months are ~40,000."""
+    recon, month = frames["recon"], frames["payments"]
+    # In Arrow (pandas' isin on its Arrow strings goes through a Python object per value).
+    settled = pc.is_in(
+        _arrow(recon["settlement_id"]), value_set=_arrow(frames["settlements"]["id"])
+    )
+    chosen = pc.fill_null(pc.and_(pc.equal(_arrow(recon["type"]), "payment"), settled), False)
+    named = pc.drop_null(pc.filter(_arrow(recon["entity_id"]), chosen))
+    other = pc.invert(pc.is_in(named, value_set=_arrow(month["id"])))
+    missing = sorted(str(i) for i in pc.unique(pc.filter(named, other)).to_pylist())
+    ids = (
+        "id IN (SELECT json_array_elements_text(CAST(? AS json)))"
+        if is_postgres(conn)
+        else "id IN (SELECT value FROM json_each(?))"
+    )
+    spec = RAW_TABLES["payments"][2]
+    columns = {name: spec[name] for name in month.columns if name != ORDINAL}
+    found = _frame(conn, "payments", columns, "rowid", ids, (json.dumps(missing),), ordinal=True)
+    both = pd.concat([month, found], ignore_index=True)
+    return both.sort_values(ORDINAL, kind="stable", ignore_index=True).drop(columns=ORDINAL)
 
 
 def month_seconds(month: str) -> tuple[int, int]:
@@ -854,8 +995,6 @@ def read_month_dataset(conn: sqlite3.Connection, month: str, product: MonthProdu
         "recon": (settled, (start, end)),
     }
     if product == "gst":
-        named = f"SELECT entity_id FROM recon_rows WHERE type = 'payment' AND {settled}"
-        wanted["payments"] = (f"{in_month} OR id IN ({named})", (start, end, start, end))
         refunds = "type = 'refund' AND (created_at >= ? AND created_at < ?"
         refunds += " OR created_at IS NULL)" if start <= 0 < end else ")"
         wanted["recon"] = (f"{settled} OR ({refunds})", (start, end, start, end))
@@ -867,12 +1006,23 @@ def read_month_dataset(conn: sqlite3.Connection, month: str, product: MonthProdu
     elif product == "fees":
         del wanted["settlements"]
         months = f"SELECT id FROM payments WHERE {in_month}"
-        wanted["recon"] = (f"type = 'payment' AND entity_id IN ({months})", (start, end))
+        wanted["recon"] = (f"entity_id IN ({months})", (start, end))
     with transaction(conn, immediate=False):
         frames = {
             attribute: _frame(
-                conn, RAW_TABLES[attribute][0], RAW_TABLES[attribute][2], "rowid", where, params
+                conn,
+                RAW_TABLES[attribute][0],
+                month_columns(product, attribute),
+                "rowid",
+                where,
+                params,
+                # The row's type is tested on the rows read: recon_rows_entity then finds
+                # them without reading each row it finds (fees at 1M: 1.5 instead of 2.4 s).
+                keep="type = 'payment'" if product == "fees" and attribute == "recon" else "",
+                ordinal=product == "gst" and attribute == "payments",
             )
             for attribute, (where, params) in wanted.items()
         }
+        if product == "gst":
+            frames["payments"] = _with_named_payments(conn, frames)
     return Dataset(**frames, has_bank_statement=False)  # no product reads the bank
