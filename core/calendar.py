@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 IST = ZoneInfo("Asia/Kolkata")
+IST_OFFSET_SECONDS = 5 * 3600 + 1800  # +05:30, the one definition (SQL uses its value)
 WEEKMASK = "1111100"
 
 
@@ -49,8 +50,7 @@ def ist_date(unix_seconds: int) -> dt.date:
 
 def ist_dates(unix_seconds: npt.NDArray[np.int64]) -> npt.NDArray[np.datetime64]:
     """Vectorised `ist_date`: an array of Unix seconds to an array of datetime64[D]."""
-    offset = 5 * 3600 + 1800
-    shifted: npt.NDArray[np.int64] = np.asarray(unix_seconds, dtype=np.int64) + offset
+    shifted = np.asarray(unix_seconds, dtype=np.int64) + IST_OFFSET_SECONDS
     return (shifted // 86400).astype("datetime64[D]")
 
 
@@ -119,10 +119,9 @@ def month_bounds(month: str) -> tuple[dt.date, dt.date]:
     return first, following
 
 
-# Asia/Kolkata has been a fixed +05:30 since its last change (1945-10-15): from 1946 to
-# 9999 an IST date is integer arithmetic on Unix seconds. Outside that span the helpers
-# below convert with pandas and the zone, as the code they replace did.
-IST_OFFSET_SECONDS = 5 * 3600 + 1800
+# Asia/Kolkata has been a fixed +05:30 (IST_OFFSET_SECONDS) since its last change
+# (1945-10-15): from 1946 to 9999 an IST date is integer arithmetic on Unix seconds. Outside
+# that span the helpers below convert with pandas and the zone, as the code they replace did.
 IST_FIXED_SINCE = -757_382_400  # 1946-01-01T00:00:00Z
 _FIXED_UNTIL = 253_402_214_400  # 9999-12-31T00:00:00Z
 

@@ -13,11 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from core.calendar import ist_dates
+from core.calendar import IST_OFFSET_SECONDS, ist_dates
 from core.dataset import DATASET_TABLES, Dataset
 from core.engine.incremental import TABLE_KEYS
 
-IST_OFFSET = 19_800
 DAY = 86_400
 
 
@@ -124,7 +123,7 @@ def daily_loads(
             t: pd.concat(parts, ignore_index=True).drop_duplicates(TABLE_KEYS[t], keep="last")
             for t, parts in tables.items()
         }
-        day_end = (first + i + 1) * DAY - IST_OFFSET - 1
+        day_end = (first + i + 1) * DAY - IST_OFFSET_SECONDS - 1
         day = Dataset(
             **{t: f.reset_index(drop=True) for t, f in frames.items()},
             has_bank_statement=dataset.has_bank_statement,

@@ -18,13 +18,12 @@ import numpy.typing as npt
 import pandas as pd
 
 from core.benchmark.ids import IdFactory, StrArray
-from core.calendar import CalendarParams, WorkingCalendar, ist_dates
+from core.calendar import IST_OFFSET_SECONDS, CalendarParams, WorkingCalendar, ist_dates
 from core.errors import ConfigError
 
 HISTORY_DAYS = 90
 MIN_PAYMENTS = 200
 CALENDAR = CalendarParams()  # the engine's defaults: T+2, T+7, grace 1, bank 1, no holidays
-IST_OFFSET = 5 * 3600 + 1800
 DAY = 86_400
 
 METHODS: tuple[str, ...] = ("upi", "card", "netbanking", "wallet", "emi")
@@ -114,7 +113,7 @@ class GenerationError(ConfigError):
 
 def ist_midnight(days: DayArray) -> IntArray:
     """Unix seconds of 00:00 IST on each date."""
-    result: IntArray = days.astype("datetime64[D]").astype(np.int64) * DAY - IST_OFFSET
+    result: IntArray = days.astype("datetime64[D]").astype(np.int64) * DAY - IST_OFFSET_SECONDS
     return result
 
 

@@ -48,7 +48,7 @@ from core.books.rollforward import (
     text_entities,
 )
 from core.books.store import months_of
-from core.calendar import IST, month_bounds
+from core.calendar import IST, IST_OFFSET_SECONDS, month_bounds
 from core.dataset import Dataset
 from core.db import books_ledger as sql
 from core.db.books import exception_keys
@@ -120,9 +120,8 @@ def compact(events: pd.DataFrame) -> Ledger:
     return combine([partial_sums(events)])
 
 
-# Seconds east of UTC of every IST time since 1970 (Asia/Kolkata has kept +05:30 since
-# 1945): an event's IST day is (ts + IST_OFFSET) // 86400 days after 1970-01-01.
-IST_OFFSET = 19_800
+# Asia/Kolkata has kept +05:30 since 1945: an event's IST day is
+# (ts + IST_OFFSET_SECONDS) // 86400 days after 1970-01-01.
 _EPOCH = dt.date(1970, 1, 1)
 
 
@@ -146,7 +145,7 @@ def partial_sums(events: pd.DataFrame) -> Sums:
 
 def _day_sums(events: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, pd.Index]:
     """`partial_sums`' days, and each event's day number and line code (of the lines)."""
-    day = (events["ts"].to_numpy(np.int64) + IST_OFFSET) // 86_400
+    day = (events["ts"].to_numpy(np.int64) + IST_OFFSET_SECONDS) // 86_400
     amount = events["amount"].to_numpy(np.int64)
     if isinstance(events["line"].dtype, pd.CategoricalDtype):  # codes made with the events
         codes = events["line"].cat.codes.to_numpy(np.int64)

@@ -22,7 +22,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from core.db.views import IST_OFFSET_SECONDS, SECONDS_PER_DAY
+from core.calendar import IST_OFFSET_SECONDS
+from core.db.views import SECONDS_PER_DAY
 
 
 def data_mark(conn: sqlite3.Connection) -> tuple[int, int, int]:

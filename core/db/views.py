@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from core.calendar import IST_OFFSET_SECONDS
 from core.db.backend import is_postgres
 from core.db.connection import transaction
 
@@ -23,7 +24,6 @@ Row = dict[str, Any]
 OPEN_STATUSES: tuple[str, ...] = ("OPEN", "ASSIGNED", "INVESTIGATED", "ESCALATED")
 ALL_STATUSES: tuple[str, ...] = (*OPEN_STATUSES, "RESOLVED", "AUTO_CLEARED")
 SECONDS_PER_DAY = 86_400
-IST_OFFSET_SECONDS = 19_800
 
 QUEUE_SORTS: dict[str, str] = {
     "exposure_desc": "exposure_amount DESC, id",

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from rapidfuzz.distance import Levenshtein
 
-from core.calendar import ist_dates
+from core.calendar import IST_OFFSET_SECONDS, ist_dates
 from core.engine import codes as C
 from core.engine.columns import (
     IntArray,
@@ -63,7 +63,6 @@ S_FAILED, S_SUM, S_DUP_BANK, S_BANK_AMOUNT, S_MISSING_BANK = (
     )
 )
 SECONDS_PER_DAY = 86_400
-IST_OFFSET_SECONDS = 5 * 3600 + 1800
 
 
 @dataclass

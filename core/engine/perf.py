@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.calendar import IST_OFFSET_SECONDS
 from core.dataset import (
     BANK_COLUMNS,
     PAYMENT_COLUMNS,
@@ -170,7 +171,7 @@ def build(payments: int, seed: int = 7) -> Dataset:
     credited = np.flatnonzero(rng.random(settlements) > 0.002)
     noise = max(1, settlements // 5)
     bank_n = len(credited) + noise
-    day = (setl_created[credited] + 19800) // DAY
+    day = (setl_created[credited] + IST_OFFSET_SECONDS) // DAY
     dates = np.concatenate([day, START // DAY + rng.integers(0, 180, size=noise)])
     narration = np.concatenate(
         [

@@ -17,7 +17,8 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-IST_OFFSET_SECONDS = 5 * 3600 + 1800
+from core.calendar import IST_OFFSET_SECONDS
+
 MAX_UNIX_SECONDS = 4_102_444_800  # 2100-01-01: beyond it a number is not Unix seconds
 MAX_RUPEE_DIGITS = 15  # 10^15 rupees is far beyond any real amount; keeps int64 exact
 
