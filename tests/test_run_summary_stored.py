@@ -134,22 +134,37 @@ def test_no_summary_is_stored_when_an_import_lands_between_the_days_read_and_its
     folders, as_ofs = _days(tmp_path, 31, False)
     interloper = tmp_path / "interloper"
     shutil.copytree(folders[2], interloper)
-    real_stage = core.pipeline._stage_fresh
+    with open_database(db_url) as conn:
+        day = _second_day_with_an_import_before(
+            conn, db_url, folders, as_ofs, (core.pipeline, "_stage_fresh"), interloper
+        )
+        assert "run_summary_s" not in day.run.timings
+
+
+def _second_day_with_an_import_before(
+    conn: Any,
+    db_url: str,
+    folders: list[Path],
+    as_ofs: list[str],
+    step: tuple[Any, str],
+    interloper: Path,
+) -> Any:
+    """Day 0, then day 1 with `interloper` imported by another connection just before the
+    day's `step` (module, function name) runs; day 1's run stored no summary."""
+    module, name = step
+    real = getattr(module, name)
 
     def another_import_first(*args: Any, **kwargs: Any) -> Any:
         with open_database(db_url) as other:
             _import_plainly(other, interloper)
-        return real_stage(*args, **kwargs)
+        return real(*args, **kwargs)
 
-    with open_database(db_url) as conn:
-        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=parse_as_of(as_ofs[0]))
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(core.pipeline, "_stage_fresh", another_import_first)
-            day = reconcile_day_into_db(
-                conn, folders[1], params=PARAMS, as_of=parse_as_of(as_ofs[1])
-            )
-        assert db.get_run_summary(conn, day.run.run_id) is None
-        assert "run_summary_s" not in day.run.timings
+    reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=parse_as_of(as_ofs[0]))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(module, name, another_import_first)
+        day = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=parse_as_of(as_ofs[1]))
+    assert db.get_run_summary(conn, day.run.run_id) is None
+    return day
 
 
 def test_no_summary_is_stored_when_an_import_lands_after_the_runs_own(
@@ -158,21 +173,10 @@ def test_no_summary_is_stored_when_an_import_lands_after_the_runs_own(
     """A webhook's import stored once the day's rows are in (here: while the queue syncs):
     the tables hold rows the summary did not count, so the version is not claimed."""
     folders, as_ofs = _days(tmp_path, 31, False)
-    real_sync = core.review.sync_exceptions
-
-    def import_then_sync(*args: Any, **kwargs: Any) -> Any:
-        with open_database(db_url) as other:
-            _import_plainly(other, folders[2])
-        return real_sync(*args, **kwargs)
-
     with open_database(db_url) as conn:
-        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=parse_as_of(as_ofs[0]))
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(core.review, "sync_exceptions", import_then_sync)
-            day = reconcile_day_into_db(
-                conn, folders[1], params=PARAMS, as_of=parse_as_of(as_ofs[1])
-            )
-        assert db.get_run_summary(conn, day.run.run_id) is None
+        day = _second_day_with_an_import_before(
+            conn, db_url, folders, as_ofs, (core.review, "sync_exceptions"), folders[2]
+        )
         # The Overview computes it then, from the tables as they are.
         summary = core.views.runs.run_summary(conn, day.run.run_id)
         assert _payload(summary) == _payload(compute_run_summary(conn, day.run.run_id))
