@@ -131,7 +131,7 @@ def ist_day_numbers(unix_seconds: npt.ArrayLike) -> npt.NDArray[np.int64]:
     `pd.to_datetime(s, unit="s", utc=True).dt.tz_convert(IST).dt.date` gives, without the
     conversion from 1946 to 9999."""
     seconds = np.asarray(unix_seconds, dtype=np.int64)
-    days: npt.NDArray[np.int64] = (seconds + IST_OFFSET_SECONDS) // 86_400
+    days: npt.NDArray[np.int64] = ist_dates(seconds).astype(np.int64)
     odd = _outside_fixed(seconds)
     if odd.any():
         local = _converted(seconds[odd])
@@ -167,7 +167,7 @@ def ist_month_labels(unix_seconds: npt.ArrayLike) -> npt.NDArray[Any]:
     """Each Unix second's IST month as 'YYYY-MM' (what strftime("%Y-%m") of the IST time
     gives)."""
     seconds = np.asarray(unix_seconds, dtype=np.int64)
-    days = ((seconds + IST_OFFSET_SECONDS) // 86_400).astype("datetime64[D]")
+    days = ist_dates(seconds)
     labels: npt.NDArray[Any] = np.datetime_as_string(days.astype("datetime64[M]"), unit="M")
     odd = _outside_fixed(seconds)
     if odd.any():

@@ -226,6 +226,7 @@ DATASET_TABLES: tuple[str, ...] = (
 )
 
 PAYMENT_STATUSES = frozenset({"created", "authorized", "captured", "refunded", "failed"})
+CAPTURED_STATUSES = ("captured", "refunded")  # a payment in these was captured
 REFUND_STATUSES = frozenset({"pending", "processed", "failed"})
 SETTLEMENT_STATUSES = frozenset({"created", "processed", "failed"})
 RECON_TYPES = frozenset({"payment", "refund", "transfer", "adjustment", "reversal"})

@@ -27,7 +27,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from core.books import columns
+from core import columns
 from core.calendar import in_ist_month
 from core.dataset import Dataset
 from core.errors import InputError, Problem
@@ -243,11 +243,7 @@ def gst_bases(dataset: Dataset, month: str) -> GstBases:
     one dictionary (a missing id is an id of its own, as `astype(str).isin` had it), IST
     dates by integer arithmetic (core.calendar.in_ist_month)."""
     pay = dataset.payments
-    pay_status = columns.text(pay["status"])
-    captured = pay["captured"].to_numpy(dtype=bool) | columns.among(
-        pay_status, ("captured", "refunded")
-    )
-    p = captured & in_ist_month(pay["created_at"].to_numpy(np.int64), month)
+    p = columns.captured(pay) & in_ist_month(pay["created_at"].to_numpy(np.int64), month)
     pay_fee, pay_tax = columns.paise(pay["fee"]), columns.paise(pay["tax"])
 
     recon = dataset.recon

@@ -24,7 +24,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from core.books import columns
+from core import columns
 from core.calendar import IST, in_ist_month
 from core.dataset import Dataset
 
@@ -216,10 +216,7 @@ def captured_voucher(dataset: Dataset, month: str, ledgers: Ledgers | None = Non
     """The month's captured payments: Razorpay receivable Dr, Sales Cr (gross, INR)."""
     names = ledgers or Ledgers()
     pay = dataset.payments
-    captured = pay["captured"].to_numpy(dtype=bool) | columns.among(
-        columns.text(pay["status"]), ("captured", "refunded")
-    )
-    chosen = captured & in_ist_month(pay["created_at"].to_numpy(np.int64), month)
+    chosen = columns.captured(pay) & in_ist_month(pay["created_at"].to_numpy(np.int64), month)
     foreign = columns.foreign(pay["currency"])[chosen]
     inr = np.where(
         foreign,

@@ -18,7 +18,7 @@ import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 
-from core.books import columns
+from core import columns
 from core.calendar import ist_month_labels
 from core.dataset import Dataset
 
@@ -188,10 +188,7 @@ def _text_cells(
 
 
 def _captured(pay: pd.DataFrame, plans: tuple[PricingPlan, ...]) -> _Captured:
-    captured = pay["captured"].to_numpy(dtype=bool) | columns.among(
-        columns.text(pay["status"]), ("captured", "refunded")
-    )
-    rows = np.flatnonzero(captured)
+    rows = np.flatnonzero(columns.captured(pay))
     # Column by column at the captured rows (never the payments frame's every column).
     foreign = columns.foreign(pay["currency"])
     flag = pay["international"].to_numpy(dtype=bool) | foreign | _card_international(pay)

@@ -23,6 +23,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 
 from core.calendar import IST, month_bounds
+from core.columns import arrow
 from core.dataset import (
     BANK_COLUMNS,
     DISPUTE_COLUMNS,
@@ -920,11 +921,6 @@ _MONTH_SETTLEMENTS = (
 )
 
 
-def _arrow(values: pd.Series) -> pa.Array:
-    """A text column's values as an Arrow array (pandas' Arrow-backed strings: no copy)."""
-    return pa.array(values.array)
-
-
 def _with_named_payments(conn: sqlite3.Connection, frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """The GST read's payments: the month's (frames["payments"], read with its ORDINAL) and
     those of other months that the payment rows of the month's settlements name, in table
@@ -933,12 +929,10 @@ def _with_named_payments(conn: sqlite3.Connection, frames: dict[str, pd.DataFram
     (~300,000 seeks at 1M, 1.2-1.5 CPU s), when those of other months are ~40,000."""
     recon, month = frames["recon"], frames["payments"]
     # In Arrow (pandas' isin on its Arrow strings goes through a Python object per value).
-    settled = pc.is_in(
-        _arrow(recon["settlement_id"]), value_set=_arrow(frames["settlements"]["id"])
-    )
-    chosen = pc.fill_null(pc.and_(pc.equal(_arrow(recon["type"]), "payment"), settled), False)
-    named = pc.drop_null(pc.filter(_arrow(recon["entity_id"]), chosen))
-    other = pc.invert(pc.is_in(named, value_set=_arrow(month["id"])))
+    settled = pc.is_in(arrow(recon["settlement_id"]), value_set=arrow(frames["settlements"]["id"]))
+    chosen = pc.fill_null(pc.and_(pc.equal(arrow(recon["type"]), "payment"), settled), False)
+    named = pc.drop_null(pc.filter(arrow(recon["entity_id"]), chosen))
+    other = pc.invert(pc.is_in(named, value_set=arrow(month["id"])))
     missing = sorted(str(i) for i in pc.unique(pc.filter(named, other)).to_pylist())
     ids = (
         "id IN (SELECT json_array_elements_text(CAST(? AS json)))"

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from core.calendar import ist_dates
+from core.dataset import CAPTURED_STATUSES
 from core.engine import codes as C
 from core.engine.columns import (
     BoolArray,
@@ -73,7 +74,6 @@ ROW_UNKNOWN, ROW_DISPUTE = (
     C.RECON_ROW_CODES.index(C.PAYMENT_ID_MISMATCH),
     C.RECON_ROW_CODES.index(C.DISPUTE_DEBIT),
 )
-CAPTURED_STATUSES = ("captured", "refunded")
 
 
 def _representative(

@@ -24,6 +24,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from core import columns
 from core.db import views as db
 from core.db.connection import transaction
 from core.views.common import Total
@@ -45,16 +46,6 @@ class SummaryAhead:
     by_settlement: tuple[tuple[str, int, int], ...]
 
 
-def _arrow(series: pd.Series) -> Any:
-    """A frame's column as Arrow, its chunks as they are (no copy of Arrow-backed text)."""
-    return pa.array(series.array)
-
-
-def _is(values: Any, text: str) -> np.ndarray[Any, np.dtype[np.bool_]]:
-    """Which values equal `text` (NULL: no), as a numpy bool mask."""
-    return np.asarray(pc.fill_null(pc.equal(values, text), False), dtype=bool)
-
-
 def _add_part(
     frame: pd.DataFrame,
     mask: Any,
@@ -65,14 +56,14 @@ def _add_part(
     payments per settlement. Only the few PENDING rows are copied; the payments are grouped
     by settlement id over the whole column with 0/1 weights (no copy of ~1M ids)."""
     chosen = np.ones(len(frame), dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
-    kind, status = _arrow(frame["entity_type"]), _arrow(frame["status"])
-    waiting = pa.array(chosen & _is(status, "PENDING"))
+    kind, status = columns.arrow(frame["entity_type"]), columns.arrow(frame["status"])
+    waiting = pa.array(chosen & columns.equals(status, "PENDING"))
     lines = (
         pa.table(
             {
                 "entity_type": kind.filter(waiting),
-                "reason_code": _arrow(frame["reason_code"]).filter(waiting),
-                "expected_amount": _arrow(frame["expected_amount"]).filter(waiting),
+                "reason_code": columns.arrow(frame["reason_code"]).filter(waiting),
+                "expected_amount": columns.arrow(frame["expected_amount"]).filter(waiting),
             }
         )
         .group_by(["entity_type", "reason_code"])
@@ -82,10 +73,10 @@ def _add_part(
         into = pending.setdefault((row["entity_type"], row["reason_code"]), [0, 0])
         into[0] += int(row["count_all"])
         into[1] += int(row["expected_amount_sum"] or 0)
-    settlement = _arrow(frame["settlement_id"])
+    settlement = columns.arrow(frame["settlement_id"])
     valid = np.asarray(pc.is_valid(settlement), dtype=bool)
-    paid = chosen & _is(kind, "payment") & valid
-    matched = paid & _is(status, "MATCHED")
+    paid = chosen & columns.equals(kind, "payment") & valid
+    matched = paid & columns.equals(status, "MATCHED")
     per_settlement = (
         pa.table(
             {
@@ -112,9 +103,7 @@ def _key(value: Any) -> tuple[bool, str]:
 
 def captured_total(payments: pd.DataFrame) -> Total:
     """`captured_totals` of a payments frame: captured, or status captured or refunded."""
-    captured = payments["captured"].to_numpy(dtype=bool, na_value=False)
-    status = payments["status"].isin(["captured", "refunded"]).to_numpy(dtype=bool, na_value=False)
-    chosen = captured | status
+    chosen = columns.captured(payments)
     amounts = payments["amount"].to_numpy(dtype=np.int64)[chosen]
     return Total(count=int(chosen.sum()), paise=int(amounts.sum(dtype=np.int64)))
 

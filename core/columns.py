@@ -1,8 +1,8 @@
-"""Whole-column helpers for the Books month products (journal, GST bases, fee check): text
-columns as Arrow strings, membership and grouping by integer codes instead of Python sets,
-and money as int64 paise. Each keeps the semantics of the pandas idiom it replaces, noted
-on it: a missing value is a value of its own (`astype(str)` keeps it missing, and
-`isin` of a set holding a missing value matches a missing value).
+"""Whole-column helpers (the Books month products, the run summary a command stores, the
+month read): text columns as Arrow strings, membership and grouping by integer codes
+instead of Python sets, and money as int64 paise. Each keeps the semantics of the pandas
+idiom it replaces, noted on it: a missing value is a value of its own (`astype(str)` keeps
+it missing, and `isin` of a set holding a missing value matches a missing value).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from core.dataset import CAPTURED_STATUSES
 
 Codes = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
@@ -34,16 +36,27 @@ def text(column: pd.Series) -> pa.LargeStringArray:
     return arrow
 
 
-def equals(values: pa.Array, value: str) -> Mask:
-    """`astype(str) == value` (a missing value is unequal)."""
-    result = pc.equal(values, pa.scalar(value, pa.large_string())).fill_null(False)
-    return np.asarray(result.to_numpy(zero_copy_only=False), dtype=bool)
+def arrow(column: pd.Series) -> Any:
+    """A frame's column as Arrow, its chunks as they are (no copy of Arrow-backed text)."""
+    return pa.array(column.array)
+
+
+def equals(values: Any, value: str) -> Mask:
+    """`astype(str) == value` (a missing value is unequal), for any Arrow string array."""
+    return np.asarray(pc.fill_null(pc.equal(values, value), False), dtype=bool)
 
 
 def among(values: pa.Array, options: tuple[str, ...]) -> Mask:
     """`astype(str).isin(options)` for a few options (a missing value is in none)."""
     result = pc.is_in(values, value_set=pa.array(options, pa.large_string())).fill_null(False)
     return np.asarray(result.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def captured(payments: pd.DataFrame) -> Mask:
+    """The captured payments: `captured`, or a status of captured or refunded (the engine's
+    CAPTURED_STATUSES; `captured_totals` in SQL)."""
+    flag = payments["captured"].to_numpy(dtype=bool, na_value=False)
+    return flag | among(text(payments["status"]), CAPTURED_STATUSES)
 
 
 def foreign(currency: pd.Series) -> Mask:
