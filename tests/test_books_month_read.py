@@ -10,6 +10,8 @@ column, and every listed column is one the product reads."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +31,7 @@ from core.books.pricing import (
     unclassified_cards,
 )
 from core.dataset import DATASET_TABLES, Dataset
+from core.db import connect, migrate
 from core.db.backend import is_postgres
 from core.db.raw import (
     MONTH_COLUMNS,
@@ -202,6 +205,38 @@ def test_the_month_read_searches_payments_and_recon_rows_through_indexes_never_a
         "recon_rows_entity",
         "recon_rows_refund_created",
     } <= searched
+
+
+def test_the_fee_read_searches_recon_rows_with_the_months_payment_ids_in_id_order(
+    tmp_path: Path,
+) -> None:
+    # SQLite builds an IN list into a temporary B-tree before searching with it: fed in
+    # creation order (random in id order) a large month's list spilled to a temporary file
+    # page by page (docs/benchmark.md, "The fee check's month read: the month's ids in
+    # order"). The fee read gives it the month's payment ids in id order instead.
+    conn = connect(tmp_path / "fees.sqlite")
+    migrate(conn)
+    _stored(conn, tmp_path / "ds", 31)
+    month = _months(read_dataset(conn))[1]
+    start, end = month_seconds(month)
+    created = [
+        str(r[0])
+        for r in conn.execute(
+            "SELECT id FROM payments WHERE created_at >= ? AND created_at < ? ORDER BY rowid",
+            (start, end),
+        )
+    ]
+    assert len(created) > 100 and created != sorted(created)  # table order is not id order
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)  # the statements as run, values bound
+    read = read_month_dataset(conn, month, "fees")
+    conn.set_trace_callback(None)
+    (recon,) = [s for s in statements if "FROM recon_rows" in s]
+    (bound,) = re.findall(r"json_each\('((?:[^']|'')*)'\)", recon)
+    ids = json.loads(bound.replace("''", "'"))
+    assert ids == sorted(created)
+    assert len(read.recon) > 0 and set(read.recon["entity_id"]) <= set(ids)
+    conn.close()
 
 
 def test_an_undated_refund_row_counts_in_the_epoch_month_as_the_whole_read_counts_it(

@@ -57,3 +57,47 @@ def test_stored_texts_and_nulls_come_back_exactly_from_the_whole_and_the_month_r
         got = part.sort_values("id", ignore_index=True)
         want = expected[expected["id"].isin(set(part["id"]))][columns].reset_index(drop=True)
         pd.testing.assert_frame_equal(got, want)
+
+
+# Payment ids a recon row may name: quotes, a backslash, JSON's own syntax, numbers, spaces.
+AWKWARD_IDS = (
+    "pay_it's",
+    'pay_"double"\\',
+    "123",
+    "0123",
+    "1e3",
+    "ünïcödé ₹ 😀",
+    " spaced ",
+    "a,b",
+    "NULL",
+    '["x"]',
+    '{"id": 1}',
+)
+
+
+def test_the_fee_reads_recon_rows_are_found_for_payment_ids_of_any_text(
+    db_conn: sqlite3.Connection,
+) -> None:
+    dataset = load_folder(SPEC_EXAMPLE / "dataset").dataset
+    payments, recon = dataset.payments.copy(), dataset.recon.copy()
+    named = recon.loc[recon["type"] == "payment", "entity_id"]
+    chosen = [i for i in payments["id"] if i in set(named)][: len(AWKWARD_IDS)]
+    assert len(chosen) == len(AWKWARD_IDS)
+    renamed = dict(zip(chosen, AWKWARD_IDS, strict=True))
+    payments["id"] = pd.array([renamed.get(i, i) for i in payments["id"]], dtype="string")
+    recon["entity_id"] = pd.array([renamed.get(i, i) for i in recon["entity_id"]], dtype="string")
+    stored = dataclasses.replace(dataset, payments=payments, recon=recon)
+    store_dataset(db_conn, stored, source="files", location="spec", content_hash="awkward ids")
+
+    whole = read_dataset(db_conn).recon
+    found: set[str] = set()
+    ist = pd.to_datetime(payments["created_at"], unit="s", utc=True).dt.tz_convert("Asia/Kolkata")
+    for month in sorted(set(ist.dt.strftime("%Y-%m"))):
+        read = read_month_dataset(db_conn, month, "fees")
+        columns = list(read.recon.columns)
+        ids = set(read.payments["id"])
+        wanted = (whole["type"] == "payment") & whole["entity_id"].isin(ids)
+        expected = whole.loc[wanted, columns].reset_index(drop=True)
+        pd.testing.assert_frame_equal(read.recon, expected)
+        found |= set(read.recon["entity_id"]) & set(AWKWARD_IDS)
+    assert found == set(AWKWARD_IDS)
