@@ -946,32 +946,6 @@ def _with_named_payments(conn: sqlite3.Connection, frames: dict[str, pd.DataFram
     return both.sort_values(ORDINAL, kind="stable", ignore_index=True).drop(columns=ORDINAL)
 
 
-def _named_by_month_payments(
-    conn: sqlite3.Connection, payments: pd.DataFrame, start: int, end: int
-) -> tuple[str, tuple[Any, ...]]:
-    """The fee read's search for the recon rows naming one of the month's payments
-    (`payments`: the month's frame, already read in this snapshot), as (WHERE, parameters).
-
-    SQLite: the payments' ids, sorted, as one JSON array (`entity_id IN (SELECT value FROM
-    json_each(?))`). SQLite builds an IN list's values into a temporary B-tree before it
-    searches `recon_rows_entity` with them. Built from `SELECT id FROM payments WHERE
-    created_at ...`, the ids came in creation order, random in id order: at 1M each of the
-    month's 330,882 ids went to another page of that B-tree, which outgrew its page cache
-    and was written to and read back from a temporary file page by page (~160,000 writes
-    and ~170,000 reads, 0.5 s of system time and 1.1-1.4 CPU s for the statement). Given
-    in id order, the B-tree is built by appending and the statement takes 0.6 CPU s
-    (docs/benchmark.md, "The fee check's month read: the month's ids in order").
-    PostgreSQL (a hash join of the subquery) keeps the subquery."""
-    if is_postgres(conn):
-        return "entity_id IN (SELECT id FROM payments WHERE created_at >= ? AND created_at < ?)", (
-            start,
-            end,
-        )
-    ids = pc.drop_null(arrow(payments["id"]))
-    ordered = pc.take(ids, pc.sort_indices(ids)).to_pylist()
-    return "entity_id IN (SELECT value FROM json_each(?))", (json.dumps(ordered),)
-
-
 def month_seconds(month: str) -> tuple[int, int]:
     """'YYYY-MM' -> the Unix seconds of its first IST midnight and of the next month's."""
     start, end = (dt.datetime.combine(d, dt.time(0, 0), tzinfo=IST) for d in month_bounds(month))
@@ -998,8 +972,7 @@ def read_month_dataset(conn: sqlite3.Connection, month: str, product: MonthProdu
       created in the month, and every `payment` recon row naming one of them (by entity_id,
       in row order: fee_check takes each payment's first row), whatever its month or
       settlement. The check of the month is the whole check's rows for those payments.
-      SQLite searches the recon rows with the payments' ids in id order
-      (`_named_by_month_payments`).
+      SQLite is given the month's payment ids in id order (`ORDER BY id`: see below).
 
     Indexes: payments_created, payments_id, recon_rows_settlement, recon_rows_entity and
     recon_rows_refund_created (migration 0110); `settlements` and `instant_payouts` (a few
@@ -1027,7 +1000,16 @@ def read_month_dataset(conn: sqlite3.Connection, month: str, product: MonthProdu
         )
     elif product == "fees":
         del wanted["settlements"]
-        del wanted["recon"]  # searched by the ids of the month's payments, once they are read
+        months = f"SELECT id FROM payments WHERE {in_month}"
+        if not is_postgres(conn):
+            # SQLite puts an IN list's values into a temporary B-tree before searching
+            # recon_rows_entity with them. In creation order (random in id order) a month's
+            # ids outgrew that B-tree's page cache and went to and from a temporary file a
+            # page at a time (1M: ~167,000 writes and ~187,000 reads, 0.45-0.86 s of system
+            # time); sorted first, the B-tree is built by appending (8,000 and 28,000). The
+            # plan keeps this ORDER BY (tests/test_books_month_read.py checks it).
+            months += " ORDER BY id"
+        wanted["recon"] = (f"entity_id IN ({months})", (start, end))
     with transaction(conn, immediate=False):
         frames = {
             attribute: _frame(
@@ -1037,23 +1019,13 @@ def read_month_dataset(conn: sqlite3.Connection, month: str, product: MonthProdu
                 "rowid",
                 where,
                 params,
+                # The row's type is tested on the rows read: recon_rows_entity then finds
+                # them without reading each row it finds (fees at 1M: 1.5 instead of 2.4 s).
+                keep="type = 'payment'" if product == "fees" and attribute == "recon" else "",
                 ordinal=product == "gst" and attribute == "payments",
             )
             for attribute, (where, params) in wanted.items()
         }
-        if product == "fees":
-            where, params = _named_by_month_payments(conn, frames["payments"], start, end)
-            frames["recon"] = _frame(
-                conn,
-                "recon_rows",
-                month_columns(product, "recon"),
-                "rowid",
-                where,
-                params,
-                # The row's type is tested on the rows read: recon_rows_entity then finds
-                # them without reading each row it finds (fees at 1M: 1.5 instead of 2.4 s).
-                keep="type = 'payment'",
-            )
         if product == "gst":
             frames["payments"] = _with_named_payments(conn, frames)
     return Dataset(**frames, has_bank_statement=False)  # no product reads the bank
