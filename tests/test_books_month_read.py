@@ -29,6 +29,7 @@ from core.books.pricing import (
     unclassified_cards,
 )
 from core.dataset import DATASET_TABLES, Dataset
+from core.db import connect, migrate
 from core.db.backend import is_postgres
 from core.db.raw import (
     MONTH_COLUMNS,
@@ -202,6 +203,35 @@ def test_the_month_read_searches_payments_and_recon_rows_through_indexes_never_a
         "recon_rows_entity",
         "recon_rows_refund_created",
     } <= searched
+
+
+def test_the_fee_read_sorts_the_months_payment_ids_before_sqlite_searches_recon_rows(
+    tmp_path: Path,
+) -> None:
+    # SQLite builds an IN list into a temporary B-tree before searching with it: fed the
+    # month's ids in creation order (random in id order) a large month's list went to a
+    # temporary file page by page (docs/benchmark.md, "The fee check's month read: the
+    # month's ids in id order"). The plan must sort them first.
+    conn = connect(tmp_path / "fees.sqlite")
+    migrate(conn)
+    _stored(conn, tmp_path / "ds", 31)
+    month = _months(read_dataset(conn))[1]
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)  # the statements as run, values bound
+    read = read_month_dataset(conn, month, "fees")
+    conn.set_trace_callback(None)
+    assert len(read.recon) > 0
+    (recon,) = [s for s in statements if "FROM recon_rows" in s]
+    plan = [str(r[3]) for r in conn.execute(f"EXPLAIN QUERY PLAN {recon}")]
+    # The recon rows are found by recon_rows_entity with the list of the month's payment
+    # ids, which is sorted (a temporary B-tree for ORDER BY) as it is read.
+    after = plan[
+        plan.index("SEARCH recon_rows USING COVERING INDEX recon_rows_entity (entity_id=?)") :
+    ]
+    assert after[1].startswith("LIST SUBQUERY"), plan
+    assert after[2].startswith("SEARCH payments USING INDEX payments_created"), plan
+    assert after[3:4] == ["USE TEMP B-TREE FOR ORDER BY"], plan
+    conn.close()
 
 
 def test_an_undated_refund_row_counts_in_the_epoch_month_as_the_whole_read_counts_it(
