@@ -1,7 +1,8 @@
 """A run's summary (`core.views.runs.RunSummary`) made by the command that stores the run,
-from the frames it holds, so the first Overview after `reconcile --db` or `import-day`
-reads it from `app_run_summaries` instead of scanning the run (docs/benchmark.md, "The run
-summary stored by the commands").
+from the frames it holds, so the first Overview after `reconcile --db`, `import-day`, the
+Data page's Reconcile or a streamed build reads it from `app_run_summaries` instead of
+scanning the run (docs/benchmark.md, "The run summary stored by the commands"). A streamed
+build computes the parts window by window and adds them up (`combine`).
 
 `compute_run_summary`'s three reads of the whole run (the captured payments, the PENDING
 outcomes by reason, the payments per settlement) are computed here from the payments frame
