@@ -20,12 +20,12 @@ from core.benchmark import generate
 from core.bootstrap import reconcile_stored
 from core.db import open_database
 from core.db import views as db
-from core.db.runs import get_run
+from core.db.runs import get_run, read_outcome_frame
 from core.engine import EngineParams
 from core.streamed import stream_folder_into_db
 from core.views.common import Total
 from core.views.runs import PendingLine, compute_run_summary
-from core.views.summary_ahead import SummaryAhead, combine
+from core.views.summary_ahead import SummaryAhead, combine, summary_ahead
 from tests.test_pipeline_incremental import _import_plainly, split_into_days
 from tests.test_run_summary_stored import _payload, _stored_is_a_fresh_computation
 
@@ -105,8 +105,10 @@ def test_the_data_pages_reconcile_computes_the_summary_when_an_import_lands_duri
 def test_a_streamed_build_stores_the_summary_added_up_window_by_window(
     seed: int, days_per_window: int, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Many windows, a settlement's payments in more than one of them: the parts added up
-    are the summary `compute_run_summary` gives from the database after the build."""
+    """Many windows, a settlement id named by payments of more than one of them (here one
+    no settlement row has: a stored settlement's rows share one window, its component):
+    the parts added up are the run's frame summarised whole, and the stored summary is the
+    one `compute_run_summary` gives from the database after the build."""
     generated = generate(tmp_path / "ds", payments=800, seed=seed)
     parts: list[SummaryAhead] = []
 
@@ -131,6 +133,10 @@ def test_a_streamed_build_stores_the_summary_added_up_window_by_window(
     assert built.windows > 5
     named = collections.Counter(sid for part in parts for sid, _, _ in part.by_settlement)
     assert any(times > 1 for times in named.values())
+    with open_database(db_url) as conn:
+        whole = summary_ahead(None, [(read_outcome_frame(conn, built.run_id), None)])
+    added = combine(parts)
+    assert (added.pending_lines, added.by_settlement) == (whole.pending_lines, whole.by_settlement)
     _stored_is_a_fresh_computation(db_url, built.run_id)
 
 
