@@ -80,11 +80,13 @@ def _noop(_fraction: float, _message: str) -> None:
 class _SummaryParts:
     """The run summary's whole-run parts (core.views.summary_ahead), added frame by frame
     as the build holds them: every payment and every outcome of the run is in exactly one
-    frame. `seconds`: the time spent on them."""
+    frame. `seconds`: the time spent on them. Spoilt when the raw tables were not stored
+    as the frames hold them (a key repeated across blocks, resolved by the store)."""
 
     def __init__(self) -> None:
         self.parts: list[SummaryAhead] = []
         self.seconds = 0.0
+        self.spoilt = False
 
     def add(self, payments: pd.DataFrame | None, outcomes: pd.DataFrame | None) -> None:
         began = time.perf_counter()
@@ -95,8 +97,8 @@ class _SummaryParts:
     def clear(self) -> None:
         self.parts.clear()
 
-    def whole(self) -> SummaryAhead:
-        return combine(self.parts)
+    def whole(self) -> SummaryAhead | None:
+        return None if self.spoilt else combine(self.parts)
 
 
 def folder_hashes(folder: Path, amount_unit: str) -> dict[str, str]:
@@ -361,6 +363,9 @@ def _store_raw_appended(
                         summary.add(frame, None)
                 report((k + 1) / windows, f"Storing the raw tables: window {k + 1} of {windows}")
             report(1.0, "Storing the raw tables: building their indexes")
+        # A key met twice was resolved (the last row kept): the tables hold fewer rows than
+        # the frames, whose summary would count both (the SQL summary is computed then).
+        summary.spoilt = summary.spoilt or bool(fill.resolved)
         record = _import_record(
             import_id,
             written,
@@ -604,7 +609,8 @@ def stream_folder_into_db(
         progress(0.97, "Summarising the run")
         # Stored from the parts added up window by window while the tables still hold this
         # build's import alone; else (an import came in meanwhile) computed in SQL.
-        if not store_summary_ahead(conn, run_id, parts.whole(), import_id):
+        whole = parts.whole()
+        if whole is None or not store_summary_ahead(conn, run_id, whole, import_id):
             run_summary(conn, run_id)
         timings["summary_s"] = round(time.perf_counter() - began, 3)
         timings["summary_parts_s"] = round(parts.seconds, 3)

@@ -162,6 +162,26 @@ def test_a_streamed_build_computes_the_summary_when_an_import_lands_during_it(
         assert db.data_version(conn).endswith(f":{built.import_id + 1}")
 
 
+def test_a_streamed_build_whose_payment_repeats_across_blocks_stores_the_tables_summary(
+    db_url: str, tmp_path: Path
+) -> None:
+    """A payment id met twice (captured, then a later block's copy not captured): the store
+    keeps one row, so the frames' parts (which saw both) are not stored; the SQL summary of
+    the tables is."""
+    generated = generate(tmp_path / "ds", payments=600, seed=3)
+    payments = tmp_path / "ds" / "payments.csv"
+    lines = payments.read_text().splitlines(keepends=True)
+    captured = next(line for line in lines[1:] if ",captured," in line and ",true," in line)
+    again = captured.replace(",captured,", ",authorized,", 1).replace(",true,", ",false,", 1)
+    payments.write_text("".join([*lines, again]))
+    with open_database(db_url) as conn:
+        built = stream_folder_into_db(
+            conn, tmp_path / "ds", EngineParams(), generated.as_of, block_bytes=16 << 10
+        )
+        assert built.raw_rows["payments"] == len(lines)  # header + the repeat: one more
+    _stored_is_a_fresh_computation(db_url, built.run_id)
+
+
 def test_parts_combine_by_summing_a_settlement_named_in_two_of_them() -> None:
     first = SummaryAhead(
         captured=Total(3, 700),
