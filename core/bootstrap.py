@@ -193,7 +193,9 @@ def reconcile_stored(
     progress: ProgressFn = _noop,
 ) -> int:
     """Reconcile the imported data as of `as_of` through `core.pipeline` (persist the run,
-    sync the exception queue), then precompute the run's summary. Returns the run id."""
+    sync the exception queue, store the run's summary computed from its frames), then make
+    sure the run's summary is stored: read back, or computed in SQL when the run could not
+    store it (an import came in meanwhile). Returns the run id."""
     # Imported here, not above: a page of an app whose data are ready never loads them.
     from core import pipeline
     from core.engine import EngineParams
@@ -209,7 +211,7 @@ def reconcile_stored(
         str(latest["source"]),
     )
     progress(0.85, "Summarising the run")
-    run_summary(conn, int(result.run_id))
+    run_summary(conn, int(result.run_id))  # the stored one, unless the run could not store it
     return int(result.run_id)
 
 

@@ -354,6 +354,7 @@ def reconcile_database(
     run and sync the exceptions."""
     from core.db.raw import latest_import_id, read_dataset
     from core.razorpay.webhooks import clear_marks, open_marks
+    from core.views.summary_ahead import summary_ahead
 
     # Webhook marks up to here are answered by this run; later ones stay open.
     marks_through = max((mark[0] for mark in open_marks(conn)), default=0)
@@ -368,17 +369,23 @@ def reconcile_database(
     outcomes = reconcile(dataset, params, as_of, pricing_plans(conn))
     done = time.perf_counter()
     timings = {"load_s": round(loaded - began, 3), "reconcile_s": round(done - loaded, 3)}
-    result = _persist_and_sync(
-        conn,
-        outcomes,
-        params,
-        as_of,
-        source,
-        dataset_hashes(dataset),
-        timings,
-        books=InMemory(dataset, version),
-        through_import_id=through,
-    )
+    with ThreadPoolExecutor(1, "run-summary") as worker:
+        # The Overview's run summary from the frames just read, on a thread of its own while
+        # the run is stored (as `reconcile --db`); the tables are `dataset` while `through`
+        # is the latest import (an import after it: not stored, the caller computes it).
+        summarising = worker.submit(summary_ahead, dataset.payments, [(outcomes, None)])
+        result = _persist_and_sync(
+            conn,
+            outcomes,
+            params,
+            as_of,
+            source,
+            dataset_hashes(dataset),
+            timings,
+            books=InMemory(dataset, version),
+            through_import_id=through,
+            run_summary=None if through is None else (summarising, through),
+        )
     if marks_through:
         clear_marks(conn, through_id=marks_through, run_id=result.run_id)
     return result

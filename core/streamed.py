@@ -13,7 +13,11 @@ database window by window (`python -m core reconcile DIR --stream --db DB`; docs
    one transaction, so the run is completed with every outcome or not at all, while no
    more than one window's outcomes are in memory. Counts are added up per window.
 4. The exception queue is synced (`core.review.sync_exceptions`) and the run's summary
-   precomputed for the Overview page (`core.views.runs.run_summary`).
+   stored for the Overview page: its whole-run parts added up window by window from the
+   frames in hand (`core.views.summary_ahead`: the captured payments as the raw tables
+   are written, the PENDING lines and payments per settlement as each window is
+   reconciled), stored by `store_summary_ahead`; computed in SQL
+   (`core.views.runs.run_summary`) only when an import came in meanwhile.
 
 The same functions write SQLite and PostgreSQL (COPY through core.db.pg_bulk there).
 Outcomes are those of the in-memory engine (`reconcile`), row for row: the partitioned
@@ -43,6 +47,7 @@ from core.books.ledger import Windows, mark_building, rebuild_after_run
 from core.db.run_lock import holding_run_lock
 from core.engine.params import EngineParams
 from core.engine.partition import DEFAULT_DAYS_PER_WINDOW
+from core.views.summary_ahead import SummaryAhead, combine, summary_ahead
 
 ProgressFn = Callable[[float, str], None]
 HASH_BLOCK = 1 << 20
@@ -70,6 +75,30 @@ class StreamedRun:
 
 def _noop(_fraction: float, _message: str) -> None:
     return None
+
+
+class _SummaryParts:
+    """The run summary's whole-run parts (core.views.summary_ahead), added frame by frame
+    as the build holds them: every payment and every outcome of the run is in exactly one
+    frame. `seconds`: the time spent on them. Spoilt when the raw tables were not stored
+    as the frames hold them (a key repeated across blocks, resolved by the store)."""
+
+    def __init__(self) -> None:
+        self.parts: list[SummaryAhead] = []
+        self.seconds = 0.0
+        self.spoilt = False
+
+    def add(self, payments: pd.DataFrame | None, outcomes: pd.DataFrame | None) -> None:
+        began = time.perf_counter()
+        part = summary_ahead(payments, [] if outcomes is None else [(outcomes, None)])
+        self.parts.append(part)
+        self.seconds += time.perf_counter() - began
+
+    def clear(self) -> None:
+        self.parts.clear()
+
+    def whole(self) -> SummaryAhead | None:
+        return None if self.spoilt else combine(self.parts)
 
 
 def folder_hashes(folder: Path, amount_unit: str) -> dict[str, str]:
@@ -142,9 +171,11 @@ def _store_raw(
     content_hash: str,
     has_bank_statement: bool,
     report: ProgressFn,
+    summary: _SummaryParts,
 ) -> tuple[int, dict[str, int]]:
     """Replace the raw tables with the store's rows, window by window, in one transaction;
-    record one import. Returns (import id, rows per raw table).
+    record one import. Returns (import id, rows per raw table); `summary` is given the
+    payments written (their captured totals).
 
     SQLite: the windows are staged first (`_store_raw_staged`), then copied in one
     transaction; when that cannot be done (inside a transaction, a key repeated, the
@@ -162,9 +193,11 @@ def _store_raw(
             content_hash=content_hash,
             has_bank_statement=has_bank_statement,
             report=report,
+            summary=summary,
         )
         if done is not None:
             return done
+        summary.clear()  # nothing was written: the appended path reads the rows again
     return _store_raw_appended(
         conn,
         root,
@@ -174,6 +207,7 @@ def _store_raw(
         content_hash=content_hash,
         has_bank_statement=has_bank_statement,
         report=report,
+        summary=summary,
     )
 
 
@@ -206,6 +240,7 @@ def _store_raw_staged(
     content_hash: str,
     has_bank_statement: bool,
     report: ProgressFn,
+    summary: _SummaryParts,
 ) -> tuple[int, dict[str, int]] | None:
     """SQLite: every window's rows written into one staging file through ADBC (Arrow
     columns bound in C, no Python object per value; core.db.staging), its indexes built
@@ -230,6 +265,8 @@ def _store_raw_staged(
     def part(frames: dict[str, pd.DataFrame]) -> dict[str, Any]:
         for attribute, frame in frames.items():
             written[attribute] += len(frame)
+        if "payments" in frames:
+            summary.add(frames["payments"], None)
         return {raw.RAW_TABLES[a][0]: raw.arrow_rows(a, f, promised) for a, f in frames.items()}
 
     def parts() -> Iterator[dict[str, Any]]:
@@ -296,6 +333,7 @@ def _store_raw_appended(
     content_hash: str,
     has_bank_statement: bool,
     report: ProgressFn,
+    summary: _SummaryParts,
 ) -> tuple[int, dict[str, int]]:
     """The raw tables replaced inside one transaction, every window appended with the
     indexes dropped and built once at the end (core.db.raw.raw_tables_filled_in_bulk)."""
@@ -316,11 +354,18 @@ def _store_raw_appended(
         with raw.bulk_writes(conn, 256 << 20), raw.raw_tables_filled_in_bulk(conn) as fill:
             for table, frame in read_ledger(root).items():
                 written[table] += raw.append_frame(conn, fill, table, frame, import_id)
+                if table == "payments":
+                    summary.add(frame, None)
             for k in range(windows):
                 for table, frame in read_owned_rows(root, k).items():
                     written[table] += raw.append_frame(conn, fill, table, frame, import_id)
+                    if table == "payments":
+                        summary.add(frame, None)
                 report((k + 1) / windows, f"Storing the raw tables: window {k + 1} of {windows}")
             report(1.0, "Storing the raw tables: building their indexes")
+        # A key met twice was resolved (the last row kept): the tables hold fewer rows than
+        # the frames, whose summary would count both (the SQL summary is computed then).
+        summary.spoilt = summary.spoilt or bool(fill.resolved)
         record = _import_record(
             import_id,
             written,
@@ -341,9 +386,11 @@ def _window_chunks(
     pricing: tuple[Any, ...],
     totals: dict[str, Any],
     report: ProgressFn,
+    summary: _SummaryParts,
 ) -> Iterator[Sequence[np.ndarray[Any, Any]]]:
     """Each window reconciled in turn, its owned outcomes cut into insert chunks; `totals`
-    collects the counts as they go (complete_run reads them after the last chunk)."""
+    collects the counts as they go (complete_run reads them after the last chunk),
+    `summary` the run summary's parts."""
     from core.engine.distributed import reconcile_stored_window
     from core.engine.persist import OUTCOME_KEY, outcome_chunks
     from core.engine.results import counts
@@ -353,6 +400,7 @@ def _window_chunks(
         outcomes: pd.DataFrame = reconcile_stored_window(str(root), k, settings, as_of, pricing)
         if len(outcomes):
             totals.update(add_counts(totals, counts(outcomes)))
+            summary.add(None, outcomes)
             # In the outcomes table's key order (it is clustered by run, entity type, id):
             # each window's rows go into the B-tree in one sweep instead of at random places.
             outcomes = outcomes.sort_values(list(OUTCOME_KEY), kind="stable")
@@ -368,9 +416,10 @@ def _window_outcomes(
     pricing: tuple[Any, ...],
     totals: dict[str, Any],
     report: ProgressFn,
+    summary: _SummaryParts,
 ) -> Iterator[pd.DataFrame]:
     """Each window reconciled in turn (its owned outcomes, in the outcomes table's key
-    order); `totals` collects the counts as they go."""
+    order); `totals` collects the counts as they go, `summary` the run summary's parts."""
     from core.engine.distributed import reconcile_stored_window
     from core.engine.persist import OUTCOME_KEY
     from core.engine.results import counts
@@ -380,6 +429,7 @@ def _window_outcomes(
         outcomes: pd.DataFrame = reconcile_stored_window(str(root), k, settings, as_of, pricing)
         if len(outcomes):
             totals.update(add_counts(totals, counts(outcomes)))
+            summary.add(None, outcomes)
             yield outcomes.sort_values(list(OUTCOME_KEY), kind="stable")
         report((k + 1) / windows, f"Reconciling and saving: window {k + 1} of {windows}")
 
@@ -453,6 +503,7 @@ def stream_folder_into_db(
     from core.ingest.stream import BLOCK_BYTES, stream_folder_to_store
     from core.review import sync_exceptions
     from core.views.runs import run_summary
+    from core.views.summary_ahead import store_summary_ahead
 
     folder = Path(folder)
     block = BLOCK_BYTES if block_bytes is None else block_bytes
@@ -480,6 +531,7 @@ def stream_folder_into_db(
         timings["import_s"] = round(time.perf_counter() - began, 3)
 
         began = time.perf_counter()
+        parts = _SummaryParts()  # the run summary's, added up as the frames pass
         import_id, written = _store_raw(
             conn,
             root,
@@ -489,6 +541,7 @@ def stream_folder_into_db(
             content_hash=hashes["dataset"],
             has_bank_statement=meta.has_bank_statement,
             report=_span(progress, RAW_SPAN),
+            summary=parts,
         )
         timings["store_dataset_s"] = round(time.perf_counter() - began, 3)
         books = Windows(root, meta.windows, mark_building(conn))  # docs/books.md
@@ -517,6 +570,7 @@ def stream_folder_into_db(
                         pricing,
                         totals,
                         _span(progress, RECONCILE_SPAN),
+                        parts,
                     ),
                     timings={**timings, "windows": meta.windows},
                     counts=totals,
@@ -534,6 +588,7 @@ def stream_folder_into_db(
                         pricing,
                         totals,
                         _span(progress, RECONCILE_SPAN),
+                        parts,
                     ),
                     timings={**timings, "windows": meta.windows},
                     counts=totals,
@@ -552,8 +607,13 @@ def stream_folder_into_db(
         timings["sync_s"] = round(time.perf_counter() - began, 3)
         began = time.perf_counter()
         progress(0.97, "Summarising the run")
-        run_summary(conn, run_id)
+        # Stored from the parts added up window by window while the tables still hold this
+        # build's import alone; else (an import came in meanwhile) computed in SQL.
+        whole = parts.whole()
+        if whole is None or not store_summary_ahead(conn, run_id, whole, import_id):
+            run_summary(conn, run_id)
         timings["summary_s"] = round(time.perf_counter() - began, 3)
+        timings["summary_parts_s"] = round(parts.seconds, 3)
         timings["books_ledger_s"] = rebuild_after_run(conn, progress, books)  # docs/books.md
         db_runs.update_timings(conn, run_id, {**timings, "windows": meta.windows})
         progress(1.0, f"Run #{run_id} stored: {int(totals.get('outcomes', 0)):,} outcomes")

@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -437,11 +437,13 @@ def write_frame(
 class BulkFill:
     """The raw tables being filled by `append_frame` inside `raw_tables_filled_in_bulk`:
     the indexes dropped for it (SQLite schema objects, or the PostgreSQL tables whose
-    indexes razorrecon_drop_indexes holds) and the tables written to."""
+    indexes razorrecon_drop_indexes holds), the tables written to, and those in which a key
+    met twice was resolved (the last row kept): they hold fewer rows than were appended."""
 
     indexes: tuple[SchemaObject, ...]
     rebuilt_pg_tables: tuple[str, ...]
     written: set[str]
+    resolved: set[str] = field(default_factory=set)
 
 
 @contextmanager
@@ -480,6 +482,7 @@ def raw_tables_filled_in_bulk(conn: sqlite3.Connection) -> Iterator[BulkFill]:
                 if getattr(error.__cause__, "sqlstate", "") != "23505":  # unique_violation
                     raise
                 _keep_last_of_each_key_postgres(conn, table, *keys[table])
+                fill.resolved.add(table)
                 conn.execute("SELECT razorrecon_build_indexes(?)", (table,))
         for table in sorted(fill.written):
             pg_bulk.analyze(conn, table)
@@ -502,6 +505,7 @@ def raw_tables_filled_in_bulk(conn: sqlite3.Connection) -> Iterator[BulkFill]:
                 if getattr(error, "sqlite_errorname", "") not in _KEY_CONFLICTS:
                     raise
                 _keep_last_of_each_key(conn, table, key, [*spec, "import_id"])
+                fill.resolved.add(table)
                 conn.execute(index.sql)
         for index in by_table[table]:
             if index not in unique:
@@ -590,6 +594,7 @@ def append_frame(
         except sqlite3.IntegrityError as error:
             if getattr(error.__cause__, "sqlstate", "") != "23505":  # unique_violation
                 raise
+    fill.resolved.add(table)  # a key repeated or met again: the upsert keeps the last row
     pg_bulk.copy_frame(
         conn, table, key, columns, pg_bulk.frame_csv(frame, spec, (import_id,)), upsert=True
     )

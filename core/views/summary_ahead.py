@@ -1,7 +1,8 @@
 """A run's summary (`core.views.runs.RunSummary`) made by the command that stores the run,
-from the frames it holds, so the first Overview after `reconcile --db` or `import-day`
-reads it from `app_run_summaries` instead of scanning the run (docs/benchmark.md, "The run
-summary stored by the commands").
+from the frames it holds, so the first Overview after `reconcile --db`, `import-day`, the
+Data page's Reconcile or a streamed build reads it from `app_run_summaries` instead of
+scanning the run (docs/benchmark.md, "The run summary stored by the commands"). A streamed
+build computes the parts window by window and adds them up (`combine`).
 
 `compute_run_summary`'s three reads of the whole run (the captured payments, the PENDING
 outcomes by reason, the payments per settlement) are computed here from the payments frame
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,16 +110,50 @@ def captured_total(payments: pd.DataFrame) -> Total:
 
 
 def summary_ahead(
-    payments: pd.DataFrame, outcomes: Sequence[tuple[pd.DataFrame, Any]]
+    payments: pd.DataFrame | None, outcomes: Sequence[tuple[pd.DataFrame, Any]]
 ) -> SummaryAhead:
     """The whole-run parts of the summary of a run whose raw payments are `payments` and
     whose outcomes are the rows of `outcomes` ((frame, bool mask or None) pairs: an
     incremental run's fresh rows and the carried rows of its base run's frame, without
-    building the whole frame)."""
+    building the whole frame). payments None: no captured payment (a part of a run read
+    window by window, whose payments are counted apart; `combine` adds the parts)."""
     pending: dict[tuple[Any, Any], list[int]] = {}
     settled: dict[str, list[int]] = {}
     for frame, mask in outcomes:
         _add_part(frame, mask, pending, settled)
+    captured = Total(0, 0) if payments is None else captured_total(payments)
+    return _assembled(captured, pending, settled)
+
+
+def combine(parts: Iterable[SummaryAhead]) -> SummaryAhead:
+    """The parts of one run's summary computed apart (each window's rows of a streamed
+    build, every row of the run in exactly one part) added up: captured totals summed,
+    PENDING lines summed per (entity type, reason), payments summed per settlement id (a
+    settlement's payments may fall in more than one window); sorted as `summary_ahead`."""
+    count = paise = 0
+    pending: dict[tuple[Any, Any], list[int]] = {}
+    settled: dict[str, list[int]] = {}
+    for part in parts:
+        count += part.captured.count
+        paise += part.captured.paise
+        for line in part.pending_lines:
+            into = pending.setdefault((line.entity_type, line.reason), [0, 0])
+            into[0] += line.count
+            into[1] += line.paise
+        for settlement_id, n, m in part.by_settlement:
+            into = settled.setdefault(settlement_id, [0, 0])
+            into[0] += n
+            into[1] += m
+    return _assembled(Total(count, paise), pending, settled)
+
+
+def _assembled(
+    captured: Total,
+    pending: dict[tuple[Any, Any], list[int]],
+    settled: dict[str, list[int]],
+) -> SummaryAhead:
+    """The summed parts in the order the SQL reads give them: PENDING lines by entity type
+    then reason (byte order, NULL first), settlements by id."""
     lines = tuple(
         PendingLine(str(kind), reason, count, paise)
         for (kind, reason), (count, paise) in sorted(
@@ -126,7 +161,7 @@ def summary_ahead(
         )
     )
     return SummaryAhead(
-        captured=captured_total(payments),
+        captured=captured,
         pending_lines=lines,
         by_settlement=tuple((sid, n, m) for sid, (n, m) in sorted(settled.items())),
     )
