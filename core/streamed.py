@@ -81,7 +81,8 @@ class _SummaryParts:
     """The run summary's whole-run parts (core.views.summary_ahead), added frame by frame
     as the build holds them: every payment and every outcome of the run is in exactly one
     frame. `seconds`: the time spent on them. Spoilt when the raw tables were not stored
-    as the frames hold them (a key repeated across blocks, resolved by the store)."""
+    as the frames hold them (a key held twice, resolved by the store: a guard, as the
+    import refuses ids repeated across blocks)."""
 
     def __init__(self) -> None:
         self.parts: list[SummaryAhead] = []

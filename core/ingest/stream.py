@@ -11,6 +11,12 @@ to settlement windows (`core.engine.partition.assign`, which reads only the key 
 and copied window by window into the store. At no point is a whole large file, or a
 whole large table, in memory.
 
+Each block is checked on its own rows; what only the whole file shows is checked on the
+spilled columns once the file is read: an id repeated in another block is refused as the
+whole import refuses it (`payments.csv:LINE:id: duplicate id '...' (first on line N)`), and
+a recon row repeated in another block gets the occurrence the whole import gives it
+(`row_key`), so both paths store the same rows.
+
 Limits, stated rather than guessed around: streamed files must be CSV (JSON and
 spreadsheets of that size are refused, exit 2), one record per line (a quoted line break
 would make the line numbers in problems approximate), and `--amount-unit auto` is
@@ -29,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
@@ -37,6 +44,7 @@ from core.engine.distributed import COLUMNS, OWN, StoreMeta, write_ledger_and_me
 from core.engine.params import EngineParams
 from core.engine.partition import DEFAULT_DAYS_PER_WINDOW, ROW_TABLES, Placement, assign
 from core.errors import InputError, Problem
+from core.ingest.convert import duplicate_rows, to_bool_numpy
 from core.ingest.entities import build_frame
 from core.ingest.layouts import wanted_columns
 from core.ingest.load import load_dataset
@@ -151,7 +159,69 @@ def _stream_file(
         pq.write_table(
             pa.Table.from_pandas(empty_frame(COLUMNS[attribute]), preserve_index=False), spill
         )
+    elif writer is not None and not problems:
+        if spec.unique:
+            problems.extend(_ids_repeated_across_blocks(spec.unique, path.name, spill))
+        if spec.kind == "settlement_recon":
+            _count_recon_repeats_across_blocks(spill)
     return rows, problems
+
+
+# Streamed files start with their header (`_blocks`): the first row is on line 2.
+FIRST_ROW_LINE = 2
+# As many problems as one file reports before the import stops (`_stream_file`).
+MAX_PROBLEMS = 100
+
+
+def _ids_repeated_across_blocks(column: str, file: str, spill: Path) -> list[Problem]:
+    """The ids of the spilled file that repeat an earlier block's (each block's own repeats
+    were refused by `build_frame`), as the whole import names them."""
+    ids = pq.read_table(spill, columns=[column]).column(column).combine_chunks()
+    repeated, firsts = duplicate_rows(ids)
+    repeated, firsts = repeated[:MAX_PROBLEMS], firsts[:MAX_PROBLEMS]
+    values = ids.take(pa.array(repeated, type=pa.int64())).to_pylist()
+    return [
+        Problem(
+            file,
+            FIRST_ROW_LINE + int(row),
+            column,
+            f"duplicate {column} {value!r} (first on line {FIRST_ROW_LINE + int(first)})",
+        )
+        for row, first, value in zip(repeated, firsts, values, strict=True)
+    ]
+
+
+def _count_recon_repeats_across_blocks(spill: Path) -> None:
+    """`row_key` is type:entity_id:settlement_id:occurrence, the occurrence counted in file
+    order (`core.ingest.entities._row_keys`), but each block counts from 1: a recon row
+    repeated in another block got its first copy's key, and the store would keep one of the
+    two. Count those rows again over the whole file and rewrite the spill (only then)."""
+    keys = pq.read_table(spill, columns=["row_key"]).column("row_key").combine_chunks()
+    repeated, _ = duplicate_rows(keys)
+    if not len(repeated):
+        return
+    bases = pc.replace_substring_regex(keys, pattern=r":[0-9]+$", replacement="")
+    again = pc.unique(bases.take(pa.array(repeated, type=pa.int64())))
+    rows = np.flatnonzero(to_bool_numpy(pc.is_in(bases, value_set=again)))
+    counted: dict[str, int] = {}
+    renamed: list[str] = []
+    for base in bases.take(pa.array(rows, type=pa.int64())).to_pylist():
+        counted[base] = counted.get(base, 0) + 1
+        renamed.append(f"{base}:{counted[base]}")
+    mask = np.zeros(len(keys), dtype=bool)
+    mask[rows] = True
+    fixed = pc.replace_with_mask(keys, pa.array(mask), pa.array(renamed, type=keys.type))
+    source = pq.ParquetFile(spill)
+    rewritten = spill.with_name(spill.name + ".counted")
+    done = 0
+    with pq.ParquetWriter(rewritten, source.schema_arrow, compression=SPILL_COMPRESSION) as out:
+        for batch in source.iter_batches(batch_size=1 << 20):
+            position = batch.schema.get_field_index("row_key")
+            out.write_batch(
+                batch.set_column(position, "row_key", fixed.slice(done, batch.num_rows))
+            )
+            done += batch.num_rows
+    rewritten.replace(spill)  # a file of the import's own work folder
 
 
 def stream_folder_to_store(
