@@ -85,10 +85,15 @@ def _export(conn: sqlite3.Connection, flt: QueueFilter, as_of: int, sort: str) -
 
 
 def _paged(
-    conn: sqlite3.Connection, flt: QueueFilter, as_of: int, sort: str, size: int
+    conn: sqlite3.Connection,
+    flt: QueueFilter,
+    as_of: int,
+    sort: str,
+    size: int,
+    total: int | None = None,
 ) -> list[db.Row]:
     rows: list[db.Row] = []
-    while page := db.queue_page(conn, flt, as_of, sort, size, len(rows)):
+    while page := db.queue_page(conn, flt, as_of, sort, size, len(rows), total):
         assert len(page) <= size
         rows.extend(page)
     return rows
@@ -105,10 +110,16 @@ def test_queue_pages_laid_end_to_end_are_the_export_for_every_sort_and_filter(
             assert bool(whole) == (name != "nothing"), name
             for size in (7, 50, 100):
                 assert _paged(conn, flt, as_of, sort, size) == whole, (name, sort, size)
+                # the second half read from the end (the caller knows the count)
+                paged = _paged(conn, flt, as_of, sort, size, len(whole))
+                assert paged == whole, (name, sort, size)
             for offset in (len(whole), len(whole) + 3):
-                assert db.queue_page(conn, flt, as_of, sort, 7, offset) == [], (name, sort)
+                for total in (None, len(whole)):
+                    assert db.queue_page(conn, flt, as_of, sort, 7, offset, total) == []
             last = max(len(whole) - 5, 0)
-            assert db.queue_page(conn, flt, as_of, sort, 7, last) == whole[last:], (name, sort)
+            for total in (None, len(whole)):
+                page = db.queue_page(conn, flt, as_of, sort, 7, last, total)
+                assert page == whole[last:], (name, sort, total)
 
 
 def test_queue_pages_split_ties_in_the_exports_order(
@@ -144,9 +155,9 @@ def test_queue_page_agrees_with_the_export_at_any_offset(
     def agrees(name: str, sort: str, limit: int, offset: int) -> None:
         flt = filters[name]
         whole = exports.setdefault((name, sort), _export(conn, flt, as_of, sort))
-        assert (
-            db.queue_page(conn, flt, as_of, sort, limit, offset) == whole[offset : offset + limit]
-        )
+        for total in (None, len(whole)):
+            page = db.queue_page(conn, flt, as_of, sort, limit, offset, total)
+            assert page == whole[offset : offset + limit], total
 
     agrees()
 
@@ -172,3 +183,29 @@ def test_the_queue_page_sorts_index_entries_not_whole_rows(
         plan = [str(r[3]) for r in conn.execute("EXPLAIN QUERY PLAN " + sql, params)]
         assert any("USING INTEGER PRIMARY KEY (rowid=?)" in step for step in plan), (sort, plan)
         assert any("COVERING INDEX" in step for step in plan), (sort, plan)
+
+
+@pytest.mark.sqlite_only
+def test_a_page_in_the_second_half_is_counted_from_the_end(
+    queue_db: tuple[sqlite3.Connection, int],
+) -> None:
+    """Given the count, the last page's ids are chosen in the reverse order at offset 0, so
+    the sort keeps the page's rows only (at 10M it sorted every open exception); the first
+    half is read forwards as before. The rows are the same either way (tests above)."""
+    conn, as_of = queue_db
+    flt = QueueFilter()
+    total = len(_export(conn, flt, as_of, "exposure_desc"))
+    chosen: dict[str, list[str]] = {}
+    for where, offset in (("first", 0), ("last", total - 3)):
+        statements: list[str] = []
+        conn.set_trace_callback(statements.append)
+        try:
+            db.queue_page(conn, flt, as_of, "exposure_desc", 50, offset, total)
+        finally:
+            conn.set_trace_callback(None)
+        chosen[where] = [s for s in statements if "LIMIT" in s]
+    (first,) = chosen["first"]
+    (last,) = chosen["last"]
+    assert "ORDER BY exposure_amount DESC, id LIMIT" in first
+    assert "ORDER BY exposure_amount ASC, id DESC LIMIT" in last
+    assert last.rstrip().endswith("ORDER BY exposure_amount DESC, id")  # shown forwards

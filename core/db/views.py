@@ -460,8 +460,21 @@ def queue_count(conn: sqlite3.Connection, flt: QueueFilter, as_of: int) -> Row:
     return row
 
 
+def _reversed(order: str) -> str:
+    """The exact reverse of a QUEUE_SORTS order: each term's direction flipped (NULLs go to
+    the other end with it, on SQLite and PostgreSQL alike; the final id keeps it total)."""
+    terms = (term.split() for term in order.split(","))
+    return ", ".join(f"{name} {'ASC' if rest == ['DESC'] else 'DESC'}" for name, *rest in terms)
+
+
 def queue_page(
-    conn: sqlite3.Connection, flt: QueueFilter, as_of: int, sort: str, limit: int, offset: int
+    conn: sqlite3.Connection,
+    flt: QueueFilter,
+    as_of: int,
+    sort: str,
+    limit: int,
+    offset: int,
+    total: int | None = None,
 ) -> list[Row]:
     """One page of the filtered queue in `sort` order: the same rows, in the same order, as
     `queue_iter` yields from `offset` on.
@@ -472,13 +485,23 @@ def queue_page(
     whole; ordering every matching row whole for `LIMIT ? OFFSET ?` took up to 1.2 s for
     the last page at 1M payments (docs/benchmark.md, "The Exceptions queue's pages"). Every
     QUEUE_SORTS order ends in the unique id, so the inner and the outer sort agree exactly,
-    ties included."""
+    ties included.
+
+    `total` (the filter's count, when the caller has it): a page in the second half is
+    chosen in the reverse order from the end, so the sort keeps only the rows up to the
+    page from its nearer end (SQLite and PostgreSQL keep `LIMIT + OFFSET` rows in a
+    top-N sort): the last page of 479,239 open exceptions took 0.86-0.91 s at 10M
+    payments, sorting all of them (docs/benchmark.md, "10M, the session of 2026-12-03")."""
     where, params = _where(flt, as_of, is_postgres(conn))
-    order = QUEUE_SORTS[sort]
+    order = inner = QUEUE_SORTS[sort]
+    if total is not None and 0 <= offset < total:
+        end = min(offset + limit, total)
+        if total - end < offset:  # nearer the end: the same rows, counted from it
+            inner, limit, offset = _reversed(order), end - offset, total - end
     return _all(
         conn,
         f"SELECT {QUEUE_COLUMNS} FROM exceptions WHERE id IN "
-        f"(SELECT id FROM exceptions{where} ORDER BY {order} LIMIT ? OFFSET ?) "
+        f"(SELECT id FROM exceptions{where} ORDER BY {inner} LIMIT ? OFFSET ?) "
         f"ORDER BY {order}",
         (*params, limit, offset),
     )

@@ -121,7 +121,7 @@ def queue(
     total = int(counted["n"])
     pages = max(1, -(-total // page_size))
     page = min(max(1, page), pages)
-    rows = db.queue_page(conn, flt, moment, sort, page_size, (page - 1) * page_size)
+    rows = db.queue_page(conn, flt, moment, sort, page_size, (page - 1) * page_size, total)
     return QueuePage(
         items=tuple(queue_item(r, moment) for r in rows),
         total=total,
