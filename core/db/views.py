@@ -491,7 +491,7 @@ def queue_page(
     chosen in the reverse order from the end, so the sort keeps only the rows up to the
     page from its nearer end (SQLite and PostgreSQL keep `LIMIT + OFFSET` rows in a
     top-N sort): the last page of 479,239 open exceptions took 0.86-0.91 s at 10M
-    payments, sorting all of them (docs/benchmark.md, "10M, the session of 2026-12-03")."""
+    payments, sorting all of them (docs/benchmark.md, "10M in the app, fourth round")."""
     where, params = _where(flt, as_of, is_postgres(conn))
     order = inner = QUEUE_SORTS[sort]
     if total is not None and 0 <= offset < total:
