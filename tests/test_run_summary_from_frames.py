@@ -52,6 +52,19 @@ def _day_folders(root: Path, seed: int) -> tuple[list[Path], int]:
     return split_into_days(root / "full", root / "days", cuts), generated.as_of
 
 
+def _importing_before_the_sync(db_url: str, folder: Path) -> Any:
+    """core.review.sync_exceptions, with another connection importing `folder` just before
+    it runs (a webhook's import landing while the run is stored)."""
+    real = core.review.sync_exceptions
+
+    def another_import_first(*args: Any, **kwargs: Any) -> Any:
+        with open_database(db_url) as other:
+            _import_plainly(other, folder)
+        return real(*args, **kwargs)
+
+    return another_import_first
+
+
 @pytest.mark.parametrize("seed", [5, 17, 23])
 def test_the_data_pages_reconcile_stores_the_summary_its_frames_give(
     seed: int, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -80,13 +93,7 @@ def test_the_data_pages_reconcile_computes_the_summary_when_an_import_lands_duri
     """A webhook's import stored while the run syncs the queue: the frames' summary is not
     stored (the tables hold rows it did not count); the SQL summary is, as before."""
     folders, as_of = _day_folders(tmp_path, 31)
-    real = core.review.sync_exceptions
-
-    def another_import_first(*args: Any, **kwargs: Any) -> Any:
-        with open_database(db_url) as other:
-            _import_plainly(other, folders[2])
-        return real(*args, **kwargs)
-
+    another_import_first = _importing_before_the_sync(db_url, folders[2])
     with open_database(db_url) as conn:
         for folder in folders[:2]:
             _import_plainly(conn, folder)
@@ -145,13 +152,7 @@ def test_a_streamed_build_computes_the_summary_when_an_import_lands_during_it(
     db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folders, as_of = _day_folders(tmp_path, 8)
-    real = core.review.sync_exceptions
-
-    def another_import_first(*args: Any, **kwargs: Any) -> Any:
-        with open_database(db_url) as other:
-            _import_plainly(other, folders[2])
-        return real(*args, **kwargs)
-
+    another_import_first = _importing_before_the_sync(db_url, folders[2])
     monkeypatch.setattr(core.review, "sync_exceptions", another_import_first)
     with open_database(db_url) as conn:
         built = stream_folder_into_db(conn, folders[0], EngineParams(), as_of, days_per_window=2)
