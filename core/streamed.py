@@ -353,10 +353,8 @@ def _store_raw_appended(
             report_json="{}",
         )
         with raw.bulk_writes(conn, 256 << 20), raw.raw_tables_filled_in_bulk(conn) as fill:
-            for table, frame in read_ledger(root).items():
+            for table, frame in read_ledger(root).items():  # payments are row tables
                 written[table] += raw.append_frame(conn, fill, table, frame, import_id)
-                if table == "payments":
-                    summary.add(frame, None)
             for k in range(windows):
                 for table, frame in read_owned_rows(root, k).items():
                     written[table] += raw.append_frame(conn, fill, table, frame, import_id)

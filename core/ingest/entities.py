@@ -263,8 +263,7 @@ def build_frame(
                 BadCells(
                     repeated,
                     tuple(
-                        f"duplicate {spec.unique} {v!r} (first on {w})"
-                        for v, w in zip(ids, where, strict=True)
+                        duplicate_text(spec.unique, v, w) for v, w in zip(ids, where, strict=True)
                     ),
                 ),
             )
@@ -332,6 +331,12 @@ def _refund_status_from_dates(columns: dict[str, pa.Array], n: int) -> tuple[pa.
         f" processed, {int(n - dated.sum())} without one as pending"
     )
     return status, note
+
+
+def duplicate_text(column: str, value: object, first: str) -> str:
+    """The problem of a key met again: one wording for the whole import and the streamed
+    one (core.ingest.stream), which checks across its blocks what each block cannot."""
+    return f"duplicate {column} {value!r} (first on {first})"
 
 
 def _row_keys(columns: dict[str, pa.Array], n: int) -> pd.Series:

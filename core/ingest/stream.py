@@ -45,7 +45,7 @@ from core.engine.params import EngineParams
 from core.engine.partition import DEFAULT_DAYS_PER_WINDOW, ROW_TABLES, Placement, assign
 from core.errors import InputError, Problem
 from core.ingest.convert import duplicate_rows, to_bool_numpy
-from core.ingest.entities import build_frame
+from core.ingest.entities import build_frame, duplicate_text
 from core.ingest.layouts import wanted_columns
 from core.ingest.load import load_dataset
 from core.ingest.readers import RawTable, _header_of, header_keys, text_columns
@@ -59,6 +59,10 @@ STREAMED: dict[str, str] = {
     "recon": "settlement_recon",
 }
 BLOCK_BYTES = 64 << 20
+# Streamed files start with their header (`_blocks`): the first row is on line 2.
+FIRST_ROW_LINE = 2
+# As many problems as one file reports before the import stops (`_stream_file`).
+MAX_PROBLEMS = 100
 # Spill and window files are read once or twice, on this machine: not worth compressing.
 SPILL_COMPRESSION = "none"
 # The columns `assign` reads from each streamed table.
@@ -142,7 +146,7 @@ def _stream_file(
             frame, report, found = build_frame(spec, table, unit, consume=True)
             unit = report.amount_unit  # decided on the first block, then held
             problems.extend(found)
-            if len(problems) > 100:
+            if len(problems) > MAX_PROBLEMS:
                 break
             arrow = pa.Table.from_pandas(frame.astype(COLUMNS[attribute]), preserve_index=False)
             if writer is None:
@@ -167,12 +171,6 @@ def _stream_file(
     return rows, problems
 
 
-# Streamed files start with their header (`_blocks`): the first row is on line 2.
-FIRST_ROW_LINE = 2
-# As many problems as one file reports before the import stops (`_stream_file`).
-MAX_PROBLEMS = 100
-
-
 def _ids_repeated_across_blocks(column: str, file: str, spill: Path) -> list[Problem]:
     """The ids of the spilled file that repeat an earlier block's (each block's own repeats
     were refused by `build_frame`), as the whole import names them."""
@@ -185,7 +183,7 @@ def _ids_repeated_across_blocks(column: str, file: str, spill: Path) -> list[Pro
             file,
             FIRST_ROW_LINE + int(row),
             column,
-            f"duplicate {column} {value!r} (first on line {FIRST_ROW_LINE + int(first)})",
+            duplicate_text(column, value, f"line {FIRST_ROW_LINE + int(first)}"),
         )
         for row, first, value in zip(repeated, firsts, values, strict=True)
     ]
