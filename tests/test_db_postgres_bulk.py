@@ -109,6 +109,16 @@ def _indexes(conn: object, table: str) -> dict[str, tuple[int, str]]:
     return {str(r[0]): (int(r[1]), str(r[2])) for r in rows}
 
 
+def _foreign_keys(conn: object, table: str) -> dict[str, tuple[int, str]]:
+    """Each foreign key `table` holds: (its oid, its definition)."""
+    rows = conn.execute(  # type: ignore[attr-defined]
+        "SELECT conname, oid, pg_get_constraintdef(oid) FROM pg_constraint"
+        " WHERE conrelid = to_regclass(?) AND contype = 'f'",
+        (table,),
+    ).fetchall()
+    return {str(r[0]): (int(r[1]), str(r[2])) for r in rows}
+
+
 def _estimated_rows(conn: object, table: str) -> float:
     row = conn.execute(  # type: ignore[attr-defined]
         "SELECT reltuples FROM pg_class WHERE oid = to_regclass(?)", (table,)
@@ -127,6 +137,7 @@ def test_a_large_replacing_load_builds_the_same_indexes_again_and_analyses_every
     loaded, _ = load_dataset(SPEC_DATASET)
     conn = connect(pg_url)
     before = {t: _indexes(conn, t) for t in ("payments", "recon_rows", "refunds")}
+    fk_before = {t: _foreign_keys(conn, t) for t in ("payments", "recon_rows")}
     store_dataset(conn, loaded, source="t", location="t", content_hash="a", replace=True)
     after = {t: _indexes(conn, t) for t in ("payments", "recon_rows", "refunds")}
     for table in ("payments", "recon_rows"):  # dropped and built again: new oids, same text
@@ -135,6 +146,12 @@ def test_a_large_replacing_load_builds_the_same_indexes_again_and_analyses_every
         }
         assert all(after[table][n][0] != before[table][n][0] for n in before[table])
     assert after["refunds"] == before["refunds"]  # not a table whose indexes are rebuilt
+    for table in ("payments", "recon_rows"):  # dropped for the load, added again after it
+        keys = _foreign_keys(conn, table)
+        assert {n: d for n, (_, d) in keys.items()} == {
+            f"{table}_import_id_fkey": "FOREIGN KEY (import_id) REFERENCES imports(id)"
+        }
+        assert all(oid != fk_before[table][n][0] for n, (oid, _) in keys.items())
     assert _estimated_rows(conn, "payments") == len(loaded.payments)  # analysed
     assert _estimated_rows(conn, "recon_rows") == len(loaded.recon)
     assert _estimated_rows(conn, "refunds") == len(loaded.refunds)
@@ -153,6 +170,7 @@ def test_a_failed_replacing_load_leaves_the_old_rows_and_the_indexes(
     store_dataset(conn, loaded, source="t", location="t", content_hash="a", replace=True)
     rows = read_dataset(conn).payments
     indexes = {t: _indexes(conn, t) for t in ("payments", "recon_rows")}
+    keys = {t: _foreign_keys(conn, t) for t in ("payments", "recon_rows")}
     monkeypatch.setattr(pg_bulk, "REBUILD_MIN_ROWS", 2)
     copy = pg_bulk.copy_frame
 
@@ -166,6 +184,29 @@ def test_a_failed_replacing_load_leaves_the_old_rows_and_the_indexes(
         store_dataset(conn, changed, source="t", location="t", content_hash="b", replace=True)
     pd.testing.assert_frame_equal(read_dataset(conn).payments, rows)
     assert {t: _indexes(conn, t) for t in ("payments", "recon_rows")} == indexes  # same oids
+    assert {t: _foreign_keys(conn, t) for t in ("payments", "recon_rows")} == keys
+    conn.close()
+
+
+def test_a_bulk_load_that_breaks_a_foreign_key_is_refused_when_the_key_is_added_again(
+    pg_url: str,
+) -> None:
+    conn = connect(pg_url)
+    keys = _foreign_keys(conn, "payments")
+    indexes = _indexes(conn, "payments")
+    inserted = False
+    with pytest.raises(sqlite3.IntegrityError, match="payments_import_id_fkey"), transaction(conn):
+        conn.execute("SELECT razorrecon_drop_indexes('payments')")
+        assert _foreign_keys(conn, "payments") == {}  # no trigger checks the row below
+        conn.execute(
+            "INSERT INTO payments (id, amount, status, created_at, import_id)"
+            " VALUES ('pay_orphan', 100, 'captured', 1, 424242)"
+        )
+        inserted = True  # the key is checked when it is added again, not per row
+        conn.execute("SELECT razorrecon_build_indexes('payments')")
+    assert inserted
+    assert _foreign_keys(conn, "payments") == keys and _indexes(conn, "payments") == indexes
+    assert conn.execute("SELECT count(*) FROM payments").fetchone()[0] == 0
     conn.close()
 
 
@@ -196,10 +237,13 @@ def test_a_writing_unit_that_drops_indexes_and_does_not_build_them_cannot_commit
 ) -> None:
     conn = connect(pg_url)
     before = _indexes(conn, "outcomes")
+    keys = _foreign_keys(conn, "outcomes")
     with pytest.raises(sqlite3.DatabaseError, match="not built again"), transaction(conn):
         dropped = conn.execute("SELECT razorrecon_drop_indexes('outcomes')").fetchone()[0]
-        assert dropped == len(before) - 1  # all but the primary key's
-    assert _indexes(conn, "outcomes") == before
+        assert dropped == len(before) - 1 + len(keys)  # all but the primary key's, and run_id's key
+        assert _foreign_keys(conn, "outcomes") == {}
+    assert _indexes(conn, "outcomes") == before and _foreign_keys(conn, "outcomes") == keys
+    assert list(keys) == ["outcomes_run_id_fkey"]
     conn.close()
 
 
@@ -224,11 +268,15 @@ def test_a_large_run_builds_the_outcome_indexes_after_and_analyses_outcomes_and_
     # may still count an earlier test's outcomes, which would (rightly) keep the indexes.
     pg_bulk.analyze(conn, "outcomes")
     before = _indexes(conn, "outcomes")
+    (key_before,) = _foreign_keys(conn, "outcomes").values()
     run = reconcile_loaded(load_folder(SPEC_DATASET), EngineParams(), AS_OF)
     stored = store_folder_run(conn, run)
     after = _indexes(conn, "outcomes")
     rebuilt = {n for n in before if after[n][0] != before[n][0]}
     assert rebuilt == set(before) - {"outcomes_pkey"}
+    (key,) = _foreign_keys(conn, "outcomes").values()  # dropped for the run, added again
+    assert key[1] == "FOREIGN KEY (run_id) REFERENCES runs(id) ON DELETE CASCADE"
+    assert key[0] != key_before[0]
     assert {n: d for n, (_, d) in after.items()} == {n: d for n, (_, d) in before.items()}
     outcomes = conn.execute("SELECT count(*) FROM outcomes").fetchone()[0]
     assert outcomes == len(run.outcomes) and _estimated_rows(conn, "outcomes") == outcomes
