@@ -11,9 +11,10 @@ that an upsert keeps, so rows read back in the order they were first stored, lik
 rowid.
 
 After a bulk load the loaded table is analysed, and a large load into an empty (or much
-smaller) payments, recon_rows or outcomes table goes in with that table's indexes dropped
-and built again afterwards, all in the caller's transaction, through migration 0098's
-owner-defined functions (the app role owns no table; docs/postgres.md, "Statistics and
+smaller) payments, recon_rows or outcomes table goes in with that table's indexes and
+foreign keys dropped, then built and added again (each key checked over every row by one
+join, not by a trigger per row), all in the caller's transaction, through migrations 0098
+and 0111's owner-defined functions (the app role owns no table; docs/postgres.md, "Statistics and
 index builds after bulk loads").
 """
 
@@ -133,8 +134,8 @@ def rebuild_worth(conn: Any, table: str, rows: int, *, empty: bool = False) -> b
 
 @contextmanager
 def indexes_built_after(conn: Any, table: str, *, rebuild: bool) -> Iterator[None]:
-    """With `rebuild`, `table`'s indexes that back no constraint are dropped for the block
-    and built again after it, in the caller's writing unit (razorrecon_drop_indexes needs
+    """With `rebuild`, `table`'s indexes that back no constraint and its foreign keys are
+    dropped for the block and built (added) again after it, in the caller's writing unit (razorrecon_drop_indexes needs
     its write lock). An error inside leaves them dropped until the caller's rollback
     restores them; a commit without the build is refused by the database."""
     if not rebuild:
