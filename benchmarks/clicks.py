@@ -31,7 +31,7 @@ TARGET_S = 1.0
 LAST_PAGE = 10**9  # the queue clamps a page number to its last page
 
 
-def calls(conn: Any, database: Path, investigate: bool) -> list[tuple[str, Callable[[], object]]]:
+def calls(conn: Any, database: str, investigate: bool) -> list[tuple[str, Callable[[], object]]]:
     """(name, call) for every read measured, in the order a reviewer meets them."""
     from core import access, audit, review
     from core.books.close import closed_months
@@ -190,7 +190,7 @@ def presses(conn: Any, month: str) -> list[tuple[str, Callable[[], object]]]:
 
 
 def measure(
-    database: Path, investigate: bool = False, month: str | None = None
+    database: str, investigate: bool = False, month: str | None = None
 ) -> list[tuple[str, float, float]]:
     """(name, wall s, CPU s) of every call, in order."""
     from core.db import connect
@@ -210,7 +210,7 @@ def measure(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--db", type=Path, required=True)
+    parser.add_argument("--db", required=True, help="a SQLite file or a postgresql:// URL")
     parser.add_argument("--top", type=int, default=15, help="the slowest calls to print")
     parser.add_argument("--investigate", action="store_true", help="also run the investigator")
     parser.add_argument("--month", help="also press the Books buttons for this month (YYYY-MM)")

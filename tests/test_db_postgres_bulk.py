@@ -9,6 +9,7 @@ import sqlite3
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from core.dataset import Dataset
@@ -283,4 +284,20 @@ def test_a_large_run_builds_the_outcome_indexes_after_and_analyses_outcomes_and_
     exceptions = conn.execute("SELECT count(*) FROM exceptions").fetchone()[0]
     assert exceptions > 0 and _estimated_rows(conn, "exceptions") == exceptions
     assert stored.run_id == 1
+    conn.close()
+
+
+def test_rows_read_by_copy_keep_a_row_of_one_null_and_an_empty_read_keeps_its_columns(
+    pg_url: str,
+) -> None:
+    conn = connect(pg_url)
+    loaded, _ = load_dataset(SPEC_DATASET)
+    store_dataset(conn, loaded, source="t", location="t", content_hash="a", replace=True)
+    fees = pg_bulk.csv_table(conn, "payments", {"fee": pa.int64()}, "row_order")
+    expected = [None if pd.isna(v) else int(v) for v in loaded.payments["fee"]]
+    assert fees.column("0").to_pylist() == expected and None in expected  # empty lines kept
+    none = pg_bulk.csv_table(
+        conn, "payments", {"id": pa.large_string(), "fee": pa.int64()}, "id", "id = ?", ("x'; --",)
+    )
+    assert none.num_rows == 0 and none.schema.types == [pa.large_string(), pa.int64()]
     conn.close()

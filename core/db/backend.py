@@ -301,6 +301,20 @@ class PgConnection:
             for block in blocks:
                 copy.write(block)
 
+    def copy_csv_out(self, query: str, params: Sequence[Any] = ()) -> bytes:
+        """The rows of `query` (a SELECT written with `?` placeholders) as COPY CSV text: an
+        unquoted empty field is NULL, a quoted one an empty string. COPY takes no
+        server-side parameters, so psycopg merges `params` into the statement as quoted
+        literals, client-side."""
+        sql = dialect_sql(query)
+        statement = f"COPY ({translate(sql) if params else sql}) TO STDOUT (FORMAT csv)"
+        with (
+            sqlite_errors(),
+            self._conn.cursor() as cursor,
+            cursor.copy(statement.encode(), tuple(params) or None) as copy,
+        ):
+            return b"".join(bytes(block) for block in copy)
+
     def commit(self) -> None:
         if self.in_transaction:
             self._conn.execute(b"COMMIT")

@@ -1,21 +1,20 @@
-"""PostgreSQL bulk paths of the raw tables and outcomes: COPY in, JSON rows out.
+"""PostgreSQL bulk paths of the raw tables and outcomes: COPY in, COPY out.
 
 SQLite's fast paths (multi-row INSERTs with NULL sentinels, dropped and rebuilt indexes,
-ADBC staging files, json_object reads) are SQLite's own. On PostgreSQL a frame goes in by
-COPY ... FROM STDIN in CSV that Arrow writes a block of rows at a time (no Python object
-per value; NULLs as NULLs): straight into an empty table, or into a temporary table and
-from there by one INSERT ... ON CONFLICT DO UPDATE (the last row for a key wins, as on
-SQLite). Rows come back as json_build_object text parsed by Arrow, the same
-parser the SQLite path feeds. Raw tables carry `row_order` (migration 0090), an identity
-that an upsert keeps, so rows read back in the order they were first stored, like SQLite's
-rowid.
+ADBC staging files, rows read as CSV text) are SQLite's own. On PostgreSQL a frame goes
+in by COPY ... FROM STDIN in CSV that Arrow writes a block of rows at a time (no Python
+object per value; NULLs as NULLs): straight into an empty table, or into a temporary table
+and from there by one INSERT ... ON CONFLICT DO UPDATE (the last row for a key wins, as on
+SQLite). Rows come back by COPY ... TO STDOUT in CSV, parsed by Arrow. Raw tables carry
+`row_order` (migration 0090), an identity that an upsert keeps, so rows read back in the
+order they were first stored, like SQLite's rowid.
 
 After a bulk load the loaded table is analysed, and a large load into an empty (or much
 smaller) payments, recon_rows or outcomes table goes in with that table's indexes and
 foreign keys dropped, then built and added again (each key checked over every row by one
 join, not by a trigger per row), all in the caller's transaction, through migrations 0098
-and 0111's owner-defined functions (the app role owns no table; docs/postgres.md, "Statistics and
-index builds after bulk loads").
+and 0111's owner-defined functions (the app role owns no table; docs/postgres.md,
+"Statistics and index builds after bulk loads").
 """
 
 from __future__ import annotations
@@ -135,9 +134,10 @@ def rebuild_worth(conn: Any, table: str, rows: int, *, empty: bool = False) -> b
 @contextmanager
 def indexes_built_after(conn: Any, table: str, *, rebuild: bool) -> Iterator[None]:
     """With `rebuild`, `table`'s indexes that back no constraint and its foreign keys are
-    dropped for the block and built (added) again after it, in the caller's writing unit (razorrecon_drop_indexes needs
-    its write lock). An error inside leaves them dropped until the caller's rollback
-    restores them; a commit without the build is refused by the database."""
+    dropped for the block and built (added) again after it, in the caller's writing unit
+    (razorrecon_drop_indexes needs its write lock). An error inside leaves them dropped
+    until the caller's rollback restores them; a commit without the build is refused by
+    the database."""
     if not rebuild:
         yield
         return
@@ -155,21 +155,38 @@ def bulk_outcome_chunks(conn: Any, chunks: Iterable[Any], rows: int) -> Iterator
     analyze(conn, "outcomes")
 
 
-def json_rows(
+def csv_table(
     conn: Any,
     table: str,
-    names: Sequence[str],
+    columns: dict[str, pa.DataType],
     order: str,
     where: str = "",
     params: Sequence[Any] = (),
-) -> Iterator[bytes]:
-    """Each row as one JSON object {"0": first column, ...} (text), in `order`; only the
-    rows matching `where` (parameterised by `params`) when given."""
-    row = "json_build_object(" + ", ".join(f"'{i}', {n}" for i, n in enumerate(names)) + ")"
+) -> pa.Table:
+    """`table`'s `columns` (name -> Arrow type; the result's columns are named "0", "1",
+    ...) in `order`, only the rows matching `where` (parameterised by `params`) when
+    given: COPY ... TO STDOUT in CSV, parsed by Arrow in C. Rows as json_build_object text
+    took 6.7 s for a month's 656,299 rows at 1M payments, a Python object per row and the
+    server's JSON the slow parts (docs/benchmark.md, "PostgreSQL reads by COPY")."""
     condition = f" WHERE {where}" if where else ""
-    cursor = conn.execute(f"SELECT {row}::text FROM {table}{condition} ORDER BY {order}", params)
-    while batch := cursor.fetchmany(BATCH_ROWS):
-        yield b"\n".join(r[0].encode("utf-8") for r in batch)
+    text = conn.copy_csv_out(
+        f"SELECT {', '.join(columns)} FROM {table}{condition} ORDER BY {order}", params
+    )
+    types = {str(i): kind for i, kind in enumerate(columns.values())}
+    if not text:
+        return pa.schema(list(types.items())).empty_table()
+    return pacsv.read_csv(
+        pa.py_buffer(text),
+        read_options=pacsv.ReadOptions(column_names=list(types)),
+        # A value may hold a line break; a row of one NULL is an empty line, never skipped.
+        parse_options=pacsv.ParseOptions(newlines_in_values=True, ignore_empty_lines=False),
+        convert_options=pacsv.ConvertOptions(
+            column_types=types,
+            null_values=[""],
+            strings_can_be_null=True,
+            quoted_strings_can_be_null=False,
+        ),
+    )
 
 
 def copy_outcome_chunk(

@@ -20,7 +20,6 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
-import pyarrow.json as pa_json
 
 from core.calendar import IST, month_bounds
 from core.columns import arrow
@@ -676,18 +675,6 @@ def upsert_staged_table(
     return int(conn.execute(f"SELECT count(*) FROM {alias}.{table}").fetchone()[0])
 
 
-def _json_batch(lines: bytes, schema: pa.Schema) -> pa.Table:
-    """Newline-separated JSON objects (one per row) to an Arrow table of `schema`. One block
-    per batch, so a row of any length parses."""
-    return pa_json.read_json(
-        pa.BufferReader(lines),
-        read_options=pa_json.ReadOptions(block_size=len(lines) + 1, use_threads=False),
-        parse_options=pa_json.ParseOptions(
-            explicit_schema=schema, unexpected_field_behavior="error"
-        ),
-    )
-
-
 def _series(values: pa.ChunkedArray, dtype: str) -> pd.Series:
     """An Arrow column as a Series of the Dataset dtype."""
     if dtype in ("int64", "bool"):
@@ -720,9 +707,9 @@ def _frame(
     sqlite3 builds a Python object per cell (about 20 million for the 1M benchmark), the
     slow part of reading a table. Instead SQLite renders each row as one line of CSV text
     (`_csv_row`), and Arrow parses the batches in C, on a second thread while the next
-    batch is fetched. (Rendering JSON objects instead, as PostgreSQL's path does, costs
-    SQLite about as much and Arrow three times as much to parse: docs/benchmark.md, "The
-    Books month read: its columns only".)
+    batch is fetched. (Rendering JSON objects instead costs SQLite about as much and Arrow
+    three times as much to parse: docs/benchmark.md, "The Books month read: its columns
+    only".) PostgreSQL sends the rows by COPY in CSV (core.db.pg_bulk.csv_table).
     """
     if ordinal:
         place = "row_order" if is_postgres(conn) else "rowid"
@@ -731,12 +718,9 @@ def _frame(
     names = list(columns)
     if is_postgres(conn):
         both = f"({where}) AND {keep}" if where and keep else where or keep
-        return _frame_from_json(
-            pg_bulk.json_rows(
-                conn, table, names, "row_order" if order == "rowid" else order, both, params
-            ),
-            columns,
-        )
+        types = {n: _arrow_type(dtype) for n, dtype in columns.items()}
+        place = "row_order" if order == "rowid" else order
+        return _frame_of(pg_bulk.csv_table(conn, table, types, place, both, params), columns)
     types = {str(i): _arrow_type(columns[n]) for i, n in enumerate(names)}
     cursor = conn.cursor()
     cursor.row_factory = None  # plain tuples: sqlite3.Row is slow for millions of rows
@@ -759,12 +743,17 @@ def _frame(
             parsed.append(parser.submit(_csv_batch, lines, types))
         tables = [future.result() for future in parsed]
     cursor.close()
-    # One chunk per column, like the frames load_dataset builds (large_string: pandas' own).
     schema = pa.schema(list(types.items()))
-    data = pa.concat_tables(tables).combine_chunks() if tables else schema.empty_table()
+    return _frame_of(pa.concat_tables(tables) if tables else schema.empty_table(), columns)
+
+
+def _frame_of(data: pa.Table, columns: dict[str, str]) -> pd.DataFrame:
+    """`data`'s columns, in `columns`' order, as a frame of their Dataset dtypes: one chunk
+    per column, like the frames load_dataset builds (large_string: pandas' own)."""
+    data = data.combine_chunks()
     return pd.DataFrame(
-        {name: _series(data.column(i), columns[name]) for i, name in enumerate(names)},
-        columns=names,
+        {name: _series(data.column(i), dtype) for i, (name, dtype) in enumerate(columns.items())},
+        columns=list(columns),
     )
 
 
@@ -809,23 +798,6 @@ def _csv_batch(lines: bytes, types: dict[str, pa.DataType]) -> pa.Table:
             strings_can_be_null=True,
             quoted_strings_can_be_null=False,
         ),
-    )
-
-
-def _frame_from_json(batches: Iterator[bytes], columns: dict[str, str]) -> pd.DataFrame:
-    """`_frame`'s second half: JSON row batches parsed by Arrow into the frame."""
-    names = list(columns)
-    schema = pa.schema(
-        [
-            (str(i), pa.int64() if columns[n] in _INTEGER_DTYPES else pa.string())
-            for i, n in enumerate(names)
-        ]
-    )
-    tables = [_json_batch(lines, schema) for lines in batches]
-    data = pa.concat_tables(tables).combine_chunks() if tables else schema.empty_table()
-    return pd.DataFrame(
-        {name: _series(data.column(i), columns[name]) for i, name in enumerate(names)},
-        columns=names,
     )
 
 

@@ -671,18 +671,13 @@ _OUTCOME_TEXT = frozenset(
 def _outcome_json_rows(
     conn: sqlite3.Connection, names: list[str], row: str, run_id: int
 ) -> Iterator[bytes]:
-    """A run's outcomes, one JSON object per row, in batches (SQLite's json_object, or
-    PostgreSQL's json_build_object through core.db.pg_bulk)."""
-    order = "entity_type, entity_id"
-    if is_postgres(conn):
-        yield from pg_bulk.json_rows(
-            conn, "outcomes", names, BYTE_ORDER_PG, "run_id = ?", (run_id,)
-        )
-        return
+    """A run's outcomes, one JSON object per row (SQLite's json_object), in batches."""
     cursor = conn.cursor()
     cursor.row_factory = None
     cursor.execute(
-        f"SELECT CAST({row} AS BLOB) FROM outcomes WHERE run_id = ? ORDER BY {order}", (run_id,)
+        f"SELECT CAST({row} AS BLOB) FROM outcomes WHERE run_id = ? ORDER BY entity_type,"
+        " entity_id",
+        (run_id,),
     )
     while batch := cursor.fetchmany(100_000):
         yield b"\n".join([r[0] for r in batch])
@@ -692,22 +687,27 @@ def _outcome_json_rows(
 def read_outcome_frame(conn: sqlite3.Connection, run_id: int) -> pd.DataFrame:
     """A run's outcomes as the engine's frame (OUTCOME_COLUMNS; amounts int64,
     entity_created_at Int64, text Arrow-backed), sorted by entity_type then entity_id.
-    Each row comes out of SQLite as one JSON object, parsed by Arrow in C (as
-    core.db.raw reads the raw tables): a Python object per cell is the slow way."""
+    Each row comes out of SQLite as one JSON object, and out of PostgreSQL as a line of
+    COPY's CSV, parsed by Arrow in C: a Python object per cell is the slow way."""
     names = list(OUTCOME_FIELDS)
     row = "json_object(" + ", ".join(f"'{i}', {name}" for i, name in enumerate(names)) + ")"
     schema = pa.schema(
         [(str(i), pa.string() if n in _OUTCOME_TEXT else pa.int64()) for i, n in enumerate(names)]
     )
-    batches = [
-        pa_json.read_json(
-            pa.BufferReader(lines),
-            read_options=pa_json.ReadOptions(block_size=len(lines) + 1, use_threads=False),
-            parse_options=pa_json.ParseOptions(explicit_schema=schema),
-        )
-        for lines in _outcome_json_rows(conn, names, row, run_id)
-    ]
-    data = pa.concat_tables(batches).combine_chunks() if batches else schema.empty_table()
+    if is_postgres(conn):  # COPY in CSV (core.db.pg_bulk.csv_table)
+        types = dict(zip(names, schema.types, strict=True))
+        data = pg_bulk.csv_table(conn, "outcomes", types, BYTE_ORDER_PG, "run_id = ?", (run_id,))
+    else:
+        batches = [
+            pa_json.read_json(
+                pa.BufferReader(lines),
+                read_options=pa_json.ReadOptions(block_size=len(lines) + 1, use_threads=False),
+                parse_options=pa_json.ParseOptions(explicit_schema=schema),
+            )
+            for lines in _outcome_json_rows(conn, names, row, run_id)
+        ]
+        data = pa.concat_tables(batches) if batches else schema.empty_table()
+    data = data.combine_chunks()
     frame: dict[str, Any] = {}
     for i, name in enumerate(names):
         column = data.column(i)
