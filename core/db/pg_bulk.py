@@ -175,9 +175,24 @@ def csv_table(
     types = {str(i): kind for i, kind in enumerate(columns.values())}
     if not text:
         return pa.schema(list(types.items())).empty_table()
+    try:
+        return _read_csv(text, types, block_size=None)
+    except pa.ArrowInvalid:
+        # Arrow reads in blocks (1 MiB by default, parsed in parallel) and refuses a row
+        # longer than a block ("straddling object"): such text is read again as one block,
+        # so a row of any length parses, as SQLite's batches do (core.db.raw._csv_batch).
+        return _read_csv(text, types, block_size=len(text) + 1)
+
+
+def _read_csv(text: bytes, types: dict[str, pa.DataType], *, block_size: int | None) -> pa.Table:
+    """COPY's CSV text as an Arrow table of `types`: an unquoted empty field is NULL, a
+    quoted one the empty text."""
+    read_options = pacsv.ReadOptions(column_names=list(types))
+    if block_size is not None:
+        read_options.block_size = block_size
     return pacsv.read_csv(
         pa.py_buffer(text),
-        read_options=pacsv.ReadOptions(column_names=list(types)),
+        read_options=read_options,
         # A value may hold a line break; a row of one NULL is an empty line, never skipped.
         parse_options=pacsv.ParseOptions(newlines_in_values=True, ignore_empty_lines=False),
         convert_options=pacsv.ConvertOptions(
