@@ -241,8 +241,8 @@ def test_a_writing_unit_that_drops_indexes_and_does_not_build_them_cannot_commit
     keys = _foreign_keys(conn, "outcomes")
     with pytest.raises(sqlite3.DatabaseError, match="not built again"), transaction(conn):
         dropped = conn.execute("SELECT razorrecon_drop_indexes('outcomes')").fetchone()[0]
-        assert dropped == len(before) - 1 + len(keys)  # all but the primary key's, and run_id's key
-        assert _foreign_keys(conn, "outcomes") == {}
+        assert dropped == len(before) - 1  # all but the primary key's
+        assert _foreign_keys(conn, "outcomes") == keys  # its key to runs stays (0112)
     assert _indexes(conn, "outcomes") == before and _foreign_keys(conn, "outcomes") == keys
     assert list(keys) == ["outcomes_run_id_fkey"]
     conn.close()
@@ -275,9 +275,9 @@ def test_a_large_run_builds_the_outcome_indexes_after_and_analyses_outcomes_and_
     after = _indexes(conn, "outcomes")
     rebuilt = {n for n in before if after[n][0] != before[n][0]}
     assert rebuilt == set(before) - {"outcomes_pkey"}
-    (key,) = _foreign_keys(conn, "outcomes").values()  # dropped for the run, added again
+    (key,) = _foreign_keys(conn, "outcomes").values()  # kept: dropping it locks runs (0112)
+    assert key == key_before
     assert key[1] == "FOREIGN KEY (run_id) REFERENCES runs(id) ON DELETE CASCADE"
-    assert key[0] != key_before[0]
     assert {n: d for n, (_, d) in after.items()} == {n: d for n, (_, d) in before.items()}
     outcomes = conn.execute("SELECT count(*) FROM outcomes").fetchone()[0]
     assert outcomes == len(run.outcomes) and _estimated_rows(conn, "outcomes") == outcomes

@@ -10,11 +10,12 @@ SQLite). Rows come back by COPY ... TO STDOUT in CSV, parsed by Arrow. Raw table
 order they were first stored, like SQLite's rowid.
 
 After a bulk load the loaded table is analysed, and a large load into an empty (or much
-smaller) payments, recon_rows or outcomes table goes in with that table's indexes and
-foreign keys dropped, then built and added again (each key checked over every row by one
-join, not by a trigger per row), all in the caller's transaction, through migrations 0098
-and 0111's owner-defined functions (the app role owns no table; docs/postgres.md,
-"Statistics and index builds after bulk loads").
+smaller) payments, recon_rows or outcomes table goes in with that table's indexes (and
+payments' and recon_rows' foreign keys to imports) dropped, then built and added again
+(each key checked over every row by one join, not by a trigger per row), all in the
+caller's transaction, through migrations 0098, 0111 and 0112's owner-defined functions
+(the app role owns no table; docs/postgres.md, "Statistics and index builds after bulk
+loads"). Outcomes keep their key to runs: dropping it locks runs against every reader.
 """
 
 from __future__ import annotations
@@ -133,7 +134,8 @@ def rebuild_worth(conn: Any, table: str, rows: int, *, empty: bool = False) -> b
 
 @contextmanager
 def indexes_built_after(conn: Any, table: str, *, rebuild: bool) -> Iterator[None]:
-    """With `rebuild`, `table`'s indexes that back no constraint and its foreign keys are
+    """With `rebuild`, `table`'s indexes that back no constraint (and, for payments and
+    recon_rows, their foreign keys: ACCESS EXCLUSIVE on imports until the commit) are
     dropped for the block and built (added) again after it, in the caller's writing unit
     (razorrecon_drop_indexes needs its write lock). An error inside leaves them dropped
     until the caller's rollback restores them; a commit without the build is refused by
