@@ -301,19 +301,25 @@ class PgConnection:
             for block in blocks:
                 copy.write(block)
 
-    def copy_csv_out(self, query: str, params: Sequence[Any] = ()) -> bytes:
-        """The rows of `query` (a SELECT written with `?` placeholders) as COPY CSV text: an
-        unquoted empty field is NULL, a quoted one an empty string. COPY takes no
-        server-side parameters, so psycopg merges `params` into the statement as quoted
-        literals, client-side."""
+    def copy_csv_out(self, query: str, params: Sequence[Any] = ()) -> bytearray:
+        """The rows of `query` (a SELECT written with `?` placeholders) as COPY CSV text in
+        UTF-8 whatever the connection's encoding: an unquoted empty field is NULL, a quoted
+        one an empty string. COPY takes no server-side parameters, so psycopg merges
+        `params` into the statement as quoted literals, client-side. One buffer grows as
+        the rows arrive (no second copy of the text to join pieces)."""
         sql = dialect_sql(query)
-        statement = f"COPY ({translate(sql) if params else sql}) TO STDOUT (FORMAT csv)"
+        statement = f"COPY ({translate(sql) if params else sql}) TO STDOUT"
+        text = bytearray()
         with (
             sqlite_errors(),
             self._conn.cursor() as cursor,
-            cursor.copy(statement.encode(), tuple(params) or None) as copy,
+            cursor.copy(
+                f"{statement} (FORMAT csv, ENCODING 'UTF8')".encode(), tuple(params) or None
+            ) as copy,
         ):
-            return b"".join(bytes(block) for block in copy)
+            for block in copy:
+                text += block
+        return text
 
     def commit(self) -> None:
         if self.in_transaction:

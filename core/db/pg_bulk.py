@@ -10,12 +10,11 @@ SQLite). Rows come back by COPY ... TO STDOUT in CSV, parsed by Arrow. Raw table
 order they were first stored, like SQLite's rowid.
 
 After a bulk load the loaded table is analysed, and a large load into an empty (or much
-smaller) payments, recon_rows or outcomes table goes in with that table's indexes (and
-payments' and recon_rows' foreign keys to imports) dropped, then built and added again
-(each key checked over every row by one join, not by a trigger per row), all in the
-caller's transaction, through migrations 0098, 0111 and 0112's owner-defined functions
-(the app role owns no table; docs/postgres.md, "Statistics and index builds after bulk
-loads"). Outcomes keep their key to runs: dropping it locks runs against every reader.
+smaller) payments, recon_rows or outcomes table goes in with that table's indexes dropped
+and built again afterwards, all in the caller's transaction, through migration 0098's
+owner-defined functions (the app role owns no table; docs/postgres.md, "Statistics and
+index builds after bulk loads"). Foreign keys stay (migration 0112): dropping one locks the
+table it points at (imports, runs) against every reader until the commit.
 """
 
 from __future__ import annotations
@@ -134,12 +133,11 @@ def rebuild_worth(conn: Any, table: str, rows: int, *, empty: bool = False) -> b
 
 @contextmanager
 def indexes_built_after(conn: Any, table: str, *, rebuild: bool) -> Iterator[None]:
-    """With `rebuild`, `table`'s indexes that back no constraint (and, for payments and
-    recon_rows, their foreign keys: ACCESS EXCLUSIVE on imports until the commit) are
-    dropped for the block and built (added) again after it, in the caller's writing unit
-    (razorrecon_drop_indexes needs its write lock). An error inside leaves them dropped
-    until the caller's rollback restores them; a commit without the build is refused by
-    the database."""
+    """With `rebuild`, `table`'s indexes that back no constraint are dropped for the block
+    and built again after it (its foreign keys stay: migration 0112), in the caller's
+    writing unit (razorrecon_drop_indexes needs its write lock). An error inside leaves
+    them dropped until the caller's rollback restores them; a commit without the build is
+    refused by the database."""
     if not rebuild:
         yield
         return
