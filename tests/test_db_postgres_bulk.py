@@ -100,24 +100,26 @@ REFUSED_NAMES = (
 )
 
 
-def _indexes(conn: object, table: str) -> dict[str, tuple[int, str]]:
-    """Each index of `table`: (its oid, its definition)."""
-    rows = conn.execute(  # type: ignore[attr-defined]
-        "SELECT c.relname, c.oid, pg_get_indexdef(c.oid) FROM pg_index i"
-        " JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = to_regclass(?)",
-        (table,),
-    ).fetchall()
+_CATALOG = {
+    "indexes": "SELECT c.relname, c.oid, pg_get_indexdef(c.oid) FROM pg_index i"
+    " JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = to_regclass(?)",
+    "foreign keys": "SELECT conname, oid, pg_get_constraintdef(oid) FROM pg_constraint"
+    " WHERE conrelid = to_regclass(?) AND contype = 'f'",
+}
+
+
+def _catalog(conn: object, kind: str, table: str) -> dict[str, tuple[int, str]]:
+    """Each of `table`'s indexes or the foreign keys it holds: (its oid, its definition)."""
+    rows = conn.execute(_CATALOG[kind], (table,)).fetchall()  # type: ignore[attr-defined]
     return {str(r[0]): (int(r[1]), str(r[2])) for r in rows}
+
+
+def _indexes(conn: object, table: str) -> dict[str, tuple[int, str]]:
+    return _catalog(conn, "indexes", table)
 
 
 def _foreign_keys(conn: object, table: str) -> dict[str, tuple[int, str]]:
-    """Each foreign key `table` holds: (its oid, its definition)."""
-    rows = conn.execute(  # type: ignore[attr-defined]
-        "SELECT conname, oid, pg_get_constraintdef(oid) FROM pg_constraint"
-        " WHERE conrelid = to_regclass(?) AND contype = 'f'",
-        (table,),
-    ).fetchall()
-    return {str(r[0]): (int(r[1]), str(r[2])) for r in rows}
+    return _catalog(conn, "foreign keys", table)
 
 
 def _estimated_rows(conn: object, table: str) -> float:
