@@ -23,6 +23,9 @@ from core.db.connection import page_size_of
 from core.errors import ConfigError
 
 DEMO_ENV = "RAZORRECON_DEMO"
+# Where sandboxes are made (e.g. a volume with room for many visitors); unset: the system's
+# temporary folder.
+DIR_ENV = "RAZORRECON_DEMO_DIR"
 PREFIX = "razorrecon-demo-"
 MAX_AGE_SECONDS = 24 * 3600
 PERSONAS = {
@@ -62,12 +65,29 @@ def _copy(template: str | Path, target: Path) -> None:
         source.close()
 
 
+def sandbox_root() -> Path:
+    """The folder sandboxes are made in: RAZORRECON_DEMO_DIR (created when missing), or the
+    system's temporary folder."""
+    named = os.environ.get(DIR_ENV, "").strip()
+    if not named:
+        return Path(tempfile.gettempdir())
+    root = Path(named)
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
 def create_sandbox(template: str | Path) -> Path:
-    """A private copy of `template` with the demo personas; its path."""
+    """A private copy of `template` with the demo personas; its path. A copy that fails
+    leaves no folder behind."""
+    require_sqlite(template)
     sweep()
-    folder = Path(tempfile.mkdtemp(prefix=PREFIX))  # created 0700
+    folder = Path(tempfile.mkdtemp(prefix=PREFIX, dir=sandbox_root()))  # created 0700
     target = folder / "sandbox.sqlite"
-    _copy(template, target)
+    try:
+        _copy(template, target)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
     return target
 
 
@@ -85,7 +105,7 @@ def remove_sandbox(sandbox: str | Path) -> None:
 def sweep(now: float | None = None) -> None:
     """Remove sandboxes older than a day (visitors who left without resetting)."""
     cutoff = (time.time() if now is None else now) - MAX_AGE_SECONDS
-    for folder in Path(tempfile.gettempdir()).glob(f"{PREFIX}*"):
+    for folder in sandbox_root().glob(f"{PREFIX}*"):
         try:
             if folder.is_dir() and folder.stat().st_mtime < cutoff:
                 shutil.rmtree(folder, ignore_errors=True)

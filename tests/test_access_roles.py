@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -217,6 +218,29 @@ def test_the_threshold_is_configurable(
     )
     assert asked.approval_id is not None
     assert access.four_eyes_threshold("") == access.DEFAULT_FOUR_EYES_PAISE
+
+
+def test_demo_sandboxes_are_made_and_swept_in_the_named_folder(
+    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "sandboxes" / "not-yet-made"
+    monkeypatch.setenv(demo.DIR_ENV, str(root))
+    sandbox = demo.create_sandbox(db_path)
+    assert sandbox.parent.parent == root and oct(sandbox.parent.stat().st_mode)[-3:] == "700"
+    demo.sweep(now=time.time() + demo.MAX_AGE_SECONDS - 60)  # younger than a day: kept
+    assert sandbox.exists()
+    demo.sweep(now=time.time() + demo.MAX_AGE_SECONDS + 60)  # a day old: removed
+    assert not sandbox.parent.exists() and root.is_dir()
+
+
+def test_a_sandbox_whose_copy_fails_leaves_no_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "sandboxes"
+    monkeypatch.setenv(demo.DIR_ENV, str(root))
+    with pytest.raises(sqlite3.OperationalError):
+        demo.create_sandbox(tmp_path / "no-such-database.sqlite")  # opened read-only: refused
+    assert list(root.glob(f"{demo.PREFIX}*")) == []
 
 
 def test_a_demo_sandbox_is_a_private_copy_with_personas(db_path: Path) -> None:

@@ -191,14 +191,18 @@ def test_an_approver_cannot_approve_their_own_write_off(app_db: str) -> None:
 # API); on PostgreSQL demo mode is refused, proven by test_app_demo_reset.py
 # test_demo_mode_on_a_postgresql_database_is_refused_with_a_config_error.
 @pytest.mark.sqlite_only
-def test_demo_personas_work_on_a_private_copy(app_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_demo_personas_work_on_a_private_copy(
+    app_db: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("RAZORRECON_DEMO", "1")
+    monkeypatch.setenv("RAZORRECON_DEMO_DIR", str(tmp_path / "sandboxes"))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.run()
     assert any("Demo sign-in" in i.value for i in at.info)
     at.button(key=f"{keys.DEMO_SIGN_IN}-reviewer").click().run()
     sandbox = Path(at.session_state[keys.DEMO_SANDBOX])
     assert str(sandbox) != app_db and sandbox.exists()
+    assert sandbox.parent.parent == tmp_path / "sandboxes"
     at.switch_page("pages/investigation.py")
     at.run()
     exception_id = int(at.number_input(key=keys.INVESTIGATE_ID).value)

@@ -169,7 +169,8 @@ def test_oidc_sign_in_and_four_eyes_reviewer_asks_approver_approves(
 def test_two_demo_visitors_work_in_separate_sandboxes(
     database: str, browser: object, tmp_path: Path
 ) -> None:
-    env = {"RAZORRECON_DEMO": "1"}
+    sandboxes = tmp_path / "sandboxes"
+    env = {"RAZORRECON_DEMO": "1", "RAZORRECON_DEMO_DIR": str(sandboxes)}
     with running_server(database, tmp_path / "streamlit.log", env) as server:
         visitors = []
         for _ in range(2):
@@ -207,3 +208,5 @@ def test_two_demo_visitors_work_in_separate_sandboxes(
         assert "RESOLVED" not in body and "Demo visitor one decides." not in body
         assert _status(database, int(exception_id)) != "RESOLVED"  # the shared data untouched
         assert screen_errors(first) == [] and screen_errors(second) == []
+        # Each session's copy in a folder of its own, where RAZORRECON_DEMO_DIR says.
+        assert len(list(sandboxes.glob("razorrecon-demo-*/sandbox.sqlite"))) >= 2

@@ -37,6 +37,7 @@ def benchmark_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     conn.close()
     monkeypatch.setenv("DATABASE_URL", str(path))
     monkeypatch.setenv(demo.DEMO_ENV, "1")
+    monkeypatch.setenv(demo.DIR_ENV, str(tmp_path / "sandboxes"))  # not the machine's /tmp
     yield path
 
 
@@ -99,11 +100,13 @@ def test_reset_demo_restores_the_benchmark_after_a_replace_a_run_and_a_decision(
 
 
 def test_demo_mode_on_a_postgresql_database_is_refused_with_a_config_error(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url = "postgresql://razorrecon_app:secret@127.0.0.1:5432/razorrecon"
+    monkeypatch.setenv(demo.DIR_ENV, str(tmp_path / "sandboxes"))
     with pytest.raises(ConfigError, match="RAZORRECON_DEMO=1 needs a SQLite database"):
         demo.create_sandbox(url)
+    assert list((tmp_path / "sandboxes").glob(f"{demo.PREFIX}*")) == []  # no folder left
     with pytest.raises(ConfigError, match="point DATABASE_URL at a SQLite file"):
         demo.reset_sandbox(url, tmp_path / "sandbox.sqlite")
     assert not (tmp_path / "sandbox.sqlite").exists()
