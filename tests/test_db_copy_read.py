@@ -62,8 +62,13 @@ def test_awkward_text_null_only_and_empty_only_columns_and_wide_integers_read_ba
     pd.testing.assert_frame_equal(_stored(conn, payments), payments)
 
 
-def test_a_text_value_longer_than_a_megabyte_reads_back_whole(conn: sqlite3.Connection) -> None:
-    # Arrow's CSV reader parses 1 MiB blocks by default and refuses a row longer than one.
+@pytest.mark.parametrize("block", [pg_bulk.CSV_BLOCK_BYTES, 2**20])
+def test_a_text_value_longer_than_a_block_reads_back_whole(
+    conn: sqlite3.Connection, block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Arrow's CSV reader parses blocks and refuses a row longer than one (PostgreSQL's read;
+    # SQLite's batches are sized to their text). A row is longer than one 1 MiB block here.
+    monkeypatch.setattr(pg_bulk, "CSV_BLOCK_BYTES", block)
     payments = _payments(3)
     long_line = "x" * (3 * 2**20)
     long_lines = "line\n" * (2**20 // 2)

@@ -176,20 +176,25 @@ def csv_table(
     if not text:
         return pa.schema(list(types.items())).empty_table()
     try:
-        return _read_csv(text, types, block_size=None)
+        return _read_csv(text, types, block_size=CSV_BLOCK_BYTES)
     except pa.ArrowInvalid:
-        # Arrow reads in blocks (1 MiB by default, parsed in parallel) and refuses a row
-        # longer than a block ("straddling object"): such text is read again as one block,
-        # so a row of any length parses, as SQLite's batches do (core.db.raw._csv_batch).
+        # Arrow refuses a row longer than a block ("straddling object"): such text is read
+        # again as one block, so a row of any length parses, as SQLite's batches do
+        # (core.db.raw._csv_batch).
         return _read_csv(text, types, block_size=len(text) + 1)
 
 
-def _read_csv(text: bytes, types: dict[str, pa.DataType], *, block_size: int | None) -> pa.Table:
+# Arrow parses the text in blocks of this size, in parallel; each block is a chunk of every
+# column, which the frames combine into one. 1M wide payments: 216 chunks at Arrow's default
+# 1 MiB, 14 at 16 MiB; their first combine in a process 1.50-1.95 s against 0.89-1.25 s, the
+# parse the same (docs/benchmark.md, "PostgreSQL reads by COPY").
+CSV_BLOCK_BYTES = 16 << 20
+
+
+def _read_csv(text: bytes, types: dict[str, pa.DataType], *, block_size: int) -> pa.Table:
     """COPY's CSV text as an Arrow table of `types`: an unquoted empty field is NULL, a
     quoted one the empty text."""
-    read_options = pacsv.ReadOptions(column_names=list(types))
-    if block_size is not None:
-        read_options.block_size = block_size
+    read_options = pacsv.ReadOptions(column_names=list(types), block_size=block_size)
     return pacsv.read_csv(
         pa.py_buffer(text),
         read_options=read_options,
