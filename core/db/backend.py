@@ -308,14 +308,13 @@ class PgConnection:
         `params` into the statement as quoted literals, client-side. One buffer grows as
         the rows arrive (no second copy of the text to join pieces)."""
         sql = dialect_sql(query)
-        statement = f"COPY ({translate(sql) if params else sql}) TO STDOUT"
+        sql = translate(sql) if params else sql  # `%s` placeholders only where psycopg merges
+        statement = f"COPY ({sql}) TO STDOUT (FORMAT csv, ENCODING 'UTF8')".encode()
         text = bytearray()
         with (
             sqlite_errors(),
             self._conn.cursor() as cursor,
-            cursor.copy(
-                f"{statement} (FORMAT csv, ENCODING 'UTF8')".encode(), tuple(params) or None
-            ) as copy,
+            cursor.copy(statement, tuple(params) or None) as copy,
         ):
             for block in copy:
                 text += block

@@ -155,6 +155,13 @@ def bulk_outcome_chunks(conn: Any, chunks: Iterable[Any], rows: int) -> Iterator
     analyze(conn, "outcomes")
 
 
+# Arrow parses the text in blocks of this size, in parallel; each block is a chunk of every
+# column, which the frames combine into one. 1M wide payments: 216 chunks at Arrow's default
+# 1 MiB, 14 at 16 MiB; their first combine in a process 1.50-1.95 s against 0.89-1.25 s, the
+# parse the same (docs/benchmark.md, "PostgreSQL reads by COPY").
+CSV_BLOCK_BYTES = 16 << 20
+
+
 def csv_table(
     conn: Any,
     table: str,
@@ -182,13 +189,6 @@ def csv_table(
         # again as one block, so a row of any length parses, as SQLite's batches do
         # (core.db.raw._csv_batch).
         return _read_csv(text, types, block_size=len(text) + 1)
-
-
-# Arrow parses the text in blocks of this size, in parallel; each block is a chunk of every
-# column, which the frames combine into one. 1M wide payments: 216 chunks at Arrow's default
-# 1 MiB, 14 at 16 MiB; their first combine in a process 1.50-1.95 s against 0.89-1.25 s, the
-# parse the same (docs/benchmark.md, "PostgreSQL reads by COPY").
-CSV_BLOCK_BYTES = 16 << 20
 
 
 def _read_csv(text: bytes, types: dict[str, pa.DataType], *, block_size: int) -> pa.Table:

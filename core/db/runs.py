@@ -674,10 +674,9 @@ def _outcome_json_rows(
     """A run's outcomes, one JSON object per row (SQLite's json_object), in batches."""
     cursor = conn.cursor()
     cursor.row_factory = None
+    order = "entity_type, entity_id"
     cursor.execute(
-        f"SELECT CAST({row} AS BLOB) FROM outcomes WHERE run_id = ? ORDER BY entity_type,"
-        " entity_id",
-        (run_id,),
+        f"SELECT CAST({row} AS BLOB) FROM outcomes WHERE run_id = ? ORDER BY {order}", (run_id,)
     )
     while batch := cursor.fetchmany(100_000):
         yield b"\n".join([r[0] for r in batch])

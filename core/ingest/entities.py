@@ -339,6 +339,17 @@ def duplicate_text(column: str, value: object, first: str) -> str:
     return f"duplicate {column} {value!r} (first on {first})"
 
 
+def occurrences(bases: list[str]) -> list[int]:
+    """Each key's occurrence among `bases`, counting from 1 in the order given: the last part
+    of a recon row's `row_key` (here, and across a streamed import's blocks)."""
+    seen: dict[str, int] = {}
+    counted = []
+    for base in bases:
+        seen[base] = seen.get(base, 0) + 1
+        counted.append(seen[base])
+    return counted
+
+
 def _row_keys(columns: dict[str, pa.Array], n: int) -> pd.Series:
     """type:entity_id:settlement_id:occurrence, occurrence counting from 1 in file order.
 
@@ -358,10 +369,7 @@ def _row_keys(columns: dict[str, pa.Array], n: int) -> pd.Series:
         rows = np.unique(np.concatenate([repeated, firsts]))
         taken = pa.array(rows)
         bases = pc.binary_join_element_wise(*(p.take(taken) for p in parts), ":").to_pylist()
-        seen: dict[str, int] = {}
-        for row, key in zip(rows.tolist(), bases, strict=True):
-            seen[key] = seen.get(key, 0) + 1
-            occurrence[row] = seen[key]
+        occurrence[rows] = occurrences(bases)
     keys = pc.binary_join_element_wise(*parts, pc.cast(pa.array(occurrence), pa.string()), ":")
     return string_series(keys)
 

@@ -45,7 +45,7 @@ from core.engine.params import EngineParams
 from core.engine.partition import DEFAULT_DAYS_PER_WINDOW, ROW_TABLES, Placement, assign
 from core.errors import InputError, Problem
 from core.ingest.convert import duplicate_rows, to_bool_numpy
-from core.ingest.entities import build_frame, duplicate_text
+from core.ingest.entities import build_frame, duplicate_text, occurrences
 from core.ingest.layouts import wanted_columns
 from core.ingest.load import load_dataset
 from core.ingest.readers import RawTable, _header_of, header_keys, text_columns
@@ -201,11 +201,8 @@ def _count_recon_repeats_across_blocks(spill: Path) -> None:
     bases = pc.replace_substring_regex(keys, pattern=r":[0-9]+$", replacement="")
     again = pc.unique(bases.take(pa.array(repeated, type=pa.int64())))
     rows = np.flatnonzero(to_bool_numpy(pc.is_in(bases, value_set=again)))
-    counted: dict[str, int] = {}
-    renamed: list[str] = []
-    for base in bases.take(pa.array(rows, type=pa.int64())).to_pylist():
-        counted[base] = counted.get(base, 0) + 1
-        renamed.append(f"{base}:{counted[base]}")
+    taken = bases.take(pa.array(rows, type=pa.int64())).to_pylist()
+    renamed = [f"{base}:{n}" for base, n in zip(taken, occurrences(taken), strict=True)]
     mask = np.zeros(len(keys), dtype=bool)
     mask[rows] = True
     fixed = pc.replace_with_mask(keys, pa.array(mask), pa.array(renamed, type=keys.type))
