@@ -589,6 +589,51 @@ def test_the_reconcile_command_stores_the_same_whether_staged_or_not(
     assert list(private_tmp.iterdir()) == []
 
 
+def test_a_discarded_staging_file_is_deleted_once_detached_and_kept_if_the_body_fails(
+    tmp_path: Path,
+) -> None:
+    table = StagedTable("t", ("CREATE TABLE t (n INTEGER)",), pa.table({"n": [1, 2, 3]}))
+    house = sqlite3.connect(tmp_path / "house.sqlite", isolation_level=None)
+    house.execute("CREATE TABLE t (n INTEGER)")
+    failing = write_staged_file(tmp_path / "failing.sqlite", [table])
+    with pytest.raises(RuntimeError), staging.attached(house, {"s": failing.path}, discard=True):
+        raise RuntimeError("the copy failed")
+    assert failing.path.exists()  # the folder's cleanup removes it, not the failed body
+    read = write_staged_file(tmp_path / "read.sqlite", [table])
+    with staging.attached(house, {"s": read.path}, discard=True):
+        assert staging.copy_table(house, "s", "t") == 3
+    assert not read.path.exists()
+    assert house.execute("SELECT count(*) FROM t").fetchone()[0] == 3
+    assert [r[1] for r in house.execute("PRAGMA database_list")] == ["main"]
+    house.close()
+
+
+# SQLite only: staging files.
+def test_the_reconcile_command_frees_its_staging_files_before_the_exception_sync(
+    benchmark_folder: tuple[Path, int],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    staged_files: list[str],
+    private_tmp: Path,
+) -> None:
+    import core.review
+
+    folder, as_of = benchmark_folder
+    _stage_from(monkeypatch, 0)
+    left_at_sync: list[list[str]] = []
+    real_sync = core.review.sync_exceptions
+
+    def sync_noting_files(*args: Any, **kwargs: Any) -> Any:
+        left_at_sync.append(sorted(p.name for p in private_tmp.rglob("*.sqlite")))
+        return real_sync(*args, **kwargs)
+
+    monkeypatch.setattr(core.review, "sync_exceptions", sync_noting_files)
+    _cli_reconcile(folder, as_of, tmp_path / "out.csv", tmp_path / "db.sqlite")
+    assert sorted(staged_files) == sorted([*RAW_TABLES, "outcomes"])
+    assert left_at_sync == [[]]  # raw0, raw1 and outcomes deleted once copied
+    assert list(private_tmp.iterdir()) == []
+
+
 # SQLite only: staging files; on PostgreSQL see
 # test_pipeline_incremental.test_import_day_chain_equals_a_full_run_over_the_stored_data.
 def test_import_day_stages_its_day_before_reconciling_and_stores_what_direct_writes_do(
