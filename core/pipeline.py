@@ -864,9 +864,7 @@ def _persist_carried(
             if staged is not None:
                 # Keys off: the fresh rows get this run's id in the copy (they reference it
                 # by construction), and nothing references an outcome.
-                stack.enter_context(
-                    attached(conn, {"staged_fresh": staged.file.path}, discard=True)
-                )
+                stack.enter_context(attached(conn, {"staged_fresh": staged.file.path}))
                 stack.enter_context(foreign_keys_off(conn))
             db_runs.complete_run(
                 conn,

@@ -589,18 +589,18 @@ def test_the_reconcile_command_stores_the_same_whether_staged_or_not(
     assert list(private_tmp.iterdir()) == []
 
 
-def test_a_discarded_staging_file_is_deleted_once_detached_and_kept_if_the_body_fails(
+def test_an_attached_staging_file_is_deleted_once_detached_and_kept_if_the_body_fails(
     tmp_path: Path,
 ) -> None:
     table = StagedTable("t", ("CREATE TABLE t (n INTEGER)",), pa.table({"n": [1, 2, 3]}))
     house = sqlite3.connect(tmp_path / "house.sqlite", isolation_level=None)
     house.execute("CREATE TABLE t (n INTEGER)")
     failing = write_staged_file(tmp_path / "failing.sqlite", [table])
-    with pytest.raises(RuntimeError), staging.attached(house, {"s": failing.path}, discard=True):
+    with pytest.raises(RuntimeError), staging.attached(house, {"s": failing.path}):
         raise RuntimeError("the copy failed")
     assert failing.path.exists()  # the folder's cleanup removes it, not the failed body
     read = write_staged_file(tmp_path / "read.sqlite", [table])
-    with staging.attached(house, {"s": read.path}, discard=True):
+    with staging.attached(house, {"s": read.path}):
         assert staging.copy_table(house, "s", "t") == 3
     assert not read.path.exists()
     assert house.execute("SELECT count(*) FROM t").fetchone()[0] == 3

@@ -237,15 +237,14 @@ def staging_directory() -> Iterator[Path]:
 
 
 @contextmanager
-def attached(
-    conn: sqlite3.Connection, files: Mapping[str, Path], *, discard: bool = False
-) -> Iterator[None]:
+def attached(conn: sqlite3.Connection, files: Mapping[str, Path]) -> Iterator[None]:
     """ATTACH each staging file under its alias for the duration (outside any transaction:
-    SQLite refuses ATTACH inside one), DETACH afterwards. `discard`: the files are read
-    once; after a body that returns, they are deleted at once, not with their folder, so the
-    writes that follow (the run's store, the sync, the Books ledger) take the memory their
-    pages held (on a virtual machine that hands freed memory back to its host, fresh pages
-    cost ~1.5 s a GB to fault in; docs/benchmark.md)."""
+    SQLite refuses ATTACH inside one), DETACH afterwards. A staging file is read once: after
+    a body that returns, the files are deleted at once, not with their folder, so the writes
+    that follow (the run's store, the sync, the Books ledger) take the memory their pages
+    held (on a virtual machine that hands freed memory back to its host, fresh pages cost
+    ~1.5 s a GB to fault in; docs/benchmark.md). After a failed body the folder's cleanup
+    removes them."""
     if conn.in_transaction:
         raise RuntimeError("staging files are attached outside a transaction")
     done: list[str] = []
@@ -259,9 +258,8 @@ def attached(
     finally:
         for alias in reversed(done):
             conn.execute(f"DETACH DATABASE {alias}")
-    if discard:
-        for path in files.values():
-            path.unlink(missing_ok=True)
+    for path in files.values():
+        path.unlink(missing_ok=True)
 
 
 @contextmanager

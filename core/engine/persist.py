@@ -196,10 +196,7 @@ def persist_run(
         else:
             # Keys off so SQLite copies whole records: the staged rows carry this run's id
             # (or get it in the copy), so they reference this run by construction.
-            with (
-                attached(conn, {"staged_outcomes": staged.file.path}, discard=True),
-                foreign_keys_off(conn),
-            ):
+            with attached(conn, {"staged_outcomes": staged.file.path}), foreign_keys_off(conn):
                 db_runs.complete_run(
                     conn,
                     run_id,

@@ -518,7 +518,7 @@ def _store_staged(
     files = staging.files()
     aliases = {f"staged{i}": staged for i, staged in enumerate(files)}
     paths = {alias: staged.path for alias, staged in aliases.items()}
-    with attached(conn, paths, discard=True), foreign_keys_off(conn):
+    with attached(conn, paths), foreign_keys_off(conn):
         return _store(
             conn, dataset, report, replace, _Staged(staging.import_id, aliases, staging.into_stored)
         )
