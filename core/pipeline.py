@@ -42,6 +42,7 @@ from core.ingest.stage import RawStaging
 if TYPE_CHECKING:  # import-day never derives the books: the ledger loads when a run does
     from core.books.carry import Started
     from core.books.ledger import Computed, InMemory
+    from core.ingest.statements import PlacedLines
     from core.views.summary_ahead import SummaryAhead
 
 
@@ -537,6 +538,8 @@ class DayRunResult:
     # The outcome columns summary_lines and counts read, when the run's whole frame was
     # never built (an incremental run); None: read them from run.outcomes.
     counted: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+    # The store's report of the day's files (None when nothing was stored).
+    imported: ImportReport | None = field(default=None, repr=False, compare=False)
 
     def summary_frame(self) -> pd.DataFrame:
         """A frame core.engine.results.summary_lines can read, without building the run's
@@ -1020,14 +1023,21 @@ def reconcile_day_into_db(
     runs")."""
     from core.ingest.mappings import saved_mappings
     from core.ingest.stage import staging_raw_tables
+    from core.ingest.statements import place_among_stored
 
     loaded = load_folder(folder, amount_unit, saved_mappings(conn))
-    day = qualify_bank_lines(loaded.dataset, Path(folder).resolve().name)
+    where = Path(folder).resolve()
+    # The statement's lines an earlier day stored already (an overlapping download) are
+    # not stored again, and none replaces a stored line (core.ingest.statements).
+    placed = place_among_stored(
+        conn, qualify_bank_lines(loaded.dataset, where.name), str(where), loaded.report.content_hash
+    )
+    day = placed.dataset
     # The day's raw tables staged on worker threads while this one reads the stored state
     # and reconciles; store_dataset upserts them from there (core.ingest.stage).
     with staging_raw_tables(conn, day, loaded.report.content_hash, replace=False) as staging:
         return _reconcile_loaded_day(
-            conn, folder, loaded, day, staging, params, as_of, source, full, snapshots
+            conn, folder, loaded, placed, staging, params, as_of, source, full, snapshots
         )
 
 
@@ -1035,7 +1045,7 @@ def _reconcile_loaded_day(
     conn: sqlite3.Connection,
     folder: str | Path,
     loaded: LoadedFolder,
-    day: Dataset,
+    placed: PlacedLines,
     staging: RawStaging | None,
     params: EngineParams,
     as_of: int,
@@ -1043,7 +1053,8 @@ def _reconcile_loaded_day(
     full: bool,
     snapshots: str | Path | None,
 ) -> DayRunResult:
-    """`reconcile_day_into_db` once the day is loaded (its raw tables being staged)."""
+    """`reconcile_day_into_db` once the day is loaded and its bank lines placed (its raw
+    tables being staged)."""
     from core.books.store import pricing_plans
     from core.db.backend import is_postgres
     from core.db.raw import latest_import_id, reconciled_through
@@ -1058,6 +1069,7 @@ def _reconcile_loaded_day(
     from core.snapshots import wants_delta
     from core.views.summary_ahead import summary_ahead
 
+    day = placed.dataset
     pricing = pricing_plans(conn)
     pricing_hash = pricing_fingerprint(pricing)
     keep_in = snapshot_folder(conn, snapshots)
@@ -1193,6 +1205,7 @@ def _reconcile_loaded_day(
                 replace=False,
                 files=loaded.report.files,
                 staging=staging,
+                placed=placed,
             )
             timings["store_dataset_s"] = round(time.perf_counter() - began, 3)
             # The run's data and its snapshot's: an import stored between the read and the
@@ -1238,7 +1251,7 @@ def _reconcile_loaded_day(
             started=carrying,
         )
         counted = carry[2] if carry is not None else None
-        return DayRunResult(stored_run, kind, base_id, scope, read_from, counted)
+        return DayRunResult(stored_run, kind, base_id, scope, read_from, counted, imported)
 
 
 def _outcome_parts(

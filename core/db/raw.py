@@ -827,6 +827,12 @@ def bank_statement_in_raw_tables(conn: sqlite3.Connection) -> bool:
     return row is not None
 
 
+def read_bank_lines(conn: sqlite3.Connection) -> pd.DataFrame:
+    """The stored bank lines (every column), in file and line order: what a new statement's
+    lines are placed among (core.ingest.statements)."""
+    return _frame(conn, "bank_lines", BANK_COLUMNS, "file, line_no")
+
+
 def read_dataset(conn: sqlite3.Connection) -> Dataset:
     """The raw tables as a Dataset (same columns and dtypes as the importer builds), read in
     one transaction so that every table comes from the same snapshot.
@@ -840,7 +846,7 @@ def read_dataset(conn: sqlite3.Connection) -> Dataset:
             for attribute, (table, _, spec) in RAW_TABLES.items()
             if attribute != "bank"
         }
-        bank = _frame(conn, "bank_lines", BANK_COLUMNS, "file, line_no")
+        bank = read_bank_lines(conn)
         has_bank = len(bank) > 0 or bank_statement_in_raw_tables(conn)
     return Dataset(**frames, bank=bank, has_bank_statement=has_bank)
 

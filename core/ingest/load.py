@@ -47,6 +47,7 @@ from core.ingest.readers import (
 from core.ingest.recon_rows import cross_check_settlements, split_recon_rows
 from core.ingest.report import FileReport, ImportReport
 from core.ingest.stage import RawStaging, staging_raw_tables
+from core.ingest.statements import PlacedLines, place_among_stored, refuse_clashes
 from core.ingest.tables import DATASET_FIELD, SETTLEMENTS, TABLES, TableSpec
 from core.memory import return_freed_memory
 
@@ -471,8 +472,14 @@ def store_dataset(
     replace: bool = False,
     files: tuple[FileReport, ...] = (),
     staging: RawStaging | None = None,
+    placed: PlacedLines | None = None,
 ) -> ImportReport:
     """Write a dataset's raw tables in one transaction and record the import.
+
+    Into tables that keep other imports (not `replace`), the bank statement's lines are
+    first placed among the stored ones (core.ingest.statements: lines stored already are
+    not stored again, a stored line is never replaced by another); `placed`: the caller
+    placed them already (required with a `staging` started for such an import).
 
     The same content as the latest import is a no-op (unless `replace` asks to rebuild tables
     that also hold other imports). Rows are upserted by primary key, so nothing is ever
@@ -485,12 +492,20 @@ def store_dataset(
     `staging` passes one already started for this dataset. Outside a caller's transaction
     only: SQLite attaches files outside one.
     """
+    if not replace and placed is None:
+        if staging is not None:
+            raise ValueError("a staging for an upsert needs the bank lines placed first")
+        placed = place_among_stored(conn, dataset, location, content_hash)
+    if placed is not None:
+        dataset = placed.dataset
     report = ImportReport(
         source=source,
         location=location,
         content_hash=content_hash,
         files=files,
         has_bank_statement=dataset.has_bank_statement,
+        bank_lines_known=0 if placed is None else placed.known,
+        bank_lines_renamed=0 if placed is None else placed.renamed,
     )
     if staging is not None:
         return _store_staged(conn, dataset, report, replace, staging)
@@ -547,6 +562,8 @@ def _store(
             return dataclasses.replace(report, import_id=latest.id, already_imported=True)
         if replace:
             raw.clear_raw_tables(conn)
+        else:
+            refuse_clashes(conn, dataset)
         exclusive = replace or raw.raw_tables_empty(conn)
         whole = staged is not None and exclusive and not staged.into_stored
         import_id = _insert_import(conn, report, staged.import_id if staged and whole else None)

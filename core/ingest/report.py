@@ -53,6 +53,9 @@ class ImportReport:
     already_imported: the same content was the latest import, so nothing was written.
     replaced: the raw tables were emptied first.
     written: rows upserted per raw table.
+    bank_lines_known: statement lines not stored again, being stored lines already (an
+    overlapping download); bank_lines_renamed: new lines stored under a qualified id, a
+    stored line holding theirs (core.ingest.statements).
     """
 
     source: str
@@ -64,6 +67,24 @@ class ImportReport:
     already_imported: bool = False
     replaced: bool = False
     written: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    bank_lines_known: int = 0
+    bank_lines_renamed: int = 0
+
+    def statement_lines(self) -> list[str]:
+        """What storing the bank statement beside the stored ones did (core.ingest.statements)."""
+        out = []
+        if self.bank_lines_known:
+            out.append(
+                f"{self.bank_lines_known} bank line(s) already stored from an earlier"
+                " statement (same dates, narration, reference, amounts and balance):"
+                " not stored again"
+            )
+        if self.bank_lines_renamed:
+            out.append(
+                f"{self.bank_lines_renamed} new bank line(s) stored under ids qualified by"
+                " this import (folder@content): other stored lines hold their file:line ids"
+            )
+        return out
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -87,6 +108,8 @@ class ImportReport:
                 pass
             elif f.kind == "bank_statement":
                 detail += f", layout {f.bank_layout}, amounts in rupees"
+            elif f.rows == 0:
+                pass  # no amount to read a unit from
             else:
                 detail += f", amounts in {f.amount_unit} ({f.unit_reason})"
             if f.date_style:
@@ -99,6 +122,7 @@ class ImportReport:
             out.extend(f"    warning: {w}" for w in f.warnings)
         if not self.has_bank_statement:
             out.append("  no bank statement: bank checks will be skipped")
+        out.extend(f"  {line}" for line in self.statement_lines())
         if self.already_imported:
             out.append(f"Already imported (import #{self.import_id}): nothing written.")
         elif self.import_id is not None:
