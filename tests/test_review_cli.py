@@ -237,3 +237,35 @@ def test_exceptions_list_json_has_the_contract_fields_and_filters_by_status(
     assert "3 exception(s)" in capsys.readouterr().out
     assert main(["exceptions", "list", "--db", str(db_url), "--status", "CLOSED"]) == 2
     assert "unknown status" in capsys.readouterr().err
+
+
+def test_exceptions_list_prints_whole_entity_ids_a_reviewer_can_copy(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    long_id = "2026-07-08/bank_statement.csv:16"
+    conn = connect(db_url)
+    add_people(conn)
+    sync_exceptions(
+        conn,
+        write_run(
+            conn,
+            [
+                Finding(
+                    "setl_krSo1jjUUi4Duc",
+                    "DUPLICATE_BANK_CREDIT",
+                    7,
+                    "amount_at_risk",
+                    "settlement",
+                ),
+                Finding(long_id, "UNMATCHED_BANK_CREDIT", 5, "amount_at_risk", "bank_credit"),
+            ],
+        ),
+    )
+    conn.close()
+    assert main(["exceptions", "list", "--db", str(db_url)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any("settlement setl_krSo1jjUUi4Duc " in line for line in lines)
+    assert any(f"bank_credit {long_id} " in line for line in lines)
+    # The columns stay aligned: every row's due date starts under the header's "due".
+    due = lines[0].index("due")
+    assert all(line[due - 2 : due] == "  " and line[due:].strip() for line in lines[1:-1])

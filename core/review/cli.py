@@ -305,11 +305,15 @@ def _run_list(args: argparse.Namespace) -> int:
         json.dump([r.to_dict() for r in rows], sys.stdout, ensure_ascii=False)
         sys.stdout.write("\n")
         return EXIT_OK
-    print(f"{'id':>7}  {'status':12}  {'reason_code':32}  {'entity':28}  {'exposure':>16}  due")
-    for r in rows:
+    # Whole ids, never cut: a reviewer copies them into `investigate` and `review`.
+    entities = [f"{r.entity_type} {r.entity_id}" for r in rows]
+    width = max([28, *map(len, entities)])
+    print(
+        f"{'id':>7}  {'status':12}  {'reason_code':32}  {'entity':{width}}  {'exposure':>16}  due"
+    )
+    for r, entity in zip(rows, entities, strict=True):
         print(
-            f"{r.id:>7}  {r.status:12}  {r.reason_code:32}  "
-            f"{(r.entity_type + ' ' + r.entity_id)[:28]:28}  "
+            f"{r.id:>7}  {r.status:12}  {r.reason_code:32}  {entity:{width}}  "
             f"{format_inr(r.exposure_amount):>16}  {r.due_date or '-'}"
         )
     print(f"{len(rows)} exception(s)")
