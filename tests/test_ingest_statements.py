@@ -188,6 +188,24 @@ def test_identical_lines_of_one_file_are_as_many_lines_as_the_file_shows() -> No
     assert placed.dataset.bank["id"].tolist() == ["b/bank_statement.csv:3"]
 
 
+def test_a_blank_reference_is_the_same_whether_stored_as_empty_or_missing() -> None:
+    line = {
+        "id": "bank_statement.csv:2",
+        "file": "bank_statement.csv",
+        "line_no": 2,
+        "txn_date": "2026-07-20",
+        "value_date": "2026-07-20",
+        "narration": "NEFT CR-SBIN0001234-MEHTA TRADERS",
+        "utr": pd.NA,
+        "debit": 0,
+        "credit": 1_250_000,
+        "balance": 13_943_685,
+    }
+    stored = _bank([{**line, "reference": pd.NA}])
+    day = Dataset(bank=_bank([{**line, "reference": ""}]), has_bank_statement=True)
+    assert place_bank_lines(day, stored, "x@0").known == 1
+
+
 def _bank(rows: list[dict[str, object]]) -> pd.DataFrame:
     if not rows:
         return empty_frame(BANK_COLUMNS)

@@ -75,11 +75,11 @@ def qualifier(location: str, content_hash: str) -> str:
 
 
 def content_key(bank: pd.DataFrame) -> pd.Series:
-    """One text per line of its CONTENT_COLUMNS (a missing value distinct from any text)."""
+    """One text per line of its CONTENT_COLUMNS; a missing value is an empty one (a blank
+    reference may come back from storage as either)."""
     key = pd.Series("", index=bank.index, dtype="string")
     for column in CONTENT_COLUMNS:
-        part = bank[column].astype("string").fillna("\x00")
-        key = key + "\x1f" + part
+        key = key + "\x1f" + bank[column].astype("string").fillna("")
     return key
 
 
