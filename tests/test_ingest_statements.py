@@ -281,7 +281,7 @@ def test_an_import_that_finds_its_lines_taken_meanwhile_is_refused_and_writes_no
         taken = placed.dataset.bank["id"].iloc[0]
         conn.execute("UPDATE bank_lines SET id = ? WHERE id = 'bank_statement.csv:3'", (taken,))
         count = conn.execute("SELECT count(*) FROM imports").fetchone()[0]
-        with pytest.raises(RefusedError, match="another import stored bank lines"):
+        with pytest.raises(RefusedError, match="another import stored bank lines while"):
             store_dataset(
                 conn,
                 placed.dataset,

@@ -144,7 +144,8 @@ def refuse_clashes(conn: sqlite3.Connection | Any, dataset: Dataset) -> None:
     bad = clashes(dataset.bank, read_bank_lines(conn))
     if bad:
         raise RefusedError(
-            f"bank line {bad[0]} ({len(bad)} in all) is held by another stored line: another"
-            " import stored bank lines while this one was prepared; nothing written, import"
-            " again"
+            f"bank line {bad[0]} ({len(bad)} in all) is held by a stored line of other"
+            " content: another import stored bank lines while this one was prepared (import"
+            " again), or these files were imported before with another bank mapping (import"
+            " with --replace); nothing written"
         )
