@@ -58,8 +58,10 @@ def run(args: argparse.Namespace) -> int:
     as_of_text = dt.datetime.fromtimestamp(as_of, tz=IST).isoformat()
     print(f"merged {args.day_dir} into {args.db}; reconciled as of {as_of_text}")
     # What `import` says of the same files: layouts, skipped lines, lines stored already.
-    for line in result.imported.lines() if result.imported is not None else []:
-        print(line)
+    if result.imported is not None:
+        unchanged = "the raw tables are unchanged, the run below reconciled them again"
+        for line in result.imported.lines(unchanged):
+            print(line)
     scope = result.scope
     if result.kind == "incremental":
         print(

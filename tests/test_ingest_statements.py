@@ -123,11 +123,16 @@ def test_import_day_of_an_overlapping_statement_opens_no_duplicate_credit(tmp_pa
     # The day's files reported as `import` reports them; an empty file claims no unit.
     assert "bank_statement.csv: 9 rows, csv, layout HDFC" in second.stdout
     assert "payments.csv: 0 rows, csv; layout Razorpay dashboard" in second.stdout
+    # The same day again: its rows are stored already; the day is still reconciled.
+    again = _cli("import-day", str(day1), "--db", str(db), "--as-of", AS_OF)
+    assert again.returncode == 0, again.stderr
+    assert "Already imported (import #2): the raw tables are unchanged" in again.stdout
+    assert "nothing written" not in again.stdout and "run 3: incremental" in again.stdout
     with open_database(str(db)) as conn:
         runs = list_runs(conn)
-        assert [r.kind for r in reversed(runs)] == ["full", "incremental"]
+        assert [r.kind for r in reversed(runs)] == ["full", "incremental", "incremental"]
         day_run = read_outcome_frame(conn, runs[0].id)
-        base_run = read_outcome_frame(conn, runs[1].id)
+        base_run = read_outcome_frame(conn, runs[2].id)
         credits = read_bank_lines(conn)
         params = EngineParams.from_dict(runs[0].params)
         full = reconcile_database(conn, params, runs[0].as_of, "files")

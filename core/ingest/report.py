@@ -99,8 +99,9 @@ class ImportReport:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
 
-    def lines(self) -> list[str]:
-        """The report as a person reads it."""
+    def lines(self, unchanged: str = "nothing written") -> list[str]:
+        """The report as a person reads it; `unchanged`: what an import made already says
+        (`import-day` still reconciles)."""
         out = [f"Import from {self.location} ({self.source}), content {self.content_hash[:12]}"]
         for f in self.files:
             detail = f"{f.rows} rows, {f.fmt}"
@@ -124,7 +125,7 @@ class ImportReport:
             out.append("  no bank statement: bank checks will be skipped")
         out.extend(f"  {line}" for line in self.statement_lines())
         if self.already_imported:
-            out.append(f"Already imported (import #{self.import_id}): nothing written.")
+            out.append(f"Already imported (import #{self.import_id}): {unchanged}.")
         elif self.import_id is not None:
             counts = ", ".join(f"{table} {n}" for table, n in self.written.items())
             mode = "replaced raw tables" if self.replaced else "upserted"
