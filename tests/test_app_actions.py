@@ -154,3 +154,28 @@ def test_reconciling_the_upload_persists_a_run_and_opens_exceptions(database: st
         "Reconciling, saving the run and updating the exception queue",
         "Summarising the run",
     ]
+
+
+def test_uploading_an_overlapping_statement_stores_only_its_new_lines(database: str) -> None:
+    """A second upload whose statement repeats lines of the first (the last days again, and
+    one new credit): the report says so; the new credit takes an id no stored line holds."""
+    export = Path(__file__).parent / "fixtures" / "real_exports" / "dashboard_csv"
+    actions.import_uploads(_uploads(export), "auto", False)
+    header, *lines = (export / "bank_statement.csv").read_text("utf-8").splitlines()
+    new = "01/08/26,NEFT CR-UTIB0000001-RAZORPAY SOFTWARE PVT LTD-UTIBN5262140,UTIBN5262140,"
+    statement = "\n".join([header, *lines[-3:], new + "01/08/26,,999.00,163547.61"]) + "\n"
+    empty = [
+        Upload(name, (export / name).read_text("utf-8").splitlines()[0].encode() + b"\n")
+        for name in ("payments.csv", "settlements.csv", "settlement_recon.csv")
+    ]
+    report = actions.import_uploads(
+        [*empty, Upload("bank_statement.csv", statement.encode())], "auto", False
+    )
+    assert (report.bank_lines_known, report.bank_lines_renamed) == (3, 1)
+    assert any("3 bank line(s) already stored" in line for line in report.lines())
+    conn = connect(database)
+    ids = [r[0] for r in conn.execute("SELECT id FROM bank_lines WHERE utr = 'UTIBN5262140'")]
+    total = conn.execute("SELECT count(*) FROM bank_lines").fetchone()[0]
+    conn.close()
+    assert total == len(lines) + 1
+    assert ids == [f"upload@{report.content_hash[:8]}/bank_statement.csv:5"]
