@@ -110,12 +110,14 @@ def test_another_statements_line_never_replaces_a_stored_line_of_the_same_number
     )
 
 
-def test_import_day_of_an_overlapping_statement_opens_no_duplicate_credit(tmp_path: Path) -> None:
+def test_import_day_of_an_overlapping_statement_opens_no_duplicate_credit(
+    db_url: str, tmp_path: Path
+) -> None:
     _, lines = _statement_lines()
     day0 = tmp_path / "2026-07-31"
     shutil.copytree(EXPORT, day0)
     day1 = _bank_only_folder(tmp_path / "2026-08-01", [*lines[-8:], NEW_CREDIT])
-    db = tmp_path / "db.sqlite"
+    db = db_url
     first = _cli("import-day", str(day0), "--db", str(db), "--as-of", AS_OF)
     second = _cli("import-day", str(day1), "--db", str(db), "--as-of", AS_OF)
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
