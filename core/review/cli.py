@@ -108,7 +108,13 @@ def register(subparsers: Any) -> None:
     exceptions = subparsers.add_parser("exceptions", help="the exception queue")
     sub = exceptions.add_subparsers(dest="exceptions_action", metavar="ACTION")
     sub.required = True
-    lst = sub.add_parser("list", help="list exceptions, largest exposure first")
+    lst = sub.add_parser(
+        "list",
+        help="list exceptions, largest exposure first",
+        description="List exceptions, largest exposure first. 'due': the date a reviewer"
+        " should have decided it by: working days from the IST date it opened, fewer for"
+        " larger exposures (docs/review.md, *Due date*).",
+    )
     lst.add_argument("--db", required=True, metavar="PATH")
     lst.add_argument("--status", metavar="STATUS", help="one status, or several comma-separated")
     lst.add_argument("--reason-code", metavar="CODE")
