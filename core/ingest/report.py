@@ -70,22 +70,6 @@ class ImportReport:
     bank_lines_known: int = 0
     bank_lines_renamed: int = 0
 
-    def statement_lines(self) -> list[str]:
-        """What storing the bank statement beside the stored ones did (core.ingest.statements)."""
-        out = []
-        if self.bank_lines_known:
-            out.append(
-                f"{self.bank_lines_known} bank line(s) already stored from an earlier"
-                " statement (same dates, narration, reference, amounts and balance):"
-                " not stored again"
-            )
-        if self.bank_lines_renamed:
-            out.append(
-                f"{self.bank_lines_renamed} new bank line(s) stored under ids qualified by"
-                " this import (folder@content): other stored lines hold their file:line ids"
-            )
-        return out
-
     @property
     def warnings(self) -> tuple[str, ...]:
         return tuple(f"{f.file}: {w}" for f in self.files for w in f.warnings)
@@ -123,7 +107,17 @@ class ImportReport:
             out.extend(f"    warning: {w}" for w in f.warnings)
         if not self.has_bank_statement:
             out.append("  no bank statement: bank checks will be skipped")
-        out.extend(f"  {line}" for line in self.statement_lines())
+        if self.bank_lines_known:  # core.ingest.statements
+            out.append(
+                f"  {self.bank_lines_known} bank line(s) already stored from an earlier"
+                " statement (same dates, narration, reference, amounts and balance):"
+                " not stored again"
+            )
+        if self.bank_lines_renamed:
+            out.append(
+                f"  {self.bank_lines_renamed} new bank line(s) stored under ids qualified by"
+                " this import (folder@content): other stored lines hold their file:line ids"
+            )
         if self.already_imported:
             out.append(f"Already imported (import #{self.import_id}): {unchanged}.")
         elif self.import_id is not None:

@@ -32,23 +32,16 @@ import re
 import sqlite3
 from dataclasses import dataclass, replace
 from pathlib import PurePath
-from typing import Any
 
 import pandas as pd
 
-from core.dataset import Dataset
+from core.dataset import BANK_COLUMNS, Dataset
 from core.errors import RefusedError
 
-# What makes two statement lines the same line (core.dataset.BANK_COLUMNS); the UTR is
-# derived from the narration and reference.
-CONTENT_COLUMNS: tuple[str, ...] = (
-    "txn_date",
-    "value_date",
-    "narration",
-    "reference",
-    "debit",
-    "credit",
-    "balance",
+# What makes two statement lines the same line: every column but where the line sits and
+# the UTR (read from the narration and reference).
+CONTENT_COLUMNS: tuple[str, ...] = tuple(
+    c for c in BANK_COLUMNS if c not in ("id", "file", "line_no", "utr")
 )
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -121,7 +114,7 @@ def clashes(incoming: pd.DataFrame, stored: pd.DataFrame) -> list[str]:
 
 
 def place_among_stored(
-    conn: sqlite3.Connection | Any, dataset: Dataset, location: str, content_hash: str
+    conn: sqlite3.Connection, dataset: Dataset, location: str, content_hash: str
 ) -> PlacedLines:
     """`place_bank_lines` against the bank lines the database holds (read only when the
     dataset has lines)."""
@@ -133,7 +126,7 @@ def place_among_stored(
     return place_bank_lines(dataset, read_bank_lines(conn), where)
 
 
-def refuse_clashes(conn: sqlite3.Connection | Any, dataset: Dataset) -> None:
+def refuse_clashes(conn: sqlite3.Connection, dataset: Dataset) -> None:
     """Inside the import's transaction: raise RefusedError (nothing written) when a stored
     line of other content holds one of the dataset's line ids, i.e. another import stored
     lines after these were placed."""
