@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import mmap
 import os
+import stat as stat_mode
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -27,10 +28,34 @@ def _identity(stat: os.stat_result) -> Identity:
     return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 
+class NotRegularFile(OSError):
+    """A snapshot file's name holds something else: a link, a FIFO, a device, a folder."""
+
+
+def map_regular(path: Path) -> tuple[mmap.mmap, Identity]:
+    """A read-only memory map of `path` and its identity, when it is a regular file. Opened
+    without following a symbolic link and without blocking, so a FIFO or device put in a
+    snapshot file's place is refused (NotRegularFile), never waited on; an empty file
+    (nothing to map) is refused too."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if os.path.islink(path):
+            raise NotRegularFile(f"{path.name} is a symbolic link, not a regular file") from exc
+        raise
+    try:
+        stat = os.fstat(fd)
+        if not stat_mode.S_ISREG(stat.st_mode):
+            raise NotRegularFile(f"{path.name} is not a regular file")
+        if stat.st_size == 0:
+            raise NotRegularFile(f"{path.name} is empty")
+        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ), _identity(stat)
+    finally:
+        os.close(fd)
+
+
 def _hash(path: Path) -> tuple[mmap.mmap, str, Identity]:
-    with open(path, "rb") as file:
-        identity = _identity(os.fstat(file.fileno()))
-        mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+    mapped, identity = map_regular(path)
     return mapped, hashlib.sha256(mapped).hexdigest(), identity
 
 

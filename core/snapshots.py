@@ -16,8 +16,10 @@ read. Writes nothing but the folder's own files; never raises for a missing or b
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
 import re
+import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -31,6 +33,8 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from core.dataset import DATASET_TABLES, Dataset
+from core.leftovers import pid_alive
+from core.snapshot_ahead import NotRegularFile, map_regular
 from core.snapshot_ahead import take as take_hashed
 
 if TYPE_CHECKING:
@@ -52,6 +56,9 @@ COMPACT_AFTER = 6
 COMPACT_SHARE = 0.25
 # Only files named like this are ever removed from the folder.
 _NAME = re.compile(r"^run-(\d+)\.([a-z_]+)\.([0-9a-f]{16})\.arrow$")
+# Files being written: `.pending.<pid>.<table>.<random>.arrow` until named.
+_PENDING = ".pending."
+_PENDING_NAME = re.compile(r"^\.pending\.(\d+)\.")
 VERSION = 1
 
 
@@ -102,19 +109,50 @@ class Loaded:
     reason: str
 
 
-def _sha256(path: Path) -> str:
-    """The sha256 of a file's bytes, read through a memory map (no copy of the file)."""
-    with pa.memory_map(str(path)) as mapped:
-        return hashlib.sha256(mapped.read_buffer()).hexdigest()
-
-
-def _write_frame(path: Path, frame: pd.DataFrame | pa.Table) -> None:
-    """One frame as an Arrow IPC file, streamed to disk (no copy of it in memory)."""
-    table = (
+def _write_pending(folder: Path, table: str, frame: pd.DataFrame | pa.Table) -> tuple[Path, str]:
+    """One frame as an Arrow IPC file streamed to a new temporary file in `folder` (no copy
+    of it in memory), and the sha256 of the bytes written. The file is created with a
+    name no other file has (O_EXCL, O_NOFOLLOW: a link, FIFO or file someone put in the
+    folder is never opened) and written and hashed through its own descriptor."""
+    arrow = (
         frame if isinstance(frame, pa.Table) else pa.Table.from_pandas(frame, preserve_index=False)
     )
-    with pa.OSFile(str(path), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table)
+    fd, name = tempfile.mkstemp(
+        prefix=f"{_PENDING}{os.getpid()}.{table}.", suffix=".arrow", dir=folder
+    )
+    try:
+        with os.fdopen(fd, "w+b") as handle:
+            with ipc.new_file(pa.PythonFile(handle, mode="w"), arrow.schema) as writer:
+                writer.write_table(arrow)
+            handle.flush()
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                return Path(name), hashlib.sha256(mapped).hexdigest()
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
+
+
+def remove_dead_pending(folder: Path) -> list[Path]:
+    """Temporary snapshot files of processes that died before naming them (killed while
+    they wrote), removed; a live process's are left alone. The paths removed."""
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        named = _PENDING_NAME.match(entry.name)
+        if named is None or entry.is_dir(follow_symlinks=False):
+            continue
+        pid = int(named.group(1))
+        if pid == os.getpid() or pid_alive(pid):
+            continue
+        try:
+            os.unlink(entry.path)  # a link is removed, never what it points to
+        except OSError:
+            continue
+        removed.append(Path(entry.path))
+    return removed
 
 
 @dataclass(frozen=True)
@@ -147,11 +185,10 @@ def _state_frames(state: IncrementalState | None) -> dict[str, pa.Table]:
 
 def _write_all(folder: Path, frames: dict[str, pd.DataFrame | pa.Table]) -> dict[str, Any]:
     folder.mkdir(parents=True, exist_ok=True)
+    remove_dead_pending(folder)
 
     def write(table: str) -> tuple[str, tuple[Path, str]]:
-        temporary = folder / f".pending.{os.getpid()}.{table}.arrow"
-        _write_frame(temporary, frames[table])
-        return table, (temporary, _sha256(temporary))
+        return table, _write_pending(folder, table, frames[table])
 
     with ThreadPoolExecutor(2) as pool:  # hashing and writing release the GIL
         return dict(pool.map(write, list(frames)))
@@ -271,15 +308,16 @@ def _read(folder: Path, entry: dict[str, str]) -> pd.DataFrame | pa.Table | str:
     if not named:
         return f"bad file name {name!r}"
     path = folder / name
-    if path.is_symlink() or not path.is_file():
-        return f"{name} is missing"
     ahead = take_hashed(path)  # hashed while the process started (core.snapshot_ahead)
-    if ahead is not None:
-        data, digest = pa.py_buffer(ahead[0]), ahead[1]
-    else:
-        with pa.memory_map(str(path)) as mapped:  # hashed and read without a copy in memory
-            data = mapped.read_buffer()
-        digest = hashlib.sha256(data).hexdigest()
+    if ahead is None:
+        try:  # hashed and read without a copy in memory; never through a link or a FIFO
+            mapped, _ = map_regular(path)
+        except FileNotFoundError:
+            return f"{name} is missing"
+        except OSError as exc:
+            return str(exc) if isinstance(exc, NotRegularFile) else f"{name}: {exc.strerror}"
+        ahead = (mapped, hashlib.sha256(mapped).hexdigest())
+    data, digest = pa.py_buffer(ahead[0]), ahead[1]
     if digest != entry.get("sha256"):
         return f"{name} does not match the sha256 its run recorded"
     table = ipc.open_file(data).read_all()

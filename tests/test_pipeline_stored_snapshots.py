@@ -6,8 +6,15 @@ SQLite files and on PostgreSQL."""
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import itertools
+import os
+import stat
+import subprocess
+import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -348,3 +355,137 @@ def test_outcomes_keep_only_indexes_a_run_appends_to_in_order(db_url: str) -> No
                 )
             }
     assert names == {"outcomes_status", "outcomes_settlement"}
+
+
+def _cli_day(db: str, folder: Path, as_of: int) -> subprocess.CompletedProcess[str]:
+    """`python -m core import-day` as a user runs it (the snapshot hashed while the process
+    starts, core.snapshot_ahead); a run that hangs fails the test after two minutes."""
+    when = dt.datetime.fromtimestamp(as_of, tz=IST).isoformat()
+    command = [sys.executable, "-m", "core", "import-day", str(folder), "--db", db]
+    return subprocess.run(
+        [*command, "--as-of", when], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_a_fifo_or_link_in_a_snapshot_files_place_is_refused_at_once_and_the_run_is_exact(
+    days: tuple[list[Path], list[int]], tmp_path: Path
+) -> None:
+    folders, as_ofs = days
+    db = str(tmp_path / "f.sqlite")
+    snapshots = Path(db + ".snapshots")
+    for folder, as_of in zip(folders[:2], as_ofs[:2], strict=True):
+        _import(db, folder, as_of, snapshots)
+    with open_database(db) as conn:
+        record = get_run(conn, 2)
+    assert record is not None and record.snapshot is not None
+    files = record.snapshot["files"]
+    # A FIFO where the payments file was (opening it to read would wait for a writer
+    # forever), and the outcomes file moved out and linked back: the same bytes, the
+    # recorded sha256, but not a regular file of the folder.
+    fifo = snapshots / files["payments"]["file"]
+    fifo.unlink()
+    os.mkfifo(fifo)
+    linked = snapshots / files["outcomes"]["file"]
+    elsewhere = tmp_path / "elsewhere.arrow"
+    linked.rename(elsewhere)
+    linked.symlink_to(elsewhere)
+    done = _cli_day(db, folders[2], as_ofs[2])
+    assert done.returncode == 0, done.stderr
+    reasons = {
+        f"{fifo.name} is not a regular file",
+        f"{linked.name} is a symbolic link, not a regular file",
+    }
+    told = [line for line in done.stdout.splitlines() if line.startswith("stored state read")]
+    assert len(told) == 1 and told[0].startswith("stored state read from the tables (")
+    assert told[0].removeprefix("stored state read from the tables (").rstrip(")") in reasons
+    with open_database(db) as conn:
+        stored = read_outcome_frame(conn, 3)
+    pd.testing.assert_frame_equal(stored, _full_frame(db, as_ofs[2]))
+    assert elsewhere.read_bytes()[:6] == b"ARROW1"  # followed by nobody, removed by nobody
+
+
+def _dataset_and_outcomes(folder: Path, as_of: int) -> tuple[Any, pd.DataFrame]:
+    from core.engine import reconcile
+    from core.pipeline import load_folder
+
+    dataset = load_folder(folder).dataset
+    return dataset, reconcile(dataset, PARAMS, as_of)
+
+
+def test_snapshot_files_are_written_to_new_files_never_through_what_is_in_the_folder(
+    days: tuple[list[Path], list[int]], tmp_path: Path
+) -> None:
+    from core.snapshots import discard, write_files
+
+    dataset, outcomes = _dataset_and_outcomes(days[0][0], days[1][0])
+    folder = tmp_path / "snapshots"
+    folder.mkdir()
+    victim = tmp_path / "precious.txt"
+    victim.write_text("keep me\n")
+    pid = os.getpid()
+    # What a writer that opened `.pending.<pid>.<table>.arrow` by name would have met: a
+    # link to a file outside the folder (written through) and a FIFO (waited on forever).
+    (folder / f".pending.{pid}.payments.arrow").symlink_to(victim)
+    os.mkfifo(folder / f".pending.{pid}.outcomes.arrow")
+    got: list[Any] = []
+    writer = threading.Thread(
+        target=lambda: got.append(write_files(folder, dataset, outcomes)), daemon=True
+    )
+    writer.start()
+    writer.join(120)
+    assert not writer.is_alive(), "writing the snapshot waited on a FIFO"
+    written = got[0]
+    try:
+        assert victim.read_text() == "keep me\n"
+        for temporary, digest in written.files.values():
+            assert temporary.parent == folder and not temporary.is_symlink()
+            assert stat.S_ISREG(temporary.lstat().st_mode)
+            assert stat.S_IMODE(temporary.stat().st_mode) == 0o600
+            assert hashlib.sha256(temporary.read_bytes()).hexdigest() == digest
+        assert pd.read_feather(written.files["outcomes"][0]).equals(outcomes)
+    finally:
+        discard(written)
+
+
+def test_temporary_snapshot_files_of_a_dead_process_are_removed_and_a_live_ones_kept(
+    tmp_path: Path,
+) -> None:
+    from core.snapshots import remove_dead_pending
+
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    dead_pid = int(dead.stdout)
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        victim = tmp_path / "precious.txt"
+        victim.write_text("keep me\n")
+        folder = tmp_path / "snapshots"
+        folder.mkdir()
+        gone = [
+            folder / f".pending.{dead_pid}.payments.k2j4.arrow",
+            folder / f".pending.{dead_pid}.outcomes.arrow",  # named as before the random part
+            folder / f".pending.{dead_pid}.recon.x9.arrow",  # a link: removed, not its target
+        ]
+        gone[0].write_bytes(b"ARROW1")
+        gone[1].write_bytes(b"ARROW1")
+        gone[2].symlink_to(victim)
+        kept = [
+            folder / f".pending.{live.pid}.payments.a1.arrow",
+            folder / f".pending.{os.getpid()}.payments.b2.arrow",
+            folder / "run-3.payments.0123456789abcdef.arrow",
+            folder / "notes.txt",
+        ]
+        for path in kept:
+            path.write_bytes(b"ARROW1")
+        (folder / f".pending.{dead_pid}.folder").mkdir()
+        assert sorted(remove_dead_pending(folder)) == sorted(gone)
+        assert all(path.exists() for path in kept)
+        assert (folder / f".pending.{dead_pid}.folder").is_dir()
+        assert victim.read_text() == "keep me\n"
+    finally:
+        live.kill()
+        live.wait()
