@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import importlib
 import os
+import sqlite3
 import sys
 from collections.abc import Sequence
 
@@ -138,6 +139,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RazorReconError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except sqlite3.OperationalError as exc:
+        # A lock wait that ran out, in any command: one line and exit 3, as a run that waited
+        # for another run (core.db.run_lock). Any other database error stays a traceback.
+        from core.db.connection import lock_timeout_error
+
+        busy = lock_timeout_error(exc, getattr(args, "db", None))
+        if busy is None:
+            raise
+        print(f"error: {busy}", file=sys.stderr)
+        return busy.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -82,6 +82,12 @@ class RefusedError(RazorReconError):
     exit_code = EXIT_REFUSED
 
 
+class DatabaseBusyError(RefusedError):
+    """Another process held the database's write lock for longer than the busy timeout
+    (core.db.connection.busy_timeout_ms) or PostgreSQL's lock_timeout; the transaction that
+    waited was rolled back."""
+
+
 class StorageError(RazorReconError):
     """A file the work needs could not be written (disk full, no permission). Nothing was
     stored: the database is as it was."""

@@ -17,6 +17,12 @@ anchored hash at every anchored seq: a rewritten or cut-off chain fails, naming 
 
 Anchors are written at the end of the transaction that appended the entries (before its
 commit), so a decision whose anchor cannot be written is not stored either.
+
+The anchor file is opened only as a regular file, without waiting (O_NONBLOCK: a FIFO in
+its place would otherwise block the open, and with it the transaction) and without
+following a symbolic link at its own path (O_NOFOLLOW: RAZORRECON_ANCHOR_DIR is the one way
+to put the anchors elsewhere); anything else there refuses the write (StorageError) and
+fails `audit verify`, naming what is there.
 """
 
 from __future__ import annotations
@@ -26,10 +32,11 @@ import hmac
 import json
 import os
 import sqlite3
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from core.db import audit as audit_sql
 from core.errors import StorageError
@@ -101,15 +108,73 @@ def anchor_file(conn: sqlite3.Connection) -> Path | None:
     return folder / f"{database.name}.anchors.jsonl"
 
 
-def _last_line(path: Path) -> str | None:
+class NotRegularFile(OSError):
+    """Something other than a regular file is at an anchor file's path: `kind` says what
+    ('a FIFO', 'a device', 'a folder', 'a symbolic link', 'a socket')."""
+
+    def __init__(self, path: Path, kind: str) -> None:
+        super().__init__(f"{path} is {kind}, not a regular file")
+        self.path = path
+        self.kind = kind
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def open_regular(path: Path, flags: int, *, follow: bool = False) -> int:
+    """A descriptor of the regular file at `path` opened with `flags` (0o644 when created),
+    never blocking on a FIFO, never following a symbolic link at `path` itself unless
+    `follow`. Raises NotRegularFile naming what is there instead, else the OSError."""
+    extra = os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     try:
-        with path.open("rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - _TAIL_BYTES))
-            lines = handle.read().decode("utf-8", "replace").strip().splitlines()
-    except OSError:  # absent (first anchor) or unreadable (the write then says why)
+        fd = os.open(path, flags | extra, 0o644)
+    except OSError as error:
+        try:  # ELOOP (a link), EISDIR, ENXIO (a FIFO without a reader): say what is there
+            mode = os.stat(path, follow_symlinks=follow).st_mode
+        except OSError:
+            raise error from None
+        if stat.S_ISREG(mode):
+            raise
+        raise NotRegularFile(path, _kind(mode)) from error
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(path, _kind(mode))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _last_line(path: Path) -> str | None:
+    """The anchor file's last line; None when there is none yet or it cannot be read (the
+    write then says why). NotRegularFile when something else is at `path`."""
+    try:
+        fd = open_regular(path, os.O_RDONLY)
+    except NotRegularFile:
+        raise
+    except OSError:  # absent (first anchor) or unreadable
         return None
+    try:
+        size = os.fstat(fd).st_size
+        start = max(0, size - _TAIL_BYTES)
+        data = os.pread(fd, size - start, start)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    lines = data.decode("utf-8", "replace").strip().splitlines()
     return lines[-1] if lines else None
 
 
@@ -118,35 +183,57 @@ def write_anchor(conn: sqlite3.Connection, *, now: int | None = None) -> Anchor 
     None when there is nothing to anchor (empty trail, database without a file).
 
     Call it at the end of the transaction that appended entries. Raises StorageError when
-    the anchor cannot be written, so that transaction rolls back (fail closed)."""
+    the anchor cannot be written, so that transaction rolls back (fail closed): also when
+    a FIFO, a device, a folder or a symbolic link is at the anchor file's path (module
+    text)."""
     path = anchor_file(conn)
     top = audit_sql.head(conn)
     if path is None or top is None:
         return None
     seq, digest = top
-    last = _last_line(path)
-    if last:
-        try:
-            previous = json.loads(last)
-            if previous.get("seq") == seq and previous.get("hash") == digest:
-                return None  # this head is anchored already
-        except ValueError:
-            pass  # a damaged last line: verify reports it; write the new head anyway
     anchor = make_anchor(seq, digest, now)
     try:
+        last = _last_line(path)
+        if last:
+            try:
+                previous = json.loads(last)
+                if previous.get("seq") == seq and previous.get("hash") == digest:
+                    return None  # this head is anchored already
+            except ValueError:
+                pass  # a damaged last line: verify reports it; write the new head anyway
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
             os.write(fd, anchor.line().encode("utf-8"))
             os.fsync(fd)
         finally:
             os.close(fd)
+    except NotRegularFile as error:
+        if error.kind == "a symbolic link":
+            advice = (
+                f"anchors are not written through a link: set {ANCHOR_DIR_ENV} to the folder "
+                "they should go to"
+            )
+        else:
+            advice = f"remove it, or set {ANCHOR_DIR_ENV} to a folder for the anchors"
+        raise StorageError(
+            f"could not write the audit anchor: {error} ({advice}); nothing was stored"
+        ) from error
     except OSError as error:
         raise StorageError(
             f"could not write the audit anchor to {path}: {error.strerror or error} "
             f"(set {ANCHOR_DIR_ENV} to a writable folder); nothing was stored"
         ) from error
     return anchor
+
+
+def open_anchor_text(path: Path, *, follow: bool = False) -> TextIO:
+    """The anchor file at `path` opened to read its lines, as write_anchor opens it: only
+    a regular file, without blocking, not through a symbolic link at `path` unless
+    `follow` (a file named by hand). Raises NotRegularFile, FileNotFoundError (none yet)
+    or the OSError. The caller closes it."""
+    fd = open_regular(path, os.O_RDONLY, follow=follow)
+    return os.fdopen(fd, "r", encoding="utf-8", errors="replace")
 
 
 @dataclass(frozen=True)
@@ -170,9 +257,18 @@ def read_anchors(conn: sqlite3.Connection, path: Path | None = None) -> AnchorCh
     problems: list[str] = []
     unsigned = 0
     count = 0
-    if target is None or not target.is_file():
+    if target is None:
         return AnchorCheck(required, 0, (), 0, target)
-    with target.open("r", encoding="utf-8", errors="replace") as handle:
+    try:
+        # A file named by hand (--anchors) may be a link; the configured path may not.
+        handle = open_anchor_text(target, follow=path is not None)
+    except (FileNotFoundError, NotADirectoryError):  # no anchors yet: verify warns
+        return AnchorCheck(required, 0, (), 0, target)
+    except OSError as error:  # a FIFO, a device, a folder, a link, no permission
+        where = "" if path is not None else f" (set {ANCHOR_DIR_ENV} to move the anchors)"
+        problem = f"the anchor file cannot be read: {error}{where}"
+        return AnchorCheck(required, 0, (problem,), 0, target)
+    with handle:
         for number, text in enumerate(handle, start=1):
             if not text.strip():
                 continue

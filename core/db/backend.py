@@ -353,10 +353,10 @@ def connect_postgres(url: str) -> PgConnection:
     try:
         return PgConnection(url)
     except psycopg.OperationalError as exc:
-        raise StorageError(f"cannot connect to PostgreSQL at {_redacted(url)}: {exc}") from exc
+        raise StorageError(f"cannot connect to PostgreSQL at {redacted(url)}: {exc}") from exc
 
 
-def _redacted(url: str) -> str:
+def redacted(url: str) -> str:
     """The URL without its password."""
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
 

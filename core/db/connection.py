@@ -27,10 +27,15 @@ from core.db.backend import (
     is_postgres,
     is_postgres_url,
     plain_url,
+    redacted,
 )
+from core.errors import ConfigError, DatabaseBusyError
 
 DEFAULT_DATABASE = "razorrecon.sqlite"
-BUSY_TIMEOUT_MS = 30_000
+# How long a statement waits for another connection's write lock before SQLite gives up
+# ("database is locked"; the CLI says so in one line, exit 3: core.__main__).
+BUSY_TIMEOUT_ENV = "RAZORRECON_BUSY_TIMEOUT_S"
+BUSY_TIMEOUT_MS = 30_000  # the default
 # The page size of a new database file (SQLite's default is 4096; a file keeps the size it was
 # made with: the pragma is a no-op on an existing one, https://www.sqlite.org/pragma.html#pragma_page_size).
 # Half the pages to allocate, write and link in a bulk store: 1M wide payments' raw tables
@@ -91,15 +96,16 @@ def connect(path: str | Path | None = None, *, page_size: int | None = None) -> 
         return cast(sqlite3.Connection, connect_postgres(target))
     if target != ":memory:" and not target.startswith("file:"):
         Path(target).parent.mkdir(parents=True, exist_ok=True)
+    busy_ms = busy_timeout_ms()
     conn = sqlite3.connect(
         target,
-        timeout=BUSY_TIMEOUT_MS / 1000,
+        timeout=busy_ms / 1000,
         isolation_level=None,  # autocommit; `transaction` opens explicit transactions
         check_same_thread=False,
         uri=target.startswith("file:"),
     )
     conn.row_factory = sqlite3.Row
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
     conn.execute("PRAGMA foreign_keys = ON")
     if target != ":memory:":
         size = HOUSE_PAGE_SIZE if page_size is None else int(page_size)
@@ -107,6 +113,63 @@ def connect(path: str | Path | None = None, *, page_size: int | None = None) -> 
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
     return conn
+
+
+def busy_timeout_ms() -> int:
+    """RAZORRECON_BUSY_TIMEOUT_S in milliseconds, else BUSY_TIMEOUT_MS (a bad value is
+    refused, not guessed)."""
+    text = os.environ.get(BUSY_TIMEOUT_ENV, "").strip()
+    if not text:
+        return BUSY_TIMEOUT_MS
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 86_400:  # NaN fails too
+        raise ConfigError(f"{BUSY_TIMEOUT_ENV}={text!r}: expected seconds, 0 to 86400")
+    return round(value * 1000)
+
+
+# SQLite's result code for "database is locked" (extended codes keep it in the low byte)
+# and PostgreSQL's SQLSTATE lock_not_available (lock_timeout ran out).
+_SQLITE_BUSY = 5
+_PG_LOCK_NOT_AVAILABLE = "55P03"
+
+
+def lock_timeout_error(error: BaseException, database: object = None) -> DatabaseBusyError | None:
+    """`error` as a DatabaseBusyError naming `database` (the command's --db; None: the one
+    DATABASE_URL names) when it is a lock wait that ran out, else None."""
+    if not isinstance(error, sqlite3.OperationalError):
+        return None
+    cause = error.__cause__
+    postgres = getattr(cause, "sqlstate", None) == _PG_LOCK_NOT_AVAILABLE
+    code = getattr(error, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        busy = code & 0xFF == _SQLITE_BUSY
+    else:
+        busy = "database is locked" in str(error)
+    if not (postgres or busy):
+        return None
+    try:
+        name = database_path(None if database is None else str(database))
+    except ConfigError:
+        name = str(database)
+    if postgres:
+        return DatabaseBusyError(
+            f"database {redacted(name)} is busy: another session held a lock this command "
+            "needed for longer than PostgreSQL's lock_timeout; this command stopped and its "
+            "unfinished transaction was rolled back. Run it again when that session has finished"
+        )
+    try:
+        waited = f"{busy_timeout_ms() / 1000:g} s"
+    except ConfigError:
+        waited = "the busy timeout"
+    return DatabaseBusyError(
+        f"database {name} is busy: another process held its write lock for longer than the "
+        f"busy timeout; this command waited {waited}, stopped and rolled back its unfinished "
+        f"transaction. Run it again when that process has finished ({BUSY_TIMEOUT_ENV} sets "
+        "the wait)"
+    )
 
 
 def page_size_of(conn: sqlite3.Connection) -> int:
@@ -196,9 +259,10 @@ def background_checkpoints(conn: sqlite3.Connection) -> Iterator[None]:
     previous = int(conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
     conn.execute("PRAGMA wal_autocheckpoint = 0")
     stop = threading.Event()
+    busy_ms = busy_timeout_ms()
 
     def checkpoint() -> None:
-        helper = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        helper = sqlite3.connect(path, timeout=busy_ms / 1000, isolation_level=None)
         try:
             while not stop.wait(CHECKPOINT_INTERVAL_S):
                 helper.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()

@@ -17,7 +17,7 @@ from typing import Any, cast
 from urllib.parse import quote
 
 from core.db.backend import PgConnection, is_postgres
-from core.db.connection import BUSY_TIMEOUT_MS
+from core.db.connection import busy_timeout_ms
 
 Record = dict[str, Any]
 
@@ -81,15 +81,16 @@ def database_file(conn: sqlite3.Connection) -> str | None:
 def open_read_only(path: str | Path) -> sqlite3.Connection:
     """A connection that cannot write: opened `mode=ro` and with `query_only` on."""
     uri = f"file:{quote(str(Path(path).resolve()))}?mode=ro"
+    busy_ms = busy_timeout_ms()
     conn = sqlite3.connect(
         uri,
         uri=True,
-        timeout=BUSY_TIMEOUT_MS / 1000,
+        timeout=busy_ms / 1000,
         isolation_level=None,
         check_same_thread=False,
     )
     conn.row_factory = sqlite3.Row
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
     conn.execute("PRAGMA query_only = ON")
     return conn
 

@@ -46,7 +46,13 @@ from pathlib import Path
 from typing import Any
 
 from core import access
-from core.audit.anchor import anchor_file, anchor_hmac, anchor_key, write_anchor
+from core.audit.anchor import (
+    anchor_file,
+    anchor_hmac,
+    anchor_key,
+    open_anchor_text,
+    write_anchor,
+)
 from core.audit.chain import GENESIS_HASH, append
 from core.calendar import IST
 from core.db import audit as audit_sql
@@ -434,14 +440,17 @@ def _investigator_answer(conn: sqlite3.Connection, exception_id: int) -> Investi
 def _anchor_state(conn: sqlite3.Connection, path: str | Path | None) -> AnchorState:
     target = Path(path) if path is not None else anchor_file(conn)
     name = str(target) if target is not None else ""
-    if target is None or not target.is_file():
+    if target is None:
         return AnchorState(name, None, "", None, "none", None)
     try:
-        lines = [
-            line
-            for line in target.read_text("utf-8", errors="replace").splitlines()
-            if line.strip()
-        ]
+        # As `audit verify` reads it: a regular file only, never a wait on a FIFO.
+        with open_anchor_text(target, follow=path is not None) as handle:
+            lines = [line for line in handle.read().splitlines() if line.strip()]
+    except (FileNotFoundError, NotADirectoryError):
+        return AnchorState(name, None, "", None, "none", None)
+    except OSError:
+        return AnchorState(name, None, "", None, "unreadable", None)
+    try:
         item = json.loads(lines[-1]) if lines else None
         seq, digest, moment = int(item["seq"]), str(item["hash"]), int(item["time"])  # type: ignore[index]
         mac = item.get("hmac")  # type: ignore[union-attr]
