@@ -20,6 +20,7 @@ and every line of a quoted cell that spans lines.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import re
 from collections.abc import Sequence
@@ -33,7 +34,7 @@ import pyarrow as pa
 from core.dataset import BANK_COLUMNS
 from core.errors import Problem
 from core.ingest import convert
-from core.ingest.headers import BankMapping, header_key, header_signature
+from core.ingest.headers import BankMapping, header_key, header_signature, repeated_column
 from core.ingest.readers import ReadFailure, decode_text, oversize_cells
 from core.ingest.report import FileReport
 from core.ingest.sheets import is_sheet, read_sheet
@@ -209,9 +210,13 @@ def _records(text: str, delimiter: str) -> list[Record]:
     return records
 
 
-def record_sets(file: str, data: bytes) -> tuple[str, list[tuple[str, list[Record]]]]:
+def record_sets(
+    file: str, data: bytes, *, refuse_long_cells: bool = True
+) -> tuple[str, list[tuple[str, list[Record]]]]:
     """(format, [(delimiter, records), ...]) to try in order: one set for a sheet, one per
-    delimiter for text."""
+    delimiter for text. A cell longer than the csv module's default limit is refused
+    whatever the delimiter (by column number: no header is known yet), unless the caller
+    refuses it itself (`long_cells`)."""
     if is_sheet(file):
         sheet = read_sheet(file, data)
         records = [(line, [unwrap_cell(c) for c in cells]) for line, cells in sheet.rows]
@@ -219,11 +224,25 @@ def record_sets(file: str, data: bytes) -> tuple[str, list[tuple[str, list[Recor
     text = decode_text(file, data)
     fmt = "txt" if file.lower().endswith(".txt") else "csv"
     sets = [(d, _records(text, d)) for d in DELIMITERS]
-    # A cell longer than the csv module's default limit is refused whatever the delimiter.
-    long_cells = min((oversize_cells(file, records) for _, records in sets), key=len)
-    if long_cells:
-        raise ReadFailure(long_cells)
+    if refuse_long_cells and (found := long_cells(file, sets, None)):
+        raise ReadFailure(found)
     return fmt, sets
+
+
+def long_cells(
+    file: str,
+    sets: list[tuple[str, list[Record]]],
+    found: tuple[BankHeader, list[Record]] | None,
+) -> list[Problem]:
+    """Cells longer than the csv module's default limit, in any column (a statement's every
+    cell is refused so). Below a header found, a cell is named as the header writes its
+    column; otherwise by column number, in the delimiter's records that split the fewest."""
+    if found is None:
+        return min((oversize_cells(file, records) for _, records in sets), key=len)
+    header, records = found
+    cells = records[header.index][1]
+    names = {position: cell.strip() for position, cell in enumerate(cells) if cell.strip()}
+    return oversize_cells(file, records, names, header.line)
 
 
 def _mapped_header(
@@ -371,18 +390,57 @@ def parse_bank_statement(
     """Parse one bank statement (CSV, text, XLSX or XLS by its name). `mappings`: the saved
     column mappings; one whose header signature a row matches reads the file. Problems are
     returned (all of them), not raised; a file that cannot be read at all raises ReadFailure."""
-    fmt, sets = record_sets(file, data)
+    fmt, sets = record_sets(file, data, refuse_long_cells=False)
     found = find_header(sets, mappings)
+    too_long = long_cells(file, sets, found)
+    if too_long:
+        raise ReadFailure(too_long)
     if found is None:
         raise ReadFailure([Problem(file, 0, "", NO_HEADER_MESSAGE)])
     return parse_bank_records(file, fmt, found)
 
 
+def repeated_fields(file: str, header: BankHeader, cells: list[str]) -> list[Problem]:
+    """Header cells that name a field an earlier cell names (`Deposit Amt.` twice; `Credit`
+    and `Deposit Amt.`): which of the two is meant cannot be known. One exception, read by
+    the parser: a direction column right after the balance (Kotak's second `Dr / Cr`) is
+    the balance's sign, not the amount's direction again. A header read through a saved
+    mapping has none: the mapping names each field's column."""
+    if header.mapping is not None:
+        return []
+    balance_sign = header.fields["balance"] + 1 if "balance" in header.fields else None
+    first: dict[str, int] = {}
+    problems: list[Problem] = []
+    for position, cell in enumerate(cells):
+        field = FIELD_OF.get(header_key(cell))
+        if field is None:
+            continue  # a column the parser does not read: never read, twice or not
+        if field == "direction" and position == balance_sign != header.fields.get("direction"):
+            continue
+        if field not in first:
+            first[field] = position
+            continue
+        at = first[field]
+        problem = repeated_column(file, header.line, position, cell, at, cells[at], field)
+        if header_key(cell) != header_key(cells[at]):  # a mapping can tell these two apart
+            problem = dataclasses.replace(
+                problem,
+                message=f"{problem.message}; a column mapping saved for this header says which"
+                " is which (`python -m core bank-mapping save`)",
+            )
+        problems.append(problem)
+    return problems
+
+
 def parse_bank_records(
     file: str, fmt: str, found: tuple[BankHeader, list[Record]]
 ) -> tuple[pd.DataFrame, FileReport, list[Problem]]:
-    """The parser proper, from the header found and the file's records."""
+    """The parser proper, from the header found and the file's records. A header that names
+    a field twice raises ReadFailure (`repeated_fields`): nothing of the file is read."""
     header, records = found
+    repeated = repeated_fields(file, header, records[header.index][1])
+    if repeated:
+        raise ReadFailure(repeated)
     banner = " ".join(" ".join(cells) for _, cells in records[: header.index])
     layout = detect_layout(header, banner)
     f = header.fields

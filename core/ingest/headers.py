@@ -1,12 +1,15 @@
 """Header names compared the way bank statements need: ignoring case, spaces, punctuation;
-and `BankMapping`, the value a saved mapping is (made and saved by `core.ingest.mappings`,
-read by `core.ingest.bank`, which therefore need not import each other in a circle)."""
+`BankMapping`, the value a saved mapping is (made and saved by `core.ingest.mappings`,
+read by `core.ingest.bank`, which therefore need not import each other in a circle); and
+the one message every importer gives for a header that names a column twice."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from core.errors import Problem
 
 SIGNATURE_SEPARATOR = "|"
 
@@ -43,3 +46,22 @@ def header_signature(cells: Sequence[str]) -> tuple[str, ...]:
     while keys and not keys[-1]:
         keys.pop()
     return tuple(keys)
+
+
+def repeated_column(
+    file: str, line: int, position: int, name: str, first: int, first_name: str, field: str
+) -> Problem:
+    """A header cell (0-based `position`) that names the same column (`field`) as the cell at
+    `first`: `payments.csv:1:7: column 'amount' appears twice (first at column 4): ...`, or
+    `column 'Payment ID' is the same column as 'id' at column 1 (both read as 'id'): ...`.
+    The column is a number here: the name alone could be either cell."""
+    name, first_name = name.strip(), first_name.strip()
+    said = (
+        f"column {name!r} appears twice (first at column {first + 1})"
+        if name == first_name
+        else f"column {name!r} is the same column as {first_name!r} at column {first + 1}"
+        f" (both read as {field!r})"
+    )
+    return Problem(
+        file, line, str(position + 1), f"{said}: refused rather than read one of the two"
+    )

@@ -29,6 +29,7 @@ import pyarrow.csv as pa_csv
 from core.errors import ConfigError, Problem
 from core.ingest import json_index
 from core.ingest.failure import ReadFailure as ReadFailure
+from core.ingest.headers import repeated_column
 from core.ingest.sheets import read_sheet
 
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -122,19 +123,31 @@ def refuse_nul(file: str, data: bytes) -> None:
         raise ReadFailure([problem])
 
 
-def oversize_cells(file: str, records: Sequence[tuple[int, Sequence[str]]]) -> list[Problem]:
-    """Cells longer than MAX_CELL_CHARS, each named by line and 1-based column number."""
-    return [
-        Problem(
-            file,
-            line,
-            str(position + 1),
-            f"cell of {len(cell):,} characters: longer than the {MAX_CELL_CHARS:,} allowed",
-        )
-        for line, cells in records
-        for position, cell in enumerate(cells)
-        if len(cell) > MAX_CELL_CHARS
-    ]
+def oversize_cells(
+    file: str,
+    records: Sequence[tuple[int, Sequence[str]]],
+    names: Mapping[int, str] | None = None,
+    header_line: int = 0,
+    *,
+    only_named: bool = False,
+) -> list[Problem]:
+    """Cells longer than MAX_CELL_CHARS. A cell below `header_line` whose column has a name in
+    `names` (0-based position -> the name as the file writes it) is named by it, any other
+    by its 1-based column number; `only_named`: only cells of named columns (the ones read)."""
+    names = names or {}
+    problems: list[Problem] = []
+    for line, cells in records:
+        for position, cell in enumerate(cells):
+            if len(cell) <= MAX_CELL_CHARS:
+                continue
+            name = names.get(position) if line > header_line else None
+            if only_named and name is None:
+                continue
+            message = (
+                f"cell of {len(cell):,} characters: longer than the {MAX_CELL_CHARS:,} allowed"
+            )
+            problems.append(Problem(file, line, name or str(position + 1), message))
+    return problems
 
 
 def decode_text(file: str, data: bytes) -> str:
@@ -164,6 +177,8 @@ def csv_record_lines(text: str) -> list[tuple[int, list[str]]]:
 
 
 HEADER_PROBE_BYTES = 1 << 20
+# Arrow's largest block (an int32): a file with a row longer than 1 MB is parsed in one block.
+MAX_BLOCK_BYTES = (1 << 31) - 1
 STREAM_CHUNK_BYTES = 1 << 20
 
 
@@ -183,26 +198,53 @@ def _header_of(text: str) -> tuple[int, list[str]]:
     return 0, []
 
 
+def _header_fields(
+    header: Sequence[str], aliases: Mapping[str, str] | None
+) -> list[tuple[int, str, str]]:
+    """(position, name as written, field) of each header cell that is not blank: the name
+    normalised (`normalise_header`: case, spaces, BOM) and a dashboard alias mapped to its
+    API field, so `Payment ID` and `id` are the same field."""
+    cells = ((position, name, normalise_header(name)) for position, name in enumerate(header))
+    return [
+        (position, name, (aliases or {}).get(normal, normal))
+        for position, name, normal in cells
+        if normal
+    ]
+
+
 def header_keys(
-    header: Sequence[str], wanted: Sequence[str], aliases: Mapping[str, str] | None
+    header: Sequence[str],
+    wanted: Sequence[str],
+    aliases: Mapping[str, str] | None,
+    *,
+    file: str,
+    line: int,
 ) -> tuple[dict[str, int], dict[str, str], tuple[str, ...], bool]:
     """Map a header row to wanted fields: (field -> cell index, field -> written name,
-    ignored names, whether a dashboard alias was used). Blank header cells are skipped."""
+    ignored names, whether a dashboard alias was used). Blank header cells are skipped.
+
+    Every Razorpay table's header (CSV, sheet, streamed CSV) passes here. Two cells naming
+    one wanted field (the same name twice, or two spellings of one field) refuse the file:
+    ReadFailure naming `file`:`line` (the header's) and both columns, rather than read one
+    of the two. A repeated column the importer ignores is listed twice among the ignored,
+    and neither copy is read."""
     index: dict[str, int] = {}
     written: dict[str, str] = {}
     ignored: list[str] = []
+    repeated: list[Problem] = []
     aliased = False
-    for position, name in enumerate(header):
-        normal = normalise_header(name)
-        if not normal:
-            continue
-        key = (aliases or {}).get(normal, normal)
-        if key in wanted and key not in index:
+    for position, name, key in _header_fields(header, aliases):
+        if key not in wanted:
+            ignored.append(name)
+        elif key in index:
+            first = index[key]
+            repeated.append(repeated_column(file, line, position, name, first, header[first], key))
+        else:
             index[key] = position
             written[key] = name
-            aliased = aliased or key != normal
-        elif key not in wanted:
-            ignored.append(name)
+            aliased = aliased or key != normalise_header(name)
+    if repeated:
+        raise ReadFailure(repeated)
     return index, written, tuple(ignored), aliased
 
 
@@ -220,11 +262,13 @@ def read_sheet_table(
         raise ReadFailure([Problem(file, 0, "", "the sheet is empty: no header row")])
     header_at = 0
     for position, (_, cells) in enumerate(rows[:50]):
-        if len(header_keys(cells, wanted, aliases)[0]) >= 2:
+        if len({key for _, _, key in _header_fields(cells, aliases) if key in wanted}) >= 2:
             header_at = position
             break
     header_line, header = rows[header_at]
-    index, written, ignored, aliased = header_keys(header, wanted, aliases)
+    index, written, ignored, aliased = header_keys(
+        header, wanted, aliases, file=file, line=header_line
+    )
     body = rows[header_at + 1 :]
     columns: dict[str, pa.Array] = {}
     for key, position in index.items():
@@ -491,15 +535,15 @@ def read_csv_table(
             return stream
         return pa.BufferReader(pa.py_buffer(data)[offset:])
 
-    _, written, ignored, aliased = header_keys(header, wanted, aliases)
+    _, written, ignored, aliased = header_keys(header, wanted, aliases, file=file, line=header_line)
     keep = [key for key in wanted if key in written]
 
-    def parse(newlines_in_values: bool) -> pa.Table:
+    def parse(newlines_in_values: bool, block_size: int = 1 << 20) -> pa.Table:
         return pa_csv.read_csv(
             body(),
             parse_options=pa_csv.ParseOptions(newlines_in_values=newlines_in_values),
             convert_options=text_columns(written, keep),
-            read_options=pa_csv.ReadOptions(block_size=1 << 20),
+            read_options=pa_csv.ReadOptions(block_size=block_size),
         )
 
     table = _parsed_by_line(parse, header_line, scan)
@@ -508,10 +552,19 @@ def read_csv_table(
         try:
             table = parse(True)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            text = decode_text(file, source())  # raises with the position of any non-UTF-8 byte
-            raise ReadFailure(
-                _csv_shape_problems(file, text, header_line, len(header), exc)
-            ) from exc
+            raw = source()
+            text = decode_text(file, raw)  # raises with the position of any non-UTF-8 byte
+            read = {header.index(written[k]): written[k] for k in keep}
+            problems = _csv_shape_problems(file, text, header_line, len(header), read)
+            if problems:
+                raise ReadFailure(problems) from exc
+            # Well formed, but a row longer than Arrow's 1 MB block (a huge cell in a column
+            # we ignore: it is not read, as a shorter one is not): parsed in one block.
+            try:
+                table = parse(True, min(len(raw) + 1, MAX_BLOCK_BYTES))
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as again:
+                message = f"not a readable CSV file: {exc}"
+                raise ReadFailure([Problem(file, 0, "", message)]) from again
     n_rows = table.num_rows
 
     def find_lines() -> npt.NDArray[np.int64]:
@@ -582,17 +635,20 @@ def long_cell_rows(column: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.int64]:
 
 
 def _csv_shape_problems(
-    file: str, text: str, header_line: int, width: int, exc: Exception
+    file: str, text: str, header_line: int, width: int, read: Mapping[int, str]
 ) -> list[Problem]:
+    """Why Arrow could not parse a CSV: rows not as wide as the header, and cells too long
+    in the columns read (`read`: position -> name as written, which names them). None when
+    the file is well formed (the caller then parses it in one block)."""
     records = csv_record_lines(text)
     problems = [
         Problem(file, start, "", f"expected {width} fields like the header, found {len(cells)}")
         for start, cells in records
         if start > header_line and len(cells) != width
     ]
-    problems.extend(oversize_cells(file, records))
+    problems.extend(oversize_cells(file, records, read, header_line, only_named=True))
     problems.sort(key=lambda p: p.line)
-    return problems or [Problem(file, 0, "", f"not a readable CSV file: {exc}")]
+    return problems
 
 
 # --- JSON --------------------------------------------------------------------------------

@@ -48,7 +48,7 @@ from core.ingest.convert import duplicate_rows, to_bool_numpy
 from core.ingest.entities import build_frame, duplicate_text, occurrences
 from core.ingest.layouts import wanted_columns
 from core.ingest.load import load_dataset
-from core.ingest.readers import RawTable, _header_of, header_keys, text_columns
+from core.ingest.readers import RawTable, ReadFailure, _header_of, header_keys, text_columns
 from core.ingest.recon_rows import split_recon_rows
 from core.ingest.tables import TABLES, TableSpec
 
@@ -87,7 +87,12 @@ def _blocks(spec: TableSpec, path: Path, block_bytes: int) -> Iterator[RawTable]
             [Problem(path.name, header_line, "", "streamed files start with their header")]
         )
     wanted = wanted_columns(spec)
-    _, written, ignored, aliased = header_keys(header, wanted, None)
+    try:
+        _, written, ignored, aliased = header_keys(
+            header, wanted, None, file=path.name, line=header_line
+        )
+    except ReadFailure as failure:  # a column named twice (load_dataset refused it first)
+        raise InputError(failure.problems) from failure
     keep = [key for key in wanted if key in written]
     reader = pa_csv.open_csv(
         str(path),
