@@ -95,6 +95,22 @@ class StorageError(RazorReconError):
     exit_code = EXIT_STORAGE
 
 
+class RunNotSyncedError(RazorReconError):
+    """A run was stored (completed) and then its exception sync failed: the run stands, the
+    queue still shows the run synced before it (core.review.sync.unsynced_run). Exits as
+    the sync's own error did."""
+
+    def __init__(self, run_id: int, cause: RazorReconError, database: str | None) -> None:
+        self.run_id = run_id
+        self.exit_code = cause.exit_code
+        where = database or "the database"
+        super().__init__(
+            f"the exception queue was not synced with run {run_id}: {cause}. Run {run_id} "
+            f"itself is stored (completed); once that is fixed, `python -m core exceptions "
+            f"sync --db {where}` (or the next run) syncs the queue with it"
+        )
+
+
 class NotFoundError(RazorReconError):
     """A named record does not exist."""
 

@@ -25,8 +25,9 @@ import pandas as pd
 from core.books.pricing import PricingPlan
 from core.calendar import WorkingCalendar
 from core.dataset import DATASET_FILES, DATASET_TABLES, Dataset
+from core.db.backend import is_postgres
 from core.db.connection import background_checkpoints, rollback_journal_while_new
-from core.db.run_lock import holding_run_lock, holds_run_lock
+from core.db.run_lock import database_file, holding_run_lock, holds_run_lock
 from core.db.runs import discard_stale_runs, get_run, update_timings
 from core.db.staging import StagedTable, staging_directory, worth_staging
 from core.engine import EngineParams, persist_run, reconcile
@@ -35,6 +36,7 @@ from core.engine.persist import (
     outcomes_to_stage,
     write_staged_outcomes,
 )
+from core.errors import RazorReconError, RunNotSyncedError
 from core.ingest.mappings import BankMapping
 from core.ingest.report import ImportReport
 from core.ingest.stage import RawStaging
@@ -460,13 +462,17 @@ def _persist_and_sync(
     began = time.perf_counter()
     # Due dates count the run's own working days: its holidays are no working days either.
     # They count from the run's as-of (the books' date), not the wall clock.
-    summary = sync_exceptions(
-        conn,
-        run_id,
-        calendar=WorkingCalendar(params.calendar.holidays),
-        due_from=as_of,
-        scope=scope if carry is not None else None,
-    )
+    try:
+        summary = sync_exceptions(
+            conn,
+            run_id,
+            calendar=WorkingCalendar(params.calendar.holidays),
+            due_from=as_of,
+            scope=scope if carry is not None else None,
+        )
+    except RazorReconError as exc:  # the run stands (committed): say so, and how to sync it
+        where = None if is_postgres(conn) else database_file(conn)
+        raise RunNotSyncedError(run_id, exc, where) from exc
     stored = get_run(conn, run_id)
     all_timings = {
         **(stored.timings if stored and stored.timings else timings),
@@ -1180,6 +1186,8 @@ def _reconcile_loaded_day(
 
             def flags_stored(run_id: int) -> None:
                 nonlocal carrying
+                # Before the sync, so that a process stopped there leaves the run's kind.
+                record_run_kind(conn, run_id, kind=kind, base_run_id=base_id, scope=scope)
                 if carrying is not None and carrying.change is None and base_id is not None:
                     carrying = continue_carry(
                         conn,
@@ -1234,7 +1242,6 @@ def _reconcile_loaded_day(
                 through_import_id=through,
                 run_summary=summary,
             )
-            record_run_kind(conn, stored_run.run_id, kind=kind, base_run_id=base_id, scope=scope)
             if snapshot is not None:
                 stored_run = _leave_snapshot(conn, snapshot, stored_run, through)
         # docs/engine.md "The Books ledger after import-day": the day's change, not a rebuild

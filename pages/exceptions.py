@@ -2,12 +2,16 @@
 
 import streamlit as st
 
+from core.review.sync import unsynced_warning
 from core.views.queue import ALL_STATUSES, queue, queue_csv, queue_options
 from ui import auth, keys, shell, shortcuts, widgets
 from ui.format import QUEUE_COLUMNS, QUEUE_MORE_COLUMNS, inr, queue_columns, queue_frame
 
 shell.require_frame()
 st.title("Exceptions")
+unsynced = shell.read_marked(unsynced_warning)  # a run stored, its sync never committed
+if unsynced:
+    st.warning(unsynced, icon=":material/sync_problem:")
 options = shell.read_marked(queue_options)  # cached until the data change (data mark)
 flt, sort, size = widgets.queue_filters(options)
 

@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from core.db import transaction
+from core.db.review import record_sync
 from core.db.views import analyse, insert_rows
 
 DAY = 86_400
@@ -77,6 +79,9 @@ def build(
         ],
         [(1, now - 2, now, "completed", as_of, source, json.dumps({"settlement_days": 2}), "{}")],
     )
+    # The queue below is this run's, as a sync leaves it (core.review.sync.unsynced_run).
+    with transaction(conn):
+        record_sync(conn, 1, now, "engine", "{}")
     pay_cols = ["id", "amount", "status", "captured", "order_id", "method", "fee", "tax"]
     pay_cols += ["created_at", "import_id"]
     recon_cols = ["row_key", "entity_id", "type", "credit", "amount", "fee", "tax", "settled"]

@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core.__main__ import main
 from core.db import connect
 from core.db.views import QueueFilter
 from core.views.queue import queue
 from tests.app_builder import Built, build
 from tests.app_signin import signed_in
 from tests.conftest import ROOT
-from tests.review_support import add_people
+from tests.review_support import Finding, add_people, write_run
 from ui import keys
 
 PAGES = (
@@ -365,3 +366,26 @@ def test_session_state_is_keyed_only_through_the_keys_module() -> None:
             ):
                 literal.append(f"{path.name}:{node.lineno}")
     assert literal == []
+
+
+def test_the_queue_says_when_the_latest_run_was_stored_but_never_synced(
+    app_db: tuple[str, Built],
+) -> None:
+    path, built = app_db
+    at = _app("pages/exceptions.py")
+    assert not at.warning
+    # A process killed between storing its run and syncing the queue: a completed run
+    # after the one the queue follows.
+    conn = connect(path)
+    write_run(conn, [Finding("pay_after_the_kill", exposure_amount=5_000)])
+    conn.close()
+    at.run()
+    _no_exception(at)
+    told = [w.value for w in at.warning]
+    assert len(told) == 1 and "was not synced with it" in told[0], told
+    assert f"**{built.exceptions:,}** exceptions match" in at.markdown[0].value
+    assert main(["exceptions", "sync", "--db", path]) == 0
+    at.run()
+    assert not at.warning
+    assert f"**{_open_count(path):,}** exceptions match" in at.markdown[0].value
+    assert "pay_after_the_kill" in set(at.dataframe[0].value["Entity"])

@@ -174,3 +174,40 @@ def test_an_escalation_packet_calls_a_fifo_in_place_of_the_anchor_file_unreadabl
     finally:
         conn.close()
     assert packet.anchor.status == "unreadable" and packet.anchor.seq is None
+
+
+@pytest.mark.timeout(120)
+def test_a_run_whose_sync_the_anchor_refused_stands_and_exceptions_sync_brings_the_queue_in_line(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _anchor_path(db)
+    kept = path.read_bytes()
+    fifo = _fifo_in_place_of_the_anchors(db)
+    done = subprocess.run(
+        [*IMPORT_DAY, str(DATASET), "--db", str(db), "--as-of", AS_OF],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env=dict(os.environ),
+    )
+    assert done.returncode == 4, done.stderr
+    # The run was committed before its sync: the message says so instead of "nothing".
+    assert "the exception queue was not synced with run 2" in done.stderr, done.stderr
+    assert "Run 2 itself is stored (completed)" in done.stderr
+    assert f"exceptions sync --db {db.resolve()}" in done.stderr
+    assert main(["exceptions", "list", "--db", str(db)]) == 0
+    err = capsys.readouterr().err
+    assert "run 2 completed but the exception queue was not synced with it" in err
+    assert "the queue shows run 1's findings" in err
+    fifo.unlink()
+    path.write_bytes(kept)
+    assert main(["exceptions", "sync", "--db", str(db)]) == 0
+    assert "exception queue synced with run 2: " in capsys.readouterr().out
+    head = _head(db)
+    assert main(["exceptions", "sync", "--db", str(db)]) == 0  # again: nothing to do
+    assert "in line with run 2; nothing written" in capsys.readouterr().out
+    assert _head(db) == head
+    assert main(["exceptions", "list", "--db", str(db)]) == 0
+    assert "not synced" not in capsys.readouterr().err
+    assert main(["audit", "verify", "--db", str(db)]) == 0

@@ -269,3 +269,53 @@ def test_exceptions_list_prints_whole_entity_ids_a_reviewer_can_copy(
     # The columns stay aligned: every row's due date starts under the header's "due".
     due = lines[0].index("due")
     assert all(line[due - 2 : due] == "  " and line[due:].strip() for line in lines[1:-1])
+
+
+def _audit_rows(db_url: str) -> int:
+    conn = connect(db_url)
+    try:
+        return int(conn.execute("SELECT COUNT(*) FROM audit_log").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def test_a_run_stored_but_never_synced_is_named_by_list_and_synced_once_by_exceptions_sync(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _seed(db_url)  # run 1, synced: three exceptions
+    # What a process killed between storing its run and syncing the queue leaves: run 2
+    # completed (pay_big gone, pay_new found), the queue still run 1's.
+    conn = connect(db_url)
+    write_run(
+        conn,
+        [Finding("pay_small", exposure_amount=5_000), Finding("pay_new", exposure_amount=7_000)],
+    )
+    conn.close()
+    assert main(["exceptions", "list", "--db", db_url, "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert {r["entity_id"] for r in json.loads(out)} == {"pay_small", "pay_big", "setl_9"}
+    assert "run 2 completed but the exception queue was not synced with it" in err
+    assert "the queue shows run 1's findings" in err
+    before = _audit_rows(db_url)
+    assert main(["exceptions", "sync", "--db", db_url]) == 0
+    out = capsys.readouterr().out
+    assert "exception queue synced with run 2: 1 opened, 0 reopened, 2 auto-cleared" in out
+    assert _audit_rows(db_url) > before
+    synced = _audit_rows(db_url)
+    assert main(["exceptions", "sync", "--db", db_url]) == 0
+    assert "in line with run 2; nothing written" in capsys.readouterr().out
+    assert _audit_rows(db_url) == synced
+    assert main(["exceptions", "list", "--db", db_url, "--status", "OPEN", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert {r["entity_id"] for r in json.loads(out)} == {"pay_small", "pay_new"}
+    assert err == ""
+
+
+def test_exceptions_sync_on_a_database_with_no_run_writes_nothing(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    connect(db_url).close()
+    before = _audit_rows(db_url)
+    assert main(["exceptions", "sync", "--db", db_url]) == 0
+    assert "in line with no run yet; nothing written" in capsys.readouterr().out
+    assert _audit_rows(db_url) == before

@@ -606,6 +606,12 @@ def latest_completed_run(conn: sqlite3.Connection) -> RunRecord | None:
     return None if row is None else _record(row)
 
 
+def latest_completed_run_id(conn: sqlite3.Connection) -> int | None:
+    """The id of `latest_completed_run`, without reading its row."""
+    row = conn.execute("SELECT MAX(id) FROM runs WHERE status = 'completed'").fetchone()
+    return None if row[0] is None else int(row[0])
+
+
 # Outcomes sort by their ids' bytes, as SQLite and the engine do; a PostgreSQL database
 # created with a language collation (en_US.UTF-8) would otherwise order them differently.
 BYTE_ORDER_PG = 'entity_type COLLATE "C", entity_id COLLATE "C"'

@@ -122,6 +122,17 @@ def register(subparsers: Any) -> None:
     lst.add_argument("--limit", type=int, metavar="N")
     lst.add_argument("--json", action="store_true", help="a JSON list of objects")
     lst.set_defaults(func=_run_list)
+    sync = sub.add_parser(
+        "sync",
+        help="bring the queue in line with the latest completed run, if it is not",
+        description="Sync the exception queue with the latest completed run when the command"
+        " that stored the run stopped before its sync (killed, or its audit anchor refused)."
+        " Waits for a run in progress (one run at a time); idempotent and audited; writes"
+        " nothing when the queue is in line already (docs/review.md, *A run stored but not"
+        " synced*).",
+    )
+    sync.add_argument("--db", required=True, metavar="PATH")
+    sync.set_defaults(func=_run_sync)
 
 
 def _amount(text: str | None) -> int | None:
@@ -297,9 +308,35 @@ def _run_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _run_sync(args: argparse.Namespace) -> int:
+    from core.db import review as review_sql
+    from core.db.run_lock import run_lock, say_waiting
+    from core.review.sync import sync_unsynced
+
+    with existing_database(args.db) as conn, run_lock(conn, "exceptions sync", on_wait=say_waiting):
+        summary = sync_unsynced(conn)
+        if summary is None:
+            synced = review_sql.latest_synced_run(conn)
+            where = "no run yet" if synced is None else f"run {synced}"
+            print(f"the exception queue is in line with {where}; nothing written")
+            return EXIT_OK
+    print(
+        f"exception queue synced with run {summary.run_id}: {summary.opened} opened, "
+        f"{summary.reopened} reopened, {summary.auto_cleared} auto-cleared, "
+        f"{summary.refreshed} refreshed, {summary.kept} kept; "
+        f"{summary.audit_entries} audit entries"
+    )
+    return EXIT_OK
+
+
 def _run_list(args: argparse.Namespace) -> int:
+    from core.review.sync import unsynced_warning
+
     statuses = tuple(s for s in (args.status or "").split(",") if s.strip()) or None
     with existing_database(args.db) as conn:
+        warning = unsynced_warning(conn, args.db)
+        if warning is not None:
+            print(f"warning: {warning}", file=sys.stderr)
         rows = list_exceptions(
             conn,
             statuses=statuses,

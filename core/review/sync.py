@@ -323,3 +323,50 @@ def _search_notes(events: list[review_sql.EventRow]) -> list[tuple[int, str]]:
         if note:
             notes[exc_id] = notes.get(exc_id, "") + " " + note
     return list(notes.items())
+
+
+def unsynced_run(conn: sqlite3.Connection) -> int | None:
+    """The latest completed run when the exception queue was never brought in line with it
+    (its process stopped, or its sync was refused, after the run was stored and before the
+    sync committed: two transactions); None when the queue follows the latest completed
+    run, or there is none. The queue then still shows an earlier run's findings."""
+    from core.db.runs import latest_completed_run_id
+
+    latest = latest_completed_run_id(conn)
+    if latest is None:
+        return None
+    synced = review_sql.latest_synced_run(conn)
+    return latest if synced is None or synced < latest else None
+
+
+def sync_unsynced(conn: sqlite3.Connection, actor: str = ENGINE_ACTOR) -> SyncSummary | None:
+    """Sync the queue with `unsynced_run`, as its own run would have: due dates from its
+    as-of, counting its holidays; None when there is nothing to sync. The caller holds the
+    run lock (core.db.run_lock), so no run is being stored meanwhile."""
+    from core.db.runs import get_run
+    from core.engine.params import EngineParams
+
+    run_id = unsynced_run(conn)
+    run = None if run_id is None else get_run(conn, run_id)
+    if run is None:
+        return None
+    holidays = EngineParams.from_dict(run.params).calendar.holidays
+    return sync_exceptions(
+        conn, run.id, actor, calendar=WorkingCalendar(holidays), due_from=run.as_of
+    )
+
+
+def unsynced_warning(conn: sqlite3.Connection, database: str | None = None) -> str | None:
+    """What a reader of the queue should be told when `unsynced_run` finds one (database:
+    the --db to name in the command; None: a placeholder)."""
+    run_id = unsynced_run(conn)
+    if run_id is None:
+        return None
+    synced = review_sql.latest_synced_run(conn)
+    shows = "no run's findings" if synced is None else f"run {synced}'s findings"
+    return (
+        f"run {run_id} completed but the exception queue was not synced with it (the command "
+        f"that stored it stopped before its sync); the queue shows {shows}. "
+        f"`python -m core exceptions sync --db {database or 'DATABASE'}` (or the next run) "
+        "brings it in line"
+    )
