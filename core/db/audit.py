@@ -13,6 +13,15 @@ AUDIT_COLUMNS = (
     "seq, created_at, actor, action, entity_type, entity_id, payload_json, prev_hash, hash"
 )
 APPEND_ONLY_TRIGGERS = ("audit_log_no_update", "audit_log_no_delete")
+# Every trigger by which the database refuses to change what is decided, by table: the
+# audit trail's (0001) and a completed run's, its outcomes' and the exceptions' identity
+# (0113).
+GUARD_TRIGGERS: dict[str, tuple[str, ...]] = {
+    "audit_log": APPEND_ONLY_TRIGGERS,
+    "outcomes": ("outcomes_completed_no_update", "outcomes_completed_no_delete"),
+    "runs": ("runs_status_decided_once", "runs_completed_no_update", "runs_completed_no_delete"),
+    "exceptions": ("exceptions_identity_fixed",),
+}
 
 AuditRow = tuple[int, int, str, str, str, str, str, str, str]
 
