@@ -28,6 +28,7 @@ from core.db.runs import get_run
 from core.engine import EngineParams
 from core.engine.cli import parse_as_of
 from core.pipeline import reconcile_day_into_db
+from tests.guard_support import guards_off
 from tests.test_books_ledger import _assert_same_books
 from tests.test_pipeline_incremental import split_into_days
 
@@ -116,11 +117,12 @@ def _assert_equals_a_full_derivation(conn: sqlite3.Connection) -> None:
 
 def _unflag_some_exceptions(conn: sqlite3.Connection, run_id: int) -> None:
     """Some of the run's exceptions taken back in the database (not in the run's snapshot,
-    which import-day carries forward), and the ledger derived again (as an admin does):
-    their differences are now `unexplained`, and the next day's run flags them again,
-    so the day's change moves them between the two lines."""
-    with conn:
-        conn.execute(
+    which import-day carries forward), past the refusal of 0113 (an owner's hand edit), and
+    the ledger derived again (as an admin does): their differences are now `unexplained`,
+    and the next day's run flags them again, so the day's change moves them between the
+    two lines."""
+    with guards_off(conn, "outcomes") as editor, editor:
+        editor.execute(
             "UPDATE outcomes SET status = 'PENDING' WHERE run_id = ? AND status = 'EXCEPTION'"
             " AND entity_type IN ('payment', 'refund', 'settlement')"
             " AND entity_id IN (SELECT entity_id FROM outcomes WHERE run_id = ?"

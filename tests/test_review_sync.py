@@ -292,10 +292,13 @@ def test_a_refresh_copies_changed_facts_and_moves_only_the_run_ids_of_the_rest(
             Finding("pay_2"),
             Finding("pay_3"),
         ],
+        status="running",  # completed, its rows are fixed (migration 0113)
     )
-    conn.execute(
-        "UPDATE outcomes SET utr = 'utr_9' WHERE run_id = ? AND entity_id = 'pay_2'", (second,)
-    )
+    with transaction(conn):
+        conn.execute(
+            "UPDATE outcomes SET utr = 'utr_9' WHERE run_id = ? AND entity_id = 'pay_2'", (second,)
+        )
+        conn.execute("UPDATE runs SET status = 'completed' WHERE id = ?", (second,))
     summary = sync_exceptions(conn, second, now=200)
     assert (summary.kept, summary.refreshed) == (3, 1)
     rows = conn.execute(

@@ -145,7 +145,8 @@ class AuditEntry:
 class VerifyResult:
     """The outcome of walking the chain.
 
-    ok: every row's hash and link hold, the append-only triggers exist, every anchored
+    ok: every row's hash and link hold, the protective triggers exist (core.db.audit.
+    GUARD_TRIGGERS: the audit trail's, a completed run's), every anchored
     (seq, hash) is in the chain, and the exceptions are what replaying the trail gives;
     rows_checked: rows walked; head_seq/head_hash: the last row (0 and the genesis hash
     for an empty trail); broken_seq: the first row that fails (None when ok or when the
@@ -353,7 +354,8 @@ def _verify(conn: sqlite3.Connection, anchor: str | None, anchors: AnchorCheck) 
             f"head is {last_seq} (rows were cut off)",
             anchors.lines,
         )
-    missing = set(audit_sql.APPEND_ONLY_TRIGGERS) - audit_sql.present_triggers(conn)
+    guards = {name for names in audit_sql.GUARD_TRIGGERS.values() for name in names}
+    missing = guards - audit_sql.present_triggers(conn)
     if missing:
         names = ", ".join(sorted(missing))
         return VerifyResult(
@@ -362,7 +364,7 @@ def _verify(conn: sqlite3.Connection, anchor: str | None, anchors: AnchorCheck) 
             last_seq,
             prev,
             None,
-            f"append-only trigger(s) missing: {names}",
+            f"protective trigger(s) missing: {names}",
             anchors.lines,
         )
     differs = replay.mismatch(conn)

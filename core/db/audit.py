@@ -13,6 +13,15 @@ AUDIT_COLUMNS = (
     "seq, created_at, actor, action, entity_type, entity_id, payload_json, prev_hash, hash"
 )
 APPEND_ONLY_TRIGGERS = ("audit_log_no_update", "audit_log_no_delete")
+# Every trigger by which the database refuses to change what is decided, by table: the
+# audit trail's (0001) and a completed run's, its outcomes' and the exceptions' identity
+# (0113). `audit verify` reports any of them missing (or, on PostgreSQL, disabled).
+GUARD_TRIGGERS: dict[str, tuple[str, ...]] = {
+    "audit_log": APPEND_ONLY_TRIGGERS,
+    "outcomes": ("outcomes_completed_no_update", "outcomes_completed_no_delete"),
+    "runs": ("runs_status_decided_once", "runs_completed_no_update", "runs_completed_no_delete"),
+    "exceptions": ("exceptions_identity_fixed",),
+}
 
 AuditRow = tuple[int, int, str, str, str, str, str, str, str]
 
@@ -78,20 +87,22 @@ def hash_at(conn: sqlite3.Connection, seq: int) -> str | None:
 
 
 def present_triggers(conn: sqlite3.Connection) -> set[str]:
-    """Which of the append-only triggers exist."""
-    marks = ", ".join("?" for _ in APPEND_ONLY_TRIGGERS)
-    if is_postgres(conn):  # an enabled trigger on audit_log
+    """Which of the GUARD_TRIGGERS exist (on PostgreSQL: exist on their table, enabled)."""
+    names = [name for names in GUARD_TRIGGERS.values() for name in names]
+    marks = ", ".join("?" for _ in names)
+    if is_postgres(conn):
         rows = conn.execute(
-            "SELECT tgname FROM pg_trigger WHERE tgrelid = 'audit_log'::regclass"
-            f" AND NOT tgisinternal AND tgenabled <> 'D' AND tgname IN ({marks})",
-            APPEND_ONLY_TRIGGERS,
+            "SELECT c.relname, t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid"
+            " WHERE c.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal"
+            f" AND t.tgenabled <> 'D' AND t.tgname IN ({marks})",
+            names,
         )
-        return {str(r[0]) for r in rows}
+        return {str(r[1]) for r in rows if str(r[1]) in GUARD_TRIGGERS.get(str(r[0]), ())}
     rows = conn.execute(
-        f"SELECT name FROM sqlite_master WHERE type = 'trigger' AND name IN ({marks})",
-        APPEND_ONLY_TRIGGERS,
+        f"SELECT tbl_name, name FROM sqlite_master WHERE type = 'trigger' AND name IN ({marks})",
+        names,
     )
-    return {str(r[0]) for r in rows}
+    return {str(r[1]) for r in rows if str(r[1]) in GUARD_TRIGGERS.get(str(r[0]), ())}
 
 
 def has_entry(conn: sqlite3.Connection, action: str, entity_type: str, entity_id: str) -> bool:

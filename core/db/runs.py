@@ -496,6 +496,14 @@ def _mark_completed(
     finished_at: int | None,
     through_import_id: int | None,
 ) -> None:
+    # None: a run stored without one (core.engine.perf, a test's database migrated only
+    # part of the way, without the column of migration 0106) writes what it did before.
+    # Written while the run is still running: once completed, the database refuses to
+    # change it (migration 0113).
+    if through_import_id is not None:
+        conn.execute(
+            "UPDATE runs SET through_import_id = ? WHERE id = ?", (through_import_id, run_id)
+        )
     conn.execute(
         "UPDATE runs SET status = 'completed', finished_at = ?, timings_json = ?,"
         " counts_json = ? WHERE id = ?",
@@ -506,12 +514,6 @@ def _mark_completed(
             run_id,
         ),
     )
-    # None: a run stored without one (core.engine.perf, a test's database migrated only
-    # part of the way, without the column of migration 0106) writes what it did before.
-    if through_import_id is not None:
-        conn.execute(
-            "UPDATE runs SET through_import_id = ? WHERE id = ?", (through_import_id, run_id)
-        )
 
 
 def _restamp(conn: sqlite3.Connection, run_id: int, started_at: int | None) -> None:
