@@ -170,6 +170,32 @@ def books_month(events: pd.DataFrame, month: str, closes: dict[str, ClosedMonth]
     )
 
 
+def since_close(
+    events: pd.DataFrame, month: str, closes: dict[str, ClosedMonth]
+) -> tuple[tuple[str, str, int, int, int], ...]:
+    """A closed month's snapshot against what today's data say about the same month (as the
+    books would show it were it open): (section, line, closed, today, today - closed) for
+    the opening, each movement, the closing, each open item and the residual. The
+    closing's difference is the next month's `prior_period_adjustments`."""
+    closed = closes[month].snapshot
+    today = books_view(events, month, {m: c for m, c in closes.items() if m != month})
+
+    def lines(
+        section: str, was: tuple[tuple[str, int], ...], now: tuple[tuple[str, int], ...]
+    ) -> list[tuple[str, str, int, int, int]]:
+        a, b = dict(was), dict(now)
+        names = [*a, *(n for n in b if n not in a)]
+        return [(section, n, a.get(n, 0), b.get(n, 0), b.get(n, 0) - a.get(n, 0)) for n in names]
+
+    return (
+        *lines("opening", (("opening", closed.opening),), (("opening", today.opening),)),
+        *lines("movement", closed.movements, today.movements),
+        *lines("closing", (("closing", closed.closing),), (("closing", today.closing),)),
+        *lines("open_item", closed.open_items, today.open_items),
+        *lines("residual", (("residual", closed.residual),), (("residual", today.residual),)),
+    )
+
+
 def _previous(month: str) -> str:
     year, mon = int(month[:4]), int(month[5:7])
     return f"{year - 1}-12" if mon == 1 else f"{year:04d}-{mon - 1:02d}"
