@@ -73,13 +73,22 @@ def register(subparsers: Any) -> None:
 
 
 def report_lines(data: dict[str, Any]) -> list[str]:
-    """The roll-forward as text lines, amounts in rupees."""
+    """The roll-forward as text lines, amounts in rupees; a closed month says who closed it
+    and when, an open month after a closed one that it opens from that snapshot."""
     from core.money import format_rupees
 
     def line(label: str, amount: int) -> str:
         return f"  {label:<28} {format_rupees(amount):>18}"
 
-    out = [f"Razorpay receivable, {data['month']}", line("opening", data["opening"])]
+    closed = data.get("closed")
+    after = data.get("opens_from_closed")
+    if closed:
+        state = f" (closed by {closed['by']} at {closed['at_ist']}: the figures are as closed)"
+    elif after:
+        state = f" (open; opens from {after}'s closing as closed)"
+    else:
+        state = ""
+    out = [f"Razorpay receivable, {data['month']}{state}", line("opening", data["opening"])]
     out += [line(k, v) for k, v in data["movements"].items() if v]
     out.append(line("closing", data["closing"]))
     out.append("open items")
@@ -101,14 +110,17 @@ def _database_exists(db: Path) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from core.books.rollforward import month_rollforward
-    from core.books.store import stored_events
+    """What the Books page shows for the month (`books_month` over the ledger it reads): a
+    closed month's snapshot, an open month after a closed one with its prior-period line."""
+    from core.books.close import books_month, closed_months
+    from core.books.ledger import ledger_for
     from core.db import open_database
 
     if not _database_exists(args.db):
         raise ConfigError(f"--db: no such database: {args.db}")
     with open_database(args.db) as conn:
-        result = month_rollforward(stored_events(conn), args.month).as_dict()
+        events = ledger_for(conn, args.month).events_for(args.month)
+        result = books_month(events, args.month, closed_months(conn)).as_dict()
     if args.json:
         print(json.dumps(result, indent=2))
     else:

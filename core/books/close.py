@@ -7,6 +7,7 @@ change as its own line, `prior_period_adjustments`.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import sqlite3
 import time
@@ -15,6 +16,7 @@ from dataclasses import dataclass, replace
 import pandas as pd
 
 from core.books.rollforward import MonthRollForward, month_rollforward
+from core.calendar import IST
 from core.db import books as books_sql
 from core.db.connection import transaction
 
@@ -27,6 +29,37 @@ class ClosedMonth:
     closed_at: int
     closed_by: str
     snapshot: MonthRollForward
+
+    def closed_at_ist(self) -> str:
+        """When it was closed, 'YYYY-MM-DD HH:MM IST'."""
+        return dt.datetime.fromtimestamp(self.closed_at, IST).strftime("%Y-%m-%d %H:%M IST")
+
+
+@dataclass(frozen=True)
+class BooksMonth:
+    """A month as the books show it (`books_view`): its roll-forward, the close it shows
+    (None when open), and for an open month the closed month it opens from (its opening is
+    that snapshot's closing; a `prior_period_adjustments` line carries what changed)."""
+
+    rollforward: MonthRollForward
+    closed: ClosedMonth | None
+    opens_from_closed: str | None
+
+    def as_dict(self) -> dict[str, object]:
+        """The roll-forward's dict with `closed` ({by, at, at_ist} or None) and
+        `opens_from_closed` (a month or None)."""
+        data = self.rollforward.as_dict()
+        data["closed"] = (
+            None
+            if self.closed is None
+            else {
+                "by": self.closed.closed_by,
+                "at": self.closed.closed_at,
+                "at_ist": self.closed.closed_at_ist(),
+            }
+        )
+        data["opens_from_closed"] = self.opens_from_closed
+        return data
 
 
 def _from_dict(data: dict[str, object]) -> MonthRollForward:
@@ -123,6 +156,43 @@ def books_view(
         live,
         opening=before.snapshot.closing,
         movements=((PRIOR_PERIOD, adjustment), *live.movements),
+    )
+
+
+def books_month(events: pd.DataFrame, month: str, closes: dict[str, ClosedMonth]) -> BooksMonth:
+    """`books_view` with what it rests on: the Books page, `rollforward` and the close
+    report show this."""
+    before = _previous(month)
+    return BooksMonth(
+        rollforward=books_view(events, month, closes),
+        closed=closes.get(month),
+        opens_from_closed=before if month not in closes and before in closes else None,
+    )
+
+
+def since_close(
+    events: pd.DataFrame, month: str, closes: dict[str, ClosedMonth]
+) -> tuple[tuple[str, str, int, int, int], ...]:
+    """A closed month's snapshot against what today's data say about the same month (as the
+    books would show it were it open): (section, line, closed, today, today - closed) for
+    the opening, each movement, the closing, each open item and the residual. The
+    closing's difference is the next month's `prior_period_adjustments`."""
+    closed = closes[month].snapshot
+    today = books_view(events, month, {m: c for m, c in closes.items() if m != month})
+
+    def lines(
+        section: str, was: tuple[tuple[str, int], ...], now: tuple[tuple[str, int], ...]
+    ) -> list[tuple[str, str, int, int, int]]:
+        a, b = dict(was), dict(now)
+        names = [*a, *(n for n in b if n not in a)]
+        return [(section, n, a.get(n, 0), b.get(n, 0), b.get(n, 0) - a.get(n, 0)) for n in names]
+
+    return (
+        *lines("opening", (("opening", closed.opening),), (("opening", today.opening),)),
+        *lines("movement", closed.movements, today.movements),
+        *lines("closing", (("closing", closed.closing),), (("closing", today.closing),)),
+        *lines("open_item", closed.open_items, today.open_items),
+        *lines("residual", (("residual", closed.residual),), (("residual", today.residual),)),
     )
 
 

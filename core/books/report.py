@@ -4,6 +4,11 @@ Roll-forward (as the books show it: a closed month's snapshot), the balance by d
 exceptions by class and by age, fee overcharges against the contracted plan, GST on fees
 by payment and by settlement with the input tax credit, the journal
 (CSV and Tally XML) and the head of the audit chain, so the report can be tied to the trail.
+
+A close freezes only the roll-forward (and its drill-down). So a closed month's report
+says which files are that snapshot and which are built from today's data (README.txt,
+manifest.csv, and each CSV's first column `basis`), and sets the snapshot against today's
+figures line by line (prior_period_adjustments.csv): never a silent mix.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.books.close import books_view, closed_months
+from core.books.close import PRIOR_PERIOD, BooksMonth, books_month, closed_months, since_close
 from core.books.gst import GstTieOut, tie_out
 from core.books.journal import journal_csv, month_vouchers, tally_xml
 from core.books.ledger import FullEvents, Ledger, ledger_for
@@ -29,6 +34,12 @@ from core.db.audit import head as audit_head
 from core.db.raw import read_month_dataset
 from core.money import format_rupees, minor_to_decimal
 from core.pdf import Document
+
+# What each file of the report is built from (manifest.csv, and the CSVs' `basis` column).
+CLOSED_SNAPSHOT = "closed_snapshot"  # frozen when the month was closed
+TODAY = "today"  # the raw tables (and the books' ledger) as they stand at the report
+LATEST_RUN = "latest_run"  # the exceptions of the latest completed run
+SNAPSHOT_VS_TODAY = "closed_snapshot_vs_today"
 
 
 @dataclass(frozen=True)
@@ -42,6 +53,8 @@ class CloseReport:
     audit_seq: int
     audit_hash: str
     files: dict[str, str]  # name -> text
+    # (section, line, closed, today, difference) of a closed month; () when open
+    since_close: tuple[tuple[str, str, int, int, int], ...] = ()
 
 
 def _is_paise(column: str) -> bool:
@@ -55,9 +68,12 @@ def _rupees_cell(value: object) -> object:
     return value
 
 
-def _csv(header: tuple[str, ...], rows: Sequence[Sequence[object]]) -> str:
+def _csv(header: tuple[str, ...], rows: Sequence[Sequence[object]], basis: str) -> str:
     """A CSV whose amounts read in rupees: each paise column shown as rupees in its place,
-    the raw paise columns after the rest (as every CSV the app offers)."""
+    the raw paise columns after the rest (as every CSV the app offers); its first column,
+    `basis`, says what every row is built from."""
+    header = ("basis", *header)
+    rows = [(basis, *r) for r in rows]
     paise = [i for i, c in enumerate(header) if _is_paise(c)]
     if paise:
         shown = tuple(
@@ -76,6 +92,13 @@ def _csv(header: tuple[str, ...], rows: Sequence[Sequence[object]]) -> str:
     writer.writerow(header)
     writer.writerows(rows)
     return out.getvalue()
+
+
+def _based(
+    basis: str, header: tuple[str, ...], rows: Sequence[Sequence[object]]
+) -> tuple[str, str]:
+    """(basis, the CSV): the basis its first column gives is the one the manifest lists."""
+    return basis, _csv(header, rows, basis)
 
 
 def _gst_csv(t: GstTieOut) -> str:
@@ -99,7 +122,7 @@ def _gst_csv(t: GstTieOut) -> str:
         ("unexplained", t.unexplained_fees, t.unexplained_gst),
     ]
     rows += [(f"itc_{name.lower()}", "", amount) for name, amount in t.itc]
-    return _csv(("line", "fees_paise", "gst_paise"), rows)
+    return _csv(("line", "fees_paise", "gst_paise"), rows, TODAY)
 
 
 def build_report(
@@ -111,7 +134,12 @@ def build_report(
 
     source = ledger_for(conn, month) if books is None else books
     closes = closed_months(conn)
-    roll = books_view(source.events_for(month), month, closes)
+    events = source.events_for(month)
+    shown = books_month(events, month, closes)
+    roll = shown.rollforward
+    frozen = shown.closed is not None
+    changes = since_close(events, month, closes) if frozen else ()
+    roll_basis = CLOSED_SNAPSHOT if frozen else TODAY
     # Each product from the month's rows only (read_month_dataset: the same figures as from
     # every raw table, at a cost that grows with the month, not the history), one at a time.
     vouchers = month_vouchers(read_month_dataset(conn, month, "journal"), month)
@@ -136,8 +164,10 @@ def build_report(
     first, following = month_bounds(month)
     days = source.daily()
     days = days[(days["day"] >= first) & (days["day"] < following)]
-    files = {
-        "rollforward.csv": _csv(
+    # name -> (basis, text)
+    built: dict[str, tuple[str, str]] = {
+        "rollforward.csv": _based(
+            roll_basis,
             ("section", "line", "paise"),
             [("opening", "opening", roll.opening)]
             + [("movement", k, v) for k, v in roll.movements]
@@ -145,22 +175,88 @@ def build_report(
             + [("open_item", k, v) for k, v in roll.open_items]
             + [("residual", "residual", roll.residual)],
         ),
-        "residual_drilldown.csv": _csv(
-            ("day", "entity_type", "entity_id", "paise"), [tuple(d) for d in roll.drilldown]
+        "residual_drilldown.csv": _based(
+            roll_basis,
+            ("day", "entity_type", "entity_id", "paise"),
+            [tuple(d) for d in roll.drilldown],
         ),
-        "daily.csv": _csv(
+        "daily.csv": _based(
+            TODAY,
             ("day", *(f"{c}_paise" for c in days.columns if c != "day")),
             list(days.itertuples(index=False, name=None)),
         ),
-        "open_exceptions_by_class.csv": _csv(("class", "count", "paise"), list(by_class)),
-        "open_exceptions_by_age.csv": _csv(("age", "count", "paise"), list(ageing)),
-        "fee_overcharges.csv": _csv(("month", "class", "payments", "paise"), list(over)),
-        "gst_tie_out.csv": _gst_csv(gst),
-        "journal.csv": journal_csv(vouchers),
-        "tally.xml": tally_xml(vouchers),
-        "audit_head.txt": f"seq {seq}\nhash {digest}\n",
+        "open_exceptions_by_class.csv": _based(
+            LATEST_RUN, ("class", "count", "paise"), list(by_class)
+        ),
+        "open_exceptions_by_age.csv": _based(LATEST_RUN, ("age", "count", "paise"), list(ageing)),
+        "fee_overcharges.csv": _based(TODAY, ("month", "class", "payments", "paise"), list(over)),
+        "gst_tie_out.csv": (TODAY, _gst_csv(gst)),
+        "journal.csv": (TODAY, journal_csv(vouchers)),
+        "tally.xml": (TODAY, tally_xml(vouchers)),
+        "audit_head.txt": (TODAY, f"seq {seq}\nhash {digest}\n"),
     }
-    return CloseReport(month, month in closes, roll, by_class, ageing, over, seq, digest, files)
+    if frozen:
+        built["prior_period_adjustments.csv"] = _based(
+            SNAPSHOT_VS_TODAY,
+            ("section", "line", "closed_paise", "today_paise", "difference_paise"),
+            list(changes),
+        )
+    bases = {name: basis for name, (basis, _) in sorted(built.items())}
+    files = {name: text for name, (_, text) in built.items()}
+    files["manifest.csv"] = "file,basis\n" + "".join(f"{n},{b}\n" for n, b in bases.items())
+    files["README.txt"] = _readme(month, shown, changes, seq, bases)
+    return CloseReport(month, frozen, roll, by_class, ageing, over, seq, digest, files, changes)
+
+
+def _readme(
+    month: str,
+    shown: BooksMonth,
+    changes: Sequence[tuple[str, str, int, int, int]],
+    seq: int,
+    bases: dict[str, str],
+) -> str:
+    """What the report is and what each file is built from, in words."""
+    money = format_rupees
+    out = [f"RazorRecon close report for {month} (IST), audit chain head seq {seq}.", ""]
+    if shown.closed is not None:
+        out.append(
+            f"{month} is CLOSED (by {shown.closed.closed_by} at {shown.closed.closed_at_ist()})."
+            " A close freezes the roll-forward only: rollforward.csv and"
+            " residual_drilldown.csv are that snapshot and never change. The other files are"
+            " built from today's data (the close keeps no copy of the month's rows)."
+        )
+        differing = [c for c in changes if c[4] != 0]
+        closing = next(c[4] for c in changes if c[0] == "closing")
+        if not differing:
+            out.append("Today's data say what the snapshot says: no prior-period adjustment.")
+        else:
+            out.append(
+                f"Today's data differ from the snapshot on {len(differing)} line(s) and move"
+                f" {month}'s closing by {money(closing, symbol=True)}"
+                " (prior_period_adjustments.csv: each line closed, today, difference). The books"
+                f" keep {month} as closed and carry the change as the next month's"
+                " prior-period adjustments. daily.csv, journal.csv, tally.xml, gst_tie_out.csv"
+                " and fee_overcharges.csv include it: if the month's vouchers were posted at"
+                " the close, post the difference, not these vouchers again."
+            )
+    else:
+        out.append(f"{month} is open: every file is built from today's data.")
+        if shown.opens_from_closed is not None:
+            adjustment = dict(shown.rollforward.movements).get(PRIOR_PERIOD, 0)
+            out.append(
+                f"Its opening is {shown.opens_from_closed}'s closing as closed; what today's"
+                f" data change before {month} is its prior-period adjustments line,"
+                f" {money(adjustment, symbol=True)}."
+            )
+    out += ["", "Each file's basis (also manifest.csv and each CSV's first column, basis):"]
+    meaning = {
+        CLOSED_SNAPSHOT: "the snapshot frozen at the close",
+        TODAY: "today's data, as they stand at this report",
+        LATEST_RUN: "the latest completed reconciliation run",
+        SNAPSHOT_VS_TODAY: "the closed snapshot set against today's data",
+    }
+    out += [f"  {n:<30} {b:<25} {meaning[b]}" for n, b in bases.items()]
+    return "\n".join(out) + "\n"
 
 
 def bundle(report: CloseReport) -> bytes:
@@ -191,6 +287,12 @@ def pdf(report: CloseReport) -> bytes:
     )
     section("Open items", [(k, money(v)) for k, v in roll.open_items if v])
     section("Residual (unexplained)", [("Residual", money(roll.residual))])
+    if report.closed:
+        moved = [(f"{n} (today - closed)", money(d)) for _, n, _, _, d in report.since_close if d]
+        section(
+            "Since the close: today's data (prior_period_adjustments.csv)",
+            moved or [("no change", "")],
+        )
     section(
         "Open exceptions by class",
         [(c, f"{n} / {money(p)}") for c, n, p in report.exposure_by_class],

@@ -1,0 +1,231 @@
+"""A closed month after a late day (docs/books.md section 4): May is closed, then
+`import-day` brings a 29 May payment of ₹7,777.00 (fee ₹183.54). The `rollforward` command
+prints what the Books page shows (`books_month`: May's snapshot marked closed, June opening
+from it with a prior-period adjustment of ₹7,593.46), and the close report of May is the
+snapshot, with every file's basis stated and today's difference line by line."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import zipfile
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from core.__main__ import main
+from core.books.close import PRIOR_PERIOD, ClosedMonth, books_month, close_month, closed_months
+from core.books.ledger import ledger_for
+from core.books.report import CloseReport, build_report
+from core.books.rollforward import month_rollforward
+from core.db import connect, migrate
+from core.engine import EngineParams
+from core.money import format_rupees
+from core.pipeline import reconcile_day_into_db, reconcile_folder_into_db
+from tests.engine_support import ts
+
+AS_OF = ts("2026-06-30T23:59:59+05:30")
+CLOSED_AT = ts("2026-06-02T10:00:00+05:30")
+LATE_AMOUNT, LATE_FEE = 777_700, 18_354  # ₹7,777.00 captured on 29 May, fee ₹183.54
+LATE = LATE_AMOUNT - LATE_FEE  # 759,346 paise: what the late payment adds to May's closing
+PAYMENT_HEADER = (
+    "id,entity,amount,currency,status,order_id,invoice_id,international,method,"
+    "amount_refunded,refund_status,captured,description,email,contact,fee,tax,error_code,"
+    "created_at"
+)
+# The day brings no settlement: the two files are there, empty (a day folder needs them).
+EMPTY = {
+    "settlements.csv": "id,entity,amount,status,fees,tax,utr,created_at",
+    "settlement_recon.csv": (
+        "entity_id,type,debit,credit,amount,currency,fee,tax,on_hold,settled,created_at,"
+        "settled_at,settlement_id,description,payment_id,settlement_utr,order_id,method"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def late_db(
+    benchmark_1500: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, ClosedMonth, CloseReport]:
+    """The benchmark reconciled, May closed as the Books page closes it (the ledger's events
+    for the month), then a day folder holding a late 29 May payment imported: the database
+    file, May's close and May's close report built right after the close."""
+    where = tmp_path_factory.mktemp("closed-late")
+    db = where / "books.sqlite"
+    late = where / "late-day"
+    late.mkdir()
+    created = ts("2026-05-29T12:15:00+05:30")
+    (late / "payments.csv").write_text(
+        f"{PAYMENT_HEADER}\n"
+        f"pay_LateMay29xxxxx,payment,{LATE_AMOUNT},INR,captured,order_LateMay29ordr,,false,"
+        f"card,0,,true,Order payment,late@example.com,+919800000001,{LATE_FEE},2800,,{created}\n",
+        encoding="utf-8",
+    )
+    for name, header in EMPTY.items():
+        (late / name).write_text(f"{header}\n", encoding="utf-8")
+    conn = connect(db)
+    try:
+        migrate(conn)
+        reconcile_folder_into_db(conn, benchmark_1500, params=EngineParams(), as_of=AS_OF)
+        events = ledger_for(conn, "2026-05").events_for("2026-05")
+        may = close_month(
+            conn, events, "2026-05", actor="admin@example.com", request_id="c1", now=CLOSED_AT
+        )
+        at_close = build_report(conn, "2026-05")
+        reconcile_day_into_db(conn, late, params=EngineParams(), as_of=AS_OF)
+    finally:
+        conn.close()
+    return db, may, at_close
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    capsys.readouterr()
+    assert main(list(args)) == 0
+    return capsys.readouterr().out
+
+
+def _books(db: Path, month: str) -> dict[str, object]:
+    """What the Books page shows for `month` (its ledger's events, the closes)."""
+    conn = connect(db)
+    try:
+        events = ledger_for(conn, month).events_for(month)
+        return books_month(events, month, closed_months(conn)).as_dict()
+    finally:
+        conn.close()
+
+
+def _today(db: Path, month: str) -> int:
+    """Today's closing of `month` from the data alone, closes ignored."""
+    conn = connect(db)
+    try:
+        return month_rollforward(ledger_for(conn, month).events_for(month), month).closing
+    finally:
+        conn.close()
+
+
+def test_rollforward_prints_the_closed_snapshot_of_a_month_a_late_payment_came_for(
+    late_db: tuple[Path, ClosedMonth, CloseReport], capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, may, _ = late_db
+    snap = may.snapshot
+    args = ("rollforward", "--db", str(db), "--month", "2026-05")
+    shown = json.loads(_cli(capsys, *args, "--json"))
+    text = _cli(capsys, *args)
+    assert shown == _books(db, "2026-05")
+    assert shown["closing"] == snap.closing and shown["opening"] == snap.opening
+    assert shown["movements"] == dict(snap.movements)
+    assert shown["open_items"] == dict(snap.open_items)
+    assert shown["closed"] == {
+        "by": "admin@example.com",
+        "at": CLOSED_AT,
+        "at_ist": "2026-06-02 10:00 IST",
+    }
+    # The data say more now (what the command printed before: the late payment counted).
+    assert _today(db, "2026-05") == snap.closing + LATE
+    first = text.splitlines()[0]
+    assert first == (
+        "Razorpay receivable, 2026-05 (closed by admin@example.com at 2026-06-02 10:00 IST:"
+        " the figures are as closed)"
+    )
+    assert f"  {'closing':<28} {format_rupees(snap.closing):>18}" in text.splitlines()
+    assert format_rupees(dict(snap.movements)["captured"]) in text
+    assert format_rupees(dict(snap.movements)["captured"] + LATE_AMOUNT) not in text
+    assert format_rupees(snap.closing + LATE) not in text
+
+
+def test_rollforward_shows_the_late_payment_as_the_next_months_prior_period_adjustment(
+    late_db: tuple[Path, ClosedMonth, CloseReport], capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, may, _ = late_db
+    args = ("rollforward", "--db", str(db), "--month", "2026-06")
+    shown = json.loads(_cli(capsys, *args, "--json"))
+    text = _cli(capsys, *args)
+    assert shown == _books(db, "2026-06")
+    assert shown["closed"] is None and shown["opens_from_closed"] == "2026-05"
+    assert shown["opening"] == may.snapshot.closing
+    moves = shown["movements"]
+    assert isinstance(moves, dict) and next(iter(moves)) == PRIOR_PERIOD
+    assert moves[PRIOR_PERIOD] == LATE
+    assert shown["closing"] == _today(db, "2026-06")
+    assert shown["opening"] + sum(moves.values()) == shown["closing"]
+    assert text.splitlines()[0] == (
+        "Razorpay receivable, 2026-06 (open; opens from 2026-05's closing as closed)"
+    )
+    assert f"  {PRIOR_PERIOD:<28} {format_rupees(LATE):>18}" in text.splitlines()
+    assert f"  {'opening':<28} {format_rupees(may.snapshot.closing):>18}" in text.splitlines()
+
+
+def _rows(archive: zipfile.ZipFile, name: str) -> list[dict[str, str]]:
+    text = archive.read(f"close-2026-05/{name}").decode()
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def test_close_report_of_a_closed_month_is_its_snapshot_and_labels_what_is_todays(
+    late_db: tuple[Path, ClosedMonth, CloseReport],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    db, may, at_close = late_db
+    snap = may.snapshot
+    out = tmp_path / "close.zip"
+    _cli(capsys, "close-report", "--db", str(db), "--month", "2026-05", "--out", str(out))
+    june = json.loads(_cli(capsys, "rollforward", "--db", str(db), "--month", "2026-06", "--json"))
+    with zipfile.ZipFile(out) as archive:
+        roll = _rows(archive, "rollforward.csv")
+        archive_roll = archive.read("close-2026-05/rollforward.csv").decode()
+        manifest = _rows(archive, "manifest.csv")
+        since = _rows(archive, "prior_period_adjustments.csv")
+        daily = _rows(archive, "daily.csv")
+        journal = _rows(archive, "journal.csv")
+        readme = archive.read("close-2026-05/README.txt").decode()
+    # The roll-forward is the snapshot, paisa for paisa, and says so.
+    expected = [
+        ("opening", snap.opening),
+        *snap.movements,
+        ("closing", snap.closing),
+        *snap.open_items,
+        ("residual", snap.residual),
+    ]
+    assert [(r["line"], int(r["paise"])) for r in roll] == expected
+    assert {r["basis"] for r in roll} == {"closed_snapshot"}
+    bases = {r["file"]: r["basis"] for r in manifest}
+    assert bases["rollforward.csv"] == bases["residual_drilldown.csv"] == "closed_snapshot"
+    for name in ("daily.csv", "journal.csv", "tally.xml", "gst_tie_out.csv", "fee_overcharges.csv"):
+        assert bases[name] == "today", name
+    assert bases["prior_period_adjustments.csv"] == "closed_snapshot_vs_today"
+    # Today's difference, line by line; its closing is June's prior-period adjustment.
+    diff = {r["line"]: int(r["difference_paise"]) for r in since}
+    assert {k: v for k, v in diff.items() if v} == {
+        "captured": LATE_AMOUNT,
+        "fees": -LATE_FEE,
+        "closing": LATE,
+        "unsettled_payments": LATE,
+    }
+    assert diff["closing"] == june["movements"][PRIOR_PERIOD]
+    closing = next(r for r in since if r["line"] == "closing")
+    assert (int(closing["closed_paise"]), int(closing["today_paise"])) == (
+        snap.closing,
+        snap.closing + LATE,
+    )
+
+    # Today's files hold the late payment, labelled as today's: the journal's captured
+    # voucher grew by it since the close, the balance by day ends at today's closing.
+    def captured(rows: list[dict[str, str]]) -> dict[str, str]:
+        return next(
+            r for r in rows if r["kind"] == "captured" and r["ledger"] == "Razorpay receivable"
+        )
+
+    then = list(csv.DictReader(io.StringIO(at_close.files["journal.csv"])))
+    assert "pay_LateMay29xxxxx" in captured(journal)["source_rows"]
+    assert "pay_LateMay29xxxxx" not in captured(then)["source_rows"]
+    grew = Decimal(captured(journal)["debit"]) - Decimal(captured(then)["debit"])
+    assert grew * 100 == LATE_AMOUNT
+    assert {r["basis"] for r in daily} == {"today"}
+    assert int(daily[-1]["closing_paise"]) == snap.closing + LATE
+    assert "2026-05 is CLOSED (by admin@example.com at 2026-06-02 10:00 IST)" in readme
+    # Right after the close the same report agreed with its snapshot everywhere.
+    assert "no prior-period adjustment" in at_close.files["README.txt"]
+    assert at_close.files["rollforward.csv"] == archive_roll
+    assert f"move 2026-05's closing by {format_rupees(LATE, symbol=True)}" in readme
