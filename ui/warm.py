@@ -48,6 +48,7 @@ def imports() -> float:
             import core.errors
             import core.investigate.gather  # core.views.exception.evidence, inside a render
             import core.review
+            import core.review.sync  # the Exceptions page: a run stored but not synced
             import core.views.evaluation
             import core.views.exception
             import core.views.overview
