@@ -155,12 +155,7 @@ def stored_changes(incoming: Dataset, stored: Mapping[str, pd.DataFrame]) -> Sto
         ours = new[hit]
         theirs = old.iloc[at[hit]]
         columns = [c for c in new.columns if c != key and c in old.columns]
-        differs: dict[str, np.ndarray[Any, np.dtype[np.bool_]]] = {}
-        texts: dict[str, tuple[ObjectArray, ObjectArray]] = {}
-        for column in columns:
-            a, b = _texts(theirs[column]), _texts(ours[column])
-            texts[column] = (a, b)
-            differs[column] = np.asarray(a != b, dtype=bool)
+        differs = {column: _differs(theirs[column], ours[column]) for column in columns}
         any_change = np.zeros(len(ours), dtype=bool)
         for mask in differs.values():
             any_change |= mask
@@ -173,13 +168,15 @@ def stored_changes(incoming: Dataset, stored: Mapping[str, pd.DataFrame]) -> Sto
         for row in np.flatnonzero(any_change)[: max(0, EXAMPLES - len(examples))]:
             shown = [c for c in columns if differs[c][row]][:FIELDS_SHOWN]
             for column in shown:
-                old_text, new_text = texts[column][0][row], texts[column][1][row]
-                examples.append(
-                    FieldChange(table, str(keys[row]), column, _shown(old_text), _shown(new_text))
-                )
+                old_text = _shown(theirs[column].iloc[row])
+                new_text = _shown(ours[column].iloc[row])
+                examples.append(FieldChange(table, str(keys[row]), column, old_text, new_text))
         ranks = STATUS_RANK.get(attribute)
-        if ranks is not None and "status" in differs:
-            old_status, new_status = texts["status"]
+        if ranks is not None and "status" in differs and differs["status"].any():
+            moved = differs["status"]
+            keys = keys[moved]
+            old_status = _texts(theirs["status"][moved])
+            new_status = _texts(ours["status"][moved])
             rank = pd.Series(ranks, dtype="int64")
             old_rank = pd.Series(old_status).str.lower().map(rank).to_numpy(dtype=float)
             new_rank = pd.Series(new_status).str.lower().map(rank).to_numpy(dtype=float)
@@ -191,8 +188,20 @@ def stored_changes(incoming: Dataset, stored: Mapping[str, pd.DataFrame]) -> Sto
     return StoredChanges(MappingProxyType(changed), tuple(examples), tuple(backward))
 
 
+def _differs(old: pd.Series, new: pd.Series) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """Row by row, whether the values differ (two missing values are equal): in Arrow, on
+    the columns as they are (text only when the dtypes differ)."""
+    if old.dtype != new.dtype:
+        old, new = old.astype("string"), new.astype("string")
+    a = pa.Array.from_pandas(old.reset_index(drop=True))
+    b = pa.Array.from_pandas(new.reset_index(drop=True))
+    same = pc.fill_null(pc.equal(a, b), False)
+    both_missing = pc.and_(pc.is_null(a), pc.is_null(b))
+    return np.asarray(pc.invert(pc.or_(same, both_missing)).to_numpy(zero_copy_only=False))
+
+
 def _shown(value: object) -> str:
-    text = "" if value == MISSING else str(value)
+    text = "" if value is None or value is pd.NA or value == MISSING else str(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
