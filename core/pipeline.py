@@ -1084,7 +1084,8 @@ def _reconcile_loaded_day(
         reconcile_incremental,
     )
     from core.ingest import store_dataset
-    from core.ingest.lifecycle import COMPARED, older_problems, stored_changes
+    from core.ingest.lifecycle import COMPARED, OLDER_SHOWN, older_problems, stored_changes
+    from core.ingest.load import locate_rows
     from core.snapshots import wants_delta
     from core.views.summary_ahead import summary_ahead
 
@@ -1109,11 +1110,10 @@ def _reconcile_loaded_day(
         # moved backwards is an older file (refused here; checked again where it is stored).
         changes = stored_changes(day, {a: getattr(replaced, a) for a in COMPARED})
         if changes.backward and not accept_older:
+            moves = changes.backward
+            where = locate_rows(moves[:OLDER_SHOWN], loaded.report.files, str(folder), None)
             raise older_problems(
-                changes.backward,
-                files=loaded.report.files,
-                location=str(folder),
-                hint=IMPORT_DAY_OLDER_HINT,
+                moves, where=where, location=str(folder), hint=IMPORT_DAY_OLDER_HINT
             )
         reason = reason or needs_full_run(stored, merged)
         if reason is not None:

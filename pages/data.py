@@ -32,11 +32,7 @@ with upload_tab:
     )
     replace, allowed = import_choice.ask()
     older = st.checkbox(
-        "Take older rows as corrections",
-        key=keys.UPLOAD_ACCEPT_OLDER,
-        help="A file that would move a stored payment, refund or settlement back in its"
-        " lifecycle (captured back to authorized, processed back to pending) looks older than"
-        " what is stored and is refused. Tick to import it anyway (recorded in the audit).",
+        "Take older rows as corrections", key=keys.UPLOAD_ACCEPT_OLDER, help=actions.OLDER_HELP
     )
     if st.button(
         "Import", key=keys.UPLOAD_IMPORT, type="primary", disabled=not uploads or not allowed

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -208,18 +207,15 @@ def _shown(value: object) -> str:
 def older_problems(
     moves: Sequence[BackwardMove],
     *,
-    files: Sequence[Any] = (),
+    where: Mapping[tuple[str, str], tuple[str, int, str]],
     location: str = "",
-    folder: str | Path | None = None,
     hint: str = "--accept-older takes it as a correction",
 ) -> OlderRowsError:
-    """The refusal for `moves`: each named by the file that holds its row (`files`: the
-    import's FileReports; `folder`: where they are, read again to find the line and the
-    status column's written name), else by `location` with no line."""
-    shown = list(moves[:OLDER_SHOWN])
-    where = _locations(shown, files, location, folder)
+    """The refusal for `moves`: each named by `where` ((attribute, key) -> file as shown,
+    physical line, status column as written: core.ingest.load.locate_rows), else by
+    `location` with no line."""
     problems = []
-    for move in shown:
+    for move in moves[:OLDER_SHOWN]:
         file, line, column = where.get((move.attribute, move.key), (location, 0, "status"))
         message = (
             f"{move.key} would go from {move.stored!r} back to {move.incoming!r}: this file"
@@ -227,46 +223,3 @@ def older_problems(
         )
         problems.append(Problem(file, line, column, message))
     return OlderRowsError(problems, len(moves))
-
-
-def _locations(
-    moves: Sequence[BackwardMove],
-    files: Sequence[Any],
-    location: str,
-    folder: str | Path | None,
-) -> dict[tuple[str, str], tuple[str, int, str]]:
-    """(attribute, key) -> (file as shown, physical line, status column as written) for the
-    moves whose rows a file of the folder holds."""
-    from core.ingest.load import read_entity_file
-    from core.ingest.tables import DATASET_FIELD, TABLES
-
-    root = Path(folder) if folder is not None else Path(location)
-    if not root.is_dir():
-        return {}
-    prefix = "" if folder is not None and str(folder) != location else root.name + "/"
-    wanted: dict[str, set[str]] = {}
-    for move in moves:
-        wanted.setdefault(move.attribute, set()).add(move.key)
-    found: dict[tuple[str, str], tuple[str, int, str]] = {}
-    for report in files:
-        attribute = DATASET_FIELD.get(report.kind)
-        spec = TABLES.get(report.kind)
-        path = root / report.file
-        if attribute not in wanted or spec is None or not path.is_file():
-            continue
-        try:
-            table = read_entity_file(spec, path)
-        except Exception:  # the file changed since it was read: named without a line
-            continue
-        ids = table.columns.get("id")
-        if ids is None:
-            continue
-        values = pc.utf8_trim_whitespace(ids.cast(pa.string())).to_pylist()
-        lines = table.lines()
-        column = table.written_names.get("status", "status")
-        for row, value in enumerate(values):
-            if value in wanted[attribute]:
-                found.setdefault(
-                    (attribute, value), (prefix + report.file, int(lines[row]), column)
-                )
-    return found

@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from core.dataset import BANK_FILES, Dataset
 from core.db import raw, transaction
@@ -34,6 +35,7 @@ from core.ingest.lifecycle import (
     NO_CHANGES,
     OLDER_SHOWN,
     TABLE_NAMES,
+    BackwardMove,
     StoredChanges,
     older_problems,
     stored_changes,
@@ -579,14 +581,55 @@ def _changes(
         }
         changes = stored_changes(dataset, stored)
     if changes.backward and not older.accept:
+        where = locate_rows(
+            changes.backward[:OLDER_SHOWN], report.files, report.location, older.folder
+        )
         raise older_problems(
-            changes.backward,
-            files=report.files,
-            location=report.location,
-            folder=older.folder,
-            hint=older.hint,
+            changes.backward, where=where, location=report.location, hint=older.hint
         )
     return changes
+
+
+def locate_rows(
+    moves: Sequence[BackwardMove],
+    files: Sequence[FileReport],
+    location: str,
+    folder: str | Path | None,
+) -> dict[tuple[str, str], tuple[str, int, str]]:
+    """(attribute, key) -> (file as shown, physical line, status column as written) for the
+    moves whose rows a file of the folder holds (`files`: the import's FileReports; the
+    folder: `folder`, else `location`), each file read again: for a refusal only."""
+
+    root = Path(folder) if folder is not None else Path(location)
+    if not root.is_dir():
+        return {}
+    prefix = "" if folder is not None and str(folder) != location else root.name + "/"
+    wanted: dict[str, set[str]] = {}
+    for move in moves:
+        wanted.setdefault(move.attribute, set()).add(move.key)
+    found: dict[tuple[str, str], tuple[str, int, str]] = {}
+    for report in files:
+        attribute = DATASET_FIELD.get(report.kind)
+        spec = TABLES.get(report.kind)
+        path = root / report.file
+        if attribute not in wanted or spec is None or not path.is_file():
+            continue
+        try:
+            table = read_entity_file(spec, path)
+        except Exception:  # the file changed since it was read: named without a line
+            continue
+        ids = table.columns.get("id")
+        if ids is None:
+            continue
+        values = pc.utf8_trim_whitespace(ids.cast(pa.string())).to_pylist()
+        lines = table.lines()
+        column = table.written_names.get("status", "status")
+        for row, value in enumerate(values):
+            if value in wanted[attribute]:
+                found.setdefault(
+                    (attribute, value), (prefix + report.file, int(lines[row]), column)
+                )
+    return found
 
 
 def _store_staged(
