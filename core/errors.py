@@ -82,6 +82,20 @@ class RefusedError(RazorReconError):
     exit_code = EXIT_REFUSED
 
 
+class OlderRowsError(RefusedError):
+    """An import would move stored rows' statuses backwards in their lifecycle (an older
+    file: core.ingest.lifecycle): refused, nothing written. problems: the rows shown, each
+    by file, line and status column; total: how many rows in all."""
+
+    def __init__(self, problems: list[Problem] | tuple[Problem, ...], total: int) -> None:
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        self.total = total
+        text = format_problems(self.problems)
+        if total > len(self.problems):
+            text += f"\n... {total} row(s) in all would move back"
+        super().__init__(text)
+
+
 class DatabaseBusyError(RefusedError):
     """Another process held the database's write lock for longer than the busy timeout
     (core.db.connection.busy_timeout_ms) or PostgreSQL's lock_timeout; the transaction that

@@ -7,7 +7,9 @@ and the new as-of can change is reconciled again and every other outcome is carr
 forward from the latest completed run (the stored state read from the snapshot that run
 left beside the database when verified, else from the tables). `--full` reconciles
 everything instead (so does the command when the latest run cannot be carried forward, and
-says why). Exit 0 done, 2 bad input (file, line, column; nothing written).
+says why). A day that would move a stored row's status backwards (an older file) is
+refused unless `--accept-older`. Exit 0 done, 2 bad input (file, line, column; nothing
+written), 3 refused (an older file: file, line and status column; nothing written).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
             as_of=as_of,
             amount_unit=args.amount_unit,
             full=args.full,
+            accept_older=args.accept_older,
             snapshots=None if args.no_snapshots else (args.snapshots or SNAPSHOTS_BESIDE),
         )
     as_of_text = dt.datetime.fromtimestamp(as_of, tz=IST).isoformat()

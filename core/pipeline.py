@@ -655,6 +655,7 @@ class _BaseCopy:
 
     def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
         from core.db.runs import discard_run, fail_run
+        from core.errors import OlderRowsError
 
         if self._copying is None:
             return
@@ -666,7 +667,7 @@ class _BaseCopy:
         run = get_run(self._conn, run_id)
         if run is None or run.status != "running":
             return
-        if kind is None:
+        if kind is None or issubclass(kind, OlderRowsError):  # refused: as if never begun
             discard_run(self._conn, run_id)
         else:
             fail_run(self._conn, run_id, f"{kind.__name__}: {error}")
@@ -704,6 +705,8 @@ def _copy_base_early(
     pool.shutdown(wait=False)
     return _BaseCopy(conn, copying, skip)
 
+
+IMPORT_DAY_OLDER_HINT = "import-day --accept-older takes it as a correction"
 
 # `reconcile_day_into_db(snapshots=...)`: beside a SQLite database (`<file>.snapshots/`).
 SNAPSHOTS_BESIDE = "beside"
@@ -1015,9 +1018,12 @@ def reconcile_day_into_db(
     source: str = "files",
     full: bool = False,
     snapshots: str | Path | None = SNAPSHOTS_BESIDE,
+    accept_older: bool = False,
 ) -> DayRunResult:
     """Merge a day's folder into the raw tables (upsert by key: new ids are added, a row
-    with a stored key replaces it) and reconcile: incrementally from the latest completed
+    with a stored key replaces it: a correction, unless it would move the stored row's
+    status backwards, an older file: then the day is refused with nothing written unless
+    `accept_older`, core.ingest.lifecycle) and reconcile: incrementally from the latest completed
     run (core.engine.incremental) when that run can be carried forward, else (or with
     `full`) every entity. Then store the run, record its kind, sync the exceptions.
     Nothing is written when the folder is bad.
@@ -1043,7 +1049,17 @@ def reconcile_day_into_db(
     # and reconciles; store_dataset upserts them from there (core.ingest.stage).
     with staging_raw_tables(conn, day, loaded.report.content_hash, replace=False) as staging:
         return _reconcile_loaded_day(
-            conn, folder, loaded, placed, staging, params, as_of, source, full, snapshots
+            conn,
+            folder,
+            loaded,
+            placed,
+            staging,
+            params,
+            as_of,
+            source,
+            full,
+            snapshots,
+            accept_older,
         )
 
 
@@ -1058,9 +1074,11 @@ def _reconcile_loaded_day(
     source: str,
     full: bool,
     snapshots: str | Path | None,
+    accept_older: bool = False,
 ) -> DayRunResult:
     """`reconcile_day_into_db` once the day is loaded and its bank lines placed (its raw
     tables being staged)."""
+    from core.access import os_operator
     from core.books.store import pricing_plans
     from core.db.backend import is_postgres
     from core.db.raw import latest_import_id, reconciled_through
@@ -1072,6 +1090,8 @@ def _reconcile_loaded_day(
         reconcile_incremental,
     )
     from core.ingest import store_dataset
+    from core.ingest.lifecycle import COMPARED, OLDER_SHOWN, older_problems, stored_changes
+    from core.ingest.load import locate_rows
     from core.snapshots import wants_delta
     from core.views.summary_ahead import summary_ahead
 
@@ -1092,6 +1112,15 @@ def _reconcile_loaded_day(
         read_at = latest_import_id(conn)  # before the read: a later import is not claimed
         stored, previous, state, read_from = _read_state(conn, base, keep_in)
         merged, replaced = merge_rows(stored, day)
+        # The stored rows the day replaces, compared with its rows before any work: a status
+        # moved backwards is an older file (refused here; checked again where it is stored).
+        changes = stored_changes(day, {a: getattr(replaced, a) for a in COMPARED})
+        if changes.backward and not accept_older:
+            moves = changes.backward
+            where = locate_rows(moves[:OLDER_SHOWN], loaded.report.files, str(folder), None)
+            raise older_problems(
+                moves, where=where, location=str(folder), hint=IMPORT_DAY_OLDER_HINT
+            )
         reason = reason or needs_full_run(stored, merged)
         if reason is not None:
             copy.release()
@@ -1214,6 +1243,10 @@ def _reconcile_loaded_day(
                 files=loaded.report.files,
                 staging=staging,
                 placed=placed,
+                accept_older=accept_older,
+                compared=(read_at, changes),
+                older_hint=IMPORT_DAY_OLDER_HINT,
+                actor=os_operator().actor,
             )
             timings["store_dataset_s"] = round(time.perf_counter() - began, 3)
             # The run's data and its snapshot's: an import stored between the read and the

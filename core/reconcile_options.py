@@ -104,6 +104,13 @@ def add_import_day_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--full", action="store_true", help="reconcile every entity, not only what changed"
     )
+    parser.add_argument(
+        "--accept-older",
+        dest="accept_older",
+        action="store_true",
+        help="take rows whose stored status the day would move backwards (captured back to"
+        " authorized, ...) as corrections; without it such a day is refused as an older file",
+    )
     snapshots = parser.add_mutually_exclusive_group()
     snapshots.add_argument(
         "--snapshots",

@@ -5,7 +5,7 @@ import datetime as dt
 import streamlit as st
 
 from core.calendar import IST, CalendarParams
-from core.errors import InputError
+from core.errors import InputError, OlderRowsError
 from core.views.runs import latest_data_date, recent_runs
 from ui import actions, bank_mapping, import_choice, keys, shell, streamed, widgets
 from ui.format import ist
@@ -31,14 +31,19 @@ with upload_tab:
         "Amounts in", ["auto", "paise", "rupees"], horizontal=True, key=keys.UPLOAD_UNIT
     )
     replace, allowed = import_choice.ask()
+    older = st.checkbox(
+        "Take older rows as corrections", key=keys.UPLOAD_ACCEPT_OLDER, help=actions.OLDER_HELP
+    )
     if st.button(
         "Import", key=keys.UPLOAD_IMPORT, type="primary", disabled=not uploads or not allowed
     ):
         bar = st.progress(0.0, text="Starting")
         try:
-            report = actions.import_uploads(uploads, unit, replace, widgets.progress_to(bar))
+            report = actions.import_uploads(
+                uploads, unit, replace, widgets.progress_to(bar), accept_older=older
+            )
             st.session_state[keys.UPLOAD_RESULT] = ("ok", report.lines())
-        except InputError as exc:
+        except (InputError, OlderRowsError) as exc:
             rows = [p.as_row() for p in exc.problems]
             st.session_state[keys.UPLOAD_RESULT] = ("problems", rows)
         except Exception as exc:

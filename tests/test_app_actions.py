@@ -179,3 +179,42 @@ def test_uploading_an_overlapping_statement_stores_only_its_new_lines(database: 
     conn.close()
     assert total == len(lines) + 1
     assert ids == [f"upload@{report.content_hash[:8]}/bank_statement.csv:5"]
+
+
+def test_uploading_older_files_is_refused_by_line_unless_taken_as_corrections(
+    database: str, tmp_path: Path
+) -> None:
+    """The Data page's upload: files that would move a stored status back (captured back to
+    authorized) are refused, each row named by its file's line; the page's checkbox takes
+    them as corrections, audited."""
+    from core.errors import OlderRowsError
+
+    folder = tmp_path / "day"
+    folder.mkdir()
+    header = "id,entity,amount,currency,status,captured,created_at"
+    for name in ("settlements.csv", "settlement_recon.csv"):
+        (folder / name).write_bytes((SPEC_EXAMPLE / "dataset" / name).read_bytes())
+
+    def upload(status: str) -> list[Upload]:
+        captured = "true" if status == "captured" else "false"
+        (folder / "payments.csv").write_text(
+            f"{header}\npay_Later000000001,payment,10000,INR,{status},{captured},1779769331\n"
+        )
+        return _uploads(folder)
+
+    actions.import_uploads(upload("captured"), "auto", False)
+    with pytest.raises(OlderRowsError) as refused:
+        actions.import_uploads(upload("authorized"), "auto", False)
+    problem = refused.value.problems[0]
+    assert (problem.file, problem.line, problem.column) == ("payments.csv", 2, "status")
+    assert "tick 'Take older rows as corrections'" in problem.message
+    report = actions.import_uploads(upload("authorized"), "auto", False, accept_older=True)
+    assert report.older_count == 1 and report.changed["payments"] == 1
+    conn = connect(database)
+    try:
+        actor = conn.execute(
+            "SELECT actor FROM audit_log WHERE action = 'import_older_accepted'"
+        ).fetchone()[0]
+    finally:
+        conn.close()
+    assert actor == access.local_user().actor

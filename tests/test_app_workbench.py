@@ -162,6 +162,14 @@ def test_importing_over_the_benchmark_asks_and_replace_names_what_goes(
     assert not confirm.value
 
 
+def test_the_data_page_offers_to_take_older_rows_unticked(
+    app_db: tuple[str, Built],
+) -> None:
+    at = _app("pages/data.py")
+    older = at.checkbox(key=keys.UPLOAD_ACCEPT_OLDER)
+    assert older.label == "Take older rows as corrections" and not older.value
+
+
 def test_a_touched_exception_no_longer_found_needs_review_and_stays_open(
     conn: sqlite3.Connection,
 ) -> None:

@@ -34,11 +34,25 @@ def _quiet(_fraction: float, _message: str) -> None:
     return None
 
 
+OLDER_HINT = "tick 'Take older rows as corrections' to import them anyway"
+OLDER_HELP = (
+    "A file that would move a stored payment, refund or settlement back in its lifecycle"
+    " (captured back to authorized, processed back to pending) looks older than what is"
+    " stored and is refused. Tick to import it anyway (recorded in the audit trail)."
+)
+
+
 def import_uploads(
-    uploads: Iterable[Any], amount_unit: str, replace: bool, progress: Progress = _quiet
+    uploads: Iterable[Any],
+    amount_unit: str,
+    replace: bool,
+    progress: Progress = _quiet,
+    accept_older: bool = False,
 ) -> Any:
     """Write the uploaded files to a temporary folder and import it; the ImportReport.
-    `progress(fraction, message)` hears each step (the page's st.progress)."""
+    `progress(fraction, message)` hears each step (the page's st.progress). Files that
+    would move a stored row's status backwards are refused (core.ingest.lifecycle
+    OlderRowsError, each row named by file, line and column) unless `accept_older`."""
     auth.require("admin", "import")
     progress(0.05, "Checking the uploaded files")
     files = list(uploads)
@@ -74,21 +88,26 @@ def import_uploads(
             (Path(folder) / Path(f.name).name.lower()).write_bytes(f.getvalue())
         progress(0.25, "Reading and checking " + ", ".join(names))
         dataset, loaded = ingest.load_dataset(folder, amount_unit, saved)
-    progress(0.6, f"Storing {len(dataset.payments):,} payments and the other tables")
-    # Not inside a run (core.db.run_lock), as the `import` command.
-    with (
-        shell.connection() as conn,
-        run_lock(conn, "an import from the app", on_wait=shown_as_progress(progress)),
-    ):
-        report = ingest.store_dataset(
-            conn,
-            dataset,
-            source="files",
-            location="upload: " + ", ".join(names),
-            content_hash=loaded.content_hash,
-            replace=replace,
-            files=loaded.files,
-        )
+        progress(0.6, f"Storing {len(dataset.payments):,} payments and the other tables")
+        # Not inside a run (core.db.run_lock), as the `import` command. Stored while the
+        # folder exists: a refused row is named by its file's line, read from there.
+        with (
+            shell.connection() as conn,
+            run_lock(conn, "an import from the app", on_wait=shown_as_progress(progress)),
+        ):
+            report = ingest.store_dataset(
+                conn,
+                dataset,
+                source="files",
+                location="upload: " + ", ".join(names),
+                content_hash=loaded.content_hash,
+                replace=replace,
+                files=loaded.files,
+                accept_older=accept_older,
+                folder=folder,
+                older_hint=OLDER_HINT,
+                actor=auth.actor_name(),
+            )
     progress(1.0, "Imported")
     return report
 

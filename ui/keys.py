@@ -104,6 +104,7 @@ UPLOAD_FILES = "upload_files"
 UPLOAD_UNIT = "upload_unit"
 UPLOAD_MODE = "upload_mode"
 UPLOAD_CONFIRM = "upload_confirm"
+UPLOAD_ACCEPT_OLDER = "upload_accept_older"  # take rows whose status would move back
 UPLOAD_IMPORT = "upload_import"
 UPLOAD_RESULT = "upload_result"
 UPLOAD_PROBLEMS = "upload_problems"

@@ -833,6 +833,21 @@ def read_bank_lines(conn: sqlite3.Connection) -> pd.DataFrame:
     return _frame(conn, "bank_lines", BANK_COLUMNS, "file, line_no")
 
 
+def read_rows_by_key(conn: sqlite3.Connection, attribute: str, keys: Sequence[str]) -> pd.DataFrame:
+    """The stored rows of raw table `attribute` (a Dataset field) whose key is one of `keys`,
+    every column, in table order: one query joining the key index with the keys sent as one
+    JSON array (what an import's rows are compared with: core.ingest.lifecycle)."""
+    table, key, spec = RAW_TABLES[attribute]
+    if not keys:
+        return _frame(conn, table, spec, "rowid", "0 = 1")
+    wanted = (
+        "(SELECT jsonb_array_elements_text(CAST(? AS jsonb)))"
+        if is_postgres(conn)
+        else "(SELECT value FROM json_each(?))"
+    )
+    return _frame(conn, table, spec, "rowid", f"{key} IN {wanted}", (json.dumps(list(keys)),))
+
+
 def read_dataset(conn: sqlite3.Connection) -> Dataset:
     """The raw tables as a Dataset (same columns and dtypes as the importer builds), read in
     one transaction so that every table comes from the same snapshot.

@@ -33,6 +33,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="empty the raw tables first (exceptions and the audit trail are kept)",
     )
+    parser.add_argument(
+        "--accept-older",
+        dest="accept_older",
+        action="store_true",
+        help="take rows whose stored status the files would move backwards (captured back to"
+        " authorized, ...) as corrections; without it such an import is refused (exit 3)",
+    )
     parser.set_defaults(func=run)
     register_bank_mapping(subparsers)
 
@@ -116,6 +123,7 @@ def _saved_mappings(db: str | None) -> tuple[Any, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from core import access
     from core.db import open_database
     from core.db.run_lock import run_lock, say_waiting
     from core.ingest.load import load_dataset, store_dataset
@@ -134,6 +142,8 @@ def run(args: argparse.Namespace) -> int:
             content_hash=loaded.content_hash,
             replace=args.replace,
             files=loaded.files,
+            accept_older=args.accept_older,
+            actor=access.os_operator().actor,
         )
     print("\n".join(report.lines()))
     return EXIT_OK

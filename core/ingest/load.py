@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from core.dataset import BANK_FILES, Dataset
 from core.db import raw, transaction
@@ -29,6 +30,16 @@ from core.ingest import instant
 from core.ingest.bank import mapping_layout, parse_bank_statement
 from core.ingest.entities import UNITS, build_frame
 from core.ingest.layouts import ALIASES, layout_name, wanted_columns
+from core.ingest.lifecycle import (
+    COMPARED,
+    NO_CHANGES,
+    OLDER_SHOWN,
+    TABLE_NAMES,
+    BackwardMove,
+    StoredChanges,
+    older_problems,
+    stored_changes,
+)
 from core.ingest.mappings import BankMapping
 from core.ingest.readers import (
     LARGE_FILE_BYTES,
@@ -126,6 +137,13 @@ def _read_entity_file(
     return read_csv_table(
         path.name, path, wanted, reread=path.read_bytes, aliases=aliases, scan=scan
     )
+
+
+def read_entity_file(spec: TableSpec, path: Path) -> RawTable:
+    """One entity file's cells as read (its lines found on request): for naming a row of
+    it again after the import read it (core.ingest.lifecycle)."""
+    data = b"" if path.suffix.lower() == ".csv" else path.read_bytes()
+    return _read_entity_file(spec, path, data)
 
 
 @dataclass(frozen=True)
@@ -473,8 +491,24 @@ def store_dataset(
     files: tuple[FileReport, ...] = (),
     staging: RawStaging | None = None,
     placed: PlacedLines | None = None,
+    accept_older: bool = False,
+    compared: tuple[int, StoredChanges] | None = None,
+    folder: str | Path | None = None,
+    older_hint: str = "import --accept-older takes it as a correction",
+    actor: str = "",
 ) -> ImportReport:
     """Write a dataset's raw tables in one transaction and record the import.
+
+    Into tables that keep other imports, the dataset's rows are first compared with the
+    stored rows of their keys, inside the transaction (core.ingest.lifecycle): the report
+    counts the stored rows it changes; a row whose status it would move backwards refuses
+    the import (OlderRowsError, nothing written, each row named by file, line and status
+    column: the files are read again from `folder`, default `location`, and `older_hint`
+    says how to take them anyway) unless `accept_older`, then the moves are recorded in the
+    import's report and in an audit entry `import_older_accepted` (by `actor`, default
+    the source). `compared`: (the latest import id when the caller read the stored
+    rows, their comparison) — used when no import came since, else the stored rows of the
+    dataset's keys are read in the transaction (one query per table).
 
     Into tables that keep other imports (not `replace`), the bank statement's lines are
     first placed among the stored ones (core.ingest.statements: lines stored already are
@@ -507,15 +541,95 @@ def store_dataset(
         bank_lines_known=0 if placed is None else placed.known,
         bank_lines_renamed=0 if placed is None else placed.renamed,
     )
+    older = _Older(accept_older, compared, folder, older_hint, actor or source)
     if staging is not None:
-        return _store_staged(conn, dataset, report, replace, staging)
+        return _store_staged(conn, dataset, report, replace, staging, older)
     lean = LEAN_STAGING_CACHE_KIB  # an import is bound by memory (issue 12), not speed
     with staging_raw_tables(
         conn, dataset, content_hash, replace=replace, cache_kib=lean
     ) as started:
         if started is None:
-            return _store(conn, dataset, report, replace, None)
-        return _store_staged(conn, dataset, report, replace, started)
+            return _store(conn, dataset, report, replace, None, older)
+        return _store_staged(conn, dataset, report, replace, started, older)
+
+
+@dataclass(frozen=True)
+class _Older:
+    """store_dataset's handling of rows a file would move backwards (its docstring)."""
+
+    accept: bool = False
+    compared: tuple[int, StoredChanges] | None = None
+    folder: str | Path | None = None
+    hint: str = ""
+    actor: str = ""
+
+
+def _changes(
+    conn: sqlite3.Connection, dataset: Dataset, report: ImportReport, older: _Older
+) -> StoredChanges:
+    """Inside the import's transaction: what the dataset changes in the stored rows; raises
+    OlderRowsError for a status it would move backwards unless asked to take them."""
+    if older.compared is not None and raw.latest_import_id(conn) == older.compared[0]:
+        changes = older.compared[1]
+    else:
+        stored = {
+            attribute: raw.read_rows_by_key(
+                conn, attribute, getattr(dataset, attribute)[key].astype(str).tolist()
+            )
+            for attribute, key in COMPARED.items()
+            if len(getattr(dataset, attribute))
+        }
+        changes = stored_changes(dataset, stored)
+    if changes.backward and not older.accept:
+        where = locate_rows(
+            changes.backward[:OLDER_SHOWN], report.files, report.location, older.folder
+        )
+        raise older_problems(
+            changes.backward, where=where, location=report.location, hint=older.hint
+        )
+    return changes
+
+
+def locate_rows(
+    moves: Sequence[BackwardMove],
+    files: Sequence[FileReport],
+    location: str,
+    folder: str | Path | None,
+) -> dict[tuple[str, str], tuple[str, int, str]]:
+    """(attribute, key) -> (file as shown, physical line, status column as written) for the
+    moves whose rows a file of the folder holds (`files`: the import's FileReports; the
+    folder: `folder`, else `location`), each file read again: for a refusal only."""
+
+    root = Path(folder) if folder is not None else Path(location)
+    if not root.is_dir():
+        return {}
+    prefix = "" if folder is not None and str(folder) != location else root.name + "/"
+    wanted: dict[str, set[str]] = {}
+    for move in moves:
+        wanted.setdefault(move.attribute, set()).add(move.key)
+    found: dict[tuple[str, str], tuple[str, int, str]] = {}
+    for report in files:
+        attribute = DATASET_FIELD.get(report.kind)
+        spec = TABLES.get(report.kind)
+        path = root / report.file
+        if attribute not in wanted or spec is None or not path.is_file():
+            continue
+        try:
+            table = read_entity_file(spec, path)
+        except Exception:  # the file changed since it was read: named without a line
+            continue
+        ids = table.columns.get("id")
+        if ids is None:
+            continue
+        values = pc.utf8_trim_whitespace(ids.cast(pa.string())).to_pylist()
+        lines = table.lines()
+        column = table.written_names.get("status", "status")
+        for row, value in enumerate(values):
+            if value in wanted[attribute]:
+                found.setdefault(
+                    (attribute, value), (prefix + report.file, int(lines[row]), column)
+                )
+    return found
 
 
 def _store_staged(
@@ -524,6 +638,7 @@ def _store_staged(
     report: ImportReport,
     replace: bool,
     staging: RawStaging,
+    older: _Older,
 ) -> ImportReport:
     """`_store` with the staged tables attached. Foreign keys are off while the rows are
     copied (SQLite copies whole records only then); every staged row carries the import id
@@ -535,7 +650,12 @@ def _store_staged(
     paths = {alias: staged.path for alias, staged in aliases.items()}
     with attached(conn, paths), foreign_keys_off(conn):
         return _store(
-            conn, dataset, report, replace, _Staged(staging.import_id, aliases, staging.into_stored)
+            conn,
+            dataset,
+            report,
+            replace,
+            _Staged(staging.import_id, aliases, staging.into_stored),
+            older,
         )
 
 
@@ -555,6 +675,7 @@ def _store(
     report: ImportReport,
     replace: bool,
     staged: _Staged | None,
+    older: _Older,
 ) -> ImportReport:
     with transaction(conn):
         latest = raw.latest_import(conn)
@@ -565,6 +686,7 @@ def _store(
         else:
             refuse_clashes(conn, dataset)
         exclusive = replace or raw.raw_tables_empty(conn)
+        changes = NO_CHANGES if exclusive else _changes(conn, dataset, report, older)
         whole = staged is not None and exclusive and not staged.into_stored
         import_id = _insert_import(conn, report, staged.import_id if staged and whole else None)
         copied = staged is not None and whole and import_id == staged.import_id
@@ -586,9 +708,36 @@ def _store(
                 else:
                     frame = getattr(dataset, attribute)
                     written[table] = raw.write_frame(conn, attribute, frame, import_id)
+        moves = changes.backward
         report = dataclasses.replace(
-            report, import_id=import_id, replaced=replace, written=MappingProxyType(written)
+            report,
+            import_id=import_id,
+            replaced=replace,
+            written=MappingProxyType(written),
+            changed=changes.changed,
+            changes=tuple(change.text() for change in changes.examples),
+            accepted_older=tuple(
+                f"{TABLE_NAMES.get(m.attribute, m.attribute)} {m.key}: {m.stored} -> {m.incoming}"
+                for m in moves[:OLDER_SHOWN]
+            ),
+            older_count=len(moves),
         )
+        if moves:  # taken as corrections, as asked: audited with the import
+            from core.audit import append
+
+            append(
+                conn,
+                actor=older.actor,
+                action="import_older_accepted",
+                entity_type="import",
+                entity_id=str(import_id),
+                payload={
+                    "location": report.location,
+                    "content_hash": report.content_hash,
+                    "rows": len(moves),
+                    "moves": list(report.accepted_older),
+                },
+            )
         record = report.to_dict()
         record["exclusive"] = exclusive
         raw.update_import_report(conn, import_id, json.dumps(record, sort_keys=True))

@@ -56,6 +56,11 @@ class ImportReport:
     bank_lines_known: statement lines not stored again, being stored lines already (an
     overlapping download); bank_lines_renamed: new lines stored under a qualified id, a
     stored line holding theirs (core.ingest.statements).
+    changed: stored rows the import changed, per table (core.ingest.lifecycle; a replace
+    and tables with none left out); changes: the first few of them, field by field
+    ('payments pay_X: status 'authorized' -> 'captured''); accepted_older: rows whose status
+    it moved backwards, taken as corrections on request ('payments pay_X: captured ->
+    authorized'), at most a few, older_count: how many in all.
     """
 
     source: str
@@ -69,6 +74,10 @@ class ImportReport:
     written: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     bank_lines_known: int = 0
     bank_lines_renamed: int = 0
+    changed: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    changes: tuple[str, ...] = ()
+    accepted_older: tuple[str, ...] = ()
+    older_count: int = 0
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -78,6 +87,7 @@ class ImportReport:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["files"] = [asdict(f) for f in self.files]
         data["written"] = dict(self.written)
+        data["changed"] = dict(self.changed)
         return data
 
     def to_json(self) -> str:
@@ -124,4 +134,22 @@ class ImportReport:
             counts = ", ".join(f"{table} {n}" for table, n in self.written.items())
             mode = "replaced raw tables" if self.replaced else "upserted"
             out.append(f"Import #{self.import_id}: {mode}: {counts}.")
+            if not self.replaced:
+                out.extend(self._change_lines())
+        return out
+
+    def _change_lines(self) -> list[str]:
+        """How many stored rows the import changed (corrections), the first few field by
+        field, and any status it moved backwards on request."""
+        if not self.changed:
+            return ["  stored rows changed: none (every row written is new or as stored)"]
+        counts = ", ".join(f"{table} {n}" for table, n in self.changed.items())
+        out = [f"  stored rows changed (corrections): {counts}"]
+        out.extend(f"    {change}" for change in self.changes)
+        if self.older_count:
+            out.append(
+                f"  {self.older_count} status(es) moved backwards, taken as corrections"
+                " as asked (older rows accepted):"
+            )
+            out.extend(f"    {move}" for move in self.accepted_older)
         return out

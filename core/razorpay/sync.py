@@ -320,6 +320,10 @@ def _store_day(
                 source=SOURCE,
                 location=f"{settings.base_url} {day.isoformat()}",
                 content_hash=_fingerprint(changed_rows),
+                # The API reports each entity as it is now: a status it moves back is a
+                # later event stored meanwhile (a webhook, a newer file), so the day is
+                # refused like an older file (core.ingest.lifecycle) and synced again.
+                older_hint="the stored row is newer than the API's answer: sync this day again",
             )
         for resource, items in fetched.items():
             db.advance_watermark(

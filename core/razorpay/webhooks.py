@@ -498,6 +498,8 @@ def _apply(
                 source=SOURCE,
                 location=f"{name} {event_id}",
                 content_hash=digest,
+                # Checked per entity already (_plan_entity: newest event wins, STATUS_RANK).
+                accept_older=True,
             )
         except InputError as exc:
             raise _Malformed(f"the carried entities do not fit the stored data: {exc}") from exc
