@@ -17,6 +17,7 @@ from core.__main__ import main
 from core.db import connect
 from core.review.packet import build_packet
 from tests.conftest import SPEC_EXAMPLE
+from tests.test_audit_anchors import _head
 
 ROOT = Path(__file__).resolve().parents[1]
 DATASET = SPEC_EXAMPLE / "dataset"
@@ -52,13 +53,19 @@ def _fifo_in_place_of_the_anchors(db: Path) -> Path:
     return path
 
 
-def _head(db: Path) -> tuple[int, str]:
-    conn = connect(db)
+def _import_day(db: Path) -> subprocess.CompletedProcess[str]:
+    """`python -m core import-day` of the example dataset into `db`; a hang fails the test."""
     try:
-        row = conn.execute("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1").fetchone()
-        return int(row[0]), str(row[1])
-    finally:
-        conn.close()
+        return subprocess.run(
+            [*IMPORT_DAY, str(DATASET), "--db", str(db), "--as-of", AS_OF],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=90,
+            env=dict(os.environ),
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("import-day hung on a FIFO in place of the anchor file")
 
 
 def _status(db: Path, exc_id: int) -> str:
@@ -81,17 +88,7 @@ def test_a_fifo_as_the_anchor_file_refuses_import_day_with_exit_4_instead_of_han
 ) -> None:
     fifo = _fifo_in_place_of_the_anchors(db)
     before = _head(db)
-    try:
-        done = subprocess.run(
-            [*IMPORT_DAY, str(DATASET), "--db", str(db), "--as-of", AS_OF],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=90,
-            env=dict(os.environ),
-        )
-    except subprocess.TimeoutExpired:
-        pytest.fail("import-day hung on a FIFO in place of the anchor file")
+    done = _import_day(db)
     assert done.returncode == 4, done.stderr
     assert str(fifo) in done.stderr and "FIFO" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
@@ -183,14 +180,7 @@ def test_a_run_whose_sync_the_anchor_refused_stands_and_exceptions_sync_brings_t
     path = _anchor_path(db)
     kept = path.read_bytes()
     fifo = _fifo_in_place_of_the_anchors(db)
-    done = subprocess.run(
-        [*IMPORT_DAY, str(DATASET), "--db", str(db), "--as-of", AS_OF],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=90,
-        env=dict(os.environ),
-    )
+    done = _import_day(db)
     assert done.returncode == 4, done.stderr
     # The run was committed before its sync: the message says so instead of "nothing".
     assert "the exception queue was not synced with run 2" in done.stderr, done.stderr

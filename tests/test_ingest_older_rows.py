@@ -120,11 +120,9 @@ def _stored(db: Path, table: str, key: str, column: str = "status") -> str:
 
 
 def test_reimporting_an_older_day_is_refused_naming_file_line_and_status_with_nothing_written(
-    chain: dict[str, Path], db_url: str, capsys: pytest.CaptureFixture[str]
+    chain: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    if not db_url.endswith(".sqlite"):
-        pytest.skip("the tables are compared on a SQLite file")
-    db = Path(db_url)
+    db = tmp_path / "older.sqlite"  # SQLite only: its tables are read back with sqlite3
     for day in ("d1", "d2"):
         assert _import_day(db, chain[day], capsys)[0] == 0
     before = _state(db)
@@ -141,11 +139,9 @@ def test_reimporting_an_older_day_is_refused_naming_file_line_and_status_with_no
 
 
 def test_an_older_day_is_taken_with_accept_older_reported_and_audited(
-    chain: dict[str, Path], db_url: str, capsys: pytest.CaptureFixture[str]
+    chain: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    if not db_url.endswith(".sqlite"):
-        pytest.skip("read back from a SQLite file")
-    db = Path(db_url)
+    db = tmp_path / "older.sqlite"  # SQLite only: its tables are read back with sqlite3
     for day in ("d1", "d2"):
         assert _import_day(db, chain[day], capsys)[0] == 0
     code, out, err = _import_day(db, chain["d1"], capsys, "--accept-older")
@@ -183,11 +179,9 @@ def test_a_forward_correction_is_accepted_and_reported_field_by_field(
 
 
 def test_importing_the_same_day_twice_says_already_imported_and_writes_nothing(
-    chain: dict[str, Path], db_url: str, capsys: pytest.CaptureFixture[str]
+    chain: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    if not db_url.endswith(".sqlite"):
-        pytest.skip("the tables are compared on a SQLite file")
-    db = Path(db_url)
+    db = tmp_path / "older.sqlite"  # SQLite only: its tables are read back with sqlite3
     assert _import_day(db, chain["d1"], capsys)[0] == 0
     assert _import_day(db, chain["d2"], capsys)[0] == 0
     counts, raw_hash = _state(db)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 import openpyxl
@@ -26,6 +25,7 @@ from core.ingest.readers import ReadFailure
 from ui import actions, auth
 
 from .conftest import FIXTURES, database_rows, is_postgres
+from .test_app_actions import Upload
 
 EXPORTS = FIXTURES / "real_exports"
 DASHBOARD_CSV = EXPORTS / "dashboard_csv"
@@ -170,17 +170,6 @@ def test_columns_the_importer_ignores_may_repeat_and_neither_copy_is_read(export
     assert dataset.bank.drop(columns=["file"]).equals(expected.bank.drop(columns=["file"]))
     payments = next(f for f in report.files if f.file == "payments.csv")
     assert payments.ignored_columns.count("Invoice ID") == 2
-
-
-@dataclass(frozen=True)
-class Upload:
-    """The part of Streamlit's UploadedFile the importer uses."""
-
-    name: str
-    data: bytes
-
-    def getvalue(self) -> bytes:
-        return self.data
 
 
 def test_an_uploaded_xlsx_payments_report_with_payment_id_and_id_is_refused_at_its_sheet_row(
