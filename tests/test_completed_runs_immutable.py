@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from core.__main__ import main
 from core.audit import verify
 from core.benchmark import generate
 from core.db import connect, open_database, transaction
@@ -328,3 +329,23 @@ def test_postgresql_refuses_the_owner_too_and_truncate(pg_url: str) -> None:
         assert owner.execute("SELECT count(*) FROM outcomes").fetchone()[0] == 1
     finally:
         owner.close()
+
+
+def test_audit_verify_reports_a_row_added_to_the_latest_completed_run(
+    chain: tuple[sqlite3.Connection, list[int]], db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An INSERT is not refused (the runs' own inserts stay fast), but the latest completed
+    run's rows no longer match the counts it recorded, and verify says so: the next
+    import-day would carry that row forward."""
+    conn, (_, second) = chain
+    assert main(["audit", "verify", "--db", db_url]) == 0
+    capsys.readouterr()
+    with transaction(conn):
+        conn.execute(
+            "INSERT INTO outcomes (run_id, entity_type, entity_id, status) VALUES (?, ?, ?, ?)",
+            (second, "payment", "pay_fake", "MATCHED"),
+        )
+    assert main(["audit", "verify", "--db", db_url]) == 1
+    said = capsys.readouterr()
+    assert f"run {second}: its stored outcomes by status" in said.out + said.err
+    assert "(rows were added or removed)" in said.out + said.err

@@ -367,6 +367,9 @@ def _verify(conn: sqlite3.Connection, anchor: str | None, anchors: AnchorCheck) 
             f"protective trigger(s) missing: {names}",
             anchors.lines,
         )
+    altered = _latest_run_altered(conn)
+    if altered is not None:
+        return VerifyResult(False, checked, last_seq, prev, None, altered, anchors.lines)
     differs = replay.mismatch(conn)
     if differs is not None:
         exc_id, what = differs
@@ -382,6 +385,31 @@ def _verify(conn: sqlite3.Connection, anchor: str | None, anchors: AnchorCheck) 
         )
     return VerifyResult(
         True, checked, last_seq, prev, None, "", anchors.lines, warnings=_warnings(anchors, checked)
+    )
+
+
+def _latest_run_altered(conn: sqlite3.Connection) -> str | None:
+    """Why the latest completed run's stored outcomes are not the ones it completed with
+    (their count by status differs from the counts it recorded), else None. The database
+    refuses updates and deletes of a completed run's rows (migration 0113) but not an
+    insert, and the next import-day carries that run's rows forward."""
+    found = audit_sql.latest_run_counts(conn)
+    if found is None:
+        return None
+    run_id, counts_json, stored = found
+    try:
+        recorded = json.loads(counts_json).get("by_status") if counts_json else None
+    except (ValueError, AttributeError):
+        recorded = None
+    if not isinstance(recorded, dict):
+        return None  # a run stored without them (older runs, tests' hand-made runs)
+    wanted = {str(k): int(v) for k, v in recorded.items() if int(v)}
+    if wanted == stored:
+        return None
+    return (
+        f"run {run_id}: its stored outcomes by status {dict(sorted(stored.items()))} are not "
+        f"the {dict(sorted(wanted.items()))} it recorded when it completed (rows were added "
+        "or removed)"
     )
 
 

@@ -248,7 +248,11 @@ def _readme(
                 f" data change before {month} is its prior-period adjustments line,"
                 f" {money(adjustment, symbol=True)}."
             )
-    out += ["", "Each file's basis (also manifest.csv and each CSV's first column, basis):"]
+    out += [
+        "",
+        "Each file's basis (also manifest.csv, and the first column, basis, of every CSV but"
+        " journal.csv, which keeps the journal command's columns):",
+    ]
     meaning = {
         CLOSED_SNAPSHOT: "the snapshot frozen at the close",
         TODAY: "today's data, as they stand at this report",

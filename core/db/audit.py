@@ -26,6 +26,20 @@ GUARD_TRIGGERS: dict[str, tuple[str, ...]] = {
 AuditRow = tuple[int, int, str, str, str, str, str, str, str]
 
 
+def latest_run_counts(conn: sqlite3.Connection) -> tuple[int, str, dict[str, int]] | None:
+    """The latest completed run: its id, the counts recorded when it completed (JSON) and
+    its stored outcomes counted by status now; None when there is no completed run."""
+    row = conn.execute(
+        "SELECT id, counts_json FROM runs WHERE status = 'completed' ORDER BY id DESC LIMIT 1"
+    ).fetchone()
+    if row is None:
+        return None
+    counted = conn.execute(
+        "SELECT status, COUNT(*) FROM outcomes WHERE run_id = ? GROUP BY status", (row[0],)
+    ).fetchall()
+    return int(row[0]), str(row[1] or ""), {str(r[0]): int(r[1]) for r in counted}
+
+
 @dataclass(frozen=True)
 class AuditFilter:
     """Filters of an audit query; None means no filter.
