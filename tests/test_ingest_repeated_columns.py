@@ -251,3 +251,20 @@ def test_a_long_cell_of_a_statement_is_named_by_its_header_column(export: Path) 
         "bank_statement.csv:4:Narration: cell of 200,000 characters: longer than the"
         " 131,072 allowed"
     ]
+
+
+def test_two_direction_columns_beside_deposit_and_withdrawal_columns_are_never_read_so_allowed(
+    export: Path,
+) -> None:
+    """A statement with separate deposit and withdrawal columns reads neither an amount nor
+    a direction column: a `Transaction Type` (the payment mode) beside a `Dr/Cr` is read as
+    before, not refused as one field named twice."""
+    path = export / "bank_statement.csv"
+    original = DASHBOARD_CSV / "bank_statement.csv"
+    expected, _, _ = parse_bank_statement(original.name, original.read_bytes())
+    _add_column(path, "Narration", "Transaction Type", "UPI")
+    _add_column(path, "Value Dt", "Dr/Cr", "CR")
+    frame, _, problems = parse_bank_statement(path.name, path.read_bytes())
+    assert problems == []
+    for column in ("credit", "debit", "balance", "narration", "txn_date"):
+        assert frame[column].tolist() == expected[column].tolist(), column

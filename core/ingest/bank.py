@@ -409,11 +409,14 @@ def repeated_fields(file: str, header: BankHeader, cells: list[str]) -> list[Pro
     if header.mapping is not None:
         return []
     balance_sign = header.fields["balance"] + 1 if "balance" in header.fields else None
+    # With credit or debit columns the parser reads neither an amount nor a direction column
+    # (a `Transaction Type` of NEFT/UPI beside a `Dr/Cr`): never read, twice or not.
+    unread = {"amount", "direction"} if {"credit", "debit"} & set(header.fields) else set()
     first: dict[str, int] = {}
     problems: list[Problem] = []
     for position, cell in enumerate(cells):
         field = FIELD_OF.get(header_key(cell))
-        if field is None:
+        if field is None or field in unread:
             continue  # a column the parser does not read: never read, twice or not
         if field == "direction" and position == balance_sign != header.fields.get("direction"):
             continue
