@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from core.__main__ import main
-from core.db import connect, migrate
+from core.db import connect
 from core.db.backend import WRITE_LOCK
 from core.db.connection import busy_timeout_ms
 from core.errors import ConfigError
@@ -27,12 +27,8 @@ IMPORT_DAY = (sys.executable, "-m", "core", "import-day")
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
-    path = tmp_path / "x.sqlite"
-    conn = connect(path)
-    migrate(conn)
-    conn.close()
-    return path
+def db(db_path: Path) -> Path:
+    return db_path  # conftest's fresh, migrated SQLite file
 
 
 @contextmanager

@@ -375,3 +375,21 @@ def dialect_of(conn: Any) -> str:
 
 def is_postgres(conn: Any) -> bool:
     return dialect_of(conn) == "postgresql"
+
+
+def seconds_setting(name: str, default: float, maximum: float | None = None) -> float:
+    """The environment variable `name` as seconds (0 or more, at most `maximum`), `default`
+    when unset or blank; a bad value is refused (ConfigError), not guessed."""
+    from core.errors import ConfigError
+
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or (maximum is not None and not value <= maximum):  # NaN fails too
+        bound = "0 or more" if maximum is None else f"0 to {maximum:g}"
+        raise ConfigError(f"{name}={text!r}: expected seconds, {bound}")
+    return value

@@ -28,6 +28,7 @@ from core.db.backend import (
     is_postgres_url,
     plain_url,
     redacted,
+    seconds_setting,
 )
 from core.errors import ConfigError, DatabaseBusyError
 
@@ -118,16 +119,7 @@ def connect(path: str | Path | None = None, *, page_size: int | None = None) -> 
 def busy_timeout_ms() -> int:
     """RAZORRECON_BUSY_TIMEOUT_S in milliseconds, else BUSY_TIMEOUT_MS (a bad value is
     refused, not guessed)."""
-    text = os.environ.get(BUSY_TIMEOUT_ENV, "").strip()
-    if not text:
-        return BUSY_TIMEOUT_MS
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 86_400:  # NaN fails too
-        raise ConfigError(f"{BUSY_TIMEOUT_ENV}={text!r}: expected seconds, 0 to 86400")
-    return round(value * 1000)
+    return round(seconds_setting(BUSY_TIMEOUT_ENV, BUSY_TIMEOUT_MS / 1000, 86_400) * 1000)
 
 
 # SQLite's result code for "database is locked" (extended codes keep it in the low byte)

@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
-from core.db.backend import is_postgres
+from core.db.backend import is_postgres, seconds_setting
 from core.errors import RefusedError, StorageError
 
 # The key of the run lock on PostgreSQL (an arbitrary constant, "RRRUN" in ASCII; distinct
@@ -63,18 +63,7 @@ class RunInProgressError(RefusedError):
 
 def run_wait_seconds() -> float:
     """RAZORRECON_RUN_WAIT_S, else DEFAULT_RUN_WAIT_S (a bad value is refused, not guessed)."""
-    text = os.environ.get(RUN_WAIT_ENV, "").strip()
-    if not text:
-        return DEFAULT_RUN_WAIT_S
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value >= 0:
-        from core.errors import ConfigError
-
-        raise ConfigError(f"{RUN_WAIT_ENV}={text!r}: expected seconds, 0 or more")
-    return value
+    return seconds_setting(RUN_WAIT_ENV, DEFAULT_RUN_WAIT_S)
 
 
 def shown_as_progress(report: Callable[[float, str], None]) -> Callable[[str], None]:
