@@ -42,6 +42,7 @@ from core.books.rollforward import (
     settle_times,
     settlement_events,
 )
+from core.columns import text
 from core.dataset import Dataset
 from core.db import books_ledger as sql
 from core.db.books import exception_keys
@@ -59,13 +60,6 @@ _ATTRIBUTES = {
     "disputes": "disputes",
 }
 Flags = frozenset[tuple[str, str]]
-
-
-def _arrow(series: pd.Series) -> pa.Array:
-    found = pa.array(series.astype(str).array)
-    if isinstance(found, pa.ChunkedArray):
-        found = found.combine_chunks()
-    return found.cast(pa.large_string())
 
 
 def _among(column: pa.Array, values: Iterable[str]) -> np.ndarray:
@@ -98,10 +92,10 @@ class _Recon:
         kind = frame["type"].astype(str)
         return _Recon(
             frame=frame,
-            key=_arrow(frame["row_key"]),
-            entity=_arrow(frame["entity_id"]),
-            settlement=_arrow(frame["settlement_id"]),
-            dispute=_arrow(frame["dispute_id"]),
+            key=text(frame["row_key"]),
+            entity=text(frame["entity_id"]),
+            settlement=text(frame["settlement_id"]),
+            dispute=text(frame["dispute_id"]),
             is_payment=(kind == "payment").to_numpy(dtype=np.bool_),
             is_refund=(kind == "refund").to_numpy(dtype=np.bool_),
         )
@@ -248,7 +242,7 @@ _KINDS = ("payment", "refund", "recon_row", "settlement")
 def _pick(frame: pd.DataFrame, column: str, values: frozenset[str]) -> pd.DataFrame:
     if len(frame) == 0:
         return frame
-    return frame[_among(_arrow(frame[column]), values)]
+    return frame[_among(text(frame[column]), values)]
 
 
 def _rows_sum(recon: pd.DataFrame, times: pd.Series, settlements: frozenset[str]) -> pd.Series:
