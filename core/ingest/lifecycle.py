@@ -11,10 +11,13 @@ amount_reversed. A file that would move a stored row's status back along its lif
 lower such an amount, is an older download, not a correction: re-importing an earlier day
 after later ones would otherwise revert them.
 
-`stored_changes` compares a dataset with the stored rows of its keys by `STATUS_RANK` and
-`GROWING_AMOUNTS` (frames only, one vectorised comparison per table); `older_problems`
-names each backward move by file, line and the column as the file writes it (the file is
-read again: that path runs only when an import is refused).
+`STATUS_RANK` and `GROWING_AMOUNTS` are the one lifecycle table of the project: imports and
+the Razorpay webhooks (core.razorpay.webhooks, by their entity's table) decide by them.
+`stored_changes` compares a dataset with the stored rows of its keys (frames only, one
+vectorised comparison per table); `backward_moves` is its backward part for one table (a
+webhook's entity); `older_problems` names each backward move by file, line and the column
+as the file writes it (the file is read again: that path runs only when an import is
+refused).
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ from core.errors import OlderRowsError, Problem
 # How far along its lifecycle a status is, per raw table (a Dataset field); a stored row is
 # never moved to a lower rank. Equal ranks are alternatives (neither follows the other) and
 # are not refused; statuses not listed (and disputes, whose phases may open a decided
-# dispute again) are not compared.
+# dispute again) are not compared. Webhooks decide by it too (a late settlement event saying
+# failed after processed is skipped).
 STATUS_RANK: dict[str, dict[str, int]] = {
     # Late authorisation: "Move states forward only; accept failed -> authorized"; an
     # authorized payment not captured in time is auto-refunded.
@@ -162,6 +166,20 @@ def _latest_of_each_key(frame: pd.DataFrame, key: str) -> pd.DataFrame:
     return frame[~dup] if dup.any() else frame
 
 
+def _met(
+    new: pd.DataFrame, old: pd.DataFrame | None, key: str
+) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """The incoming rows whose key is stored (the last of each key) and the stored rows they
+    meet, row for row; None when none do."""
+    if old is None or len(new) == 0 or len(old) == 0:
+        return None
+    new = _latest_of_each_key(new, key)
+    found = pc.index_in(_keys(new, key), value_set=_keys(old, key))
+    at = np.asarray(found.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+    hit = at >= 0
+    return (new[hit], old.iloc[at[hit]]) if hit.any() else None
+
+
 def stored_changes(incoming: Dataset, stored: Mapping[str, pd.DataFrame]) -> StoredChanges:
     """What upserting `incoming` changes in `stored` (per Dataset field: the stored rows of
     at least the incoming keys, every column): one vectorised comparison per table."""
@@ -169,19 +187,11 @@ def stored_changes(incoming: Dataset, stored: Mapping[str, pd.DataFrame]) -> Sto
     examples: list[FieldChange] = []
     backward: list[BackwardMove] = []
     for attribute, key in COMPARED.items():
-        new = getattr(incoming, attribute)
-        old = stored.get(attribute)
-        if old is None or len(new) == 0 or len(old) == 0:
+        met = _met(getattr(incoming, attribute), stored.get(attribute), key)
+        if met is None:
             continue
-        new = _latest_of_each_key(new, key)
-        found = pc.index_in(_keys(new, key), value_set=_keys(old, key))
-        at = np.asarray(found.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
-        hit = at >= 0
-        if not hit.any():
-            continue
-        ours = new[hit]
-        theirs = old.iloc[at[hit]]
-        columns = [c for c in new.columns if c != key and c in old.columns]
+        ours, theirs = met
+        columns = [c for c in ours.columns if c != key and c in theirs.columns]
         differs = {column: _differs(theirs[column], ours[column]) for column in columns}
         any_change = np.zeros(len(ours), dtype=bool)
         for mask in differs.values():
@@ -200,6 +210,25 @@ def stored_changes(incoming: Dataset, stored: Mapping[str, pd.DataFrame]) -> Sto
                 examples.append(FieldChange(table, str(keys[row]), column, old_text, new_text))
         backward.extend(_backward(attribute, keys, theirs, ours, differs))
     return StoredChanges(MappingProxyType(changed), tuple(examples), tuple(backward))
+
+
+def backward_moves(
+    attribute: str, new: pd.DataFrame, old: pd.DataFrame
+) -> tuple[BackwardMove, ...]:
+    """What `stored_changes(...).backward` holds for one table (`attribute`, a Dataset
+    field of COMPARED) when `new` is upserted over `old` (the stored rows of at least its
+    keys), comparing only the lifecycle's columns: for a few rows (a webhook's entity)
+    without building a Dataset."""
+    key = COMPARED[attribute]
+    met = _met(new, old, key)
+    if met is None:
+        return ()
+    ours, theirs = met
+    lifecycle = ("status", *GROWING_AMOUNTS.get(attribute, ()))
+    columns = [c for c in lifecycle if c in ours.columns and c in theirs.columns]
+    differs = {column: _differs(theirs[column], ours[column]) for column in columns}
+    keys = ours[key].astype("string").to_numpy(dtype=object)
+    return tuple(_backward(attribute, keys, theirs, ours, differs))
 
 
 def _backward(
