@@ -10,6 +10,7 @@ day 3 only new rows. Re-importing day 1 after day 2 would move both back: refuse
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from pathlib import Path
 
 import pandas as pd
@@ -121,14 +122,36 @@ def _stored(db: Path, table: str, key: str, column: str = "status") -> str:
         conn.close()
 
 
+def _older_again(
+    db: Path,
+    days: dict[str, Path],
+    order: tuple[str, str],
+    capsys: pytest.CaptureFixture[str],
+    *extra: str,
+) -> tuple[tuple[dict[str, int], str], int, str, str]:
+    """Import the two days in `order`, then the first again (with `extra`): the state
+    before that last import, and its exit code, output and errors."""
+    for day in order:
+        assert _import_day(db, days[day], capsys)[0] == 0
+    before = _state(db)
+    return (before, *_import_day(db, days[order[0]], capsys, *extra))
+
+
+def _accepted_moves(db: Path) -> list[str]:
+    """The payloads of the `import_older_accepted` audit entries."""
+    conn = connect(db)
+    try:
+        query = "SELECT payload_json FROM audit_log WHERE action = 'import_older_accepted'"
+        return [str(row[0]) for row in conn.execute(query)]
+    finally:
+        conn.close()
+
+
 def test_reimporting_an_older_day_is_refused_naming_file_line_and_status_with_nothing_written(
     chain: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "older.sqlite"  # SQLite only: its tables are read back with sqlite3
-    for day in ("d1", "d2"):
-        assert _import_day(db, chain[day], capsys)[0] == 0
-    before = _state(db)
-    code, out, err = _import_day(db, chain["d1"], capsys)
+    before, code, out, err = _older_again(db, chain, ("d1", "d2"), capsys)
     assert code == 3, out + err
     assert (
         "d1/payments.csv:3:status: pay_Auth000000001 would go from 'captured' back to"
@@ -144,9 +167,7 @@ def test_an_older_day_is_taken_with_accept_older_reported_and_audited(
     chain: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "older.sqlite"  # SQLite only: its tables are read back with sqlite3
-    for day in ("d1", "d2"):
-        assert _import_day(db, chain[day], capsys)[0] == 0
-    code, out, err = _import_day(db, chain["d1"], capsys, "--accept-older")
+    _, code, out, err = _older_again(db, chain, ("d1", "d2"), capsys, "--accept-older")
     assert code == 0, err
     assert "stored rows changed (corrections): payments 1, refunds 1" in out
     assert "payments pay_Auth000000001: status 'captured' -> 'authorized'" in out
@@ -154,15 +175,13 @@ def test_an_older_day_is_taken_with_accept_older_reported_and_audited(
         "2 value(s) moved backwards (a status, or an amount lowered), taken as corrections as asked"
     ) in out
     assert _stored(db, "payments", "pay_Auth000000001") == "authorized"
+    audit = _accepted_moves(db)
+    assert len(audit) == 1 and "pay_Auth000000001: captured -> authorized" in audit[0]
     conn = connect(db)
     try:
-        audit = conn.execute(
-            "SELECT entity_id, payload_json FROM audit_log WHERE action = 'import_older_accepted'"
-        ).fetchall()
         report = conn.execute("SELECT report_json FROM imports ORDER BY id DESC").fetchone()[0]
     finally:
         conn.close()
-    assert len(audit) == 1 and "pay_Auth000000001: captured -> authorized" in audit[0][1]
     assert '"older_count": 2' in report
 
 
@@ -236,6 +255,20 @@ def test_the_import_command_refuses_an_older_folder_unless_accept_older(
     assert "taken as corrections as asked" in capsys.readouterr().out
 
 
+def _refused_in_store(
+    conn: sqlite3.Connection, days: dict[str, Path], order: tuple[str, str]
+) -> list[tuple[str, int, str]]:
+    """import_dataset the two days in `order`, then the first again, which must be refused
+    with no import recorded: the refusal's places (file, line, column)."""
+    for day in order:
+        import_dataset(conn, days[day])
+    imports = conn.execute("SELECT count(*) FROM imports").fetchone()[0]
+    with pytest.raises(OlderRowsError) as refused:
+        import_dataset(conn, days[order[0]])
+    assert conn.execute("SELECT count(*) FROM imports").fetchone()[0] == imports
+    return [(p.file, p.line, p.column) for p in refused.value.problems]
+
+
 def test_store_dataset_refuses_in_its_transaction_what_the_stored_rows_say(
     chain: dict[str, Path], db_url: str
 ) -> None:
@@ -243,16 +276,10 @@ def test_store_dataset_refuses_in_its_transaction_what_the_stored_rows_say(
     nothing is written, and the error lists every row with its place."""
     conn = connect(db_url)
     try:
-        import_dataset(conn, chain["d1"])
-        import_dataset(conn, chain["d2"])
-        imports = conn.execute("SELECT count(*) FROM imports").fetchone()[0]
-        with pytest.raises(OlderRowsError) as refused:
-            import_dataset(conn, chain["d1"])
-        assert [(p.file, p.line, p.column) for p in refused.value.problems] == [
+        assert _refused_in_store(conn, chain, ("d1", "d2")) == [
             ("d1/payments.csv", 3, "status"),
             ("d1/refunds.csv", 2, "status"),
         ]
-        assert conn.execute("SELECT count(*) FROM imports").fetchone()[0] == imports
     finally:
         conn.close()
 
@@ -308,10 +335,7 @@ def test_reimporting_an_older_day_lowering_amount_refunded_is_refused_by_file_li
     refunded: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "older.sqlite"  # SQLite only: its tables are read back with sqlite3
-    for day in ("d2", "d6"):
-        assert _import_day(db, refunded[day], capsys)[0] == 0
-    before = _state(db)
-    code, out, err = _import_day(db, refunded["d2"], capsys)
+    before, code, out, err = _older_again(db, refunded, ("d2", "d6"), capsys)
     assert code == 3, out + err
     assert (
         "d2/payments.csv:3:amount_refunded: pay_Part000000001 would lower amount_refunded"
@@ -326,22 +350,13 @@ def test_an_older_day_lowering_amount_refunded_is_taken_with_accept_older_report
     refunded: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "older.sqlite"  # SQLite only: its tables are read back with sqlite3
-    for day in ("d2", "d6"):
-        assert _import_day(db, refunded[day], capsys)[0] == 0
-    code, out, err = _import_day(db, refunded["d2"], capsys, "--accept-older")
+    _, code, out, err = _older_again(db, refunded, ("d2", "d6"), capsys, "--accept-older")
     assert code == 0, err
     assert "payments pay_Part000000001: amount_refunded 330195 -> 0" in out
     assert "1 value(s) moved backwards (a status, or an amount lowered)" in out
     assert _stored(db, "payments", "pay_Part000000001", "amount_refunded") == "0"
-    conn = connect(db)
-    try:
-        audit = conn.execute(
-            "SELECT payload_json FROM audit_log WHERE action = 'import_older_accepted'"
-        ).fetchall()
-    finally:
-        conn.close()
-    assert len(audit) == 1
-    assert "pay_Part000000001: amount_refunded 330195 -> 0" in audit[0][0]
+    audit = _accepted_moves(db)
+    assert len(audit) == 1 and "pay_Part000000001: amount_refunded 330195 -> 0" in audit[0]
 
 
 def test_store_dataset_refuses_a_lowered_amount_refunded_in_its_transaction(
@@ -349,15 +364,9 @@ def test_store_dataset_refuses_a_lowered_amount_refunded_in_its_transaction(
 ) -> None:
     conn = connect(db_url)
     try:
-        import_dataset(conn, refunded["d2"])
-        import_dataset(conn, refunded["d6"])
-        imports = conn.execute("SELECT count(*) FROM imports").fetchone()[0]
-        with pytest.raises(OlderRowsError) as refused:
-            import_dataset(conn, refunded["d2"])
-        assert [(p.file, p.line, p.column) for p in refused.value.problems] == [
+        assert _refused_in_store(conn, refunded, ("d2", "d6")) == [
             ("d2/payments.csv", 3, "amount_refunded")
         ]
-        assert conn.execute("SELECT count(*) FROM imports").fetchone()[0] == imports
         stored = "SELECT amount_refunded FROM payments WHERE id = 'pay_Part000000001'"
         assert conn.execute(stored).fetchone()[0] == 330195
     finally:

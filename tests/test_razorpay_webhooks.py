@@ -228,37 +228,32 @@ def test_events_arriving_out_of_order_keep_the_newest_state(db_path: Path, tmp_p
         reversed_order.close()
 
 
-def test_a_late_event_never_moves_a_status_backwards(conn: sqlite3.Connection) -> None:
+@pytest.mark.parametrize(
+    ("status", "later_by"),
+    [
+        ("created", 0),
+        # Razorpay: "failed is not final, so a failed settlement may be retried and still
+        # reach processed": processed is final (core.ingest.lifecycle). Dated later, so only
+        # the lifecycle, not the newest-event rule, keeps it out.
+        ("failed", 60),
+    ],
+)
+def test_a_late_event_never_moves_a_status_backwards(
+    conn: sqlite3.Connection, status: str, later_by: int
+) -> None:
     settlement = copy.deepcopy(next(s for s in SETTLEMENTS if s["status"] == "processed"))
     deliver(conn, event("settlement.processed", 1_782_000_000, settlement=settlement), "evt_E1")
-    older_view = {**settlement, "status": "created", "utr": None}
+    older_view = {**settlement, "status": status, "utr": None}
 
     result = deliver(
-        conn, event("settlement.processed", 1_782_000_000, settlement=older_view), "evt_E2"
-    )
-
-    assert result.verdict == "accepted" and result.upserted == ()
-    assert "stored status processed is past created" in result.skipped[0]
-    row = conn.execute("SELECT status, utr FROM settlements WHERE id = ?", (settlement["id"],))
-    assert tuple(row.fetchone()) == ("processed", settlement["utr"])
-
-
-def test_a_later_delivery_of_a_settlement_as_failed_after_processed_is_skipped(
-    conn: sqlite3.Connection,
-) -> None:
-    """Razorpay: "failed is not final, so a failed settlement may be retried and still reach
-    processed"; a processed settlement never goes back to failed (core.ingest.lifecycle)."""
-    settlement = copy.deepcopy(next(s for s in SETTLEMENTS if s["status"] == "processed"))
-    deliver(conn, event("settlement.processed", 1_782_000_000, settlement=settlement), "evt_E3")
-    failed_view = {**settlement, "status": "failed", "utr": None}
-
-    result = deliver(
-        conn, event("settlement.processed", 1_782_000_060, settlement=failed_view), "evt_E4"
+        conn,
+        event("settlement.processed", 1_782_000_000 + later_by, settlement=older_view),
+        "evt_E2",
     )
 
     assert result.verdict == "accepted" and result.upserted == ()
     assert result.skipped == (
-        f"settlement:{settlement['id']} (stored status processed is past failed)",
+        f"settlement:{settlement['id']} (stored status processed is past {status})",
     )
     row = conn.execute("SELECT status, utr FROM settlements WHERE id = ?", (settlement["id"],))
     assert tuple(row.fetchone()) == ("processed", settlement["utr"])
