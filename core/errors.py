@@ -83,9 +83,10 @@ class RefusedError(RazorReconError):
 
 
 class OlderRowsError(RefusedError):
-    """An import would move stored rows' statuses backwards in their lifecycle (an older
-    file: core.ingest.lifecycle): refused, nothing written. problems: the rows shown, each
-    by file, line and status column; total: how many rows in all."""
+    """An import would move stored rows backwards in their lifecycle (a status back, an
+    amount that only grows lowered: an older file, core.ingest.lifecycle): refused, nothing
+    written. problems: the moves shown, each by file, line and column; total: how many in
+    all."""
 
     def __init__(self, problems: list[Problem] | tuple[Problem, ...], total: int) -> None:
         self.problems: tuple[Problem, ...] = tuple(problems)

@@ -7,9 +7,10 @@ and the new as-of can change is reconciled again and every other outcome is carr
 forward from the latest completed run (the stored state read from the snapshot that run
 left beside the database when verified, else from the tables). `--full` reconciles
 everything instead (so does the command when the latest run cannot be carried forward, and
-says why). A day that would move a stored row's status backwards (an older file) is
-refused unless `--accept-older`. Exit 0 done, 2 bad input (file, line, column; nothing
-written), 3 refused (an older file: file, line and status column; nothing written).
+says why). A day that would move a stored row's status backwards or lower its
+amount_refunded (an older file) is refused unless `--accept-older`. Exit 0 done, 2 bad
+input (file, line, column; nothing written), 3 refused (an older file: file, line and the
+status or amount column; nothing written).
 """
 
 from __future__ import annotations

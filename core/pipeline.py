@@ -1022,7 +1022,8 @@ def reconcile_day_into_db(
 ) -> DayRunResult:
     """Merge a day's folder into the raw tables (upsert by key: new ids are added, a row
     with a stored key replaces it: a correction, unless it would move the stored row's
-    status backwards, an older file: then the day is refused with nothing written unless
+    status backwards or lower a growing amount, an older file: then the day is refused with
+    nothing written unless
     `accept_older`, core.ingest.lifecycle) and reconcile: incrementally from the latest completed
     run (core.engine.incremental) when that run can be carried forward, else (or with
     `full`) every entity. Then store the run, record its kind, sync the exceptions.
@@ -1113,7 +1114,8 @@ def _reconcile_loaded_day(
         stored, previous, state, read_from = _read_state(conn, base, keep_in)
         merged, replaced = merge_rows(stored, day)
         # The stored rows the day replaces, compared with its rows before any work: a status
-        # moved backwards is an older file (refused here; checked again where it is stored).
+        # moved backwards (or a growing amount lowered) is an older file (refused here;
+        # checked again where it is stored).
         changes = stored_changes(day, {a: getattr(replaced, a) for a in COMPARED})
         if changes.backward and not accept_older:
             moves = changes.backward

@@ -108,8 +108,9 @@ def add_import_day_arguments(parser: argparse.ArgumentParser) -> None:
         "--accept-older",
         dest="accept_older",
         action="store_true",
-        help="take rows whose stored status the day would move backwards (captured back to"
-        " authorized, ...) as corrections; without it such a day is refused as an older file",
+        help="take rows the day would move backwards (a status captured back to authorized,"
+        " an amount_refunded lowered, ...) as corrections; without it such a day is refused"
+        " as an older file",
     )
     snapshots = parser.add_mutually_exclusive_group()
     snapshots.add_argument(

@@ -10,11 +10,14 @@ day 3 only new rows. Re-importing day 1 after day 2 would move both back: refuse
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from core.__main__ import main
+from core.dataset import TRANSFER_COLUMNS, Dataset
 from core.db import connect
 from core.db.raw import RAW_TABLES
 from core.errors import OlderRowsError
@@ -119,14 +122,36 @@ def _stored(db: Path, table: str, key: str, column: str = "status") -> str:
         conn.close()
 
 
+def _older_again(
+    db: Path,
+    days: dict[str, Path],
+    order: tuple[str, str],
+    capsys: pytest.CaptureFixture[str],
+    *extra: str,
+) -> tuple[tuple[dict[str, int], str], int, str, str]:
+    """Import the two days in `order`, then the first again (with `extra`): the state
+    before that last import, and its exit code, output and errors."""
+    for day in order:
+        assert _import_day(db, days[day], capsys)[0] == 0
+    before = _state(db)
+    return (before, *_import_day(db, days[order[0]], capsys, *extra))
+
+
+def _accepted_moves(db: Path) -> list[str]:
+    """The payloads of the `import_older_accepted` audit entries."""
+    conn = connect(db)
+    try:
+        query = "SELECT payload_json FROM audit_log WHERE action = 'import_older_accepted'"
+        return [str(row[0]) for row in conn.execute(query)]
+    finally:
+        conn.close()
+
+
 def test_reimporting_an_older_day_is_refused_naming_file_line_and_status_with_nothing_written(
     chain: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "older.sqlite"  # SQLite only: its tables are read back with sqlite3
-    for day in ("d1", "d2"):
-        assert _import_day(db, chain[day], capsys)[0] == 0
-    before = _state(db)
-    code, out, err = _import_day(db, chain["d1"], capsys)
+    before, code, out, err = _older_again(db, chain, ("d1", "d2"), capsys)
     assert code == 3, out + err
     assert (
         "d1/payments.csv:3:status: pay_Auth000000001 would go from 'captured' back to"
@@ -142,23 +167,21 @@ def test_an_older_day_is_taken_with_accept_older_reported_and_audited(
     chain: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "older.sqlite"  # SQLite only: its tables are read back with sqlite3
-    for day in ("d1", "d2"):
-        assert _import_day(db, chain[day], capsys)[0] == 0
-    code, out, err = _import_day(db, chain["d1"], capsys, "--accept-older")
+    _, code, out, err = _older_again(db, chain, ("d1", "d2"), capsys, "--accept-older")
     assert code == 0, err
     assert "stored rows changed (corrections): payments 1, refunds 1" in out
     assert "payments pay_Auth000000001: status 'captured' -> 'authorized'" in out
-    assert "2 status(es) moved backwards, taken as corrections as asked" in out
+    assert (
+        "2 value(s) moved backwards (a status, or an amount lowered), taken as corrections as asked"
+    ) in out
     assert _stored(db, "payments", "pay_Auth000000001") == "authorized"
+    audit = _accepted_moves(db)
+    assert len(audit) == 1 and "pay_Auth000000001: captured -> authorized" in audit[0]
     conn = connect(db)
     try:
-        audit = conn.execute(
-            "SELECT entity_id, payload_json FROM audit_log WHERE action = 'import_older_accepted'"
-        ).fetchall()
         report = conn.execute("SELECT report_json FROM imports ORDER BY id DESC").fetchone()[0]
     finally:
         conn.close()
-    assert len(audit) == 1 and "pay_Auth000000001: captured -> authorized" in audit[0][1]
     assert '"older_count": 2' in report
 
 
@@ -232,6 +255,20 @@ def test_the_import_command_refuses_an_older_folder_unless_accept_older(
     assert "taken as corrections as asked" in capsys.readouterr().out
 
 
+def _refused_in_store(
+    conn: sqlite3.Connection, days: dict[str, Path], order: tuple[str, str]
+) -> list[tuple[str, int, str]]:
+    """import_dataset the two days in `order`, then the first again, which must be refused
+    with no import recorded: the refusal's places (file, line, column)."""
+    for day in order:
+        import_dataset(conn, days[day])
+    imports = conn.execute("SELECT count(*) FROM imports").fetchone()[0]
+    with pytest.raises(OlderRowsError) as refused:
+        import_dataset(conn, days[order[0]])
+    assert conn.execute("SELECT count(*) FROM imports").fetchone()[0] == imports
+    return [(p.file, p.line, p.column) for p in refused.value.problems]
+
+
 def test_store_dataset_refuses_in_its_transaction_what_the_stored_rows_say(
     chain: dict[str, Path], db_url: str
 ) -> None:
@@ -239,16 +276,10 @@ def test_store_dataset_refuses_in_its_transaction_what_the_stored_rows_say(
     nothing is written, and the error lists every row with its place."""
     conn = connect(db_url)
     try:
-        import_dataset(conn, chain["d1"])
-        import_dataset(conn, chain["d2"])
-        imports = conn.execute("SELECT count(*) FROM imports").fetchone()[0]
-        with pytest.raises(OlderRowsError) as refused:
-            import_dataset(conn, chain["d1"])
-        assert [(p.file, p.line, p.column) for p in refused.value.problems] == [
+        assert _refused_in_store(conn, chain, ("d1", "d2")) == [
             ("d1/payments.csv", 3, "status"),
             ("d1/refunds.csv", 2, "status"),
         ]
-        assert conn.execute("SELECT count(*) FROM imports").fetchone()[0] == imports
     finally:
         conn.close()
 
@@ -278,3 +309,109 @@ def test_a_late_authorisation_is_a_forward_move_not_an_older_file(
     b, _ = load_dataset(late)
     assert not stored_changes(b, {"payments": a.payments}).backward
     assert len(stored_changes(a, {"payments": b.payments}).backward) == 1
+
+
+@pytest.fixture
+def refunded(tmp_path: Path) -> dict[str, Path]:
+    """A payment captured on day 2 (nothing refunded yet) and refunded in part by day 6,
+    its status still captured: only its amount_refunded tells the files apart."""
+    root = tmp_path / "refunded"
+    root.mkdir()
+    pid = "pay_Part000000001"
+    d2 = _day(
+        root,
+        "d2",
+        [
+            _payment("pay_Other00000002", 99900, "captured", T1),
+            _payment(pid, 1032608, "captured", T1 + 60),
+        ],
+        [],
+    )
+    d6 = _day(root, "d6", [_payment(pid, 1032608, "captured", T1 + 60, refunded=330195)], [])
+    return {"d2": d2, "d6": d6}
+
+
+def test_reimporting_an_older_day_lowering_amount_refunded_is_refused_by_file_line_and_column(
+    refunded: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "older.sqlite"  # SQLite only: its tables are read back with sqlite3
+    before, code, out, err = _older_again(db, refunded, ("d2", "d6"), capsys)
+    assert code == 3, out + err
+    assert (
+        "d2/payments.csv:3:amount_refunded: pay_Part000000001 would lower amount_refunded"
+        " from 330195 to 0 paise: this file looks older than what is stored; refused"
+        " (import-day --accept-older takes it as a correction)"
+    ) in err
+    assert _state(db) == before
+    assert _stored(db, "payments", "pay_Part000000001", "amount_refunded") == "330195"
+
+
+def test_an_older_day_lowering_amount_refunded_is_taken_with_accept_older_reported_and_audited(
+    refunded: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "older.sqlite"  # SQLite only: its tables are read back with sqlite3
+    _, code, out, err = _older_again(db, refunded, ("d2", "d6"), capsys, "--accept-older")
+    assert code == 0, err
+    assert "payments pay_Part000000001: amount_refunded 330195 -> 0" in out
+    assert "1 value(s) moved backwards (a status, or an amount lowered)" in out
+    assert _stored(db, "payments", "pay_Part000000001", "amount_refunded") == "0"
+    audit = _accepted_moves(db)
+    assert len(audit) == 1 and "pay_Part000000001: amount_refunded 330195 -> 0" in audit[0]
+
+
+def test_store_dataset_refuses_a_lowered_amount_refunded_in_its_transaction(
+    refunded: dict[str, Path], db_url: str
+) -> None:
+    conn = connect(db_url)
+    try:
+        assert _refused_in_store(conn, refunded, ("d2", "d6")) == [
+            ("d2/payments.csv", 3, "amount_refunded")
+        ]
+        stored = "SELECT amount_refunded FROM payments WHERE id = 'pay_Part000000001'"
+        assert conn.execute(stored).fetchone()[0] == 330195
+    finally:
+        conn.close()
+
+
+def test_a_raised_amount_refunded_is_a_forward_move_and_a_lowered_one_goes_back(
+    refunded: dict[str, Path],
+) -> None:
+    day2, _ = load_dataset(refunded["d2"])
+    day6, _ = load_dataset(refunded["d6"])
+    assert not stored_changes(day6, {"payments": day2.payments}).backward
+    moves = stored_changes(day2, {"payments": day6.payments}).backward
+    assert [(m.key, m.column, m.stored, m.incoming) for m in moves] == [
+        ("pay_Part000000001", "amount_refunded", "330195", "0")
+    ]
+
+
+def _transfer(reversed_paise: int | None, status: str) -> Dataset:
+    frame = pd.DataFrame(
+        {
+            "id": ["trf_Rev000000001"],
+            "source": ["pay_Part000000001"],
+            "recipient": ["acc_Linked0000001"],
+            "amount": [500000],
+            "currency": ["INR"],
+            "amount_reversed": [reversed_paise],
+            "status": [status],
+            "on_hold": [False],
+            "on_hold_until": [None],
+            "recipient_settlement_id": [None],
+            "created_at": [T1],
+        }
+    ).astype(TRANSFER_COLUMNS)
+    return Dataset(transfers=frame)
+
+
+def test_a_transfers_amount_reversed_never_goes_down_and_a_missing_one_is_not_compared() -> None:
+    """Razorpay: "you can create multiple reversals on a transfer_id"; each one adds."""
+    part = _transfer(100000, "partially_reversed")
+    more = _transfer(200000, "partially_reversed")
+    unknown = _transfer(None, "partially_reversed")
+    assert not stored_changes(more, {"transfers": part.transfers}).backward
+    moves = stored_changes(part, {"transfers": more.transfers}).backward
+    assert [(m.column, m.stored, m.incoming) for m in moves] == [
+        ("amount_reversed", "200000", "100000")
+    ]
+    assert not stored_changes(unknown, {"transfers": more.transfers}).backward

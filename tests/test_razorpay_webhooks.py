@@ -228,19 +228,52 @@ def test_events_arriving_out_of_order_keep_the_newest_state(db_path: Path, tmp_p
         reversed_order.close()
 
 
-def test_a_late_event_never_moves_a_status_backwards(conn: sqlite3.Connection) -> None:
+@pytest.mark.parametrize(
+    ("status", "later_by"),
+    [
+        ("created", 0),
+        # Razorpay: "failed is not final, so a failed settlement may be retried and still
+        # reach processed": processed is final (core.ingest.lifecycle). Dated later, so only
+        # the lifecycle, not the newest-event rule, keeps it out.
+        ("failed", 60),
+    ],
+)
+def test_a_late_event_never_moves_a_status_backwards(
+    conn: sqlite3.Connection, status: str, later_by: int
+) -> None:
     settlement = copy.deepcopy(next(s for s in SETTLEMENTS if s["status"] == "processed"))
     deliver(conn, event("settlement.processed", 1_782_000_000, settlement=settlement), "evt_E1")
-    older_view = {**settlement, "status": "created", "utr": None}
+    older_view = {**settlement, "status": status, "utr": None}
 
     result = deliver(
-        conn, event("settlement.processed", 1_782_000_000, settlement=older_view), "evt_E2"
+        conn,
+        event("settlement.processed", 1_782_000_000 + later_by, settlement=older_view),
+        "evt_E2",
     )
 
     assert result.verdict == "accepted" and result.upserted == ()
-    assert "stored status processed is past created" in result.skipped[0]
+    assert result.skipped == (
+        f"settlement:{settlement['id']} (stored status processed is past {status})",
+    )
     row = conn.execute("SELECT status, utr FROM settlements WHERE id = ?", (settlement["id"],))
     assert tuple(row.fetchone()) == ("processed", settlement["utr"])
+
+
+def test_a_later_payment_event_that_lowers_amount_refunded_is_skipped(
+    conn: sqlite3.Connection,
+) -> None:
+    refund, _, after = refund_and_payment()
+    deliver(conn, event("refund.processed", 1_782_000_000, refund=refund, payment=after), "evt_E5")
+    stale = {**after, "amount_refunded": 0, "refund_status": None}  # its status as stored
+
+    result = deliver(conn, event("payment.captured", 1_782_000_060, payment=stale), "evt_E6")
+
+    assert result.verdict == "accepted" and result.upserted == ()
+    assert result.skipped == (
+        f"payment:{after['id']} (stored amount_refunded {refund['amount']} is higher than 0)",
+    )
+    row = conn.execute("SELECT status, amount_refunded FROM payments WHERE id = ?", (after["id"],))
+    assert tuple(row.fetchone()) == (after["status"], refund["amount"])
 
 
 def test_a_settlement_processed_is_upserted_and_marks_the_settlement(

@@ -37,8 +37,9 @@ def _quiet(_fraction: float, _message: str) -> None:
 OLDER_HINT = "tick 'Take older rows as corrections' to import them anyway"
 OLDER_HELP = (
     "A file that would move a stored payment, refund or settlement back in its lifecycle"
-    " (captured back to authorized, processed back to pending) looks older than what is"
-    " stored and is refused. Tick to import it anyway (recorded in the audit trail)."
+    " (captured back to authorized, processed back to pending, a payment's amount refunded"
+    " lowered) looks older than what is stored and is refused. Tick to import it anyway"
+    " (recorded in the audit trail)."
 )
 
 

@@ -94,16 +94,6 @@ def stored_rows(
     return found
 
 
-def stored_entity(conn: sqlite3.Connection, table: str, entity_id: str) -> sqlite3.Row | None:
-    """One stored payment, refund or settlement (compared columns plus id), or None."""
-    key_column, columns = RAW_TABLES[table]
-    select = ", ".join((key_column, *columns))
-    row: sqlite3.Row | None = conn.execute(
-        f"SELECT {select} FROM {table} WHERE {key_column} = ?", (entity_id,)
-    ).fetchone()
-    return row
-
-
 def export_rows(conn: sqlite3.Connection, table: str) -> list[sqlite3.Row]:
     """Every stored row of a raw table, in a stable order, for export."""
     columns, order = EXPORT_QUERIES[table]

@@ -37,8 +37,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--accept-older",
         dest="accept_older",
         action="store_true",
-        help="take rows whose stored status the files would move backwards (captured back to"
-        " authorized, ...) as corrections; without it such an import is refused (exit 3)",
+        help="take rows the files would move backwards (a status captured back to authorized,"
+        " an amount_refunded lowered, ...) as corrections; without it such an import is"
+        " refused (exit 3)",
     )
     parser.set_defaults(func=run)
     register_bank_mapping(subparsers)

@@ -34,7 +34,6 @@ from core.ingest.lifecycle import (
     COMPARED,
     NO_CHANGES,
     OLDER_SHOWN,
-    TABLE_NAMES,
     BackwardMove,
     StoredChanges,
     older_problems,
@@ -501,10 +500,11 @@ def store_dataset(
 
     Into tables that keep other imports, the dataset's rows are first compared with the
     stored rows of their keys, inside the transaction (core.ingest.lifecycle): the report
-    counts the stored rows it changes; a row whose status it would move backwards refuses
-    the import (OlderRowsError, nothing written, each row named by file, line and status
-    column: the files are read again from `folder`, default `location`, and `older_hint`
-    says how to take them anyway) unless `accept_older`, then the moves are recorded in the
+    counts the stored rows it changes; a row whose status it would move backwards, or whose
+    growing amount (a payment's amount_refunded, ...) it would lower, refuses the import
+    (OlderRowsError, nothing written, each named by file, line and column: the files are
+    read again from `folder`, default `location`, and `older_hint` says how to take them
+    anyway) unless `accept_older`, then the moves are recorded in the
     import's report and in an audit entry `import_older_accepted` (by `actor`, default
     the source). `compared`: (the latest import id when the caller read the stored
     rows, their comparison) — used when no import came since, else the stored rows of the
@@ -568,7 +568,7 @@ def _changes(
     conn: sqlite3.Connection, dataset: Dataset, report: ImportReport, older: _Older
 ) -> StoredChanges:
     """Inside the import's transaction: what the dataset changes in the stored rows; raises
-    OlderRowsError for a status it would move backwards unless asked to take them."""
+    OlderRowsError for a row it would move backwards unless asked to take them."""
     if older.compared is not None and raw.latest_import_id(conn) == older.compared[0]:
         changes = older.compared[1]
     else:
@@ -595,19 +595,19 @@ def locate_rows(
     files: Sequence[FileReport],
     location: str,
     folder: str | Path | None,
-) -> dict[tuple[str, str], tuple[str, int, str]]:
-    """(attribute, key) -> (file as shown, physical line, status column as written) for the
-    moves whose rows a file of the folder holds (`files`: the import's FileReports; the
+) -> dict[tuple[str, str, str], tuple[str, int, str]]:
+    """(attribute, key, column) -> (file as shown, physical line, column as written) for
+    the moves whose rows a file of the folder holds (`files`: the import's FileReports; the
     folder: `folder`, else `location`), each file read again: for a refusal only."""
 
     root = Path(folder) if folder is not None else Path(location)
     if not root.is_dir():
         return {}
     prefix = "" if folder is not None and str(folder) != location else root.name + "/"
-    wanted: dict[str, set[str]] = {}
+    wanted: dict[str, dict[str, list[str]]] = {}
     for move in moves:
-        wanted.setdefault(move.attribute, set()).add(move.key)
-    found: dict[tuple[str, str], tuple[str, int, str]] = {}
+        wanted.setdefault(move.attribute, {}).setdefault(move.key, []).append(move.column)
+    found: dict[tuple[str, str, str], tuple[str, int, str]] = {}
     for report in files:
         attribute = DATASET_FIELD.get(report.kind)
         spec = TABLES.get(report.kind)
@@ -623,12 +623,10 @@ def locate_rows(
             continue
         values = pc.utf8_trim_whitespace(ids.cast(pa.string())).to_pylist()
         lines = table.lines()
-        column = table.written_names.get("status", "status")
         for row, value in enumerate(values):
-            if value in wanted[attribute]:
-                found.setdefault(
-                    (attribute, value), (prefix + report.file, int(lines[row]), column)
-                )
+            for column in wanted[attribute].get(value, ()):
+                place = (prefix + report.file, int(lines[row]), table.column_label(column))
+                found.setdefault((attribute, value, column), place)
     return found
 
 
@@ -716,10 +714,7 @@ def _store(
             written=MappingProxyType(written),
             changed=changes.changed,
             changes=tuple(change.text() for change in changes.examples),
-            accepted_older=tuple(
-                f"{TABLE_NAMES.get(m.attribute, m.attribute)} {m.key}: {m.stored} -> {m.incoming}"
-                for m in moves[:OLDER_SHOWN]
-            ),
+            accepted_older=tuple(move.text() for move in moves[:OLDER_SHOWN]),
             older_count=len(moves),
         )
         if moves:  # taken as corrections, as asked: audited with the import

@@ -58,9 +58,10 @@ class ImportReport:
     stored line holding theirs (core.ingest.statements).
     changed: stored rows the import changed, per table (core.ingest.lifecycle; a replace
     and tables with none left out); changes: the first few of them, field by field
-    ('payments pay_X: status 'authorized' -> 'captured''); accepted_older: rows whose status
-    it moved backwards, taken as corrections on request ('payments pay_X: captured ->
-    authorized'), at most a few, older_count: how many in all.
+    ('payments pay_X: status 'authorized' -> 'captured''); accepted_older: statuses it moved
+    backwards and growing amounts it lowered, taken as corrections on request ('payments
+    pay_X: captured -> authorized', 'payments pay_X: amount_refunded 330195 -> 0'), at most
+    a few, older_count: how many in all.
     """
 
     source: str
@@ -140,7 +141,7 @@ class ImportReport:
 
     def _change_lines(self) -> list[str]:
         """How many stored rows the import changed (corrections), the first few field by
-        field, and any status it moved backwards on request."""
+        field, and any status it moved backwards (or amount it lowered) on request."""
         if not self.changed:
             return ["  stored rows changed: none (every row written is new or as stored)"]
         counts = ", ".join(f"{table} {n}" for table, n in self.changed.items())
@@ -148,8 +149,8 @@ class ImportReport:
         out.extend(f"    {change}" for change in self.changes)
         if self.older_count:
             out.append(
-                f"  {self.older_count} status(es) moved backwards, taken as corrections"
-                " as asked (older rows accepted):"
+                f"  {self.older_count} value(s) moved backwards (a status, or an amount"
+                " lowered), taken as corrections as asked (older rows accepted):"
             )
             out.extend(f"    {move}" for move in self.accepted_older)
         return out

@@ -22,8 +22,10 @@ never its text); the log is pruned by age (RAZORPAY_WEBHOOK_LOG_DAYS, default 30
 Then, in one transaction: the carried payments, refunds and settlements are upserted where it
 is safe, the entities are marked for re-reconciliation, and the event enters the inbox.
 Safe means the event is not older than one already applied to that entity and does not move
-its status backwards (captured -> authorized, processed -> pending, ...), so events may
-arrive in any order. Disputes have no raw table: they mark their payment.
+it backwards in its lifecycle: the importer's one table (core.ingest.lifecycle: a status
+back, captured -> authorized, processed -> pending or failed, ...; a payment's
+amount_refunded lowered), so events may arrive in any order. Disputes have no raw table:
+they mark their payment.
 """
 
 from __future__ import annotations
@@ -68,18 +70,12 @@ REFUND_EVENTS = frozenset({"refund.created", "refund.processed", "refund.failed"
 SETTLEMENT_EVENTS = frozenset({"settlement.processed"})
 DISPUTE_PREFIX = "payment.dispute."
 
-# entity (also its outcome entity type) -> (raw table, importer kind)
-_ENTITIES: dict[str, tuple[str, str]] = {
-    "payment": ("payments", "payments"),
-    "refund": ("refunds", "refunds"),
-    "settlement": ("settlements", "settlements"),
-}
-# How far along a status is; a webhook never moves an entity to a lower rank. A failed
-# payment may still be authorized late, so 'failed' ranks below 'authorized'.
-STATUS_RANK: dict[str, dict[str, int]] = {
-    "payment": {"created": 0, "failed": 1, "authorized": 2, "captured": 3, "refunded": 4},
-    "refund": {"pending": 0, "failed": 1, "processed": 1},
-    "settlement": {"created": 0, "failed": 1, "processed": 1},
+# entity (also its outcome entity type) -> its Dataset field: raw table, importer kind and
+# lifecycle (core.ingest.lifecycle.STATUS_RANK, GROWING_AMOUNTS)
+_ENTITIES: dict[str, str] = {
+    "payment": "payments",
+    "refund": "refunds",
+    "settlement": "settlements",
 }
 
 
@@ -437,12 +433,14 @@ def _plan_entity(
     item: dict[str, Any],
     created_at: int,
 ) -> None:
+    from core.db.raw import read_rows_by_key
     from core.ingest import frames_from_items
+    from core.ingest.lifecycle import backward_moves
 
-    table, kind = _ENTITIES[entity]
+    table = _ENTITIES[entity]
     entity_id = str(item["id"])
     try:
-        frame = frames_from_items(kind, [item], f"webhook:{event_id}:{entity}")
+        frame = frames_from_items(table, [item], f"webhook:{event_id}:{entity}")
     except InputError as exc:
         raise _Malformed(f"payload.{entity}.entity is invalid: {exc}") from exc
     _mark(plan, entity, entity_id)
@@ -451,18 +449,16 @@ def _plan_entity(
     if newer is not None and newer > created_at:
         plan.skipped.append(f"{label} (a newer event, of {newer}, was applied already)")
         return
-    stored = db.stored_entity(conn, table, entity_id)
-    if stored is not None:
-        ranks = STATUS_RANK[entity]
-        old_status, new_status = str(stored["status"]), str(item.get("status"))
-        if ranks.get(new_status, -1) < ranks.get(old_status, -1):
-            plan.skipped.append(f"{label} (stored status {old_status} is past {new_status})")
-            return
-        if entity == "payment" and int(item.get("amount_refunded") or 0) < int(
-            stored["amount_refunded"] or 0
-        ):
-            plan.skipped.append(f"{label} (stored amount_refunded is higher)")
-            return
+    # The stored row moved back in its lifecycle? The importer's comparison decides.
+    back = backward_moves(table, frame, read_rows_by_key(conn, table, [entity_id]))
+    if back:
+        move = back[0]
+        if move.column == "status":
+            why = f"stored status {move.stored} is past {move.incoming}"
+        else:
+            why = f"stored {move.column} {move.stored} is higher than {move.incoming}"
+        plan.skipped.append(f"{label} ({why})")
+        return
     plan.frames.setdefault(entity, []).append(frame)
     plan.versions.append((entity, entity_id))
     plan.upserted.append(label)
@@ -498,7 +494,7 @@ def _apply(
                 source=SOURCE,
                 location=f"{name} {event_id}",
                 content_hash=digest,
-                # Checked per entity already (_plan_entity: newest event wins, STATUS_RANK).
+                # Checked per entity already (_plan_entity: newest event wins, lifecycle).
                 accept_older=True,
             )
         except InputError as exc:
