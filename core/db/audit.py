@@ -14,12 +14,18 @@ AUDIT_COLUMNS = (
 )
 APPEND_ONLY_TRIGGERS = ("audit_log_no_update", "audit_log_no_delete")
 # Every trigger by which the database refuses to change what is decided, by table: the
-# audit trail's (0001) and a completed run's, its outcomes' and the exceptions' identity
-# (0113). `audit verify` reports any of them missing (or, on PostgreSQL, disabled).
+# audit trail's (0001), a completed run's, its outcomes' and the exceptions' identity
+# (0113), and a completed run's snapshot record (0114). `audit verify` reports any of them
+# missing (or, on PostgreSQL, disabled).
 GUARD_TRIGGERS: dict[str, tuple[str, ...]] = {
     "audit_log": APPEND_ONLY_TRIGGERS,
     "outcomes": ("outcomes_completed_no_update", "outcomes_completed_no_delete"),
-    "runs": ("runs_status_decided_once", "runs_completed_no_update", "runs_completed_no_delete"),
+    "runs": (
+        "runs_status_decided_once",
+        "runs_completed_no_update",
+        "runs_completed_no_delete",
+        "runs_snapshot_recorded_once",
+    ),
     "exceptions": ("exceptions_identity_fixed",),
 }
 
