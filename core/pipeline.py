@@ -546,6 +546,9 @@ class DayRunResult:
     counted: pd.DataFrame | None = field(default=None, repr=False, compare=False)
     # The store's report of the day's files (None when nothing was stored).
     imported: ImportReport | None = field(default=None, repr=False, compare=False)
+    # Why the run left no snapshot although it was to leave one (its files could not be
+    # written or named: a FIFO at a file's name, a full disk), in one line; '' otherwise.
+    snapshot_note: str = ""
 
     def summary_frame(self) -> pd.DataFrame:
         """A frame core.engine.results.summary_lines can read, without building the run's
@@ -1275,8 +1278,9 @@ def _reconcile_loaded_day(
                 through_import_id=through,
                 run_summary=summary,
             )
+            snapshot_note = ""
             if snapshot is not None:
-                stored_run = _leave_snapshot(conn, snapshot, stored_run, through)
+                stored_run, snapshot_note = _leave_snapshot(conn, snapshot, stored_run, through)
         # docs/engine.md "The Books ledger after import-day": the day's change, not a rebuild
         from core.books.carry import carry_ledger_forward
 
@@ -1291,7 +1295,9 @@ def _reconcile_loaded_day(
             started=carrying,
         )
         counted = carry[2] if carry is not None else None
-        return DayRunResult(stored_run, kind, base_id, scope, read_from, counted, imported)
+        return DayRunResult(
+            stored_run, kind, base_id, scope, read_from, counted, imported, snapshot_note
+        )
 
 
 def _outcome_parts(
@@ -1322,9 +1328,9 @@ def _engine_flags(
 def _snapshot_files(
     folder: Path, merged: Dataset, outcomes: pd.DataFrame, state: Any = None
 ) -> Any:
-    """The run's snapshot files, written before the run has an id (None when the folder
-    cannot be written: the next day reads the tables), with the IncrementalState for
-    `merged` (the run's own, or built here after a full run: core.engine.incremental.
+    """The run's snapshot files, written before the run has an id (the OSError when the
+    folder cannot be written: the next day reads the tables), with the IncrementalState
+    for `merged` (the run's own, or built here after a full run: core.engine.incremental.
     build_state) so the next day's plan starts from the families."""
     from core.engine.incremental import build_state
     from core.snapshots import write_files
@@ -1333,17 +1339,17 @@ def _snapshot_files(
     try:
         state = state if state is not None else build_state(merged)
         return write_files(folder, _bank_in_read_order(merged), outcomes, state), began
-    except OSError:
-        return None, began
+    except OSError as error:
+        return error, began
 
 
 def _delta_files(
     folder: Path, day: Dataset, delta: tuple[Any, Any, Any], state: Any, merged: Dataset
 ) -> Any:
     """The day's snapshot delta beside its base run's snapshot (core.snapshots
-    write_delta_files), written before the run has an id (None when it cannot be); with
-    the state for `merged` (built here when the run had none: a snapshot from before the
-    state files)."""
+    write_delta_files), written before the run has an id (the OSError when it cannot
+    be); with the state for `merged` (built here when the run had none: a snapshot from
+    before the state files)."""
     from core.engine.incremental import build_state
     from core.snapshots import write_delta_files
 
@@ -1352,8 +1358,8 @@ def _delta_files(
     try:
         state = state if state is not None else build_state(merged)
         return write_delta_files(folder, base, day, fresh, carried, state), began
-    except OSError:
-        return None, began
+    except OSError as error:
+        return error, began
 
 
 def _discard_unnamed(pending: Future[Any]) -> None:
@@ -1361,31 +1367,48 @@ def _discard_unnamed(pending: Future[Any]) -> None:
     from core.snapshots import discard
 
     written, _ = pending.result()
-    if written is not None:
+    if not isinstance(written, OSError):
         discard(written)
+
+
+def _why_not_written(error: OSError) -> str:
+    """An OSError as a snapshot's reason, in one line: a name that holds something else
+    says so itself (core.snapshot_ahead.NotRegularFile); others name their file."""
+    if error.strerror and error.filename:
+        return f"{error.filename}: {error.strerror}"
+    return str(error) or type(error).__name__
 
 
 def _leave_snapshot(
     conn: sqlite3.Connection, pending: Future[Any], run: RunResult, import_id: int | None
-) -> RunResult:
+) -> tuple[RunResult, str]:
     """Name the snapshot files after the stored run and record them (or record none: a
-    snapshot is a cache, its failure costs the next day a read of the tables). import_id:
-    the last import the snapshot's tables include (the run's through_import_id); the next
-    day uses the snapshot only while that is still the latest import."""
+    snapshot is a cache, its failure costs the next day a read of the tables), and why
+    the run left none when its files could not be written or named ('' otherwise): the
+    command says so. import_id: the last import the snapshot's tables include (the run's
+    through_import_id); the next day uses the snapshot only while that is still the latest
+    import."""
     from core.db.runs import record_snapshot, update_timings
     from core.snapshots import discard, name_files
 
     written, began = pending.result()
     record = None
-    if written is not None:
+    why = _why_not_written(written) if isinstance(written, OSError) else ""
+    if not isinstance(written, OSError):
         try:
             if import_id:  # 0: the run read no import and one came before its own
                 record = name_files(written, run.run_id, import_id)
-        except OSError:
-            record = None
+        except OSError as error:
+            why = _why_not_written(error)
         finally:
             discard(written)
     record_snapshot(conn, run.run_id, record)
     timings = {**run.timings, "snapshot_s": round(time.perf_counter() - began, 3)}
     update_timings(conn, run.run_id, timings)
-    return replace(run, timings=timings)
+    note = (
+        f"run {run.run_id} left no snapshot: {why}; the next day will read the stored tables"
+        " instead (slower but correct)"
+        if why
+        else ""
+    )
+    return replace(run, timings=timings), note
