@@ -36,7 +36,7 @@ from core.engine.persist import (
     outcomes_to_stage,
     write_staged_outcomes,
 )
-from core.errors import RazorReconError, RunNotSyncedError
+from core.errors import RazorReconError, RunNotSyncedError, StorageError
 from core.ingest.mappings import BankMapping
 from core.ingest.report import ImportReport
 from core.ingest.stage import RawStaging
@@ -716,9 +716,15 @@ SNAPSHOTS_BESIDE = "beside"
 
 
 def snapshot_folder(conn: sqlite3.Connection, wanted: str | Path | None) -> Path | None:
-    """Where a day's run keeps its snapshot (core.snapshots): `wanted` itself; with
-    SNAPSHOTS_BESIDE, `<database file>.snapshots` beside a SQLite file (none for an
-    in-memory database or PostgreSQL, which need a folder named); None: no snapshots."""
+    """Where a day's run keeps its snapshot (core.snapshots): `wanted` itself (a folder
+    named by hand may be a link or a mount); with SNAPSHOTS_BESIDE, `<database
+    file>.snapshots` beside a SQLite file (none for an in-memory database or PostgreSQL,
+    which need a folder named); None: no snapshots.
+
+    A symbolic link at the folder beside the database is refused (StorageError, exit 4,
+    before anything is read or written), as a link at the audit anchor file's path is
+    (core.audit.anchor): a folder named by hand (`--snapshots DIR`), not a link planted
+    beside the database, puts the snapshots elsewhere."""
     from core.db.audit import main_database_file
 
     if wanted is None:
@@ -726,7 +732,16 @@ def snapshot_folder(conn: sqlite3.Connection, wanted: str | Path | None) -> Path
     if wanted != SNAPSHOTS_BESIDE:
         return Path(wanted)
     file = main_database_file(conn)  # '' for PostgreSQL and in-memory databases
-    return Path(file).with_name(Path(file).name + ".snapshots") if file else None
+    if not file:
+        return None
+    beside = Path(file).with_name(Path(file).name + ".snapshots")
+    if beside.is_symlink():
+        raise StorageError(
+            f"{beside} is a symbolic link: snapshots are not written or read through a link"
+            " beside the database (pass --snapshots DIR to keep them in another folder, or"
+            " --no-snapshots); nothing was stored"
+        )
+    return beside
 
 
 def _key_mask(outcomes: pd.DataFrame, keep: dict[str, Any]) -> np.ndarray[Any, np.dtype[np.bool_]]:
@@ -1040,6 +1055,7 @@ def reconcile_day_into_db(
     from core.ingest.stage import staging_raw_tables
     from core.ingest.statements import place_among_stored
 
+    keep_in = snapshot_folder(conn, snapshots)  # a link beside the database: refused first
     loaded = load_folder(folder, amount_unit, saved_mappings(conn))
     where = Path(folder).resolve()
     # The statement's lines an earlier day stored already (an overlapping download) are
@@ -1061,7 +1077,7 @@ def reconcile_day_into_db(
             as_of,
             source,
             full,
-            snapshots,
+            keep_in,
             accept_older,
         )
 
@@ -1076,11 +1092,11 @@ def _reconcile_loaded_day(
     as_of: int,
     source: str,
     full: bool,
-    snapshots: str | Path | None,
+    keep_in: Path | None,
     accept_older: bool = False,
 ) -> DayRunResult:
     """`reconcile_day_into_db` once the day is loaded and its bank lines placed (its raw
-    tables being staged)."""
+    tables being staged); `keep_in`: its snapshot folder (snapshot_folder), or None."""
     from core.access import os_operator
     from core.books.store import pricing_plans
     from core.db.backend import is_postgres
@@ -1101,7 +1117,6 @@ def _reconcile_loaded_day(
     day = placed.dataset
     pricing = pricing_plans(conn)
     pricing_hash = pricing_fingerprint(pricing)
-    keep_in = snapshot_folder(conn, snapshots)
     began = time.perf_counter()
     base = latest_completed_run(conn)
     hashes = {**loaded.input_hashes, "pricing": pricing_hash}

@@ -569,3 +569,38 @@ def test_a_snapshot_folder_that_cannot_be_made_leaves_no_snapshot_and_says_why(
         run = get_run(conn, 1)
     assert run is not None and run.status == "completed" and run.snapshot is None
     assert _import(db, folders[1], as_ofs[1], tmp_path / "fine").snapshot_note == ""
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_a_link_at_the_snapshot_folder_beside_the_database_is_refused_and_nothing_is_written(
+    days: tuple[list[Path], list[int]], tmp_path: Path
+) -> None:
+    """Consistent with the anchor file (RAZORRECON_ANCHOR_DIR, not a link, moves it): a
+    link planted at `DB.snapshots` is neither written through nor read through; the day is
+    refused in one line naming the link and `--snapshots DIR` (exit 4, as an anchor file
+    that is a link), nothing stored. A folder named with --snapshots may be a link (a
+    volume): the operator chose it."""
+    from tests.conftest import database_rows
+
+    folders, as_ofs = days
+    db = str(tmp_path / "l.sqlite")
+    beside = Path(db + ".snapshots")
+    _import(db, folders[0], as_ofs[0], beside)
+    elsewhere = tmp_path / "elsewhere"
+    beside.rename(elsewhere)
+    beside.symlink_to(elsewhere)
+    kept, rows = _tree(elsewhere), database_rows(db)
+    done = _cli_day(db, folders[1], as_ofs[1])
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        f"error: {beside} is a symbolic link: snapshots are not written or read through a"
+        " link beside the database (pass --snapshots DIR to keep them in another folder, or"
+        " --no-snapshots); nothing was stored"
+    ]
+    assert _tree(elsewhere) == kept and database_rows(db) == rows
+    named = _import(db, folders[1], as_ofs[1], beside)  # the same link, named by hand
+    assert named.read_from == "snapshot of run 1" and named.snapshot_note == ""
+    assert any(name.startswith("run-2.") for name in _tree(elsewhere))
