@@ -8,15 +8,17 @@ forward from the latest completed run (the stored state read from the snapshot t
 left beside the database when verified, else from the tables). `--full` reconciles
 everything instead (so does the command when the latest run cannot be carried forward, and
 says why). A day that would move a stored row's status backwards or lower its
-amount_refunded (an older file) is refused unless `--accept-older`. Exit 0 done, 2 bad
-input (file, line, column; nothing written), 3 refused (an older file: file, line and the
-status or amount column; nothing written).
+amount_refunded (an older file) is refused unless `--accept-older`. A run that could not
+leave its snapshot (a FIFO at a file's name, a full disk) is stored all the same and says
+why on stderr in one line. Exit 0 done, 2 bad input (file, line, column; nothing written),
+3 refused (an older file: file, line and the status or amount column; nothing written).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import sys
 from typing import Any
 
 from core.calendar import IST
@@ -76,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"run {result.run.run_id}: full ({scope['reason']})")
     print(f"stored state read from the {result.read_from}")
+    if result.snapshot_note:
+        print(f"note: {result.snapshot_note}", file=sys.stderr, flush=True)
     for line in summary_lines(result.summary_frame()):
         print(line)
     timings = result.run.timings

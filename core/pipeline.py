@@ -36,7 +36,7 @@ from core.engine.persist import (
     outcomes_to_stage,
     write_staged_outcomes,
 )
-from core.errors import RazorReconError, RunNotSyncedError
+from core.errors import RazorReconError, RunNotSyncedError, StorageError
 from core.ingest.mappings import BankMapping
 from core.ingest.report import ImportReport
 from core.ingest.stage import RawStaging
@@ -546,6 +546,9 @@ class DayRunResult:
     counted: pd.DataFrame | None = field(default=None, repr=False, compare=False)
     # The store's report of the day's files (None when nothing was stored).
     imported: ImportReport | None = field(default=None, repr=False, compare=False)
+    # Why the run left no snapshot although it was to leave one (its files could not be
+    # written or named: a FIFO at a file's name, a full disk), in one line; '' otherwise.
+    snapshot_note: str = ""
 
     def summary_frame(self) -> pd.DataFrame:
         """A frame core.engine.results.summary_lines can read, without building the run's
@@ -713,9 +716,15 @@ SNAPSHOTS_BESIDE = "beside"
 
 
 def snapshot_folder(conn: sqlite3.Connection, wanted: str | Path | None) -> Path | None:
-    """Where a day's run keeps its snapshot (core.snapshots): `wanted` itself; with
-    SNAPSHOTS_BESIDE, `<database file>.snapshots` beside a SQLite file (none for an
-    in-memory database or PostgreSQL, which need a folder named); None: no snapshots."""
+    """Where a day's run keeps its snapshot (core.snapshots): `wanted` itself (a folder
+    named by hand may be a link or a mount); with SNAPSHOTS_BESIDE, `<database
+    file>.snapshots` beside a SQLite file (none for an in-memory database or PostgreSQL,
+    which need a folder named); None: no snapshots.
+
+    A symbolic link at the folder beside the database is refused (StorageError, exit 4,
+    before anything is read or written), as a link at the audit anchor file's path is
+    (core.audit.anchor): a folder named by hand (`--snapshots DIR`), not a link planted
+    beside the database, puts the snapshots elsewhere."""
     from core.db.audit import main_database_file
 
     if wanted is None:
@@ -723,7 +732,16 @@ def snapshot_folder(conn: sqlite3.Connection, wanted: str | Path | None) -> Path
     if wanted != SNAPSHOTS_BESIDE:
         return Path(wanted)
     file = main_database_file(conn)  # '' for PostgreSQL and in-memory databases
-    return Path(file).with_name(Path(file).name + ".snapshots") if file else None
+    if not file:
+        return None
+    beside = Path(file).with_name(Path(file).name + ".snapshots")
+    if beside.is_symlink():
+        raise StorageError(
+            f"{beside} is a symbolic link: snapshots are not written or read through a link"
+            " beside the database (pass --snapshots DIR to keep them in another folder, or"
+            " --no-snapshots); nothing was stored"
+        )
+    return beside
 
 
 def _key_mask(outcomes: pd.DataFrame, keep: dict[str, Any]) -> np.ndarray[Any, np.dtype[np.bool_]]:
@@ -1038,6 +1056,7 @@ def reconcile_day_into_db(
     from core.ingest.stage import staging_raw_tables
     from core.ingest.statements import place_among_stored
 
+    keep_in = snapshot_folder(conn, snapshots)  # a link beside the database: refused first
     loaded = load_folder(folder, amount_unit, saved_mappings(conn))
     where = Path(folder).resolve()
     # The statement's lines an earlier day stored already (an overlapping download) are
@@ -1059,7 +1078,7 @@ def reconcile_day_into_db(
             as_of,
             source,
             full,
-            snapshots,
+            keep_in,
             accept_older,
         )
 
@@ -1074,11 +1093,11 @@ def _reconcile_loaded_day(
     as_of: int,
     source: str,
     full: bool,
-    snapshots: str | Path | None,
+    keep_in: Path | None,
     accept_older: bool = False,
 ) -> DayRunResult:
     """`reconcile_day_into_db` once the day is loaded and its bank lines placed (its raw
-    tables being staged)."""
+    tables being staged); `keep_in`: its snapshot folder (snapshot_folder), or None."""
     from core.access import os_operator
     from core.books.store import pricing_plans
     from core.db.backend import is_postgres
@@ -1099,7 +1118,6 @@ def _reconcile_loaded_day(
     day = placed.dataset
     pricing = pricing_plans(conn)
     pricing_hash = pricing_fingerprint(pricing)
-    keep_in = snapshot_folder(conn, snapshots)
     began = time.perf_counter()
     base = latest_completed_run(conn)
     hashes = {**loaded.input_hashes, "pricing": pricing_hash}
@@ -1277,8 +1295,9 @@ def _reconcile_loaded_day(
                 through_import_id=through,
                 run_summary=summary,
             )
+            snapshot_note = ""
             if snapshot is not None:
-                stored_run = _leave_snapshot(conn, snapshot, stored_run, through)
+                stored_run, snapshot_note = _leave_snapshot(conn, snapshot, stored_run, through)
         # docs/engine.md "The Books ledger after import-day": the day's change, not a rebuild
         from core.books.carry import carry_ledger_forward
 
@@ -1293,7 +1312,9 @@ def _reconcile_loaded_day(
             started=carrying,
         )
         counted = carry[2] if carry is not None else None
-        return DayRunResult(stored_run, kind, base_id, scope, read_from, counted, imported)
+        return DayRunResult(
+            stored_run, kind, base_id, scope, read_from, counted, imported, snapshot_note
+        )
 
 
 def _outcome_parts(
@@ -1324,9 +1345,9 @@ def _engine_flags(
 def _snapshot_files(
     folder: Path, merged: Dataset, outcomes: pd.DataFrame, state: Any = None
 ) -> Any:
-    """The run's snapshot files, written before the run has an id (None when the folder
-    cannot be written: the next day reads the tables), with the IncrementalState for
-    `merged` (the run's own, or built here after a full run: core.engine.incremental.
+    """The run's snapshot files, written before the run has an id (the OSError when the
+    folder cannot be written: the next day reads the tables), with the IncrementalState
+    for `merged` (the run's own, or built here after a full run: core.engine.incremental.
     build_state) so the next day's plan starts from the families."""
     from core.engine.incremental import build_state
     from core.snapshots import write_files
@@ -1335,17 +1356,17 @@ def _snapshot_files(
     try:
         state = state if state is not None else build_state(merged)
         return write_files(folder, _bank_in_read_order(merged), outcomes, state), began
-    except OSError:
-        return None, began
+    except OSError as error:
+        return error, began
 
 
 def _delta_files(
     folder: Path, day: Dataset, delta: tuple[Any, Any, Any], state: Any, merged: Dataset
 ) -> Any:
     """The day's snapshot delta beside its base run's snapshot (core.snapshots
-    write_delta_files), written before the run has an id (None when it cannot be); with
-    the state for `merged` (built here when the run had none: a snapshot from before the
-    state files)."""
+    write_delta_files), written before the run has an id (the OSError when it cannot
+    be); with the state for `merged` (built here when the run had none: a snapshot from
+    before the state files)."""
     from core.engine.incremental import build_state
     from core.snapshots import write_delta_files
 
@@ -1354,8 +1375,8 @@ def _delta_files(
     try:
         state = state if state is not None else build_state(merged)
         return write_delta_files(folder, base, day, fresh, carried, state), began
-    except OSError:
-        return None, began
+    except OSError as error:
+        return error, began
 
 
 def _discard_unnamed(pending: Future[Any]) -> None:
@@ -1363,31 +1384,48 @@ def _discard_unnamed(pending: Future[Any]) -> None:
     from core.snapshots import discard
 
     written, _ = pending.result()
-    if written is not None:
+    if not isinstance(written, OSError):
         discard(written)
+
+
+def _why_not_written(error: OSError) -> str:
+    """An OSError as a snapshot's reason, in one line: a name that holds something else
+    says so itself (core.snapshot_ahead.NotRegularFile); others name their file."""
+    if error.strerror and error.filename:
+        return f"{error.filename}: {error.strerror}"
+    return str(error) or type(error).__name__
 
 
 def _leave_snapshot(
     conn: sqlite3.Connection, pending: Future[Any], run: RunResult, import_id: int | None
-) -> RunResult:
+) -> tuple[RunResult, str]:
     """Name the snapshot files after the stored run and record them (or record none: a
-    snapshot is a cache, its failure costs the next day a read of the tables). import_id:
-    the last import the snapshot's tables include (the run's through_import_id); the next
-    day uses the snapshot only while that is still the latest import."""
+    snapshot is a cache, its failure costs the next day a read of the tables), and why
+    the run left none when its files could not be written or named ('' otherwise): the
+    command says so. import_id: the last import the snapshot's tables include (the run's
+    through_import_id); the next day uses the snapshot only while that is still the latest
+    import."""
     from core.db.runs import record_snapshot, update_timings
     from core.snapshots import discard, name_files
 
     written, began = pending.result()
     record = None
-    if written is not None:
+    why = _why_not_written(written) if isinstance(written, OSError) else ""
+    if not isinstance(written, OSError):
         try:
             if import_id:  # 0: the run read no import and one came before its own
                 record = name_files(written, run.run_id, import_id)
-        except OSError:
-            record = None
+        except OSError as error:
+            why = _why_not_written(error)
         finally:
             discard(written)
     record_snapshot(conn, run.run_id, record)
     timings = {**run.timings, "snapshot_s": round(time.perf_counter() - began, 3)}
     update_timings(conn, run.run_id, timings)
-    return replace(run, timings=timings)
+    note = (
+        f"run {run.run_id} left no snapshot: {why}; the next day will read the stored tables"
+        " instead (slower but correct)"
+        if why
+        else ""
+    )
+    return replace(run, timings=timings), note

@@ -92,6 +92,8 @@ def snapshot_paths(database: str, folder: str | None) -> list[Path]:
     if not os.path.isfile(database):
         return []
     where = Path(folder) if folder else Path(database + ".snapshots")
+    if not folder and where.is_symlink():
+        return []  # refused by the run (core.pipeline.snapshot_folder): nothing read through it
     record = latest_snapshot_record(database)
     entries = [*dict(record.get("files") or {}).values()]
     for delta in record.get("deltas") or []:

@@ -19,6 +19,7 @@ import hashlib
 import mmap
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -33,6 +34,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from core.dataset import DATASET_TABLES, Dataset
+from core.file_kinds import kind_of
 from core.leftovers import pid_alive
 from core.snapshot_ahead import NotRegularFile, map_regular
 from core.snapshot_ahead import take as take_hashed
@@ -234,17 +236,38 @@ def write_files(
     return Written(folder, files, bool(dataset.has_bank_statement), families, _rows(dataset))
 
 
+def _only_a_regular_file_at(path: Path) -> None:
+    """Raise NotRegularFile naming what is at `path` when it is there and not a regular
+    file (a FIFO, a device, a folder, a link, dangling or not): a snapshot file's final
+    name is predictable (run id, table, content hash), so something may wait there."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        raise NotRegularFile(f"{path} is {kind_of(mode)}, not a regular file")
+
+
 def name_files(written: Written, run_id: int, import_id: int) -> dict[str, Any]:
     """Rename written files to run `run_id`'s names (over regular files only), remove
-    other runs' snapshot files; returns the record for the run's snapshot_json."""
+    other runs' snapshot files; returns the record for the run's snapshot_json. When a
+    name holds anything else (NotRegularFile) or a rename fails, the files named so far
+    are removed again (none of the run's is left) and the error raised: the caller then
+    records no snapshot (the temporaries are its to discard)."""
     named: dict[str, dict[str, str]] = {}
-    for table, (temporary, digest) in written.files.items():
-        name = f"run-{run_id}.{table}.{digest[:16]}.arrow"
-        path = written.folder / name
-        if path.exists() and (path.is_symlink() or not path.is_file()):
-            raise OSError(f"{path} exists and is not a regular file")
-        os.replace(temporary, path)
-        named[table] = {"file": name, "sha256": digest}
+    placed: list[Path] = []
+    try:
+        for table, (temporary, digest) in written.files.items():
+            name = f"run-{run_id}.{table}.{digest[:16]}.arrow"
+            path = written.folder / name
+            _only_a_regular_file_at(path)
+            os.replace(temporary, path)
+            placed.append(path)
+            named[table] = {"file": name, "sha256": digest}
+    except BaseException:
+        for path in placed:
+            path.unlink(missing_ok=True)
+        raise
     state = {t: named.pop(t) for t in STATE_FILES if t in named}
     record: dict[str, Any]
     if written.base is None:

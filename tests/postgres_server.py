@@ -34,7 +34,7 @@ TEMPLATE_DB = "razorrecon_template"
 
 
 # What a test may have changed besides rows: tables, columns, indexes, sequences, grants,
-# functions, triggers and whether they are enabled, applied migrations.
+# functions, triggers (their definitions) and whether they are enabled, applied migrations.
 SCHEMA_FINGERPRINT = """
 SELECT md5(string_agg(x, ',' ORDER BY x)) FROM (
     SELECT c.relname::text || ':' || c.relkind::text || ':' || coalesce(c.relacl::text, '')
@@ -49,6 +49,7 @@ SELECT md5(string_agg(x, ',' ORDER BY x)) FROM (
     WHERE n.nspname = 'public' AND a.attnum > 0 AND NOT a.attisdropped
     UNION ALL
     SELECT t.tgrelid::regclass::text || '.' || t.tgname::text || ':' || t.tgenabled::text
+        || ':' || md5(pg_get_triggerdef(t.oid))
     FROM pg_trigger t WHERE NOT t.tgisinternal
     UNION ALL
     SELECT 'constraint ' || conname::text || ':' || pg_get_constraintdef(oid)

@@ -1,6 +1,7 @@
 """What a completed run decided, the database itself refuses to change (migration 0113,
 docs/CONTRACTS.md "What the database refuses"): its outcomes, its decided fields, its
-existence, and the identity of the exceptions it raised. Found by an independent test
+existence, the identity of the exceptions it raised, and (0114) the snapshot record it
+left once written. Found by an independent test
 (D8): such edits were accepted, `audit verify` still passed, and the next import-day
 carried the edited rows forward under counts that no longer described them. On SQLite
 files and the PostgreSQL the tests start, after real import-day runs of a benchmark."""
@@ -37,6 +38,7 @@ OUTCOMES_FIXED = "outcomes of a completed run are immutable"
 RUN_FIXED = "a completed run is immutable"
 STATUS_ONCE = "a run's status is decided once"
 IDENTITY_FIXED = "an exception's identity is fixed"
+SNAPSHOT_ONCE = "a completed run's snapshot record is written once"
 # One MATCHED payment, a value per OUTCOME_FIELDS entry.
 ONE_MATCH = ("payment", "pay_1", "MATCHED", "", "", None, 1, 1, 0, "", 0, "exact", None, None, None)
 
@@ -183,29 +185,88 @@ def test_the_database_refuses_to_change_what_a_completed_run_decided(
     assert db_runs.get_run(conn, second) == before
 
 
-def test_a_completed_runs_timings_snapshot_and_kind_stay_writable(
+def test_a_completed_runs_timings_and_kind_stay_writable(
     chain: tuple[sqlite3.Connection, list[int]],
 ) -> None:
     conn, (_, second) = chain
     before = db_runs.get_run(conn, second)
     assert before is not None and before.timings is not None
     db_runs.update_timings(conn, second, {**before.timings, "books_ledger_s": 0.25})
-    db_runs.record_snapshot(conn, second, None)
     db_runs.record_run_kind(conn, second, kind="full", base_run_id=None, scope={"reason": "x"})
     with transaction(conn):  # writing a decided field with its own value changes nothing
         conn.execute(
-            "UPDATE runs SET status = status, counts_json = counts_json WHERE id = ?", (second,)
+            "UPDATE runs SET status = status, counts_json = counts_json,"
+            " snapshot_json = snapshot_json WHERE id = ?",
+            (second,),
         )
     after = db_runs.get_run(conn, second)
     assert after is not None
     assert after.timings == {**before.timings, "books_ledger_s": 0.25}
     assert (after.snapshot, after.kind, after.base_run_id, after.scope) == (
-        None,
+        before.snapshot,
         "full",
         None,
         {"reason": "x"},
     )
     assert (after.status, after.counts, after.as_of) == (before.status, before.counts, before.as_of)
+
+
+def _completed_run(conn: sqlite3.Connection) -> int:
+    run = db_runs.start_run(conn, as_of=0, source="files", params={}, input_hashes={})
+    chunks = [[[value] for value in ONE_MATCH]]
+    db_runs.complete_run(conn, run, chunks=chunks, timings={}, counts={"outcomes": 1})
+    return run
+
+
+def test_a_completed_runs_snapshot_record_is_set_once_then_neither_changed_nor_cleared(
+    chain: tuple[sqlite3.Connection, list[int]],
+) -> None:
+    """What import-day writes after a run completes (its snapshot named, then recorded:
+    NULL to the record, or NULL again when it left none) stays possible; rewriting the
+    record (other files, other hashes, the next day's stored state) or clearing it is
+    refused (migration 0114)."""
+    conn, _ = chain
+    record = {"version": 1, "import_id": 1, "files": {"payments": {"sha256": "a" * 64}}}
+    forged = {**record, "files": {"payments": {"sha256": "b" * 64}}}
+    running = db_runs.start_run(conn, as_of=0, source="files", params={}, input_hashes={})
+    db_runs.record_snapshot(conn, running, forged)  # a running run's is not decided yet
+    db_runs.record_snapshot(conn, running, None)
+    run = _completed_run(conn)
+    db_runs.record_snapshot(conn, run, None)  # a run that left no snapshot
+    db_runs.record_snapshot(conn, run, record)  # named once the run is stored
+    db_runs.record_snapshot(conn, run, record)  # the same record again changes nothing
+    for snapshot in (forged, None):
+        with pytest.raises(sqlite3.IntegrityError, match=SNAPSHOT_ONCE):
+            db_runs.record_snapshot(conn, run, snapshot)
+    _refused(conn, SNAPSHOT_ONCE, "UPDATE runs SET snapshot_json = '{}' WHERE id = ?", (run,))
+    stored = db_runs.get_run(conn, run)
+    assert stored is not None and stored.snapshot == record
+
+
+@pytest.mark.sqlite_only
+def test_the_snapshot_record_import_day_left_cannot_be_pointed_at_other_files(
+    chain: tuple[sqlite3.Connection, list[int]], days: tuple[list[Path], list[int]]
+) -> None:
+    """The record a real import-day left beside a SQLite file: rewritten to name other
+    hashes (files someone put in the folder) or cleared, both refused; the next day still
+    reads the snapshot as recorded."""
+    conn, (_, second) = chain
+    before = db_runs.get_run(conn, second)
+    assert before is not None and before.snapshot is not None
+    forged = json.dumps({**before.snapshot, "import_id": before.snapshot["import_id"] + 1})
+    plain = sqlite3.connect(conn.execute("PRAGMA database_list").fetchone()[2])
+    try:
+        for sql, params in (
+            ("UPDATE runs SET snapshot_json = ? WHERE id = ?", (forged, second)),
+            ("UPDATE runs SET snapshot_json = NULL WHERE id = ?", (second,)),
+        ):
+            with pytest.raises(sqlite3.IntegrityError, match=SNAPSHOT_ONCE):
+                plain.execute(sql, params)
+    finally:
+        plain.close()
+    folders, as_ofs = days
+    third = reconcile_day_into_db(conn, folders[2], params=PARAMS, as_of=as_ofs[2])
+    assert third.read_from == f"snapshot of run {second}"
 
 
 def test_the_database_refuses_to_change_an_exceptions_identity(
@@ -263,6 +324,7 @@ def test_audit_verify_reports_a_dropped_or_disabled_run_trigger(
     for table, name in (
         ("outcomes", "outcomes_completed_no_update"),
         ("runs", "runs_completed_no_update"),
+        ("runs", "runs_snapshot_recorded_once"),
         ("exceptions", "exceptions_identity_fixed"),
     ):
         with guards_off(conn, table):

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from core.db import connect, migrate, raw
-from core.db.migrate import _split_statements, available_migrations
+from core.db.migrate import available_migrations, split_statements
 from core.db.raw import read_dataset
 from core.ingest import import_dataset, load_dataset
 
@@ -39,7 +39,7 @@ def _database_before_0010(path: Path) -> sqlite3.Connection:
     for name, sql in available_migrations():
         if name >= "0010" and not name.startswith("0011"):
             continue
-        for statement in _split_statements(sql):
+        for statement in split_statements(sql):
             conn.execute(statement)
         conn.execute("INSERT INTO schema_migrations VALUES (?, 0)", (name,))
     return conn

@@ -489,3 +489,118 @@ def test_temporary_snapshot_files_of_a_dead_process_are_removed_and_a_live_ones_
     finally:
         live.kill()
         live.wait()
+
+
+def _copy_database(db: str, to: str) -> None:
+    """A copy of the SQLite file `db` (its WAL included) and of its snapshot folder."""
+    import shutil
+    import sqlite3
+
+    source, target = sqlite3.connect(db), sqlite3.connect(to)
+    try:
+        source.backup(target)
+    finally:
+        source.close()
+        target.close()
+    shutil.copytree(db + ".snapshots", to + ".snapshots")
+
+
+def _snapshot_names(record: dict[str, Any], run_id: int) -> list[str]:
+    """The files of `record` that run `run_id` wrote (a delta's and its state files)."""
+    entries = [*record["files"].values()]
+    entries += [e for delta in record.get("deltas", []) for e in delta["files"].values()]
+    return sorted(e["file"] for e in entries if e["file"].startswith(f"run-{run_id}."))
+
+
+def test_a_fifo_at_a_snapshot_files_final_name_costs_the_snapshot_and_the_command_says_so(
+    days: tuple[list[Path], list[int]], tmp_path: Path
+) -> None:
+    """A snapshot file's final name is predictable (run id, table, content hash): a FIFO
+    someone put there is neither written into nor renamed over, the run stands exact, and
+    the command says on standard error that it left no snapshot, naming the path; the run
+    records none, no file of it is left half named, and the next day reads the tables."""
+    folders, as_ofs = days
+    db, twin = str(tmp_path / "f.sqlite"), str(tmp_path / "twin.sqlite")
+    for folder, as_of in zip(folders[:2], as_ofs[:2], strict=True):
+        _import(db, folder, as_of, Path(db + ".snapshots"))
+    _copy_database(db, twin)
+    assert _cli_day(twin, folders[2], as_ofs[2]).returncode == 0  # the names day 3 writes
+    with open_database(twin) as conn:
+        record = get_run(conn, 3)
+    assert record is not None and record.snapshot is not None
+    names = _snapshot_names(record.snapshot, 3)
+    assert names
+    fifo = Path(db + ".snapshots") / names[len(names) // 2]
+    os.mkfifo(fifo)
+    done = _cli_day(db, folders[2], as_ofs[2])
+    assert done.returncode == 0, done.stderr
+    told = [line for line in done.stderr.splitlines() if str(fifo) in line]
+    assert told == [
+        f"note: run 3 left no snapshot: {fifo} is a FIFO, not a regular file; the next day"
+        " will read the stored tables instead (slower but correct)"
+    ], done.stderr
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    left = sorted(p.name for p in fifo.parent.iterdir() if p.name.startswith("run-3."))
+    assert left == [fifo.name]
+    with open_database(db) as conn:
+        run = get_run(conn, 3)
+        assert run is not None and run.status == "completed" and run.snapshot is None
+        stored = read_outcome_frame(conn, 3)
+    pd.testing.assert_frame_equal(stored, _full_frame(db, as_ofs[2]))
+    after = _cli_day(db, folders[3], as_ofs[3])
+    assert after.returncode == 0, after.stderr
+    assert "stored state read from the tables (the base run left no snapshot)" in after.stdout
+
+
+def test_a_snapshot_folder_that_cannot_be_made_leaves_no_snapshot_and_says_why(
+    days: tuple[list[Path], list[int]], tmp_path: Path
+) -> None:
+    folders, as_ofs = days
+    db = str(tmp_path / "n.sqlite")
+    taken = tmp_path / "taken"
+    taken.write_text("not a folder\n")
+    done = _import(db, folders[0], as_ofs[0], taken)
+    assert done.snapshot_note == (
+        f"run 1 left no snapshot: {taken}: File exists; the next day will read the stored"
+        " tables instead (slower but correct)"
+    )
+    assert taken.read_text() == "not a folder\n"
+    with open_database(db) as conn:
+        run = get_run(conn, 1)
+    assert run is not None and run.status == "completed" and run.snapshot is None
+    assert _import(db, folders[1], as_ofs[1], tmp_path / "fine").snapshot_note == ""
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_a_link_at_the_snapshot_folder_beside_the_database_is_refused_and_nothing_is_written(
+    days: tuple[list[Path], list[int]], tmp_path: Path
+) -> None:
+    """Consistent with the anchor file (RAZORRECON_ANCHOR_DIR, not a link, moves it): a
+    link planted at `DB.snapshots` is neither written through nor read through; the day is
+    refused in one line naming the link and `--snapshots DIR` (exit 4, as an anchor file
+    that is a link), nothing stored. A folder named with --snapshots may be a link (a
+    volume): the operator chose it."""
+    from tests.conftest import database_rows
+
+    folders, as_ofs = days
+    db = str(tmp_path / "l.sqlite")
+    beside = Path(db + ".snapshots")
+    _import(db, folders[0], as_ofs[0], beside)
+    elsewhere = tmp_path / "elsewhere"
+    beside.rename(elsewhere)
+    beside.symlink_to(elsewhere)
+    kept, rows = _tree(elsewhere), database_rows(db)
+    done = _cli_day(db, folders[1], as_ofs[1])
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        f"error: {beside} is a symbolic link: snapshots are not written or read through a"
+        " link beside the database (pass --snapshots DIR to keep them in another folder, or"
+        " --no-snapshots); nothing was stored"
+    ]
+    assert _tree(elsewhere) == kept and database_rows(db) == rows
+    named = _import(db, folders[1], as_ofs[1], beside)  # the same link, named by hand
+    assert named.read_from == "snapshot of run 1" and named.snapshot_note == ""
+    assert any(name.startswith("run-2.") for name in _tree(elsewhere))

@@ -40,6 +40,7 @@ from typing import Any, TextIO
 
 from core.db import audit as audit_sql
 from core.errors import StorageError
+from core.file_kinds import kind_of
 
 ANCHOR_KEY_ENV = "RAZORRECON_ANCHOR_KEY"
 ANCHOR_DIR_ENV = "RAZORRECON_ANCHOR_DIR"
@@ -118,20 +119,6 @@ class NotRegularFile(OSError):
         self.kind = kind
 
 
-def _kind(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
-
-
 def open_regular(path: Path, flags: int, *, follow: bool = False) -> int:
     """A descriptor of the regular file at `path` opened with `flags` (0o644 when created),
     never blocking on a FIFO, never following a symbolic link at `path` itself unless
@@ -146,11 +133,11 @@ def open_regular(path: Path, flags: int, *, follow: bool = False) -> int:
             raise error from None
         if stat.S_ISREG(mode):
             raise
-        raise NotRegularFile(path, _kind(mode)) from error
+        raise NotRegularFile(path, kind_of(mode)) from error
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise NotRegularFile(path, _kind(mode))
+            raise NotRegularFile(path, kind_of(mode))
     except BaseException:
         os.close(fd)
         raise

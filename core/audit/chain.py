@@ -145,8 +145,9 @@ class AuditEntry:
 class VerifyResult:
     """The outcome of walking the chain.
 
-    ok: every row's hash and link hold, the protective triggers exist (core.db.audit.
-    GUARD_TRIGGERS: the audit trail's, a completed run's), every anchored
+    ok: every row's hash and link hold, the protective triggers exist as their migrations
+    created them (core.db.audit.GUARD_TRIGGERS: the audit trail's, a completed run's;
+    core.db.guards), every anchored
     (seq, hash) is in the chain, and the exceptions are what replaying the trail gives;
     rows_checked: rows walked; head_seq/head_hash: the last row (0 and the genesis hash
     for an empty trail); broken_seq: the first row that fails (None when ok or when the
@@ -354,19 +355,13 @@ def _verify(conn: sqlite3.Connection, anchor: str | None, anchors: AnchorCheck) 
             f"head is {last_seq} (rows were cut off)",
             anchors.lines,
         )
-    guards = {name for names in audit_sql.GUARD_TRIGGERS.values() for name in names}
-    missing = guards - audit_sql.present_triggers(conn)
-    if missing:
-        names = ", ".join(sorted(missing))
-        return VerifyResult(
-            False,
-            checked,
-            last_seq,
-            prev,
-            None,
-            f"protective trigger(s) missing: {names}",
-            anchors.lines,
-        )
+    guards = audit_sql.altered_guards(conn)
+    if guards:
+        missing = sorted(name for name, why in guards.items() if why == "missing")
+        changed = [f"{name} ({why})" for name, why in sorted(guards.items()) if why != "missing"]
+        said = [f"protective trigger(s) missing: {', '.join(missing)}"] if missing else []
+        said += [f"protective trigger(s) altered: {'; '.join(changed)}"] if changed else []
+        return VerifyResult(False, checked, last_seq, prev, None, "; ".join(said), anchors.lines)
     altered = _latest_run_altered(conn)
     if altered is not None:
         return VerifyResult(False, checked, last_seq, prev, None, altered, anchors.lines)

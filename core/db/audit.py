@@ -8,18 +8,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.db.backend import is_postgres
+from core.db.guards import guard_problems
 
 AUDIT_COLUMNS = (
     "seq, created_at, actor, action, entity_type, entity_id, payload_json, prev_hash, hash"
 )
 APPEND_ONLY_TRIGGERS = ("audit_log_no_update", "audit_log_no_delete")
 # Every trigger by which the database refuses to change what is decided, by table: the
-# audit trail's (0001) and a completed run's, its outcomes' and the exceptions' identity
-# (0113). `audit verify` reports any of them missing (or, on PostgreSQL, disabled).
+# audit trail's (0001), a completed run's, its outcomes' and the exceptions' identity
+# (0113), and a completed run's snapshot record (0114). `audit verify` reports any of them
+# missing, disabled (PostgreSQL) or defined otherwise than its migration creates it
+# (core.db.guards).
 GUARD_TRIGGERS: dict[str, tuple[str, ...]] = {
     "audit_log": APPEND_ONLY_TRIGGERS,
     "outcomes": ("outcomes_completed_no_update", "outcomes_completed_no_delete"),
-    "runs": ("runs_status_decided_once", "runs_completed_no_update", "runs_completed_no_delete"),
+    "runs": (
+        "runs_status_decided_once",
+        "runs_completed_no_update",
+        "runs_completed_no_delete",
+        "runs_snapshot_recorded_once",
+    ),
     "exceptions": ("exceptions_identity_fixed",),
 }
 
@@ -100,23 +108,10 @@ def hash_at(conn: sqlite3.Connection, seq: int) -> str | None:
     return None if row is None else str(row[0])
 
 
-def present_triggers(conn: sqlite3.Connection) -> set[str]:
-    """Which of the GUARD_TRIGGERS exist (on PostgreSQL: exist on their table, enabled)."""
-    names = [name for names in GUARD_TRIGGERS.values() for name in names]
-    marks = ", ".join("?" for _ in names)
-    if is_postgres(conn):
-        rows = conn.execute(
-            "SELECT c.relname, t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid"
-            " WHERE c.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal"
-            f" AND t.tgenabled <> 'D' AND t.tgname IN ({marks})",
-            names,
-        )
-        return {str(r[1]) for r in rows if str(r[1]) in GUARD_TRIGGERS.get(str(r[0]), ())}
-    rows = conn.execute(
-        f"SELECT tbl_name, name FROM sqlite_master WHERE type = 'trigger' AND name IN ({marks})",
-        names,
-    )
-    return {str(r[1]) for r in rows if str(r[1]) in GUARD_TRIGGERS.get(str(r[0]), ())}
+def altered_guards(conn: sqlite3.Connection) -> dict[str, str]:
+    """Each of the GUARD_TRIGGERS that is not as its migration created it, and what is
+    wrong: missing, disabled (PostgreSQL), or another definition (core.db.guards)."""
+    return guard_problems(conn, GUARD_TRIGGERS)
 
 
 def has_entry(conn: sqlite3.Connection, action: str, entity_type: str, entity_id: str) -> bool:

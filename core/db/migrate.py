@@ -70,7 +70,7 @@ def migrate(conn: sqlite3.Connection) -> list[str]:
             if conn.execute("SELECT 1 FROM schema_migrations WHERE name = ?", (name,)).fetchone():
                 conn.execute("ROLLBACK")
                 continue
-            for statement in _split_statements(sql):
+            for statement in split_statements(sql):
                 conn.execute(statement)
             conn.execute(
                 "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
@@ -141,7 +141,7 @@ def migrate_with_owner(conn: sqlite3.Connection) -> list[str]:
         owner_conn.close()
 
 
-def _split_statements(sql: str) -> list[str]:
+def split_statements(sql: str) -> list[str]:
     """Split a script into complete statements (triggers contain inner semicolons)."""
     statements: list[str] = []
     buffer = ""
