@@ -10,6 +10,7 @@ file, another PostgreSQL session's transaction holding the write lock (tests/bus
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -24,35 +25,21 @@ from tests.app_signin import signed_in
 from tests.busy_support import write_lock_held
 from tests.conftest import SPEC_EXAMPLE, database_rows, is_postgres
 from tests.review_support import add_people
-from ui import keys
+from ui import keys, shell
 
 pytestmark = pytest.mark.usefixtures("streamlit_navigation_v2")
 ADMIN, ASHA, APPROVER = "admin@example.com", "asha@example.com", "approver@example.com"
 BUSY_S = "0.3"  # seconds a write waits for the lock before the app says the database is busy
-PAGES = (
-    "pages/overview.py",
-    "pages/exceptions.py",
-    "pages/settlement.py",
-    "pages/books.py",
-    "pages/investigation.py",
-    "pages/data.py",
-    "pages/evaluation.py",
-    "pages/audit.py",
-    "pages/approvals.py",
-    "pages/admin.py",
-)
+PAGES = tuple(path for path, _, _ in shell.PAGES)  # every page, as the app navigates
 
 
 @pytest.fixture
 def app_db(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The builder's rows (as imported from files: an import may add to them), the test
     people, the app pointed at them, and a short busy timeout."""
-    conn = connect(db_url)
-    try:
+    with closing(connect(db_url)) as conn:
         build(conn, payments=300, seed=11, source="files")
         add_people(conn)
-    finally:
-        conn.close()
     monkeypatch.setenv("DATABASE_URL", db_url)
     monkeypatch.setenv("RAZORRECON_BUSY_TIMEOUT_S", BUSY_S)
     monkeypatch.setenv("RAZORRECON_FOUR_EYES_PAISE", "1000000")
@@ -98,11 +85,8 @@ def _successes(at: AppTest) -> list[str]:
 
 
 def _one(database: str, sql: str, *params: object) -> object:
-    conn = connect(database)
-    try:
+    with closing(connect(database)) as conn:
         return conn.execute(sql, params).fetchone()[0]
-    finally:
-        conn.close()
 
 
 def _audited(database: str, action: str, entity_id: object) -> int:
@@ -188,21 +172,15 @@ def test_deriving_the_books_on_a_busy_database_says_so_and_the_retry_derives_the
     assert at.title[0].value == "Books" and at.selectbox(key=keys.BOOKS_MONTH).options
     at.button(key=keys.BOOKS_LEDGER_REBUILD).click().run()
     assert any("derived again" in s for s in _successes(at))
-    conn = connect(app_db)
-    try:
+    with closing(connect(app_db)) as conn:
         assert ledger_status(conn).current
-    finally:
-        conn.close()
 
 
 def test_closing_a_month_on_a_busy_database_says_so_and_the_retry_closes_it_once(
     app_db: str,
 ) -> None:
-    conn = connect(app_db)
-    try:
+    with closing(connect(app_db)) as conn:
         rebuild_ledger(conn)  # as a completed run leaves it
-    finally:
-        conn.close()
     at = _page("pages/books.py")
     month = at.selectbox(key=keys.BOOKS_MONTH).value
     _busy_while_locked(at, app_db, lambda at: at.button(key=keys.BOOKS_CLOSE).click().run())
@@ -228,9 +206,8 @@ def test_adding_a_person_on_a_busy_database_says_so_and_the_retry_adds_them(
 def test_approving_a_write_off_on_a_busy_database_says_so_and_the_retry_approves_it(
     app_db: str,
 ) -> None:
-    conn = connect(app_db)
-    try:
-        exception_id = int(conn.execute("SELECT min(id) FROM exceptions").fetchone()[0])
+    exception_id = int(_one(app_db, "SELECT min(id) FROM exceptions"))
+    with closing(connect(app_db)) as conn:
         asked = review.resolve(
             conn,
             exception_id,
@@ -240,8 +217,6 @@ def test_approving_a_write_off_on_a_busy_database_says_so_and_the_retry_approves
             resolution="written_off",
             amount=2_500_000,
         )
-    finally:
-        conn.close()
     assert asked.approval_id is not None
     at = _page("pages/approvals.py", APPROVER)
     _busy_while_locked(at, app_db, lambda at: at.button(key=keys.APPROVAL_APPROVE).click().run())
@@ -260,11 +235,8 @@ def test_a_comment_on_a_busy_database_says_so_and_the_retry_posts_it_once(app_db
     assert at.text_area(key=keys.COMMENT_TEXT).value == body  # kept for the retry
     at.button(key=keys.COMMENT_POST).click().run()
     assert "Comment added." in _successes(at)
-    conn = connect(app_db)
-    try:
+    with closing(connect(app_db)) as conn:
         assert [c.body for c in review.list_comments(conn, exception_id)] == [body]
-    finally:
-        conn.close()
 
 
 def test_a_configured_admins_first_sign_in_on_a_busy_database_says_so_and_the_retry_signs_in(
