@@ -11,7 +11,9 @@ from ui import auth, shell
 
 st.set_page_config(page_title="RazorRecon", page_icon="₹", layout="wide")
 result = shell.cold_start()
-session = auth.gate()  # sign-in (OIDC), demo persona, or the local single user
+session = None
+with shell.guarded():  # a first sign-in may write (RAZORRECON_ADMINS): a busy database
+    session = auth.gate()  # sign-in (OIDC), demo persona, or the local single user
 if session is None:
     st.stop()
 page = shell.navigation()

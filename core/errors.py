@@ -98,9 +98,19 @@ class OlderRowsError(RefusedError):
 
 
 class DatabaseBusyError(RefusedError):
-    """Another process held the database's write lock for longer than the busy timeout
-    (core.db.connection.busy_timeout_ms) or PostgreSQL's lock_timeout; the transaction that
-    waited was rolled back."""
+    """Another process held the database's write lock (on PostgreSQL another session a lock)
+    for longer than the busy timeout (core.db.backend.busy_timeout_ms, PostgreSQL's
+    lock_timeout on our sessions); the transaction that waited was rolled back.
+    database: the database as messages name it (a URL without its password); waited: the
+    wait, as text ('30 s'); postgres: whether it is a PostgreSQL database."""
+
+    def __init__(
+        self, message: str, *, database: str = "", waited: str = "", postgres: bool = False
+    ) -> None:
+        super().__init__(message)
+        self.database = database
+        self.waited = waited
+        self.postgres = postgres
 
 
 class StorageError(RazorReconError):

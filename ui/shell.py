@@ -15,12 +15,14 @@ from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlparse
 
 import streamlit as st
 
 from core import bootstrap
 from core.db import connect, database_path
-from core.errors import InputError, RazorReconError, RefusedError
+from core.db.connection import lock_timeout_error
+from core.errors import DatabaseBusyError, InputError, RazorReconError, RefusedError
 from core.money import MoneyFormatError, parse_rupees
 from core.views.common import data_mark
 from core.views.queue import OPEN_STATUSES, QueueFilter, my_work, queue, top_exception
@@ -348,6 +350,10 @@ def follow(widget_key: str, state_key: str) -> None:
 
 def describe_error(exc: BaseException) -> tuple[str, str]:
     """('error' | 'warning', a plain message) for an exception; unexpected ones are logged."""
+    busy = exc if isinstance(exc, DatabaseBusyError) else lock_timeout_error(exc, auth.database())
+    if busy is not None:
+        log.warning("%s", busy)
+        return "error", busy_message(busy)
     if isinstance(exc, InputError):
         return "error", "The input was refused; nothing was written.\n\n" + str(exc)
     if isinstance(exc, RefusedError):
@@ -361,6 +367,24 @@ def describe_error(exc: BaseException) -> tuple[str, str]:
     return (
         "error",
         f"Something went wrong ({type(exc).__name__}: {exc}). The details are in the server log.",
+    )
+
+
+def busy_message(busy: DatabaseBusyError) -> str:
+    """What a person is told when their action waited longer than the busy timeout for
+    another connection's lock: which database, that nothing was written, to try again.
+    The action's transaction was rolled back, and the request id of a decision is kept,
+    so trying again is the same request (core.review: idempotent per request id)."""
+    if busy.postgres:
+        name = urlparse(busy.database).path.lstrip("/") or busy.database
+        held = "another session held a lock this needed"
+    else:
+        name = Path(busy.database).name or busy.database
+        held = "another process held its write lock"
+    return (
+        f"The database {name} is busy: {held} for longer than {busy.waited} (an import or "
+        "a reconciliation from the command line, or another person's change). Nothing was "
+        "written. Try again in a moment."
     )
 
 

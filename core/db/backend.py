@@ -36,6 +36,12 @@ if TYPE_CHECKING:
 # The key of the one advisory lock every writing transaction takes (an arbitrary constant:
 # "RRWRITE" in ASCII). Transaction-scoped: released by COMMIT or ROLLBACK, never leaked.
 WRITE_LOCK = 0x5252_5752_4954_45
+# How long a statement waits for a lock another connection holds before it gives up: SQLite's
+# busy timeout ("database is locked"), PostgreSQL's lock_timeout (SQLSTATE 55P03) on every
+# session `PgConnection` opens. The CLI says so in one line, exit 3 (core.__main__); the app
+# in one st.error (ui.shell.describe_error).
+BUSY_TIMEOUT_ENV = "RAZORRECON_BUSY_TIMEOUT_S"
+BUSY_TIMEOUT_MS = 30_000  # the default
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 # `:/+`: a URL that went through pathlib (argparse's type=Path) has lost one slash.
 _SCHEME = re.compile(r"^(postgresql|postgres)(\+[a-z0-9]+)?:/+", re.IGNORECASE)
@@ -243,7 +249,11 @@ class PgConnection:
         import psycopg
 
         self.url = plain_url(url)
+        wait = lock_timeout_setting()  # a bad setting is refused before connecting
         self._conn = psycopg.connect(self.url, autocommit=True, row_factory=_row_factory)
+        # The session's lock waits end as SQLite's busy timeout does (lock_timeout bounds a
+        # wait for a lock, never a statement's own time: a long COPY or index build runs on).
+        self._conn.execute(b"SELECT set_config('lock_timeout', %s, false)", (wait,))
         # sum() of integers is numeric in PostgreSQL: an int again, as SQLite gives it.
         self._conn.adapters.register_loader("numeric", _integral_numeric_loader())
         self._depth = 0
@@ -375,6 +385,37 @@ def dialect_of(conn: Any) -> str:
 
 def is_postgres(conn: Any) -> bool:
     return dialect_of(conn) == "postgresql"
+
+
+def busy_timeout_ms() -> int:
+    """RAZORRECON_BUSY_TIMEOUT_S in milliseconds, else BUSY_TIMEOUT_MS (a bad value is
+    refused, not guessed)."""
+    return round(seconds_setting(BUSY_TIMEOUT_ENV, BUSY_TIMEOUT_MS / 1000, 86_400) * 1000)
+
+
+def lock_timeout_setting() -> str:
+    """PostgreSQL's lock_timeout for our sessions: the busy timeout, in ms. At least 1 ms:
+    0 s means no wait, as SQLite reads a busy timeout of 0, where PostgreSQL would read a
+    lock_timeout of 0 as no limit at all."""
+    return f"{max(1, busy_timeout_ms())}ms"
+
+
+@contextmanager
+def lock_waits_unbounded(conn: Any) -> Iterator[None]:
+    """PostgreSQL: the block's lock waits without the busy timeout (lock_timeout 0, the
+    server's default), inside the caller's transaction, then the setting as it was. For
+    what waits on purpose: a migrator for the one before it (MIGRATE_LOCK) and a migration's
+    table locks, and a bulk load's table locks (TRUNCATE, dropping and building indexes,
+    ANALYZE), which a load holding the write lock (and a run the run lock) waits for only
+    while readers finish; stopping it there would throw the load away for a reader. An error
+    inside leaves the setting to the caller's rollback, which undoes it too. SQLite: nothing."""
+    if not is_postgres(conn):
+        yield
+        return
+    before = str(conn.execute("SELECT current_setting('lock_timeout')").fetchone()[0])
+    conn.execute("SELECT set_config('lock_timeout', '0', true)").fetchone()
+    yield
+    conn.execute("SELECT set_config('lock_timeout', ?, true)", (before,)).fetchone()
 
 
 def seconds_setting(name: str, default: float, maximum: float | None = None) -> float:

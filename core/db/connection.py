@@ -22,21 +22,18 @@ from pathlib import Path
 from typing import cast
 
 from core.db.backend import (
+    BUSY_TIMEOUT_ENV,
     WRITE_LOCK,
+    busy_timeout_ms,
     connect_postgres,
     is_postgres,
     is_postgres_url,
     plain_url,
     redacted,
-    seconds_setting,
 )
 from core.errors import ConfigError, DatabaseBusyError
 
 DEFAULT_DATABASE = "razorrecon.sqlite"
-# How long a statement waits for another connection's write lock before SQLite gives up
-# ("database is locked"; the CLI says so in one line, exit 3: core.__main__).
-BUSY_TIMEOUT_ENV = "RAZORRECON_BUSY_TIMEOUT_S"
-BUSY_TIMEOUT_MS = 30_000  # the default
 # The page size of a new database file (SQLite's default is 4096; a file keeps the size it was
 # made with: the pragma is a no-op on an existing one, https://www.sqlite.org/pragma.html#pragma_page_size).
 # Half the pages to allocate, write and link in a bulk store: 1M wide payments' raw tables
@@ -116,12 +113,6 @@ def connect(path: str | Path | None = None, *, page_size: int | None = None) -> 
     return conn
 
 
-def busy_timeout_ms() -> int:
-    """RAZORRECON_BUSY_TIMEOUT_S in milliseconds, else BUSY_TIMEOUT_MS (a bad value is
-    refused, not guessed)."""
-    return round(seconds_setting(BUSY_TIMEOUT_ENV, BUSY_TIMEOUT_MS / 1000, 86_400) * 1000)
-
-
 # SQLite's result code for "database is locked" (extended codes keep it in the low byte)
 # and PostgreSQL's SQLSTATE lock_not_available (lock_timeout ran out).
 _SQLITE_BUSY = 5
@@ -146,21 +137,28 @@ def lock_timeout_error(error: BaseException, database: object = None) -> Databas
         name = database_path(None if database is None else str(database))
     except ConfigError:
         name = str(database)
-    if postgres:
-        return DatabaseBusyError(
-            f"database {redacted(name)} is busy: another session held a lock this command "
-            "needed for longer than PostgreSQL's lock_timeout; this command stopped and its "
-            "unfinished transaction was rolled back. Run it again when that session has finished"
-        )
     try:
         waited = f"{busy_timeout_ms() / 1000:g} s"
     except ConfigError:
         waited = "the busy timeout"
+    if postgres:
+        name = redacted(name)
+        return DatabaseBusyError(
+            f"database {name} is busy: another session held a lock this command needed for "
+            f"longer than the busy timeout; this command waited {waited} (PostgreSQL's "
+            "lock_timeout), stopped and rolled back its unfinished transaction. Run it again "
+            f"when that session has finished ({BUSY_TIMEOUT_ENV} sets the wait)",
+            database=name,
+            waited=waited,
+            postgres=True,
+        )
     return DatabaseBusyError(
         f"database {name} is busy: another process held its write lock for longer than the "
         f"busy timeout; this command waited {waited}, stopped and rolled back its unfinished "
         f"transaction. Run it again when that process has finished ({BUSY_TIMEOUT_ENV} sets "
-        "the wait)"
+        "the wait)",
+        database=name,
+        waited=waited,
     )
 
 

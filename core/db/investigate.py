@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any, cast
 from urllib.parse import quote
 
-from core.db.backend import PgConnection, is_postgres
-from core.db.connection import busy_timeout_ms
+from core.db.backend import PgConnection, busy_timeout_ms, is_postgres
 
 Record = dict[str, Any]
 

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, cast
 
-from core.db.backend import connect_postgres, is_postgres, owner_url
+from core.db.backend import connect_postgres, is_postgres, lock_waits_unbounded, owner_url
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 MIGRATIONS_PG_DIR = Path(__file__).with_name("migrations_pg")
@@ -97,13 +97,16 @@ def _migrate_postgres(conn: Any) -> list[str]:
     if set(applied_migrations(conn)) >= {name for name, _ in pending}:
         return []  # up to date: no lock, no write (the app role may not hold CREATE)
     applied: list[str] = []
+    # A migrator waits for the one before it, and a migration for the tables it changes,
+    # as long as they take: not the busy timeout (core.db.backend.lock_waits_unbounded).
     conn.execute("BEGIN")
     try:
-        conn.execute(f"SELECT pg_advisory_xact_lock({MIGRATE_LOCK})")
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations ("
-            " name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)"
-        )
+        with lock_waits_unbounded(conn):
+            conn.execute(f"SELECT pg_advisory_xact_lock({MIGRATE_LOCK})")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                " name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)"
+            )
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -111,11 +114,15 @@ def _migrate_postgres(conn: Any) -> list[str]:
     for name, sql in pending:
         conn.execute("BEGIN")
         try:
-            conn.execute(f"SELECT pg_advisory_xact_lock({MIGRATE_LOCK})")
-            if conn.execute("SELECT 1 FROM schema_migrations WHERE name = ?", (name,)).fetchone():
+            with lock_waits_unbounded(conn):
+                conn.execute(f"SELECT pg_advisory_xact_lock({MIGRATE_LOCK})")
+                done = conn.execute("SELECT 1 FROM schema_migrations WHERE name = ?", (name,))
+                applied_meanwhile = done.fetchone() is not None
+                if not applied_meanwhile:
+                    conn.execute_script(sql)  # verbatim; PostgreSQL runs several at once
+            if applied_meanwhile:
                 conn.execute("ROLLBACK")
                 continue
-            conn.execute_script(sql)  # verbatim; PostgreSQL runs several statements at once
             conn.execute(
                 "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
                 (name, int(time.time())),

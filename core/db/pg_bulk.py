@@ -28,6 +28,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from core.db.backend import lock_waits_unbounded
 from core.db.staging import arrow_column
 
 BATCH_ROWS = 50_000
@@ -110,8 +111,27 @@ REBUILD_TABLES = frozenset({"payments", "recon_rows", "outcomes"})
 
 def analyze(conn: Any, table: str) -> None:
     """Fresh planner statistics for `table` (a raw table, outcomes or exceptions), inside
-    the caller's transaction; migration 0098's razorrecon_analyze, as its owner."""
-    conn.execute("SELECT razorrecon_analyze(?)", (table,))
+    the caller's transaction; migration 0098's razorrecon_analyze, as its owner. Its lock
+    (SHARE UPDATE EXCLUSIVE: another ANALYZE or a VACUUM of the table) is waited for without
+    the busy timeout: the load before it is not thrown away for a vacuum."""
+    with lock_waits_unbounded(conn):
+        conn.execute("SELECT razorrecon_analyze(?)", (table,))
+
+
+def drop_indexes(conn: Any, table: str) -> None:
+    """Drop `table`'s indexes that back no constraint, in the caller's writing unit
+    (migration 0098's razorrecon_drop_indexes). Its ACCESS EXCLUSIVE lock waits for the
+    readers of `table` to finish, without the busy timeout (core.db.backend.
+    lock_waits_unbounded): a load is not thrown away for a reader."""
+    with lock_waits_unbounded(conn):
+        conn.execute("SELECT razorrecon_drop_indexes(?)", (table,))
+
+
+def build_indexes(conn: Any, table: str) -> None:
+    """Build again the indexes `drop_indexes` dropped (razorrecon_build_indexes), waiting for
+    its lock as `drop_indexes` does."""
+    with lock_waits_unbounded(conn):
+        conn.execute("SELECT razorrecon_build_indexes(?)", (table,))
 
 
 def rebuild_worth(conn: Any, table: str, rows: int, *, empty: bool = False) -> bool:
@@ -141,9 +161,9 @@ def indexes_built_after(conn: Any, table: str, *, rebuild: bool) -> Iterator[Non
     if not rebuild:
         yield
         return
-    conn.execute("SELECT razorrecon_drop_indexes(?)", (table,))
+    drop_indexes(conn, table)
     yield
-    conn.execute("SELECT razorrecon_build_indexes(?)", (table,))
+    build_indexes(conn, table)
 
 
 def bulk_outcome_chunks(conn: Any, chunks: Iterable[Any], rows: int) -> Iterator[Any]:

@@ -36,7 +36,7 @@ from core.dataset import (
     Dataset,
 )
 from core.db import pg_bulk
-from core.db.backend import is_postgres
+from core.db.backend import is_postgres, lock_waits_unbounded
 from core.db.connection import transaction
 from core.db.staging import (
     StagedTable,
@@ -170,7 +170,8 @@ def clear_raw_tables(conn: sqlite3.Connection) -> None:
     """
     if is_postgres(conn):  # one statement; the raw tables' schema is untouched
         tables = ", ".join(table for table, _, _ in RAW_TABLES.values())
-        conn.execute(f"TRUNCATE {tables}")
+        with lock_waits_unbounded(conn):  # its lock waits for readers, not the busy timeout
+            conn.execute(f"TRUNCATE {tables}")
         return
     for table, _, _ in RAW_TABLES.values():
         objects = _schema_objects(conn, table)
@@ -469,20 +470,20 @@ def raw_tables_filled_in_bulk(conn: sqlite3.Connection) -> Iterator[BulkFill]:
     if is_postgres(conn):
         tables = tuple(t for t, _, _ in RAW_TABLES.values() if t in pg_bulk.REBUILD_TABLES)
         for table in tables:
-            conn.execute("SELECT razorrecon_drop_indexes(?)", (table,))
+            pg_bulk.drop_indexes(conn, table)
         fill = BulkFill((), tables, set())
         yield fill
         keys = {t: (k, [*spec, "import_id"]) for t, k, spec in RAW_TABLES.values()}
         for table in tables:
             try:
                 with transaction(conn):  # a savepoint: a failed build leaves nothing
-                    conn.execute("SELECT razorrecon_build_indexes(?)", (table,))
+                    pg_bulk.build_indexes(conn, table)
             except sqlite3.IntegrityError as error:
                 if getattr(error.__cause__, "sqlstate", "") != "23505":  # unique_violation
                     raise
                 _keep_last_of_each_key_postgres(conn, table, *keys[table])
                 fill.resolved.add(table)
-                conn.execute("SELECT razorrecon_build_indexes(?)", (table,))
+                pg_bulk.build_indexes(conn, table)
         for table in sorted(fill.written):
             pg_bulk.analyze(conn, table)
         return
