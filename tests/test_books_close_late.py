@@ -16,33 +16,22 @@ from pathlib import Path
 import pytest
 
 from core.__main__ import main
-from core.books.close import PRIOR_PERIOD, ClosedMonth, books_month, close_month, closed_months
+from core.books.close import PRIOR_PERIOD, ClosedMonth, books_month, closed_months
 from core.books.ledger import ledger_for
 from core.books.report import CloseReport, build_report
 from core.books.rollforward import month_rollforward
 from core.db import connect, migrate
-from core.engine import EngineParams
 from core.money import format_rupees
-from core.pipeline import reconcile_day_into_db, reconcile_folder_into_db
-from tests.engine_support import ts
-
-AS_OF = ts("2026-06-30T23:59:59+05:30")
-CLOSED_AT = ts("2026-06-02T10:00:00+05:30")
-LATE_AMOUNT, LATE_FEE = 777_700, 18_354  # ₹7,777.00 captured on 29 May, fee ₹183.54
-LATE = LATE_AMOUNT - LATE_FEE  # 759,346 paise: what the late payment adds to May's closing
-PAYMENT_HEADER = (
-    "id,entity,amount,currency,status,order_id,invoice_id,international,method,"
-    "amount_refunded,refund_status,captured,description,email,contact,fee,tax,error_code,"
-    "created_at"
+from tests.books_late_support import (
+    CLOSED_AT,
+    LATE,
+    LATE_AMOUNT,
+    LATE_FEE,
+    close,
+    import_day,
+    late_day,
+    reconciled,
 )
-# The day brings no settlement: the two files are there, empty (a day folder needs them).
-EMPTY = {
-    "settlements.csv": "id,entity,amount,status,fees,tax,utr,created_at",
-    "settlement_recon.csv": (
-        "entity_id,type,debit,credit,amount,currency,fee,tax,on_hold,settled,created_at,"
-        "settled_at,settlement_id,description,payment_id,settlement_utr,order_id,method"
-    ),
-}
 
 
 @pytest.fixture(scope="module")
@@ -54,27 +43,13 @@ def late_db(
     file, May's close and May's close report built right after the close."""
     where = tmp_path_factory.mktemp("closed-late")
     db = where / "books.sqlite"
-    late = where / "late-day"
-    late.mkdir()
-    created = ts("2026-05-29T12:15:00+05:30")
-    (late / "payments.csv").write_text(
-        f"{PAYMENT_HEADER}\n"
-        f"pay_LateMay29xxxxx,payment,{LATE_AMOUNT},INR,captured,order_LateMay29ordr,,false,"
-        f"card,0,,true,Order payment,late@example.com,+919800000001,{LATE_FEE},2800,,{created}\n",
-        encoding="utf-8",
-    )
-    for name, header in EMPTY.items():
-        (late / name).write_text(f"{header}\n", encoding="utf-8")
     conn = connect(db)
     try:
         migrate(conn)
-        reconcile_folder_into_db(conn, benchmark_1500, params=EngineParams(), as_of=AS_OF)
-        events = ledger_for(conn, "2026-05").events_for("2026-05")
-        may = close_month(
-            conn, events, "2026-05", actor="admin@example.com", request_id="c1", now=CLOSED_AT
-        )
+        reconciled(conn, benchmark_1500)
+        may = close(conn, "2026-05")
         at_close = build_report(conn, "2026-05")
-        reconcile_day_into_db(conn, late, params=EngineParams(), as_of=AS_OF)
+        import_day(conn, late_day(where / "late-day"))
     finally:
         conn.close()
     return db, may, at_close
