@@ -335,33 +335,40 @@ class MonthJournal:
             )
         return out
 
-    def change_lines(self, limit: int = 5) -> list[str]:
-        """One line per voucher that differs from the kept journal, with the rows it gained
-        (first `limit`, each with the import that last stored it) and lost."""
+    def change_lines(self) -> list[str]:
+        """One line per voucher that differs from the kept journal: its debits each way, the
+        rows it gained (`gained_text`) and how many it lost."""
         from core.money import format_rupees
-
-        arrived = {row: (number, at) for row, number, at in self.arrivals}
-
-        def named(row: str) -> str:
-            if row not in arrived:
-                return row
-            number, at = arrived[row]
-            when = dt.datetime.fromtimestamp(at, IST).strftime("%Y-%m-%d %H:%M IST")
-            return f"{row} (import {number}, {when})"
 
         out = []
         for c in self.changes:
-            more = len(c.added) - limit
-            gained = ", ".join(named(r) for r in c.added[:limit]) + (
-                f", … {more} more" if more > 0 else ""
-            )
             was, now = (format_rupees(x, symbol=True) for x in (c.closed_debits, c.today_debits))
+            gained = gained_text(c, self.arrivals)
             out.append(
                 f"  {c.number} {c.status}: debits {was} as closed, {now} today;"
-                f" {len(c.added)} row(s) since the close{': ' + gained if c.added else ''};"
+                f" {len(c.added)} row(s) since the close{': ' + gained if gained else ''};"
                 f" {len(c.removed)} gone"
             )
         return out
+
+
+def gained_text(
+    change: VoucherChange, arrivals: tuple[tuple[str, int, int], ...], limit: int = 5
+) -> str:
+    """The first `limit` rows a voucher gained since the close, each that an import after
+    the close stored with that import ('pay_X (import 7, 2026-06-03 11:00 IST)')."""
+    arrived = {row: (number, at) for row, number, at in arrivals}
+
+    def named(row: str) -> str:
+        if row not in arrived:
+            return row
+        number, at = arrived[row]
+        when = dt.datetime.fromtimestamp(at, IST).strftime("%Y-%m-%d %H:%M IST")
+        return f"{row} (import {number}, {when})"
+
+    more = len(change.added) - limit
+    shown = ", ".join(named(r) for r in change.added[:limit])
+    return shown + (f", … {more} more" if more > 0 else "")
 
 
 def own_vouchers(
