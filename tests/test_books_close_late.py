@@ -1,8 +1,10 @@
 """A closed month after a late day (docs/books.md section 4): May is closed, then
 `import-day` brings a 29 May payment of ₹7,777.00 (fee ₹183.54). The `rollforward` command
 prints what the Books page shows (`books_month`: May's snapshot marked closed, June opening
-from it with a prior-period adjustment of ₹7,593.46), and the close report of May is the
-snapshot, with every file's basis stated and today's difference line by line."""
+from it with a prior-period adjustment of ₹7,593.46); the close report of May is what the
+close kept (the snapshot, the balance by day, the journal), with every file's basis stated
+and today's difference line by line; June's report carries the journal command's journal,
+the late payment's adjustment voucher first."""
 
 from __future__ import annotations
 
@@ -10,7 +12,6 @@ import csv
 import io
 import json
 import zipfile
-from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -166,8 +167,10 @@ def test_close_report_of_a_closed_month_is_its_snapshot_and_labels_what_is_today
     assert [(r["line"], int(r["paise"])) for r in roll] == expected
     assert {r["basis"] for r in roll} == {"closed_snapshot"}
     bases = {r["file"]: r["basis"] for r in manifest}
-    assert bases["rollforward.csv"] == bases["residual_drilldown.csv"] == "closed_snapshot"
-    for name in ("daily.csv", "journal.csv", "tally.xml", "gst_tie_out.csv", "fee_overcharges.csv"):
+    kept = ("rollforward.csv", "residual_drilldown.csv", "daily.csv", "journal.csv", "tally.xml")
+    for name in kept:
+        assert bases[name] == "closed_snapshot", name
+    for name in ("gst_tie_out.csv", "fee_overcharges.csv"):
         assert bases[name] == "today", name
     assert bases["prior_period_adjustments.csv"] == "closed_snapshot_vs_today"
     # Today's difference, line by line; its closing is June's prior-period adjustment.
@@ -184,23 +187,36 @@ def test_close_report_of_a_closed_month_is_its_snapshot_and_labels_what_is_today
         snap.closing,
         snap.closing + LATE,
     )
-
-    # Today's files hold the late payment, labelled as today's: the journal's captured
-    # voucher grew by it since the close, the balance by day ends at today's closing.
-    def captured(rows: list[dict[str, str]]) -> dict[str, str]:
-        return next(
-            r for r in rows if r["kind"] == "captured" and r["ledger"] == "Razorpay receivable"
-        )
-
-    then = list(csv.DictReader(io.StringIO(at_close.files["journal.csv"])))
-    assert "pay_LateMay29xxxxx" in captured(journal)["source_rows"]
-    assert "pay_LateMay29xxxxx" not in captured(then)["source_rows"]
-    grew = Decimal(captured(journal)["debit"]) - Decimal(captured(then)["debit"])
-    assert grew * 100 == LATE_AMOUNT
-    assert {r["basis"] for r in daily} == {"today"}
-    assert int(daily[-1]["closing_paise"]) == snap.closing + LATE
+    # The journal and the balance by day are those the close kept: the files of the report
+    # built right after the close, byte for byte; the late payment is in neither.
+    with zipfile.ZipFile(out) as archive:
+        for name in ("daily.csv", "journal.csv", "tally.xml"):
+            assert archive.read(f"close-2026-05/{name}").decode() == at_close.files[name], name
+    assert "pay_LateMay29xxxxx" not in {r for row in journal for r in row["source_rows"].split(";")}
+    assert {r["basis"] for r in daily} == {"closed_snapshot"}
+    assert int(daily[-1]["closing_paise"]) == snap.closing
     assert "2026-05 is CLOSED (by admin@example.com at 2026-06-02 10:00 IST)" in readme
     # Right after the close the same report agreed with its snapshot everywhere.
     assert "no prior-period adjustment" in at_close.files["README.txt"]
     assert at_close.files["rollforward.csv"] == archive_roll
     assert f"move 2026-05's closing by {format_rupees(LATE, symbol=True)}" in readme
+    assert "The next month's journal posts it as prior-period adjustment vouchers" in readme
+    assert "fee_overcharges.csv, gst_tie_out.csv include it" in readme
+
+
+def test_the_next_months_close_report_carries_the_journal_command_s_adjustment_voucher(
+    late_db: tuple[Path, ClosedMonth, CloseReport], capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, _, _ = late_db
+    conn = connect(db)
+    try:
+        june = build_report(conn, "2026-06")
+    finally:
+        conn.close()
+    printed = _cli(capsys, "journal", "--db", str(db), "--month", "2026-06")
+    assert june.files["journal.csv"] == printed
+    assert "RZP-CAPTURED-2026-05-PPA-2026-06,2026-06-01,prior_period," in printed
+    assert (
+        "journal.csv and tally.xml open with 1 prior-period adjustment voucher(s) for 2026-05."
+        in june.files["README.txt"]
+    )

@@ -327,13 +327,18 @@ class MonthJournal:
                 f" {', '.join(self.adjusts)} (closed): what today's data change in"
                 " their vouchers since they were posted."
             )
-        if self.unkept is not None:
-            out.append(
-                f"{self.unkept} was closed before its journal was kept (migration 0115):"
-                f" data that arrived later for it, or before it, are in no adjustment voucher;"
-                " the roll-forward's prior-period adjustment has them."
-            )
-        return out
+        return out + self.unkept_lines()
+
+    def unkept_lines(self) -> list[str]:
+        """What the adjustment vouchers cannot carry: the later data of a closed month
+        whose close kept no journal."""
+        if self.unkept is None:
+            return []
+        return [
+            f"{self.unkept} was closed before its journal was kept (migration 0115):"
+            " data that arrived later for it, or before it, are in no adjustment voucher;"
+            " the roll-forward's prior-period adjustment has them."
+        ]
 
     def change_lines(self) -> list[str]:
         """One line per voucher that differs from the kept journal: its debits each way, the
