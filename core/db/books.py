@@ -113,15 +113,6 @@ def close_journal(conn: sqlite3.Connection, month: str) -> bytes | None:
     return None if row is None else bytes(row[0])
 
 
-def imports_after(conn: sqlite3.Connection, import_id: int) -> list[tuple[int, int, str, str]]:
-    """(id, imported_at, source, location) of every import after `import_id`, oldest first."""
-    rows = conn.execute(
-        "SELECT id, imported_at, source, location FROM imports WHERE id > ? ORDER BY id",
-        (import_id,),
-    )
-    return [(int(r[0]), int(r[1]), str(r[2]), str(r[3])) for r in rows]
-
-
 def row_imports(conn: sqlite3.Connection, keys: list[str]) -> dict[str, tuple[int, int]]:
     """For the keys that are a payment id or a recon row key: (import id, imported_at) of the
     import that last stored the row (its `import_id`); keys of rows not there are left out."""
