@@ -6,14 +6,19 @@ page closes it, then `import-day` brings a payment captured on 29 May for ₹7,7
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from core.books.close import ClosedMonth, close_month
 from core.books.ledger import ledger_for
+from core.db import connect, migrate
 from core.engine import EngineParams
 from core.pipeline import reconcile_day_into_db, reconcile_folder_into_db
 from tests.engine_support import ts
 
+T = TypeVar("T")
 AS_OF = ts("2026-06-30T23:59:59+05:30")
 CLOSED_AT = ts("2026-06-02T10:00:00+05:30")
 LATE_ID = "pay_LateMay29xxxxx"
@@ -68,3 +73,29 @@ def reconciled(conn: sqlite3.Connection, benchmark: Path) -> None:
 
 def import_day(conn: sqlite3.Connection, folder: Path) -> None:
     reconcile_day_into_db(conn, folder, params=EngineParams(), as_of=AS_OF)
+
+
+@contextmanager
+def migrated(db: Path) -> Iterator[sqlite3.Connection]:
+    """A connection to a new SQLite file, migrated; closed after."""
+    conn = connect(db)
+    try:
+        migrate(conn)
+        yield conn
+    finally:
+        conn.close()
+
+
+def closed_then_late(
+    conn: sqlite3.Connection,
+    benchmark: Path,
+    folder: Path,
+    at_close: Callable[[sqlite3.Connection], T],
+) -> tuple[ClosedMonth, T]:
+    """The benchmark reconciled, May closed, `at_close` taken right after the close (what
+    the books held then), then the late payment's day (in `folder`) imported."""
+    reconciled(conn, benchmark)
+    may = close(conn, "2026-05")
+    kept = at_close(conn)
+    import_day(conn, late_day(folder))
+    return may, kept

@@ -25,10 +25,7 @@ from tests.books_late_support import (
     LATE,
     LATE_AMOUNT,
     LATE_ID,
-    close,
-    import_day,
-    late_day,
-    reconciled,
+    closed_then_late,
 )
 from tests.review_support import add_people
 from ui import keys
@@ -46,11 +43,13 @@ def late(
     came: May's close and May's journal as it was at the close (the CSV `journal` printed)."""
     conn = connect(db_url)
     try:
-        reconciled(conn, benchmark_1500)
         add_people(conn)
-        then = journal_csv(month_vouchers(read_dataset(conn), MAY))
-        may = close(conn, MAY)
-        import_day(conn, late_day(tmp_path / "late-day"))
+        may, then = closed_then_late(
+            conn,
+            benchmark_1500,
+            tmp_path / "late-day",
+            lambda c: journal_csv(month_vouchers(read_dataset(c), MAY)),
+        )
         assert ledger_status(conn).current  # the day carried the books' ledger forward
     finally:
         conn.close()

@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import re
+import sqlite3
 import xml.etree.ElementTree as ET
 from decimal import Decimal
 from pathlib import Path
@@ -21,7 +22,7 @@ from core.__main__ import main
 from core.books.close import PRIOR_PERIOD, closed_months, since_close
 from core.books.journal import journal_csv, month_vouchers, tally_xml
 from core.books.ledger import ledger_for
-from core.db import connect, migrate
+from core.db import connect
 from core.db.raw import read_dataset
 from tests.books_late_support import (
     LATE,
@@ -29,24 +30,29 @@ from tests.books_late_support import (
     LATE_FEE,
     LATE_ID,
     close,
+    closed_then_late,
     import_day,
     late_day,
-    reconciled,
+    migrated,
 )
 
 MAY, JUNE = "2026-05", "2026-06"
 CAPTURED_MAY = "RZP-CAPTURED-2026-05"
 
 
-def _journals(db: Path, month: str) -> tuple[str, str]:
+def _journals(conn: sqlite3.Connection, month: str) -> tuple[str, str]:
     """What `journal` printed for `month` before this change (every voucher from today's
     rows, CSV and Tally XML): the oracle of "what was in the books" at a moment."""
+    vouchers = month_vouchers(read_dataset(conn), month)
+    return journal_csv(vouchers), tally_xml(vouchers)
+
+
+def _journals_now(db: Path, month: str) -> tuple[str, str]:
     conn = connect(db)
     try:
-        vouchers = month_vouchers(read_dataset(conn), month)
+        return _journals(conn, month)
     finally:
         conn.close()
-    return journal_csv(vouchers), tally_xml(vouchers)
 
 
 @pytest.fixture(scope="module")
@@ -57,19 +63,13 @@ def late(
     journals as they were at the close (CSV, XML)."""
     where = tmp_path_factory.mktemp("close-journal")
     db = where / "books.sqlite"
-    conn = connect(db)
-    try:
-        migrate(conn)
-        reconciled(conn, benchmark_1500)
-    finally:
-        conn.close()
-    at_close = {month: _journals(db, month) for month in (MAY, JUNE)}
-    conn = connect(db)
-    try:
-        close(conn, MAY)
-        import_day(conn, late_day(where / "late-day"))
-    finally:
-        conn.close()
+    with migrated(db) as conn:
+        _, at_close = closed_then_late(
+            conn,
+            benchmark_1500,
+            where / "late-day",
+            lambda c: {month: _journals(c, month) for month in (MAY, JUNE)},
+        )
     return db, at_close
 
 
@@ -110,7 +110,7 @@ def test_a_closed_months_journal_is_printed_as_it_was_at_the_close_and_says_so(
         " admin@example.com at 2026-06-02 10:00 IST). Data that arrived later are not in them"
     )
     # What the same command printed before this change: today's data, the late payment in.
-    assert LATE_ID in _journals(db, MAY)[0]
+    assert LATE_ID in _journals_now(db, MAY)[0]
 
 
 def test_todays_journal_of_a_closed_month_names_what_arrived_after_the_close(
@@ -118,7 +118,7 @@ def test_todays_journal_of_a_closed_month_names_what_arrived_after_the_close(
 ) -> None:
     db, at_close = late
     out, err = _journal(capsys, db, "--month", MAY, "--basis", "current")
-    assert out == _journals(db, MAY)[0]  # May's own vouchers from today's rows
+    assert out == _journals_now(db, MAY)[0]  # May's own vouchers from today's rows
     now, then = _rows(out), _rows(at_close[MAY][0])
     grew = _paise(_line(now, CAPTURED_MAY, "Razorpay receivable")["debit"]) - _paise(
         _line(then, CAPTURED_MAY, "Razorpay receivable")["debit"]
@@ -235,17 +235,11 @@ def test_a_later_late_payment_is_adjusted_once_after_the_month_that_posted_the_f
     # adjustment); a second late May payment: July posts only the second, June's journal
     # as kept keeps the first, and today's June names its adjustment as changed.
     db = tmp_path / "books.sqlite"
-    conn = connect(db)
-    try:
-        migrate(conn)
-        reconciled(conn, benchmark_1500)
-        close(conn, MAY)
-        import_day(conn, late_day(tmp_path / "d1"))
+    with migrated(db) as conn:
+        closed_then_late(conn, benchmark_1500, tmp_path / "d1", lambda c: None)
         close(conn, JUNE)
         second = late_day(tmp_path / "d2", "pay_LateMay30yyyyy", "2026-05-30T09:00:00+05:30")
         import_day(conn, second)
-    finally:
-        conn.close()
     june_kept = _rows(_journal(capsys, db, "--month", JUNE)[0])
     july, err = _journal(capsys, db, "--month", "2026-07")
     posted = [r for r in june_kept if r["kind"] == "prior_period"]
@@ -290,7 +284,7 @@ def test_a_month_closed_before_the_journal_was_kept_has_only_todays_journal_and_
     finally:
         conn.close()
     out, err = _journal(capsys, db, "--month", MAY)
-    assert out == _journals(db, MAY)[0]
+    assert out == _journals_now(db, MAY)[0]
     assert "2026-05 journal, basis current: today's data, including what arrived after" in err
     assert "its close kept no journal (closed before migration 0115)" in err
     capsys.readouterr()

@@ -21,17 +21,15 @@ from core.books.close import PRIOR_PERIOD, ClosedMonth, books_month, closed_mont
 from core.books.ledger import ledger_for
 from core.books.report import CloseReport, build_report
 from core.books.rollforward import month_rollforward
-from core.db import connect, migrate
+from core.db import connect
 from core.money import format_rupees
 from tests.books_late_support import (
     CLOSED_AT,
     LATE,
     LATE_AMOUNT,
     LATE_FEE,
-    close,
-    import_day,
-    late_day,
-    reconciled,
+    closed_then_late,
+    migrated,
 )
 
 
@@ -44,15 +42,10 @@ def late_db(
     file, May's close and May's close report built right after the close."""
     where = tmp_path_factory.mktemp("closed-late")
     db = where / "books.sqlite"
-    conn = connect(db)
-    try:
-        migrate(conn)
-        reconciled(conn, benchmark_1500)
-        may = close(conn, "2026-05")
-        at_close = build_report(conn, "2026-05")
-        import_day(conn, late_day(where / "late-day"))
-    finally:
-        conn.close()
+    with migrated(db) as conn:
+        may, at_close = closed_then_late(
+            conn, benchmark_1500, where / "late-day", lambda c: build_report(c, "2026-05")
+        )
     return db, may, at_close
 
 
