@@ -34,6 +34,7 @@ from tests.books_late_support import (
     import_day,
     late_day,
     migrated,
+    reconciled,
 )
 
 MAY, JUNE = "2026-05", "2026-06"
@@ -293,3 +294,41 @@ def test_a_month_closed_before_the_journal_was_kept_has_only_todays_journal_and_
     june, err = _journal(capsys, db, "--month", JUNE)
     assert not [r for r in _rows(june) if r["kind"] == "prior_period"]
     assert "2026-05 was closed before its journal was kept (migration 0115)" in err
+
+
+def test_a_close_during_which_an_import_lands_is_refused_and_stores_nothing(
+    benchmark_1500: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The month's rows are read before the write lock is taken; a day stored in between
+    # would leave the journal kept without it: the close is refused, to be made again.
+    import core.books.close
+    from core.errors import RefusedError
+
+    db = tmp_path / "books.sqlite"
+    with migrated(db) as conn:
+        reconciled(conn, benchmark_1500)
+    real = core.books.close.month_journal
+
+    def read_then_a_day_lands(*args: object, **kwargs: object) -> object:
+        journal = real(*args, **kwargs)  # type: ignore[arg-type]
+        other = connect(db)
+        try:
+            import_day(other, late_day(tmp_path / "meanwhile"))
+        finally:
+            other.close()
+        return journal
+
+    monkeypatch.setattr(core.books.close, "month_journal", read_then_a_day_lands)
+    conn = connect(db)
+    try:
+        with pytest.raises(RefusedError, match="data were imported while its journal was read"):
+            close(conn, MAY)
+        assert closed_months(conn) == {}
+        assert conn.execute("SELECT count(*) FROM month_close_books").fetchone()[0] == 0
+        monkeypatch.setattr(core.books.close, "month_journal", real)
+        assert (
+            close(conn, MAY).through_import_id
+            == conn.execute("SELECT max(id) FROM imports").fetchone()[0]
+        )
+    finally:
+        conn.close()

@@ -36,7 +36,7 @@ from core.calendar import IST, month_bounds
 from core.db import books as books_sql
 from core.db import raw
 from core.db.connection import transaction
-from core.errors import ConfigError
+from core.errors import ConfigError, RefusedError
 
 PRIOR_PERIOD = "prior_period_adjustments"
 CLOSED_BASIS = "closed"  # what was in the books at the close (kept by it)
@@ -130,17 +130,26 @@ def close_month(
     and its journal as today's data give it (the month's rows, with the prior-period
     adjustment vouchers of the closed months before it), with the newest import they hold.
     Closing a closed month changes nothing and returns it as it was closed. The caller
-    checks that `actor` may close months."""
+    checks that `actor` may close months. The month's rows are read in one snapshot before
+    the write lock is taken (a long read never holds up an import); an import stored
+    meanwhile refuses the close (RefusedError: close again), nothing written."""
     from core.audit import append
 
     stamp = int(time.time()) if now is None else int(now)
+    with transaction(conn, immediate=False):
+        through = raw.latest_import_id(conn)
+        closed = month in closed_months(conn)
+        journal = () if closed else month_journal(conn, month, CURRENT_BASIS).vouchers
     with transaction(conn):
         found = closed_months(conn).get(month)
         if found is not None:
             return found
+        if raw.latest_import_id(conn) != through:
+            raise RefusedError(
+                f"{month} was not closed: data were imported while its journal was read;"
+                " close it again"
+            )
         snapshot = books_view(events, month, closed_months(conn))
-        through = raw.latest_import_id(conn)
-        journal = month_journal(conn, month, CURRENT_BASIS).vouchers
         books_sql.insert_month_close(
             conn,
             month=month,
