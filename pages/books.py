@@ -5,7 +5,7 @@ import datetime as dt
 
 import streamlit as st
 
-from core.books.close import books_view, close_month, closed_months
+from core.books.close import close_month, closed_months
 from core.books.ledger import fallback_months, ledger_status, stored_ledger, stored_months
 from core.books.report import build_report, bundle, pdf
 from core.books.store import pricing_plans, save_pricing_plan
@@ -28,6 +28,10 @@ if not months:
 
 month = st.selectbox("Month (IST)", months, key=keys.BOOKS_MONTH)
 ledger = shell.read(stored_ledger, month) if status.current else source
+# A closed month shows what was in the books at its close unless today's data are asked for
+# (docs/books.md section 4): the roll-forward, the balance by day and the journal alike.
+closes = shell.read(closed_months)
+basis = books.basis_choice(month, closes)
 # Lazy tabs (on_change="rerun"): only the open tab's code runs. The close report, the
 # journal, the fee check and the GST bases need the raw tables: each is built when asked
 # for, never on render, and kept for the session (docs/books.md; books.on_request).
@@ -45,11 +49,11 @@ if roll_tab.open:
             st.info("The roll-forward is shown once the books are derived (see above).")
             st.stop()
         events = ledger.events_for(month)
-        closes = shell.read(closed_months)
-        result = books_view(events, month, closes)
-        if month in closes:
-            st.info(f"{month} is closed ({closes[month].closed_by}): the figures are as closed.")
-        elif auth.can("admin") and st.button("Close this month", key=keys.BOOKS_CLOSE):
+        if (
+            month not in closes
+            and auth.can("admin")
+            and st.button("Close this month", key=keys.BOOKS_CLOSE)
+        ):
             with shell.guarded():
                 auth.require("admin", "close a month")
                 with shell.connection() as conn:
@@ -64,7 +68,8 @@ if roll_tab.open:
                 st.session_state.pop(keys.BOOKS_REPORT, None)
                 shell.flash("success", f"{month} closed.")
                 st.rerun()
-        books.rollforward_section(result, ledger.daily())
+        result, daily = books.month_figures(month, basis, events, closes, ledger.daily())
+        books.rollforward_section(result, daily)
         if st.button("Prepare the close report (CSV bundle and PDF)", key=keys.BOOKS_REPORT_BUILD):
             report = shell.read(build_report, month, ledger)
             st.session_state[keys.BOOKS_REPORT] = (month, bundle(report), pdf(report))
@@ -74,7 +79,7 @@ if roll_tab.open:
 
 if journal_tab.open:
     with journal_tab:
-        books.journal_section(month)
+        books.journal_section(month, basis, closes, ledger)
 
 if pricing_tab.open:
     with pricing_tab:

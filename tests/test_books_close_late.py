@@ -1,8 +1,10 @@
 """A closed month after a late day (docs/books.md section 4): May is closed, then
 `import-day` brings a 29 May payment of ₹7,777.00 (fee ₹183.54). The `rollforward` command
 prints what the Books page shows (`books_month`: May's snapshot marked closed, June opening
-from it with a prior-period adjustment of ₹7,593.46), and the close report of May is the
-snapshot, with every file's basis stated and today's difference line by line."""
+from it with a prior-period adjustment of ₹7,593.46); the close report of May is what the
+close kept (the snapshot, the balance by day, the journal), with every file's basis stated
+and today's difference line by line; June's report carries the journal command's journal,
+the late payment's adjustment voucher first."""
 
 from __future__ import annotations
 
@@ -10,39 +12,25 @@ import csv
 import io
 import json
 import zipfile
-from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
 from core.__main__ import main
-from core.books.close import PRIOR_PERIOD, ClosedMonth, books_month, close_month, closed_months
+from core.books.close import PRIOR_PERIOD, ClosedMonth, books_month, closed_months
 from core.books.ledger import ledger_for
 from core.books.report import CloseReport, build_report
 from core.books.rollforward import month_rollforward
-from core.db import connect, migrate
-from core.engine import EngineParams
+from core.db import connect
 from core.money import format_rupees
-from core.pipeline import reconcile_day_into_db, reconcile_folder_into_db
-from tests.engine_support import ts
-
-AS_OF = ts("2026-06-30T23:59:59+05:30")
-CLOSED_AT = ts("2026-06-02T10:00:00+05:30")
-LATE_AMOUNT, LATE_FEE = 777_700, 18_354  # ₹7,777.00 captured on 29 May, fee ₹183.54
-LATE = LATE_AMOUNT - LATE_FEE  # 759,346 paise: what the late payment adds to May's closing
-PAYMENT_HEADER = (
-    "id,entity,amount,currency,status,order_id,invoice_id,international,method,"
-    "amount_refunded,refund_status,captured,description,email,contact,fee,tax,error_code,"
-    "created_at"
+from tests.books_late_support import (
+    CLOSED_AT,
+    LATE,
+    LATE_AMOUNT,
+    LATE_FEE,
+    closed_then_late,
+    migrated,
 )
-# The day brings no settlement: the two files are there, empty (a day folder needs them).
-EMPTY = {
-    "settlements.csv": "id,entity,amount,status,fees,tax,utr,created_at",
-    "settlement_recon.csv": (
-        "entity_id,type,debit,credit,amount,currency,fee,tax,on_hold,settled,created_at,"
-        "settled_at,settlement_id,description,payment_id,settlement_utr,order_id,method"
-    ),
-}
 
 
 @pytest.fixture(scope="module")
@@ -54,29 +42,10 @@ def late_db(
     file, May's close and May's close report built right after the close."""
     where = tmp_path_factory.mktemp("closed-late")
     db = where / "books.sqlite"
-    late = where / "late-day"
-    late.mkdir()
-    created = ts("2026-05-29T12:15:00+05:30")
-    (late / "payments.csv").write_text(
-        f"{PAYMENT_HEADER}\n"
-        f"pay_LateMay29xxxxx,payment,{LATE_AMOUNT},INR,captured,order_LateMay29ordr,,false,"
-        f"card,0,,true,Order payment,late@example.com,+919800000001,{LATE_FEE},2800,,{created}\n",
-        encoding="utf-8",
-    )
-    for name, header in EMPTY.items():
-        (late / name).write_text(f"{header}\n", encoding="utf-8")
-    conn = connect(db)
-    try:
-        migrate(conn)
-        reconcile_folder_into_db(conn, benchmark_1500, params=EngineParams(), as_of=AS_OF)
-        events = ledger_for(conn, "2026-05").events_for("2026-05")
-        may = close_month(
-            conn, events, "2026-05", actor="admin@example.com", request_id="c1", now=CLOSED_AT
+    with migrated(db) as conn:
+        may, at_close = closed_then_late(
+            conn, benchmark_1500, where / "late-day", lambda c: build_report(c, "2026-05")
         )
-        at_close = build_report(conn, "2026-05")
-        reconcile_day_into_db(conn, late, params=EngineParams(), as_of=AS_OF)
-    finally:
-        conn.close()
     return db, may, at_close
 
 
@@ -191,8 +160,10 @@ def test_close_report_of_a_closed_month_is_its_snapshot_and_labels_what_is_today
     assert [(r["line"], int(r["paise"])) for r in roll] == expected
     assert {r["basis"] for r in roll} == {"closed_snapshot"}
     bases = {r["file"]: r["basis"] for r in manifest}
-    assert bases["rollforward.csv"] == bases["residual_drilldown.csv"] == "closed_snapshot"
-    for name in ("daily.csv", "journal.csv", "tally.xml", "gst_tie_out.csv", "fee_overcharges.csv"):
+    kept = ("rollforward.csv", "residual_drilldown.csv", "daily.csv", "journal.csv", "tally.xml")
+    for name in kept:
+        assert bases[name] == "closed_snapshot", name
+    for name in ("gst_tie_out.csv", "fee_overcharges.csv"):
         assert bases[name] == "today", name
     assert bases["prior_period_adjustments.csv"] == "closed_snapshot_vs_today"
     # Today's difference, line by line; its closing is June's prior-period adjustment.
@@ -209,23 +180,36 @@ def test_close_report_of_a_closed_month_is_its_snapshot_and_labels_what_is_today
         snap.closing,
         snap.closing + LATE,
     )
-
-    # Today's files hold the late payment, labelled as today's: the journal's captured
-    # voucher grew by it since the close, the balance by day ends at today's closing.
-    def captured(rows: list[dict[str, str]]) -> dict[str, str]:
-        return next(
-            r for r in rows if r["kind"] == "captured" and r["ledger"] == "Razorpay receivable"
-        )
-
-    then = list(csv.DictReader(io.StringIO(at_close.files["journal.csv"])))
-    assert "pay_LateMay29xxxxx" in captured(journal)["source_rows"]
-    assert "pay_LateMay29xxxxx" not in captured(then)["source_rows"]
-    grew = Decimal(captured(journal)["debit"]) - Decimal(captured(then)["debit"])
-    assert grew * 100 == LATE_AMOUNT
-    assert {r["basis"] for r in daily} == {"today"}
-    assert int(daily[-1]["closing_paise"]) == snap.closing + LATE
+    # The journal and the balance by day are those the close kept: the files of the report
+    # built right after the close, byte for byte; the late payment is in neither.
+    with zipfile.ZipFile(out) as archive:
+        for name in ("daily.csv", "journal.csv", "tally.xml"):
+            assert archive.read(f"close-2026-05/{name}").decode() == at_close.files[name], name
+    assert "pay_LateMay29xxxxx" not in {r for row in journal for r in row["source_rows"].split(";")}
+    assert {r["basis"] for r in daily} == {"closed_snapshot"}
+    assert int(daily[-1]["closing_paise"]) == snap.closing
     assert "2026-05 is CLOSED (by admin@example.com at 2026-06-02 10:00 IST)" in readme
     # Right after the close the same report agreed with its snapshot everywhere.
     assert "no prior-period adjustment" in at_close.files["README.txt"]
     assert at_close.files["rollforward.csv"] == archive_roll
     assert f"move 2026-05's closing by {format_rupees(LATE, symbol=True)}" in readme
+    assert "The next month's journal posts it as prior-period adjustment vouchers" in readme
+    assert "fee_overcharges.csv, gst_tie_out.csv include it" in readme
+
+
+def test_the_next_months_close_report_carries_the_journal_command_s_adjustment_voucher(
+    late_db: tuple[Path, ClosedMonth, CloseReport], capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, _, _ = late_db
+    conn = connect(db)
+    try:
+        june = build_report(conn, "2026-06")
+    finally:
+        conn.close()
+    printed = _cli(capsys, "journal", "--db", str(db), "--month", "2026-06")
+    assert june.files["journal.csv"] == printed
+    assert "RZP-CAPTURED-2026-05-PPA-2026-06,2026-06-01,prior_period," in printed
+    assert (
+        "journal.csv and tally.xml open with 1 prior-period adjustment voucher(s) for 2026-05."
+        in june.files["README.txt"]
+    )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Generic, TypeVar
@@ -12,6 +12,21 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from core.books.close import (
+    BASES,
+    CLOSED_BASIS,
+    CURRENT_BASIS,
+    PRIOR_PERIOD,
+    ClosedMonth,
+    MonthJournal,
+    books_month,
+    books_view,
+    gained_text,
+    kept_daily,
+    month_days,
+    month_journal,
+    since_close,
+)
 from core.books.gst import (
     SUPPLIER_STATE,
     GstBases,
@@ -20,8 +35,9 @@ from core.books.gst import (
     gst_bases,
     parse_invoice_bytes,
 )
-from core.books.journal import journal_csv, month_vouchers, tally_xml
+from core.books.journal import Ledgers, Voucher, journal_csv, tally_xml
 from core.books.ledger import Ledger, LedgerStatus, data_key, derive_ledger, rebuild_ledger
+from core.books.posting import VoucherChange
 from core.books.pricing import (
     METHOD_CLASSES,
     PricingPlan,
@@ -60,6 +76,9 @@ LABELS = {
     "unsettled_other_rows": "Other unsettled rows",
     "instant_advances": "Instant settlements not yet drawn",
     "flagged_differences": "Differences under review (exceptions)",
+    "opening": "Opening",
+    "closing": "Closing",
+    "residual": "Residual (unexplained)",
 }
 
 
@@ -187,12 +206,27 @@ def on_request(
 ) -> T | None:
     """A result built from the raw tables (`build` over the rows of `month` that `product`
     reads: core.db.raw.read_month_dataset), computed only when asked for, never on a
-    render: while the session keeps one (under `kept`) for this month, `also` (what else
-    it was built for: the plan versions) and the data as they are, it is returned with no
-    read; else the button `label` is offered, and pressing it reads the month's rows once,
-    builds, frees them, keeps and returns the result. One kept per `kept` key; one for data
-    that have since changed is dropped (it can never be shown again)."""
-    parts = (month, also)
+    render (`when_asked`)."""
+
+    def make() -> T:
+        with st.spinner(f"Reading the rows of {month}: this takes a while on a large database."):
+            dataset = shell.read(raw.read_month_dataset, month, product)
+            built = build(dataset)
+            del dataset
+        return built
+
+    return when_asked(kept, button, label, (month, also), make)
+
+
+def when_asked(
+    kept: str, button: str, label: str, parts: Hashable, make: Callable[[], T]
+) -> T | None:
+    """A result computed only when asked for, never on a render: while the session keeps one
+    (under `kept`) for these `parts` (the month, and what else it was built for: the plan
+    versions, a basis) and the data as they are, it is returned with no read; else the
+    button `label` is offered, and pressing it calls `make` once, keeps and returns the
+    result. One kept per `kept` key; one for data that have since changed is dropped (it
+    can never be shown again)."""
     key = shell.read(data_key)
     held = st.session_state.get(kept)
     if isinstance(held, Kept):
@@ -203,50 +237,89 @@ def on_request(
             del st.session_state[kept]
     if not st.button(label, key=button):
         return None
-    with st.spinner(f"Reading the rows of {month}: this takes a while on a large database."):
-        dataset = shell.read(raw.read_month_dataset, month, product)
-        built = build(dataset)
-        del dataset
+    built = make()
     st.session_state[kept] = Kept(parts, key, built)
     return built
 
 
 @dataclass(frozen=True)
 class JournalFiles:
-    """A month's journal, ready to download: its voucher count, CSV and Tally XML (UTF-8)."""
+    """A month's journal, ready to download: its voucher count, CSV and Tally XML (UTF-8),
+    and what the page says of it (core.books.close.MonthJournal): its basis in words, the
+    vouchers that differ from the journal kept at the close (with the import of each row
+    since) and the prior-period adjustment vouchers it opens with."""
 
     vouchers: int
     csv: bytes
     xml: bytes
+    notes: tuple[str, ...] = ()
+    changes: tuple[VoucherChange, ...] = ()
+    arrivals: tuple[tuple[str, int, int], ...] = ()
+    adjustments: tuple[Voucher, ...] = ()
 
 
-def journal_files(dataset: Dataset, month: str) -> JournalFiles:
-    vouchers = month_vouchers(dataset, month)
+def journal_files(journal: MonthJournal) -> JournalFiles:
+    vouchers = list(journal.vouchers)
     return JournalFiles(
-        len(vouchers), journal_csv(vouchers).encode("utf-8"), tally_xml(vouchers).encode("utf-8")
+        len(vouchers),
+        journal_csv(vouchers).encode("utf-8"),
+        tally_xml(vouchers).encode("utf-8"),
+        tuple(journal.basis_lines()),
+        journal.changes,
+        journal.arrivals,
+        journal.adjustments(),
     )
 
 
-def journal_section(month: str) -> None:
-    """The Journal tab: the month's vouchers and both downloads, built on request."""
-    files = on_request(
+def journal_section(
+    month: str, basis: str, closes: Mapping[str, ClosedMonth], ledger: Ledger | None
+) -> None:
+    """The Journal tab: the month's vouchers on `basis` and both downloads, built on request
+    (a closed month's as kept at the close reads no raw rows); for a month that opens from
+    a closed one, the roll-forward's prior-period adjustment beside its adjustment vouchers
+    (when the books are shown: `ledger`)."""
+    closed = basis == CLOSED_BASIS
+    files = when_asked(
         keys.BOOKS_JOURNAL,
         keys.BOOKS_JOURNAL_BUILD,
-        f"Prepare the journal for {month}",
-        month,
-        "journal",
-        lambda dataset: journal_files(dataset, month),
+        f"Prepare the journal for {month}" + (" as closed" if closed else ""),
+        (month, (basis, tuple(closes))),
+        lambda: _journal_files(month, basis),
     )
-    if files is not None:
-        journal_downloads(month, files)
+    if files is None:
+        return
+    journal_downloads(month, files)
+    shown = None if ledger is None else books_month(ledger.events_for(month), month, dict(closes))
+    if shown is not None and shown.opens_from_closed is not None:
+        moved = dict(shown.rollforward.movements)
+        posted = sum(
+            x.debit - x.credit
+            for v in files.adjustments
+            for x in v.lines
+            if x.ledger == Ledgers().receivable
+        )
+        st.caption(
+            f"The roll-forward's prior-period adjustment for {month} is"
+            f" {inr(moved.get(PRIOR_PERIOD, 0))}; the adjustment vouchers move Razorpay"
+            f" receivable by {inr(posted)}. Both carry the same late data: the roll-forward"
+            " takes a payment's fee (and refunds, disputes, adjustments, transfers) when it"
+            " happens, the journal when the settlement that pays it is posted."
+        )
+
+
+def _journal_files(month: str, basis: str) -> JournalFiles:
+    with st.spinner(f"Reading the rows of {month}: this takes a while on a large database."):
+        return journal_files(shell.read(month_journal, month, basis))
 
 
 def journal_downloads(month: str, files: JournalFiles) -> None:
-    """The month's journal as CSV and as Tally vouchers, side by side."""
+    """The month's journal as CSV and as Tally vouchers, side by side, after its basis and
+    what differs from the journal kept at the close, or the adjustments it opens with."""
     st.caption(
         f"{files.vouchers:,} balanced vouchers: the month's captured payments and one per "
         "settlement; every line names the recon rows it comes from."
     )
+    journal_notes(files)
     left, right = st.columns(2)
     left.download_button(
         "Journal (CSV)",
@@ -262,6 +335,123 @@ def journal_downloads(month: str, files: JournalFiles) -> None:
         mime="application/xml",
         key=keys.BOOKS_JOURNAL_TALLY,
     )
+
+
+def journal_notes(files: JournalFiles) -> None:
+    """The journal's basis in words; the vouchers that differ from the journal kept at the
+    close, each with the rows it gained since (and the import that stored each); the
+    prior-period adjustment vouchers it opens with."""
+    for note in files.notes:
+        st.caption(note)
+    if files.changes:
+        st.subheader("Vouchers that differ from the journal kept at the close")
+        st.dataframe(
+            pd.DataFrame(
+                {
+                    "Voucher": [c.number for c in files.changes],
+                    "Change": [c.status for c in files.changes],
+                    "Debits as closed": [inr(c.closed_debits) for c in files.changes],
+                    "Debits today": [inr(c.today_debits) for c in files.changes],
+                    "Rows since the close": [gained_text(c, files.arrivals) for c in files.changes],
+                    "Rows gone": [len(c.removed) for c in files.changes],
+                }
+            ),
+            key=keys.BOOKS_JOURNAL_CHANGES,
+            hide_index=True,
+        )
+    if files.adjustments:
+        st.subheader("Prior-period adjustment vouchers")
+        st.dataframe(
+            pd.DataFrame(
+                {
+                    "Voucher": [v.number for v in files.adjustments],
+                    "Date": [v.date.isoformat() for v in files.adjustments],
+                    "Adjusts": [v.reference for v in files.adjustments],
+                    "Lines": [
+                        "; ".join(
+                            f"{x.ledger} {'Dr' if x.debit else 'Cr'} {inr(x.debit or x.credit)}"
+                            for x in v.lines
+                        )
+                        for v in files.adjustments
+                    ],
+                    "Narration": [v.narration for v in files.adjustments],
+                }
+            ),
+            key=keys.BOOKS_JOURNAL_ADJUSTMENTS,
+            hide_index=True,
+        )
+
+
+def basis_choice(month: str, closes: Mapping[str, ClosedMonth]) -> str:
+    """A closed month's basis, chosen (as kept at the close by default, or today's data);
+    an open month has only today's."""
+    closed = closes.get(month)
+    if closed is None:
+        return CURRENT_BASIS
+    labels = {
+        CLOSED_BASIS: f"As closed ({closed.label()})",
+        CURRENT_BASIS: "Today's data (what arrived after the close included)",
+    }
+    chosen = st.radio(
+        f"{month} is closed. Show",
+        BASES,
+        format_func=labels.__getitem__,
+        key=keys.BOOKS_BASIS,
+        horizontal=True,
+    )
+    return str(chosen)
+
+
+def month_figures(
+    month: str,
+    basis: str,
+    events: pd.DataFrame,
+    closes: Mapping[str, ClosedMonth],
+    daily: pd.DataFrame,
+) -> tuple[MonthRollForward, pd.DataFrame]:
+    """The roll-forward and balance by day the Roll-forward tab shows for `month` on
+    `basis`, saying which: an open month's books and every day (`daily`); a closed month's
+    snapshot and the balance by day its close kept (today's, said so, when it kept none);
+    or today's figures for a closed month, its days only, with the lines that moved since
+    the close."""
+    closed = closes.get(month)
+    if closed is None:
+        return books_view(events, month, dict(closes)), daily
+    if basis == CLOSED_BASIS:
+        st.info(f"{month} is closed ({closed.closed_by}): the figures are as closed.")
+        kept = shell.read(kept_daily, month)
+        if kept is not None:
+            st.caption(f"The balance by day of {month} as kept at the close.")
+            return closed.snapshot, kept
+        st.caption(
+            f"The close of {month} kept no balance by day (closed before migration 0115): the"
+            " chart is today's data, which include what arrived after the close."
+        )
+        return closed.snapshot, month_days(daily, month)
+    others = {m: c for m, c in closes.items() if m != month}
+    st.warning(
+        f"{month} is {closed.label()}. Shown: today's data, including what arrived after the"
+        f" close. The books keep {month} as closed and carry the difference as the next"
+        " month's prior-period adjustments."
+    )
+    moved = [r for r in since_close(events, month, dict(closes)) if r[4]]
+    if moved:
+        st.subheader("Since the close")
+        st.dataframe(
+            pd.DataFrame(
+                {
+                    "Line": [LABELS.get(r[1], r[1]) for r in moved],
+                    "As closed": [inr(r[2]) for r in moved],
+                    "Today": [inr(r[3]) for r in moved],
+                    "Difference": [inr(r[4]) for r in moved],
+                }
+            ),
+            key=keys.BOOKS_SINCE_CLOSE,
+            hide_index=True,
+        )
+    else:
+        st.success("Today's data say what was closed: nothing changed since the close.")
+    return books_view(events, month, others), month_days(daily, month)
 
 
 def report_downloads(month: str, zipped: bytes, pdf_bytes: bytes) -> None:

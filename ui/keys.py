@@ -204,3 +204,10 @@ BOOKS_FEES_CHECK = "books_fees_check"
 BOOKS_FEES = "books_fees"
 BOOKS_GST_COMPUTE = "books_gst_compute"
 BOOKS_GST_BASES = "books_gst_bases"
+# A closed month's basis (docs/books.md section 4): as kept at the close, or today's data;
+# the roll-forward's lines since the close, the journal's vouchers that differ from the one
+# kept, and the prior-period adjustment vouchers of the month after a closed one.
+BOOKS_BASIS = "books_basis"
+BOOKS_SINCE_CLOSE = "books_since_close"
+BOOKS_JOURNAL_CHANGES = "books_journal_changes"
+BOOKS_JOURNAL_ADJUSTMENTS = "books_journal_adjustments"

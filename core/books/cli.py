@@ -1,6 +1,7 @@
 """The books' commands (docs/books.md): `rollforward --db PATH --month YYYY-MM [--json]`
 (the Razorpay receivable), `journal --db PATH --month YYYY-MM [--format csv|tally]
-[--ledgers FILE]`, `close-report --db PATH --month YYYY-MM --out ZIP [--pdf PDF]` and
+[--ledgers FILE] [--basis closed|current]` (the basis it prints said on standard error),
+`close-report --db PATH --month YYYY-MM --out ZIP [--pdf PDF]` and
 `pricing --db PATH --rules JSON --from DATE --actor WHO`. Exit 0 when it ran, whatever the
 residual."""
 
@@ -47,6 +48,12 @@ def register(subparsers: Any) -> None:
         "--ledgers", type=Path, help="JSON object: ledger key -> name in your chart of accounts"
     )
     journal.add_argument("--company", help="Tally company to import into (SVCURRENTCOMPANY)")
+    journal.add_argument(
+        "--basis",
+        choices=("closed", "current"),
+        help="closed: a closed month's vouchers as kept at its close (its default); current:"
+        " today's data, what arrived after a close included (an open month's only basis)",
+    )
     journal.set_defaults(func=run_journal)
 
     report = subparsers.add_parser(
@@ -129,9 +136,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_journal(args: argparse.Namespace) -> int:
-    from core.books.journal import Ledgers, journal_csv, month_vouchers, tally_xml
+    """The month's vouchers on its basis (`month_journal`): CSV or Tally XML on standard
+    output; which basis, and for today's data of a closed month what differs from the
+    journal kept at its close, on standard error."""
+    from core.books.close import month_journal
+    from core.books.journal import Ledgers, journal_csv, tally_xml
     from core.db import open_database
-    from core.db.raw import read_dataset
 
     if not _database_exists(args.db):
         raise ConfigError(f"--db: no such database: {args.db}")
@@ -143,10 +153,11 @@ def run_journal(args: argparse.Namespace) -> int:
         except (OSError, ValueError, TypeError) as exc:
             raise ConfigError(f"--ledgers: {exc}") from exc
     with open_database(args.db) as conn:
-        dataset = read_dataset(conn)
-    vouchers = month_vouchers(dataset, args.month, ledgers)
+        journal = month_journal(conn, args.month, args.basis, ledgers)
+    vouchers = list(journal.vouchers)
     text = journal_csv(vouchers) if args.format == "csv" else tally_xml(vouchers, args.company)
     sys.stdout.write(text)
+    print("\n".join([*journal.basis_lines(), *journal.change_lines()]), file=sys.stderr)
     return 0
 
 

@@ -3,6 +3,11 @@
 A closed month shows its snapshot. When later data changes what the books say up to the
 end of a closed month, the next open month opens from the snapshot's closing and shows the
 change as its own line, `prior_period_adjustments`.
+
+A close also keeps the month's balance by day and its journal as they stood (migration
+0115), so a closed month's chart and journal show what was in the books at the close (the
+`closed` basis) unless today's data are asked for (`current`), and the next open month's
+journal carries the change as prior-period adjustment vouchers (`month_journal`).
 """
 
 from __future__ import annotations
@@ -13,14 +18,30 @@ import sqlite3
 import time
 from dataclasses import dataclass, replace
 
+import numpy as np
 import pandas as pd
 
-from core.books.rollforward import MonthRollForward, month_rollforward
-from core.calendar import IST
+from core.books.journal import Ledgers, Voucher, month_vouchers
+from core.books.posting import (
+    PRIOR_PERIOD_KIND,
+    ClosedPart,
+    VoucherChange,
+    adjustment_vouchers,
+    decode_journal,
+    encode_journal,
+    voucher_changes,
+)
+from core.books.rollforward import MonthRollForward, daily_balances, month_rollforward
+from core.calendar import IST, month_bounds
 from core.db import books as books_sql
+from core.db import raw
 from core.db.connection import transaction
+from core.errors import ConfigError, RefusedError
 
 PRIOR_PERIOD = "prior_period_adjustments"
+CLOSED_BASIS = "closed"  # what was in the books at the close (kept by it)
+CURRENT_BASIS = "current"  # today's data
+BASES = (CLOSED_BASIS, CURRENT_BASIS)
 
 
 @dataclass(frozen=True)
@@ -29,10 +50,15 @@ class ClosedMonth:
     closed_at: int
     closed_by: str
     snapshot: MonthRollForward
+    through_import_id: int | None = None  # the newest import at the close; None: before 0115
 
     def closed_at_ist(self) -> str:
         """When it was closed, 'YYYY-MM-DD HH:MM IST'."""
         return dt.datetime.fromtimestamp(self.closed_at, IST).strftime("%Y-%m-%d %H:%M IST")
+
+    def label(self) -> str:
+        """'closed by WHO at YYYY-MM-DD HH:MM IST'."""
+        return f"closed by {self.closed_by} at {self.closed_at_ist()}"
 
 
 @dataclass(frozen=True)
@@ -85,8 +111,8 @@ def _from_dict(data: dict[str, object]) -> MonthRollForward:
 def closed_months(conn: sqlite3.Connection) -> dict[str, ClosedMonth]:
     """Every closed month by 'YYYY-MM'."""
     return {
-        month: ClosedMonth(month, at, by, _from_dict(json.loads(text)))
-        for month, at, by, text in books_sql.month_close_rows(conn)
+        month: ClosedMonth(month, at, by, _from_dict(json.loads(text)), through)
+        for month, at, by, text, through in books_sql.month_close_rows(conn)
     }
 
 
@@ -100,15 +126,29 @@ def close_month(
     run_id: int | None = None,
     now: int | None = None,
 ) -> ClosedMonth:
-    """Freeze `month`'s roll-forward (audited). Closing a closed month changes nothing and
-    returns it as it was closed. The caller checks that `actor` may close months."""
+    """Freeze `month`'s roll-forward (audited), and keep its balance by day (from `events`)
+    and its journal as today's data give it (the month's rows, with the prior-period
+    adjustment vouchers of the closed months before it), with the newest import they hold.
+    Closing a closed month changes nothing and returns it as it was closed. The caller
+    checks that `actor` may close months. The month's rows are read in one snapshot before
+    the write lock is taken (a long read never holds up an import); an import stored
+    meanwhile refuses the close (RefusedError: close again), nothing written."""
     from core.audit import append
 
     stamp = int(time.time()) if now is None else int(now)
+    with transaction(conn, immediate=False):
+        through = raw.latest_import_id(conn)
+        closed = month in closed_months(conn)
+        journal = () if closed else month_journal(conn, month, CURRENT_BASIS).vouchers
     with transaction(conn):
         found = closed_months(conn).get(month)
         if found is not None:
             return found
+        if raw.latest_import_id(conn) != through:
+            raise RefusedError(
+                f"{month} was not closed: data were imported while its journal was read;"
+                " close it again"
+            )
         snapshot = books_view(events, month, closed_months(conn))
         books_sql.insert_month_close(
             conn,
@@ -120,6 +160,14 @@ def close_month(
             residual=snapshot.residual,
             snapshot_json=json.dumps(snapshot.as_dict()),  # keeps the line order
             request_id=request_id,
+            through_import_id=through,
+        )
+        books_sql.insert_close_books(
+            conn,
+            month,
+            daily_json=_daily_json(month_days(daily_balances(events), month)),
+            journal=encode_journal(journal, Ledgers()),
+            vouchers=len(journal),
         )
         append(
             conn,
@@ -135,7 +183,7 @@ def close_month(
             },
             now=stamp,
         )
-    return ClosedMonth(month, stamp, actor, snapshot)
+    return ClosedMonth(month, stamp, actor, snapshot, through)
 
 
 def books_view(
@@ -199,3 +247,207 @@ def since_close(
 def _previous(month: str) -> str:
     year, mon = int(month[:4]), int(month[5:7])
     return f"{year - 1}-12" if mon == 1 else f"{year:04d}-{mon - 1:02d}"
+
+
+def month_days(daily: pd.DataFrame, month: str) -> pd.DataFrame:
+    """The rows of a balance by day (`daily_balances`) that fall in `month`."""
+    first, following = month_bounds(month)
+    return daily[(daily["day"] >= first) & (daily["day"] < following)].reset_index(drop=True)
+
+
+def _daily_json(days: pd.DataFrame) -> str:
+    rows = [[day.isoformat(), *map(int, rest)] for day, *rest in days.itertuples(index=False)]
+    return json.dumps({"columns": list(days.columns), "rows": rows})
+
+
+def kept_daily(conn: sqlite3.Connection, month: str) -> pd.DataFrame | None:
+    """The month's balance by day as its close kept it (`daily_balances`' columns and
+    dtypes), None when it kept none (open, or closed before migration 0115)."""
+    text = books_sql.close_daily_json(conn, month)
+    if text is None:
+        return None
+    document = json.loads(text)
+    columns = list(document["columns"])
+    frame = pd.DataFrame(document["rows"], columns=columns)
+    frame["day"] = [dt.date.fromisoformat(d) for d in frame["day"]]
+    return frame.astype({c: np.int64 for c in columns if c != "day"})
+
+
+def kept_journal(
+    conn: sqlite3.Connection, month: str, ledgers: Ledgers | None = None
+) -> tuple[Voucher, ...] | None:
+    """The journal the month's close kept, ledgers named by `ledgers`; None when it kept
+    none (open, or closed before migration 0115)."""
+    blob = books_sql.close_journal(conn, month)
+    return None if blob is None else decode_journal(blob, ledgers or Ledgers())
+
+
+@dataclass(frozen=True)
+class MonthJournal:
+    """A month's journal on a basis. `closed`: the month's close (None when open); `kept`:
+    whether that close kept the journal. On the current basis of a closed month, `changes`
+    are the vouchers that differ from the kept journal and `arrivals` (row, import id,
+    imported_at) the import that last stored each row they gained. `adjusts`: the closed
+    months whose later data its prior-period adjustment vouchers carry (oldest first);
+    `unkept`: the newest closed month before it whose close kept no journal, so that its
+    later data (and any earlier month's) are not in them."""
+
+    month: str
+    basis: str
+    vouchers: tuple[Voucher, ...]
+    closed: ClosedMonth | None = None
+    kept: bool = False
+    changes: tuple[VoucherChange, ...] = ()
+    arrivals: tuple[tuple[str, int, int], ...] = ()
+    adjusts: tuple[str, ...] = ()
+    unkept: str | None = None
+
+    def adjustments(self) -> tuple[Voucher, ...]:
+        return tuple(v for v in self.vouchers if v.kind == PRIOR_PERIOD_KIND)
+
+    def basis_lines(self) -> list[str]:
+        """What the journal is, in words: its basis and what it leaves to another."""
+        closed = self.closed
+        if self.basis == CLOSED_BASIS and closed is not None:
+            out = [
+                f"{self.month} journal, basis closed: the {len(self.vouchers)} vouchers as kept"
+                f" at the close ({closed.label()}). Data that arrived later are not in them:"
+                " they are on the current basis, and posted in the next open month's journal"
+                " as prior-period adjustment vouchers."
+            ]
+        elif closed is not None:
+            kept = (
+                f"{len(self.changes)} voucher(s) differ from the journal kept at the close"
+                if self.kept
+                else "its close kept no journal (closed before migration 0115): what changed"
+                " since is not known voucher by voucher"
+            )
+            out = [
+                f"{self.month} journal, basis current: today's data, including what arrived"
+                f" after the close ({closed.label()}); {kept}. Do not post these vouchers"
+                " again: the difference is posted in the next open month's journal."
+            ]
+        else:
+            out = [f"{self.month} journal, basis current: today's data ({self.month} is open)."]
+        if self.adjusts:
+            count = len(self.adjustments())
+            out.append(
+                f"It carries {count} prior-period adjustment voucher(s) for"
+                f" {', '.join(self.adjusts)} (closed): what today's data change in"
+                " their vouchers since they were posted."
+            )
+        return out + self.unkept_lines()
+
+    def unkept_lines(self) -> list[str]:
+        """What the adjustment vouchers cannot carry: the later data of a closed month
+        whose close kept no journal."""
+        if self.unkept is None:
+            return []
+        return [
+            f"{self.unkept} was closed before its journal was kept (migration 0115):"
+            " data that arrived later for it, or before it, are in no adjustment voucher;"
+            " the roll-forward's prior-period adjustment has them."
+        ]
+
+    def change_lines(self) -> list[str]:
+        """One line per voucher that differs from the kept journal: its debits each way, the
+        rows it gained (`gained_text`) and how many it lost."""
+        from core.money import format_rupees
+
+        out = []
+        for c in self.changes:
+            was, now = (format_rupees(x, symbol=True) for x in (c.closed_debits, c.today_debits))
+            gained = gained_text(c, self.arrivals)
+            out.append(
+                f"  {c.number} {c.status}: debits {was} as closed, {now} today;"
+                f" {len(c.added)} row(s) since the close{': ' + gained if gained else ''};"
+                f" {len(c.removed)} gone"
+            )
+        return out
+
+
+def gained_text(
+    change: VoucherChange, arrivals: tuple[tuple[str, int, int], ...], limit: int = 5
+) -> str:
+    """The first `limit` rows a voucher gained since the close, each that an import after
+    the close stored with that import ('pay_X (import 7, 2026-06-03 11:00 IST)')."""
+    arrived = {row: (number, at) for row, number, at in arrivals}
+
+    def named(row: str) -> str:
+        if row not in arrived:
+            return row
+        number, at = arrived[row]
+        when = dt.datetime.fromtimestamp(at, IST).strftime("%Y-%m-%d %H:%M IST")
+        return f"{row} (import {number}, {when})"
+
+    more = len(change.added) - limit
+    shown = ", ".join(named(r) for r in change.added[:limit])
+    return shown + (f", … {more} more" if more > 0 else "")
+
+
+def own_vouchers(
+    conn: sqlite3.Connection, month: str, ledgers: Ledgers | None = None
+) -> list[Voucher]:
+    """The month's own vouchers as today's data give them (its rows only)."""
+    return month_vouchers(raw.read_month_dataset(conn, month, "journal"), month, ledgers)
+
+
+def month_journal(
+    conn: sqlite3.Connection,
+    month: str,
+    basis: str | None = None,
+    ledgers: Ledgers | None = None,
+) -> MonthJournal:
+    """`month`'s journal. Basis `closed` (the default for a closed month whose close kept its
+    journal): the vouchers kept at the close. Basis `current` (the default otherwise): its
+    own vouchers from today's data, after the prior-period adjustment vouchers for the run
+    of closed months right before it (each of their months read). ConfigError for the
+    closed basis of a month that has none."""
+    names = ledgers or Ledgers()
+    closes = closed_months(conn)
+    closed = closes.get(month)
+    kept = None if closed is None else kept_journal(conn, month, names)
+    basis = basis or (CLOSED_BASIS if kept is not None else CURRENT_BASIS)
+    if basis not in BASES:
+        raise ConfigError(f"basis: {basis!r} is not one of {', '.join(BASES)}")
+    if basis == CLOSED_BASIS:
+        if closed is None:
+            raise ConfigError(f"{month} is open: its journal has only the current basis")
+        if kept is None:
+            raise ConfigError(
+                f"{month} was {closed.label()}, before a close kept the journal (migration"
+                " 0115): only the current basis"
+            )
+        return MonthJournal(month, basis, kept, closed, True)
+    parts: list[ClosedPart] = []
+    unkept = None
+    before = _previous(month)
+    while before in closes:
+        journal = kept_journal(conn, before, names)
+        if journal is None:
+            unkept = before
+            break
+        own = tuple(own_vouchers(conn, before, names))
+        parts.insert(0, ClosedPart(before, closes[before].label(), journal, own))
+        before = _previous(before)
+    vouchers = (
+        *adjustment_vouchers(month, parts),
+        *own_vouchers(conn, month, names),
+    )
+    changes = () if kept is None else voucher_changes(kept, vouchers)
+    gained = [row for c in changes for row in c.added]
+    found = books_sql.row_imports(conn, gained) if gained else {}
+    after = 0 if closed is None else (closed.through_import_id or 0)
+    late = [row for row in dict.fromkeys(gained) if row in found and found[row][0] > after]
+    arrivals = tuple((row, *found[row]) for row in late)
+    return MonthJournal(
+        month,
+        basis,
+        vouchers,
+        closed,
+        kept is not None,
+        changes,
+        arrivals,
+        tuple(p.month for p in parts),
+        unkept,
+    )

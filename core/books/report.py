@@ -5,10 +5,12 @@ exceptions by class and by age, fee overcharges against the contracted plan, GST
 by payment and by settlement with the input tax credit, the journal
 (CSV and Tally XML) and the head of the audit chain, so the report can be tied to the trail.
 
-A close freezes only the roll-forward (and its drill-down). So a closed month's report
-says which files are that snapshot and which are built from today's data (README.txt,
-manifest.csv, and each CSV's first column `basis`), and sets the snapshot against today's
-figures line by line (prior_period_adjustments.csv): never a silent mix.
+A close freezes the roll-forward (and its drill-down) and, since migration 0115, keeps the
+month's balance by day and its journal. So a closed month's report says which files are
+what the close kept and which are built from today's data (README.txt, manifest.csv, and
+each CSV's first column `basis`), and sets the snapshot against today's figures line by
+line (prior_period_adjustments.csv): never a silent mix. An open month's journal is the
+`journal` command's: after a closed month, its prior-period adjustment vouchers first.
 """
 
 from __future__ import annotations
@@ -22,14 +24,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.books.close import PRIOR_PERIOD, BooksMonth, books_month, closed_months, since_close
+from core.books.close import (
+    CLOSED_BASIS,
+    PRIOR_PERIOD,
+    BooksMonth,
+    MonthJournal,
+    books_month,
+    closed_months,
+    kept_daily,
+    month_days,
+    month_journal,
+    since_close,
+)
 from core.books.gst import GstTieOut, tie_out
-from core.books.journal import journal_csv, month_vouchers, tally_xml
+from core.books.journal import journal_csv, tally_xml
 from core.books.ledger import FullEvents, Ledger, ledger_for
 from core.books.pricing import fee_check, overcharge_summary
 from core.books.rollforward import MonthRollForward
 from core.books.store import pricing_plans
-from core.calendar import month_bounds
 from core.db.audit import head as audit_head
 from core.db.raw import read_month_dataset
 from core.money import format_rupees, minor_to_decimal
@@ -142,7 +154,9 @@ def build_report(
     roll_basis = CLOSED_SNAPSHOT if frozen else TODAY
     # Each product from the month's rows only (read_month_dataset: the same figures as from
     # every raw table, at a cost that grows with the month, not the history), one at a time.
-    vouchers = month_vouchers(read_month_dataset(conn, month, "journal"), month)
+    journal = month_journal(conn, month)  # a closed month's as kept, if its close kept it
+    vouchers = list(journal.vouchers)
+    journal_basis = CLOSED_SNAPSHOT if journal.basis == CLOSED_BASIS else TODAY
     fees = read_month_dataset(conn, month, "fees")
     summary = overcharge_summary(fee_check(fees, pricing_plans(conn)))
     summary = summary[summary["month"] == month]
@@ -161,9 +175,9 @@ def build_report(
     ageing = tuple((b.label, b.count, b.paise) for b in (ov.ageing if ov else ()))
     top = audit_head(conn)
     seq, digest = (0, "") if top is None else (int(top[0]), str(top[1]))
-    first, following = month_bounds(month)
-    days = source.daily()
-    days = days[(days["day"] >= first) & (days["day"] < following)]
+    kept = kept_daily(conn, month) if frozen else None
+    days = month_days(source.daily(), month) if kept is None else kept
+    daily_basis = TODAY if kept is None else CLOSED_SNAPSHOT
     # name -> (basis, text)
     built: dict[str, tuple[str, str]] = {
         "rollforward.csv": _based(
@@ -181,7 +195,7 @@ def build_report(
             [tuple(d) for d in roll.drilldown],
         ),
         "daily.csv": _based(
-            TODAY,
+            daily_basis,
             ("day", *(f"{c}_paise" for c in days.columns if c != "day")),
             list(days.itertuples(index=False, name=None)),
         ),
@@ -191,8 +205,8 @@ def build_report(
         "open_exceptions_by_age.csv": _based(LATEST_RUN, ("age", "count", "paise"), list(ageing)),
         "fee_overcharges.csv": _based(TODAY, ("month", "class", "payments", "paise"), list(over)),
         "gst_tie_out.csv": (TODAY, _gst_csv(gst)),
-        "journal.csv": (TODAY, journal_csv(vouchers)),
-        "tally.xml": (TODAY, tally_xml(vouchers)),
+        "journal.csv": (journal_basis, journal_csv(vouchers)),
+        "tally.xml": (journal_basis, tally_xml(vouchers)),
         "audit_head.txt": (TODAY, f"seq {seq}\nhash {digest}\n"),
     }
     if frozen:
@@ -204,7 +218,7 @@ def build_report(
     bases = {name: basis for name, (basis, _) in sorted(built.items())}
     files = {name: text for name, (_, text) in built.items()}
     files["manifest.csv"] = "file,basis\n" + "".join(f"{n},{b}\n" for n, b in bases.items())
-    files["README.txt"] = _readme(month, shown, changes, seq, bases)
+    files["README.txt"] = _readme(month, shown, changes, seq, bases, journal)
     return CloseReport(month, frozen, roll, by_class, ageing, over, seq, digest, files, changes)
 
 
@@ -214,30 +228,43 @@ def _readme(
     changes: Sequence[tuple[str, str, int, int, int]],
     seq: int,
     bases: dict[str, str],
+    journal: MonthJournal,
 ) -> str:
     """What the report is and what each file is built from, in words."""
     money = format_rupees
     out = [f"RazorRecon close report for {month} (IST), audit chain head seq {seq}.", ""]
     if shown.closed is not None:
+        kept = [n for n, b in bases.items() if b == CLOSED_SNAPSHOT]
+        today = [n for n, b in bases.items() if b == TODAY and n.endswith((".csv", ".xml"))]
         out.append(
             f"{month} is CLOSED (by {shown.closed.closed_by} at {shown.closed.closed_at_ist()})."
-            " A close freezes the roll-forward only: rollforward.csv and"
-            " residual_drilldown.csv are that snapshot and never change. The other files are"
-            " built from today's data (the close keeps no copy of the month's rows)."
+            f" {', '.join(kept)} are as the close kept them and never change. The other files"
+            " are built from today's data (the close keeps no copy of the month's rows)."
+            + (
+                ""
+                if journal.kept
+                else " (The close was made before a close kept the balance by day and the"
+                " journal: migration 0115.)"
+            )
         )
         differing = [c for c in changes if c[4] != 0]
         closing = next(c[4] for c in changes if c[0] == "closing")
         if not differing:
             out.append("Today's data say what the snapshot says: no prior-period adjustment.")
         else:
+            posted = (
+                " The next month's journal posts it as prior-period adjustment vouchers;"
+                f" `journal --month {month} --basis current` lists the vouchers that changed."
+                if journal.kept
+                else " If the month's vouchers were posted at the close, post the difference,"
+                " not these vouchers again."
+            )
             out.append(
                 f"Today's data differ from the snapshot on {len(differing)} line(s) and move"
                 f" {month}'s closing by {money(closing, symbol=True)}"
                 " (prior_period_adjustments.csv: each line closed, today, difference). The books"
                 f" keep {month} as closed and carry the change as the next month's"
-                " prior-period adjustments. daily.csv, journal.csv, tally.xml, gst_tie_out.csv"
-                " and fee_overcharges.csv include it: if the month's vouchers were posted at"
-                " the close, post the difference, not these vouchers again."
+                f" prior-period adjustments. {', '.join(today)} include it.{posted}"
             )
     else:
         out.append(f"{month} is open: every file is built from today's data.")
@@ -248,13 +275,19 @@ def _readme(
                 f" data change before {month} is its prior-period adjustments line,"
                 f" {money(adjustment, symbol=True)}."
             )
+        if journal.adjusts:
+            out.append(
+                f"journal.csv and tally.xml open with {len(journal.adjustments())} prior-period"
+                f" adjustment voucher(s) for {', '.join(journal.adjusts)}."
+            )
+        out += journal.unkept_lines()
     out += [
         "",
         "Each file's basis (also manifest.csv, and the first column, basis, of every CSV but"
         " journal.csv, which keeps the journal command's columns):",
     ]
     meaning = {
-        CLOSED_SNAPSHOT: "the snapshot frozen at the close",
+        CLOSED_SNAPSHOT: "as kept at the close",
         TODAY: "today's data, as they stand at this report",
         LATEST_RUN: "the latest completed reconciliation run",
         SNAPSHOT_VS_TODAY: "the closed snapshot set against today's data",

@@ -1,8 +1,12 @@
-"""SQL for closing the books (core.books): the exceptions of a run, read as entity keys."""
+"""SQL for closing the books (core.books): the exceptions of a run, read as entity keys;
+pricing plans; closed months and what their close keeps (migrations 0081, 0115)."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
+
+from core.db.backend import is_postgres
 
 
 def exception_keys(conn: sqlite3.Connection, run_id: int) -> frozenset[tuple[str, str]]:
@@ -49,12 +53,17 @@ def insert_plan(
     return int(cursor.fetchall()[0][0])
 
 
-def month_close_rows(conn: sqlite3.Connection) -> list[tuple[str, int, str, str]]:
-    """(month, closed_at, closed_by, snapshot_json) of every closed month, oldest first."""
+def month_close_rows(conn: sqlite3.Connection) -> list[tuple[str, int, str, str, int | None]]:
+    """(month, closed_at, closed_by, snapshot_json, through_import_id) of every closed month,
+    oldest first (through_import_id None: closed before migration 0115)."""
     rows = conn.execute(
-        "SELECT month, closed_at, closed_by, snapshot_json FROM month_closes ORDER BY month"
+        "SELECT month, closed_at, closed_by, snapshot_json, through_import_id"
+        " FROM month_closes ORDER BY month"
     )
-    return [(str(r[0]), int(r[1]), str(r[2]), str(r[3])) for r in rows]
+    return [
+        (str(r[0]), int(r[1]), str(r[2]), str(r[3]), None if r[4] is None else int(r[4]))
+        for r in rows
+    ]
 
 
 def insert_month_close(
@@ -68,9 +77,57 @@ def insert_month_close(
     residual: int,
     snapshot_json: str,
     request_id: str,
+    through_import_id: int,
 ) -> None:
     conn.execute(
         "INSERT INTO month_closes (month, closed_at, closed_by, run_id, closing, residual,"
-        " snapshot_json, request_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (month, closed_at, closed_by, run_id, closing, residual, snapshot_json, request_id),
+        " snapshot_json, request_id, through_import_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            *(month, closed_at, closed_by, run_id, closing, residual),
+            *(snapshot_json, request_id, through_import_id),
+        ),
     )
+
+
+def insert_close_books(
+    conn: sqlite3.Connection, month: str, *, daily_json: str, journal: bytes, vouchers: int
+) -> None:
+    """What `month`'s close keeps besides its roll-forward (migration 0115)."""
+    conn.execute(
+        "INSERT INTO month_close_books (month, daily_json, journal, vouchers) VALUES (?, ?, ?, ?)",
+        (month, daily_json, journal, vouchers),
+    )
+
+
+def close_daily_json(conn: sqlite3.Connection, month: str) -> str | None:
+    """The balance by day `month`'s close kept; None when it kept none (closed before 0115)."""
+    row = conn.execute(
+        "SELECT daily_json FROM month_close_books WHERE month = ?", (month,)
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def close_journal(conn: sqlite3.Connection, month: str) -> bytes | None:
+    """The journal `month`'s close kept (compressed); None when it kept none."""
+    row = conn.execute("SELECT journal FROM month_close_books WHERE month = ?", (month,)).fetchone()
+    return None if row is None else bytes(row[0])
+
+
+def row_imports(conn: sqlite3.Connection, keys: list[str]) -> dict[str, tuple[int, int]]:
+    """For the keys that are a payment id or a recon row key: (import id, imported_at) of the
+    import that last stored the row (its `import_id`); keys of rows not there are left out."""
+    listed = (
+        "IN (SELECT json_array_elements_text(CAST(? AS json)))"
+        if is_postgres(conn)
+        else "IN (SELECT value FROM json_each(?))"
+    )
+    found: dict[str, tuple[int, int]] = {}
+    text = json.dumps(sorted(set(keys)))
+    for table, key in (("payments", "id"), ("recon_rows", "row_key")):
+        rows = conn.execute(
+            f"SELECT t.{key}, i.id, i.imported_at FROM {table} t JOIN imports i"
+            f" ON i.id = t.import_id WHERE t.{key} {listed}",
+            (text,),
+        )
+        found.update({str(r[0]): (int(r[1]), int(r[2])) for r in rows})
+    return found
