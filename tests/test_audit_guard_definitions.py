@@ -104,6 +104,7 @@ def test_every_guard_is_defined_in_the_migrations_and_holds_as_created(
         ("exceptions_identity_fixed", "0113_completed_runs_immutable"),
         ("audit_log_no_update", "0001_base"),
         ("runs_snapshot_recorded_once", "0114_run_snapshot_recorded_once"),
+        ("month_closes_no_update", "0116_month_closes_kept"),
     ],
 )
 def test_a_guard_recreated_under_its_name_to_fire_never_fails_verify_naming_it(

@@ -16,9 +16,9 @@ AUDIT_COLUMNS = (
 APPEND_ONLY_TRIGGERS = ("audit_log_no_update", "audit_log_no_delete")
 # Every trigger by which the database refuses to change what is decided, by table: the
 # audit trail's (0001), a completed run's, its outcomes' and the exceptions' identity
-# (0113), and a completed run's snapshot record (0114). `audit verify` reports any of them
-# missing, disabled (PostgreSQL) or defined otherwise than its migration creates it
-# (core.db.guards).
+# (0113), a completed run's snapshot record (0114) and a closed month's kept rows (0116).
+# `audit verify` reports any of them missing, disabled (PostgreSQL) or defined otherwise
+# than its migration creates it (core.db.guards).
 GUARD_TRIGGERS: dict[str, tuple[str, ...]] = {
     "audit_log": APPEND_ONLY_TRIGGERS,
     "outcomes": ("outcomes_completed_no_update", "outcomes_completed_no_delete"),
@@ -29,6 +29,8 @@ GUARD_TRIGGERS: dict[str, tuple[str, ...]] = {
         "runs_snapshot_recorded_once",
     ),
     "exceptions": ("exceptions_identity_fixed",),
+    "month_closes": ("month_closes_no_update", "month_closes_no_delete"),
+    "month_close_books": ("month_close_books_no_update", "month_close_books_no_delete"),
 }
 
 AuditRow = tuple[int, int, str, str, str, str, str, str, str]
