@@ -20,7 +20,7 @@ import pytest
 from core.__main__ import main
 from core.audit import append, verify
 from core.db import connect
-from core.db.audit import GUARD_TRIGGERS, altered_guards
+from core.db.audit import GUARD_TRIGGERS, altered_guards, ledger_triggers
 from core.db.backend import is_postgres
 from core.db.guards import created_definitions
 
@@ -56,15 +56,16 @@ def _owner(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         owner.close()
 
 
-def _table_of(name: str) -> str:
-    return next(table for table, names in GUARD_TRIGGERS.items() if name in names)
+def _table_of(conn: sqlite3.Connection, name: str) -> str:
+    checked = {**GUARD_TRIGGERS, **ledger_triggers(conn)}
+    return next(table for table, names in checked.items() if name in names)
 
 
 @contextmanager
 def _recreated(conn: sqlite3.Connection, name: str, text: str) -> Iterator[None]:
     """Guard `name` dropped and created again as `text`; as its migration creates it after."""
     created = created_definitions(_dialect(conn)).triggers[name].sql
-    drop = f"DROP TRIGGER {name}" + (f" ON {_table_of(name)}" if is_postgres(conn) else "")
+    drop = f"DROP TRIGGER {name}" + (f" ON {_table_of(conn, name)}" if is_postgres(conn) else "")
     with _owner(conn) as owner:
         owner.execute(drop)
         owner.execute(text)
@@ -125,6 +126,22 @@ def test_a_guard_recreated_under_its_name_to_fire_never_fails_verify_naming_it(
         assert f"{name} (its definition is not the one {migration} creates)" in (
             capsys.readouterr().out
         )
+    assert verify(conn).ok
+
+
+def test_a_books_ledger_trigger_recreated_to_fire_never_fails_verify_naming_it(
+    conn: sqlite3.Connection, db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The ledger's triggers refuse nothing, but one that no longer fires leaves the Books
+    page's stored figures stale after a correction: verify checks them as it checks the
+    guards (SQLite: books_ledger_payments_update; PostgreSQL: books_ledger_payments)."""
+    tables = ledger_triggers(conn)
+    assert set(tables) >= {"payments", "refunds", "settlements", "recon_rows", "disputes"}
+    name = tables["payments"][-1]
+    with _recreated(conn, name, _never_firing(conn, name)):
+        assert not verify(conn).ok
+        assert main(["audit", "verify", "--db", db_url]) == 1
+        assert f"{name} (its definition is not the one" in capsys.readouterr().out
     assert verify(conn).ok
 
 

@@ -108,7 +108,48 @@ def normal_form(sql: str, *, deparsed: bool = False, schema: str = "") -> tuple[
         out.append(text)
     while out and out[-1] == ";":
         out.pop()
-    return tuple(out)
+    return tuple(_set_clause_as_deparsed(_events_in_server_order(out)) if deparsed else out)
+
+
+# pg_get_triggerdef writes a trigger's events in this order whatever order CREATE named them
+_EVENT_ORDER = {"insert": 0, "delete": 1, "update": 2, "truncate": 3}
+
+
+_SET_ENDS = {"as", "language", "security", "returns", "cost", "volatile", "stable", "immutable"}
+
+
+def _set_clause_as_deparsed(tokens: list[str]) -> list[str]:
+    """A function's `SET search_path = public, pg_temp` as pg_get_functiondef writes it
+    (`SET search_path TO 'public', 'pg_temp'`): `to`, and its values unquoted, in both."""
+    out = list(tokens)
+    for i, token in enumerate(out[:-2]):
+        if token == "set" and out[i + 2] in ("=", "to"):
+            out[i + 2] = "to"
+            j = i + 3
+            while j < len(out) and out[j] not in _SET_ENDS:
+                if len(out[j]) > 1 and out[j][0] == out[j][-1] == "'":
+                    out[j] = out[j][1:-1]
+                j += 1
+    return out
+
+
+def _events_in_server_order(tokens: list[str]) -> list[str]:
+    """A CREATE TRIGGER's `INSERT OR UPDATE OR DELETE ...` in PostgreSQL's order."""
+    if tokens[:2] != ["create", "trigger"] or "on" not in tokens:
+        return tokens
+    start = next((i + 1 for i, t in enumerate(tokens) if t in ("before", "after", "of")), None)
+    if start is None or tokens[start - 1] == "of":
+        return tokens
+    end = tokens.index("on", start)
+    events: list[list[str]] = [[]]
+    for token in tokens[start:end]:
+        if token == "or":
+            events.append([])
+        else:
+            events[-1].append(token)
+    ordered = sorted(events, key=lambda event: _EVENT_ORDER.get(event[0] if event else "", 9))
+    joined = [token for event in ordered for token in ["or", *event]][1:]
+    return [*tokens[:start], *joined, *tokens[end:]]
 
 
 def _statements(sql: str, dialect: str) -> list[str]:
