@@ -21,7 +21,7 @@ from core.books.close import (
     MonthJournal,
     books_month,
     books_view,
-    gained_text,
+    change_details,
     kept_daily,
     month_days,
     month_journal,
@@ -352,7 +352,9 @@ def journal_notes(files: JournalFiles) -> None:
                     "Change": [c.status for c in files.changes],
                     "Debits as closed": [inr(c.closed_debits) for c in files.changes],
                     "Debits today": [inr(c.today_debits) for c in files.changes],
-                    "Rows since the close": [gained_text(c, files.arrivals) for c in files.changes],
+                    "Rows since the close": [
+                        change_details(c, files.arrivals)[1] for c in files.changes
+                    ],
                     "Rows gone": [len(c.removed) for c in files.changes],
                 }
             ),
