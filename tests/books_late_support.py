@@ -5,14 +5,18 @@ page closes it, then `import-day` brings a payment captured on 29 May for ₹7,7
 
 from __future__ import annotations
 
+import csv
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
+import numpy as np
+
 from core.books.close import ClosedMonth, close_month
 from core.books.ledger import ledger_for
+from core.calendar import in_ist_month
 from core.db import connect, migrate
 from core.engine import EngineParams
 from core.pipeline import reconcile_day_into_db, reconcile_folder_into_db
@@ -99,3 +103,36 @@ def closed_then_late(
     kept = at_close(conn)
     import_day(conn, late_day(folder))
     return may, kept
+
+
+def corrected_day(
+    folder: Path, benchmark: Path, month: str = "2026-05"
+) -> tuple[Path, str, str, int]:
+    """A day folder that corrects one row kept at `month`'s close: the first payment recon
+    row with GST of a settlement made in `month`, sent again (same row) with its tax 0. Its
+    settlement's voucher keeps its debits (Payment gateway charges up by the tax, GST
+    input credit down by it). Returns the folder, the payment id, the settlement id and
+    the tax it had (paise)."""
+    with (benchmark / "settlements.csv").open(encoding="utf-8") as f:
+        made = {
+            r["id"]
+            for r in csv.DictReader(f)
+            if in_ist_month(np.array([int(r["created_at"])]), month)[0]
+        }
+    with (benchmark / "settlement_recon.csv").open(encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f)
+        header = list(reader.fieldnames or ())
+        row = next(
+            r
+            for r in reader
+            if r["type"] == "payment" and r["settlement_id"] in made and int(r["tax"]) > 0
+        )
+    tax, row["tax"] = int(row["tax"]), "0"
+    folder.mkdir()
+    (folder / "payments.csv").write_text(f"{PAYMENT_HEADER}\n", encoding="utf-8")
+    (folder / "settlements.csv").write_text(f"{EMPTY['settlements.csv']}\n", encoding="utf-8")
+    with (folder / "settlement_recon.csv").open("w", encoding="utf-8", newline="") as f:
+        writer = csv.DictWriter(f, header, lineterminator="\n")
+        writer.writeheader()
+        writer.writerow(row)
+    return folder, row["entity_id"], row["settlement_id"], tax

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.books.close import ClosedMonth
+from core.books.close import ClosedMonth, change_details, month_journal
 from core.books.journal import journal_csv, month_vouchers
 from core.books.ledger import ledger_status
 from core.db import connect
@@ -26,6 +26,8 @@ from tests.books_late_support import (
     LATE_AMOUNT,
     LATE_ID,
     closed_then_late,
+    corrected_day,
+    import_day,
 )
 from tests.review_support import add_people
 from ui import keys
@@ -147,10 +149,36 @@ def test_the_journal_of_a_closed_month_is_the_one_kept_then_todays_names_what_ca
     at.button(key=keys.BOOKS_JOURNAL_BUILD).click().run()
     today = at.session_state[keys.BOOKS_JOURNAL].value.csv.decode()
     assert LATE_ID in today and LATE_ID not in then and reads == [MAY]
-    (changed,) = _table(at, "Rows since the close")
+    (changed,) = _table(at, "Rows new or changed since the close")
     assert changed["Voucher"] == "RZP-CAPTURED-2026-05" and changed["Change"] == "changed"
-    assert str(changed["Rows since the close"]).startswith(f"{LATE_ID} (import ")
+    assert str(changed["Rows new or changed since the close"]).startswith(f"{LATE_ID} (import ")
     assert any(c.value.startswith("2026-05 journal, basis current:") for c in at.caption)
+
+
+def test_todays_journal_names_the_lines_and_the_row_a_correction_after_the_close_moved(
+    late: tuple[ClosedMonth, str], db_url: str, benchmark_1500: Path, tmp_path: Path
+) -> None:
+    # A kept recon row sent again after the close with its GST 0: its settlement's voucher
+    # keeps its debits; the table names the two lines that moved and the corrected row with
+    # its import, in the words `journal --basis current` prints (one core function).
+    conn = connect(db_url)
+    try:
+        folder, payment, settlement, _ = corrected_day(tmp_path / "fix", benchmark_1500)
+        import_day(conn, folder)
+        journal = month_journal(conn, MAY, "current")
+    finally:
+        conn.close()
+    (change,) = [c for c in journal.changes if c.number == f"RZP-{settlement}"]
+    lines, rows = change_details(change, journal.arrivals)
+    at = _basis(open_tab(_month(open_books(), MAY), "Journal"), "current")
+    at.button(key=keys.BOOKS_JOURNAL_BUILD).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    (shown,) = [r for r in _table(at, "Lines that differ") if r["Voucher"] == change.number]
+    assert shown["Debits as closed"] == shown["Debits today"] == inr(change.today_debits)
+    assert shown["Lines that differ"] == lines
+    assert lines.startswith("Payment gateway charges Dr ") and ", GST input credit Dr " in lines
+    assert shown["Rows new or changed since the close"] == rows
+    assert rows.startswith(f"payment:{payment}:{settlement}:") and " (import " in rows
 
 
 def test_the_journal_of_the_month_after_a_closed_one_opens_with_its_adjustment_voucher(

@@ -24,6 +24,7 @@ from core.books.journal import journal_csv, month_vouchers, tally_xml
 from core.books.ledger import ledger_for
 from core.db import connect
 from core.db.raw import read_dataset
+from core.money import format_rupees
 from tests.books_late_support import (
     LATE,
     LATE_AMOUNT,
@@ -31,6 +32,7 @@ from tests.books_late_support import (
     LATE_ID,
     close,
     closed_then_late,
+    corrected_day,
     import_day,
     late_day,
     migrated,
@@ -140,12 +142,80 @@ def test_todays_journal_of_a_closed_month_names_what_arrived_after_the_close(
         " journal kept at the close."
     )
     (changed,) = [x for x in lines if x.startswith("  ")]
+    money = r"₹[\d,.]+"
     assert re.fullmatch(
-        rf"  {CAPTURED_MAY} changed: debits ₹[\d,.]+ as closed, ₹[\d,.]+ today; 1 row\(s\) since"
-        rf" the close: {LATE_ID} \(import {late_import[0]}, \d{{4}}-\d\d-\d\d \d\d:\d\d IST\);"
-        r" 0 gone",
+        rf"  {CAPTURED_MAY} changed: debits ({money}) as closed, ({money}) today;"
+        rf" lines Razorpay receivable Dr \1 -> \2, Sales \(Razorpay collections\) Cr \1 -> \2;"
+        rf" 1 row\(s\) new or changed since the close: {LATE_ID} \(import {late_import[0]},"
+        r" \d{4}-\d\d-\d\d \d\d:\d\d IST\); 0 gone",
         changed,
     ), changed
+
+
+def test_todays_journal_names_the_lines_and_the_corrected_row_when_the_debits_stay_equal(
+    benchmark_1500: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # May closed, then a kept recon row sent again with its GST 0: its settlement's voucher
+    # moves the tax from GST input credit to Payment gateway charges, its debits unchanged,
+    # and it gains no row. The line names both ledgers and the corrected row with its import.
+    db = tmp_path / "books.sqlite"
+    with migrated(db) as conn:
+        closed_then_late(conn, benchmark_1500, tmp_path / "late-day", lambda c: None)
+        folder, payment, settlement, tax = corrected_day(tmp_path / "fix", benchmark_1500)
+        import_day(conn, folder)
+        key, imported = conn.execute(
+            "SELECT row_key, import_id FROM recon_rows WHERE entity_id = ? AND settlement_id = ?",
+            (payment, settlement),
+        ).fetchone()
+        (through,) = conn.execute("SELECT through_import_id FROM month_closes").fetchone()
+    assert imported > through
+    voucher = f"RZP-{settlement}"
+    then = _rows(_journal(capsys, db, "--month", MAY)[0])
+    out, err = _journal(capsys, db, "--month", MAY, "--basis", "current")
+    was, now = (
+        {r["ledger"]: _paise(r["debit"]) for r in rows if r["voucher"] == voucher}
+        for rows in (then, _rows(out))
+    )
+    charges, gst = "Payment gateway charges", "GST input credit"
+    assert (now[charges], now[gst]) == (was[charges] + tax, was[gst] - tax)
+    assert sum(was.values()) == sum(now.values())  # what main printed told nothing more
+    (line,) = [x for x in err.splitlines() if x.startswith(f"  {voucher} ")]
+    debits = format_rupees(sum(was.values()), symbol=True)
+
+    def moved(ledger: str) -> str:
+        return (
+            f"{ledger} Dr {format_rupees(was[ledger], symbol=True)}"
+            f" -> {format_rupees(now[ledger], symbol=True)}"
+        )
+
+    assert re.fullmatch(
+        re.escape(
+            f"  {voucher} changed: debits {debits} as closed, {debits} today; lines"
+            f" {moved(charges)}, {moved(gst)}; 1 row(s) new or changed since the close:"
+            f" {key} (import {imported}, "
+        )
+        + r"\d{4}-\d\d-\d\d \d\d:\d\d IST\); 0 gone",
+        line,
+    ), line
+
+
+def test_what_a_changed_voucher_names_is_bounded_with_how_many_more() -> None:
+    from core.books.close import change_details
+    from core.books.posting import LineChange, VoucherChange
+
+    change = VoucherChange(
+        "RZP-setl_X",
+        "changed",
+        300_000,
+        300_000,
+        added=(),
+        removed=(),
+        lines=tuple(LineChange(f"L{i}", "Dr", 100 * i, 100 * i + 1) for i in range(7)),
+        since=tuple(f"row{i}" for i in range(8)),
+    )
+    lines, rows = change_details(change, (("row0", 7, 0),), limit=3)
+    assert lines == "L0 Dr ₹0.00 -> ₹0.01, L1 Dr ₹1.00 -> ₹1.01, L2 Dr ₹2.00 -> ₹2.01, and 4 more"
+    assert rows == "row0 (import 7, 1970-01-01 05:30 IST), row1, row2, and 5 more"
 
 
 def test_the_next_months_journal_carries_the_late_payment_as_a_prior_period_voucher(

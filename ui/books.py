@@ -21,7 +21,7 @@ from core.books.close import (
     MonthJournal,
     books_month,
     books_view,
-    gained_text,
+    change_details,
     kept_daily,
     month_days,
     month_journal,
@@ -339,11 +339,13 @@ def journal_downloads(month: str, files: JournalFiles) -> None:
 
 def journal_notes(files: JournalFiles) -> None:
     """The journal's basis in words; the vouchers that differ from the journal kept at the
-    close, each with the rows it gained since (and the import that stored each); the
+    close, each with the lines that differ and the rows new or changed since (and the
+    import that stored each), as `journal --basis current` words them; the
     prior-period adjustment vouchers it opens with."""
     for note in files.notes:
         st.caption(note)
     if files.changes:
+        worded = [change_details(c, files.arrivals) for c in files.changes]
         st.subheader("Vouchers that differ from the journal kept at the close")
         st.dataframe(
             pd.DataFrame(
@@ -352,7 +354,8 @@ def journal_notes(files: JournalFiles) -> None:
                     "Change": [c.status for c in files.changes],
                     "Debits as closed": [inr(c.closed_debits) for c in files.changes],
                     "Debits today": [inr(c.today_debits) for c in files.changes],
-                    "Rows since the close": [gained_text(c, files.arrivals) for c in files.changes],
+                    "Lines that differ": [details[0] for details in worded],
+                    "Rows new or changed since the close": [details[1] for details in worded],
                     "Rows gone": [len(c.removed) for c in files.changes],
                 }
             ),

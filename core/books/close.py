@@ -286,11 +286,12 @@ def kept_journal(
 class MonthJournal:
     """A month's journal on a basis. `closed`: the month's close (None when open); `kept`:
     whether that close kept the journal. On the current basis of a closed month, `changes`
-    are the vouchers that differ from the kept journal and `arrivals` (row, import id,
-    imported_at) the import that last stored each row they gained. `adjusts`: the closed
-    months whose later data its prior-period adjustment vouchers carry (oldest first);
-    `unkept`: the newest closed month before it whose close kept no journal, so that its
-    later data (and any earlier month's) are not in them."""
+    are the vouchers that differ from the kept journal (each with the lines that differ
+    and the rows behind it new or changed since the close) and `arrivals` (row, import id,
+    imported_at) the import after the close that last stored each row behind them.
+    `adjusts`: the closed months whose later data its prior-period adjustment vouchers
+    carry (oldest first); `unkept`: the newest closed month before it whose close kept no
+    journal, so that its later data (and any earlier month's) are not in them."""
 
     month: str
     basis: str
@@ -351,26 +352,44 @@ class MonthJournal:
 
     def change_lines(self) -> list[str]:
         """One line per voucher that differs from the kept journal: its debits each way, the
-        rows it gained (`gained_text`) and how many it lost."""
+        lines that differ and the rows new or changed since the close (`change_details`),
+        and how many rows it lost."""
         from core.money import format_rupees
 
         out = []
         for c in self.changes:
             was, now = (format_rupees(x, symbol=True) for x in (c.closed_debits, c.today_debits))
-            gained = gained_text(c, self.arrivals)
+            lines, rows = change_details(c, self.arrivals)
+            named = f": {rows}" if rows else ""
             out.append(
-                f"  {c.number} {c.status}: debits {was} as closed, {now} today;"
-                f" {len(c.added)} row(s) since the close{': ' + gained if gained else ''};"
+                f"  {c.number} {c.status}: debits {was} as closed, {now} today; lines {lines};"
+                f" {len(c.since)} row(s) new or changed since the close{named};"
                 f" {len(c.removed)} gone"
             )
         return out
 
 
-def gained_text(
+def _bounded(items: list[str], limit: int) -> str:
+    more = len(items) - limit
+    return ", ".join(items[:limit]) + (f", and {more} more" if more > 0 else "")
+
+
+def change_details(
     change: VoucherChange, arrivals: tuple[tuple[str, int, int], ...], limit: int = 5
-) -> str:
-    """The first `limit` rows a voucher gained since the close, each that an import after
-    the close stored with that import ('pay_X (import 7, 2026-06-03 11:00 IST)')."""
+) -> tuple[str, str]:
+    """What a voucher that differs from the kept journal changed, in words (the command's
+    standard error and the Books page's Journal tab both show these): the first `limit`
+    lines that differ ('Razorpay adjustments Dr ₹11.80 -> ₹23.60', 'none' when only its
+    rows or narration moved) and the first `limit` rows behind it that are new or were
+    stored again since the close, each that an import after the close stored with that
+    import ('adj_X (import 7, 2026-06-03 11:00 IST)'); then 'and K more'."""
+    from core.money import format_rupees
+
+    lines = [
+        f"{x.ledger} {x.side} {format_rupees(x.closed, symbol=True)}"
+        f" -> {format_rupees(x.today, symbol=True)}"
+        for x in change.lines
+    ]
     arrived = {row: (number, at) for row, number, at in arrivals}
 
     def named(row: str) -> str:
@@ -380,9 +399,30 @@ def gained_text(
         when = dt.datetime.fromtimestamp(at, IST).strftime("%Y-%m-%d %H:%M IST")
         return f"{row} (import {number}, {when})"
 
-    more = len(change.added) - limit
-    shown = ", ".join(named(r) for r in change.added[:limit])
-    return shown + (f", … {more} more" if more > 0 else "")
+    rows = [named(r) for r in change.since]
+    return (_bounded(lines, limit) if lines else "none"), _bounded(rows, limit)
+
+
+def _since_close(
+    conn: sqlite3.Connection,
+    changes: tuple[VoucherChange, ...],
+    vouchers: tuple[Voucher, ...],
+    after: int,
+) -> tuple[tuple[VoucherChange, ...], tuple[tuple[str, int, int], ...]]:
+    """`changes` each with `since` (the rows behind it, kept or today's, that it gained or
+    that an import after `after` stored), and those imports (row, import id, imported_at)."""
+    numbers = {c.number for c in changes}
+    behind: dict[str, set[str]] = {}
+    for v in vouchers:  # the kept journal's and today's: a row may have moved either way
+        if v.number in numbers:
+            behind.setdefault(v.number, set()).update(r for x in v.lines for r in x.source_rows)
+    every = sorted(set().union(*behind.values()))
+    found = books_sql.row_imports(conn, every, after) if every else {}
+    marked = tuple(
+        replace(c, since=tuple(sorted({*c.added, *(behind.get(c.number, set()) & found.keys())})))
+        for c in changes
+    )
+    return marked, tuple((row, *found[row]) for row in sorted(found))
 
 
 def own_vouchers(
@@ -435,11 +475,8 @@ def month_journal(
         *own_vouchers(conn, month, names),
     )
     changes = () if kept is None else voucher_changes(kept, vouchers)
-    gained = [row for c in changes for row in c.added]
-    found = books_sql.row_imports(conn, gained) if gained else {}
     after = 0 if closed is None else (closed.through_import_id or 0)
-    late = [row for row in dict.fromkeys(gained) if row in found and found[row][0] > after]
-    arrivals = tuple((row, *found[row]) for row in late)
+    changes, arrivals = _since_close(conn, changes, (*(kept or ()), *vouchers), after)
     return MonthJournal(
         month,
         basis,

@@ -71,11 +71,24 @@ def decode_journal(blob: bytes, ledgers: Ledgers) -> tuple[Voucher, ...]:
 
 
 @dataclass(frozen=True)
+class LineChange:
+    """One ledger and side of a voucher whose amount differs between the journal kept at a
+    close and today's: integer paise each way (0 where that side has no such line)."""
+
+    ledger: str
+    side: str  # "Dr" or "Cr"
+    closed: int
+    today: int
+
+
+@dataclass(frozen=True)
 class VoucherChange:
     """How one voucher of a closed month differs today from the journal kept at the close:
     status "changed", "new" (none by its number was kept) or "gone" (none today); total
-    debits each way; the source rows today's voucher has that the kept one has not, and the
-    other way round."""
+    debits each way; the lines whose amounts differ (ledger and side); the source rows
+    today's voucher has that the kept one has not, and the other way round; and `since`,
+    the rows behind it (either way) that are new or were stored again by an import after
+    the close (filled in by `core.books.close.month_journal`, which reads the imports)."""
 
     number: str
     status: str
@@ -83,10 +96,32 @@ class VoucherChange:
     today_debits: int
     added: tuple[str, ...]
     removed: tuple[str, ...]
+    lines: tuple[LineChange, ...] = ()
+    since: tuple[str, ...] = ()
 
 
 def _rows(voucher: Voucher | None) -> set[str]:
     return set() if voucher is None else {r for line in voucher.lines for r in line.source_rows}
+
+
+def _sides(voucher: Voucher | None) -> dict[tuple[str, str], int]:
+    """(ledger, "Dr"/"Cr") -> the voucher's amount on it, in line order."""
+    out: dict[tuple[str, str], int] = {}
+    for line in () if voucher is None else voucher.lines:
+        for side, amount in (("Dr", line.debit), ("Cr", line.credit)):
+            if amount:
+                out[(line.ledger, side)] = out.get((line.ledger, side), 0) + amount
+    return out
+
+
+def line_changes(kept: Voucher | None, today: Voucher | None) -> tuple[LineChange, ...]:
+    """The ledger sides whose amounts differ, in today's line order then the kept-only."""
+    was, now = _sides(kept), _sides(today)
+    return tuple(
+        LineChange(ledger, side, was.get((ledger, side), 0), now.get((ledger, side), 0))
+        for ledger, side in [*now, *(k for k in was if k not in now)]
+        if was.get((ledger, side), 0) != now.get((ledger, side), 0)
+    )
 
 
 def voucher_changes(kept: Sequence[Voucher], today: Sequence[Voucher]) -> tuple[VoucherChange, ...]:
@@ -109,6 +144,7 @@ def voucher_changes(kept: Sequence[Voucher], today: Sequence[Voucher]) -> tuple[
                 0 if b is None else b.debits,
                 tuple(sorted(after - before)),
                 tuple(sorted(before - after)),
+                line_changes(a, b),
             )
         )
     return tuple(changes)

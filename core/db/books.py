@@ -113,9 +113,12 @@ def close_journal(conn: sqlite3.Connection, month: str) -> bytes | None:
     return None if row is None else bytes(row[0])
 
 
-def row_imports(conn: sqlite3.Connection, keys: list[str]) -> dict[str, tuple[int, int]]:
+def row_imports(
+    conn: sqlite3.Connection, keys: list[str], after: int = 0
+) -> dict[str, tuple[int, int]]:
     """For the keys that are a payment id or a recon row key: (import id, imported_at) of the
-    import that last stored the row (its `import_id`); keys of rows not there are left out."""
+    import that last stored the row (its `import_id`), when that import is later than
+    `after`; keys of rows not there (or stored no later) are left out."""
     listed = (
         "IN (SELECT json_array_elements_text(CAST(? AS json)))"
         if is_postgres(conn)
@@ -126,8 +129,8 @@ def row_imports(conn: sqlite3.Connection, keys: list[str]) -> dict[str, tuple[in
     for table, key in (("payments", "id"), ("recon_rows", "row_key")):
         rows = conn.execute(
             f"SELECT t.{key}, i.id, i.imported_at FROM {table} t JOIN imports i"
-            f" ON i.id = t.import_id WHERE t.{key} {listed}",
-            (text,),
+            f" ON i.id = t.import_id WHERE t.{key} {listed} AND t.import_id > ?",
+            (text, int(after)),
         )
         found.update({str(r[0]): (int(r[1]), int(r[2])) for r in rows})
     return found
