@@ -21,23 +21,28 @@ conn = db_conn
 KEPT = "a closed month is kept as closed"
 
 
-@pytest.fixture
-def closed(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """May 2026 closed, with its kept balance by day and journal."""
+def _close(conn: sqlite3.Connection, month: str, closing: int, snapshot_json: str) -> None:
+    """`month` closed (its row and what it kept), as core.books.close stores one."""
     with transaction(conn):
         insert_month_close(
             conn,
-            month="2026-05",
+            month=month,
             closed_at=1_780_000_000,
             closed_by="cfo@example.com",
             run_id=None,
-            closing=15_587_995,
+            closing=closing,
             residual=0,
-            snapshot_json='{"captured": 31780789}',
-            request_id="close-2026-05",
+            snapshot_json=snapshot_json,
+            request_id=f"close-{month}",
             through_import_id=1,
         )
-        insert_close_books(conn, "2026-05", daily_json="[]", journal=b"x", vouchers=30)
+        insert_close_books(conn, month, daily_json="[]", journal=b"x", vouchers=30)
+
+
+@pytest.fixture
+def closed(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """May 2026 closed, with its kept balance by day and journal."""
+    _close(conn, "2026-05", 15_587_995, '{"captured": 31780789}')
     yield conn
 
 
@@ -67,20 +72,7 @@ def test_the_database_refuses_to_change_or_remove_a_closed_months_kept_rows(
 
 
 def test_a_second_month_is_still_closed_beside_the_first(closed: sqlite3.Connection) -> None:
-    with transaction(closed):
-        insert_month_close(
-            closed,
-            month="2026-06",
-            closed_at=1_782_600_000,
-            closed_by="cfo@example.com",
-            run_id=None,
-            closing=0,
-            residual=0,
-            snapshot_json="{}",
-            request_id="close-2026-06",
-            through_import_id=2,
-        )
-        insert_close_books(closed, "2026-06", daily_json="[]", journal=b"y", vouchers=1)
+    _close(closed, "2026-06", 0, "{}")
     assert closed.execute("SELECT count(*) FROM month_close_books").fetchone()[0] == 2
 
 
@@ -107,20 +99,8 @@ def test_audit_verify_names_a_dropped_close_guard(
 def test_postgresql_refuses_the_owner_too_and_truncate(pg_url: str) -> None:
     from core.db import open_database
 
-    with open_database(pg_url) as app, transaction(app):
-        insert_month_close(
-            app,
-            month="2026-05",
-            closed_at=1_780_000_000,
-            closed_by="cfo@example.com",
-            run_id=None,
-            closing=1,
-            residual=0,
-            snapshot_json="{}",
-            request_id="close-2026-05",
-            through_import_id=1,
-        )
-        insert_close_books(app, "2026-05", daily_json="[]", journal=b"x", vouchers=1)
+    with open_database(pg_url) as app:
+        _close(app, "2026-05", 1, "{}")
     owner = connect(os.environ["DATABASE_OWNER_URL"])
     try:
         for sql in (
