@@ -20,7 +20,7 @@ import pytest
 from core.__main__ import main
 from core.audit import append, verify
 from core.db import connect
-from core.db.audit import GUARD_TRIGGERS, altered_guards, ledger_triggers
+from core.db.audit import GUARD_TRIGGERS, altered_guards, migration_triggers
 from core.db.backend import is_postgres
 from core.db.guards import created_definitions
 
@@ -57,8 +57,7 @@ def _owner(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 
 
 def _table_of(conn: sqlite3.Connection, name: str) -> str:
-    checked = {**GUARD_TRIGGERS, **ledger_triggers(conn)}
-    return next(table for table, names in checked.items() if name in names)
+    return next(table for table, names in migration_triggers(conn).items() if name in names)
 
 
 @contextmanager
@@ -106,6 +105,9 @@ def test_every_guard_is_defined_in_the_migrations_and_holds_as_created(
         ("audit_log_no_update", "0001_base"),
         ("runs_snapshot_recorded_once", "0114_run_snapshot_recorded_once"),
         ("month_closes_no_update", "0116_month_closes_kept"),
+        ("exception_events_no_update", "0040_review_audit"),
+        ("approvals_decided_once", "0045_access"),
+        ("exception_totals_update", "0101_exception_totals"),
     ],
 )
 def test_a_guard_recreated_under_its_name_to_fire_never_fails_verify_naming_it(
@@ -135,9 +137,7 @@ def test_a_books_ledger_trigger_recreated_to_fire_never_fails_verify_naming_it(
     """The ledger's triggers refuse nothing, but one that no longer fires leaves the Books
     page's stored figures stale after a correction: verify checks them as it checks the
     guards (SQLite: books_ledger_payments_update; PostgreSQL: books_ledger_payments)."""
-    tables = ledger_triggers(conn)
-    assert set(tables) >= {"payments", "refunds", "settlements", "recon_rows", "disputes"}
-    name = tables["payments"][-1]
+    name = next(n for n in migration_triggers(conn)["payments"] if n.startswith("books_ledger"))
     with _recreated(conn, name, _never_firing(conn, name)):
         assert not verify(conn).ok
         assert main(["audit", "verify", "--db", db_url]) == 1
@@ -222,4 +222,17 @@ def test_a_guard_disabled_or_enabled_only_for_replication_fails_verify(pg_url: s
             assert problem.startswith(
                 f"protective trigger(s) altered: runs_snapshot_recorded_once ({said}"
             )
+        assert verify(conn).ok
+
+
+@pytest.mark.postgres
+def test_a_truncate_guard_disabled_fails_verify(pg_url: str) -> None:
+    """Row triggers do not see TRUNCATE; its statement guards are checked as the others."""
+    with connect(pg_url) as conn, _owner(conn) as owner:
+        owner.execute("ALTER TABLE outcomes DISABLE TRIGGER outcomes_no_truncate")
+        try:
+            problem = verify(conn).problem
+        finally:
+            owner.execute("ALTER TABLE outcomes ENABLE TRIGGER outcomes_no_truncate")
+        assert problem.startswith("protective trigger(s) altered: outcomes_no_truncate (disabled")
         assert verify(conn).ok

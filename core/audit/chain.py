@@ -146,9 +146,9 @@ class VerifyResult:
     """The outcome of walking the chain.
 
     ok: every row's hash and link hold, the protective triggers exist as their migrations
-    created them (core.db.audit.GUARD_TRIGGERS: the audit trail's, a completed run's;
-    core.db.guards), every anchored
-    (seq, hash) is in the chain, and the exceptions are what replaying the trail gives;
+    created them (every trigger of the migrations, the GUARD_TRIGGERS among them:
+    core.db.audit.migration_triggers, core.db.guards), every anchored (seq, hash) is in
+    the chain, and the exceptions are what replaying the trail gives;
     rows_checked: rows walked; head_seq/head_hash: the last row (0 and the genesis hash
     for an empty trail); broken_seq: the first row that fails (None when ok or when the
     problem is not one row); problem: what is wrong, in plain words; anchors_checked:

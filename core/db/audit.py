@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from core.db.backend import is_postgres
-from core.db.guards import created_definitions, guard_problems
+from core.db.guards import created_definitions, guard_problems, normal_form
 
 AUDIT_COLUMNS = (
     "seq, created_at, actor, action, entity_type, entity_id, payload_json, prev_hash, hash"
@@ -111,28 +110,26 @@ def hash_at(conn: sqlite3.Connection, seq: int) -> str | None:
     return None if row is None else str(row[0])
 
 
-# The Books ledger's triggers (migrations 0099-0100) mark what a raw row's update or delete
-# changes, so the stored ledger is brought up to date; one that no longer fires leaves the
-# Books page's figures stale without a word. Named as each database's migrations create them.
-LEDGER_TRIGGER_PREFIX = "books_ledger_"
-
-
-def ledger_triggers(conn: sqlite3.Connection) -> dict[str, tuple[str, ...]]:
-    """The Books ledger's triggers this database's migrations create, by table."""
+def migration_triggers(conn: sqlite3.Connection) -> dict[str, tuple[str, ...]]:
+    """Every trigger this database's migrations create (core.db.guards), by table: the
+    GUARD_TRIGGERS, the other append-only tables' (review history, requests, comments,
+    approvals, users; TRUNCATE on PostgreSQL) and the maintenance triggers that keep the
+    Books ledger, the queue's totals and its search current, which refuse nothing but, made
+    never to fire, would leave those figures stale without a word."""
     created = created_definitions("postgresql" if is_postgres(conn) else "sqlite").triggers
     found: dict[str, list[str]] = {}
     for name, definition in sorted(created.items()):
-        table = re.search(r"\sON\s+(\w+)", definition.sql, flags=re.IGNORECASE)
-        if name.startswith(LEDGER_TRIGGER_PREFIX) and table is not None:
-            found.setdefault(table.group(1), []).append(name)
+        tokens = normal_form(definition.sql)  # comments left out: `ON` names its table
+        if "on" in tokens[:-1]:
+            found.setdefault(tokens[tokens.index("on") + 1], []).append(name)
     return {table: tuple(names) for table, names in found.items()}
 
 
 def altered_guards(conn: sqlite3.Connection) -> dict[str, str]:
-    """Each of the GUARD_TRIGGERS and of the Books ledger's triggers that is not as its
+    """Each trigger the migrations create (GUARD_TRIGGERS among them) that is not as its
     migration created it, and what is wrong: missing, disabled (PostgreSQL), or another
     definition (core.db.guards)."""
-    return guard_problems(conn, {**GUARD_TRIGGERS, **ledger_triggers(conn)})
+    return guard_problems(conn, migration_triggers(conn))
 
 
 def has_entry(conn: sqlite3.Connection, action: str, entity_type: str, entity_id: str) -> bool:
