@@ -144,6 +144,33 @@ def test_a_symlinked_anchor_file_is_refused_naming_the_setting_and_its_target_is
 
 
 @pytest.mark.timeout(60)
+def test_a_symlinked_anchor_folder_beside_the_database_is_refused_and_verify_fails_naming_it(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A link at `<db>.anchors` would put the anchors wherever it points (another
+    database's anchor folder): refused like a link at the anchor file; the setting (or a
+    folder named by hand) is the way to put them elsewhere."""
+    folder = _anchor_path(db).parent
+    target = tmp_path / "other-anchors"
+    folder.rename(target)
+    folder.symlink_to(target)
+    kept = {p.name: p.read_bytes() for p in target.iterdir()}
+    before = _head(db)
+    assert _resolve(db, "req-folder-link") == 4
+    err = capsys.readouterr().err
+    assert f"the anchor folder {folder} is a symbolic link" in err
+    assert "RAZORRECON_ANCHOR_DIR" in err
+    assert _status(db, 1) != "RESOLVED" and _head(db) == before
+    assert {p.name: p.read_bytes() for p in target.iterdir()} == kept
+    assert main(["audit", "verify", "--db", str(db)]) == 1
+    assert f"the anchor folder {folder} is a symbolic link" in capsys.readouterr().out
+    monkeypatch.setenv("RAZORRECON_ANCHOR_DIR", str(target))  # the setting: taken
+    assert main(["audit", "verify", "--db", str(db)]) == 0
+    assert _resolve(db, "req-folder-set") == 0
+    assert _status(db, 1) == "RESOLVED"
+
+
+@pytest.mark.timeout(60)
 def test_audit_verify_fails_naming_a_fifo_or_device_as_the_anchor_file_instead_of_hanging(
     db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

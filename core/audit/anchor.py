@@ -109,6 +109,16 @@ def anchor_file(conn: sqlite3.Connection) -> Path | None:
     return folder / f"{database.name}.anchors.jsonl"
 
 
+def linked_default_folder(path: Path) -> Path | None:
+    """The folder of anchor file `path` when it is the default one beside the database
+    (RAZORRECON_ANCHOR_DIR unset) and a symbolic link: anchors are not written or read
+    through a link (it would put them wherever the link points, e.g. into another
+    database's anchors); the setting is the one way to put them elsewhere. Else None."""
+    if os.environ.get(ANCHOR_DIR_ENV, "").strip():
+        return None
+    return path.parent if path.parent.is_symlink() else None
+
+
 class NotRegularFile(OSError):
     """Something other than a regular file is at an anchor file's path: `kind` says what
     ('a FIFO', 'a device', 'a folder', 'a symbolic link', 'a socket')."""
@@ -179,6 +189,13 @@ def write_anchor(conn: sqlite3.Connection, *, now: int | None = None) -> Anchor 
         return None
     seq, digest = top
     anchor = make_anchor(seq, digest, now)
+    linked = linked_default_folder(path)
+    if linked is not None:
+        raise StorageError(
+            f"could not write the audit anchor: the anchor folder {linked} is a symbolic link "
+            f"(anchors are not written through a link: set {ANCHOR_DIR_ENV} to the folder "
+            "they should go to); nothing was stored"
+        )
     try:
         last = _last_line(path)
         if last:
@@ -246,6 +263,13 @@ def read_anchors(conn: sqlite3.Connection, path: Path | None = None) -> AnchorCh
     count = 0
     if target is None:
         return AnchorCheck(required, 0, (), 0, target)
+    linked = linked_default_folder(target) if path is None else None
+    if linked is not None:
+        problem = (
+            f"the anchor folder {linked} is a symbolic link; anchors are not read through a "
+            f"link (set {ANCHOR_DIR_ENV} to the folder they are in)"
+        )
+        return AnchorCheck(required, 0, (problem,), 0, target)
     try:
         # A file named by hand (--anchors) may be a link; the configured path may not.
         handle = open_anchor_text(target, follow=path is not None)

@@ -50,6 +50,7 @@ from core.audit.anchor import (
     anchor_file,
     anchor_hmac,
     anchor_key,
+    linked_default_folder,
     open_anchor_text,
     write_anchor,
 )
@@ -442,6 +443,8 @@ def _anchor_state(conn: sqlite3.Connection, path: str | Path | None) -> AnchorSt
     name = str(target) if target is not None else ""
     if target is None:
         return AnchorState(name, None, "", None, "none", None)
+    if path is None and linked_default_folder(target) is not None:  # as `audit verify`
+        return AnchorState(name, None, "", None, "unreadable", None)
     try:
         # As `audit verify` reads it: a regular file only, never a wait on a FIFO.
         with open_anchor_text(target, follow=path is not None) as handle:
