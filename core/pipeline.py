@@ -1390,7 +1390,7 @@ def _discard_unnamed(pending: Future[Any]) -> None:
 
 def _why_not_written(error: OSError) -> str:
     """An OSError as a snapshot's reason, in one line: a name that holds something else
-    says so itself (core.snapshot_ahead.NotRegularFile); others name their file."""
+    says so itself (core.file_kinds.NotRegularFile); others name their file."""
     if error.strerror and error.filename:
         return f"{error.filename}: {error.strerror}"
     return str(error) or type(error).__name__

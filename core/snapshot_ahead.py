@@ -19,6 +19,8 @@ import stat as stat_mode
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
+from core.file_kinds import NotRegularFile
+
 # A file's identity as hashed: (device, inode, size, modification time in ns).
 Identity = tuple[int, int, int, int]
 _AHEAD: dict[str, Future[tuple[mmap.mmap, str, Identity]]] = {}
@@ -26,10 +28,6 @@ _AHEAD: dict[str, Future[tuple[mmap.mmap, str, Identity]]] = {}
 
 def _identity(stat: os.stat_result) -> Identity:
     return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
-
-
-class NotRegularFile(OSError):
-    """A snapshot file's name holds something else: a link, a FIFO, a device, a folder."""
 
 
 def map_regular(path: Path) -> tuple[mmap.mmap, Identity]:
@@ -41,14 +39,16 @@ def map_regular(path: Path) -> tuple[mmap.mmap, Identity]:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         if os.path.islink(path):
-            raise NotRegularFile(f"{path.name} is a symbolic link, not a regular file") from exc
+            raise NotRegularFile(
+                path, "a symbolic link", f"{path.name} is a symbolic link, not a regular file"
+            ) from exc
         raise
     try:
         stat = os.fstat(fd)
         if not stat_mode.S_ISREG(stat.st_mode):
-            raise NotRegularFile(f"{path.name} is not a regular file")
+            raise NotRegularFile(path, "not a regular file", f"{path.name} is not a regular file")
         if stat.st_size == 0:
-            raise NotRegularFile(f"{path.name} is empty")
+            raise NotRegularFile(path, "an empty file", f"{path.name} is empty")
         return mmap.mmap(fd, 0, access=mmap.ACCESS_READ), _identity(stat)
     finally:
         os.close(fd)

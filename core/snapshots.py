@@ -34,9 +34,9 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from core.dataset import DATASET_TABLES, Dataset
-from core.file_kinds import kind_of
+from core.file_kinds import NotRegularFile, kind_of
 from core.leftovers import pid_alive
-from core.snapshot_ahead import NotRegularFile, map_regular
+from core.snapshot_ahead import map_regular
 from core.snapshot_ahead import take as take_hashed
 
 if TYPE_CHECKING:
@@ -245,7 +245,7 @@ def _only_a_regular_file_at(path: Path) -> None:
     except FileNotFoundError:
         return
     if not stat.S_ISREG(mode):
-        raise NotRegularFile(f"{path} is {kind_of(mode)}, not a regular file")
+        raise NotRegularFile(path, kind_of(mode))
 
 
 def name_files(written: Written, run_id: int, import_id: int) -> dict[str, Any]:

@@ -40,7 +40,7 @@ from typing import Any, TextIO
 
 from core.db import audit as audit_sql
 from core.errors import StorageError
-from core.file_kinds import kind_of
+from core.file_kinds import NotRegularFile, kind_of
 
 ANCHOR_KEY_ENV = "RAZORRECON_ANCHOR_KEY"
 ANCHOR_DIR_ENV = "RAZORRECON_ANCHOR_DIR"
@@ -117,16 +117,6 @@ def linked_default_folder(path: Path) -> Path | None:
     if os.environ.get(ANCHOR_DIR_ENV, "").strip():
         return None
     return path.parent if path.parent.is_symlink() else None
-
-
-class NotRegularFile(OSError):
-    """Something other than a regular file is at an anchor file's path: `kind` says what
-    ('a FIFO', 'a device', 'a folder', 'a symbolic link', 'a socket')."""
-
-    def __init__(self, path: Path, kind: str) -> None:
-        super().__init__(f"{path} is {kind}, not a regular file")
-        self.path = path
-        self.kind = kind
 
 
 def open_regular(path: Path, flags: int, *, follow: bool = False) -> int:
