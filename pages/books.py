@@ -83,6 +83,7 @@ if journal_tab.open:
 
 if pricing_tab.open:
     with pricing_tab:
+        books.today_only_note(month, closes, "the fee check")
         plans = shell.read(pricing_plans)
         if plans:
             books.pricing_section(plans, month)
@@ -118,4 +119,5 @@ if pricing_tab.open:
 
 if gst_tab.open:
     with gst_tab:
+        books.today_only_note(month, closes, "the GST on fees")
         books.gst_section(month)

@@ -210,3 +210,18 @@ def test_the_journal_of_the_month_after_a_closed_one_opens_with_its_adjustment_v
         )
         for c in at.caption
     )
+
+
+@pytest.mark.parametrize("tab", ["Pricing", "GST on fees"])
+def test_the_fee_check_and_gst_tabs_of_a_closed_month_say_they_show_todays_data(
+    late: tuple[ClosedMonth, str], tab: str
+) -> None:
+    # The basis choice above the tabs reads "As closed" by default; these two tabs are not
+    # kept by a close, so each says it is built from today's data (June, open, says nothing).
+    said = "2026-05 is closed, but the"
+    at = open_tab(_month(open_books(), MAY), tab)
+    assert at.radio(key=keys.BOOKS_BASIS).value == "closed"
+    notes = [i.value for i in at.info if i.value.startswith(said)]
+    assert len(notes) == 1 and "built from today's data" in notes[0]
+    at = open_tab(_month(at, JUNE), tab)
+    assert not [i.value for i in at.info if "is closed, but the" in i.value]

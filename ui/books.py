@@ -405,6 +405,18 @@ def basis_choice(month: str, closes: Mapping[str, ClosedMonth]) -> str:
     return str(chosen)
 
 
+def today_only_note(month: str, closes: Mapping[str, ClosedMonth], what: str) -> None:
+    """Under a closed month's basis choice, a tab a close does not keep (the fee check, the
+    GST bases) says it is built from today's data whichever basis is chosen (the close
+    report labels these files the same way, docs/books.md section 4)."""
+    if month in closes:
+        st.info(
+            f"{month} is closed, but {what} is built from today's data, including what arrived"
+            " after the close: a close keeps the roll-forward, the balance by day and the"
+            " journal, not this."
+        )
+
+
 def month_figures(
     month: str,
     basis: str,
