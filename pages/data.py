@@ -5,7 +5,6 @@ import datetime as dt
 import streamlit as st
 
 from core.calendar import IST, CalendarParams
-from core.errors import InputError, OlderRowsError
 from core.views.runs import latest_data_date, recent_runs
 from ui import actions, bank_mapping, import_choice, keys, shell, streamed, widgets
 from ui.format import ist
@@ -37,24 +36,8 @@ with upload_tab:
     if st.button(
         "Import", key=keys.UPLOAD_IMPORT, type="primary", disabled=not uploads or not allowed
     ):
-        bar = st.progress(0.0, text="Starting")
-        try:
-            report = actions.import_uploads(
-                uploads, unit, replace, widgets.progress_to(bar), accept_older=older
-            )
-            st.session_state[keys.UPLOAD_RESULT] = ("ok", report.lines())
-        except (InputError, OlderRowsError) as exc:
-            rows = [p.as_row() for p in exc.problems]
-            st.session_state[keys.UPLOAD_RESULT] = ("problems", rows)
-        except Exception as exc:
-            shell.show_error(exc)
-    outcome = st.session_state.get(keys.UPLOAD_RESULT)
-    if outcome and outcome[0] == "ok":
-        st.success("Imported. Run reconciliation to see the result.")
-        st.code("\n".join(outcome[1]), language=None)
-    elif outcome:
-        st.error(f"The import was refused: {len(outcome[1])} problem(s); nothing was written.")
-        widgets.records_table(outcome[1], keys.UPLOAD_PROBLEMS, "No problems.")
+        import_choice.import_files(uploads, unit, replace, older)
+    import_choice.show_outcome()
     if uploads:
         with shell.guarded():
             bank_mapping.mapping_form(uploads)

@@ -150,6 +150,23 @@ def test_an_import_on_a_busy_database_says_so_and_the_retry_imports_the_files(
     assert _one(app_db, "SELECT count(*) FROM imports") == imports + 1
 
 
+def test_an_import_refused_as_busy_after_one_that_succeeded_leaves_no_imported_beside_it(
+    app_db: str,
+) -> None:
+    # The first import's "Imported." and its report belong to that import: a later one that
+    # failed (here: busy) shows its error alone, never under the earlier success.
+    at = _page("pages/data.py")
+    files = sorted((SPEC_EXAMPLE / "dataset").iterdir())
+    at.file_uploader(key=keys.UPLOAD_FILES).set_value(
+        [(f.name, f.read_bytes(), "application/octet-stream") for f in files]
+    )
+    at.radio(key=keys.UPLOAD_MODE).set_value("add").run()
+    at.button(key=keys.UPLOAD_IMPORT).click().run()
+    assert any(s.startswith("Imported.") for s in _successes(at))
+    _busy_while_locked(at, app_db, lambda at: at.button(key=keys.UPLOAD_IMPORT).click().run())
+    assert not at.success and not at.code  # neither the old "Imported." nor its report
+
+
 def test_a_reconciliation_on_a_busy_database_says_so_and_the_retry_stores_the_run(
     app_db: str,
 ) -> None:

@@ -7,10 +7,13 @@ history, runs and the audit trail stay).
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
+from core.errors import InputError, OlderRowsError
 from core.views.runs import holdings, raw_counts
-from ui import keys, shell
+from ui import actions, keys, shell, widgets
 from ui.format import md
 
 
@@ -52,3 +55,32 @@ def ask() -> tuple[bool, bool]:
                 key=keys.UPLOAD_CONFIRM,
             )
     return replace, allowed
+
+
+def import_files(uploads: list[Any], unit: str, replace: bool, older: bool) -> None:
+    """Import the uploads under a progress bar. Its outcome (the report, or the refusal's
+    problems) replaces an earlier import's: one that fails otherwise (a busy database)
+    shows its error alone, never under an earlier "Imported."."""
+    bar = st.progress(0.0, text="Starting")
+    st.session_state.pop(keys.UPLOAD_RESULT, None)
+    try:
+        report = actions.import_uploads(
+            uploads, unit, replace, widgets.progress_to(bar), accept_older=older
+        )
+        st.session_state[keys.UPLOAD_RESULT] = ("ok", report.lines())
+    except (InputError, OlderRowsError) as exc:
+        rows = [p.as_row() for p in exc.problems]
+        st.session_state[keys.UPLOAD_RESULT] = ("problems", rows)
+    except Exception as exc:
+        shell.show_error(exc)
+
+
+def show_outcome() -> None:
+    """The latest import's outcome of this session, if any."""
+    outcome = st.session_state.get(keys.UPLOAD_RESULT)
+    if outcome and outcome[0] == "ok":
+        st.success("Imported. Run reconciliation to see the result.")
+        st.code("\n".join(outcome[1]), language=None)
+    elif outcome:
+        st.error(f"The import was refused: {len(outcome[1])} problem(s); nothing was written.")
+        widgets.records_table(outcome[1], keys.UPLOAD_PROBLEMS, "No problems.")
