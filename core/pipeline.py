@@ -28,7 +28,7 @@ from core.dataset import DATASET_FILES, DATASET_TABLES, Dataset
 from core.db.backend import is_postgres
 from core.db.connection import background_checkpoints, rollback_journal_while_new
 from core.db.run_lock import database_file, holding_run_lock, holds_run_lock
-from core.db.runs import discard_stale_runs, get_run, update_timings
+from core.db.runs import RunKind, discard_stale_runs, get_run, update_timings
 from core.db.staging import StagedTable, staging_directory, worth_staging
 from core.engine import EngineParams, persist_run, reconcile
 from core.engine.persist import (
@@ -413,6 +413,7 @@ def _persist_and_sync(
     scope: Any = None,
     through_import_id: int | None,
     run_summary: tuple[Future[SummaryAhead], int] | None = None,
+    kind: RunKind | None = None,
 ) -> RunResult:
     """Store the run (outcomes; or, with `carry`, the fresh ones and a copy of the carried
     rows: outcomes may then be None, `parts` building them on demand) and sync the exception
@@ -423,7 +424,8 @@ def _persist_and_sync(
     already (with `carry` only). through_import_id: the last import the run's data
     included (core.db.raw.reconciled_through), recorded on the run. run_summary: the run's
     summary being computed from its frames, and the import after which the raw tables are
-    what it was computed from: stored once the run is synced (`_store_summary`)."""
+    what it was computed from: stored once the run is synced (`_store_summary`). kind:
+    what the run was (core.db.runs.RunKind), recorded as it completes."""
     from core.review import sync_exceptions
 
     # A run some killed process left 'running' is marked failed first: any other than this
@@ -442,6 +444,7 @@ def _persist_and_sync(
             staged,
             counts,
             through_import_id,
+            kind,
         )
     else:
         if outcomes is None:
@@ -456,6 +459,7 @@ def _persist_and_sync(
             timings=timings,
             staged=staged,
             through_import_id=through_import_id,
+            kind=kind,
         )
     if on_stored is not None:
         on_stored(run_id)
@@ -866,6 +870,7 @@ def _persist_carried(
     staged: StagedOutcomes | None = None,
     counts: dict[str, Any] | None = None,
     through_import_id: int | None = None,
+    kind: RunKind | None = None,
 ) -> int:
     """persist_run's twin for an incremental run: the carried outcomes are copied from the
     base run inside the database (core.db.runs.CarryForward), only the fresh ones are
@@ -906,6 +911,7 @@ def _persist_carried(
                 counts=counts,
                 started_at=started_at,
                 through_import_id=through_import_id,
+                kind=kind,
             )
     except BaseException as exc:
         db_runs.fail_run(conn, run_id, f"{type(exc).__name__}: {exc}")
@@ -1102,7 +1108,7 @@ def _reconcile_loaded_day(
     from core.books.store import pricing_plans
     from core.db.backend import is_postgres
     from core.db.raw import latest_import_id, reconciled_through
-    from core.db.runs import latest_completed_run, read_outcome_frame, record_run_kind
+    from core.db.runs import latest_completed_run, read_outcome_frame
     from core.engine.incremental import (
         merge_rows,
         needs_full_run,
@@ -1235,8 +1241,6 @@ def _reconcile_loaded_day(
 
             def flags_stored(run_id: int) -> None:
                 nonlocal carrying
-                # Before the sync, so that a process stopped there leaves the run's kind.
-                record_run_kind(conn, run_id, kind=kind, base_run_id=base_id, scope=scope)
                 if carrying is not None and carrying.change is None and base_id is not None:
                     carrying = continue_carry(
                         conn,
@@ -1294,6 +1298,7 @@ def _reconcile_loaded_day(
                 scope=sync_scope,
                 through_import_id=through,
                 run_summary=summary,
+                kind=RunKind(kind, base_id, scope),
             )
             snapshot_note = ""
             if snapshot is not None:

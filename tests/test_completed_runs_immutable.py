@@ -1,10 +1,11 @@
 """What a completed run decided, the database itself refuses to change (migration 0113,
 docs/CONTRACTS.md "What the database refuses"): its outcomes, its decided fields, its
-existence, the identity of the exceptions it raised, and (0114) the snapshot record it
-left once written. Found by an independent test
-(D8): such edits were accepted, `audit verify` still passed, and the next import-day
-carried the edited rows forward under counts that no longer described them. On SQLite
-files and the PostgreSQL the tests start, after real import-day runs of a benchmark."""
+existence, the identity of the exceptions it raised, (0114) the snapshot record it left
+once written, and (0117) what it was: its kind, base run and scope. Found by an
+independent test (D8): such edits were accepted, `audit verify` still passed, and the
+next import-day carried the edited rows forward under counts that no longer described
+them. On SQLite files and the PostgreSQL the tests start, after real import-day runs of a
+benchmark."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ RUN_FIXED = "a completed run is immutable"
 STATUS_ONCE = "a run's status is decided once"
 IDENTITY_FIXED = "an exception's identity is fixed"
 SNAPSHOT_ONCE = "a completed run's snapshot record is written once"
+KIND_DECIDED = "a completed run's kind is decided with it"
 # One MATCHED payment, a value per OUTCOME_FIELDS entry.
 ONE_MATCH = ("payment", "pay_1", "MATCHED", "", "", None, 1, 1, 0, "", 0, "exact", None, None, None)
 
@@ -185,18 +187,17 @@ def test_the_database_refuses_to_change_what_a_completed_run_decided(
     assert db_runs.get_run(conn, second) == before
 
 
-def test_a_completed_runs_timings_and_kind_stay_writable(
+def test_a_completed_runs_timings_stay_writable(
     chain: tuple[sqlite3.Connection, list[int]],
 ) -> None:
     conn, (_, second) = chain
     before = db_runs.get_run(conn, second)
     assert before is not None and before.timings is not None
     db_runs.update_timings(conn, second, {**before.timings, "books_ledger_s": 0.25})
-    db_runs.record_run_kind(conn, second, kind="full", base_run_id=None, scope={"reason": "x"})
     with transaction(conn):  # writing a decided field with its own value changes nothing
         conn.execute(
             "UPDATE runs SET status = status, counts_json = counts_json,"
-            " snapshot_json = snapshot_json WHERE id = ?",
+            " snapshot_json = snapshot_json, kind = kind, scope_json = scope_json WHERE id = ?",
             (second,),
         )
     after = db_runs.get_run(conn, second)
@@ -204,11 +205,43 @@ def test_a_completed_runs_timings_and_kind_stay_writable(
     assert after.timings == {**before.timings, "books_ledger_s": 0.25}
     assert (after.snapshot, after.kind, after.base_run_id, after.scope) == (
         before.snapshot,
-        "full",
-        None,
-        {"reason": "x"},
+        before.kind,
+        before.base_run_id,
+        before.scope,
     )
     assert (after.status, after.counts, after.as_of) == (before.status, before.counts, before.as_of)
+
+
+def test_what_a_completed_run_was_is_recorded_with_it_and_then_refused_a_change(
+    chain: tuple[sqlite3.Connection, list[int]],
+) -> None:
+    """import-day records a run's kind, base run and scope in the transaction that
+    completes it (before: after, so a full day's record could be rewritten 'incremental'
+    over another base, or its scope, the record of what it re-reconciled, replaced)."""
+    conn, (first, second) = chain
+    runs = [db_runs.get_run(conn, run) for run in (first, second)]
+    assert [(r.kind, r.base_run_id) for r in runs if r is not None] == [
+        ("full", None),
+        ("incremental", first),
+    ]
+    assert runs[0] is not None and runs[0].scope is not None and "reason" in runs[0].scope
+    assert runs[1] is not None and runs[1].scope is not None and runs[1].scope != runs[0].scope
+    for sql, params in (
+        ("UPDATE runs SET kind = 'incremental', base_run_id = ? WHERE id = ?", (second, first)),
+        ("UPDATE runs SET kind = 'full' WHERE id = ?", (second,)),
+        ("UPDATE runs SET base_run_id = NULL WHERE id = ?", (second,)),
+        ('UPDATE runs SET scope_json = \'{"reason": "x"}\' WHERE id = ?', (second,)),
+        ("UPDATE runs SET scope_json = NULL WHERE id = ?", (first,)),
+    ):
+        _refused(conn, KIND_DECIDED, sql, params)
+    assert [db_runs.get_run(conn, run) for run in (first, second)] == runs
+    running = db_runs.start_run(conn, as_of=0, source="files", params={}, input_hashes={})
+    kind = db_runs.RunKind("incremental", second, {"payments": 1})
+    chunks = [[[value] for value in ONE_MATCH]]
+    db_runs.complete_run(conn, running, chunks=chunks, timings={}, counts={}, kind=kind)
+    stored = db_runs.get_run(conn, running)
+    assert stored is not None
+    assert (stored.kind, stored.base_run_id, stored.scope) == ("incremental", second, kind.scope)
 
 
 def _completed_run(conn: sqlite3.Connection) -> int:
@@ -325,6 +358,7 @@ def test_audit_verify_reports_a_dropped_or_disabled_run_trigger(
         ("outcomes", "outcomes_completed_no_update"),
         ("runs", "runs_completed_no_update"),
         ("runs", "runs_snapshot_recorded_once"),
+        ("runs", "runs_kind_decided"),
         ("exceptions", "exceptions_identity_fixed"),
     ):
         with guards_off(conn, table):

@@ -16,7 +16,8 @@ AUDIT_COLUMNS = (
 APPEND_ONLY_TRIGGERS = ("audit_log_no_update", "audit_log_no_delete")
 # Every trigger by which the database refuses to change what is decided, by table: the
 # audit trail's (0001), a completed run's, its outcomes' and the exceptions' identity
-# (0113), a completed run's snapshot record (0114) and a closed month's kept rows (0116).
+# (0113), a completed run's snapshot record (0114), a closed month's kept rows (0116) and
+# what a completed run was (0117).
 # `audit verify` reports any of them missing, disabled (PostgreSQL) or defined otherwise
 # than its migration creates it (core.db.guards).
 GUARD_TRIGGERS: dict[str, tuple[str, ...]] = {
@@ -27,6 +28,7 @@ GUARD_TRIGGERS: dict[str, tuple[str, ...]] = {
         "runs_completed_no_update",
         "runs_completed_no_delete",
         "runs_snapshot_recorded_once",
+        "runs_kind_decided",
     ),
     "exceptions": ("exceptions_identity_fixed",),
     "month_closes": ("month_closes_no_update", "month_closes_no_delete"),

@@ -76,6 +76,18 @@ class RunRecord:
     through_import_id: int | None = None
 
 
+@dataclass(frozen=True)
+class RunKind:
+    """What a run was (migration 0095): 'full' or 'incremental', an incremental run's base
+    run, and its scope (what it re-reconciled, or why a day was reconciled in full).
+    Recorded by `complete_run` while the run is still running: once it is completed the
+    database refuses to change it (migration 0117)."""
+
+    kind: str
+    base_run_id: int | None
+    scope: dict[str, Any]
+
+
 def _record(row: sqlite3.Row) -> RunRecord:
     def decoded(text: str | None) -> dict[str, Any] | None:
         return None if text is None else dict(json.loads(text))
@@ -410,12 +422,14 @@ def complete_run(
     finished_at: int | None = None,
     started_at: int | None = None,
     through_import_id: int | None = None,
+    kind: RunKind | None = None,
 ) -> None:
     """Insert the run's outcomes and mark it completed, in one transaction: either every
     outcome is there and the run is 'completed', or nothing changed. started_at: recorded
     as the run's start, when given. through_import_id: the last import the run's data
     included (core.db.raw.reconciled_through); None: not known (the next day's run then
-    compares the imports' seconds with started_at, as for runs stored before it).
+    compares the imports' seconds with started_at, as for runs stored before it). kind:
+    what the run was (`RunKind`); None leaves the columns' defaults (a full run).
 
     carry: outcomes copied from an earlier run inside the database (`CarryForward`), before
     the chunks and the staged rows (then those hold only the outcomes decided again: the
@@ -441,6 +455,7 @@ def complete_run(
             finished_at,
             started_at,
             through_import_id,
+            kind,
         )
         return
     previous_cache = conn.execute("PRAGMA cache_size").fetchone()[0]
@@ -462,7 +477,7 @@ def complete_run(
                     raise ValueError(f"expected {len(OUTCOME_FIELDS)} columns, got {len(columns)}")
                 _insert_outcomes(conn, run_id, columns, integer_fields)
             _restamp(conn, run_id, started_at)
-            _mark_completed(conn, run_id, timings, counts, finished_at, through_import_id)
+            _mark_completed(conn, run_id, timings, counts, finished_at, through_import_id, kind)
     finally:
         conn.execute(f"PRAGMA cache_size = {int(previous_cache)}")
 
@@ -495,6 +510,7 @@ def _mark_completed(
     counts: dict[str, Any],
     finished_at: int | None,
     through_import_id: int | None,
+    kind: RunKind | None,
 ) -> None:
     # None: a run stored without one (core.engine.perf, a test's database migrated only
     # part of the way, without the column of migration 0106) writes what it did before.
@@ -503,6 +519,11 @@ def _mark_completed(
     if through_import_id is not None:
         conn.execute(
             "UPDATE runs SET through_import_id = ? WHERE id = ?", (through_import_id, run_id)
+        )
+    if kind is not None:
+        conn.execute(
+            "UPDATE runs SET kind = ?, base_run_id = ?, scope_json = ? WHERE id = ?",
+            (kind.kind, kind.base_run_id, _json(kind.scope), run_id),
         )
     conn.execute(
         "UPDATE runs SET status = 'completed', finished_at = ?, timings_json = ?,"
@@ -531,6 +552,7 @@ def _complete_run_postgres(
     finished_at: int | None,
     started_at: int | None,
     through_import_id: int | None,
+    kind: RunKind | None,
 ) -> None:
     from core.db.pg_bulk import copy_outcome_chunk
 
@@ -545,7 +567,7 @@ def _complete_run_postgres(
                 raise ValueError(f"expected {len(OUTCOME_FIELDS)} columns, got {len(columns)}")
             copy_outcome_chunk(conn, run_id, OUTCOME_FIELDS, columns)
         _restamp(conn, run_id, started_at)
-        _mark_completed(conn, run_id, timings, counts, finished_at, through_import_id)
+        _mark_completed(conn, run_id, timings, counts, finished_at, through_import_id, kind)
 
 
 def update_timings(conn: sqlite3.Connection, run_id: int, timings: dict[str, Any]) -> None:
@@ -649,22 +671,6 @@ def record_snapshot(conn: sqlite3.Connection, run_id: int, snapshot: dict[str, A
         conn.execute(
             "UPDATE runs SET snapshot_json = ? WHERE id = ?",
             (None if snapshot is None else _json(snapshot), run_id),
-        )
-
-
-def record_run_kind(
-    conn: sqlite3.Connection,
-    run_id: int,
-    *,
-    kind: str,
-    base_run_id: int | None,
-    scope: dict[str, Any],
-) -> None:
-    """Record whether a run was full or incremental (and over which base run)."""
-    with transaction(conn):
-        conn.execute(
-            "UPDATE runs SET kind = ?, base_run_id = ?, scope_json = ? WHERE id = ?",
-            (kind, base_run_id, _json(scope), run_id),
         )
 
 

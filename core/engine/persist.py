@@ -151,9 +151,11 @@ def persist_run(
     timings: dict[str, Any],
     staged: StagedOutcomes | None = None,
     through_import_id: int | None = None,
+    kind: db_runs.RunKind | None = None,
 ) -> int:
     """Store one run: a `runs` row (parameters, input hashes, timings, counts, the last
-    import its data included: core.db.raw.reconciled_through) and every outcome. The run
+    import its data included: core.db.raw.reconciled_through, what the run was: `kind`)
+    and every outcome. The run
     is committed as 'running' first; outcomes and the switch to 'completed' go in one
     transaction, so a crash leaves a recognisable 'running' run with
     no outcomes. On an error the run is marked 'failed' and the error re-raised.
@@ -175,6 +177,7 @@ def persist_run(
                 timings=timings,
                 staged=staged,
                 through_import_id=through_import_id,
+                kind=kind,
             )
     began = time.perf_counter()
     run_id = _start_run(conn, params, as_of, source, input_hashes, staged)
@@ -192,6 +195,7 @@ def persist_run(
                 timings=timings,
                 counts=outcome_counts(outcomes),
                 through_import_id=through_import_id,
+                kind=kind,
             )
         else:
             # Keys off so SQLite copies whole records: the staged rows carry this run's id
@@ -204,6 +208,7 @@ def persist_run(
                     timings=timings,
                     counts=outcome_counts(outcomes),
                     through_import_id=through_import_id,
+                    kind=kind,
                 )
     except BaseException as exc:
         db_runs.fail_run(conn, run_id, f"{type(exc).__name__}: {exc}")
