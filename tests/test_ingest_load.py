@@ -274,6 +274,34 @@ def test_whole_rupee_amounts_with_dashboard_dates_are_read_as_rupees(tmp_path: P
     assert file_report.amount_unit == "rupees" and "dashboard" in file_report.unit_reason
 
 
+def test_a_dashboard_report_of_whole_rupees_with_iso_dates_is_read_as_rupees(
+    tmp_path: Path,
+) -> None:
+    # An independent tester's Refunds report (display names, "500" rupees, ISO dates) was
+    # read as paise: ₹500 became ₹5.00 and a REFUND_AMOUNT_MISMATCH of ₹495.00 followed.
+    folder = _copy_example(tmp_path)
+    (folder / "settlements.csv").write_text(
+        "Settlement ID,Amount,Status,UTR (Unique Transaction Reference),Created At\n"
+        "setl_A,1500,processed,UTR1,2026-06-01T10:00:00\n",
+        encoding="utf-8",
+    )
+    dataset, report = load_dataset(folder)
+    assert dataset.settlements["amount"].tolist() == [150000]
+    file_report = next(f for f in report.files if f.kind == "settlements")
+    assert file_report.layout == "Razorpay dashboard: Settlements report"
+    assert file_report.amount_unit == "rupees"
+    assert file_report.unit_reason == (
+        "whole amounts under the Razorpay dashboard report's column names"
+    )
+    # The same file under the API's field names is the API's: paise.
+    (folder / "settlements.csv").write_text(
+        "id,amount,status,utr,created_at\nsetl_A,1500,processed,UTR1,2026-06-01T10:00:00\n",
+        encoding="utf-8",
+    )
+    dataset, _ = load_dataset(folder)
+    assert dataset.settlements["amount"].tolist() == [1500]
+
+
 def test_amount_unit_override_wins_over_detection(tmp_path: Path) -> None:
     folder = _copy_example(tmp_path)
     as_rupees, report = load_dataset(folder, amount_unit="rupees")

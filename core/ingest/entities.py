@@ -108,6 +108,10 @@ def decide_unit(
             return "rupees", (
                 f"whole amounts with dashboard-style dates ({name} {value!r} on {where(row)})"
             )
+    if raw.aliased and raw.n_rows > 0:
+        # A dashboard report's column names ("Refund ID"): the dashboard writes rupees, and
+        # a report of whole-rupee amounts with ISO dates would otherwise read as paise.
+        return "rupees", "whole amounts under the Razorpay dashboard report's column names"
     if raw.n_rows == 0:
         return "paise", "no rows"
     return "paise", "whole-number amounts as the API writes them"
