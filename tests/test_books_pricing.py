@@ -140,6 +140,29 @@ def test_with_a_plan_a_clean_payment_charged_more_becomes_fee_overcharged() -> N
     assert priced.loc[untouched].equals(plain.loc[untouched])
 
 
+def test_a_payment_awaiting_its_whole_amount_keeps_that_code_over_a_fee_overcharge() -> None:
+    # An independent walkthrough: a late ₹7,777 payment with no recon row showed as
+    # FEE_OVERCHARGED with ₹27.52 at risk, its unsettled ₹7,777 out of the queue's exposure.
+    # A code that carries the payment's whole amount (MISSING_RECONCILIATION_RECORD,
+    # MISSING_SETTLEMENT) stays primary; the overcharge is listed after it.
+    dataset = load_folder(SPEC_EXAMPLE / "dataset").dataset
+    free = PricingPlan(1, 0, tuple(PricingRule(m, 0) for m in ("upi", "card", "netbanking")))
+    key = ["entity_type", "entity_id"]
+    plain = reconcile(dataset, EngineParams(), AS_OF).set_index(key)
+    priced = reconcile(dataset, EngineParams(), AS_OF, (free,)).set_index(key)
+    whole = plain["reason_code"].isin(["MISSING_RECONCILIATION_RECORD", "MISSING_SETTLEMENT"])
+    charged = priced["reason_codes"].str.contains(FEE_OVERCHARGED)
+    both = priced[whole & charged]
+    assert len(both) > 0, "the spec example holds such a payment"
+    for column in ("status", "reason_code", "exposure_class", "exposure_amount"):
+        assert both[column].equals(plain.loc[both.index, column])
+    assert (both["exposure_amount"] > 0).all()
+    for index, codes in both["reason_codes"].items():
+        listed = codes.split(";")
+        assert listed[0] == plain.at[index, "reason_code"]
+        assert listed[1] == FEE_OVERCHARGED
+
+
 def test_on_the_benchmark_the_contracted_plan_flags_exactly_the_rows_that_charge_more(
     benchmark_5k: Path,
 ) -> None:

@@ -2,11 +2,16 @@
 
 Applied after the spec's checks, only when a run is given pricing plans (the seam in
 `reconcile`): a payment whose fee charged exceeds its plan's fee beyond rounding
-(core.books.pricing) gets the code. Its priority among payment codes is right after
-SETTLEMENT_AMOUNT_DISCREPANCY: a payment that already has one of the four codes before it
-keeps its primary code and lists FEE_OVERCHARGED among its `reason_codes`; otherwise
-FEE_OVERCHARGED becomes the primary code (status EXCEPTION, expected = the plan's fee,
-actual = the fee charged, exposure amount_at_risk = the overcharge).
+(core.books.pricing) gets the code. It ranks after the codes that say the payment's amount
+is wrong or unsettled, MISSING_SETTLEMENT and MISSING_RECONCILIATION_RECORD included (their
+exposure is the payment's whole amount; an overcharge of a few rupees must not hide it: an
+independent walkthrough found a ₹7,777 payment with no recon row shown as ₹27.52 at risk),
+and before TIMING_WINDOW_EXCEEDED (structural, no exposure; it never comes with
+MISSING_RECONCILIATION_RECORD, which has no row to be late). A payment that already has one
+of the codes before it keeps its primary code and lists FEE_OVERCHARGED after them in its
+`reason_codes`; otherwise FEE_OVERCHARGED becomes the primary code (status EXCEPTION,
+expected = the plan's fee, actual = the fee charged, exposure amount_at_risk = the
+overcharge).
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ BEFORE: tuple[str, ...] = (
     C.WRONG_MAPPING,
     C.AMOUNT_MISMATCH,
     C.SETTLEMENT_AMOUNT_DISCREPANCY,
+    C.MISSING_SETTLEMENT,
+    C.MISSING_RECONCILIATION_RECORD,
 )
 
 
