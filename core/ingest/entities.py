@@ -407,6 +407,14 @@ def frames_from_items(kind: str, items: list[dict[str, Any]], source_name: str) 
     kind: payments, refunds, settlements or settlement_recon. Raises InputError naming
     `source_name`, the item number and the field of every bad value.
     """
+    return frame_and_absent_from_items(kind, items, source_name)[0]
+
+
+def frame_and_absent_from_items(
+    kind: str, items: list[dict[str, Any]], source_name: str
+) -> tuple[pd.DataFrame, tuple[str, ...]]:
+    """`frames_from_items`, and the table's columns no item carries (a field the API left
+    out of every item: `settled_by` when Razorpay settles), for Dataset.absent."""
     spec = TABLES.get(kind)
     if spec is None:
         raise ValueError(f"unknown kind {kind!r}; expected one of {sorted(TABLES)}")
@@ -416,7 +424,7 @@ def frames_from_items(kind: str, items: list[dict[str, Any]], source_name: str) 
         raw = table_from_items(source_name, items, wanted, notes)
     except ReadFailure as failure:
         raise InputError(failure.problems) from None
-    frame, _, problems = build_frame(spec, raw, "paise")
+    frame, report, problems = build_frame(spec, raw, "paise")
     if problems:
         raise InputError(problems)
-    return frame
+    return frame, report.absent_columns
