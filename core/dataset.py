@@ -8,7 +8,9 @@ database; the engine reads nothing else.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pandas is imported on first use: `reconcile` starts its parse first
@@ -255,6 +257,13 @@ class Dataset:
     then the engine makes no bank checks (spec section 5). Disputes and transfers are
     optional tables: while one is empty, the recon rows that would name its entities are
     checked as the spec says for recon rows alone (docs/engine.md).
+
+    `absent`: per table (a field name above), the columns of that table its source did not
+    carry (a Razorpay layout without them, e.g. the Dashboard's Payments report has no
+    `base_amount`): the frame holds only the column's default or null there. Storing the
+    dataset keeps a stored row's values of those columns (docs/ingest.md, "Switching
+    layouts"); a new row gets what the frame holds. Empty (the default): every column
+    carried.
     """
 
     payments: pd.DataFrame = field(default_factory=lambda: empty_frame(PAYMENT_COLUMNS))
@@ -271,6 +280,11 @@ class Dataset:
     )
     disputes: pd.DataFrame = field(default_factory=lambda: empty_frame(DISPUTE_COLUMNS))
     transfers: pd.DataFrame = field(default_factory=lambda: empty_frame(TRANSFER_COLUMNS))
+    absent: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
+
+    def absent_columns(self, table: str) -> tuple[str, ...]:
+        """The columns of `table` (a field name) this dataset does not carry; () for all."""
+        return self.absent.get(table, ())
 
 
 def normalise_utr(value: str | None) -> str | None:

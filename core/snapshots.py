@@ -25,6 +25,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -169,6 +170,8 @@ class Written:
     rows: int = 0
     # A delta's: the record of the snapshot it is written beside.
     base: dict[str, Any] | None = None
+    # A delta's: the columns the day did not carry (Dataset.absent), replayed as they were.
+    absent: dict[str, list[str]] | None = None
 
 
 def _state_frames(state: IncrementalState | None) -> dict[str, pa.Table]:
@@ -215,7 +218,10 @@ def write_delta_files(
     frames.update(_state_frames(state))
     files = _write_all(folder, frames)
     families = None if state is None else int(state.families)
-    return Written(folder, files, bool(day.has_bank_statement), families, _rows(day), base)
+    absent = {table: list(columns) for table, columns in day.absent.items() if columns}
+    return Written(
+        folder, files, bool(day.has_bank_statement), families, _rows(day), base, absent or None
+    )
 
 
 def write_files(
@@ -283,6 +289,8 @@ def name_files(written: Written, run_id: int, import_id: int) -> dict[str, Any]:
         files = {t: e for t, e in base["files"].items() if t not in STATE_FILES}
         delta = {"files": named, "rows": written.rows}
         delta["has_bank_statement"] = written.has_bank_statement
+        if written.absent:  # recorded only when the day lacked columns: older records hold none
+            delta["absent"] = written.absent
         record = {
             **{k: v for k, v in base.items() if k != "families"},
             "import_id": int(import_id),
@@ -393,9 +401,11 @@ def load_snapshot(
     parts = [frames.pop(name) for name in STATE_FILES if name in frames]
     dataset = Dataset(**frames, has_bank_statement=bool(record.get("has_bank_statement")))
     for i, entry in enumerate(deltas):
+        absent = entry.get("absent") or {}
         day = Dataset(
             **{t: read[(str(i), f"day_{t}")] for t in DATASET_TABLES},
             has_bank_statement=bool(entry.get("has_bank_statement")),
+            absent=MappingProxyType({t: tuple(c) for t, c in absent.items()}),
         )
         carry = read[(str(i), "carry")]["carry"].to_numpy(dtype=bool)
         assert replay is not None

@@ -8,7 +8,8 @@ value and later with the right one (same key).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,7 @@ import pandas as pd
 from core.calendar import IST_OFFSET_SECONDS, ist_dates
 from core.dataset import DATASET_TABLES, Dataset
 from core.engine.incremental import TABLE_KEYS
+from core.ingest.tables import DATASET_FIELD, TABLES
 
 DAY = 86_400
 
@@ -79,6 +81,33 @@ def corrupt(
     return wrong.astype(frame.dtypes.to_dict())
 
 
+# Columns the API carries and the Dashboard's reports lack (docs/ingest.md, "Switching
+# layouts"): a day downloaded from the Dashboard holds only their default or null.
+DASHBOARD_LACKS: dict[str, tuple[str, ...]] = {
+    "payments": ("base_amount", "card_network", "card_type", "card_international", "card_sub_type"),
+    "refunds": ("base_amount",),
+    "recon": ("on_hold", "payment_id", "notes"),
+    "transfers": ("status", "recipient_settlement_id"),
+}
+# A Transfers report has no Status: a new transfer reads as processed (the importer's guess).
+_GUESSED = {("transfers", "status"): "processed"}
+
+
+def in_dashboard_layout(day: Dataset) -> Dataset:
+    """The day as the Dashboard's reports give it: the columns they lack hold what the
+    importer fills in for a missing column, and `absent` names them."""
+    specs = {DATASET_FIELD[kind]: spec for kind, spec in TABLES.items()}
+    frames: dict[str, pd.DataFrame] = {}
+    for table, columns in DASHBOARD_LACKS.items():
+        frame = getattr(day, table).copy()
+        defaults = {c.name: c.default for c in specs[table].columns}
+        for column in columns:
+            value = _GUESSED.get((table, column), defaults.get(column))
+            frame[column] = pd.Series([value] * len(frame), dtype=frame[column].dtype)
+        frames[table] = frame
+    return replace(day, **frames, absent=MappingProxyType(DASHBOARD_LACKS))
+
+
 def daily_loads(
     dataset: Dataset,
     as_of: int,
@@ -89,10 +118,12 @@ def daily_loads(
     correction_share: float,
     resend_share: float,
     seed: int,
+    dashboard_share: float = 0.0,
 ) -> list[Load]:
     """Everything up to `days` days before as_of in one first load, then one load per IST
     day; rows late by 1-3 days at the given shares; corrections (a wrong version first, the
-    right one 1-3 loads later) and identical re-sends."""
+    right one 1-3 loads later) and identical re-sends; each load after the first in the
+    Dashboard's layout (`in_dashboard_layout`) at `dashboard_share`."""
     rng = np.random.default_rng(seed)
     last = int(ist_dates(np.array([as_of], dtype=np.int64))[0].astype(np.int64))
     first = last - days  # load 0: every row up to this day
@@ -128,5 +159,7 @@ def daily_loads(
             **{t: f.reset_index(drop=True) for t, f in frames.items()},
             has_bank_statement=dataset.has_bank_statement,
         )
+        if dashboard_share and i and rng.random() < dashboard_share:
+            day = in_dashboard_layout(day)
         result.append(Load(day=day, as_of=min(day_end, as_of) if i == n - 1 else day_end))
     return result

@@ -20,6 +20,7 @@ from core.dataset import Dataset
 from core.engine import EngineParams, reconcile
 from core.engine.incremental import (
     FAMILY_JOINS,
+    TABLE_KEYS,
     IncrementalState,
     _fingerprints,
     build_state,
@@ -59,6 +60,7 @@ def _chain(
     reports = []
     for load in daily_loads(dataset, as_of, **shape):  # type: ignore[arg-type]
         merged, replaced = merge_rows(stored, load.day)
+        assert_absent_columns_kept(merged, replaced, load.day)
         full = reconcile(merged, params, load.as_of)
         step = reconcile_incremental(merged, load.day, replaced, previous, params, load.as_of)
         pd.testing.assert_frame_equal(step.outcomes, full)
@@ -71,6 +73,21 @@ def _chain(
         reports.append(step.stats)
         stored, previous, state = merged, step.outcomes, indexed.state
     return reports
+
+
+def assert_absent_columns_kept(merged: Dataset, replaced: Dataset, day: Dataset) -> None:
+    """A stored row the day replaced keeps its values of the columns the day lacks (as the
+    raw tables' upsert keeps them); the day's own values of the others."""
+    for table, columns in day.absent.items():
+        old = getattr(replaced, table)
+        if not len(old) or not columns:
+            continue
+        key = TABLE_KEYS[table]
+        now = getattr(merged, table).set_index(key).loc[old[key]]
+        for column in columns:
+            pd.testing.assert_series_equal(
+                now[column].reset_index(drop=True), old[column].reset_index(drop=True)
+            )
 
 
 def _same_partition(a: np.ndarray, b: np.ndarray) -> bool:
@@ -103,6 +120,7 @@ def assert_same_state(carried: IncrementalState, built: IncrementalState) -> Non
     correction_share=st.sampled_from([0.0, 0.03, 0.08]),
     resend_share=st.sampled_from([0.0, 0.05]),
     seed=st.integers(0, 2**32 - 1),
+    dashboard_share=st.sampled_from([0.0, 0.5]),
 )
 def test_incremental_chain_equals_full_run_over_random_daily_loads(
     world: tuple[Dataset, int],
@@ -112,6 +130,7 @@ def test_incremental_chain_equals_full_run_over_random_daily_loads(
     correction_share: float,
     resend_share: float,
     seed: int,
+    dashboard_share: float,
 ) -> None:
     reports = _chain(
         world,
@@ -121,6 +140,7 @@ def test_incremental_chain_equals_full_run_over_random_daily_loads(
         correction_share=correction_share,
         resend_share=resend_share,
         seed=seed,
+        dashboard_share=dashboard_share,
     )
     assert len(reports) == days + 1
     assert all(r["reconciled"] + r["carried_forward"] > 0 for r in reports)
@@ -140,6 +160,45 @@ def test_late_rows_and_corrections_of_every_table_keep_the_chain_identical(
         seed=2026,
     )
     assert sum(r["reconciled"] for r in reports[1:]) > 0
+
+
+def test_days_in_a_layout_lacking_columns_keep_stored_values_and_the_chain_identical(
+    world: tuple[Dataset, int],
+) -> None:
+    """Days downloaded from the Dashboard (no base_amount, card fields, recon payment_id,
+    transfer status) among API days, corrections and re-sends of stored rows included: the
+    merge keeps the stored values of what a day lacks, and the chain stays identical."""
+    dataset, as_of = world
+    loads = daily_loads(
+        dataset,
+        as_of,
+        days=8,
+        late_share=0.2,
+        bank_late_share=0.3,
+        correction_share=0.15,
+        resend_share=0.2,
+        seed=77,
+        dashboard_share=0.6,
+    )
+    assert any(load.day.absent for load in loads)
+    stored = Dataset(has_bank_statement=dataset.has_bank_statement)
+    kept = 0
+    for load in loads:
+        merged, replaced = merge_rows(stored, load.day)
+        if load.day.absent:
+            kept += len(replaced.payments)
+        stored = merged
+    assert kept > 0  # stored payments were met by Dashboard days
+    _chain(
+        world,
+        days=8,
+        late_share=0.2,
+        bank_late_share=0.3,
+        correction_share=0.15,
+        resend_share=0.2,
+        seed=77,
+        dashboard_share=0.6,
+    )
 
 
 @pytest.fixture(scope="module")

@@ -383,3 +383,29 @@ def test_a_sync_while_a_run_stores_waits_for_it_and_stores_nothing_when_it_gives
         run_sync(conn, fake)
     assert conn.execute("SELECT count(*) FROM payments").fetchone()[0] == 0
     assert run_sync(conn, fake).inserted > 0  # the lock released: the sync goes through
+
+
+def test_a_field_the_api_leaves_out_keeps_the_value_a_dashboard_report_stored(
+    synced_db: Path, fake: FakeRazorpay
+) -> None:
+    """The API leaves `settled_by` out when Razorpay settles; a Dashboard report names the
+    bank of a direct settlement. A sync that answers without it keeps the stored bank
+    (docs/ingest.md, "Switching layouts"), stores what it does carry, and counts a row
+    that differs only in such a field as unchanged."""
+    conn = connect(synced_db)
+    payment = next(p for p in fake.state.payments if p["status"] == "captured")
+    with conn:  # as a Dashboard Payments report's "Settled By" stored it
+        conn.execute("UPDATE payments SET settled_by = 'Axis Bank' WHERE id = ?", (payment["id"],))
+
+    again = run_sync(conn, fake)
+    assert (again.inserted, again.updated) == (0, 0)
+
+    payment.update(status="refunded", amount_refunded=payment["amount"])
+    later = run_sync(conn, fake)
+
+    assert (later.inserted, later.updated) == (0, 1)
+    row = conn.execute(
+        "SELECT status, settled_by FROM payments WHERE id = ?", (payment["id"],)
+    ).fetchone()
+    assert tuple(row) == ("refunded", "Axis Bank")
+    conn.close()

@@ -69,10 +69,12 @@ def copy_frame(
     blocks: Iterator[pa.Buffer],
     *,
     upsert: bool,
+    absent: Sequence[str] = (),
 ) -> None:
     """COPY CSV blocks (values for `columns`) into `table`; with `upsert`, through a
     temporary table and INSERT ... ON CONFLICT (key) DO UPDATE, the last row of a key
-    winning."""
+    winning; a stored row keeps its values of the `absent` columns (not carried by the
+    rows' files: core.db.raw._upsert_clause)."""
     if not upsert:
         conn.copy_csv(table, columns, blocks)
         return
@@ -84,9 +86,10 @@ def copy_frame(
         conn.execute(f"ALTER TABLE {stage} ADD COLUMN stage_order BIGSERIAL")
         conn.copy_csv(stage, columns, blocks)
         names = ", ".join(columns)
-        updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != key)
+        kept = {key, *absent}
+        updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in kept)
         # Only rows whose content differs are rewritten (core.db.raw.changed_content).
-        content = [c for c in columns if c not in (key, "import_id")]
+        content = [c for c in columns if c not in kept and c != "import_id"]
         stored = ", ".join(f"{table}.{c}" for c in content)
         sent = ", ".join(f"excluded.{c}" for c in content)
         conn.execute(

@@ -316,22 +316,29 @@ def upsert_writes(conn: sqlite3.Connection) -> Iterator[None]:
         conn.execute(f"PRAGMA cache_size = {int(previous)}")
 
 
-def _statement(attribute: str, rows: int, *, upsert: bool) -> str:
+def _statement(attribute: str, rows: int, *, upsert: bool, absent: Sequence[str] = ()) -> str:
     """INSERT of `rows` rows (every column plus import_id) into a raw table; with `upsert`,
-    a row whose key is stored already updates that row instead."""
+    a row whose key is stored already updates that row instead (`absent`: columns it
+    keeps, `_upsert_clause`)."""
     table, _, spec = RAW_TABLES[attribute]
     columns = [*spec, "import_id"]
     row = "(" + ", ".join([*(_bound_value(d) for d in spec.values()), "?"]) + ")"
     sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join([row] * rows)}"
-    return sql + _upsert_clause(attribute) if upsert else sql
+    return sql + _upsert_clause(attribute, absent) if upsert else sql
 
 
-def _upsert_clause(attribute: str) -> str:
+def _upsert_clause(attribute: str, absent: Sequence[str] = ()) -> str:
     """The ON CONFLICT clause of an upsert into a raw table: a row whose key is stored
-    already updates that row (every column, import_id included) when its content changed."""
+    already updates that row (every column, import_id included) when its content changed.
+
+    `absent`: columns the rows' files did not carry (core.dataset.Dataset.absent): left out
+    of the SET and of the comparison, so the stored row keeps its values of them and a row
+    that differs only there is left as it is. Empty (the common case: a file of every
+    column), the clause is the one of always."""
     table, key, spec = RAW_TABLES[attribute]
-    updates = ", ".join(f"{c} = excluded.{c}" for c in [*spec, "import_id"] if c != key)
-    content = [c for c in spec if c != key]
+    kept = {key, *absent}
+    updates = ", ".join(f"{c} = excluded.{c}" for c in [*spec, "import_id"] if c not in kept)
+    content = [c for c in spec if c not in kept]
     return f" ON CONFLICT ({key}) DO UPDATE SET {updates} WHERE {changed_content(table, content)}"
 
 
@@ -347,7 +354,13 @@ def changed_content(table: str, content: list[str]) -> str:
 
 
 def _insert_rows(
-    conn: sqlite3.Connection, attribute: str, frame: pd.DataFrame, import_id: int, *, upsert: bool
+    conn: sqlite3.Connection,
+    attribute: str,
+    frame: pd.DataFrame,
+    import_id: int,
+    *,
+    upsert: bool,
+    absent: Sequence[str] = (),
 ) -> None:
     """Every row of the frame, ROWS_PER_STATEMENT rows per statement (fewer statements to step
     through from Python), the remainder one row at a time; rows keep the frame's order."""
@@ -355,12 +368,12 @@ def _insert_rows(
     whole = len(frame) - len(frame) % ROWS_PER_STATEMENT
     if whole:
         conn.executemany(
-            _statement(attribute, ROWS_PER_STATEMENT, upsert=upsert),
+            _statement(attribute, ROWS_PER_STATEMENT, upsert=upsert, absent=absent),
             _parameters(frame, columns, import_id, range(0, whole), ROWS_PER_STATEMENT),
         )
     if whole < len(frame):
         conn.executemany(
-            _statement(attribute, 1, upsert=upsert),
+            _statement(attribute, 1, upsert=upsert, absent=absent),
             _parameters(frame, columns, import_id, range(whole, len(frame)), 1),
         )
 
@@ -374,15 +387,22 @@ def _unique_index_names(conn: sqlite3.Connection, table: str) -> set[str]:
 
 
 def write_frame(
-    conn: sqlite3.Connection, attribute: str, frame: pd.DataFrame, import_id: int
+    conn: sqlite3.Connection,
+    attribute: str,
+    frame: pd.DataFrame,
+    import_id: int,
+    *,
+    absent: Sequence[str] = (),
 ) -> int:
     """Store every row of a Dataset frame in its raw table; returns the row count.
 
     Rows are upserted by key, so loading a row again updates it in place and never
-    duplicates it. Into an empty table (a first import, or after `clear_raw_tables`) the
-    same result is reached faster: the table's indexes (its unique key included, migration
-    0010) are dropped, the rows are plain INSERTs, and each index is built again by one sort
-    instead of a B-tree insert per row. Should the frame itself repeat a key (the importers
+    duplicates it; a stored row keeps its values of the `absent` columns (those the
+    frame's files did not carry, Dataset.absent: `_upsert_clause`). Into an empty table (a
+    first import, or after `clear_raw_tables`) the same result is reached faster: the
+    table's indexes (its unique key included, migration 0010) are dropped, the rows are
+    plain INSERTs, and each index is built again by one sort instead of a B-tree insert
+    per row. Should the frame itself repeat a key (the importers
     never build such a frame), building the unique index fails and the table is filled
     again by upserts, so the last row for a key wins on either path.
     """
@@ -397,11 +417,13 @@ def write_frame(
         # A large plain COPY: indexes dropped and built after (an upsert needs its key index).
         rebuild = not upsert and pg_bulk.rebuild_worth(conn, table, len(frame), empty=True)
         with pg_bulk.indexes_built_after(conn, table, rebuild=rebuild):
-            pg_bulk.copy_frame(conn, table, key, [*spec, "import_id"], blocks, upsert=upsert)
+            pg_bulk.copy_frame(
+                conn, table, key, [*spec, "import_id"], blocks, upsert=upsert, absent=absent
+            )
         pg_bulk.analyze(conn, table)  # the app role may not ANALYZE itself
         return len(frame)
     if not _table_empty(conn, table):
-        _insert_rows(conn, attribute, frame, import_id, upsert=True)
+        _insert_rows(conn, attribute, frame, import_id, upsert=True, absent=absent)
         return len(frame)
     indexes = [o for o in _schema_objects(conn, table) if o.type == "index"]
     unique_names = _unique_index_names(conn, table)
@@ -653,7 +675,12 @@ def copy_staged_table(conn: sqlite3.Connection, alias: str, attribute: str) -> i
 
 
 def upsert_staged_table(
-    conn: sqlite3.Connection, alias: str, attribute: str, import_id: int
+    conn: sqlite3.Connection,
+    alias: str,
+    attribute: str,
+    import_id: int,
+    *,
+    absent: Sequence[str] = (),
 ) -> int:
     """A staged raw table upserted into its house table (one that holds rows already): one
     `INSERT ... SELECT` in the staged rows' order, each row carrying `import_id`; returns the
@@ -663,14 +690,14 @@ def upsert_staged_table(
     instead of bound from Python: the same rows at the same places (new rows get their row
     ids in the frame's order, a key the staged rows repeat ends with the last row's values
     at the first row's place), the same import ids, and the same update triggers fired (a row
-    sent again unchanged is left alone, `changed_content`). The staged table needs no index:
-    the key is looked up in the house table's."""
+    sent again unchanged is left alone, `changed_content`; the `absent` columns kept). The
+    staged table needs no index: the key is looked up in the house table's."""
     table, _, spec = RAW_TABLES[attribute]
     columns = ", ".join(spec)
     # `WHERE true`: SQLite's grammar needs it between a SELECT and ON CONFLICT.
     conn.execute(
         f"INSERT INTO main.{table} ({columns}, import_id) SELECT {columns}, ?"
-        f" FROM {alias}.{table} WHERE true ORDER BY rowid" + _upsert_clause(attribute),
+        f" FROM {alias}.{table} WHERE true ORDER BY rowid" + _upsert_clause(attribute, absent),
         (import_id,),
     )
     return int(conn.execute(f"SELECT count(*) FROM {alias}.{table}").fetchone()[0])
@@ -857,7 +884,7 @@ def read_dataset(conn: sqlite3.Connection) -> Dataset:
     still hold included a bank statement (`bank_statement_in_raw_tables`).
     """
     with transaction(conn, immediate=False):
-        frames = {
+        frames: dict[str, Any] = {
             attribute: _frame(conn, table, spec, "rowid")
             for attribute, (table, _, spec) in RAW_TABLES.items()
             if attribute != "bank"
@@ -1010,7 +1037,7 @@ def read_month_dataset(conn: sqlite3.Connection, month: str, product: MonthProdu
             months += " ORDER BY id"
         wanted["recon"] = (f"entity_id IN ({months})", (start, end))
     with transaction(conn, immediate=False):
-        frames = {
+        frames: dict[str, Any] = {
             attribute: _frame(
                 conn,
                 RAW_TABLES[attribute][0],

@@ -415,9 +415,11 @@ def _mask(found: pa.Array | pa.ChunkedArray) -> BoolArray:
 
 def merge_rows(stored: Dataset, day: Dataset) -> tuple[Dataset, Dataset]:
     """The day's rows upserted into `stored` by key (TABLE_KEYS), as the raw tables' upsert
-    does; and `replaced`, the stored rows the day's rows replace (corrections)."""
-    merged: dict[str, pd.DataFrame] = {}
-    replaced: dict[str, pd.DataFrame] = {}
+    does; and `replaced`, the stored rows the day's rows replace (corrections). A replaced
+    row keeps its stored values of the columns the day does not carry (`day.absent`), as
+    the upsert leaves them (core.db.raw._upsert_clause)."""
+    merged: dict[str, Any] = {}  # Dataset frames, by field
+    replaced: dict[str, Any] = {}
     for attribute in DATASET_TABLES:
         old: pd.DataFrame = getattr(stored, attribute)
         new: pd.DataFrame = getattr(day, attribute)
@@ -434,6 +436,9 @@ def merge_rows(stored: Dataset, day: Dataset) -> tuple[Dataset, Dataset]:
         at = found.fill_null(-1).to_numpy().astype(np.int64)
         hit = at >= 0
         replaced[attribute] = _rows(old, hit)
+        absent = day.absent_columns(attribute)
+        if absent and hit.any():
+            new = _kept_stored(new, old, absent, at[hit], np.flatnonzero(hit))
         if not hit.any():
             merged[attribute] = pd.concat([old, new], ignore_index=True)
             continue
@@ -450,6 +455,25 @@ def merge_rows(stored: Dataset, day: Dataset) -> tuple[Dataset, Dataset]:
         Dataset(**merged, has_bank_statement=has_bank),
         Dataset(**replaced, has_bank_statement=stored.has_bank_statement),
     )
+
+
+def _kept_stored(
+    new: pd.DataFrame,
+    old: pd.DataFrame,
+    absent: Iterable[str],
+    rows: IntArray,
+    stored_rows: IntArray,
+) -> pd.DataFrame:
+    """`new` with its rows at `rows` given the `absent` columns' values of the stored rows
+    at `stored_rows` (the rows they replace)."""
+    new = new.reset_index(drop=True)
+    columns: dict[str, Any] = {name: new[name] for name in new.columns}
+    for name in absent:
+        values = new[name].to_numpy(dtype=object, na_value=None)  # type: ignore[call-overload]
+        stored = old[name].iloc[stored_rows]
+        values[rows] = stored.to_numpy(dtype=object, na_value=None)  # type: ignore[call-overload]
+        columns[name] = pd.Series(values, dtype=old[name].dtype)
+    return pd.DataFrame(columns, columns=new.columns)
 
 
 def _take(frame: pd.DataFrame, positions: IntArray) -> pd.DataFrame:

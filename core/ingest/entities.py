@@ -213,13 +213,18 @@ def build_frame(
     warnings: list[str] = []
     if "settled_by" in columns:
         columns["settled_by"] = _razorpay_is_default(columns["settled_by"])
+    guessed: set[str] = set()  # filled in without the file saying: not carried
     if spec.kind == "refunds" and "status" not in columns and n > 0:
+        if not {REFUND_PROCESSED_AT, REFUND_SETTLED_AT} & columns.keys():
+            guessed.add("status")  # no date to read it from: every refund pending
         columns["status"], note = _refund_status_from_dates(columns, n)
         warnings.append(note)
     if spec.kind == "transfers" and "status" not in columns and n > 0:
         # The Transfers report has no Status column (Reports Data Schema): a listed transfer
-        # was made, so it reads as processed; reversals show in Amount Reversed.
+        # was made, so it reads as processed; reversals show in Amount Reversed. A guess for
+        # a new row, never a stored row's correction (a stored 'reversed' stays).
         columns["status"] = pa.array(["processed"] * n, type=pa.string())
+        guessed.add("status")
         warnings.append("no 'status' column: transfers read as processed")
     for col in spec.columns:
         if col.required and col.name not in columns and (raw.by_line or n > 0):
@@ -299,6 +304,7 @@ def build_frame(
 
     frame = pd.DataFrame({name: out[name] for name in spec.dtypes})
     frame = frame.astype(spec.dtypes)
+    carried = _carried(spec, in_file - guessed)
     report = FileReport(
         kind=spec.kind,
         file=raw.file,
@@ -309,8 +315,29 @@ def build_frame(
         date_style=_style_text(styles),
         ignored_columns=raw.ignored,
         warnings=tuple(warnings),
+        absent_columns=tuple(c for c in spec.dtypes if c not in carried),
     )
     return frame, report, log.problems() if log else []
+
+
+def _carried(spec: TableSpec, read: frozenset[str]) -> frozenset[str]:
+    """The table's columns a file carries: those it has (`read`: its columns, the card
+    object's four and a refund status read from its dates included, a guessed status
+    left out) and those derived from them: a payment's `captured` from its status, a
+    recon row's `fee` from `fee (exclusive tax)` + tax, `settled` from its settlement id
+    or date, and `row_key`. Any other column is absent: its cells are only the column's
+    default or null, which must not overwrite a stored value (docs/ingest.md, "Switching
+    layouts")."""
+    carried = set(read)
+    if spec.kind == "payments" and "status" in read:
+        carried.add("captured")
+    if spec.kind == "settlement_recon":
+        carried.add("row_key")
+        if FEE_EXCLUSIVE_TAX in read:
+            carried.add("fee")
+        if {"settled_at", "settlement_id"} & read:
+            carried.add("settled")
+    return frozenset(carried & spec.dtypes.keys())
 
 
 def _razorpay_is_default(values: pa.Array) -> pa.Array:
@@ -384,6 +411,14 @@ def frames_from_items(kind: str, items: list[dict[str, Any]], source_name: str) 
     kind: payments, refunds, settlements or settlement_recon. Raises InputError naming
     `source_name`, the item number and the field of every bad value.
     """
+    return frame_and_absent_from_items(kind, items, source_name)[0]
+
+
+def frame_and_absent_from_items(
+    kind: str, items: list[dict[str, Any]], source_name: str
+) -> tuple[pd.DataFrame, tuple[str, ...]]:
+    """`frames_from_items`, and the table's columns no item carries (a field the API left
+    out of every item: `settled_by` when Razorpay settles), for Dataset.absent."""
     spec = TABLES.get(kind)
     if spec is None:
         raise ValueError(f"unknown kind {kind!r}; expected one of {sorted(TABLES)}")
@@ -393,7 +428,7 @@ def frames_from_items(kind: str, items: list[dict[str, Any]], source_name: str) 
         raw = table_from_items(source_name, items, wanted, notes)
     except ReadFailure as failure:
         raise InputError(failure.problems) from None
-    frame, _, problems = build_frame(spec, raw, "paise")
+    frame, report, problems = build_frame(spec, raw, "paise")
     if problems:
         raise InputError(problems)
-    return frame
+    return frame, report.absent_columns

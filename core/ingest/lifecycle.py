@@ -139,11 +139,14 @@ class BackwardMove:
 class StoredChanges:
     """changed: stored rows the import changes, per table (tables with none left out);
     examples: fields of the first EXAMPLES such rows; backward: every status it would move
-    back and every growing amount it would lower (per table, in the dataset's row order)."""
+    back and every growing amount it would lower (per table, in the dataset's row order);
+    met: per Dataset field, how many of the import's keys are stored (tables meeting none
+    left out)."""
 
     changed: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     examples: tuple[FieldChange, ...] = ()
     backward: tuple[BackwardMove, ...] = ()
+    met: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
 
 
 NO_CHANGES = StoredChanges()
@@ -182,16 +185,21 @@ def _met(
 
 def stored_changes(incoming: Dataset, stored: Mapping[str, pd.DataFrame]) -> StoredChanges:
     """What upserting `incoming` changes in `stored` (per Dataset field: the stored rows of
-    at least the incoming keys, every column): one vectorised comparison per table."""
+    at least the incoming keys, every column): one vectorised comparison per table, over
+    the columns `incoming` carries (a column in `incoming.absent` keeps its stored value,
+    so it is neither a correction nor a move backwards)."""
     changed: dict[str, int] = {}
     examples: list[FieldChange] = []
     backward: list[BackwardMove] = []
+    met_rows: dict[str, int] = {}
     for attribute, key in COMPARED.items():
         met = _met(getattr(incoming, attribute), stored.get(attribute), key)
         if met is None:
             continue
         ours, theirs = met
-        columns = [c for c in ours.columns if c != key and c in theirs.columns]
+        met_rows[attribute] = len(ours)
+        absent = set(incoming.absent_columns(attribute))
+        columns = [c for c in ours.columns if c != key and c in theirs.columns and c not in absent]
         differs = {column: _differs(theirs[column], ours[column]) for column in columns}
         any_change = np.zeros(len(ours), dtype=bool)
         for mask in differs.values():
@@ -209,7 +217,9 @@ def stored_changes(incoming: Dataset, stored: Mapping[str, pd.DataFrame]) -> Sto
                 new_text = _shown(ours[column].iloc[row])
                 examples.append(FieldChange(table, str(keys[row]), column, old_text, new_text))
         backward.extend(_backward(attribute, keys, theirs, ours, differs))
-    return StoredChanges(MappingProxyType(changed), tuple(examples), tuple(backward))
+    return StoredChanges(
+        MappingProxyType(changed), tuple(examples), tuple(backward), MappingProxyType(met_rows)
+    )
 
 
 def backward_moves(

@@ -158,6 +158,9 @@ class _FileResult:
     problems: list[Problem]
     routed: tuple[tuple[str, pd.DataFrame], ...] = ()  # frames for other tables (attribute)
     settlement_rows: tuple[pd.DataFrame, npt.NDArray[np.int64]] | None = None
+    # The columns each routed frame (in `routed`'s order) and the settlement rows lack.
+    routed_absent: tuple[tuple[str, ...], ...] = ()
+    settlement_rows_absent: tuple[str, ...] = ()
     mapping: str | None = None  # the saved mapping that read a bank statement, if one did
     reversal_links: tuple[tuple[str, str], ...] = ()  # (rvrsl_ id, trf_ id) from a reversals file
 
@@ -183,15 +186,20 @@ def _load_entity_file(
         sha = hashlib.sha256(data).hexdigest()
     attribute = DATASET_FIELD[spec.kind]
     routed: list[tuple[str, pd.DataFrame]] = []
+    routed_absent: list[tuple[str, ...]] = []
     problems: list[Problem] = []
     settlement_rows = None
+    rows_absent: tuple[str, ...] = ()
     try:
         if path.suffix.lower() == ".json" and spec.kind in instant.NESTED_KINDS:
             table, extra = instant.read_with_instant(spec, path.name, data, wanted_columns)
             for extra_spec, extra_raw in extra:
-                extra_frame, _, extra_problems = build_frame(extra_spec, extra_raw, amount_unit)
+                extra_frame, extra_report, extra_problems = build_frame(
+                    extra_spec, extra_raw, amount_unit
+                )
                 problems.extend(extra_problems)
                 routed.append((DATASET_FIELD[extra_spec.kind], extra_frame))
+                routed_absent.append(extra_report.absent_columns)
         elif early is not None:
             table = early.result()
         else:
@@ -205,16 +213,28 @@ def _load_entity_file(
     frame, report, found = build_frame(spec, table, amount_unit, consume=True)
     problems = found + problems
     if rows_table is not None:
-        rows_frame, _, row_problems = build_frame(SETTLEMENTS, rows_table, report.amount_unit)
+        rows_frame, rows_report, row_problems = build_frame(
+            SETTLEMENTS, rows_table, report.amount_unit
+        )
         problems.extend(row_problems)
         settlement_rows = (rows_frame, rows_table.lines())
+        rows_absent = rows_report.absent_columns
     layout = layout_name(spec.kind, table.fmt, table.written_names, table.aliased)
     report = dataclasses.replace(report, layout=layout)
     if routed:
         moved = ", ".join(f"{len(f)} to {name}" for name, f in routed)
         report = dataclasses.replace(report, warnings=(*report.warnings, f"nested items: {moved}"))
     return _FileResult(
-        attribute, path.name, sha, frame, report, problems, tuple(routed), settlement_rows
+        attribute,
+        path.name,
+        sha,
+        frame,
+        report,
+        problems,
+        tuple(routed),
+        settlement_rows,
+        routed_absent=tuple(routed_absent),
+        settlement_rows_absent=rows_absent,
     )
 
 
@@ -257,18 +277,45 @@ def _load_reversals_file(path: Path) -> _FileResult:
     return _FileResult("reversals", path.name, sha, None, report, [], reversal_links=links)
 
 
-def _link_reversals(frames: dict[str, pd.DataFrame], links: dict[str, str]) -> None:
+def _link_reversals(frames: dict[str, pd.DataFrame], links: dict[str, str]) -> bool:
     """Recon rows of a Route reversal (entity_id rvrsl_...) without a transfer_id get the one
-    the reversals file names: the recon API and report do not carry it."""
+    the reversals file names: the recon API and report do not carry it. True when a row
+    got one."""
     recon = frames.get("recon")
     if recon is None or not links:
-        return
+        return False
     named = recon["entity_id"].map(links)
     fill = recon["transfer_id"].isna() & named.notna()
     if fill.any():
         recon = recon.copy()
         recon.loc[fill, "transfer_id"] = named[fill]
         frames["recon"] = recon.astype({"transfer_id": "string"})
+        return True
+    return False
+
+
+def _absent(
+    frames: dict[str, pd.DataFrame], sources: list[tuple[str, int, tuple[str, ...]]]
+) -> MappingProxyType[str, tuple[str, ...]]:
+    """Per table, the columns the dataset does not carry (Dataset.absent), from `sources`:
+    (table, rows it supplied, the columns it lacks) for each file or part of one. A table
+    filled from several (instant settlements nested in settlements.json and in their own
+    file; settlements added from the recon report's settlement rows, which have no fees or
+    tax) lacks what any source of rows lacks: the columns carried for some rows only are
+    kept as stored for all (conservative: a stored value is never blanked by a source
+    without it, at the price of a correction in such a column, made by the other source
+    in the same import, not being stored; rows are not told apart by source)."""
+    lacking: dict[str, set[str]] = {}
+    for attribute, rows, columns in sources:
+        if rows:
+            lacking.setdefault(attribute, set()).update(columns)
+    return MappingProxyType(
+        {
+            attribute: tuple(c for c in frames[attribute].columns if c in columns)
+            for attribute, columns in lacking.items()
+            if columns and attribute in frames
+        }
+    )
 
 
 def _locate_bank(files: dict[str, Path]) -> tuple[Path | None, list[Problem]]:
@@ -442,6 +489,7 @@ def _load_dataset(
     reports: list[FileReport] = []
     digest = hashlib.sha256(f"amount_unit={amount_unit}\n".encode())
     routed: list[tuple[str, pd.DataFrame]] = []
+    sources: list[tuple[str, int, tuple[str, ...]]] = []
     for result in results:  # in the fixed order of `jobs`
         digest.update(f"{result.name}\0{result.sha256}\n".encode())
         if result.mapping is not None:  # the same bytes read through another mapping differ
@@ -451,16 +499,25 @@ def _load_dataset(
             reports.append(dataclasses.replace(result.report, sha256=result.sha256))
         if result.frame is not None and result.report is not None:
             frames[result.attribute] = result.frame
+            sources.append((result.attribute, len(result.frame), result.report.absent_columns))
         routed.extend(result.routed)
+        for (attribute, frame), lacking in zip(result.routed, result.routed_absent, strict=True):
+            sources.append((attribute, len(frame), lacking))
     if problems:
         raise InputError(problems)
     problems.extend(instant.merge_routed(frames, routed))
-    _link_reversals(frames, dict(link for r in results for link in r.reversal_links))
+    if _link_reversals(frames, dict(link for r in results for link in r.reversal_links)):
+        # The reversals file supplies the transfer_id the recon layouts lack (derived data).
+        sources = [
+            (a, n, tuple(c for c in lacking if c != "transfer_id") if a == "recon" else lacking)
+            for a, n, lacking in sources
+        ]
     for result in results:
         if result.settlement_rows is not None:
             rows, lines = result.settlement_rows
             check = cross_check_settlements(frames.get("settlements"), rows, lines, result.name)
             frames["settlements"] = check.settlements
+            sources.append(("settlements", len(check.added), result.settlement_rows_absent))
             at = next(i for i, r in enumerate(reports) if r.file == result.name)
             reports[at] = dataclasses.replace(
                 reports[at], warnings=(*reports[at].warnings, *check.warnings)
@@ -468,7 +525,7 @@ def _load_dataset(
     if problems:
         raise InputError(problems)
     has_bank = bank_path is not None
-    dataset = Dataset(**frames, has_bank_statement=has_bank)
+    dataset = Dataset(**frames, has_bank_statement=has_bank, absent=_absent(frames, sources))
     report = ImportReport(
         source="files",
         location=str(root),
@@ -699,13 +756,20 @@ def _store(
         with writes:
             for attribute, (table, _, _) in raw.RAW_TABLES.items():
                 alias = _staged_alias(staged, table) if staged is not None else None
+                # Columns the files lack keep their stored values (an upsert's SET leaves
+                # them out); () for every column carried, the statements of always.
+                absent = dataset.absent_columns(attribute)
                 if alias is not None and copied:
                     written[table] = raw.copy_staged_table(conn, alias, attribute)
                 elif alias is not None and not exclusive:
-                    written[table] = raw.upsert_staged_table(conn, alias, attribute, import_id)
+                    written[table] = raw.upsert_staged_table(
+                        conn, alias, attribute, import_id, absent=absent
+                    )
                 else:
                     frame = getattr(dataset, attribute)
-                    written[table] = raw.write_frame(conn, attribute, frame, import_id)
+                    written[table] = raw.write_frame(
+                        conn, attribute, frame, import_id, absent=absent
+                    )
         moves = changes.backward
         report = dataclasses.replace(
             report,
@@ -716,6 +780,7 @@ def _store(
             changes=tuple(change.text() for change in changes.examples),
             accepted_older=tuple(move.text() for move in moves[:OLDER_SHOWN]),
             older_count=len(moves),
+            kept=_kept(report.files, dataset, changes),
         )
         if moves:  # taken as corrections, as asked: audited with the import
             from core.audit import append
@@ -737,6 +802,28 @@ def _store(
         record["exclusive"] = exclusive
         raw.update_import_report(conn, import_id, json.dumps(record, sort_keys=True))
     return report
+
+
+def _kept(files: Sequence[FileReport], dataset: Dataset, changes: StoredChanges) -> tuple[str, ...]:
+    """'file: column, ...' for each file lacking columns of a table whose stored rows the
+    import met, the columns the dataset does not carry (ImportReport.kept): a recon file's
+    transfer_id is carried when a reversals file supplied it. A table's columns kept though
+    its file has them (rows another source added lack them, `_absent`) are named by table."""
+    kept: list[str] = []
+    for attribute, columns in dataset.absent.items():
+        if not columns or not changes.met.get(attribute, 0):
+            continue
+        left = set(columns)
+        for report in files:
+            if DATASET_FIELD.get(report.kind) != attribute:
+                continue
+            lacking = [c for c in report.absent_columns if c in left]
+            left -= set(lacking)
+            if lacking:
+                kept.append(f"{report.file}: {', '.join(lacking)}")
+        if left:
+            kept.append(f"{attribute} (rows of another source): {', '.join(sorted(left))}")
+    return tuple(kept)
 
 
 def _row_bytes(dataset: Dataset) -> int:

@@ -25,6 +25,9 @@ class FileReport:
     sha256: of the file's bytes as read ('' for API items).
     layout: the layout recognised (e.g. 'Razorpay API JSON', 'Razorpay dashboard: Payments
         report'); '' when not recorded (older imports, bank statements).
+    absent_columns: the table's columns this file's layout does not carry (nor derive from
+        its data): a stored row keeps its values of them (Dataset.absent); () for every
+        column, and for older stored reports.
     """
 
     kind: str
@@ -39,6 +42,7 @@ class FileReport:
     warnings: tuple[str, ...] = ()
     sha256: str = ""
     layout: str = ""
+    absent_columns: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,9 @@ class ImportReport:
     ('payments pay_X: status 'authorized' -> 'captured''); accepted_older: statuses it moved
     backwards and growing amounts it lowered, taken as corrections on request ('payments
     pay_X: captured -> authorized', 'payments pay_X: amount_refunded 330195 -> 0'), at most
-    a few, older_count: how many in all.
+    a few, older_count: how many in all. kept: per file whose layout lacks columns of a
+    table in which the import met stored rows, 'file: column, ...' (those rows keep their
+    stored values of them: core.ingest.lifecycle, Dataset.absent).
     """
 
     source: str
@@ -79,6 +85,7 @@ class ImportReport:
     changes: tuple[str, ...] = ()
     accepted_older: tuple[str, ...] = ()
     older_count: int = 0
+    kept: tuple[str, ...] = ()
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -142,10 +149,14 @@ class ImportReport:
     def _change_lines(self) -> list[str]:
         """How many stored rows the import changed (corrections), the first few field by
         field, and any status it moved backwards (or amount it lowered) on request."""
+        kept = [f"  not in its layout, stored values kept: {line}" for line in self.kept]
         if not self.changed:
-            return ["  stored rows changed: none (every row written is new or as stored)"]
+            return [
+                "  stored rows changed: none (every row written is new or as stored)",
+                *kept,
+            ]
         counts = ", ".join(f"{table} {n}" for table, n in self.changed.items())
-        out = [f"  stored rows changed (corrections): {counts}"]
+        out = [f"  stored rows changed (corrections): {counts}", *kept]
         out.extend(f"    {change}" for change in self.changes)
         if self.older_count:
             out.append(

@@ -24,6 +24,7 @@ import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -137,6 +138,13 @@ def _as_stored(table: str, frame: pd.DataFrame) -> list[tuple[str, tuple[object,
     keys = [str(k) for k in frame[key_column].tolist()]
     values = [[_plain(v) for v in frame[c].tolist()] for c in columns]
     return list(zip(keys, zip(*values, strict=True), strict=True))
+
+
+def _without(values: tuple[object, ...], skip: list[int]) -> tuple[object, ...]:
+    """`values` without the positions in `skip`."""
+    if not skip:
+        return values
+    return tuple(v for i, v in enumerate(values) if i not in skip)
 
 
 def _fingerprint(rows: list[tuple[str, tuple[object, ...]]]) -> str:
@@ -280,16 +288,20 @@ def _store_day(
     and the run's counters. Every item is validated before anything is written.
     Returns (inserted, updated) per resource.
     """
-    from core.ingest import frames_from_items, store_dataset
+    from core.ingest import store_dataset
+    from core.ingest.entities import frame_and_absent_from_items
 
     frames: dict[str, pd.DataFrame] = {}
+    absent: dict[str, tuple[str, ...]] = {}  # by Dataset field: fields no item carried
     for resource, items in fetched.items():
         if resource != "settlement_recon":
             items = fetched[resource] = _unique_by_id(items)
         if items:  # an empty day has nothing to validate or write
-            frames[resource] = frames_from_items(
+            frames[resource], lacking = frame_and_absent_from_items(
                 resource, items, f"razorpay:{resource}:{day.isoformat()}"
             )
+            if lacking:
+                absent[_TARGETS[resource][1]] = lacking
     counts: dict[str, tuple[int, int]] = {resource: (0, 0) for resource in fetched}
     # Not inside a run (core.db.run_lock): rows stored after a run read the stored state but
     # before it recorded itself would count as reconciled by it. Taken before the transaction.
@@ -300,7 +312,13 @@ def _store_day(
             table, field_name = _TARGETS[resource]
             incoming = _as_stored(table, frame)
             before = db.stored_rows(conn, table, (key for key, _ in incoming))
-            differs = [before.get(key) != values for key, values in incoming]
+            # Fields no item carried are kept as stored: they change nothing.
+            kept = set(absent.get(field_name, ()))
+            skip = [i for i, c in enumerate(db.RAW_TABLES[table][1]) if c in kept]
+            differs = [
+                key not in before or _without(before[key], skip) != _without(values, skip)
+                for key, values in incoming
+            ]
             if not any(differs):
                 continue
             changed = [row for row, flag in zip(incoming, differs, strict=True) if flag]
@@ -316,6 +334,9 @@ def _store_day(
                     refunds=changed_frames.get("refunds", _EMPTY.refunds),
                     settlements=changed_frames.get("settlements", _EMPTY.settlements),
                     recon=changed_frames.get("recon", _EMPTY.recon),
+                    # A field the API left out of every item keeps its stored value (a
+                    # Dashboard report's settled_by): docs/ingest.md, "Switching layouts".
+                    absent=MappingProxyType(absent),
                 ),
                 source=SOURCE,
                 location=f"{settings.base_url} {day.isoformat()}",
