@@ -117,8 +117,16 @@ def decide_unit(
     return "paise", "whole-number amounts as the API writes them"
 
 
+_NO_NOTES = pa.array(["[]", "{}"], type=pa.string())
+
+
 def _notes_json(values: pa.Array) -> pa.Array:
-    """Notes as JSON text: objects and lists kept as written, a plain string JSON-encoded."""
+    """Notes as JSON text: objects and lists kept as written, a plain string JSON-encoded;
+    no notes (the API's `[]` or `{}`, the dashboard's empty cell) is empty alike, so that a
+    layout switch does not list every row's notes as a correction."""
+    empty = pc.fill_null(pc.is_in(values, value_set=_NO_NOTES), False)
+    if pc.any(empty).as_py():
+        values = pc.if_else(empty, pa.scalar(None, pa.string()), values)
     is_json = convert.to_bool_numpy(pc.match_substring_regex(values, r"^[\[{]"))
     plain = convert.valid_mask(values) & ~is_json
     if not plain.any():
