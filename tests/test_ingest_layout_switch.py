@@ -96,6 +96,17 @@ def test_dashboard_csv_after_api_json_keeps_base_amount_card_fields_and_currency
     assert any("not in its layout, stored values kept: payments.csv:" in x for x in report.lines())
 
 
+def test_a_switch_lists_only_real_corrections_not_the_empty_notes_each_layout_writes(
+    db_conn: sqlite3.Connection,
+) -> None:
+    # The API writes no notes as [] and the Dashboard as an empty cell: the same value, so
+    # the one correction left is the one the Dashboard knows better (Settled By).
+    import_dataset(db_conn, API)
+    report = import_dataset(db_conn, DASHBOARD)
+    assert report.changed == {"payments": 1}
+    assert report.changes == (f"payments {BANK_SETTLED}: settled_by '' -> 'Axis Bank'",)
+
+
 def test_stored_data_after_the_switch_reconcile_as_the_api_export_does(
     db_conn: sqlite3.Connection, tmp_path: Path
 ) -> None:
