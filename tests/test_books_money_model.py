@@ -6,7 +6,10 @@ and the roll-forward closes to its open items with residual 0 in every one."""
 
 from __future__ import annotations
 
+from core.books.journal import month_vouchers
 from tests.books_money_support import (
+    NOV,
+    balances,
     dataset,
     instant,
     november,
@@ -56,3 +59,89 @@ def test_an_instant_settlement_drawn_by_the_next_settlement_leaves_the_balance_o
     assert month.closing == 0
     assert dict(month.open_items)["instant_advances"] == 0  # drawn: no residue
     assert month.residual == 0
+
+
+def test_the_journal_books_the_instant_payout_and_the_draw_recovers_it_not_an_expense() -> None:
+    vouchers = month_vouchers(DRAWN, NOV)
+    by_number = {v.number: v for v in vouchers}
+    payout_voucher = by_number["RZP-setlod_I1"]
+    assert payout_voucher.kind == "instant_settlement"
+    lines = {(x.ledger, x.debit, x.credit) for x in payout_voucher.lines}
+    assert lines == {
+        ("Bank", 498_230, 0),
+        ("Payment gateway charges", 1_500, 0),
+        ("GST input credit", 270, 0),
+        ("Razorpay receivable", 0, 500_000),
+    }
+    regular = {(x.ledger, x.debit, x.credit) for x in by_number["RZP-setl_T4b"].lines}
+    assert ("Razorpay receivable", 500_000, 0) in regular  # the draw, recovered
+    assert not any(x.ledger == "Razorpay adjustments" for x in by_number["RZP-setl_T4b"].lines)
+    # Bank is what reached it (₹4,982.30 + ₹5,000); the receivable is cleared.
+    assert balances(vouchers) == {
+        "Sales (Razorpay collections)": -1_000_000,
+        "Bank": 998_230,
+        "Payment gateway charges": 1_500,
+        "GST input credit": 270,
+    }
+
+
+# An instant settlement that settles a payment itself (its recon row names the setlod_…):
+# ₹10,000 UPI payment, fees ₹35.40 (₹5.40 GST), ₹9,964.60 to the bank (tester's month 1).
+SETTLED_BY_INSTANT = dataset(
+    payments=[payment("pay_P11", 1_000_000, "2026-11-18T10:00")],
+    recon=[pay_row("r11", "pay_P11", 1_000_000, "setlod_I2", "2026-11-18T10:00")],
+    instant=[instant("setlod_I2", 1_000_000, "2026-11-19T10:00")],
+    payouts=[payout("setlodp_3", "setlod_I2", 1_000_000, 3_540, 540, "2026-11-19T10:01")],
+)
+
+
+def test_an_instant_settlement_credits_the_receivable_with_the_payment_it_settled() -> None:
+    vouchers = month_vouchers(SETTLED_BY_INSTANT, NOV)
+    assert [v.number for v in vouchers] == ["RZP-CAPTURED-2026-11", "RZP-setlod_I2"]
+    lines = {(x.ledger, x.debit, x.credit) for x in vouchers[1].lines}
+    assert lines == {
+        ("Bank", 996_460, 0),
+        ("Payment gateway charges", 3_000, 0),
+        ("GST input credit", 540, 0),
+        ("Razorpay receivable", 0, 1_000_000),
+    }
+    assert "Razorpay receivable" not in balances(vouchers)
+    month = november(SETTLED_BY_INSTANT)
+    assert month.closing == 0 and month.residual == 0
+
+
+# A netbanking payment settled by the merchant's bank, not Razorpay (Settled By "HDFC
+# Bank"), beside one settled by Razorpay that is not settled yet.
+BY_BANK = dataset(
+    payments=[
+        payment("pay_P10", 800_000, "2026-11-10T10:00", 18_880, 2_880, settled_by="HDFC Bank"),
+        payment("pay_P13", 150_000, "2026-11-30T10:00", 3_540, 540),
+    ],
+)
+
+
+def test_a_payment_settled_by_a_bank_is_not_booked_to_the_razorpay_receivable() -> None:
+    (captured,) = month_vouchers(BY_BANK, NOV)
+    assert captured.lines[0].debit == 150_000
+    assert captured.lines[0].source_rows == ("pay_P13",)
+    month = november(BY_BANK)
+    assert dict(month.movements)["captured"] == captured.lines[0].debit
+
+
+# A USD payment whose Payments report has no Base Amount: its recon row (in December's
+# settlement) gives its INR amount, ₹4,200, as the roll-forward reads it.
+NO_BASE = dataset(
+    payments=[payment("pay_P4", 5_000, "2026-11-02T10:00", 14_868, 2_268, currency="USD")],
+    recon=[pay_row("r4", "pay_P4", 420_000, "setl_S4", "2026-11-02T10:00", 14_868, 2_268)],
+    settlements=[settlement("setl_S4", 405_132, "2026-11-11T10:00")],
+)
+
+
+def test_a_payment_in_another_currency_without_base_amount_is_booked_at_its_recon_rows_inr() -> (
+    None
+):
+    vouchers = month_vouchers(NO_BASE, NOV)
+    assert vouchers[0].lines[0].debit == 420_000
+    assert dict(november(NO_BASE).movements)["captured"] == 420_000
+    assert "Razorpay receivable" not in balances(vouchers)
+
