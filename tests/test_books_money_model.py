@@ -6,6 +6,7 @@ and the roll-forward closes to its open items with residual 0 in every one."""
 
 from __future__ import annotations
 
+from core.books.gst import gst_bases
 from core.books.journal import month_vouchers
 from tests.books_money_support import (
     NOV,
@@ -145,3 +146,10 @@ def test_a_payment_in_another_currency_without_base_amount_is_booked_at_its_reco
     assert dict(november(NO_BASE).movements)["captured"] == 420_000
     assert "Razorpay receivable" not in balances(vouchers)
 
+
+def test_the_gst_tie_out_leaves_a_payment_settled_by_a_bank_out_of_both_bases() -> None:
+    bases = gst_bases(BY_BANK, NOV)
+    # pay_P13 alone: ₹30.00 fee and ₹5.40 GST, captured and not settled yet. pay_P10's
+    # ₹160.00 + ₹28.80 never reach a Razorpay settlement, so they are no timing item.
+    assert (bases.payment_fees, bases.payment_gst) == (3_000, 540)
+    assert (bases.captured_not_settled_fees, bases.captured_not_settled_gst) == (3_000, 540)

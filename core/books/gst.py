@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from core import columns
+from core.books.journal import razorpay_settled
 from core.calendar import in_ist_month
 from core.dataset import Dataset
 from core.errors import InputError, Problem
@@ -244,6 +245,9 @@ def gst_bases(dataset: Dataset, month: str) -> GstBases:
     dates by integer arithmetic (core.calendar.in_ist_month)."""
     pay = dataset.payments
     p = columns.captured(pay) & in_ist_month(pay["created_at"].to_numpy(np.int64), month)
+    # A payment settled by another entity (a bank: Settled By) is not in Razorpay's
+    # settlements, nor in the roll-forward or the journal: outside both bases.
+    p &= razorpay_settled(pay["settled_by"])
     pay_fee, pay_tax = columns.paise(pay["fee"]), columns.paise(pay["tax"])
 
     recon = dataset.recon

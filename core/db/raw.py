@@ -899,7 +899,7 @@ MONTH_COLUMNS: dict[MonthProduct, dict[str, tuple[str, ...]]] = {
         ),
     },
     "gst": {
-        "payments": ("id", "status", "captured", "fee", "tax", "created_at"),
+        "payments": ("id", "status", "captured", "fee", "tax", "created_at", "settled_by"),
         "settlements": ("id", "status", "created_at"),
         "recon": ("entity_id", "type", "fee", "tax", "created_at", "settlement_id"),
         "instant_payouts": ("fees", "tax", "status", "created_at", "processed_at"),
