@@ -20,6 +20,7 @@ from tests.books_money_support import (
     row,
     settlement,
 )
+from tests.engine_support import ts
 
 # An instant settlement of ₹10,000 requested on 19 Nov against a ₹10,000 UPI payment of
 # 18 Nov: one payout of ₹5,000 processed (fees ₹17.70 incl. ₹2.70 GST, ₹4,982.30 to the
@@ -153,3 +154,64 @@ def test_the_gst_tie_out_leaves_a_payment_settled_by_a_bank_out_of_both_bases() 
     # ₹160.00 + ₹28.80 never reach a Razorpay settlement, so they are no timing item.
     assert (bases.payment_fees, bases.payment_gst) == (3_000, 540)
     assert (bases.captured_not_settled_fees, bases.captured_not_settled_gst) == (3_000, 540)
+
+
+def _dispute(did: str, status: str) -> dict[str, object]:
+    return {"id": did, "amount": 100_000, "status": status, "created_at": ts("2026-11-05T10:00")}
+
+
+# Four deduct-at-onset debits of ₹1,000 in one settlement (open, under review, won and lost;
+# the won one reversed in the same settlement) and one of a dispute no disputes file names.
+DISPUTED = dataset(
+    payments=[payment("pay_D", 1_000_000, "2026-11-02T10:00")],
+    recon=[
+        pay_row("d0", "pay_D", 1_000_000, "setl_D", "2026-11-02T10:00"),
+        *(
+            row(
+                f"d{i}",
+                f"adj_{i}",
+                "adjustment",
+                "setl_D",
+                "2026-11-05T10:00",
+                amount=100_000,
+                debit=100_000,
+                dispute_id=f"disp_{i}",
+            )
+            for i in range(1, 6)
+        ),
+        row(
+            "d6",
+            "adj_6",
+            "adjustment",
+            "setl_D",
+            "2026-11-06T10:00",
+            amount=100_000,
+            credit=100_000,
+            dispute_id="disp_3",
+        ),
+    ],
+    settlements=[settlement("setl_D", 600_000, "2026-11-07T10:00")],
+    disputes=[
+        _dispute("disp_1", "open"),
+        _dispute("disp_2", "under_review"),
+        _dispute("disp_3", "won"),
+        _dispute("disp_4", "lost"),
+    ],
+)
+
+
+def test_only_a_lost_or_unknown_disputes_debit_is_a_chargeback_expense() -> None:
+    vouchers = month_vouchers(DISPUTED, NOV)
+    ledgers = balances(vouchers)
+    # Lost (disp_4) and not in the disputes file (disp_5): expense.
+    assert ledgers["Chargebacks"] == 200_000
+    # Open and under review: owed back pending the outcome; won: debited and reversed.
+    assert ledgers["Disputed amounts (pending outcome)"] == 200_000
+    lines = {(x.ledger, x.debit, x.credit, x.source_rows) for x in vouchers[1].lines}
+    assert ("Disputed amounts (pending outcome)", 300_000, 0, ("d1", "d2", "d3")) in lines
+    assert ("Disputed amounts (pending outcome)", 0, 100_000, ("d6",)) in lines
+    assert ("Chargebacks", 200_000, 0, ("d4", "d5")) in lines
+    month = november(DISPUTED)
+    moves = dict(month.movements)
+    assert moves["written_off"] == -100_000 and moves["dispute_debits"] == -400_000
+    assert month.residual == 0

@@ -189,7 +189,7 @@ def test_the_month_read_searches_payments_and_recon_rows_through_indexes_never_a
         read_month_dataset(db_conn, month, product)
     db_conn.set_trace_callback(None)
     reads = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
-    assert len(reads) == 5 + 5 + 2  # journal, gst, fees: one per frame, and gst: named payments
+    assert len(reads) == 6 + 5 + 2  # journal, gst, fees: one per frame, and gst: named payments
     searched = set()
     for statement in reads:
         plan = " ".join(str(r[3]) for r in db_conn.execute(f"EXPLAIN QUERY PLAN {statement}"))

@@ -40,6 +40,7 @@ class Ledgers:
     gst: str = "GST input credit"
     refunds: str = "Customer refunds"
     chargebacks: str = "Chargebacks"
+    disputes: str = "Disputed amounts (pending outcome)"
     adjustments: str = "Razorpay adjustments"
     transfers: str = "Route transfers"
     suspense: str = "Razorpay suspense"
@@ -98,6 +99,7 @@ class _Rows:
     adjustment: npt.NDArray[np.bool_]
     transfer: npt.NDArray[np.bool_]  # transfer or reversal
     dispute: npt.NDArray[np.bool_]  # has a dispute_id
+    pending: npt.NDArray[np.bool_]  # its dispute is in the disputes file and not lost
     draw: npt.NDArray[np.bool_]  # a regular settlement's draw of an instant settlement
     debit: npt.NDArray[np.int64]
     credit: npt.NDArray[np.int64]
@@ -110,9 +112,12 @@ class _Rows:
         return slice(low, int(np.searchsorted(self.group, code, side="right")))
 
 
-def _rows_of(recon: pd.DataFrame, settlement_ids: list[str]) -> tuple[_Rows, dict[str, int]]:
+def _rows_of(
+    recon: pd.DataFrame, settlement_ids: list[str], disputes: pd.DataFrame
+) -> tuple[_Rows, dict[str, int]]:
     """The rows of these settlements (by `settlement_id`, a missing one as ''), and each
-    settlement id's code."""
+    settlement id's code. `disputes`: the disputes file (id, status), which says whose
+    dispute rows are pending an outcome (or won) rather than lost."""
     group_text = columns.text(recon["settlement_id"]).fill_null("")
     wanted = pa.array(settlement_ids, pa.large_string())
     (codes, wanted_codes), size = columns.shared_codes(group_text, wanted)
@@ -136,6 +141,7 @@ def _rows_of(recon: pd.DataFrame, settlement_ids: list[str]) -> tuple[_Rows, dic
         adjustment=columns.equals(rtype, "adjustment"),
         transfer=columns.among(rtype, ("transfer", "reversal")),
         dispute=recon["dispute_id"].notna().to_numpy(dtype=bool)[at],
+        pending=_pending_disputes(recon, disputes)[at],
         draw=draws,
         debit=ints("debit"),
         credit=ints("credit"),
@@ -144,6 +150,16 @@ def _rows_of(recon: pd.DataFrame, settlement_ids: list[str]) -> tuple[_Rows, dic
         tax=ints("tax"),
     )
     return rows, {sid: int(code) for sid, code in zip(settlement_ids, wanted_codes, strict=True)}
+
+
+def _pending_disputes(recon: pd.DataFrame, disputes: pd.DataFrame) -> npt.NDArray[np.bool_]:
+    """Per recon row: it names a dispute that the disputes file has with a status other than
+    `lost` (open, under_review, won, closed): its money is not an expense (docs/books.md)."""
+    status = columns.text(disputes["status"])
+    not_lost = pc.fill_null(pc.not_equal(status, pa.scalar("lost", pa.large_string())), True)
+    ids = columns.text(disputes["id"]).filter(not_lost)
+    named = pc.is_in(columns.text(recon["dispute_id"]), value_set=ids)
+    return np.asarray(pc.fill_null(named, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def settlement_vouchers(dataset: Dataset, ledgers: Ledgers | None = None) -> list[Voucher]:
@@ -162,7 +178,9 @@ def _settlement_vouchers(
     if month is not None:
         processed = processed[in_ist_month(processed["created_at"].to_numpy(np.int64), month)]
     ids = list(processed["id"].astype(str))
-    rows, code_of = _rows_of(dataset.recon, [sid for sid in ids if isinstance(sid, str)])
+    rows, code_of = _rows_of(
+        dataset.recon, [sid for sid in ids if isinstance(sid, str)], dataset.disputes
+    )
     vouchers = []
     for sid, amount, created in zip(
         ids,
@@ -229,7 +247,7 @@ def _instant_vouchers(
     if month is not None:
         inside = in_ist_month(np.array([when[i] for i in order], dtype=np.int64), month)
         order = [i for i, keep in zip(order, inside, strict=True) if keep]
-    rows, code_of = _rows_of(dataset.recon, [i for i in order if i in known])
+    rows, code_of = _rows_of(dataset.recon, [i for i in order if i in known], dataset.disputes)
     vouchers = []
     for iid in order:
         part = rows.segment(code_of[iid]) if iid in known else slice(0, 0)
@@ -275,6 +293,7 @@ def _settlement_lines(
     keys = rows.keys[part]
     debit, credit, fee, tax = rows.debit[part], rows.credit[part], rows.fee[part], rows.tax[part]
     dispute, adjustment, draw = rows.dispute[part], rows.adjustment[part], rows.draw[part]
+    pending = rows.pending[part]
     pay, ref = rows.payment[part], rows.refund[part]
     paid_by = payouts.keys if payouts is not None else ()
     every = (*keys, *paid_by)
@@ -288,7 +307,8 @@ def _settlement_lines(
     lines.append(Line(names.gst, int(tax.sum()) + extra_tax, 0, charged))
     lines.append(Line(names.refunds, int(rows.amount[part][ref].sum()), 0, tuple(keys[ref])))
     groups = (
-        (names.chargebacks, adjustment & dispute),
+        (names.chargebacks, adjustment & dispute & ~pending),
+        (names.disputes, adjustment & dispute & pending),
         (names.adjustments, adjustment & ~dispute & ~draw),
         (names.transfers, rows.transfer[part]),
     )

@@ -893,6 +893,7 @@ MONTH_COLUMNS: dict[MonthProduct, dict[str, tuple[str, ...]]] = {
             *("settlement_id", "dispute_id"),
         ),
         "instant_settlements": ("id", "created_at"),
+        "disputes": ("id", "status"),
         "instant_payouts": (
             *("id", "instant_settlement_id", "amount", "amount_settled", "fees", "tax"),
             *("status", "created_at", "processed_at"),
@@ -970,10 +971,11 @@ def read_month_dataset(conn: sqlite3.Connection, month: str, product: MonthProdu
       captured ones); the settlements created in the month with status processed (the
       vouchers dated in it); the instant settlements created in the month and their
       processed payouts, and the processed payouts of an instant settlement not in the data
-      processed (else created) in the month; the recon rows of those settlements and instant settlements (by
-      settlement_id), and the payment rows naming a payment of the month in another
-      currency without base_amount or settled by someone other than Razorpay (by
-      entity_id: the captured voucher reads its first row).
+      processed (else created) in the month; the recon rows of those settlements and
+      instant settlements (by settlement_id), and the payment rows naming a payment of the
+      month in another currency without base_amount or settled by someone other than
+      Razorpay (by entity_id: the captured voucher reads its first row); the disputes
+      those rows name.
     - "gst" (core.books.gst.gst_bases): the journal's rows, plus the refund recon rows
       created in the month (the NULL-dated ones too when the month holds the epoch:
       gst_bases counts a missing date as 0) wherever they were settled, the payments named
@@ -1017,6 +1019,11 @@ def read_month_dataset(conn: sqlite3.Connection, month: str, product: MonthProdu
             (start, end, start, end, start, end),
         )
         wanted["instant_settlements"] = (in_month, (start, end))
+        # The disputes those rows name (their status: lost, or pending / won).
+        wanted["disputes"] = (
+            f"id IN (SELECT dispute_id FROM recon_rows WHERE {wanted['recon'][0]})",
+            wanted["recon"][1],
+        )
         # The processed payouts of those instant settlements, and those of an instant
         # settlement not in the data processed in the month (dated by their payout).
         done = "coalesce(processed_at, created_at)"
