@@ -148,12 +148,15 @@ def test_a_payment_in_another_currency_without_base_amount_is_booked_at_its_reco
     assert "Razorpay receivable" not in balances(vouchers)
 
 
-def test_the_gst_tie_out_leaves_a_payment_settled_by_a_bank_out_of_both_bases() -> None:
+def test_the_gst_tie_out_files_a_payment_settled_by_a_bank_apart_from_timing() -> None:
     bases = gst_bases(BY_BANK, NOV)
-    # pay_P13 alone: ₹30.00 fee and ₹5.40 GST, captured and not settled yet. pay_P10's
-    # ₹160.00 + ₹28.80 never reach a Razorpay settlement, so they are no timing item.
-    assert (bases.payment_fees, bases.payment_gst) == (3_000, 540)
+    # Both payments were charged a fee (the payment basis: ₹190.00 + ₹34.20). Only pay_P13's
+    # ₹30.00 + ₹5.40 is timing (captured, settled later); pay_P10's ₹160.00 + ₹28.80 never
+    # reach a Razorpay settlement: their own line, not a timing item that never clears.
+    assert (bases.payment_fees, bases.payment_gst) == (19_000, 3_420)
     assert (bases.captured_not_settled_fees, bases.captured_not_settled_gst) == (3_000, 540)
+    assert (bases.settled_elsewhere_fees, bases.settled_elsewhere_gst) == (16_000, 2_880)
+    assert (bases.unexplained_fees, bases.unexplained_gst) == (0, 0)
 
 
 def _dispute(did: str, status: str) -> dict[str, object]:

@@ -63,5 +63,8 @@ def test_the_testers_months_close_and_journal_to_their_hand_figures(variant: str
         # ₹150.00 of adjustments +₹150.00 −₹75.00 are the tester's own (S7), not a draw.
         assert ledgers["Razorpay adjustments"] == -7_500
         bases = gst_bases(dataset, NOV)
-        # pay_NOV13Pend0013 alone is captured and not settled: ₹30.00 + ₹5.40 GST.
+        # pay_NOV13Pend0013 alone is captured and not settled yet: ₹30.00 + ₹5.40 GST.
         assert (bases.captured_not_settled_fees, bases.captured_not_settled_gst) == (3_000, 540)
+        # pay_NOV10Direct10, settled by HDFC Bank: ₹160.00 + ₹28.80 on a line of its own.
+        assert (bases.settled_elsewhere_fees, bases.settled_elsewhere_gst) == (16_000, 2_880)
+        assert (bases.unexplained_fees, bases.unexplained_gst) == (0, 0)
