@@ -6,8 +6,10 @@ and the roll-forward closes to its open items with residual 0 in every one."""
 
 from __future__ import annotations
 
+import pandas as pd
+
 from core.books.gst import gst_bases
-from core.books.journal import month_vouchers
+from core.books.journal import bank_credits, month_vouchers
 from tests.books_money_support import (
     NOV,
     balances,
@@ -70,7 +72,7 @@ def test_the_journal_books_the_instant_payout_and_the_draw_recovers_it_not_an_ex
     assert payout_voucher.kind == "instant_settlement"
     lines = {(x.ledger, x.debit, x.credit) for x in payout_voucher.lines}
     assert lines == {
-        ("Bank", 498_230, 0),
+        ("Razorpay settlements in transit", 498_230, 0),
         ("Payment gateway charges", 1_500, 0),
         ("GST input credit", 270, 0),
         ("Razorpay receivable", 0, 500_000),
@@ -78,10 +80,10 @@ def test_the_journal_books_the_instant_payout_and_the_draw_recovers_it_not_an_ex
     regular = {(x.ledger, x.debit, x.credit) for x in by_number["RZP-setl_T4b"].lines}
     assert ("Razorpay receivable", 500_000, 0) in regular  # the draw, recovered
     assert not any(x.ledger == "Razorpay adjustments" for x in by_number["RZP-setl_T4b"].lines)
-    # Bank is what reached it (₹4,982.30 + ₹5,000); the receivable is cleared.
+    # Paid out ₹4,982.30 + ₹5,000 (in transit: no bank line here); the receivable cleared.
     assert balances(vouchers) == {
         "Sales (Razorpay collections)": -1_000_000,
-        "Bank": 998_230,
+        "Razorpay settlements in transit": 998_230,
         "Payment gateway charges": 1_500,
         "GST input credit": 270,
     }
@@ -102,7 +104,7 @@ def test_an_instant_settlement_credits_the_receivable_with_the_payment_it_settle
     assert [v.number for v in vouchers] == ["RZP-CAPTURED-2026-11", "RZP-setlod_I2"]
     lines = {(x.ledger, x.debit, x.credit) for x in vouchers[1].lines}
     assert lines == {
-        ("Bank", 996_460, 0),
+        ("Razorpay settlements in transit", 996_460, 0),
         ("Payment gateway charges", 3_000, 0),
         ("GST input credit", 540, 0),
         ("Razorpay receivable", 0, 1_000_000),
@@ -218,3 +220,51 @@ def test_only_a_lost_or_unknown_disputes_debit_is_a_chargeback_expense() -> None
     moves = dict(month.movements)
     assert moves["written_off"] == -100_000 and moves["dispute_debits"] == -400_000
     assert month.residual == 0
+
+
+# Three settlements: one credited in full, one credited 3 paise short, one never credited;
+# and the instant payout's IMPS credit (the tester's month 1, setl_NOV13Batch05 and
+# setl_NOV25Batch09).
+CREDITED = dataset(
+    payments=[
+        payment("pay_A", 200_000, "2026-11-02T10:00"),
+        payment("pay_B", 300_000, "2026-11-03T10:00"),
+        payment("pay_C", 400_000, "2026-11-04T10:00"),
+    ],
+    recon=[
+        pay_row("ra", "pay_A", 200_000, "setl_A", "2026-11-02T10:00"),
+        pay_row("rb", "pay_B", 300_000, "setl_B", "2026-11-03T10:00"),
+        pay_row("rc", "pay_C", 400_000, "setl_C", "2026-11-04T10:00"),
+    ],
+    settlements=[
+        settlement("setl_A", 200_000, "2026-11-04T10:00"),
+        settlement("setl_B", 300_000, "2026-11-05T10:00"),
+        settlement("setl_C", 400_000, "2026-11-25T10:00"),
+    ],
+)
+OUTCOMES = pd.DataFrame(
+    {
+        "entity_type": ["bank_entry", "bank_entry", "bank_entry", "settlement"],
+        "entity_id": ["stmt.csv:9", "stmt.csv:10", "stmt.csv:11", "setl_C"],
+        "settlement_id": ["setl_A", "setl_B", None, "setl_C"],
+        "actual_amount": [200_000, 299_997, 123_400, 0],
+        "entity_created_at": [ts("2026-11-04"), ts("2026-11-05"), ts("2026-11-06"), None],
+    }
+)
+
+
+def test_bank_is_debited_only_with_what_matched_bank_lines_show() -> None:
+    credits = bank_credits(OUTCOMES)
+    # The unmatched credit (no settlement) and the settlement's own outcome are no bank line.
+    assert [(c.line, c.amount, c.settlements) for c in credits] == [
+        ("stmt.csv:9", 200_000, ("setl_A",)),
+        ("stmt.csv:10", 299_997, ("setl_B",)),
+    ]
+    vouchers = month_vouchers(CREDITED, NOV, credits=credits)
+    bank = [v for v in vouchers if v.kind == "bank"]
+    assert [v.number for v in bank] == ["RZP-BANK-stmt.csv:9", "RZP-BANK-stmt.csv:10"]
+    ledgers = balances(vouchers)
+    assert ledgers["Bank"] == 499_997  # ties to the statement
+    # setl_C never credited (₹4,000) and setl_B's 3 paise stay visible in transit.
+    assert ledgers["Razorpay settlements in transit"] == 400_003
+    assert "Razorpay receivable" not in ledgers

@@ -1,13 +1,18 @@
 """Journal entries for the books (docs/books.md): one balanced voucher per processed
-settlement, one for the month's captured payments, CSV and Tally XML.
+settlement and per instant settlement, one for the month's captured payments, one per bank
+line the reconciliation matched to settlements; CSV and Tally XML.
 
-A settlement's voucher: Bank Dr (what it paid), Payment gateway charges Dr (fees without
-GST), GST input credit Dr (the GST on them), Customer refunds Dr, Chargebacks Dr/Cr (dispute
-debits and reversals), Razorpay adjustments Dr/Cr, Route transfers Dr/Cr, and Razorpay
-receivable Cr (the payments it carries, gross). What its rows and its amount leave over is
-posted to a suspense ledger, so a voucher always balances and a difference is never hidden:
-it is zero whenever the recon rows follow Razorpay's arithmetic and the settlement pays
-their sum (spec section 1). Every line names the recon rows it comes from.
+A settlement's voucher: Razorpay settlements in transit Dr (what it paid out), Payment
+gateway charges Dr (fees without GST), GST input credit Dr (the GST on them), Customer
+refunds Dr, Chargebacks Dr/Cr (lost disputes' debits and reversals), Disputed amounts
+Dr/Cr (those of disputes pending or won), Razorpay adjustments Dr/Cr, Route transfers
+Dr/Cr, Razorpay receivable Dr (a draw of an instant settlement) and Cr (the payments it
+carries, gross). What its rows and its amount leave over is posted to a suspense ledger, so
+a voucher always balances and a difference is never hidden: it is zero whenever the recon
+rows follow Razorpay's arithmetic and the settlement pays their sum (spec section 1). Every
+line names the recon rows it comes from. Bank is debited only by a matched bank line (Bank
+Dr, in transit Cr, what the line shows): nothing counts as received until the statement
+shows it.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from xml.sax.saxutils import escape
 
@@ -35,6 +41,7 @@ class Ledgers:
     """Ledger names as the merchant's chart of accounts has them (configurable)."""
 
     bank: str = "Bank"
+    transit: str = "Razorpay settlements in transit"
     receivable: str = "Razorpay receivable"
     charges: str = "Payment gateway charges"
     gst: str = "GST input credit"
@@ -68,8 +75,8 @@ class Line:
 class Voucher:
     number: str
     date: dt.date
-    kind: str  # 'settlement' or 'captured'
-    reference: str  # the settlement id, or the month
+    kind: str  # 'captured', 'settlement', 'instant_settlement', 'bank' or 'prior_period'
+    reference: str  # the settlement id(s), or the month
     narration: str
     lines: tuple[Line, ...]
 
@@ -224,10 +231,11 @@ def _instant_vouchers(
     """Per instant settlement with a processed payout or a recon row naming it, dated its
     created_at (IST; a payout whose instant settlement is not in the data: its first
     processed payout's processed_at, else created_at; only those in `month` when given):
-    Bank Dr what its processed payouts settled, charges and GST Dr their fees, the lines of
-    the recon rows that name it (as a regular settlement's), and Razorpay receivable Cr
-    what it drew from the balance beyond those rows (its advance, recovered by the draw of a
-    later regular settlement: `_settlement_lines`); suspense takes what is left over. The
+    Razorpay settlements in transit Dr what its processed payouts settled, charges and GST
+    Dr their fees, the lines of the recon rows that name it (as a regular settlement's), and
+    Razorpay receivable Cr what it drew from the balance beyond those rows (its advance,
+    recovered by the draw of a later regular settlement: `_settlement_lines`); suspense
+    takes what is left over. The
     roll-forward counts the same payouts (instant_settlements and fees lines)."""
     names = ledgers or Ledgers()
     inst = dataset.instant_settlements
@@ -300,9 +308,11 @@ def _settlement_lines(
     charged = (*keys[fee != 0], *paid_by)
     extra_fee = payouts.fees if payouts is not None else 0
     extra_tax = payouts.tax if payouts is not None else 0
-    lines: list[Line] = [Line(names.bank, paid, 0, every)] if paid >= 0 else []
+    # What Razorpay paid out is in transit until a bank line the reconciliation matched
+    # shows it (`bank_vouchers`): Bank is debited only with what the statement shows.
+    lines: list[Line] = [Line(names.transit, paid, 0, every)] if paid >= 0 else []
     if paid < 0:
-        lines.append(Line(names.bank, 0, -paid, every))
+        lines.append(Line(names.transit, 0, -paid, every))
     lines.append(Line(names.charges, int((fee - tax).sum()) + extra_fee - extra_tax, 0, charged))
     lines.append(Line(names.gst, int(tax.sum()) + extra_tax, 0, charged))
     lines.append(Line(names.refunds, int(rows.amount[part][ref].sum()), 0, tuple(keys[ref])))
@@ -412,15 +422,97 @@ def captured_voucher(dataset: Dataset, month: str, ledgers: Ledgers | None = Non
     )
 
 
-def month_vouchers(dataset: Dataset, month: str, ledgers: Ledgers | None = None) -> list[Voucher]:
-    """The month's journal: its captured payments, then every settlement and instant
-    settlement made in it, in (created_at, id) order."""
+@dataclass(frozen=True)
+class BankCredit:
+    """A bank statement line that the reconciliation matched to settlements (a `bank_entry`
+    outcome naming them): what reached the bank for them."""
+
+    line: str  # the bank line's id (file:line)
+    at: int  # its date, Unix seconds (the outcome's entity_created_at)
+    amount: int  # paise: its credit (a debit line's amount is negative)
+    settlements: tuple[str, ...]  # the settlement and instant settlement ids it pays
+
+
+def bank_credits(outcomes: pd.DataFrame) -> tuple[BankCredit, ...]:
+    """The bank lines of a run's outcomes that name a settlement (`settlement_id`, several
+    joined by ';' for a consolidated credit), with the amount the line shows
+    (`actual_amount`), in (date, line) order."""
+    if outcomes.empty:
+        return ()
+    kind = outcomes["entity_type"].astype(str) == "bank_entry"
+    named = outcomes["settlement_id"].astype("string").fillna("") != ""
+    lines = outcomes[(kind & named).to_numpy(dtype=bool)]
+    found = [
+        BankCredit(
+            line=str(line),
+            at=int(at) if pd.notna(at) else 0,
+            amount=int(amount) if pd.notna(amount) else 0,
+            settlements=tuple(x for x in str(sids).split(";") if x),
+        )
+        for line, at, amount, sids in zip(
+            lines["entity_id"],
+            lines["entity_created_at"],
+            lines["actual_amount"],
+            lines["settlement_id"],
+            strict=True,
+        )
+    ]
+    return tuple(sorted(found, key=lambda c: (c.at, c.line)))
+
+
+def bank_vouchers(
+    credits: Sequence[BankCredit], month: str | None = None, ledgers: Ledgers | None = None
+) -> list[Voucher]:
+    """Per matched bank line (dated in `month`, IST, when given): Bank Dr what the line
+    shows, Razorpay settlements in transit Cr (a debit line the other way round). A
+    settlement the bank never credited, or credited short, stays in transit."""
+    names = ledgers or Ledgers()
+    vouchers = []
+    for c in credits:
+        if month is not None and not in_ist_month(np.array([c.at], dtype=np.int64), month)[0]:
+            continue
+        if not c.amount:
+            continue
+        rows = (c.line,)
+        debit, credit = max(c.amount, 0), max(-c.amount, 0)
+        vouchers.append(
+            Voucher(
+                number=f"RZP-BANK-{c.line}",
+                date=_ist_date(c.at),
+                kind="bank",
+                reference=";".join(c.settlements),
+                narration=(
+                    f"Bank statement line {c.line} matched to {', '.join(c.settlements)}"
+                    " by the reconciliation"
+                ),
+                lines=(
+                    Line(names.bank, debit, credit, rows),
+                    Line(names.transit, credit, debit, rows),
+                ),
+            )
+        )
+    return vouchers
+
+
+def month_vouchers(
+    dataset: Dataset,
+    month: str,
+    ledgers: Ledgers | None = None,
+    credits: Sequence[BankCredit] = (),
+) -> list[Voucher]:
+    """The month's journal: its captured payments, every settlement and instant settlement
+    made in it, in (created_at, id) order, then the bank lines of the month that the
+    reconciliation matched to settlements (`credits`, from the latest run's outcomes)."""
     paid = [
         *_settlement_vouchers(dataset, ledgers, month),
         *_instant_vouchers(dataset, ledgers, month),
     ]
     paid.sort(key=lambda item: (item[0], item[1]))
-    return [captured_voucher(dataset, month, ledgers), *(v for _, _, v in paid)]
+    return [
+        captured_voucher(dataset, month, ledgers),
+        *(v for _, _, v in paid),
+        *bank_vouchers(credits, month, ledgers),
+    ]
 
 
 def rupees(paise: int) -> str:
