@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.books.close import ClosedMonth, change_details, month_journal
+from core.books.close import ClosedMonth, change_details, month_bank_credits, month_journal
 from core.books.journal import journal_csv, month_vouchers
 from core.books.ledger import ledger_status
 from core.db import connect
@@ -50,7 +50,9 @@ def late(
             conn,
             benchmark_1500,
             tmp_path / "late-day",
-            lambda c: journal_csv(month_vouchers(read_dataset(c), MAY)),
+            lambda c: journal_csv(
+                month_vouchers(read_dataset(c), MAY, credits=month_bank_credits(c, MAY))
+            ),
         )
         assert ledger_status(conn).current  # the day carried the books' ledger forward
     finally:

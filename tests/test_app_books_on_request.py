@@ -12,8 +12,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import core.db.raw
+from core.books.close import month_bank_credits
 from core.books.gst import Invoice, tie_out
-from core.books.journal import journal_csv, month_vouchers, tally_xml
+from core.books.journal import BankCredit, journal_csv, month_vouchers, tally_xml
 from core.books.pricing import PricingRule, fee_check, overcharge_summary
 from core.books.store import pricing_plans, save_pricing_plan
 from core.dataset import Dataset
@@ -81,6 +82,15 @@ def _dataset(app_db: str) -> Dataset:
         conn.close()
 
 
+def _credits(app_db: str, month: str) -> tuple[BankCredit, ...]:
+    """The bank lines of `month` the stored run matched (the journal's Bank vouchers)."""
+    conn = connect(app_db)
+    try:
+        return month_bank_credits(conn, month)
+    finally:
+        conn.close()
+
+
 def _run(at: AppTest) -> AppTest:
     at.run()
     assert not at.exception, [e.value for e in at.exception]
@@ -129,7 +139,7 @@ def test_the_journal_is_built_once_when_asked_as_before_and_offered_again_for_an
     months = at.selectbox(key=keys.BOOKS_MONTH).options
     assert len(months) >= 2
     month = at.selectbox(key=keys.BOOKS_MONTH).value
-    vouchers = month_vouchers(_dataset(app_db), month)
+    vouchers = month_vouchers(_dataset(app_db), month, credits=_credits(app_db, month))
     calls = _count_reads(monkeypatch)
     at.button(key=keys.BOOKS_JOURNAL_BUILD).click()
     _run(at)

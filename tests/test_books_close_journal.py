@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from core.__main__ import main
-from core.books.close import PRIOR_PERIOD, closed_months, since_close
+from core.books.close import PRIOR_PERIOD, closed_months, month_bank_credits, since_close
 from core.books.journal import journal_csv, month_vouchers, tally_xml
 from core.books.ledger import ledger_for
 from core.db import connect
@@ -47,7 +47,7 @@ CAPTURED_MAY = "RZP-CAPTURED-2026-05"
 def _journals(conn: sqlite3.Connection, month: str) -> tuple[str, str]:
     """What `journal` printed for `month` before this change (every voucher from today's
     rows, CSV and Tally XML): the oracle of "what was in the books" at a moment."""
-    vouchers = month_vouchers(read_dataset(conn), month)
+    vouchers = month_vouchers(read_dataset(conn), month, credits=month_bank_credits(conn, month))
     return journal_csv(vouchers), tally_xml(vouchers)
 
 

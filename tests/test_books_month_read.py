@@ -19,6 +19,7 @@ import pytest
 
 from core.benchmark import generate
 from core.benchmark.fees import PRICING_FILE
+from core.books.close import month_bank_credits
 from core.books.gst import gst_bases
 from core.books.journal import journal_csv, month_vouchers, tally_xml
 from core.books.pricing import (
@@ -189,7 +190,7 @@ def test_the_month_read_searches_payments_and_recon_rows_through_indexes_never_a
         read_month_dataset(db_conn, month, product)
     db_conn.set_trace_callback(None)
     reads = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
-    assert len(reads) == 3 + 5 + 2  # journal, gst, fees: one per frame, and gst: named payments
+    assert len(reads) == 6 + 5 + 2  # journal, gst, fees: one per frame, and gst: named payments
     searched = set()
     for statement in reads:
         plan = " ".join(str(r[3]) for r in db_conn.execute(f"EXPLAIN QUERY PLAN {statement}"))
@@ -284,7 +285,7 @@ def test_the_close_report_reads_the_month_and_holds_what_every_raw_table_gives(
     overcharged = 0
     for month in months[-2:]:
         built = report.build_report(db_conn, month)
-        vouchers = month_vouchers(whole, month)
+        vouchers = month_vouchers(whole, month, credits=month_bank_credits(db_conn, month))
         assert built.files["journal.csv"] == journal_csv(vouchers), month
         assert built.files["tally.xml"] == tally_xml(vouchers), month
         assert built.files["gst_tie_out.csv"] == report._gst_csv(tie_out(whole, month)), month

@@ -548,6 +548,11 @@ def gst_figures(bases: GstBases | None, month: str) -> None:
             t.captured_not_settled_gst,
         ),
         (
+            "Payments settled by another entity (a bank): never in Razorpay's settlements",
+            t.settled_elsewhere_fees,
+            t.settled_elsewhere_gst,
+        ),
+        (
             "Timing: earlier months' payments and refunds settled this month",
             -t.settled_from_other_months_fees,
             -t.settled_from_other_months_gst,

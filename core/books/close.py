@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from core.books.journal import Ledgers, Voucher, month_vouchers
+from core.books.journal import BankCredit, Ledgers, Voucher, month_vouchers
 from core.books.posting import (
     PRIOR_PERIOD_KIND,
     ClosedPart,
@@ -36,6 +36,7 @@ from core.calendar import IST, month_bounds
 from core.db import books as books_sql
 from core.db import raw
 from core.db.connection import transaction
+from core.db.runs import latest_completed_run_id
 from core.errors import ConfigError, RefusedError
 
 PRIOR_PERIOD = "prior_period_adjustments"
@@ -425,11 +426,26 @@ def _since_close(
     return marked, tuple((row, *found[row]) for row in sorted(found))
 
 
+def month_bank_credits(conn: sqlite3.Connection, month: str) -> tuple[BankCredit, ...]:
+    """The bank lines dated in `month` (IST) that the latest completed run matched to
+    settlements (its `bank_entry` outcomes naming one): none before a run."""
+    run_id = latest_completed_run_id(conn)
+    if run_id is None:
+        return ()
+    start, end = raw.month_seconds(month)
+    return tuple(
+        BankCredit(line, at, amount, tuple(x for x in sids.split(";") if x))
+        for line, at, amount, sids in books_sql.bank_credit_rows(conn, run_id, start, end)
+    )
+
+
 def own_vouchers(
     conn: sqlite3.Connection, month: str, ledgers: Ledgers | None = None
 ) -> list[Voucher]:
-    """The month's own vouchers as today's data give them (its rows only)."""
-    return month_vouchers(raw.read_month_dataset(conn, month, "journal"), month, ledgers)
+    """The month's own vouchers as today's data give them (its rows only, and the bank
+    lines of the month that the latest run matched to settlements)."""
+    dataset = raw.read_month_dataset(conn, month, "journal")
+    return month_vouchers(dataset, month, ledgers, month_bank_credits(conn, month))
 
 
 def month_journal(

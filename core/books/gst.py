@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from core import columns
+from core.books.journal import razorpay_settled
 from core.calendar import in_ist_month
 from core.dataset import Dataset
 from core.errors import InputError, Problem
@@ -146,7 +147,8 @@ class GstTieOut:
     payment_gst: int
     settlement_fees: int  # by settlement
     settlement_gst: int
-    # by payment − by settlement = timing − other rows − row differences + unexplained
+    # by payment − by settlement = timing + settled elsewhere − other rows − row differences
+    # + unexplained
     timing_fees: int  # captured_later − settled_earlier (payments and refunds)
     timing_gst: int
     captured_not_settled_fees: int  # this month's payments and refunds settled in another
@@ -170,6 +172,8 @@ class GstTieOut:
     itc: tuple[tuple[str, int], ...]  # (IGST | CGST | SGST, paise)
     itc_kind: str  # 'IGST' or 'CGST+SGST'
     itc_mismatch: bool  # the invoice's split is not the place of supply's
+    settled_elsewhere_fees: int = 0  # this month's payments settled by another entity (a
+    settled_elsewhere_gst: int = 0  # bank): charged, never in Razorpay's settlements
 
 
 def _net(fee: npt.NDArray[np.int64], tax: npt.NDArray[np.int64]) -> tuple[int, int]:
@@ -196,6 +200,10 @@ class GstBases:
     other_rows_gst: int
     row_fee_differences: int
     row_gst_differences: int
+    # This month's payments settled by another entity (a bank), with no row in its
+    # settlements: charged, never in Razorpay's settlements; not timing (docs/books.md).
+    settled_elsewhere_fees: int = 0
+    settled_elsewhere_gst: int = 0
 
     @property
     def timing_fees(self) -> int:
@@ -208,13 +216,19 @@ class GstBases:
     @property
     def unexplained_fees(self) -> int:
         return (self.payment_fees - self.settlement_fees) - (
-            self.timing_fees - self.other_rows_fees - self.row_fee_differences
+            self.timing_fees
+            + self.settled_elsewhere_fees
+            - self.other_rows_fees
+            - self.row_fee_differences
         )
 
     @property
     def unexplained_gst(self) -> int:
         return (self.payment_gst - self.settlement_gst) - (
-            self.timing_gst - self.other_rows_gst - self.row_gst_differences
+            self.timing_gst
+            + self.settled_elsewhere_gst
+            - self.other_rows_gst
+            - self.row_gst_differences
         )
 
 
@@ -244,6 +258,9 @@ def gst_bases(dataset: Dataset, month: str) -> GstBases:
     dates by integer arithmetic (core.calendar.in_ist_month)."""
     pay = dataset.payments
     p = columns.captured(pay) & in_ist_month(pay["created_at"].to_numpy(np.int64), month)
+    # A payment settled by another entity (a bank: Settled By) is charged its fee but is
+    # never in Razorpay's settlements (nor in the roll-forward or the journal).
+    by_razorpay = razorpay_settled(pay["settled_by"])
     pay_fee, pay_tax = columns.paise(pay["fee"]), columns.paise(pay["tax"])
 
     recon = dataset.recon
@@ -298,8 +315,11 @@ def gst_bases(dataset: Dataset, month: str) -> GstBases:
     row_fee_diff, row_gst_diff = mine_fees - cov_fees, mine_gst - cov_gst
     earlier = pay_rows & known & ~this_month
     earlier_fees, earlier_gst = _net(fee[earlier], tax[earlier])
-    later = p_rows[~columns.member(pay_id[p_rows], ids, size)]
+    unsettled = p_rows[~columns.member(pay_id[p_rows], ids, size)]
+    later = unsettled[by_razorpay[unsettled]]
     later_fees, later_gst = _net(pay_fee[later], pay_tax[later])
+    elsewhere = unsettled[~by_razorpay[unsettled]]
+    elsewhere_fees, elsewhere_gst = _net(pay_fee[elsewhere], pay_tax[elsewhere])
     # Refund rows: of this month not in its settlements; in its settlements from other months.
     ref_later = refund_in_month & ~in_settlements
     ref_later_fees, ref_later_gst = _net(fee[ref_later], tax[ref_later])
@@ -326,6 +346,8 @@ def gst_bases(dataset: Dataset, month: str) -> GstBases:
         other_rows_gst=other_gst,
         row_fee_differences=row_fee_diff,
         row_gst_differences=row_gst_diff,
+        settled_elsewhere_fees=elsewhere_fees,
+        settled_elsewhere_gst=elsewhere_gst,
     )
 
 
@@ -393,4 +415,6 @@ def apply_invoice(
         itc=itc,
         itc_kind=kind,
         itc_mismatch=mismatch,
+        settled_elsewhere_fees=b.settled_elsewhere_fees,
+        settled_elsewhere_gst=b.settled_elsewhere_gst,
     )

@@ -1,13 +1,18 @@
 """Journal entries for the books (docs/books.md): one balanced voucher per processed
-settlement, one for the month's captured payments, CSV and Tally XML.
+settlement and per instant settlement, one for the month's captured payments, one per bank
+line the reconciliation matched to settlements; CSV and Tally XML.
 
-A settlement's voucher: Bank Dr (what it paid), Payment gateway charges Dr (fees without
-GST), GST input credit Dr (the GST on them), Customer refunds Dr, Chargebacks Dr/Cr (dispute
-debits and reversals), Razorpay adjustments Dr/Cr, Route transfers Dr/Cr, and Razorpay
-receivable Cr (the payments it carries, gross). What its rows and its amount leave over is
-posted to a suspense ledger, so a voucher always balances and a difference is never hidden:
-it is zero whenever the recon rows follow Razorpay's arithmetic and the settlement pays
-their sum (spec section 1). Every line names the recon rows it comes from.
+A settlement's voucher: Razorpay settlements in transit Dr (what it paid out), Payment
+gateway charges Dr (fees without GST), GST input credit Dr (the GST on them), Customer
+refunds Dr, Chargebacks Dr/Cr (lost disputes' debits and reversals), Disputed amounts
+Dr/Cr (those of disputes pending or won), Razorpay adjustments Dr/Cr, Route transfers
+Dr/Cr, Razorpay receivable Dr (a draw of an instant settlement) and Cr (the payments it
+carries, gross). What its rows and its amount leave over is posted to a suspense ledger, so
+a voucher always balances and a difference is never hidden: it is zero whenever the recon
+rows follow Razorpay's arithmetic and the settlement pays their sum (spec section 1). Every
+line names the recon rows it comes from. Bank is debited only by a matched bank line (Bank
+Dr, in transit Cr, what the line shows): nothing counts as received until the statement
+shows it.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from xml.sax.saxutils import escape
 
@@ -25,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from core import columns
+from core.books.rollforward import draw_rows
 from core.calendar import IST, in_ist_month
 from core.dataset import Dataset
 
@@ -34,11 +41,13 @@ class Ledgers:
     """Ledger names as the merchant's chart of accounts has them (configurable)."""
 
     bank: str = "Bank"
+    transit: str = "Razorpay settlements in transit"
     receivable: str = "Razorpay receivable"
     charges: str = "Payment gateway charges"
     gst: str = "GST input credit"
     refunds: str = "Customer refunds"
     chargebacks: str = "Chargebacks"
+    disputes: str = "Disputed amounts (pending outcome)"
     adjustments: str = "Razorpay adjustments"
     transfers: str = "Route transfers"
     suspense: str = "Razorpay suspense"
@@ -66,8 +75,8 @@ class Line:
 class Voucher:
     number: str
     date: dt.date
-    kind: str  # 'settlement' or 'captured'
-    reference: str  # the settlement id, or the month
+    kind: str  # 'captured', 'settlement', 'instant_settlement', 'bank' or 'prior_period'
+    reference: str  # the settlement id(s), or the month
     narration: str
     lines: tuple[Line, ...]
 
@@ -97,6 +106,8 @@ class _Rows:
     adjustment: npt.NDArray[np.bool_]
     transfer: npt.NDArray[np.bool_]  # transfer or reversal
     dispute: npt.NDArray[np.bool_]  # has a dispute_id
+    pending: npt.NDArray[np.bool_]  # its dispute is in the disputes file and not lost
+    draw: npt.NDArray[np.bool_]  # a regular settlement's draw of an instant settlement
     debit: npt.NDArray[np.int64]
     credit: npt.NDArray[np.int64]
     amount: npt.NDArray[np.int64]
@@ -108,9 +119,12 @@ class _Rows:
         return slice(low, int(np.searchsorted(self.group, code, side="right")))
 
 
-def _rows_of(recon: pd.DataFrame, settlement_ids: list[str]) -> tuple[_Rows, dict[str, int]]:
+def _rows_of(
+    recon: pd.DataFrame, settlement_ids: list[str], disputes: pd.DataFrame
+) -> tuple[_Rows, dict[str, int]]:
     """The rows of these settlements (by `settlement_id`, a missing one as ''), and each
-    settlement id's code."""
+    settlement id's code. `disputes`: the disputes file (id, status), which says whose
+    dispute rows are pending an outcome (or won) rather than lost."""
     group_text = columns.text(recon["settlement_id"]).fill_null("")
     wanted = pa.array(settlement_ids, pa.large_string())
     (codes, wanted_codes), size = columns.shared_codes(group_text, wanted)
@@ -120,6 +134,7 @@ def _rows_of(recon: pd.DataFrame, settlement_ids: list[str]) -> tuple[_Rows, dic
     order = by_key[np.argsort(codes[chosen][by_key], kind="stable")]
     at = chosen[order]
     rtype = columns.text(recon["type"]).take(pa.array(at))
+    draws = draw_rows(recon)[at]
 
     def ints(name: str) -> npt.NDArray[np.int64]:
         values: npt.NDArray[np.int64] = recon[name].to_numpy(np.int64)[at]
@@ -133,6 +148,8 @@ def _rows_of(recon: pd.DataFrame, settlement_ids: list[str]) -> tuple[_Rows, dic
         adjustment=columns.equals(rtype, "adjustment"),
         transfer=columns.among(rtype, ("transfer", "reversal")),
         dispute=recon["dispute_id"].notna().to_numpy(dtype=bool)[at],
+        pending=_pending_disputes(recon, disputes)[at],
+        draw=draws,
         debit=ints("debit"),
         credit=ints("credit"),
         amount=ints("amount"),
@@ -142,22 +159,35 @@ def _rows_of(recon: pd.DataFrame, settlement_ids: list[str]) -> tuple[_Rows, dic
     return rows, {sid: int(code) for sid, code in zip(settlement_ids, wanted_codes, strict=True)}
 
 
+def _pending_disputes(recon: pd.DataFrame, disputes: pd.DataFrame) -> npt.NDArray[np.bool_]:
+    """Per recon row: it names a dispute that the disputes file has with a status other than
+    `lost` (open, under_review, won, closed): its money is not an expense (docs/books.md)."""
+    status = columns.text(disputes["status"])
+    not_lost = pc.fill_null(pc.not_equal(status, pa.scalar("lost", pa.large_string())), True)
+    ids = columns.text(disputes["id"]).filter(not_lost)
+    named = pc.is_in(columns.text(recon["dispute_id"]), value_set=ids)
+    return np.asarray(pc.fill_null(named, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
 def settlement_vouchers(dataset: Dataset, ledgers: Ledgers | None = None) -> list[Voucher]:
     """One voucher per processed regular settlement, in (date, id) order."""
-    return _settlement_vouchers(dataset, ledgers, None)
+    return [v for _, _, v in _settlement_vouchers(dataset, ledgers, None)]
 
 
 def _settlement_vouchers(
     dataset: Dataset, ledgers: Ledgers | None, month: str | None
-) -> list[Voucher]:
-    """settlement_vouchers, only those dated in `month` (IST) when given."""
+) -> list[tuple[int, str, Voucher]]:
+    """settlement_vouchers, only those dated in `month` (IST) when given, each with the
+    settlement's created_at and id (the order of a month's vouchers)."""
     names = ledgers or Ledgers()
     st = dataset.settlements
     processed = st[st["status"].astype(str) == "processed"].sort_values(["created_at", "id"])
     if month is not None:
         processed = processed[in_ist_month(processed["created_at"].to_numpy(np.int64), month)]
     ids = list(processed["id"].astype(str))
-    rows, code_of = _rows_of(dataset.recon, [sid for sid in ids if isinstance(sid, str)])
+    rows, code_of = _rows_of(
+        dataset.recon, [sid for sid in ids if isinstance(sid, str)], dataset.disputes
+    )
     vouchers = []
     for sid, amount, created in zip(
         ids,
@@ -167,35 +197,129 @@ def _settlement_vouchers(
     ):
         part = rows.segment(code_of[sid]) if isinstance(sid, str) else slice(0, 0)
         count = part.stop - part.start
-        vouchers.append(
-            Voucher(
-                number=f"RZP-{sid}",
-                date=_ist_date(int(created)),
-                kind="settlement",
-                reference=sid,
-                narration=f"Razorpay settlement {sid} ({count} recon rows)",
-                lines=_settlement_lines(rows, part, int(amount), names),
-            )
+        voucher = Voucher(
+            number=f"RZP-{sid}",
+            date=_ist_date(int(created)),
+            kind="settlement",
+            reference=sid,
+            narration=f"Razorpay settlement {sid} ({count} recon rows)",
+            lines=_settlement_lines(rows, part, int(amount), names),
         )
+        vouchers.append((int(created), str(sid), voucher))
     return vouchers
 
 
-def _settlement_lines(rows: _Rows, part: slice, paid: int, names: Ledgers) -> tuple[Line, ...]:
+@dataclass(frozen=True)
+class _Payouts:
+    """What an instant settlement's processed payouts paid (docs/books.md section 2)."""
+
+    keys: tuple[str, ...]  # the payout ids
+    settled: int  # Σ amount_settled (else amount − fees): what the bank was paid
+    fees: int  # Σ fees (incl. GST)
+    tax: int  # Σ tax (the GST part)
+    gross: int  # Σ amount: what left the Razorpay balance
+
+
+def instant_settlement_vouchers(dataset: Dataset, ledgers: Ledgers | None = None) -> list[Voucher]:
+    """One voucher per instant settlement that paid something, in (date, id) order."""
+    return [v for _, _, v in _instant_vouchers(dataset, ledgers, None)]
+
+
+def _instant_vouchers(
+    dataset: Dataset, ledgers: Ledgers | None, month: str | None
+) -> list[tuple[int, str, Voucher]]:
+    """Per instant settlement with a processed payout or a recon row naming it, dated its
+    created_at (IST; a payout whose instant settlement is not in the data: its first
+    processed payout's processed_at, else created_at; only those in `month` when given):
+    Razorpay settlements in transit Dr what its processed payouts settled, charges and GST
+    Dr their fees, the lines of the recon rows that name it (as a regular settlement's), and
+    Razorpay receivable Cr what it drew from the balance beyond those rows (its advance,
+    recovered by the draw of a later regular settlement: `_settlement_lines`); suspense
+    takes what is left over. The
+    roll-forward counts the same payouts (instant_settlements and fees lines)."""
+    names = ledgers or Ledgers()
+    inst = dataset.instant_settlements
+    when: dict[str, int] = {
+        str(i): int(t)
+        for i, t in zip(inst["id"].astype(str), inst["created_at"].to_numpy(np.int64), strict=True)
+    }
+    po = dataset.instant_payouts
+    done = po[(po["status"].astype(str) == "processed").to_numpy(dtype=bool)]
+    parent = done["instant_settlement_id"].astype("string").fillna(done["id"].astype("string"))
+    paid_at = columns.seconds(done["processed_at"], done["created_at"])
+    known = set(when)
+    for pid, at in zip(parent.astype(str), paid_at, strict=True):
+        if pid not in known:
+            when[pid] = min(int(at), when.get(pid, int(at)))
+    order = sorted(when, key=lambda i: (when[i], i))
+    if month is not None:
+        inside = in_ist_month(np.array([when[i] for i in order], dtype=np.int64), month)
+        order = [i for i, keep in zip(order, inside, strict=True) if keep]
+    rows, code_of = _rows_of(dataset.recon, [i for i in order if i in known], dataset.disputes)
+    vouchers = []
+    for iid in order:
+        part = rows.segment(code_of[iid]) if iid in known else slice(0, 0)
+        mine = done[(parent == iid).to_numpy(dtype=bool)]
+        if part.stop == part.start and mine.empty:
+            continue
+        gross = mine["amount"].to_numpy(np.int64)
+        fees = columns.paise(mine["fees"])
+        settled = np.where(
+            mine["amount_settled"].notna().to_numpy(dtype=bool),
+            columns.paise(mine["amount_settled"]),
+            gross - fees,
+        )
+        payouts = _Payouts(
+            keys=tuple(sorted(str(x) for x in mine["id"].astype(str))),
+            settled=int(settled.sum()),
+            fees=int(fees.sum()),
+            tax=int(columns.paise(mine["tax"]).sum()),
+            gross=int(gross.sum()),
+        )
+        count = part.stop - part.start
+        voucher = Voucher(
+            number=f"RZP-{iid}",
+            date=_ist_date(when[iid]),
+            kind="instant_settlement",
+            reference=iid,
+            narration=(
+                f"Razorpay instant settlement {iid} ({len(payouts.keys)} processed payouts, "
+                f"{count} recon rows)"
+            ),
+            lines=_settlement_lines(rows, part, payouts.settled, names, payouts),
+        )
+        vouchers.append((when[iid], iid, voucher))
+    return vouchers
+
+
+def _settlement_lines(
+    rows: _Rows, part: slice, paid: int, names: Ledgers, payouts: _Payouts | None = None
+) -> tuple[Line, ...]:
+    """A settlement's lines (docs/books.md section 2); `payouts`: an instant settlement's
+    processed payouts, whose fees are charges and whose gross beyond what the rows naming
+    it brought is credited to the receivable (the advance)."""
     keys = rows.keys[part]
     debit, credit, fee, tax = rows.debit[part], rows.credit[part], rows.fee[part], rows.tax[part]
-    dispute, adjustment = rows.dispute[part], rows.adjustment[part]
+    dispute, adjustment, draw = rows.dispute[part], rows.adjustment[part], rows.draw[part]
+    pending = rows.pending[part]
     pay, ref = rows.payment[part], rows.refund[part]
-    every = tuple(keys)
-    charged = tuple(keys[fee != 0])
-    lines: list[Line] = [Line(names.bank, paid, 0, every)] if paid >= 0 else []
+    paid_by = payouts.keys if payouts is not None else ()
+    every = (*keys, *paid_by)
+    charged = (*keys[fee != 0], *paid_by)
+    extra_fee = payouts.fees if payouts is not None else 0
+    extra_tax = payouts.tax if payouts is not None else 0
+    # What Razorpay paid out is in transit until a bank line the reconciliation matched
+    # shows it (`bank_vouchers`): Bank is debited only with what the statement shows.
+    lines: list[Line] = [Line(names.transit, paid, 0, every)] if paid >= 0 else []
     if paid < 0:
-        lines.append(Line(names.bank, 0, -paid, every))
-    lines.append(Line(names.charges, int((fee - tax).sum()), 0, charged))
-    lines.append(Line(names.gst, int(tax.sum()), 0, charged))
+        lines.append(Line(names.transit, 0, -paid, every))
+    lines.append(Line(names.charges, int((fee - tax).sum()) + extra_fee - extra_tax, 0, charged))
+    lines.append(Line(names.gst, int(tax.sum()) + extra_tax, 0, charged))
     lines.append(Line(names.refunds, int(rows.amount[part][ref].sum()), 0, tuple(keys[ref])))
     groups = (
-        (names.chargebacks, adjustment & dispute),
-        (names.adjustments, adjustment & ~dispute),
+        (names.chargebacks, adjustment & dispute & ~pending),
+        (names.disputes, adjustment & dispute & pending),
+        (names.adjustments, adjustment & ~dispute & ~draw),
         (names.transfers, rows.transfer[part]),
     )
     for ledger, mask in groups:
@@ -205,42 +329,190 @@ def _settlement_lines(rows: _Rows, part: slice, paid: int, names: Ledgers) -> tu
             lines.append(Line(ledger, out, 0, tuple(keys[mask & (debit > 0)])))
         if back:
             lines.append(Line(ledger, 0, back, tuple(keys[mask & (credit > 0)])))
-    lines.append(Line(names.receivable, 0, int(rows.amount[part][pay].sum()), tuple(keys[pay])))
+    # A draw recovers an instant settlement's advance: the receivable that the instant
+    # settlement's voucher credited early is debited back (docs/books.md section 2).
+    drawn = int((debit[draw] - credit[draw]).sum())
+    if drawn:
+        lines.append(Line(names.receivable, max(drawn, 0), max(-drawn, 0), tuple(keys[draw])))
+    gross = int(rows.amount[part][pay].sum())
+    if payouts is not None:
+        brought = int((credit - debit).sum())
+        advance = max(payouts.gross - brought, 0)
+        lines.append(Line(names.receivable, 0, gross + advance, (*keys[pay], *paid_by)))
+    else:
+        lines.append(Line(names.receivable, 0, gross, tuple(keys[pay])))
     gap = sum(x.credit for x in lines) - sum(x.debit for x in lines)
     if gap:
         lines.append(Line(names.suspense, max(gap, 0), max(-gap, 0), every))
-    return tuple(x for x in lines if x.debit or x.credit)
+    # A line whose debit came out negative (fees below their GST) is that much credit.
+    sided = (
+        Line(x.ledger, max(x.debit - x.credit, 0), max(x.credit - x.debit, 0), x.source_rows)
+        for x in lines
+    )
+    return tuple(x for x in sided if x.debit or x.credit)
+
+
+def razorpay_settled(settled_by: pd.Series) -> npt.NDArray[np.bool_]:
+    """Settled by Razorpay: `settled_by` missing, empty or `Razorpay` (any case, spaces
+    around), as the roll-forward and the engine read it (docs/engine.md)."""
+    text = pc.utf8_lower(pc.utf8_trim_whitespace(columns.text(settled_by)))
+    named = pc.is_in(text, value_set=pa.array(["", "razorpay"], pa.large_string()))
+    chosen = pc.or_(pc.is_null(text), pc.fill_null(named, False))
+    return np.asarray(chosen.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _first_payment_rows(pay: pd.DataFrame, recon: pd.DataFrame) -> npt.NDArray[np.int64]:
+    """Per payment, the position in `recon` of the first `payment` row naming it (its
+    entity_id), in row order; -1 when it has none (the roll-forward's `_owned_rows`)."""
+    is_payment = columns.equals(columns.text(recon["type"]), "payment")
+    (pay_code, row_code), size = columns.shared_codes(
+        columns.text(pay["id"]), columns.text(recon["entity_id"])
+    )
+    first = np.full(size, len(recon), dtype=np.int64)
+    at = np.flatnonzero(is_payment)
+    np.minimum.at(first, row_code[at], at)
+    found = first[pay_code]
+    found[found == len(recon)] = -1
+    return found
 
 
 def captured_voucher(dataset: Dataset, month: str, ledgers: Ledgers | None = None) -> Voucher:
-    """The month's captured payments: Razorpay receivable Dr, Sales Cr (gross, INR)."""
+    """The month's captured payments settled through Razorpay: Razorpay receivable Dr,
+    Sales Cr (gross, INR), the payments the roll-forward's captured line counts, for the
+    same amounts: a payment `settled_by` another entity (a bank) is left out unless a recon
+    row of Razorpay's names it; another currency's INR amount is `base_amount`, else its
+    first recon row's `amount`, else 0 until one arrives (docs/books.md section 2)."""
     names = ledgers or Ledgers()
     pay = dataset.payments
-    chosen = columns.captured(pay) & in_ist_month(pay["created_at"].to_numpy(np.int64), month)
-    foreign = columns.foreign(pay["currency"])[chosen]
+    recon = dataset.recon
+    first_row = _first_payment_rows(pay, recon)
+    in_month = columns.captured(pay) & in_ist_month(pay["created_at"].to_numpy(np.int64), month)
+    chosen = in_month & (razorpay_settled(pay["settled_by"]) | (first_row >= 0))
+    foreign = columns.foreign(pay["currency"])
+    base = pay["base_amount"]
+    has_base = base.notna().to_numpy(dtype=bool)
+    row_amount = (
+        np.where(first_row >= 0, recon["amount"].to_numpy(np.int64)[np.maximum(first_row, 0)], 0)
+        if len(recon)
+        else np.zeros(len(pay), dtype=np.int64)
+    )
     inr = np.where(
         foreign,
-        columns.paise(pay["base_amount"])[chosen],
-        pay["amount"].to_numpy(np.int64)[chosen],
+        np.where(has_base, columns.paise(base), row_amount),
+        pay["amount"].to_numpy(np.int64),
     )
-    total = int(inr.sum())
+    total = int(inr[chosen].sum())
+    unknown = int((chosen & foreign & ~has_base & (first_row < 0)).sum())
     ids = tuple(columns.sorted_text(columns.text(pay["id"]).filter(pa.array(chosen))))
     first = dt.date.fromisoformat(f"{month}-01")
     last = (first.replace(day=28) + dt.timedelta(days=4)).replace(day=1) - dt.timedelta(days=1)
+    narration = f"Payments captured through Razorpay in {month} ({len(ids)} payments)"
+    if unknown:
+        narration += (
+            f"; {unknown} in another currency with no INR amount yet (no base_amount and no "
+            "recon row), counted 0"
+        )
     return Voucher(
         number=f"RZP-CAPTURED-{month}",
         date=last,
         kind="captured",
         reference=month,
-        narration=f"Payments captured through Razorpay in {month} ({len(ids)} payments)",
+        narration=narration,
         lines=(Line(names.receivable, total, 0, ids), Line(names.sales, 0, total, ids)),
     )
 
 
-def month_vouchers(dataset: Dataset, month: str, ledgers: Ledgers | None = None) -> list[Voucher]:
-    """The month's journal: its captured payments, then every settlement made in it."""
-    settled = _settlement_vouchers(dataset, ledgers, month)
-    return [captured_voucher(dataset, month, ledgers), *settled]
+@dataclass(frozen=True)
+class BankCredit:
+    """A bank statement line that the reconciliation matched to settlements (a `bank_entry`
+    outcome naming them): what reached the bank for them."""
+
+    line: str  # the bank line's id (file:line)
+    at: int  # its date, Unix seconds (the outcome's entity_created_at)
+    amount: int  # paise: its credit (a debit line's amount is negative)
+    settlements: tuple[str, ...]  # the settlement and instant settlement ids it pays
+
+
+def bank_credits(outcomes: pd.DataFrame) -> tuple[BankCredit, ...]:
+    """The bank lines of a run's outcomes that name a settlement (`settlement_id`, several
+    joined by ';' for a consolidated credit), with the amount the line shows
+    (`actual_amount`), in (date, line) order."""
+    if outcomes.empty:
+        return ()
+    kind = outcomes["entity_type"].astype(str) == "bank_entry"
+    named = outcomes["settlement_id"].astype("string").fillna("") != ""
+    lines = outcomes[(kind & named).to_numpy(dtype=bool)]
+    found = [
+        BankCredit(
+            line=str(line),
+            at=int(at) if pd.notna(at) else 0,
+            amount=int(amount) if pd.notna(amount) else 0,
+            settlements=tuple(x for x in str(sids).split(";") if x),
+        )
+        for line, at, amount, sids in zip(
+            lines["entity_id"],
+            lines["entity_created_at"],
+            lines["actual_amount"],
+            lines["settlement_id"],
+            strict=True,
+        )
+    ]
+    return tuple(sorted(found, key=lambda c: (c.at, c.line)))
+
+
+def bank_vouchers(
+    credits: Sequence[BankCredit], month: str | None = None, ledgers: Ledgers | None = None
+) -> list[Voucher]:
+    """Per matched bank line (dated in `month`, IST, when given): Bank Dr what the line
+    shows, Razorpay settlements in transit Cr (a debit line the other way round). A
+    settlement the bank never credited, or credited short, stays in transit."""
+    names = ledgers or Ledgers()
+    vouchers = []
+    for c in credits:
+        if month is not None and not in_ist_month(np.array([c.at], dtype=np.int64), month)[0]:
+            continue
+        if not c.amount:
+            continue
+        rows = (c.line,)
+        debit, credit = max(c.amount, 0), max(-c.amount, 0)
+        vouchers.append(
+            Voucher(
+                number=f"RZP-BANK-{c.line}",
+                date=_ist_date(c.at),
+                kind="bank",
+                reference=";".join(c.settlements),
+                narration=(
+                    f"Bank statement line {c.line} matched to {', '.join(c.settlements)}"
+                    " by the reconciliation"
+                ),
+                lines=(
+                    Line(names.bank, debit, credit, rows),
+                    Line(names.transit, credit, debit, rows),
+                ),
+            )
+        )
+    return vouchers
+
+
+def month_vouchers(
+    dataset: Dataset,
+    month: str,
+    ledgers: Ledgers | None = None,
+    credits: Sequence[BankCredit] = (),
+) -> list[Voucher]:
+    """The month's journal: its captured payments, every settlement and instant settlement
+    made in it, in (created_at, id) order, then the bank lines of the month that the
+    reconciliation matched to settlements (`credits`, from the latest run's outcomes)."""
+    paid = [
+        *_settlement_vouchers(dataset, ledgers, month),
+        *_instant_vouchers(dataset, ledgers, month),
+    ]
+    paid.sort(key=lambda item: (item[0], item[1]))
+    return [
+        captured_voucher(dataset, month, ledgers),
+        *(v for _, _, v in paid),
+        *bank_vouchers(credits, month, ledgers),
+    ]
 
 
 def rupees(paise: int) -> str:

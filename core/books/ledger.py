@@ -57,7 +57,9 @@ from core.db.raw import read_dataset
 from core.db.runs import latest_completed_run
 
 # Bumped when what is stored changes meaning: an older ledger is then stale.
-FORMAT = 2  # 2: day lines count their events (migration 0100)
+# 2: day lines count their events (migration 0100); 3: a regular settlement's draw of an
+# instant settlement closes its advance instead of being an adjustment (docs/books.md).
+FORMAT = 3
 Progress = Callable[[float, str], None]
 
 

@@ -120,6 +120,7 @@ def _gst_csv(t: GstTieOut) -> str:
         ("by_payment", t.payment_fees, t.payment_gst),
         ("by_settlement", t.settlement_fees, t.settlement_gst),
         ("timing_captured_not_settled", t.captured_not_settled_fees, t.captured_not_settled_gst),
+        ("settled_by_another_entity", t.settled_elsewhere_fees, t.settled_elsewhere_gst),
         (
             "timing_settled_from_other_months",
             -t.settled_from_other_months_fees,

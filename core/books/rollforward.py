@@ -544,6 +544,23 @@ def row_event_parts(
         )
     )
     other = recon[~owned & ~orphan]
+    # An adjustment that names an instant settlement (`setlod_…`: the combined report's
+    # `settlement.ondemand` row) is the regular settlement drawing back what the instant
+    # settlement paid out early. The payout already took that money off the balance (the
+    # instant_settlements and fees lines), so the draw moves nothing: once settled it
+    # closes the open advance (INSTANT_ADVANCES) instead of being an adjustment.
+    is_draw = draw_rows(other)
+    drawn = other[is_draw & other["settle_ts"].notna().to_numpy()]
+    emit(
+        _events(
+            drawn["settle_ts"].astype(np.int64),
+            INSTANT_ADVANCES,
+            "recon_row",
+            drawn["row_key"],
+            -drawn["net"],
+        )
+    )
+    other = other[~is_draw]
     lost = set(
         dataset.disputes.loc[dataset.disputes["status"].astype(str) == "lost", "id"].astype(str)
     )
@@ -579,6 +596,20 @@ def row_event_parts(
     settled = recon.loc[recon["settle_ts"].notna(), ["settlement_id", "net"]]
     rows_sum = settled.groupby(settled["settlement_id"].astype(str))["net"].sum()
     return rows_sum.astype(np.int64)
+
+
+INSTANT_PREFIX = "setlod_"  # Razorpay's id prefix of an instant settlement
+
+
+def draw_rows(recon: pd.DataFrame) -> np.ndarray:
+    """Which recon rows are a regular settlement's draw of an instant settlement: an
+    `adjustment` with no dispute whose `entity_id` is an instant settlement's id
+    (`setlod_…`; the combined report's `settlement.ondemand` row, docs/ingest.md)."""
+    adjustment = recon["type"].astype(str).to_numpy() == "adjustment"
+    no_dispute = recon["dispute_id"].isna().to_numpy()
+    named = recon["entity_id"].astype("string").str.startswith(INSTANT_PREFIX)
+    result: np.ndarray = adjustment & no_dispute & named.fillna(False).to_numpy(dtype=bool)
+    return result
 
 
 def settlement_events(

@@ -18,6 +18,21 @@ def exception_keys(conn: sqlite3.Connection, run_id: int) -> frozenset[tuple[str
     return frozenset((str(r[0]), str(r[1])) for r in rows)
 
 
+def bank_credit_rows(
+    conn: sqlite3.Connection, run_id: int, start: int, end: int
+) -> list[tuple[str, int, int, str]]:
+    """(bank line id, its date, actual_amount, settlement_id) of every `bank_entry` outcome
+    of run `run_id` that names a settlement, dated in [start, end) (Unix seconds)."""
+    rows = conn.execute(
+        "SELECT entity_id, entity_created_at, actual_amount, settlement_id FROM outcomes"
+        " WHERE run_id = ? AND entity_type = 'bank_entry' AND settlement_id IS NOT NULL"
+        " AND settlement_id <> '' AND entity_created_at >= ? AND entity_created_at < ?"
+        " ORDER BY entity_created_at, entity_id",
+        (run_id, start, end),
+    )
+    return [(str(r[0]), int(r[1]), int(r[2] or 0), str(r[3])) for r in rows]
+
+
 def pricing_rows(conn: sqlite3.Connection) -> list[tuple[int, int, int, str]]:
     """(version, effective_from, gst_bp, rules_json) of every pricing plan version."""
     rows = conn.execute(

@@ -910,15 +910,24 @@ MONTH_PRODUCTS: tuple[MonthProduct, ...] = ("journal", "gst", "fees")
 # one: the list then says more than the product needs).
 MONTH_COLUMNS: dict[MonthProduct, dict[str, tuple[str, ...]]] = {
     "journal": {
-        "payments": ("id", "amount", "currency", "status", "captured", "created_at", "base_amount"),
+        "payments": (
+            *("id", "amount", "currency", "status", "captured", "created_at", "base_amount"),
+            "settled_by",
+        ),
         "settlements": ("id", "amount", "status", "created_at"),
         "recon": (
-            *("row_key", "type", "debit", "credit", "amount", "fee", "tax"),
+            *("row_key", "entity_id", "type", "debit", "credit", "amount", "fee", "tax"),
             *("settlement_id", "dispute_id"),
+        ),
+        "instant_settlements": ("id", "created_at"),
+        "disputes": ("id", "status"),
+        "instant_payouts": (
+            *("id", "instant_settlement_id", "amount", "amount_settled", "fees", "tax"),
+            *("status", "created_at", "processed_at"),
         ),
     },
     "gst": {
-        "payments": ("id", "status", "captured", "fee", "tax", "created_at"),
+        "payments": ("id", "status", "captured", "fee", "tax", "created_at", "settled_by"),
         "settlements": ("id", "status", "created_at"),
         "recon": ("entity_id", "type", "fee", "tax", "created_at", "settlement_id"),
         "instant_payouts": ("fees", "tax", "status", "created_at", "processed_at"),
@@ -984,10 +993,16 @@ def read_month_dataset(conn: sqlite3.Connection, month: str, product: MonthProdu
     not read are empty), in one snapshot: the cost grows with the month, not the history.
     Month bounds are IST midnights (`month_seconds`).
 
-    - "journal" (core.books.journal.month_vouchers: captured_voucher, settlement_vouchers):
-      payments created in the month (the voucher keeps the captured ones); the settlements
-      created in the month with status processed (the vouchers dated in it); the recon rows
-      of those settlements (by settlement_id).
+    - "journal" (core.books.journal.month_vouchers: captured_voucher, settlement_vouchers,
+      instant_settlement_vouchers): payments created in the month (the voucher keeps the
+      captured ones); the settlements created in the month with status processed (the
+      vouchers dated in it); the instant settlements created in the month and their
+      processed payouts, and the processed payouts of an instant settlement not in the data
+      processed (else created) in the month; the recon rows of those settlements and
+      instant settlements (by settlement_id), and the payment rows naming a payment of the
+      month in another currency without base_amount or settled by someone other than
+      Razorpay (by entity_id: the captured voucher reads its first row); the disputes
+      those rows name.
     - "gst" (core.books.gst.gst_bases): the journal's rows, plus the refund recon rows
       created in the month (the NULL-dated ones too when the month holds the epoch:
       gst_bases counts a missing date as 0) wherever they were settled, the payments named
@@ -1015,6 +1030,36 @@ def read_month_dataset(conn: sqlite3.Connection, month: str, product: MonthProdu
         "settlements": ("status = 'processed' AND " + in_month, (start, end)),
         "recon": (settled, (start, end)),
     }
+    if product == "journal":
+        instant = "SELECT id FROM instant_settlements WHERE " + in_month
+        # The payment rows the captured voucher reads besides the month's settlements': those
+        # naming a payment of the month in another currency without base_amount (its INR
+        # amount) or settled by someone other than Razorpay (whether Razorpay settled it).
+        named = (
+            f"SELECT id FROM payments WHERE {in_month} AND ((base_amount IS NULL AND "
+            "upper(coalesce(currency, 'INR')) <> 'INR') OR NOT (settled_by IS NULL OR "
+            "lower(trim(settled_by)) IN ('', 'razorpay')))"
+        )
+        wanted["recon"] = (
+            f"{settled} OR settlement_id IN ({instant}) OR "
+            f"(type = 'payment' AND entity_id IN ({named}))",
+            (start, end, start, end, start, end),
+        )
+        wanted["instant_settlements"] = (in_month, (start, end))
+        # The disputes those rows name (their status: lost, or pending / won).
+        wanted["disputes"] = (
+            f"id IN (SELECT dispute_id FROM recon_rows WHERE {wanted['recon'][0]})",
+            wanted["recon"][1],
+        )
+        # The processed payouts of those instant settlements, and those of an instant
+        # settlement not in the data processed in the month (dated by their payout).
+        done = "coalesce(processed_at, created_at)"
+        wanted["instant_payouts"] = (
+            f"status = 'processed' AND (instant_settlement_id IN ({instant}) OR "
+            "((instant_settlement_id IS NULL OR instant_settlement_id NOT IN "
+            f"(SELECT id FROM instant_settlements)) AND {done} >= ? AND {done} < ?))",
+            (start, end, start, end),
+        )
     if product == "gst":
         refunds = "type = 'refund' AND (created_at >= ? AND created_at < ?"
         refunds += " OR created_at IS NULL)" if start <= 0 < end else ")"
