@@ -130,3 +130,42 @@ def test_every_close_report_csv_reads_in_rupees_with_the_paise_after(
                     assert Decimal(row[rupees]) * 100 == int(row[column]), (name, row)
             checked += 1
     assert checked >= 5  # daily, drill-down, exceptions by class and age, GST tie-out, ...
+
+
+def test_no_close_report_csv_cell_is_a_formula_a_spreadsheet_would_run(
+    db_url: str, tmp_path: Path
+) -> None:
+    # An attacker's settlement id (independent check F2) reached journal.csv bare.
+    import csv
+    import io
+    import shutil
+    from decimal import Decimal
+
+    from core.books.report import build_report
+    from tests.conftest import SPEC_EXAMPLE
+
+    folder = tmp_path / "dataset"
+    shutil.copytree(SPEC_EXAMPLE / "dataset", folder)
+    hostile = "=2+2*cmd|'/c calc'!A0"
+    for path in folder.iterdir():
+        text = path.read_text(encoding="utf-8-sig")
+        path.write_text(text.replace("setl_zmoEBJJpl9oLDD", hostile), encoding="utf-8")
+    conn = connect(db_url)
+    try:
+        reconcile_folder_into_db(conn, folder, params=EngineParams(), as_of=AS_OF)
+        month = next(m for m in ("2026-05", "2026-06") if hostile in str(build_report(conn, m)))
+        report = build_report(conn, month)
+    finally:
+        conn.close()
+    seen = 0
+    for name, text in report.files.items():
+        if not name.endswith(".csv"):
+            continue
+        for row in csv.reader(io.StringIO(text)):
+            for cell in row:
+                seen += hostile in cell
+                if cell.startswith("-"):
+                    Decimal(cell.replace(",", ""))  # a negative amount, never text
+                else:
+                    assert not cell.startswith(("=", "+", "@", "\t", "\r")), (name, cell)
+    assert seen > 0  # the id is in the report, written as text

@@ -22,7 +22,7 @@ import datetime as dt
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from xml.sax.saxutils import escape
+from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
 import numpy.typing as npt
@@ -34,6 +34,7 @@ from core import columns
 from core.books.rollforward import draw_rows
 from core.calendar import IST, in_ist_month
 from core.dataset import Dataset
+from core.outputs import safe_cell
 
 
 @dataclass(frozen=True)
@@ -540,7 +541,10 @@ _QUOTED = (",", '"', "\r", "\n")
 
 def _cell(value: object) -> str:
     """One CSV cell as `csv.writer` (QUOTE_MINIMAL, ',' and '"') writes it in a row of
-    several: text with none of , " CR LF as it is, anything else through the writer."""
+    several: text with none of , " CR LF as it is, anything else through the writer. Text
+    that a spreadsheet would run (= + - @ first: an id or reference read from a file)
+    gets a leading `'` (core.outputs.safe_cell), as every other CSV the app writes."""
+    value = safe_cell(value)
     if isinstance(value, str) and not any(c in value for c in _QUOTED):
         return value
     out = io.StringIO()
@@ -587,7 +591,7 @@ def tally_xml(vouchers: list[Voucher], company: str | None = None) -> str:
     ]
     for v in vouchers:
         parts.append('<TALLYMESSAGE xmlns:UDF="TallyUDF">')
-        parts.append(f'<VOUCHER VCHTYPE="Journal" ACTION="Create" REMOTEID="{escape(v.number)}">')
+        parts.append(f'<VOUCHER VCHTYPE="Journal" ACTION="Create" REMOTEID={quoteattr(v.number)}>')
         parts.append(f"<DATE>{v.date:%Y%m%d}</DATE>")
         parts.append("<VOUCHERTYPENAME>Journal</VOUCHERTYPENAME>")
         parts.append(f"<VOUCHERNUMBER>{escape(v.number)}</VOUCHERNUMBER>")

@@ -45,6 +45,7 @@ from core.books.store import pricing_plans
 from core.db.audit import head as audit_head
 from core.db.raw import read_month_dataset
 from core.money import format_rupees, minor_to_decimal
+from core.outputs import safe_cell
 from core.pdf import Document
 
 # What each file of the report is built from (manifest.csv, and the CSVs' `basis` column).
@@ -83,7 +84,10 @@ def _rupees_cell(value: object) -> object:
 def _csv(header: tuple[str, ...], rows: Sequence[Sequence[object]], basis: str) -> str:
     """A CSV whose amounts read in rupees: each paise column shown as rupees in its place,
     the raw paise columns after the rest (as every CSV the app offers); its first column,
-    `basis`, says what every row is built from."""
+    `basis`, says what every row is built from. Text that a spreadsheet would run (an id
+    read from a file starting with = + - @) gets a leading `'` (core.outputs.safe_cell);
+    amounts are written by us and never start so but as negative numbers, and are left
+    as they are."""
     header = ("basis", *header)
     rows = [(basis, *r) for r in rows]
     paise = [i for i, c in enumerate(header) if _is_paise(c)]
@@ -94,11 +98,13 @@ def _csv(header: tuple[str, ...], rows: Sequence[Sequence[object]], basis: str) 
         header = (*shown, *(header[i] for i in paise))
         rows = [
             (
-                *(_rupees_cell(v) if i in paise else v for i, v in enumerate(r)),
+                *(_rupees_cell(v) if i in paise else safe_cell(v) for i, v in enumerate(r)),
                 *(r[i] for i in paise),
             )
             for r in rows
         ]
+    else:
+        rows = [tuple(safe_cell(v) for v in r) for r in rows]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(header)
