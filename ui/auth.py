@@ -12,6 +12,12 @@ Modes, decided once per run (`mode()`):
 - **local**: neither, and the server bound to the loopback address (`make run`): one
   local admin identity, `local:<os user>`, clearly labelled. No one else can reach it.
 - **closed**: neither, bound to another address: the app refuses to show anything.
+
+Local and sign-in modes also check the Host the browser asked for (core.hosts: loopback
+names only in local mode, the redirect URI's host or a loopback name with sign-in), so a
+page on an attacker's name rebound to this machine (DNS rebinding) sees a refusal. serve.py
+refuses such a request at the door, before Streamlit sees it; the gate checks again, for
+`streamlit run app.py`, where no middleware runs.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from typing import Any
 
 import streamlit as st
 
-from core import access, demo
+from core import access, demo, hosts
 from core.db import connect, database_path
 from core.errors import ConfigError, RefusedError
 from ui import keys
@@ -62,6 +68,30 @@ def mode() -> str:
         return "oidc"
     address = st.get_option("server.address")
     return "local" if address in LOOPBACK else "closed"
+
+
+def redirect_uri() -> str | None:
+    """[auth] redirect_uri from the secrets, if any."""
+    try:
+        return str(st.secrets["auth"].get("redirect_uri") or "") or None
+    except Exception:  # no secrets file, or no [auth]
+        return None
+
+
+def allowed_hosts() -> frozenset[str] | None:
+    """The Host names this mode answers to (core.hosts.allowed_names); None: any."""
+    return hosts.allowed_names(mode(), redirect_uri())
+
+
+def host_refusal(current_mode: str) -> str | None:
+    """Why this session's Host is refused, or None. A session with no request headers at
+    all is not served over HTTP (AppTest): there is no browser, hence no Host to check."""
+    headers = st.context.headers
+    if not headers:
+        return None
+    host = headers.get("Host")
+    names = hosts.allowed_names(current_mode, redirect_uri())
+    return None if hosts.host_allowed(host, names) else hosts.refusal(host, current_mode)
 
 
 def database() -> str:
@@ -190,7 +220,11 @@ def gate() -> Session | None:
     """Establish who is using the app; None (with a screen saying why) if nobody is."""
     current_mode = mode()
     found: Session | None
-    if current_mode == "oidc":
+    refused = host_refusal(current_mode)
+    if refused is not None:
+        st.error(refused)
+        found = None
+    elif current_mode == "oidc":
         found = _oidc()
     elif current_mode == "demo":
         try:
