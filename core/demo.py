@@ -16,13 +16,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from core import access
+from core import access, demo_mode
 from core.db import connect
 from core.db.backend import is_postgres_url
 from core.db.connection import page_size_of
 from core.errors import ConfigError
 
-DEMO_ENV = "RAZORRECON_DEMO"
+DEMO_ENV = demo_mode.DEMO_ENV
 # Where sandboxes are made (e.g. a volume with room for many visitors); unset: the system's
 # temporary folder.
 DIR_ENV = "RAZORRECON_DEMO_DIR"
@@ -38,7 +38,7 @@ PERSONAS = {
 
 def enabled() -> bool:
     """Demo mode is only ever on when set explicitly."""
-    return os.environ.get(DEMO_ENV, "").strip() == "1"
+    return demo_mode.enabled()
 
 
 def require_sqlite(database: str | Path) -> None:
