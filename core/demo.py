@@ -5,6 +5,12 @@ consistent snapshot even while others read it) in a private temporary folder (mo
 with one persona per role added. Nothing a visitor does reaches the shared database or
 another visitor's copy; `reset_sandbox` restores the copy from the shared database.
 Sandboxes older than a day are swept when a new one is made.
+
+Anonymous visitors read whatever the copy holds, so a copy is made only of a database
+that holds the synthetic benchmark and nothing people did (`template_problems`: no other
+import, no users but the personas, no comments, no approvals, no audit entries or
+exception events by anyone but the benchmark's build and the engine); otherwise the demo
+is refused, naming the database and what it holds (`require_template`).
 """
 
 from __future__ import annotations
@@ -18,9 +24,11 @@ from pathlib import Path
 
 from core import access, demo_mode
 from core.db import connect
+from core.db import demo as demo_sql
 from core.db.backend import is_postgres_url
 from core.db.connection import page_size_of
 from core.errors import ConfigError
+from core.views import common
 
 DEMO_ENV = demo_mode.DEMO_ENV
 # Where sandboxes are made (e.g. a volume with room for many visitors); unset: the system's
@@ -53,12 +61,68 @@ def require_sqlite(database: str | Path) -> None:
         )
 
 
+# Who writes the benchmark's rows on a cold start (core.bootstrap): its build and the engine.
+SYSTEM_ACTORS = ("benchmark", "engine")
+SYNTHETIC_SOURCES = tuple(sorted(common.SYNTHETIC_SOURCES))
+
+
+def template_problems(conn: sqlite3.Connection) -> list[str]:
+    """What `conn` holds beyond the synthetic benchmark (empty: a demo may copy it)."""
+    held = demo_sql.beyond_benchmark(
+        conn, SYNTHETIC_SOURCES, tuple(PERSONAS.values()), SYSTEM_ACTORS
+    )
+    problems: list[str] = []
+    if not held.imports:
+        problems.append("no synthetic benchmark (nothing was imported)")
+    if held.other_sources:
+        problems.append("data imported from " + ", ".join(held.other_sources))
+    if held.users:
+        problems.append(f"{len(held.users)} user(s) ({_some(held.users)})")
+    problems += [f"{count} {what}" for what, count in held.counts.items() if count]
+    for what, actors in held.actors.items():
+        if actors:
+            problems.append(f"{what} by {_some(actors)}")
+    return problems
+
+
+def _some(names: tuple[str, ...]) -> str:
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+
+def require_template(database: str | Path) -> None:
+    """Refuse (ConfigError) unless `database` holds the synthetic benchmark and nothing
+    people did: every anonymous visitor would read a copy of it."""
+    require_sqlite(database)
+    path = Path(database).resolve()
+    if not path.is_file():
+        return  # nothing yet: the cold start builds the benchmark into it
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        problems = template_problems(conn)
+    finally:
+        conn.close()
+    if problems:
+        raise ConfigError(_refusal(path, problems))
+
+
+def _refusal(path: Path, problems: list[str]) -> str:
+    return (
+        f"{DEMO_ENV}=1 is refused on {path}: every demo visitor would get a copy of it, and "
+        f"it holds {'; '.join(problems)}. The demo runs only on a database that holds the "
+        "synthetic benchmark and nothing people did: point DATABASE_URL at a new file (the "
+        f"app builds the benchmark into it on first start), or unset {DEMO_ENV}."
+    )
+
+
 def _copy(template: str | Path, target: Path) -> None:
     require_sqlite(template)
     source = sqlite3.connect(f"file:{Path(template).resolve()}?mode=ro", uri=True)
     dest = connect(target, page_size=page_size_of(source))  # the backup copies pages whole
     try:
         source.backup(dest)
+        problems = template_problems(dest)  # what the visitor would read: the copy itself
+        if problems:
+            raise ConfigError(_refusal(Path(template).resolve(), problems))
         access.seed_users(dest, {email: role for role, email in PERSONAS.items()}, actor="demo")
     finally:
         dest.close()
@@ -92,8 +156,13 @@ def create_sandbox(template: str | Path) -> Path:
 
 
 def reset_sandbox(template: str | Path, sandbox: str | Path) -> None:
-    """Put the shared data back into the sandbox (everything the visitor did is gone)."""
-    _copy(template, Path(sandbox))
+    """Put the shared data back into the sandbox (everything the visitor did is gone); a
+    shared database that no longer passes `template_problems` removes the sandbox."""
+    try:
+        _copy(template, Path(sandbox))
+    except ConfigError:
+        remove_sandbox(sandbox)
+        raise
 
 
 def remove_sandbox(sandbox: str | Path) -> None:

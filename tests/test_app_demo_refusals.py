@@ -142,3 +142,58 @@ def test_the_demo_takes_no_webhook_delivery_into_the_shared_database(
         conn.close()
     assert result.status == 503 and "public demo" in result.message
     assert _count(shared, f"SELECT count(*) FROM payments WHERE id = '{payment['id']}'") == 0
+
+
+def _sandboxes(shared: Path) -> list[Path]:
+    return sorted((shared.parent / "sandboxes").glob("razorrecon-demo-*"))
+
+
+def test_the_demo_refuses_a_database_with_people_and_their_comments_naming_both(
+    shared: Path,
+) -> None:
+    from core.review.comments import add_comment
+    from tests.review_support import add_people
+
+    conn = connect(shared)
+    add_people(conn)
+    exception_id = int(conn.execute("SELECT min(id) FROM exceptions").fetchone()[0])
+    add_comment(
+        conn,
+        exception_id,
+        actor="asha@example.com",
+        body="CONFIDENTIAL: customer disputes; bank a/c 50200012345678",
+        request_id="req-confidential",
+    )
+    conn.close()
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    refusals = [e.value for e in at.error]
+    assert any(str(shared) in r and "user(s)" in r and "1 comment(s)" in r for r in refusals)
+    assert any("asha@example.com" in r for r in refusals), refusals
+    assert not [b for b in at.button if str(b.key).startswith(keys.DEMO_SIGN_IN)]
+    assert _sandboxes(shared) == []
+
+
+def test_the_demo_refuses_imported_data_and_copies_only_the_benchmark(
+    shared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core import demo
+
+    conn = connect(shared)
+    assert demo.template_problems(conn) == []  # the benchmark alone: copied
+    conn.close()
+    sandbox = demo.create_sandbox(shared)
+    assert sandbox.exists()
+    imported = tmp_path / "imported.sqlite"
+    conn = connect(imported)
+    migrate(conn)
+    build(conn, payments=200, seed=4, source="files")
+    conn.close()
+    monkeypatch.setenv("DATABASE_URL", str(imported))
+    before = _sandboxes(shared)
+    with pytest.raises(demo.ConfigError, match="data imported from files"):
+        demo.create_sandbox(imported)
+    with pytest.raises(demo.ConfigError, match=str(imported)):
+        demo.reset_sandbox(imported, sandbox)  # the visitor's copy is not overwritten with it
+    assert not sandbox.exists()
+    assert _sandboxes(shared) == [f for f in before if f != sandbox.parent]

@@ -212,7 +212,12 @@ def sign_out_demo() -> None:
 def reset_demo() -> None:
     sandbox = st.session_state.get(keys.DEMO_SANDBOX)
     if sandbox:
-        demo.reset_sandbox(database_path(), sandbox)
+        try:
+            demo.reset_sandbox(database_path(), sandbox)
+        except ConfigError as refused:  # the shared database no longer holds only the benchmark
+            st.session_state.pop(keys.DEMO_SANDBOX, None)
+            st.session_state[keys.FLASH] = ("error", str(refused))
+            return
     st.session_state[keys.FLASH] = ("success", "The demo data are back to the start.")
 
 
@@ -228,7 +233,7 @@ def gate() -> Session | None:
         found = _oidc()
     elif current_mode == "demo":
         try:
-            demo.require_sqlite(database_path())
+            demo.require_template(database_path())
             found = _demo()
         except ConfigError as refused:
             st.error(str(refused))
