@@ -4,7 +4,14 @@ A sandbox is a copy of the benchmark database (one `sqlite3.Connection.backup`, 
 consistent snapshot even while others read it) in a private temporary folder (mode 0700),
 with one persona per role added. Nothing a visitor does reaches the shared database or
 another visitor's copy; `reset_sandbox` restores the copy from the shared database.
-Sandboxes older than a day are swept when a new one is made.
+
+Copies are bounded (anyone can open sessions): at most RAZORRECON_DEMO_MAX_SANDBOXES live
+at once (default 20). Every run of a visitor's session marks their copy used (`touch`);
+a copy unused for IDLE_SECONDS (20 minutes) is swept when a new one is made, and when the
+cap is reached the least recently used copy idle for EVICT_IDLE_SECONDS (2 minutes) makes
+room; if none is, the new visitor is told the demo is full (`DemoFullError`). A visitor
+whose copy was swept gets a fresh one on their next click. Streamlit 1.67 offers no hook
+for the end of a session, hence the sweep by idleness.
 
 Anonymous visitors read whatever the copy holds, so a copy is made only of a database
 that holds the synthetic benchmark and nothing people did (`template_problems`: no other
@@ -15,11 +22,14 @@ is refused, naming the database and what it holds (`require_template`).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import sqlite3
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from core import access, demo_mode
@@ -27,7 +37,7 @@ from core.db import connect
 from core.db import demo as demo_sql
 from core.db.backend import is_postgres_url
 from core.db.connection import page_size_of
-from core.errors import ConfigError
+from core.errors import ConfigError, RefusedError
 from core.views import common
 
 DEMO_ENV = demo_mode.DEMO_ENV
@@ -35,7 +45,11 @@ DEMO_ENV = demo_mode.DEMO_ENV
 # temporary folder.
 DIR_ENV = "RAZORRECON_DEMO_DIR"
 PREFIX = "razorrecon-demo-"
-MAX_AGE_SECONDS = 24 * 3600
+MAX_SANDBOXES_ENV = "RAZORRECON_DEMO_MAX_SANDBOXES"
+DEFAULT_MAX_SANDBOXES = 20
+IDLE_SECONDS = 20 * 60
+EVICT_IDLE_SECONDS = 2 * 60
+LOCK_NAME = ".razorrecon-demo.lock"
 PERSONAS = {
     "viewer": "viewer@demo.razorrecon.invalid",
     "reviewer": "reviewer@demo.razorrecon.invalid",
@@ -140,12 +154,65 @@ def sandbox_root() -> Path:
     return root
 
 
-def create_sandbox(template: str | Path) -> Path:
+class DemoFullError(RefusedError):
+    """As many demo copies are in use as RAZORRECON_DEMO_MAX_SANDBOXES allows."""
+
+
+def max_sandboxes(env: dict[str, str] | None = None) -> int:
+    """RAZORRECON_DEMO_MAX_SANDBOXES: how many copies may live at once (1 to 10000)."""
+    raw = (os.environ if env is None else env).get(MAX_SANDBOXES_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_SANDBOXES
+    if not raw.isdigit() or not 1 <= int(raw) <= 10_000:
+        raise ConfigError(
+            f"{MAX_SANDBOXES_ENV} must be a whole number from 1 to 10000 (how many demo "
+            f"visitors may have a copy of the data at once), not {raw!r}"
+        )
+    return int(raw)
+
+
+@contextlib.contextmanager
+def _sandboxes_locked(root: Path) -> Iterator[None]:
+    """One maker of sandboxes at a time in `root` (across processes), so the cap holds."""
+    # Read-only, so a lock file another account made in a shared /tmp still serves.
+    descriptor = os.open(root / LOCK_NAME, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # closing releases the lock
+
+
+def _live(root: Path) -> list[tuple[float, Path]]:
+    """(last use, folder) of every sandbox in `root`, least recently used first."""
+    found = []
+    for folder in root.glob(f"{PREFIX}*"):
+        with contextlib.suppress(OSError):
+            if folder.is_dir():
+                found.append((folder.stat().st_mtime, folder))
+    return sorted(found)
+
+
+def create_sandbox(template: str | Path, now: float | None = None) -> Path:
     """A private copy of `template` with the demo personas; its path. A copy that fails
-    leaves no folder behind."""
+    leaves no folder behind. Idle copies are swept first; at the cap the least recently
+    used copy idle EVICT_IDLE_SECONDS makes room, else DemoFullError."""
     require_sqlite(template)
-    sweep()
-    folder = Path(tempfile.mkdtemp(prefix=PREFIX, dir=sandbox_root()))  # created 0700
+    cap = max_sandboxes()
+    root = sandbox_root()
+    moment = time.time() if now is None else now
+    with _sandboxes_locked(root):
+        sweep(moment)
+        live = _live(root)
+        while len(live) >= cap and live[0][0] <= moment - EVICT_IDLE_SECONDS:
+            shutil.rmtree(live.pop(0)[1], ignore_errors=True)
+        if len(live) >= cap:
+            raise DemoFullError(
+                f"The demo is full: {len(live)} visitors are working in it now, each on a "
+                f"copy of their own ({MAX_SANDBOXES_ENV}={cap}). Try again in a few minutes; "
+                "a copy is freed when its visitor has been idle for two minutes."
+            )
+        folder = Path(tempfile.mkdtemp(prefix=PREFIX, dir=root))  # created 0700
     target = folder / "sandbox.sqlite"
     try:
         _copy(template, target)
@@ -153,6 +220,17 @@ def create_sandbox(template: str | Path) -> Path:
         shutil.rmtree(folder, ignore_errors=True)
         raise
     return target
+
+
+def touch(sandbox: str | Path) -> bool:
+    """Mark a visitor's copy used now (it is not swept while used); False when it is gone
+    (swept while its visitor was idle)."""
+    folder = Path(sandbox).parent
+    try:
+        os.utime(folder)
+    except OSError:
+        return False
+    return Path(sandbox).is_file()
 
 
 def reset_sandbox(template: str | Path, sandbox: str | Path) -> None:
@@ -172,8 +250,8 @@ def remove_sandbox(sandbox: str | Path) -> None:
 
 
 def sweep(now: float | None = None) -> None:
-    """Remove sandboxes older than a day (visitors who left without resetting)."""
-    cutoff = (time.time() if now is None else now) - MAX_AGE_SECONDS
+    """Remove sandboxes unused for IDLE_SECONDS (visitors who left)."""
+    cutoff = (time.time() if now is None else now) - IDLE_SECONDS
     for folder in sandbox_root().glob(f"{PREFIX}*"):
         try:
             if folder.is_dir() and folder.stat().st_mtime < cutoff:

@@ -173,8 +173,32 @@ def _refused(message: str) -> None:
         st.logout()
 
 
+def _demo_sandbox() -> bool:
+    """Make sure the session has its copy (a fresh one if its copy was swept while the
+    visitor was idle) and mark it used; False, with the reason shown, if the demo is full."""
+    sandbox = st.session_state.get(keys.DEMO_SANDBOX)
+    if sandbox and demo.touch(sandbox):
+        return True
+    try:
+        st.session_state[keys.DEMO_SANDBOX] = str(demo.create_sandbox(database_path()))
+    except demo.DemoFullError as full:
+        st.session_state.pop(keys.DEMO_SANDBOX, None)
+        st.session_state.pop(keys.DEMO_PERSONA, None)
+        st.warning(str(full), icon=":material/hourglass_top:")
+        return False
+    if sandbox:
+        st.info(
+            "Your demo copy was cleared while you were away; this is a fresh copy of the "
+            "synthetic data.",
+            icon=":material/restart_alt:",
+        )
+    return True
+
+
 def _demo() -> Session | None:
     persona = st.session_state.get(keys.DEMO_PERSONA)
+    if persona is not None and not _demo_sandbox():
+        persona = None
     if persona is None:
         st.title("RazorRecon demo")
         st.info(
@@ -194,8 +218,6 @@ def _demo() -> Session | None:
                 args=(role,),
             )
         return None
-    if not st.session_state.get(keys.DEMO_SANDBOX):
-        st.session_state[keys.DEMO_SANDBOX] = str(demo.create_sandbox(database_path()))
     email = demo.PERSONAS[str(persona)]
     return Session(email, str(persona), "demo", email, f"{email} (demo {persona})")
 
@@ -211,7 +233,9 @@ def sign_out_demo() -> None:
 
 def reset_demo() -> None:
     sandbox = st.session_state.get(keys.DEMO_SANDBOX)
-    if sandbox:
+    if sandbox and not demo.touch(sandbox):  # swept while idle: this run makes a fresh one
+        st.session_state.pop(keys.DEMO_SANDBOX, None)
+    elif sandbox:
         try:
             demo.reset_sandbox(database_path(), sandbox)
         except ConfigError as refused:  # the shared database no longer holds only the benchmark
@@ -233,7 +257,10 @@ def gate() -> Session | None:
         found = _oidc()
     elif current_mode == "demo":
         try:
-            demo.require_template(database_path())
+            if st.session_state.get(keys.DEMO_SANDBOX):
+                demo.require_sqlite(database_path())  # its copy was checked when made
+            else:
+                demo.require_template(database_path())  # before a persona is offered
             found = _demo()
         except ConfigError as refused:
             st.error(str(refused))
