@@ -18,7 +18,14 @@ import requests
 
 from core.db import connect, migrate
 from core.hosts import allowed_names, host_allowed, host_name
-from tests.app_browser import CHROMIUM, CHROMIUM_ARGS, Server, running_server, wait_rendered
+from tests.app_browser import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    Server,
+    free_port,
+    running_server,
+    wait_rendered,
+)
 from tests.app_builder import build
 
 REBOUND = "rebind.attacker.test"
@@ -138,3 +145,31 @@ def test_a_rebound_page_on_streamlit_run_app_py_sees_a_refusal_not_the_local_adm
             assert "local admin" in page.inner_text('[data-testid="stSidebar"]')
         finally:
             browser.close()
+
+
+@pytest.mark.browser
+def test_with_sign_in_the_app_answers_its_redirect_uris_host_and_loopback_only(
+    database: str, tmp_path: Path
+) -> None:
+    port = free_port()
+    secrets = tmp_path / "secrets.toml"
+    secrets.write_text(
+        "[auth]\n"
+        f'redirect_uri = "http://recon.example.test:{port}/oauth2callback"\n'
+        'cookie_secret = "hosts-test-cookie-secret-0123456789abcdef"\n'
+        'client_id = "razorrecon"\nclient_secret = "razorrecon-secret"\n'
+        'server_metadata_url = "http://127.0.0.1:9/.well-known/openid-configuration"\n',
+        encoding="utf-8",
+    )
+    with running_server(
+        database,
+        tmp_path / "serve.log",
+        {"RAZORRECON_DEMO": ""},
+        port=port,
+        extra_args=(f"--secrets.files={secrets}",),
+        script="serve.py",
+    ) as server:
+        assert _get(server, "/", f"recon.example.test:{port}").status_code == 200
+        assert _get(server, "/", f"127.0.0.1:{port}").status_code == 200
+        refused = _get(server, "/", f"{REBOUND}:{port}")
+        assert refused.status_code == 403 and "sign-in mode" in refused.text
