@@ -197,3 +197,27 @@ def test_the_demo_refuses_imported_data_and_copies_only_the_benchmark(
         demo.reset_sandbox(imported, sandbox)  # the visitor's copy is not overwritten with it
     assert not sandbox.exists()
     assert _sandboxes(shared) == [f for f in before if f != sandbox.parent]
+
+
+def test_demo_copies_keep_their_anchors_in_their_own_folder_unsigned(
+    shared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core import demo
+    from core.review import resolve
+
+    store = tmp_path / "deployment-anchors"  # the deployment's anchor store and key
+    monkeypatch.setenv("RAZORRECON_ANCHOR_DIR", str(store))
+    monkeypatch.setenv("RAZORRECON_ANCHOR_KEY", "deployment-anchor-key")
+    copies = [demo.create_sandbox(shared), demo.create_sandbox(shared)]
+    for n, sandbox in enumerate(copies):
+        conn = connect(sandbox)
+        exception_id = int(conn.execute("SELECT min(id) FROM exceptions").fetchone()[0])
+        resolve(
+            conn, exception_id, actor=demo.PERSONAS["reviewer"], note="demo", request_id=f"a{n}"
+        )
+        conn.close()
+    assert not store.exists() or list(store.iterdir()) == []
+    for sandbox in copies:
+        anchors = sandbox.parent / "sandbox.sqlite.anchors" / "sandbox.sqlite.anchors.jsonl"
+        lines = anchors.read_text(encoding="utf-8").splitlines()
+        assert lines and all(json.loads(line)["hmac"] is None for line in lines)

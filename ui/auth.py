@@ -78,11 +78,6 @@ def redirect_uri() -> str | None:
         return None
 
 
-def allowed_hosts() -> frozenset[str] | None:
-    """The Host names this mode answers to (core.hosts.allowed_names); None: any."""
-    return hosts.allowed_names(mode(), redirect_uri())
-
-
 def host_refusal(current_mode: str) -> str | None:
     """Why this session's Host is refused, or None. A session with no request headers at
     all is not served over HTTP (AppTest): there is no browser, hence no Host to check."""
