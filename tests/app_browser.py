@@ -95,11 +95,12 @@ def start_server(
     *,
     port: int | None = None,
     extra_args: tuple[str, ...] = (),
+    script: str = "app.py",
 ) -> Server:
     """`streamlit run app.py` on 127.0.0.1 (so, without other configuration, the app runs
     as the local single user) on `database`, a SQLite file or a PostgreSQL URL (an empty
     database gets the app's cold-start bootstrap on either); `extra_args` add options such
-    as --secrets.files."""
+    as --secrets.files; `script="serve.py"` starts it as `make run` does."""
     port = port or free_port()
     inherited = {
         k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DATABASE_OWNER_URL")
@@ -112,7 +113,7 @@ def start_server(
             "-m",
             "streamlit",
             "run",
-            str(ROOT / "app.py"),
+            str(ROOT / script),
             "--server.address=127.0.0.1",
             f"--server.port={port}",
             "--server.headless=true",
@@ -150,8 +151,9 @@ def running_server(
     *,
     port: int | None = None,
     extra_args: tuple[str, ...] = (),
+    script: str = "app.py",
 ) -> Iterator[Server]:
-    server = start_server(database, log, extra_env, port=port, extra_args=extra_args)
+    server = start_server(database, log, extra_env, port=port, extra_args=extra_args, script=script)
     try:
         yield server
     finally:

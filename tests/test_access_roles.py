@@ -10,9 +10,10 @@ import pytest
 
 from core import access, demo
 from core.audit import verify
-from core.db import connect
+from core.db import connect, migrate
 from core.errors import InputError, RefusedError
 from core.review import approve, assign, get_exception, history, reject, resolve, sync_exceptions
+from tests.app_builder import build
 from tests.review_support import Finding, add_people, exception_id, write_run
 
 
@@ -220,16 +221,27 @@ def test_the_threshold_is_configurable(
     assert access.four_eyes_threshold("") == access.DEFAULT_FOUR_EYES_PAISE
 
 
+def _benchmark(folder: Path) -> Path:
+    """A demo's shared database: the synthetic benchmark and nothing people did (the demo
+    copies nothing else: core.demo.template_problems), unlike this module's `db_path`."""
+    path = folder / "benchmark.sqlite"
+    conn = connect(path)
+    migrate(conn)
+    build(conn, payments=200, seed=3)
+    conn.close()
+    return path
+
+
 def test_demo_sandboxes_are_made_and_swept_in_the_named_folder(
-    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = tmp_path / "sandboxes" / "not-yet-made"
     monkeypatch.setenv(demo.DIR_ENV, str(root))
-    sandbox = demo.create_sandbox(db_path)
+    sandbox = demo.create_sandbox(_benchmark(tmp_path))
     assert sandbox.parent.parent == root and oct(sandbox.parent.stat().st_mode)[-3:] == "700"
-    demo.sweep(now=time.time() + demo.MAX_AGE_SECONDS - 60)  # younger than a day: kept
+    demo.sweep(now=time.time() + demo.IDLE_SECONDS - 60)  # used within the idle time: kept
     assert sandbox.exists()
-    demo.sweep(now=time.time() + demo.MAX_AGE_SECONDS + 60)  # a day old: removed
+    demo.sweep(now=time.time() + demo.IDLE_SECONDS + 60)  # idle longer: removed
     assert not sandbox.parent.exists() and root.is_dir()
 
 
@@ -243,9 +255,13 @@ def test_a_sandbox_whose_copy_fails_leaves_no_folder(
     assert list(root.glob(f"{demo.PREFIX}*")) == []
 
 
-def test_a_demo_sandbox_is_a_private_copy_with_personas(db_path: Path) -> None:
+def test_a_demo_sandbox_is_a_private_copy_with_personas(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(demo.DIR_ENV, str(tmp_path / "sandboxes"))
+    db_path = _benchmark(tmp_path)
     conn = connect(db_path)
-    exc = _open(conn)
+    exc = int(conn.execute("SELECT min(id) FROM exceptions WHERE status = 'OPEN'").fetchone()[0])
     conn.close()
     one, two = demo.create_sandbox(db_path), demo.create_sandbox(db_path)
     try:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.db import connect
+from core.db import connect, migrate
 from tests.app_builder import build
 from tests.app_signin import signed_in
 from tests.conftest import ROOT
@@ -192,8 +192,16 @@ def test_an_approver_cannot_approve_their_own_write_off(app_db: str) -> None:
 # test_demo_mode_on_a_postgresql_database_is_refused_with_a_config_error.
 @pytest.mark.sqlite_only
 def test_demo_personas_work_on_a_private_copy(
-    app_db: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    # The demo copies only the synthetic benchmark with nothing people did (core.demo
+    # template_problems): its own database, without app_db's people.
+    app_db = str(tmp_path / "benchmark.sqlite")
+    conn = connect(app_db)
+    migrate(conn)
+    build(conn, payments=600, seed=5)
+    conn.close()
+    monkeypatch.setenv("DATABASE_URL", app_db)
     monkeypatch.setenv("RAZORRECON_DEMO", "1")
     monkeypatch.setenv("RAZORRECON_DEMO_DIR", str(tmp_path / "sandboxes"))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from core.db import connect
+from core.db import connect, migrate
 from tests.app_browser import (
     CHROMIUM,
     SCREENSHOTS,
@@ -166,9 +166,14 @@ def test_oidc_sign_in_and_four_eyes_reviewer_asks_approver_approves(
 # Demo mode is SQLite only by design (a private copy of the file per visitor); on PostgreSQL
 # it fails closed: test_app_demo_reset's test_the_app_in_demo_mode_on_postgresql_says_why...
 @pytest.mark.sqlite_only
-def test_two_demo_visitors_work_in_separate_sandboxes(
-    database: str, browser: object, tmp_path: Path
-) -> None:
+def test_two_demo_visitors_work_in_separate_sandboxes(browser: object, tmp_path: Path) -> None:
+    # The demo copies only the synthetic benchmark with nothing people did (core.demo
+    # template_problems): a database of its own, without the sign-in tests' people.
+    database = str(tmp_path / "benchmark.sqlite")
+    conn = connect(database)
+    migrate(conn)
+    build(conn, payments=300, seed=3)
+    conn.close()
     sandboxes = tmp_path / "sandboxes"
     env = {"RAZORRECON_DEMO": "1", "RAZORRECON_DEMO_DIR": str(sandboxes)}
     with running_server(database, tmp_path / "streamlit.log", env) as server:

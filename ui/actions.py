@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from core import bootstrap, ingest, razorpay
+from core import bootstrap, demo_mode, ingest, razorpay
 from core.calendar import IST, CalendarParams
 from core.dataset import BANK_FILES, DATASET_FILES
 from core.db import database_path
@@ -120,6 +120,7 @@ def stream_folder(
     size), reconcile it window by window and store the run (core.streamed): the raw
     tables are replaced. `progress` hears each block and window."""
     auth.require("admin", "import and reconcile")
+    demo_mode.refuse(demo_mode.SERVER_FOLDER)  # a visitor's own uploads only
     from core.streamed import stream_folder_into_db
 
     path = Path(folder.strip()).expanduser()

@@ -12,6 +12,12 @@ Modes, decided once per run (`mode()`):
 - **local**: neither, and the server bound to the loopback address (`make run`): one
   local admin identity, `local:<os user>`, clearly labelled. No one else can reach it.
 - **closed**: neither, bound to another address: the app refuses to show anything.
+
+Local and sign-in modes also check the Host the browser asked for (core.hosts: loopback
+names only in local mode, the redirect URI's host or a loopback name with sign-in), so a
+page on an attacker's name rebound to this machine (DNS rebinding) sees a refusal. serve.py
+refuses such a request at the door, before Streamlit sees it; the gate checks again, for
+`streamlit run app.py`, where no middleware runs.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from typing import Any
 
 import streamlit as st
 
-from core import access, demo
+from core import access, demo, hosts
 from core.db import connect, database_path
 from core.errors import ConfigError, RefusedError
 from ui import keys
@@ -62,6 +68,25 @@ def mode() -> str:
         return "oidc"
     address = st.get_option("server.address")
     return "local" if address in LOOPBACK else "closed"
+
+
+def redirect_uri() -> str | None:
+    """[auth] redirect_uri from the secrets, if any."""
+    try:
+        return str(st.secrets["auth"].get("redirect_uri") or "") or None
+    except Exception:  # no secrets file, or no [auth]
+        return None
+
+
+def host_refusal(current_mode: str) -> str | None:
+    """Why this session's Host is refused, or None. A session with no request headers at
+    all is not served over HTTP (AppTest): there is no browser, hence no Host to check."""
+    headers = st.context.headers
+    if not headers:
+        return None
+    host = headers.get("Host")
+    names = hosts.allowed_names(current_mode, redirect_uri())
+    return None if hosts.host_allowed(host, names) else hosts.refusal(host, current_mode)
 
 
 def database() -> str:
@@ -143,8 +168,32 @@ def _refused(message: str) -> None:
         st.logout()
 
 
+def _demo_sandbox() -> bool:
+    """Make sure the session has its copy (a fresh one if its copy was swept while the
+    visitor was idle) and mark it used; False, with the reason shown, if the demo is full."""
+    sandbox = st.session_state.get(keys.DEMO_SANDBOX)
+    if sandbox and demo.touch(sandbox):
+        return True
+    try:
+        st.session_state[keys.DEMO_SANDBOX] = str(demo.create_sandbox(database_path()))
+    except demo.DemoFullError as full:
+        st.session_state.pop(keys.DEMO_SANDBOX, None)
+        st.session_state.pop(keys.DEMO_PERSONA, None)
+        st.warning(str(full), icon=":material/hourglass_top:")
+        return False
+    if sandbox:
+        st.info(
+            "Your demo copy was cleared while you were away; this is a fresh copy of the "
+            "synthetic data.",
+            icon=":material/restart_alt:",
+        )
+    return True
+
+
 def _demo() -> Session | None:
     persona = st.session_state.get(keys.DEMO_PERSONA)
+    if persona is not None and not _demo_sandbox():
+        persona = None
     if persona is None:
         st.title("RazorRecon demo")
         st.info(
@@ -164,8 +213,6 @@ def _demo() -> Session | None:
                 args=(role,),
             )
         return None
-    if not st.session_state.get(keys.DEMO_SANDBOX):
-        st.session_state[keys.DEMO_SANDBOX] = str(demo.create_sandbox(database_path()))
     email = demo.PERSONAS[str(persona)]
     return Session(email, str(persona), "demo", email, f"{email} (demo {persona})")
 
@@ -181,8 +228,15 @@ def sign_out_demo() -> None:
 
 def reset_demo() -> None:
     sandbox = st.session_state.get(keys.DEMO_SANDBOX)
-    if sandbox:
-        demo.reset_sandbox(database_path(), sandbox)
+    if sandbox and not demo.touch(sandbox):  # swept while idle: this run makes a fresh one
+        st.session_state.pop(keys.DEMO_SANDBOX, None)
+    elif sandbox:
+        try:
+            demo.reset_sandbox(database_path(), sandbox)
+        except ConfigError as refused:  # the shared database no longer holds only the benchmark
+            st.session_state.pop(keys.DEMO_SANDBOX, None)
+            st.session_state[keys.FLASH] = ("error", str(refused))
+            return
     st.session_state[keys.FLASH] = ("success", "The demo data are back to the start.")
 
 
@@ -190,11 +244,18 @@ def gate() -> Session | None:
     """Establish who is using the app; None (with a screen saying why) if nobody is."""
     current_mode = mode()
     found: Session | None
-    if current_mode == "oidc":
+    refused = host_refusal(current_mode)
+    if refused is not None:
+        st.error(refused)
+        found = None
+    elif current_mode == "oidc":
         found = _oidc()
     elif current_mode == "demo":
         try:
-            demo.require_sqlite(database_path())
+            if st.session_state.get(keys.DEMO_SANDBOX):
+                demo.require_sqlite(database_path())  # its copy was checked when made
+            else:
+                demo.require_template(database_path())  # before a persona is offered
             found = _demo()
         except ConfigError as refused:
             st.error(str(refused))

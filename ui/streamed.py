@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core import demo_mode
 from core.calendar import CalendarParams
 from core.errors import InputError
 from ui import actions, keys, shell, widgets
@@ -15,6 +16,9 @@ def folder_form(calendar: CalendarParams, as_of: int) -> None:
     """Folder path, amount unit, a confirmation when data would be replaced, the button,
     and while it runs: st.progress from 0 to 100 %."""
     st.markdown("**A folder on this server** (API CSVs of any size; replaces the raw data)")
+    if demo_mode.enabled():
+        st.info(demo_mode.refusal(demo_mode.SERVER_FOLDER), icon=":material/block:")
+        return
     st.caption(
         "For datasets too large to upload: read a block at a time, reconciled by windows "
         "of settlement days, stored as one run (`python -m core reconcile DIR --stream --db`)."

@@ -23,6 +23,11 @@ its place would otherwise block the open, and with it the transaction) and witho
 following a symbolic link at its own path (O_NOFOLLOW: RAZORRECON_ANCHOR_DIR is the one way
 to put the anchors elsewhere); anything else there refuses the write (StorageError) and
 fails `audit verify`, naming what is there.
+
+In the public demo (RAZORRECON_DEMO=1) neither setting is used: every visitor's copy is
+named `sandbox.sqlite`, so they would all share one anchor file in RAZORRECON_ANCHOR_DIR,
+and anonymous visitors would get heads of their choosing signed with the deployment's key.
+A demo copy's anchors stay in its own private folder (swept with it), unsigned.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from core import demo_mode
 from core.db import audit as audit_sql
 from core.errors import StorageError
 from core.file_kinds import NotRegularFile, kind_of
@@ -66,7 +72,9 @@ class Anchor:
 
 def anchor_key() -> bytes | None:
     """RAZORRECON_ANCHOR_KEY (Streamlit exports top-level secrets as environment
-    variables), or None when unset."""
+    variables), or None when unset or in the public demo."""
+    if demo_mode.enabled():
+        return None
     value = os.environ.get(ANCHOR_KEY_ENV, "").strip()
     return value.encode("utf-8") if value else None
 
@@ -98,7 +106,7 @@ def anchor_file(conn: sqlite3.Connection) -> Path | None:
     On PostgreSQL there is no database file to sit beside: anchors go to
     RAZORRECON_ANCHOR_DIR/<host>_<port>_<database>.anchors.jsonl when that is set (a folder
     every app process shares), else nowhere (docs/postgres.md)."""
-    configured = os.environ.get(ANCHOR_DIR_ENV, "").strip()
+    configured = _configured_folder()
     label = audit_sql.database_label(conn)
     if label:
         return Path(configured) / f"{label}.anchors.jsonl" if configured else None
@@ -114,9 +122,16 @@ def linked_default_folder(path: Path) -> Path | None:
     (RAZORRECON_ANCHOR_DIR unset) and a symbolic link: anchors are not written or read
     through a link (it would put them wherever the link points, e.g. into another
     database's anchors); the setting is the one way to put them elsewhere. Else None."""
-    if os.environ.get(ANCHOR_DIR_ENV, "").strip():
+    if _configured_folder():
         return None
     return path.parent if path.parent.is_symlink() else None
+
+
+def _configured_folder() -> str:
+    """RAZORRECON_ANCHOR_DIR, or "" when unset or in the public demo (module text)."""
+    if demo_mode.enabled():
+        return ""
+    return os.environ.get(ANCHOR_DIR_ENV, "").strip()
 
 
 def open_regular(path: Path, flags: int, *, follow: bool = False) -> int:

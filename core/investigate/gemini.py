@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from core import demo_mode
 from core.errors import ConfigError
 from core.investigate.prompt import ModelAnswer, answer_json_schema, tool_output
 from core.investigate.tools import TOOL_SPECS, ToolRefused, ToolResult
@@ -60,6 +61,7 @@ class ClientConfig:
     pessimistic estimate, charged with the reported usage).
     breaker_threshold / breaker_cooldown_seconds: after this many consecutive failures a
     model is skipped for the cool-down. max_tool_rounds: tool-call rounds a model may use.
+    off_reason: why no model is asked although a key may be set (the public demo).
     clock: the time source (tests move it).
     """
 
@@ -74,6 +76,7 @@ class ClientConfig:
     breaker_threshold: int = 3
     breaker_cooldown_seconds: int = 600
     max_tool_rounds: int = 2
+    off_reason: str | None = None
     clock: Callable[[], float] = field(default=time.time, compare=False, repr=False)
 
     @property
@@ -83,6 +86,8 @@ class ClientConfig:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ClientConfig:
         env = os.environ if environ is None else environ
+        if demo_mode.enabled(env):  # anonymous visitors never spend the deployment's key
+            return cls(api_key=None, off_reason=demo_mode.NO_MODEL)
         key = (env.get("GEMINI_API_KEY") or env.get("LLM_API_KEY") or "").strip() or None
         default_timeout = _number(env, "GEMINI_TIMEOUT_SECONDS", 0.0)
         models = parse_models(env.get("GEMINI_MODELS", ""), default_timeout)

@@ -123,7 +123,7 @@ def investigate(
         evidence_hash = redacted.digest(PROMPT_VERSION)
         outcome: _Outcome | None = None
         if not config.enabled:
-            outcome = _Outcome(fallback_reason=NO_KEY)
+            outcome = _Outcome(fallback_reason=config.off_reason or NO_KEY)
         elif use_cache:
             outcome = session.from_cache(tools, evidence_hash, redacted)
         if outcome is None:

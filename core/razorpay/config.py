@@ -10,6 +10,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from core import demo_mode
 from core.errors import ConfigError, RefusedError
 
 DEFAULT_BASE_URL = "https://api.razorpay.com"
@@ -150,9 +151,12 @@ def retry_policy_from_env(env: Mapping[str, str] | None = None) -> RetryPolicy:
 
 def settings_from_env(env: Mapping[str, str] | None = None) -> RazorpaySettings:
     """Read and check RAZORPAY_KEY_ID, RAZORPAY_KEY_SECRET, RAZORPAY_BASE_URL,
-    RAZORPAY_ALLOW_LIVE and the retry settings. Raises ConfigError or RefusedError.
+    RAZORPAY_ALLOW_LIVE and the retry settings. Raises ConfigError or RefusedError; always
+    RefusedError in the public demo (RAZORRECON_DEMO=1), whose anonymous visitors never
+    use the deployment's keys (core.demo_mode).
     """
     source = os.environ if env is None else env
+    demo_mode.refuse(demo_mode.RAZORPAY_SYNC, source)
     key_id = source.get("RAZORPAY_KEY_ID", "").strip()
     key_secret = source.get("RAZORPAY_KEY_SECRET", "").strip()
     missing = [

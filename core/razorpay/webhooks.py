@@ -45,6 +45,7 @@ from typing import Any
 
 import pandas as pd
 
+from core import demo_mode
 from core.dataset import Dataset
 from core.db import razorpay as db
 from core.db import transaction
@@ -215,6 +216,8 @@ def handle_webhook(
     except ConfigError as exc:
         return reject(503, "unconfigured", str(exc))
     window = chosen.log_days * 86_400
+    if demo_mode.enabled():
+        return reject(503, "unconfigured", demo_mode.refusal(demo_mode.WEBHOOK))
     if not secret:
         return reject(503, "unconfigured", "RAZORPAY_WEBHOOK_SECRET is not set")
     if len(body) > MAX_BODY_BYTES:
