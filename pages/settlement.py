@@ -30,12 +30,14 @@ labels = {
     + (f" · open exposure {inr(c['exposure'])}" if c["exposure"] else "")
     for c in choices
 }
+shell.agree(keys.SETTLEMENT_CHOICE, preselected if preselected in ids else ids[0])
 chosen = right.selectbox(
     "Settlement",
     ids,
-    index=ids.index(preselected) if preselected in ids else 0,
     format_func=lambda i: labels.get(i, i),
     key=keys.SETTLEMENT_CHOICE,
+    on_change=shell.follow,
+    args=(keys.SETTLEMENT_CHOICE, keys.SELECTED_SETTLEMENT),
 )
 st.session_state[keys.SELECTED_SETTLEMENT] = chosen
 view = shell.read(settlement_view, chosen)

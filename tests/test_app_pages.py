@@ -253,6 +253,22 @@ def test_settlement_page_checks_the_arithmetic(app_db: tuple[str, Built]) -> Non
     assert any("Settlement amount = Σ credit − Σ debit" in m.value for m in at.markdown)
 
 
+def test_settlement_selector_shows_the_settlement_a_search_found(
+    app_db: tuple[str, Built],
+) -> None:
+    at = _app("pages/settlement.py")
+    before = at.selectbox(key=keys.SETTLEMENT_CHOICE).value
+    target = "setl_0000000007"
+    assert before != target
+    at.text_input(key=keys.SETTLEMENT_SEARCH).input("utib000000000007").run()
+    _no_exception(at)
+    box = at.selectbox(key=keys.SETTLEMENT_CHOICE)
+    assert box.value == target
+    assert any(shown(m.value) == "**UTIB000000000007**" for m in at.markdown)
+    # The browser keeps a keyed select's old value unless the server sends the new one.
+    assert box.proto.set_value and target in box.proto.raw_value
+
+
 def test_a_missing_database_directory_is_a_message(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

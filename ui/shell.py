@@ -343,6 +343,17 @@ def set_state(state_key: str, value: Any) -> None:
     st.session_state[state_key] = value
 
 
+def agree(widget_key: str, wanted: Any) -> None:
+    """Make a keyed select show `wanted` (set before the widget is drawn).
+
+    Set through session state, so the browser is told the value: a keyed widget keeps its
+    identity when its options change, and a value forgotten on the server alone (a new
+    search) leaves the browser showing the old choice while the page shows the new one.
+    """
+    if st.session_state.get(widget_key) != wanted:
+        st.session_state[widget_key] = wanted
+
+
 def follow(widget_key: str, state_key: str) -> None:
     """on_change callback: copy a widget's value into shared state."""
     st.session_state[state_key] = st.session_state[widget_key]
