@@ -79,6 +79,8 @@ st.subheader("Arithmetic checks")
 for check in view.checks:
     if check.expected is None:
         st.markdown(f"– {check.name}: computed {inr(check.computed)}; not stated by Razorpay")
+    elif check.note:
+        st.markdown(f":red[✗] {check.name}: {inr(check.expected)} {md(check.note)}")
     elif check.ok:
         st.markdown(f":green[✓] {check.name}: {inr(check.computed)}")
     else:

@@ -269,6 +269,17 @@ def test_settlement_selector_shows_the_settlement_a_search_found(
     assert box.proto.set_value and target in box.proto.raw_value
 
 
+def test_settlement_page_says_a_settlement_was_never_credited(
+    app_db: tuple[str, Built],
+) -> None:
+    at = _app("pages/settlement.py")
+    at.text_input(key=keys.SETTLEMENT_SEARCH).input("setl_0000000003").run()
+    _no_exception(at)
+    texts = [shown(m.value) for m in at.markdown]
+    assert any(t.startswith(":red[✗] Bank credit = settlement amount") for t in texts)
+    assert any("not credited" in t for t in texts)
+
+
 def test_a_missing_database_directory_is_a_message(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

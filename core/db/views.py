@@ -587,13 +587,19 @@ def instant_settlement_by_id(conn: sqlite3.Connection, settlement_id: str) -> Ro
     )
 
 
+_DISPUTED = "CASE WHEN coalesce(dispute_id, '') = '' THEN 0 ELSE 1 END"
+
+
 def settlement_breakdown(conn: sqlite3.Connection, settlement_id: str) -> list[Row]:
+    """A settlement's recon rows summed by type and by whether they name a dispute."""
     return _all(
         conn,
-        "SELECT type, count(*) AS n, coalesce(sum(amount), 0) AS amount, "
+        f"SELECT type, {_DISPUTED} AS disputed, count(*) AS n, "
+        "coalesce(sum(amount), 0) AS amount, "
         "coalesce(sum(credit), 0) AS credit, coalesce(sum(debit), 0) AS debit, "
         "coalesce(sum(fee), 0) AS fee, coalesce(sum(tax), 0) AS tax "
-        "FROM recon_rows WHERE settlement_id = ? GROUP BY type ORDER BY type",
+        f"FROM recon_rows WHERE settlement_id = ? GROUP BY type, {_DISPUTED} "
+        "ORDER BY type, disputed",
         (settlement_id,),
     )
 
