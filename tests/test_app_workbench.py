@@ -325,6 +325,34 @@ def test_what_changed_since_the_previous_run(conn: sqlite3.Connection) -> None:
     assert (changes.opened, changes.auto_cleared, changes.reopened) == (1, 1, 0)
 
 
+def test_what_changed_names_the_previous_run_and_links_exactly_the_exceptions_it_counts(
+    app_db: tuple[str, Built],
+) -> None:
+    path, built = app_db
+    conn = connect(path)
+    run = write_run(conn, [Finding("pay_NEWONE"), Finding("pay_NEWTWO")])
+    sync_exceptions(conn, run)
+    changes = changes_since_previous_run(conn)
+    cleared = conn.execute(
+        "SELECT count(*) FROM exceptions WHERE status = 'AUTO_CLEARED'"
+    ).fetchone()[0]
+    conn.close()
+    assert changes is not None and changes.auto_cleared == cleared > 0
+    at = _app()
+    headings = [h.value for h in at.subheader]
+    assert f"Run #{run}, since the previous run (#{built.run_id})" in headings
+    at.button(key=keys.OVERVIEW_SHOW_OPENED).click().run()
+    _no_exception(at)
+    assert at.title[0].value == "Exceptions"
+    assert sorted(at.dataframe[0].value["Entity"]) == ["pay_NEWONE", "pay_NEWTWO"]
+    at.button(key=keys.QUEUE_CHANGED_CLEAR).click().run()
+    assert len(at.dataframe[0].value) > 2  # the whole queue again
+    at.switch_page("pages/overview.py")
+    at.run()
+    at.button(key=keys.OVERVIEW_SHOW_CLEARED).click().run()
+    assert any(f"**{cleared:,}** exceptions match" in m.value for m in at.markdown)
+
+
 def test_the_queue_page_says_how_many_more_match_in_other_statuses(
     app_db: tuple[str, Built],
 ) -> None:

@@ -60,6 +60,8 @@ QUEUE_BULK = "queue_bulk"  # toggle: tick several rows (else a click opens one)
 QUEUE_MORE = "queue_more_columns"
 QUEUE_TABLE_NONCE = "queue_table_nonce"  # moves on when a click opens a row
 QUEUE_ORDER = "queue_order"  # ids of the queue page last shown, for "Next exception"
+QUEUE_CHANGED = "queue_changed_in_run"  # (what, run id): a link from the Overview's changes
+QUEUE_CHANGED_CLEAR = "queue_changed_clear"
 
 # --- Settlement page ------------------------------------------------------------------
 SETTLEMENT_SEARCH = "settlement_search"

@@ -481,10 +481,32 @@ def my_work_box() -> None:
     )
 
 
-def open_queue(statuses: list[str], assignee: str | None = None) -> None:
-    """on_click: show the queue filtered to these statuses (and assignee), from any page."""
+# The queue's filters a link to exactly some exceptions clears (besides status, assignee).
+_NARROWING = (
+    keys.QUEUE_SEARCH,
+    keys.QUEUE_CODES,
+    keys.QUEUE_CLASSES,
+    keys.QUEUE_SETTLEMENT,
+    keys.QUEUE_MIN_AGE,
+    keys.QUEUE_MAX_AGE,
+    keys.QUEUE_MIN_AMOUNT,
+    keys.QUEUE_MAX_AMOUNT,
+)
+
+
+def open_queue(
+    statuses: list[str], assignee: str | None = None, changed: tuple[str, int] | None = None
+) -> None:
+    """on_click: show the queue filtered to these statuses (and assignee), from any page.
+
+    changed: (what, run id), exactly the exceptions that run's sync opened, auto-cleared or
+    marked no longer found (QueueFilter.changed_in_run); the other filters are cleared."""
     st.session_state[keys.QUEUE_STATUSES] = statuses
     st.session_state[keys.QUEUE_ASSIGNEE] = assignee or "Anyone"
+    st.session_state.pop(keys.QUEUE_CHANGED, None)
+    if changed is not None:
+        forget(*_NARROWING)
+        st.session_state[keys.QUEUE_CHANGED] = changed
     st.session_state[keys.OPEN_QUEUE] = True
 
 

@@ -109,7 +109,9 @@ def queue_filters(options: QueueOptions) -> tuple[QueueFilter, str, int]:
     size = row[1].selectbox(
         "Per page", [25, 50, 100], index=1, key=keys.QUEUE_PAGE_SIZE, persist_state="session"
     )
+    changed = _changed_in_run()
     flt = QueueFilter(
+        changed_in_run=changed,
         codes=tuple(codes),
         classes=tuple(classes),
         statuses=tuple(statuses),
@@ -122,6 +124,32 @@ def queue_filters(options: QueueOptions) -> tuple[QueueFilter, str, int]:
         search=search.strip() or None,
     )
     return flt, sort, int(size)
+
+
+CHANGE_VERBS = {
+    "opened": "opened",
+    "auto_cleared": "auto-cleared",
+    "no_longer_found": "marked as no longer found (needs review)",
+}
+
+
+def _forget_changed() -> None:
+    st.session_state.pop(keys.QUEUE_CHANGED, None)
+
+
+def _changed_in_run() -> tuple[str, int] | None:
+    """The Overview's link in force (QueueFilter.changed_in_run), said with a way out."""
+    changed = st.session_state.get(keys.QUEUE_CHANGED)
+    if not changed:
+        return None
+    what, run_id = str(changed[0]), int(changed[1])
+    row = st.columns([4, 1])
+    row[0].info(
+        f"Only the exceptions run #{run_id} {CHANGE_VERBS.get(what, what)}.",
+        icon=":material/filter_alt:",
+    )
+    row[1].button("Show the whole queue", key=keys.QUEUE_CHANGED_CLEAR, on_click=_forget_changed)
+    return what, run_id
 
 
 def signature(*parts: Any) -> str:

@@ -381,6 +381,20 @@ class QueueFilter:
     max_exposure: int | None = None
     assignee: str | None = None
     search: str | None = None
+    # (what, run id): the exceptions one run's sync opened ("opened"), auto-cleared
+    # ("auto_cleared") or marked no longer found ("no_longer_found"): the Overview's links.
+    changed_in_run: tuple[str, int] | None = None
+
+
+# What a run's sync did to an exception, as it stays in the row (core.db.review): opened
+# it (first_run_id), marked it no longer found (not_found_run_id), auto-cleared it (closed
+# at the sync's own time, still AUTO_CLEARED).
+RUN_CHANGES = {
+    "opened": "first_run_id = ?",
+    "no_longer_found": "not_found_run_id = ?",
+    "auto_cleared": "status = 'AUTO_CLEARED' AND closed_at = "
+    "(SELECT synced_at FROM exception_syncs WHERE run_id = ?)",
+}
 
 
 def _like(text: str) -> str:
@@ -440,6 +454,10 @@ def _where(flt: QueueFilter, as_of: int, pg: bool = False) -> tuple[str, list[An
         else:
             clauses.append("assignee = ?")
             params.append(flt.assignee)
+    if flt.changed_in_run is not None:
+        what, run_id = flt.changed_in_run
+        clauses.append(RUN_CHANGES[what])
+        params.append(int(run_id))
     term = (flt.search or "").strip()
     if term:
         clause, found = _search(term, pg)
