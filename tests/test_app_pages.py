@@ -280,6 +280,32 @@ def test_settlement_page_says_a_settlement_was_never_credited(
     assert any("not credited" in t for t in texts)
 
 
+def test_investigation_evidence_reads_in_rupees_days_and_words(
+    app_db: tuple[str, Built],
+) -> None:
+    path, _ = app_db
+    conn = connect(path)
+    exception_id = conn.execute(
+        "SELECT id FROM exceptions WHERE reason_code = 'MISSING_BANK_ENTRY' ORDER BY id"
+    ).fetchone()[0]
+    conn.close()
+    at = _app()
+    at.session_state[keys.SELECTED_EXCEPTION] = exception_id
+    at.switch_page("pages/investigation.py")
+    at.run()
+    _no_exception(at)
+    titles = [shown(e.label) for e in at.expander]
+    assert any(t.startswith("Bank lines · from ") and ", amount ₹" in t for t in titles), titles
+    assert any(t.startswith(f"Related exceptions · exception #{exception_id}") for t in titles)
+    assert not any("_" in t.split("·")[-1].replace("setl_", "") for t in titles), titles
+    cells = [str(v) for frame in (d.value for d in at.dataframe) for v in frame.to_numpy().ravel()]
+    assert "Yes" in cells  # the settlement's bank credit is overdue
+    assert not {"True", "False"} & set(cells)
+    assert not any(c.startswith(("[", "{")) or re.fullmatch(r"\d{4}-\d{2}-\d{2}", c) for c in cells)
+    by_type = [d.value for d in at.dataframe if "Type" in d.value.columns]
+    assert any(frame["Credit"].str.startswith("₹").all() for frame in by_type)
+
+
 def test_a_missing_database_directory_is_a_message(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -135,18 +135,25 @@ def is_time_field(key: str) -> bool:
 
 def cell(key: str, value: Any) -> Any:
     """One record value for display: paise as rupees, Unix seconds as IST time, ISO dates
-    in the same day style."""
+    in the same day style, Yes/No for a flag, a list of plain values joined."""
     if value is None:
         return ""
-    if key in DATE_FIELDS and isinstance(value, str):
+    if isinstance(value, bool):
+        return "Yes" if value else "No"
+    if isinstance(value, str) and (key in DATE_FIELDS or ISO_DAY.fullmatch(value)):
         return due_text(value)
-    if key in money_fields() and isinstance(value, int) and not isinstance(value, bool):
+    if key in money_fields() and isinstance(value, int):
         return format_inr(value)
-    if is_time_field(key) and isinstance(value, int) and not isinstance(value, bool):
+    if is_time_field(key) and isinstance(value, int):
         return ist(value)
+    if isinstance(value, (list, tuple)) and not any(isinstance(v, Mapping) for v in value):
+        return ", ".join(str(cell(key, v)) for v in value)  # dates, ids, amounts
     if isinstance(value, (dict, list, tuple)):
         return str(value)
     return value
+
+
+ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")  # an IST calendar day: shown as 04 Dec 2026
 
 
 # Keys that name rows inside the system, not facts a reviewer reads: behind a details toggle.
