@@ -353,6 +353,31 @@ def test_what_changed_names_the_previous_run_and_links_exactly_the_exceptions_it
     assert any(f"**{cleared:,}** exceptions match" in m.value for m in at.markdown)
 
 
+def test_the_queue_shows_a_write_off_awaiting_approval(app_db: tuple[str, Built]) -> None:
+    path, _ = app_db
+    conn = connect(path)
+    pending, other = conn.execute(
+        "SELECT id, entity_id FROM exceptions WHERE status = 'OPEN' "
+        "AND exposure_amount > 1000001 ORDER BY exposure_amount DESC LIMIT 2"
+    ).fetchall()
+    asked = resolve(
+        conn,
+        pending[0],
+        actor="asha@example.com",
+        note="unrecoverable",
+        request_id="wo-1",
+        resolution="written_off",
+        amount=1_000_001,
+    )
+    conn.close()
+    assert asked.approval_id is not None
+    at = _app("pages/exceptions.py")
+    frame = at.dataframe[0].value
+    status = dict(zip(frame["Entity"], frame["Status"], strict=True))
+    assert status[pending[1]] == "Open · write-off awaiting approval"
+    assert status[other[1]] == "Open"
+
+
 def test_the_queue_page_says_how_many_more_match_in_other_statuses(
     app_db: tuple[str, Built],
 ) -> None:

@@ -252,6 +252,7 @@ def queue_frame(items: Iterable[QueueItem]) -> pd.DataFrame:
             "UTR": i.utr or "",
             "Age": i.age_days,
             "Status": status_label(i.status)
+            + (" · write-off awaiting approval" if i.write_off_pending else "")
             + (" · needs review: no longer found" if i.needs_review else ""),
             "Assignee": (i.assignee or "").split("@", 1)[0],
             "Due": due_text(i.due_date, i.overdue),

@@ -40,6 +40,12 @@ QUEUE_COLUMNS = (
     "expected_amount, actual_amount, difference, settlement_id, order_id, utr, "
     "entity_created_at, status, assignee, due_date, version, updated_at, not_found_run_id"
 )
+# A page of the queue also says whether a write-off awaits its second pair of eyes: one
+# probe of approvals_one_pending per row shown, inside the page's own statement.
+WRITE_OFF_PENDING = (
+    "CASE WHEN EXISTS (SELECT 1 FROM approvals a WHERE a.exception_id = exceptions.id"
+    " AND a.status = 'pending') THEN 1 ELSE 0 END AS write_off_pending"
+)
 
 # Tables the data builder may fill (tests and the UI benchmark); nothing else is writable here.
 BUILDER_TABLES = frozenset(
@@ -518,7 +524,7 @@ def queue_page(
             inner, limit, offset = _reversed(order), end - offset, total - end
     return _all(
         conn,
-        f"SELECT {QUEUE_COLUMNS} FROM exceptions WHERE id IN "
+        f"SELECT {QUEUE_COLUMNS}, {WRITE_OFF_PENDING} FROM exceptions WHERE id IN "
         f"(SELECT id FROM exceptions{where} ORDER BY {inner} LIMIT ? OFFSET ?) "
         f"ORDER BY {order}",
         (*params, limit, offset),
@@ -531,7 +537,9 @@ def queue_iter(
     """The whole filtered set, in batches (CSV export)."""
     where, params = _where(flt, as_of, is_postgres(conn))
     cursor = conn.execute(
-        f"SELECT {QUEUE_COLUMNS} FROM exceptions{where} ORDER BY {QUEUE_SORTS[sort]}", params
+        f"SELECT {QUEUE_COLUMNS}, {WRITE_OFF_PENDING} FROM exceptions{where}"
+        f" ORDER BY {QUEUE_SORTS[sort]}",
+        params,
     )
     while chunk := cursor.fetchmany(batch):
         yield [dict(r) for r in chunk]

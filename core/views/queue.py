@@ -47,6 +47,7 @@ class QueueItem:
     version: int
     needs_review: bool = False  # no longer found by a run after a person worked on it
     overdue: bool = False  # open, and its due date is before the run's as-of (IST date)
+    write_off_pending: bool = False  # a write-off awaits approval (four eyes)
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,7 @@ def queue_item(row: dict[str, Any], as_of: int) -> QueueItem:
         due_date=row["due_date"],
         version=int(row["version"]),
         needs_review=row.get("not_found_run_id") is not None,
+        write_off_pending=bool(row.get("write_off_pending")),
         overdue=bool(
             row["due_date"]
             and row["status"] in OPEN_STATUSES
