@@ -22,6 +22,7 @@ from core.books.close import (
     books_month,
     books_view,
     change_details,
+    close_month,
     kept_daily,
     month_days,
     month_journal,
@@ -52,6 +53,7 @@ from core.db import raw
 from core.db.raw import MonthProduct
 from core.errors import InputError
 from core.money import parse_rupees
+from core.views.queue import month_open_exceptions
 from ui import auth, keys, shell
 from ui.charts import INDIAN_SHORT
 from ui.format import inr, inr_short, ist, md
@@ -728,3 +730,58 @@ def rollforward_section(result: MonthRollForward, daily: pd.DataFrame) -> None:
     if result.drilldown:
         st.subheader("Where the residual comes from")
         st.dataframe(drilldown_table(result.drilldown), key=keys.BOOKS_DRILLDOWN, hide_index=True)
+
+
+def close_control(month: str, events: pd.DataFrame) -> None:
+    """An admin's close of an open month, in two steps: the first says what closing means
+    and names the month's open exceptions; the second closes it (once: the request id
+    makes a retry or a double click the same close)."""
+    if st.session_state.get(keys.BOOKS_CLOSE_ASK) != month:
+        st.button(
+            "Close this month…",
+            key=keys.BOOKS_CLOSE,
+            on_click=shell.set_state,
+            args=(keys.BOOKS_CLOSE_ASK, month),
+        )
+        return
+    count, exposure = shell.read(month_open_exceptions, month)
+    with st.container(border=True):
+        st.markdown(f"**Close {month}?**")
+        st.markdown(
+            f"Closing keeps {month}'s roll-forward, balance by day and journal as today's data"
+            " give them, for good: a close cannot be undone. Data that arrive for it later"
+            f" leave {month} as closed; the next open month carries the difference as a"
+            " prior-period adjustment."
+        )
+        if count:
+            st.warning(
+                f"{count:,} exception{'s' if count != 1 else ''} on {month}'s payments,"
+                f" refunds and settlements {'are' if count != 1 else 'is'} still open,"
+                f" exposure {inr(exposure)}: the close keeps the figures with them open.",
+                icon=":material/warning:",
+            )
+        else:
+            st.caption(f"No exception on {month}'s entities is open.")
+        confirm, cancel = st.columns([1, 1])
+        if confirm.button(f"Close {month}", key=keys.BOOKS_CLOSE_CONFIRM, type="primary"):
+            with shell.guarded():
+                auth.require("admin", "close a month")
+                with shell.connection() as conn:
+                    close_month(
+                        conn,
+                        events,
+                        month,
+                        actor=auth.actor_name(),
+                        request_id=shell.request_id("close"),
+                    )
+                shell.done("close")
+                st.session_state.pop(keys.BOOKS_REPORT, None)
+                st.session_state.pop(keys.BOOKS_CLOSE_ASK, None)
+                shell.flash("success", f"{month} closed.")
+                st.rerun()
+        cancel.button(
+            "Cancel",
+            key=keys.BOOKS_CLOSE_CANCEL,
+            on_click=shell.forget,
+            args=(keys.BOOKS_CLOSE_ASK,),
+        )

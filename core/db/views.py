@@ -472,6 +472,19 @@ def _where(flt: QueueFilter, as_of: int, pg: bool = False) -> tuple[str, list[An
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 
+def open_created_between(conn: sqlite3.Connection, start: int, end: int) -> Row:
+    """Open exceptions (count, exposure) whose entity was created in [start, end)."""
+    row = _one(
+        conn,
+        "SELECT count(*) AS n, coalesce(sum(exposure_amount), 0) AS exposure FROM exceptions"
+        f" WHERE status IN ({_in(OPEN_STATUSES)}) AND entity_created_at >= ?"
+        " AND entity_created_at < ?",
+        (*OPEN_STATUSES, start, end),
+    )
+    assert row is not None
+    return row
+
+
 def queue_count(conn: sqlite3.Connection, flt: QueueFilter, as_of: int) -> Row:
     where, params = _where(flt, as_of, is_postgres(conn))
     row = _one(

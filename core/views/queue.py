@@ -4,12 +4,14 @@ reviewer's work, and the whole filtered set as CSV."""
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from core.calendar import IST, month_bounds
 from core.db import page_reads
 from core.db import views as db
 from core.db.views import ALL_STATUSES, OPEN_STATUSES, QUEUE_SORTS, QueueFilter
@@ -133,6 +135,18 @@ def queue(
         page_size=page_size,
         other_statuses=hidden_by_status(conn, flt, moment) if flt.search or not total else 0,
     )
+
+
+def month_open_exceptions(conn: sqlite3.Connection, month: str) -> tuple[int, int]:
+    """The exceptions still open on entities created in an IST month ('YYYY-MM'): their
+    count and exposure in paise (what an admin is told before closing the month)."""
+    first, following = month_bounds(month)
+    start, end = (
+        int(dt.datetime.combine(d, dt.time(0, 0), tzinfo=IST).timestamp())
+        for d in (first, following)
+    )
+    row = db.open_created_between(conn, start, end)
+    return int(row["n"]), int(row["exposure"])
 
 
 def top_exception(conn: sqlite3.Connection) -> int | None:
