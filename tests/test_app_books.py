@@ -85,6 +85,7 @@ def test_an_admin_closes_a_month_and_it_shows_as_closed(app_db: str) -> None:
     assert not at.exception, [e.value for e in at.exception]
     assert any(f"{month} is closed" in i.value for i in at.info)
     assert not [b for b in at.button if b.key == keys.BOOKS_CLOSE]
+    assert not any("Today's data move" in w.value for w in at.warning)  # nothing moved
 
 
 def test_closing_a_month_asks_first_naming_its_open_exceptions_and_cancel_keeps_it_open(

@@ -105,6 +105,11 @@ def test_a_closed_month_shows_its_books_as_closed_by_default_and_todays_on_reque
     closings = _chart_closings(at)
     assert len(closings) == 31 and closings[-1] == snap.closing // 100
     assert any(c.value == "The balance by day of 2026-05 as kept at the close." for c in at.caption)
+    moved = [w.value for w in at.warning if "Today's data move 2026-05's closing" in w.value]
+    assert moved == [
+        f"Today's data move 2026-05's closing by {inr(LATE)} (data that arrived or changed"
+        " after the close): choose **Today's data** above to see which lines moved."
+    ]
 
     _basis(at, "current")
     metrics = {m.label: m.value for m in at.metric}

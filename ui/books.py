@@ -387,6 +387,9 @@ def journal_notes(files: JournalFiles) -> None:
         )
 
 
+BASIS_LABEL_TODAY = "Today's data"
+
+
 def basis_choice(month: str, closes: Mapping[str, ClosedMonth]) -> str:
     """A closed month's basis, chosen (as kept at the close by default, or today's data);
     an open month has only today's."""
@@ -395,7 +398,7 @@ def basis_choice(month: str, closes: Mapping[str, ClosedMonth]) -> str:
         return CURRENT_BASIS
     labels = {
         CLOSED_BASIS: f"As closed ({closed.label()})",
-        CURRENT_BASIS: "Today's data (what arrived after the close included)",
+        CURRENT_BASIS: f"{BASIS_LABEL_TODAY} (what arrived after the close included)",
     }
     chosen = st.radio(
         f"{month} is closed. Show",
@@ -436,6 +439,15 @@ def month_figures(
         return books_view(events, month, dict(closes)), daily
     if basis == CLOSED_BASIS:
         st.info(f"{month} is closed ({closed.closed_by}): the figures are as closed.")
+        others = {m: c for m, c in closes.items() if m != month}
+        moved_by = books_view(events, month, others).closing - closed.snapshot.closing
+        if moved_by:
+            st.warning(
+                f"Today's data move {month}'s closing by {inr(moved_by)} (data that arrived"
+                f" or changed after the close): choose **{BASIS_LABEL_TODAY}** above to see"
+                " which lines moved.",
+                icon=":material/difference:",
+            )
         kept = shell.read(kept_daily, month)
         if kept is not None:
             st.caption(f"The balance by day of {month} as kept at the close.")
