@@ -97,8 +97,9 @@ if auth.can("review"):
             people,
             index=None,
             key=keys.QUEUE_ASSIGN_TO,
-            placeholder="a reviewer",
+            placeholder=shell.assignee_placeholder(people),
         )
+        shell.nobody_to_assign(people)
         if st.button(
             f"Assign {len(selected)} selected",
             key=keys.QUEUE_ASSIGN,

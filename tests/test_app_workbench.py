@@ -378,6 +378,38 @@ def test_the_queue_shows_a_write_off_awaiting_approval(app_db: tuple[str, Built]
     assert status[other[1]] == "Open"
 
 
+def test_local_mode_with_nobody_to_assign_says_so_and_points_to_the_admin_page(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from streamlit import config
+    from streamlit.testing.v1 import AppTest
+
+    from tests.app_builder import build
+    from tests.conftest import ROOT
+
+    conn = connect(db_url)
+    build(conn, payments=300, seed=5)  # no people added: local mode's first day
+    conn.close()
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    address = config.get_option("server.address")
+    config.set_option("server.address", "127.0.0.1")  # local mode: bound to loopback
+    try:
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+        at.run()
+        at.switch_page("pages/investigation.py")
+        at.run()
+        _no_exception(at)
+        assert at.selectbox(key=keys.DECISION_ASSIGNEE).options == []
+        said = " ".join(c.value for c in at.caption)
+        assert "Nobody can be assigned yet" in said and "on the Admin page" in said
+        at.button(key=keys.DECISION_ASSIGN).click().run()
+        errors = [pages.shown(e.value) for e in at.error]
+        assert errors and all(e != "Choose who gets it first." for e in errors)
+        assert any("Add people (reviewer or above) on the Admin page." in e for e in errors)
+    finally:
+        config.set_option("server.address", address)
+
+
 def test_the_queue_page_says_how_many_more_match_in_other_statuses(
     app_db: tuple[str, Built],
 ) -> None:

@@ -201,7 +201,11 @@ def assign_one(exception_id: int, version: int) -> None:
 
     assignee = st.session_state.get(keys.DECISION_ASSIGNEE)
     if not assignee:
-        flash_at(keys.DECISION_FLASH, "error", "Choose who gets it first.")
+        flash_at(
+            keys.DECISION_FLASH,
+            "error",
+            "Choose who gets it first." if people() else NOBODY_TO_ASSIGN + " " + add_people(),
+        )
         return
     key = f"assign-{exception_id}"
     try:
@@ -308,6 +312,29 @@ def four_eyes() -> int:
 def people() -> list[str]:
     """Who can be given an exception: active users with the reviewer role or above."""
     return read(auth.access.assignable)
+
+
+NOBODY_TO_ASSIGN = "Nobody can be assigned yet: no active person has the reviewer role."
+
+
+def add_people() -> str:
+    """Where people are added, for whoever is signed in."""
+    if auth.can("admin"):
+        return "Add people (reviewer or above) on the Admin page."
+    return "An admin adds people on the Admin page."
+
+
+def assignee_placeholder(people: list[str]) -> str:
+    return "a reviewer" if people else "nobody to assign yet"
+
+
+def nobody_to_assign(people: list[str]) -> None:
+    """Under an Assign to list with no one in it: why, and (for an admin) where to add people."""
+    if people:
+        return
+    st.caption(f"{NOBODY_TO_ASSIGN} {add_people()}")
+    if auth.can("admin"):
+        st.page_link("pages/admin.py", label="Add people", icon=":material/person_add:")
 
 
 def need(permission: str, what: str) -> None:
