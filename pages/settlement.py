@@ -106,11 +106,12 @@ widgets.records_table(
 
 if view.open_exceptions:
     st.subheader("Open exceptions on this settlement")
+    shown = queue_frame(view.open_exceptions)
     st.dataframe(
-        queue_frame(view.open_exceptions),
+        shown,
         hide_index=True,
         column_order=QUEUE_COLUMNS,
-        column_config=queue_columns(),
+        column_config=queue_columns(frame=shown),
         key=keys.SETTLEMENT_QUEUE,
     )
     ids_open = [i.id for i in view.open_exceptions]

@@ -410,6 +410,20 @@ def test_local_mode_with_nobody_to_assign_says_so_and_points_to_the_admin_page(
         config.set_option("server.address", address)
 
 
+def test_the_queue_table_cuts_no_reason_code_entity_or_utr(app_db: tuple[str, Built]) -> None:
+    import json
+
+    at = _app("pages/exceptions.py")
+    table = at.dataframe[0]
+    widths = {name: c.get("width", 0) for name, c in json.loads(table.proto.columns).items()}
+    frame = table.value
+    for column in ("Reason", "Entity", "Settlement", "UTR"):
+        longest = max(len(str(v)) for v in frame[column].dropna())
+        assert widths[column] >= 7 * longest + 16, (column, widths[column], longest)
+    assert widths["Age"] >= 60  # "Age (d)" whole
+    assert json.loads(table.proto.columns)["Reason"].get("pinned")  # in view when scrolled
+
+
 def test_the_queue_page_says_how_many_more_match_in_other_statuses(
     app_db: tuple[str, Built],
 ) -> None:

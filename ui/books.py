@@ -56,7 +56,7 @@ from core.money import parse_rupees
 from core.views.queue import month_open_exceptions
 from ui import auth, keys, shell
 from ui.charts import INDIAN_SHORT
-from ui.format import inr, inr_short, ist, md
+from ui.format import inr, inr_short, ist, md, table_height
 
 T = TypeVar("T")
 
@@ -736,9 +736,20 @@ def rollforward_section(result: MonthRollForward, daily: pd.DataFrame) -> None:
     st.altair_chart(balance_chart(daily), key=keys.BOOKS_CHART, width="stretch")
     left, right = st.columns(2)
     left.subheader("Movements")
-    left.dataframe(lines_table(result.movements), key=keys.BOOKS_MOVEMENTS, hide_index=True)
+    movements, open_items = lines_table(result.movements), lines_table(result.open_items)
+    left.dataframe(
+        movements,
+        key=keys.BOOKS_MOVEMENTS,
+        hide_index=True,
+        height=table_height(len(movements)),  # every line: eleven with a prior period
+    )
     right.subheader("Open items at month end")
-    right.dataframe(lines_table(result.open_items), key=keys.BOOKS_OPEN_ITEMS, hide_index=True)
+    right.dataframe(
+        open_items,
+        key=keys.BOOKS_OPEN_ITEMS,
+        hide_index=True,
+        height=table_height(len(open_items)),
+    )
     if result.drilldown:
         st.subheader("Where the residual comes from")
         st.dataframe(drilldown_table(result.drilldown), key=keys.BOOKS_DRILLDOWN, hide_index=True)

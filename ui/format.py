@@ -263,28 +263,58 @@ def queue_frame(items: Iterable[QueueItem]) -> pd.DataFrame:
     return frame.astype({c: "string" for c in frame.columns if c not in ("Id", "Age")})
 
 
-def queue_columns(more: bool = False) -> dict[str, Any]:
-    """column_config for queue_frame: friendly help, compact widths, numbers as numbers."""
+def shown_px(text: str) -> int:
+    """A cell's text width in px at the dataframe's font, by kind of character: capitals
+    and underscores (reason codes) run wider than CHAR_PX, which suits mixed text."""
+    wide = sum(1 for c in text if c.isupper() or c in "_@%₹")
+    digits = sum(1 for c in text if c.isdigit())
+    return int(8.8 * wide + 7.8 * digits + 7.0 * (len(text) - wide - digits)) + CELL_PAD_PX
+
+
+def queue_columns(more: bool = False, frame: pd.DataFrame | None = None) -> dict[str, Any]:
+    """column_config for queue_frame: friendly help, numbers as numbers, each text column
+    as wide as the longest value `frame` shows (no reason code, id or UTR cut), the Id and
+    Reason pinned so a page wider than the screen scrolls with them in view."""
     import streamlit as st  # ui only: core never imports streamlit
 
+    least = {"Reason": 140, "Exposure": 100, "Entity": 140, "Settlement": 110, "UTR": 105}
+    least |= {"Status": 85, "Assignee": 80, "Due": 95, "Class": 130, "Difference": 105}
+    least |= {"Order": 150}
+    if frame is not None:
+        for name in least:
+            if name in frame.columns and len(frame):
+                values = [str(v) for v in frame[name].dropna()]
+                least[name] = max([least[name], *map(shown_px, values)])
     cc = st.column_config
     config: dict[str, Any] = {
-        "Id": cc.NumberColumn("Id", width=50, format="%d", help="Exception id"),
-        "Reason": cc.TextColumn("Reason", width=140),
-        "Exposure": cc.TextColumn("Exposure", width=100, help="Money at stake, ₹"),
-        "Entity": cc.TextColumn("Entity", width=140, help="Payment, refund or bank line"),
-        "Settlement": cc.TextColumn("Settlement", width=110),
-        "UTR": cc.TextColumn("UTR", width=105),
-        "Age": cc.NumberColumn("Age (d)", width=45, format="%d", help="Days at the run's as-of"),
-        "Status": cc.TextColumn("Status", width=85),
-        "Assignee": cc.TextColumn("Assignee", width=70, help="Who has it (name before the @)"),
-        "Due": cc.TextColumn("Due", width=90, help="Due date; ⚠ overdue at the run's as-of"),
+        "Id": cc.NumberColumn("Id", width=56, format="%d", help="Exception id", pinned=True),
+        "Reason": cc.TextColumn("Reason", width=least["Reason"], pinned=True),
+        "Exposure": cc.TextColumn("Exposure", width=least["Exposure"], help="Money at stake, ₹"),
+        "Entity": cc.TextColumn(
+            "Entity", width=least["Entity"], help="Payment, refund or bank line"
+        ),
+        "Settlement": cc.TextColumn("Settlement", width=least["Settlement"]),
+        "UTR": cc.TextColumn("UTR", width=least["UTR"]),
+        "Age": cc.NumberColumn("Age (d)", width=64, format="%d", help="Days at the run's as-of"),
+        "Status": cc.TextColumn("Status", width=least["Status"]),
+        "Assignee": cc.TextColumn(
+            "Assignee", width=least["Assignee"], help="Who has it (name before the @)"
+        ),
+        "Due": cc.TextColumn(
+            "Due", width=least["Due"], help="Due date; ⚠ overdue at the run's as-of"
+        ),
     }
     if more:
-        config["Class"] = cc.TextColumn("Class", width=130)
-        config["Difference"] = cc.TextColumn("Difference", width=105)
-        config["Order"] = cc.TextColumn("Order", width=150)
+        config["Class"] = cc.TextColumn("Class", width=least["Class"])
+        config["Difference"] = cc.TextColumn("Difference", width=least["Difference"])
+        config["Order"] = cc.TextColumn("Order", width=least["Order"])
     return config
+
+
+def table_height(rows: int) -> int:
+    """A dataframe's height in px showing `rows` rows whole, with no blank tail (st.dataframe
+    shows ten and scrolls the rest by default)."""
+    return 35 * (rows + 1) + 3
 
 
 # --- tables that fit ------------------------------------------------------------------
@@ -335,11 +365,19 @@ def natural_widths(frame: pd.DataFrame, longest: Mapping[str, int] | None = None
     return widths
 
 
-def fitted_widths(widths: Mapping[str, int], budget: int) -> dict[str, int]:
+def fitted_widths(
+    widths: Mapping[str, int], budget: int, whole: Iterable[str] = ()
+) -> dict[str, int]:
     """Widths that add up to no more than `budget` where they can: narrow columns keep
-    theirs, the widest are cut to one common cap (never below MIN_COLUMN_PX)."""
+    theirs, the widest are cut to one common cap (never below MIN_COLUMN_PX); `whole`
+    columns (short names a reader needs entire, an audit action) are never cut."""
     if sum(widths.values()) <= budget:
         return dict(widths)
+    keep = set(whole) & set(widths)
+    if keep:
+        room = budget - sum(widths[n] for n in keep)
+        rest = fitted_widths({n: w for n, w in widths.items() if n not in keep}, room)
+        return {n: widths[n] if n in keep else rest[n] for n in widths}
     low, high = MIN_COLUMN_PX, max(widths.values())
     while low < high:  # the largest cap that still fits
         cap = (low + high + 1) // 2
@@ -350,7 +388,9 @@ def fitted_widths(widths: Mapping[str, int], budget: int) -> dict[str, int]:
     return {name: min(w, low) for name, w in widths.items()}
 
 
-def columns_that_fit(widths: Mapping[str, int], budget: int) -> dict[str, int]:
+def columns_that_fit(
+    widths: Mapping[str, int], budget: int, whole: Iterable[str] = ()
+) -> dict[str, int]:
     """The leading columns that fit `budget`, with their widths: none cut below
     READABLE_PX (an id, a date, an amount stay whole) except a last one given the room
     left when that is at least TAIL_PX; the rest wait behind 'All columns'."""
@@ -359,11 +399,11 @@ def columns_that_fit(widths: Mapping[str, int], budget: int) -> dict[str, int]:
         room = budget - sum(min(w, READABLE_PX) for w in kept.values())
         if kept and min(px, READABLE_PX) > room:
             if room >= TAIL_PX:
-                fitted = fitted_widths(kept, budget - room)
+                fitted = fitted_widths(kept, budget - room, whole)
                 return {**fitted, name: min(px, budget - sum(fitted.values()))}
             break
         kept[name] = px
-    return fitted_widths(kept, budget)
+    return fitted_widths(kept, budget, whole)
 
 
 def vertical_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -375,7 +415,7 @@ def vertical_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def fitted_table(
-    frame: pd.DataFrame, budget: int = MAIN_WIDTH
+    frame: pd.DataFrame, budget: int = MAIN_WIDTH, whole: Iterable[str] = ()
 ) -> tuple[pd.DataFrame, dict[str, Any], int]:
     """A display frame with column_config widths that fit `budget` px, and how many of its
     columns are hidden (shown with 'All columns'). Columns empty in every row are left
@@ -391,7 +431,7 @@ def fitted_table(
     if len(frame) == 1 and sum(widths.values()) > budget:
         frame = vertical_frame(frame)
         widths = natural_widths(frame)
-    kept = columns_that_fit(widths, budget)
+    kept = columns_that_fit(widths, budget, whole)
     hidden = len(widths) - len(kept)
     config: dict[str, Any] = {
         name: st.column_config.TextColumn(name, width=px) for name, px in kept.items()

@@ -164,20 +164,24 @@ def records_table(
     *,
     details: bool = False,
     budget: int = MAIN_WIDTH,
+    whole: Iterable[str] = (),
 ) -> None:
-    """A table of records with friendly names; internal keys only with `details`."""
+    """A table of records with friendly names; internal keys only with `details`; `whole`
+    columns never cut to fit."""
     frame = records_frame(records, details=details)
     if frame.empty:
         st.caption(empty)
     else:
-        fitted(frame, key, budget=budget)
+        fitted(frame, key, budget=budget, whole=whole)
 
 
-def fitted(frame: pd.DataFrame, key: str, *, budget: int = MAIN_WIDTH) -> None:
+def fitted(
+    frame: pd.DataFrame, key: str, *, budget: int = MAIN_WIDTH, whole: Iterable[str] = ()
+) -> None:
     """A table of display text that fits `budget` px (the room it has at 1440 wide)
     without a sideways scroll (ui.format.fitted_table); columns that cannot fit at all
     are behind an 'All columns' toggle."""
-    shown, config, hidden = fitted_table(frame, budget)
+    shown, config, hidden = fitted_table(frame, budget, whole)
     everything = hidden > 0 and st.toggle(
         f"All {len(shown.columns)} columns ({hidden} more)", key=f"{key}-all"
     )
