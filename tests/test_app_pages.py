@@ -306,6 +306,38 @@ def test_investigation_evidence_reads_in_rupees_days_and_words(
     assert any(frame["Credit"].str.startswith("₹").all() for frame in by_type)
 
 
+def test_audit_details_show_paise_in_rupees_and_the_stored_payload_keeps_paise(
+    app_db: tuple[str, Built],
+) -> None:
+    from core.audit import append
+    from core.db import transaction
+
+    path, _ = app_db
+    conn = connect(path)
+    with transaction(conn):
+        append(
+            conn,
+            actor="admin@example.com",
+            action="month_closed",
+            entity_type="month",
+            entity_id="2026-04",
+            payload={"closing": 37593756, "four_eyes_threshold": 1000000, "residual": 0},
+        )
+    conn.close()
+    at = _app("pages/audit.py")
+    _no_exception(at)
+    frame = at.dataframe[0].value
+    row = frame[frame["Action"] == "month_closed"].iloc[0]
+    assert "Closing: ₹3,75,937.56" in row["Details"]
+    assert "Four eyes threshold: ₹10,000.00" in row["Details"]
+    conn = connect(path)
+    stored = conn.execute(
+        "SELECT payload_json FROM audit_log WHERE action = 'month_closed'"
+    ).fetchone()[0]
+    conn.close()
+    assert '"closing":37593756' in stored.replace(" ", "")
+
+
 def test_a_missing_database_directory_is_a_message(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
