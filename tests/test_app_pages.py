@@ -338,6 +338,35 @@ def test_audit_details_show_paise_in_rupees_and_the_stored_payload_keeps_paise(
     assert '"closing":37593756' in stored.replace(" ", "")
 
 
+def _upload(at: AppTest, names: tuple[str, ...] | None = None) -> AppTest:
+    from tests.conftest import SPEC_EXAMPLE
+
+    files = [
+        f for f in sorted((SPEC_EXAMPLE / "dataset").iterdir()) if not names or f.name in names
+    ]
+    at.file_uploader(key=keys.UPLOAD_FILES).set_value(
+        [(f.name, f.read_bytes(), "application/octet-stream") for f in files]
+    )
+    at.radio(key=keys.UPLOAD_MODE).set_value("replace").run()  # the builder's benchmark
+    at.checkbox(key=keys.UPLOAD_CONFIRM).check().run()
+    at.button(key=keys.UPLOAD_IMPORT).click().run()
+    _no_exception(at)
+    return at
+
+
+def test_the_import_report_wraps_its_lines(app_db: tuple[str, Built]) -> None:
+    at = _upload(_app("pages/data.py"))
+    assert any(s.value.startswith("Imported.") for s in at.success)
+    (report,) = at.code
+    assert report.proto.wrap_lines  # a long line wraps, never cut at the right edge
+
+
+def test_a_missing_file_names_every_format_the_import_reads(app_db: tuple[str, Built]) -> None:
+    at = _upload(_app("pages/data.py"), ("payments.json", "refunds.csv", "settlement_recon.csv"))
+    said = " ".join(at.dataframe[0].value["Message"])
+    assert "settlements.csv, settlements.json, settlements.xlsx or settlements.xls" in said
+
+
 def test_a_missing_database_directory_is_a_message(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
