@@ -47,7 +47,8 @@ class SettlementView:
 
     lines: gross payments, fees (GST inside), net payment credit, then one line per kind of
     recon row (refunds, transfers, reversals, dispute adjustments, other adjustments, any
-    other type), whose amounts with the net payment credit add up to the computed net. rows: the first `row_limit` recon rows; row_count: all.
+    other type), whose amounts with the net payment credit add up to the computed net.
+    rows: the first `row_limit` recon rows; row_count: all.
     """
 
     settlement: dict[str, Any]
