@@ -233,9 +233,10 @@ def due_text(due: str | None, overdue: bool = False) -> str:
 
 # The queue table: what a reviewer reads first fits 1440 px without a sideways scroll;
 # Class, Difference and Order follow behind "More columns".
-QUEUE_COLUMNS = ("Id", "Reason", "Exposure", "Entity", "Settlement", "UTR", "Age")
+QUEUE_COLUMNS = ("Id", "Reason", "Exposure", "Entity", "UTR", "Age")
 QUEUE_COLUMNS += ("Status", "Assignee", "Due")
-QUEUE_MORE_COLUMNS = ("Class", "Difference", "Order")
+# Settlement among them: the UTR names it, and ten columns cut the reason codes at 1440.
+QUEUE_MORE_COLUMNS = ("Settlement", "Class", "Difference", "Order")
 
 
 def queue_frame(items: Iterable[QueueItem]) -> pd.DataFrame:
@@ -264,50 +265,76 @@ def queue_frame(items: Iterable[QueueItem]) -> pd.DataFrame:
 
 
 def shown_px(text: str) -> int:
-    """A cell's text width in px at the dataframe's font, by kind of character: capitals
-    and underscores (reason codes) run wider than CHAR_PX, which suits mixed text."""
-    wide = sum(1 for c in text if c.isupper() or c in "_@%₹")
+    """A cell's text width in px at the dataframe's font, by kind of character (measured
+    on the queue at 1440 wide): capitals and underscores (reason codes) run wider."""
+    wide = sum(1 for c in text if c.isupper() or c in "_@%₹⚠")
     digits = sum(1 for c in text if c.isdigit())
-    return int(8.8 * wide + 7.8 * digits + 7.0 * (len(text) - wide - digits)) + CELL_PAD_PX
+    return int(7.3 * wide + 6.8 * digits + 6.2 * (len(text) - wide - digits)) + 16
+
+
+# The queue's columns at 1440 wide: the table's 978 px less its row markers. What a
+# reviewer reads to tell one exception from another (Reason, Entity, UTR, Age) is sized
+# to its longest value first; the others give way, down to their headers.
+QUEUE_BUDGET = 940
+QUEUE_GIVES_WAY = ("Due", "Assignee", "Status", "Exposure")
+
+
+def queue_widths(frame: pd.DataFrame | None, columns: Iterable[str]) -> dict[str, int]:
+    """Each default queue column's width: its header or its longest value, whichever is
+    wider, then fitted to QUEUE_BUDGET (QUEUE_GIVES_WAY first, never below its header;
+    past that, the widest capped alike)."""
+    least = {"Id": 48, "Exposure": 100, "Due": 90}
+    widths: dict[str, int] = {}
+    for name in columns:
+        header = shown_px("Age (d)" if name == "Age" else name)
+        px = max(least.get(name, MIN_COLUMN_PX), header)
+        if frame is not None and name in frame.columns and name not in ("Id", "Age"):
+            px = max([px, *(shown_px(str(v)) for v in frame[name].dropna())])
+        widths[name] = px
+    over = sum(widths.values()) - QUEUE_BUDGET
+    for name in QUEUE_GIVES_WAY:
+        if over <= 0 or name not in widths:
+            continue
+        floor = max(shown_px(name), MIN_COLUMN_PX)
+        give = max(0, min(over, widths[name] - floor))
+        widths[name] -= give
+        over -= give
+    return fitted_widths(widths, QUEUE_BUDGET) if over > 0 else widths
 
 
 def queue_columns(more: bool = False, frame: pd.DataFrame | None = None) -> dict[str, Any]:
-    """column_config for queue_frame: friendly help, numbers as numbers, each text column
-    as wide as the longest value `frame` shows (no reason code, id or UTR cut), the Id and
-    Reason pinned so a page wider than the screen scrolls with them in view."""
+    """column_config for queue_frame: friendly help, numbers as numbers, widths from the
+    page's values (queue_widths: no reason code, entity id or UTR cut while the page
+    fits 1440 px), Id and Reason pinned."""
     import streamlit as st  # ui only: core never imports streamlit
 
-    least = {"Reason": 140, "Exposure": 100, "Entity": 140, "Settlement": 110, "UTR": 105}
-    least |= {"Status": 85, "Assignee": 80, "Due": 95, "Class": 130, "Difference": 105}
-    least |= {"Order": 150}
-    if frame is not None:
-        for name in least:
-            if name in frame.columns and len(frame):
-                values = [str(v) for v in frame[name].dropna()]
-                least[name] = max([least[name], *map(shown_px, values)])
+    w = queue_widths(frame, QUEUE_COLUMNS)
+    w["Settlement"] = (
+        max([110, *(shown_px(str(v)) for v in frame["Settlement"].dropna())])
+        if (frame is not None and "Settlement" in frame.columns)
+        else 110
+    )
     cc = st.column_config
     config: dict[str, Any] = {
-        "Id": cc.NumberColumn("Id", width=56, format="%d", help="Exception id", pinned=True),
-        "Reason": cc.TextColumn("Reason", width=least["Reason"], pinned=True),
-        "Exposure": cc.TextColumn("Exposure", width=least["Exposure"], help="Money at stake, ₹"),
-        "Entity": cc.TextColumn(
-            "Entity", width=least["Entity"], help="Payment, refund or bank line"
+        "Id": cc.NumberColumn("Id", width=w["Id"], format="%d", help="Exception id", pinned=True),
+        "Reason": cc.TextColumn("Reason", width=w["Reason"], pinned=True),
+        "Exposure": cc.TextColumn("Exposure", width=w["Exposure"], help="Money at stake, ₹"),
+        "Entity": cc.TextColumn("Entity", width=w["Entity"], help="Payment, refund or bank line"),
+        "Settlement": cc.TextColumn("Settlement", width=w["Settlement"]),
+        "UTR": cc.TextColumn("UTR", width=w["UTR"]),
+        "Age": cc.NumberColumn(
+            "Age (d)", width=w["Age"], format="%d", help="Days at the run's as-of"
         ),
-        "Settlement": cc.TextColumn("Settlement", width=least["Settlement"]),
-        "UTR": cc.TextColumn("UTR", width=least["UTR"]),
-        "Age": cc.NumberColumn("Age (d)", width=64, format="%d", help="Days at the run's as-of"),
-        "Status": cc.TextColumn("Status", width=least["Status"]),
+        "Status": cc.TextColumn("Status", width=w["Status"]),
         "Assignee": cc.TextColumn(
-            "Assignee", width=least["Assignee"], help="Who has it (name before the @)"
+            "Assignee", width=w["Assignee"], help="Who has it (name before the @)"
         ),
-        "Due": cc.TextColumn(
-            "Due", width=least["Due"], help="Due date; ⚠ overdue at the run's as-of"
-        ),
+        "Due": cc.TextColumn("Due", width=w["Due"], help="Due date; ⚠ overdue at the run's as-of"),
     }
     if more:
-        config["Class"] = cc.TextColumn("Class", width=least["Class"])
-        config["Difference"] = cc.TextColumn("Difference", width=least["Difference"])
-        config["Order"] = cc.TextColumn("Order", width=least["Order"])
+        config["Class"] = cc.TextColumn("Class", width=130)
+        config["Difference"] = cc.TextColumn("Difference", width=105)
+        config["Order"] = cc.TextColumn("Order", width=150)
     return config
 
 
