@@ -61,4 +61,9 @@ if result is None:
 total, entries = audit.entries(where, int(limit))
 st.markdown(f"**{total:,}** entries match; the newest {len(entries):,} are shown.")
 details = st.toggle("Details: raw payload and hash", key=keys.AUDIT_DETAILS)
-widgets.records_table(audit.rows(entries, details=details), keys.AUDIT_TABLE, "No entries match.")
+widgets.records_table(
+    audit.rows(entries, details=details),
+    keys.AUDIT_TABLE,
+    "No entries match.",
+    whole=("Action", "Entity"),
+)

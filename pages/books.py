@@ -5,7 +5,7 @@ import datetime as dt
 
 import streamlit as st
 
-from core.books.close import close_month, closed_months
+from core.books.close import closed_months
 from core.books.ledger import fallback_months, ledger_status, stored_ledger, stored_months
 from core.books.report import build_report, bundle, pdf
 from core.books.store import pricing_plans, save_pricing_plan
@@ -49,25 +49,8 @@ if roll_tab.open:
             st.info("The roll-forward is shown once the books are derived (see above).")
             st.stop()
         events = ledger.events_for(month)
-        if (
-            month not in closes
-            and auth.can("admin")
-            and st.button("Close this month", key=keys.BOOKS_CLOSE)
-        ):
-            with shell.guarded():
-                auth.require("admin", "close a month")
-                with shell.connection() as conn:
-                    close_month(
-                        conn,
-                        events,
-                        month,
-                        actor=auth.actor_name(),
-                        request_id=shell.request_id("close"),
-                    )
-                shell.done("close")
-                st.session_state.pop(keys.BOOKS_REPORT, None)
-                shell.flash("success", f"{month} closed.")
-                st.rerun()
+        if month not in closes and auth.can("admin"):
+            books.close_control(month, events)
         result, daily = books.month_figures(month, basis, events, closes, ledger.daily())
         books.rollforward_section(result, daily)
         if st.button("Prepare the close report (CSV bundle and PDF)", key=keys.BOOKS_REPORT_BUILD):

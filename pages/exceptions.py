@@ -46,13 +46,14 @@ bulk = toggles[0].toggle("Select several", key=keys.QUEUE_BULK, help="To assign 
 more = toggles[1].toggle("More columns", key=keys.QUEUE_MORE, help="Class, difference, order")
 nonce = st.session_state.get(keys.QUEUE_TABLE_NONCE, 0)
 sig = widgets.signature(query_sig, page.page, page.items, bulk, nonce)
+shown = queue_frame(page.items)
 event = st.dataframe(
-    queue_frame(page.items),
+    shown,
     hide_index=True,
     width="stretch",
     height=min(35 * (len(page.items) + 1) + 3, 640),
     column_order=QUEUE_COLUMNS + (QUEUE_MORE_COLUMNS if more else ()),
-    column_config=queue_columns(more),
+    column_config=queue_columns(more, shown),
     on_select="rerun",
     selection_mode="multi-row" if bulk else "single-row",
     key=f"{keys.QUEUE_TABLE}-{sig}",
@@ -97,8 +98,9 @@ if auth.can("review"):
             people,
             index=None,
             key=keys.QUEUE_ASSIGN_TO,
-            placeholder="a reviewer",
+            placeholder=shell.assignee_placeholder(people),
         )
+        shell.nobody_to_assign(people)
         if st.button(
             f"Assign {len(selected)} selected",
             key=keys.QUEUE_ASSIGN,

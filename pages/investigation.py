@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+import ui.evidence
 import ui.packet
 from core.views.exception import evidence, exception
 from ui import auth, comments, decision, keys, shell, widgets
@@ -60,15 +61,10 @@ with evidence_col:
     st.markdown("#### Evidence (read only)")
     details = st.toggle("Show internal keys", key=keys.INVESTIGATE_DETAILS)
     for n, section in enumerate(shell.read(evidence, exception_id)):
-        with st.expander(f"{md(section.title)} ({len(section.records)})", expanded=n < 3):
-            if section.note:
-                st.caption(md(section.note))
-            widgets.records_table(
-                section.records,
-                f"{keys.EVIDENCE_TABLE}-{n}",
-                "Nothing found.",
-                details=details,
-                budget=EVIDENCE_WIDTH,
+        heading = f"{md(ui.evidence.title(section))} ({len(section.records)})"
+        with st.expander(heading, expanded=n < 3):
+            ui.evidence.show(
+                section, f"{keys.EVIDENCE_TABLE}-{n}", details=details, budget=EVIDENCE_WIDTH
             )
 
 with answer_col:

@@ -4,7 +4,7 @@ import streamlit as st
 
 from core.views.evaluation import heldout_accuracy
 from core.views.overview import overview
-from core.views.queue import OPEN_STATUSES
+from core.views.queue import ALL_STATUSES
 from core.views.runs import changes_since_previous_run
 from ui import auth, charts, keys, shell
 from ui.format import class_label, inr, inr_short
@@ -55,24 +55,34 @@ cards[4].metric(
 
 changes = shell.read(changes_since_previous_run)
 if changes is not None:
-    st.subheader("First run" if changes.first else f"Since the previous run (#{changes.run_id})")
+    st.subheader(
+        f"First run (#{changes.run_id})"
+        if changes.first
+        else f"Run #{changes.run_id}, since the previous run (#{changes.previous_run_id})"
+    )
     row = st.columns(4)
-    for column, (label, n, key, statuses) in zip(
+    for column, (label, n, key, what) in zip(
         row,
         (
-            ("Opened", changes.opened, keys.OVERVIEW_SHOW_OPENED, ["OPEN"]),
-            ("Auto-cleared", changes.auto_cleared, keys.OVERVIEW_SHOW_CLEARED, ["AUTO_CLEARED"]),
+            ("Opened", changes.opened, keys.OVERVIEW_SHOW_OPENED, "opened"),
+            ("Auto-cleared", changes.auto_cleared, keys.OVERVIEW_SHOW_CLEARED, "auto_cleared"),
             (
                 "Needs review: no longer found",
                 changes.no_longer_found,
                 keys.OVERVIEW_SHOW_REVIEW,
-                list(OPEN_STATUSES),
+                "no_longer_found",
             ),
         ),
         strict=False,
     ):
         column.metric(label, f"{n:,}", border=True)
-        column.button("Show in the queue", key=key, on_click=shell.open_queue, args=(statuses,))
+        column.button(
+            "Show in the queue",
+            key=key,
+            on_click=shell.open_queue,
+            args=(list(ALL_STATUSES), None, (what, changes.run_id)),
+            disabled=not n,
+        )
     row[3].metric("Reopened", f"{changes.reopened:,}", border=True)
 
 st.subheader("Open exposure by class")

@@ -30,12 +30,14 @@ labels = {
     + (f" · open exposure {inr(c['exposure'])}" if c["exposure"] else "")
     for c in choices
 }
+shell.agree(keys.SETTLEMENT_CHOICE, preselected if preselected in ids else ids[0])
 chosen = right.selectbox(
     "Settlement",
     ids,
-    index=ids.index(preselected) if preselected in ids else 0,
     format_func=lambda i: labels.get(i, i),
     key=keys.SETTLEMENT_CHOICE,
+    on_change=shell.follow,
+    args=(keys.SETTLEMENT_CHOICE, keys.SELECTED_SETTLEMENT),
 )
 st.session_state[keys.SELECTED_SETTLEMENT] = chosen
 view = shell.read(settlement_view, chosen)
@@ -77,6 +79,8 @@ st.subheader("Arithmetic checks")
 for check in view.checks:
     if check.expected is None:
         st.markdown(f"– {check.name}: computed {inr(check.computed)}; not stated by Razorpay")
+    elif check.note:
+        st.markdown(f":red[✗] {check.name}: {inr(check.expected)} {md(check.note)}")
     elif check.ok:
         st.markdown(f":green[✓] {check.name}: {inr(check.computed)}")
     else:
@@ -102,11 +106,12 @@ widgets.records_table(
 
 if view.open_exceptions:
     st.subheader("Open exceptions on this settlement")
+    shown = queue_frame(view.open_exceptions)
     st.dataframe(
-        queue_frame(view.open_exceptions),
+        shown,
         hide_index=True,
         column_order=QUEUE_COLUMNS,
-        column_config=queue_columns(),
+        column_config=queue_columns(frame=shown),
         key=keys.SETTLEMENT_QUEUE,
     )
     ids_open = [i.id for i in view.open_exceptions]

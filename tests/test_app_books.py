@@ -3,13 +3,16 @@ and a reader (viewer) can see it."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 
 import pytest
 
+from core.calendar import IST, month_bounds
 from core.db import connect
 from tests.books_app_support import books_database, open_books, open_tab
 from ui import keys
+from ui.format import inr
 
 # AppTest and the v2 multipage app: see tests.conftest.streamlit_navigation_v2.
 pytestmark = pytest.mark.usefixtures("streamlit_navigation_v2")
@@ -78,9 +81,47 @@ def test_an_admin_closes_a_month_and_it_shows_as_closed(app_db: str) -> None:
     at = open_books("admin@example.com")
     month = at.selectbox(key=keys.BOOKS_MONTH).value
     at.button(key=keys.BOOKS_CLOSE).click().run()
+    at.button(key=keys.BOOKS_CLOSE_CONFIRM).click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert any(f"{month} is closed" in i.value for i in at.info)
     assert not [b for b in at.button if b.key == keys.BOOKS_CLOSE]
+    assert not any("Today's data move" in w.value for w in at.warning)  # nothing moved
+
+
+def test_closing_a_month_asks_first_naming_its_open_exceptions_and_cancel_keeps_it_open(
+    app_db: str,
+) -> None:
+    at = open_books("admin@example.com")
+    month = at.selectbox(key=keys.BOOKS_MONTH).value
+    first, following = (
+        int(dt.datetime.combine(d, dt.time(0, 0), tzinfo=IST).timestamp())
+        for d in month_bounds(month)
+    )
+    conn = connect(app_db)
+    try:
+        count, exposure = conn.execute(
+            "SELECT count(*), sum(exposure_amount) FROM exceptions WHERE status IN "
+            "('OPEN', 'ASSIGNED', 'INVESTIGATED', 'ESCALATED') "
+            "AND entity_created_at >= ? AND entity_created_at < ?",
+            (first, following),
+        ).fetchone()
+    finally:
+        conn.close()
+    assert count > 0
+    at.button(key=keys.BOOKS_CLOSE).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not any(f"{month} is closed" in i.value for i in at.info)  # not closed yet
+    assert any("cannot be undone" in m.value for m in at.markdown)
+    said = [w.value for w in at.warning]
+    assert any(f"{count:,} exceptions" in w and inr(exposure) in w for w in said), said
+    at.button(key=keys.BOOKS_CLOSE_CANCEL).click().run()
+    assert not [b for b in at.button if b.key == keys.BOOKS_CLOSE_CONFIRM]
+    assert [b for b in at.button if b.key == keys.BOOKS_CLOSE]
+    conn = connect(app_db)
+    try:
+        assert conn.execute("SELECT count(*) FROM month_closes").fetchone()[0] == 0
+    finally:
+        conn.close()
 
 
 def test_the_gst_tab_ties_a_typed_invoice_out(app_db: str) -> None:

@@ -107,6 +107,11 @@ def test_a_closed_month_shows_its_books_as_closed_by_default_and_todays_on_reque
     closings = _chart_closings(at)
     assert len(closings) == 31 and closings[-1] == snap.closing // 100
     assert any(c.value == "The balance by day of 2026-05 as kept at the close." for c in at.caption)
+    moved = [w.value for w in at.warning if "Today's data move 2026-05's closing" in w.value]
+    assert moved == [
+        f"Today's data move 2026-05's closing by {inr(LATE)} (data that arrived or changed"
+        " after the close): choose **Today's data** above to see which lines moved."
+    ]
 
     _basis(at, "current")
     metrics = {m.label: m.value for m in at.metric}
@@ -227,3 +232,23 @@ def test_the_fee_check_and_gst_tabs_of_a_closed_month_say_they_show_todays_data(
     assert len(notes) == 1 and "built from today's data" in notes[0]
     at = open_tab(_month(at, JUNE), tab)
     assert not [i.value for i in at.info if "is closed, but the" in i.value]
+
+
+def test_the_month_after_a_closed_one_shows_every_movement_line_whole(
+    late: tuple[ClosedMonth, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from streamlit.delta_generator import DeltaGenerator
+
+    heights: dict[str, object] = {}
+    real = DeltaGenerator.dataframe
+
+    def dataframe(self: DeltaGenerator, data: object = None, *args: object, **kw: object) -> object:
+        heights[str(kw.get("key"))] = (kw.get("height", "auto"), len(data))  # type: ignore[arg-type]
+        return real(self, data, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(DeltaGenerator, "dataframe", dataframe)
+    _month(open_books(), JUNE)
+    height, rows = heights[keys.BOOKS_MOVEMENTS]  # type: ignore[misc]
+    assert rows == 11  # the prior-period adjustments line first, Instant settlements last
+    # st.dataframe shows ten rows by default and scrolls the rest out of sight
+    assert isinstance(height, int) and height >= 35 * (rows + 1)

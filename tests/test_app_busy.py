@@ -200,9 +200,10 @@ def test_closing_a_month_on_a_busy_database_says_so_and_the_retry_closes_it_once
         rebuild_ledger(conn)  # as a completed run leaves it
     at = _page("pages/books.py")
     month = at.selectbox(key=keys.BOOKS_MONTH).value
-    _busy_while_locked(at, app_db, lambda at: at.button(key=keys.BOOKS_CLOSE).click().run())
+    at.button(key=keys.BOOKS_CLOSE).click().run()  # the confirm step
+    _busy_while_locked(at, app_db, lambda at: at.button(key=keys.BOOKS_CLOSE_CONFIRM).click().run())
     assert {m.label for m in at.metric} == {"Opening", "Closing", "Open items", "Residual"}
-    at.button(key=keys.BOOKS_CLOSE).click().run()
+    at.button(key=keys.BOOKS_CLOSE_CONFIRM).click().run()
     assert f"{month} closed." in _successes(at)
     assert _audited(app_db, "month_closed", month) == 1
 

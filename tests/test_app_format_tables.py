@@ -160,3 +160,23 @@ def test_every_time_field_reads_in_ist_and_money_in_rupees() -> None:
     (row,) = records_frame([record]).to_dict("records")
     assert row["Occurred at"] == row["As of"] == "03 Apr 2026, 09:30 IST"
     assert row["Amount"] == "₹1,35,000.00"
+
+
+def test_a_column_named_whole_is_never_cut_to_fit() -> None:
+    from ui.format import fitted_table
+
+    frame = pd.DataFrame(
+        {
+            "When": ["04 Dec 2026, 14:26 IST"],
+            "Action": ["exception.write_off_requested"],
+            "Note": ["a long note " * 20],
+            "Details": ["closing ₹3,75,937.56 " * 10],
+        }
+    ).astype("string")
+    frame = pd.concat([frame, frame], ignore_index=True)
+    _, cut, _ = fitted_table(frame, 700)
+    _, kept, _ = fitted_table(frame, 700, whole=("Action",))
+    action_px = 7 * len("exception.write_off_requested") + 16
+    assert cut["Action"]["width"] < action_px  # what the Audit page did
+    assert kept["Action"]["width"] >= action_px
+    assert sum(c["width"] for c in kept.values()) <= 700

@@ -253,6 +253,120 @@ def test_settlement_page_checks_the_arithmetic(app_db: tuple[str, Built]) -> Non
     assert any("Settlement amount = Σ credit − Σ debit" in m.value for m in at.markdown)
 
 
+def test_settlement_selector_shows_the_settlement_a_search_found(
+    app_db: tuple[str, Built],
+) -> None:
+    at = _app("pages/settlement.py")
+    before = at.selectbox(key=keys.SETTLEMENT_CHOICE).value
+    target = "setl_0000000007"
+    assert before != target
+    at.text_input(key=keys.SETTLEMENT_SEARCH).input("utib000000000007").run()
+    _no_exception(at)
+    box = at.selectbox(key=keys.SETTLEMENT_CHOICE)
+    assert box.value == target
+    assert any(shown(m.value) == "**UTIB000000000007**" for m in at.markdown)
+    # The browser keeps a keyed select's old value unless the server sends the new one.
+    assert box.proto.set_value and target in box.proto.raw_value
+
+
+def test_settlement_page_says_a_settlement_was_never_credited(
+    app_db: tuple[str, Built],
+) -> None:
+    at = _app("pages/settlement.py")
+    at.text_input(key=keys.SETTLEMENT_SEARCH).input("setl_0000000003").run()
+    _no_exception(at)
+    texts = [shown(m.value) for m in at.markdown]
+    assert any(t.startswith(":red[✗] Bank credit = settlement amount") for t in texts)
+    assert any("not credited" in t for t in texts)
+
+
+def test_investigation_evidence_reads_in_rupees_days_and_words(
+    app_db: tuple[str, Built],
+) -> None:
+    path, _ = app_db
+    conn = connect(path)
+    exception_id = conn.execute(
+        "SELECT id FROM exceptions WHERE reason_code = 'MISSING_BANK_ENTRY' ORDER BY id"
+    ).fetchone()[0]
+    conn.close()
+    at = _app()
+    at.session_state[keys.SELECTED_EXCEPTION] = exception_id
+    at.switch_page("pages/investigation.py")
+    at.run()
+    _no_exception(at)
+    titles = [shown(e.label) for e in at.expander]
+    assert any(t.startswith("Bank lines · from ") and ", amount ₹" in t for t in titles), titles
+    assert any(t.startswith(f"Related exceptions · exception #{exception_id}") for t in titles)
+    assert not any("_" in t.split("·")[-1].replace("setl_", "") for t in titles), titles
+    cells = [str(v) for frame in (d.value for d in at.dataframe) for v in frame.to_numpy().ravel()]
+    assert "Yes" in cells  # the settlement's bank credit is overdue
+    assert not {"True", "False"} & set(cells)
+    assert not any(c.startswith(("[", "{")) or re.fullmatch(r"\d{4}-\d{2}-\d{2}", c) for c in cells)
+    by_type = [d.value for d in at.dataframe if "Type" in d.value.columns]
+    assert any(frame["Credit"].str.startswith("₹").all() for frame in by_type)
+
+
+def test_audit_details_show_paise_in_rupees_and_the_stored_payload_keeps_paise(
+    app_db: tuple[str, Built],
+) -> None:
+    from core.audit import append
+    from core.db import transaction
+
+    path, _ = app_db
+    conn = connect(path)
+    with transaction(conn):
+        append(
+            conn,
+            actor="admin@example.com",
+            action="month_closed",
+            entity_type="month",
+            entity_id="2026-04",
+            payload={"closing": 37593756, "four_eyes_threshold": 1000000, "residual": 0},
+        )
+    conn.close()
+    at = _app("pages/audit.py")
+    _no_exception(at)
+    frame = at.dataframe[0].value
+    row = frame[frame["Action"] == "month_closed"].iloc[0]
+    assert "Closing: ₹3,75,937.56" in row["Details"]
+    assert "Four eyes threshold: ₹10,000.00" in row["Details"]
+    conn = connect(path)
+    stored = conn.execute(
+        "SELECT payload_json FROM audit_log WHERE action = 'month_closed'"
+    ).fetchone()[0]
+    conn.close()
+    assert '"closing":37593756' in stored.replace(" ", "")
+
+
+def _upload(at: AppTest, names: tuple[str, ...] | None = None) -> AppTest:
+    from tests.conftest import SPEC_EXAMPLE
+
+    files = [
+        f for f in sorted((SPEC_EXAMPLE / "dataset").iterdir()) if not names or f.name in names
+    ]
+    at.file_uploader(key=keys.UPLOAD_FILES).set_value(
+        [(f.name, f.read_bytes(), "application/octet-stream") for f in files]
+    )
+    at.radio(key=keys.UPLOAD_MODE).set_value("replace").run()  # the builder's benchmark
+    at.checkbox(key=keys.UPLOAD_CONFIRM).check().run()
+    at.button(key=keys.UPLOAD_IMPORT).click().run()
+    _no_exception(at)
+    return at
+
+
+def test_the_import_report_wraps_its_lines(app_db: tuple[str, Built]) -> None:
+    at = _upload(_app("pages/data.py"))
+    assert any(s.value.startswith("Imported.") for s in at.success)
+    (report,) = at.code
+    assert report.proto.wrap_lines  # a long line wraps, never cut at the right edge
+
+
+def test_a_missing_file_names_every_format_the_import_reads(app_db: tuple[str, Built]) -> None:
+    at = _upload(_app("pages/data.py"), ("payments.json", "refunds.csv", "settlement_recon.csv"))
+    said = " ".join(at.dataframe[0].value["Message"])
+    assert "settlements.csv, settlements.json, settlements.xlsx or settlements.xls" in said
+
+
 def test_a_missing_database_directory_is_a_message(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -172,6 +172,50 @@ def test_settlement_view_flags_a_broken_sum(conn: sqlite3.Connection, built: Bui
     assert settlement_view(conn, "setl_nope") is None
 
 
+def test_settlement_lines_show_every_recon_row_type_and_add_up_to_the_net(
+    conn: sqlite3.Connection, built: Built
+) -> None:
+    extra = [  # (type, credit, debit, dispute_id)
+        ("reversal", 37_288, 0, None),
+        ("transfer", 0, 10_000, None),
+        ("adjustment", 0, 50_000, "disp_VIEW01"),
+        ("adjustment", 0, 2_500, None),
+        ("penalty", 0, 100, None),
+    ]
+    for n, (kind, credit, debit, dispute) in enumerate(extra):
+        conn.execute(
+            "INSERT INTO recon_rows (row_key, entity_id, type, credit, debit, amount, "
+            "settlement_id, dispute_id) VALUES (?, ?, ?, ?, ?, ?, 'setl_0000000001', ?)",
+            (f"view-{n}", f"ent_VIEW{n}", kind, credit, debit, credit + debit, dispute),
+        )
+    moved = sum(credit - debit for _, credit, debit, _ in extra)
+    conn.execute(
+        "UPDATE settlements SET amount = amount + ? WHERE id = 'setl_0000000001'", (moved,)
+    )
+    view = settlement_view(conn, "setl_0000000001")
+    assert view is not None
+    by_label = {line.label: line.paise for line in view.lines}
+    assert by_label["Transfer reversals"] == 37_288
+    assert by_label["Transfers"] == -10_000
+    assert by_label["Dispute debits and their reversals (adjustments naming a dispute)"] == -50_000
+    assert by_label["Other adjustments (instant-settlement draws and the like)"] == -2_500
+    assert by_label["Other rows (type penalty)"] == -100
+    parts = [line.paise for line in view.lines[2:-1]]  # net payment credit onwards
+    assert sum(parts) == by_label["Net settlement (Σ credit − Σ debit)"]
+    assert sum(parts) == view.settlement["amount"] and view.checks[0].ok
+
+
+def test_settlement_never_credited_shows_the_bank_check_failed(
+    conn: sqlite3.Connection, built: Built
+) -> None:
+    sid = "setl_0000000003"  # the builder leaves one settlement in ten without a bank line
+    assert not conn.execute("SELECT 1 FROM bank_lines WHERE utr = 'UTIB000000000003'").fetchone()
+    view = settlement_view(conn, sid)
+    assert view is not None and view.bank_lines == ()
+    bank = next(c for c in view.checks if c.name == "Bank credit = settlement amount")
+    assert not bank.ok and bank.computed == 0 and "not credited" in bank.note
+
+
 def test_evidence_lists_the_rows_behind_an_exception(
     conn: sqlite3.Connection, built: Built
 ) -> None:

@@ -325,6 +325,105 @@ def test_what_changed_since_the_previous_run(conn: sqlite3.Connection) -> None:
     assert (changes.opened, changes.auto_cleared, changes.reopened) == (1, 1, 0)
 
 
+def test_what_changed_names_the_previous_run_and_links_exactly_the_exceptions_it_counts(
+    app_db: tuple[str, Built],
+) -> None:
+    path, built = app_db
+    conn = connect(path)
+    run = write_run(conn, [Finding("pay_NEWONE"), Finding("pay_NEWTWO")])
+    sync_exceptions(conn, run)
+    changes = changes_since_previous_run(conn)
+    cleared = conn.execute(
+        "SELECT count(*) FROM exceptions WHERE status = 'AUTO_CLEARED'"
+    ).fetchone()[0]
+    conn.close()
+    assert changes is not None and changes.auto_cleared == cleared > 0
+    at = _app()
+    headings = [h.value for h in at.subheader]
+    assert f"Run #{run}, since the previous run (#{built.run_id})" in headings
+    at.button(key=keys.OVERVIEW_SHOW_OPENED).click().run()
+    _no_exception(at)
+    assert at.title[0].value == "Exceptions"
+    assert sorted(at.dataframe[0].value["Entity"]) == ["pay_NEWONE", "pay_NEWTWO"]
+    at.button(key=keys.QUEUE_CHANGED_CLEAR).click().run()
+    assert len(at.dataframe[0].value) > 2  # the whole queue again
+    at.switch_page("pages/overview.py")
+    at.run()
+    at.button(key=keys.OVERVIEW_SHOW_CLEARED).click().run()
+    assert any(f"**{cleared:,}** exceptions match" in m.value for m in at.markdown)
+
+
+def test_the_queue_shows_a_write_off_awaiting_approval(app_db: tuple[str, Built]) -> None:
+    path, _ = app_db
+    conn = connect(path)
+    pending, other = conn.execute(
+        "SELECT id, entity_id FROM exceptions WHERE status = 'OPEN' "
+        "AND exposure_amount > 1000001 ORDER BY exposure_amount DESC LIMIT 2"
+    ).fetchall()
+    asked = resolve(
+        conn,
+        pending[0],
+        actor="asha@example.com",
+        note="unrecoverable",
+        request_id="wo-1",
+        resolution="written_off",
+        amount=1_000_001,
+    )
+    conn.close()
+    assert asked.approval_id is not None
+    at = _app("pages/exceptions.py")
+    frame = at.dataframe[0].value
+    status = dict(zip(frame["Entity"], frame["Status"], strict=True))
+    assert status[pending[1]] == "Open · write-off awaiting approval"
+    assert status[other[1]] == "Open"
+
+
+def test_local_mode_with_nobody_to_assign_says_so_and_points_to_the_admin_page(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from streamlit import config
+    from streamlit.testing.v1 import AppTest
+
+    from tests.app_builder import build
+    from tests.conftest import ROOT
+
+    conn = connect(db_url)
+    build(conn, payments=300, seed=5)  # no people added: local mode's first day
+    conn.close()
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    address = config.get_option("server.address")
+    config.set_option("server.address", "127.0.0.1")  # local mode: bound to loopback
+    try:
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+        at.run()
+        at.switch_page("pages/investigation.py")
+        at.run()
+        _no_exception(at)
+        assert at.selectbox(key=keys.DECISION_ASSIGNEE).options == []
+        said = " ".join(c.value for c in at.caption)
+        assert "Nobody can be assigned yet" in said and "on the Admin page" in said
+        at.button(key=keys.DECISION_ASSIGN).click().run()
+        errors = [pages.shown(e.value) for e in at.error]
+        assert errors and all(e != "Choose who gets it first." for e in errors)
+        assert any("Add people (reviewer or above) on the Admin page." in e for e in errors)
+    finally:
+        config.set_option("server.address", address)
+
+
+def test_the_queue_table_cuts_no_reason_code_entity_or_utr(app_db: tuple[str, Built]) -> None:
+    import json
+
+    at = _app("pages/exceptions.py")
+    table = at.dataframe[0]
+    widths = {name: c.get("width", 0) for name, c in json.loads(table.proto.columns).items()}
+    frame = table.value
+    for column in ("Reason", "Entity", "UTR"):
+        longest = max(len(str(v)) for v in frame[column].dropna())
+        assert widths[column] >= 6.5 * longest + 16, (column, widths[column], longest)
+    assert widths["Age"] >= 60  # "Age (d)" whole
+    assert json.loads(table.proto.columns)["Reason"].get("pinned")  # in view when scrolled
+
+
 def test_the_queue_page_says_how_many_more_match_in_other_statuses(
     app_db: tuple[str, Built],
 ) -> None:

@@ -47,7 +47,8 @@ def _problems(folder: Path, amount_unit: str = "auto") -> list[str]:
 def test_missing_required_file(folder: Path) -> None:
     (folder / "settlements.csv").unlink()
     assert _problems(folder) == [
-        "settlements.csv: required file missing: settlements.csv or settlements.json"
+        "settlements.csv: required file missing: settlements.csv, settlements.json, "
+        "settlements.xlsx or settlements.xls"
     ]
 
 
@@ -219,7 +220,8 @@ def test_whole_file_problems_print_without_line_or_column_and_line_problems_keep
     before = database_rows(db_url)
     assert main(["import", str(folder), "--db", target]) == 2
     assert capsys.readouterr().err.splitlines() == [
-        "error: settlements.csv: required file missing: settlements.csv or settlements.json",
+        "error: settlements.csv: required file missing: settlements.csv, settlements.json, "
+        "settlements.xlsx or settlements.xls",
         "refunds.csv:2:amount: negative amount '-3681300'",
     ]
     assert not (folder / "x.sqlite").exists()

@@ -93,12 +93,25 @@ def readable_payload(payload_json: str | None) -> tuple[str | None, int | None, 
         None,
     )
     rest = "; ".join(
-        f"{field_label(k)}: {cell(k, v)}" for k, v in payload.items() if v not in (None, "")
+        f"{field_label(k)}: {_detail(k, v)}" for k, v in payload.items() if v not in (None, "")
     )
     return (None if note is None else str(note)), amount, rest
 
 
 AMOUNT_FIELDS = ("write_off_amount", "exposure_amount", "amount")
+# Paise in audit payloads under names the record tables do not use: a month close's
+# figures, the four-eyes threshold a write-off was held against, a refreshed exposure.
+PAYLOAD_MONEY_FIELDS = frozenset(
+    {"opening", "closing", "open_items", "residual", "four_eyes_threshold", "old_exposure"}
+)
+
+
+def _detail(key: str, value: Any) -> Any:
+    """One payload value as the Details column shows it (the stored JSON keeps paise)."""
+    money = key in PAYLOAD_MONEY_FIELDS or key.endswith(("_paise", "_amount"))
+    if money and isinstance(value, int) and not isinstance(value, bool):
+        return inr(value)
+    return cell(key, value)
 
 
 def rows(entries: list[Any], *, details: bool = False) -> list[dict[str, Any]]:

@@ -22,6 +22,7 @@ from core.books.close import (
     books_month,
     books_view,
     change_details,
+    close_month,
     kept_daily,
     month_days,
     month_journal,
@@ -52,9 +53,10 @@ from core.db import raw
 from core.db.raw import MonthProduct
 from core.errors import InputError
 from core.money import parse_rupees
+from core.views.queue import month_open_exceptions
 from ui import auth, keys, shell
 from ui.charts import INDIAN_SHORT
-from ui.format import inr, inr_short, ist, md
+from ui.format import inr, inr_short, ist, md, table_height
 
 T = TypeVar("T")
 
@@ -385,6 +387,9 @@ def journal_notes(files: JournalFiles) -> None:
         )
 
 
+BASIS_LABEL_TODAY = "Today's data"
+
+
 def basis_choice(month: str, closes: Mapping[str, ClosedMonth]) -> str:
     """A closed month's basis, chosen (as kept at the close by default, or today's data);
     an open month has only today's."""
@@ -393,7 +398,7 @@ def basis_choice(month: str, closes: Mapping[str, ClosedMonth]) -> str:
         return CURRENT_BASIS
     labels = {
         CLOSED_BASIS: f"As closed ({closed.label()})",
-        CURRENT_BASIS: "Today's data (what arrived after the close included)",
+        CURRENT_BASIS: f"{BASIS_LABEL_TODAY} (what arrived after the close included)",
     }
     chosen = st.radio(
         f"{month} is closed. Show",
@@ -434,6 +439,15 @@ def month_figures(
         return books_view(events, month, dict(closes)), daily
     if basis == CLOSED_BASIS:
         st.info(f"{month} is closed ({closed.closed_by}): the figures are as closed.")
+        others = {m: c for m, c in closes.items() if m != month}
+        moved_by = books_view(events, month, others).closing - closed.snapshot.closing
+        if moved_by:
+            st.warning(
+                f"Today's data move {month}'s closing by {inr(moved_by)} (data that arrived"
+                f" or changed after the close): choose **{BASIS_LABEL_TODAY}** above to see"
+                " which lines moved.",
+                icon=":material/difference:",
+            )
         kept = shell.read(kept_daily, month)
         if kept is not None:
             st.caption(f"The balance by day of {month} as kept at the close.")
@@ -727,9 +741,75 @@ def rollforward_section(result: MonthRollForward, daily: pd.DataFrame) -> None:
     st.altair_chart(balance_chart(daily), key=keys.BOOKS_CHART, width="stretch")
     left, right = st.columns(2)
     left.subheader("Movements")
-    left.dataframe(lines_table(result.movements), key=keys.BOOKS_MOVEMENTS, hide_index=True)
+    movements, open_items = lines_table(result.movements), lines_table(result.open_items)
+    left.dataframe(
+        movements,
+        key=keys.BOOKS_MOVEMENTS,
+        hide_index=True,
+        height=table_height(len(movements)),  # every line: eleven with a prior period
+    )
     right.subheader("Open items at month end")
-    right.dataframe(lines_table(result.open_items), key=keys.BOOKS_OPEN_ITEMS, hide_index=True)
+    right.dataframe(
+        open_items,
+        key=keys.BOOKS_OPEN_ITEMS,
+        hide_index=True,
+        height=table_height(len(open_items)),
+    )
     if result.drilldown:
         st.subheader("Where the residual comes from")
         st.dataframe(drilldown_table(result.drilldown), key=keys.BOOKS_DRILLDOWN, hide_index=True)
+
+
+def close_control(month: str, events: pd.DataFrame) -> None:
+    """An admin's close of an open month, in two steps: the first says what closing means
+    and names the month's open exceptions; the second closes it (once: the request id
+    makes a retry or a double click the same close)."""
+    if st.session_state.get(keys.BOOKS_CLOSE_ASK) != month:
+        st.button(
+            "Close this month…",
+            key=keys.BOOKS_CLOSE,
+            on_click=shell.set_state,
+            args=(keys.BOOKS_CLOSE_ASK, month),
+        )
+        return
+    count, exposure = shell.read(month_open_exceptions, month)
+    with st.container(border=True):
+        st.markdown(f"**Close {month}?**")
+        st.markdown(
+            f"Closing keeps {month}'s roll-forward, balance by day and journal as today's data"
+            " give them, for good: a close cannot be undone. Data that arrive for it later"
+            f" leave {month} as closed; the next open month carries the difference as a"
+            " prior-period adjustment."
+        )
+        if count:
+            st.warning(
+                f"{count:,} exception{'s' if count != 1 else ''} on {month}'s payments,"
+                f" refunds and settlements {'are' if count != 1 else 'is'} still open,"
+                f" exposure {inr(exposure)}: the close keeps the figures with them open.",
+                icon=":material/warning:",
+            )
+        else:
+            st.caption(f"No exception on {month}'s entities is open.")
+        confirm, cancel = st.columns([1, 1])
+        if confirm.button(f"Close {month}", key=keys.BOOKS_CLOSE_CONFIRM, type="primary"):
+            with shell.guarded():
+                auth.require("admin", "close a month")
+                with shell.connection() as conn:
+                    close_month(
+                        conn,
+                        events,
+                        month,
+                        actor=auth.actor_name(),
+                        request_id=shell.request_id("close"),
+                    )
+                shell.done("close")
+                st.session_state.pop(keys.BOOKS_REPORT, None)
+                st.session_state.pop(keys.BOOKS_CLOSE_ASK, None)
+                shell.flash("success", f"{month} closed.")
+                st.rerun()
+        cancel.button(
+            "Cancel",
+            key=keys.BOOKS_CLOSE_CANCEL,
+            on_click=shell.forget,
+            args=(keys.BOOKS_CLOSE_ASK,),
+        )

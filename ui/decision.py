@@ -77,12 +77,13 @@ def box(item: dict[str, Any]) -> None:
             "needs review: no longer found)",
         )
         assign_col, assign_button = st.columns([3, 1], vertical_alignment="bottom")
+        people = shell.people()
         assign_col.selectbox(
             "Assign to",
-            shell.people(),
+            people,
             index=None,
             key=keys.DECISION_ASSIGNEE,
-            placeholder="a reviewer",
+            placeholder=shell.assignee_placeholder(people),
         )
         assign_button.button(
             "Assign",
@@ -91,6 +92,7 @@ def box(item: dict[str, Any]) -> None:
             on_click=shell.assign_one,
             args=(exception_id, version),
         )
+        shell.nobody_to_assign(people)
         shortcuts.note_keys()
     shell.show_flash(keys.DECISION_FLASH)
     previous_col, next_col = st.columns(2)

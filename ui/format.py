@@ -135,18 +135,25 @@ def is_time_field(key: str) -> bool:
 
 def cell(key: str, value: Any) -> Any:
     """One record value for display: paise as rupees, Unix seconds as IST time, ISO dates
-    in the same day style."""
+    in the same day style, Yes/No for a flag, a list of plain values joined."""
     if value is None:
         return ""
-    if key in DATE_FIELDS and isinstance(value, str):
+    if isinstance(value, bool):
+        return "Yes" if value else "No"
+    if isinstance(value, str) and (key in DATE_FIELDS or ISO_DAY.fullmatch(value)):
         return due_text(value)
-    if key in money_fields() and isinstance(value, int) and not isinstance(value, bool):
+    if key in money_fields() and isinstance(value, int):
         return format_inr(value)
-    if is_time_field(key) and isinstance(value, int) and not isinstance(value, bool):
+    if is_time_field(key) and isinstance(value, int):
         return ist(value)
+    if isinstance(value, (list, tuple)) and not any(isinstance(v, Mapping) for v in value):
+        return ", ".join(str(cell(key, v)) for v in value)  # dates, ids, amounts
     if isinstance(value, (dict, list, tuple)):
         return str(value)
     return value
+
+
+ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")  # an IST calendar day: shown as 04 Dec 2026
 
 
 # Keys that name rows inside the system, not facts a reviewer reads: behind a details toggle.
@@ -226,9 +233,10 @@ def due_text(due: str | None, overdue: bool = False) -> str:
 
 # The queue table: what a reviewer reads first fits 1440 px without a sideways scroll;
 # Class, Difference and Order follow behind "More columns".
-QUEUE_COLUMNS = ("Id", "Reason", "Exposure", "Entity", "Settlement", "UTR", "Age")
+QUEUE_COLUMNS = ("Id", "Reason", "Exposure", "Entity", "UTR", "Age")
 QUEUE_COLUMNS += ("Status", "Assignee", "Due")
-QUEUE_MORE_COLUMNS = ("Class", "Difference", "Order")
+# Settlement among them: the UTR names it, and ten columns cut the reason codes at 1440.
+QUEUE_MORE_COLUMNS = ("Settlement", "Class", "Difference", "Order")
 
 
 def queue_frame(items: Iterable[QueueItem]) -> pd.DataFrame:
@@ -245,6 +253,7 @@ def queue_frame(items: Iterable[QueueItem]) -> pd.DataFrame:
             "UTR": i.utr or "",
             "Age": i.age_days,
             "Status": status_label(i.status)
+            + (" · write-off awaiting approval" if i.write_off_pending else "")
             + (" · needs review: no longer found" if i.needs_review else ""),
             "Assignee": (i.assignee or "").split("@", 1)[0],
             "Due": due_text(i.due_date, i.overdue),
@@ -255,28 +264,84 @@ def queue_frame(items: Iterable[QueueItem]) -> pd.DataFrame:
     return frame.astype({c: "string" for c in frame.columns if c not in ("Id", "Age")})
 
 
-def queue_columns(more: bool = False) -> dict[str, Any]:
-    """column_config for queue_frame: friendly help, compact widths, numbers as numbers."""
+def shown_px(text: str) -> int:
+    """A cell's text width in px at the dataframe's font, by kind of character (measured
+    on the queue at 1440 wide): capitals and underscores (reason codes) run wider."""
+    wide = sum(1 for c in text if c.isupper() or c in "_@%₹⚠")
+    digits = sum(1 for c in text if c.isdigit())
+    return int(7.3 * wide + 6.8 * digits + 6.2 * (len(text) - wide - digits)) + 16
+
+
+# The queue's columns at 1440 wide: the table's 978 px less its row markers. What a
+# reviewer reads to tell one exception from another (Reason, Entity, UTR, Age) is sized
+# to its longest value first; the others give way, down to their headers.
+QUEUE_BUDGET = 940
+QUEUE_GIVES_WAY = ("Due", "Assignee", "Status", "Exposure")
+
+
+def queue_widths(frame: pd.DataFrame | None, columns: Iterable[str]) -> dict[str, int]:
+    """Each default queue column's width: its header or its longest value, whichever is
+    wider, then fitted to QUEUE_BUDGET (QUEUE_GIVES_WAY first, never below its header;
+    past that, the widest capped alike)."""
+    least = {"Id": 48, "Exposure": 100, "Due": 90}
+    widths: dict[str, int] = {}
+    for name in columns:
+        header = shown_px("Age (d)" if name == "Age" else name)
+        px = max(least.get(name, MIN_COLUMN_PX), header)
+        if frame is not None and name in frame.columns and name not in ("Id", "Age"):
+            px = max([px, *(shown_px(str(v)) for v in frame[name].dropna())])
+        widths[name] = px
+    over = sum(widths.values()) - QUEUE_BUDGET
+    for name in QUEUE_GIVES_WAY:
+        if over <= 0 or name not in widths:
+            continue
+        floor = max(shown_px(name), MIN_COLUMN_PX)
+        give = max(0, min(over, widths[name] - floor))
+        widths[name] -= give
+        over -= give
+    return fitted_widths(widths, QUEUE_BUDGET) if over > 0 else widths
+
+
+def queue_columns(more: bool = False, frame: pd.DataFrame | None = None) -> dict[str, Any]:
+    """column_config for queue_frame: friendly help, numbers as numbers, widths from the
+    page's values (queue_widths: no reason code, entity id or UTR cut while the page
+    fits 1440 px), Id and Reason pinned."""
     import streamlit as st  # ui only: core never imports streamlit
 
+    w = queue_widths(frame, QUEUE_COLUMNS)
+    w["Settlement"] = (
+        max([110, *(shown_px(str(v)) for v in frame["Settlement"].dropna())])
+        if (frame is not None and "Settlement" in frame.columns)
+        else 110
+    )
     cc = st.column_config
     config: dict[str, Any] = {
-        "Id": cc.NumberColumn("Id", width=50, format="%d", help="Exception id"),
-        "Reason": cc.TextColumn("Reason", width=140),
-        "Exposure": cc.TextColumn("Exposure", width=100, help="Money at stake, ₹"),
-        "Entity": cc.TextColumn("Entity", width=140, help="Payment, refund or bank line"),
-        "Settlement": cc.TextColumn("Settlement", width=110),
-        "UTR": cc.TextColumn("UTR", width=105),
-        "Age": cc.NumberColumn("Age (d)", width=45, format="%d", help="Days at the run's as-of"),
-        "Status": cc.TextColumn("Status", width=85),
-        "Assignee": cc.TextColumn("Assignee", width=70, help="Who has it (name before the @)"),
-        "Due": cc.TextColumn("Due", width=90, help="Due date; ⚠ overdue at the run's as-of"),
+        "Id": cc.NumberColumn("Id", width=w["Id"], format="%d", help="Exception id", pinned=True),
+        "Reason": cc.TextColumn("Reason", width=w["Reason"], pinned=True),
+        "Exposure": cc.TextColumn("Exposure", width=w["Exposure"], help="Money at stake, ₹"),
+        "Entity": cc.TextColumn("Entity", width=w["Entity"], help="Payment, refund or bank line"),
+        "Settlement": cc.TextColumn("Settlement", width=w["Settlement"]),
+        "UTR": cc.TextColumn("UTR", width=w["UTR"]),
+        "Age": cc.NumberColumn(
+            "Age (d)", width=w["Age"], format="%d", help="Days at the run's as-of"
+        ),
+        "Status": cc.TextColumn("Status", width=w["Status"]),
+        "Assignee": cc.TextColumn(
+            "Assignee", width=w["Assignee"], help="Who has it (name before the @)"
+        ),
+        "Due": cc.TextColumn("Due", width=w["Due"], help="Due date; ⚠ overdue at the run's as-of"),
     }
     if more:
         config["Class"] = cc.TextColumn("Class", width=130)
         config["Difference"] = cc.TextColumn("Difference", width=105)
         config["Order"] = cc.TextColumn("Order", width=150)
     return config
+
+
+def table_height(rows: int) -> int:
+    """A dataframe's height in px showing `rows` rows whole, with no blank tail (st.dataframe
+    shows ten and scrolls the rest by default)."""
+    return 35 * (rows + 1) + 3
 
 
 # --- tables that fit ------------------------------------------------------------------
@@ -327,11 +392,19 @@ def natural_widths(frame: pd.DataFrame, longest: Mapping[str, int] | None = None
     return widths
 
 
-def fitted_widths(widths: Mapping[str, int], budget: int) -> dict[str, int]:
+def fitted_widths(
+    widths: Mapping[str, int], budget: int, whole: Iterable[str] = ()
+) -> dict[str, int]:
     """Widths that add up to no more than `budget` where they can: narrow columns keep
-    theirs, the widest are cut to one common cap (never below MIN_COLUMN_PX)."""
+    theirs, the widest are cut to one common cap (never below MIN_COLUMN_PX); `whole`
+    columns (short names a reader needs entire, an audit action) are never cut."""
     if sum(widths.values()) <= budget:
         return dict(widths)
+    keep = set(whole) & set(widths)
+    if keep:
+        room = budget - sum(widths[n] for n in keep)
+        rest = fitted_widths({n: w for n, w in widths.items() if n not in keep}, room)
+        return {n: widths[n] if n in keep else rest[n] for n in widths}
     low, high = MIN_COLUMN_PX, max(widths.values())
     while low < high:  # the largest cap that still fits
         cap = (low + high + 1) // 2
@@ -342,7 +415,9 @@ def fitted_widths(widths: Mapping[str, int], budget: int) -> dict[str, int]:
     return {name: min(w, low) for name, w in widths.items()}
 
 
-def columns_that_fit(widths: Mapping[str, int], budget: int) -> dict[str, int]:
+def columns_that_fit(
+    widths: Mapping[str, int], budget: int, whole: Iterable[str] = ()
+) -> dict[str, int]:
     """The leading columns that fit `budget`, with their widths: none cut below
     READABLE_PX (an id, a date, an amount stay whole) except a last one given the room
     left when that is at least TAIL_PX; the rest wait behind 'All columns'."""
@@ -351,11 +426,11 @@ def columns_that_fit(widths: Mapping[str, int], budget: int) -> dict[str, int]:
         room = budget - sum(min(w, READABLE_PX) for w in kept.values())
         if kept and min(px, READABLE_PX) > room:
             if room >= TAIL_PX:
-                fitted = fitted_widths(kept, budget - room)
+                fitted = fitted_widths(kept, budget - room, whole)
                 return {**fitted, name: min(px, budget - sum(fitted.values()))}
             break
         kept[name] = px
-    return fitted_widths(kept, budget)
+    return fitted_widths(kept, budget, whole)
 
 
 def vertical_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -367,7 +442,7 @@ def vertical_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def fitted_table(
-    frame: pd.DataFrame, budget: int = MAIN_WIDTH
+    frame: pd.DataFrame, budget: int = MAIN_WIDTH, whole: Iterable[str] = ()
 ) -> tuple[pd.DataFrame, dict[str, Any], int]:
     """A display frame with column_config widths that fit `budget` px, and how many of its
     columns are hidden (shown with 'All columns'). Columns empty in every row are left
@@ -383,7 +458,7 @@ def fitted_table(
     if len(frame) == 1 and sum(widths.values()) > budget:
         frame = vertical_frame(frame)
         widths = natural_widths(frame)
-    kept = columns_that_fit(widths, budget)
+    kept = columns_that_fit(widths, budget, whole)
     hidden = len(widths) - len(kept)
     config: dict[str, Any] = {
         name: st.column_config.TextColumn(name, width=px) for name, px in kept.items()

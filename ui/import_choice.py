@@ -80,7 +80,7 @@ def show_outcome() -> None:
     outcome = st.session_state.get(keys.UPLOAD_RESULT)
     if outcome and outcome[0] == "ok":
         st.success("Imported. Run reconciliation to see the result.")
-        st.code("\n".join(outcome[1]), language=None)
+        st.code("\n".join(outcome[1]), language=None, wrap_lines=True)  # none cut at the edge
     elif outcome:
         st.error(f"The import was refused: {len(outcome[1])} problem(s); nothing was written.")
         widgets.records_table(outcome[1], keys.UPLOAD_PROBLEMS, "No problems.")

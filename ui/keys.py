@@ -60,6 +60,8 @@ QUEUE_BULK = "queue_bulk"  # toggle: tick several rows (else a click opens one)
 QUEUE_MORE = "queue_more_columns"
 QUEUE_TABLE_NONCE = "queue_table_nonce"  # moves on when a click opens a row
 QUEUE_ORDER = "queue_order"  # ids of the queue page last shown, for "Next exception"
+QUEUE_CHANGED = "queue_changed_in_run"  # (what, run id): a link from the Overview's changes
+QUEUE_CHANGED_CLEAR = "queue_changed_clear"
 
 # --- Settlement page ------------------------------------------------------------------
 SETTLEMENT_SEARCH = "settlement_search"
@@ -178,7 +180,10 @@ BOOKS_OVERCHARGES = "books_overcharges"
 BOOKS_PLAN_EDITOR = "books_plan_editor"
 BOOKS_PLAN_FROM = "books_plan_from"
 BOOKS_PLAN_SAVE = "books_plan_save"
-BOOKS_CLOSE = "books_close"
+BOOKS_CLOSE = "books_close"  # asks to close the month: the confirm step follows
+BOOKS_CLOSE_ASK = "books_close_ask"  # the month whose close awaits confirmation
+BOOKS_CLOSE_CONFIRM = "books_close_confirm"
+BOOKS_CLOSE_CANCEL = "books_close_cancel"
 BOOKS_REPORT_ZIP = "books_report_zip"
 BOOKS_REPORT_PDF = "books_report_pdf"
 BOOKS_TAB = "books_tab"

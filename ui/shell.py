@@ -201,7 +201,11 @@ def assign_one(exception_id: int, version: int) -> None:
 
     assignee = st.session_state.get(keys.DECISION_ASSIGNEE)
     if not assignee:
-        flash_at(keys.DECISION_FLASH, "error", "Choose who gets it first.")
+        flash_at(
+            keys.DECISION_FLASH,
+            "error",
+            "Choose who gets it first." if people() else NOBODY_TO_ASSIGN + " " + add_people(),
+        )
         return
     key = f"assign-{exception_id}"
     try:
@@ -310,6 +314,29 @@ def people() -> list[str]:
     return read(auth.access.assignable)
 
 
+NOBODY_TO_ASSIGN = "Nobody can be assigned yet: no active person has the reviewer role."
+
+
+def add_people() -> str:
+    """Where people are added, for whoever is signed in."""
+    if auth.can("admin"):
+        return "Add people (reviewer or above) on the Admin page."
+    return "An admin adds people on the Admin page."
+
+
+def assignee_placeholder(people: list[str]) -> str:
+    return "a reviewer" if people else "nobody to assign yet"
+
+
+def nobody_to_assign(people: list[str]) -> None:
+    """Under an Assign to list with no one in it: why, and (for an admin) where to add people."""
+    if people:
+        return
+    st.caption(f"{NOBODY_TO_ASSIGN} {add_people()}")
+    if auth.can("admin"):
+        st.page_link("pages/admin.py", label="Add people", icon=":material/person_add:")
+
+
 def need(permission: str, what: str) -> None:
     """First lines of a page for one role: anyone else sees why, and nothing else."""
     if not auth.can(permission):
@@ -341,6 +368,17 @@ def forget(*state_keys: str) -> None:
 def set_state(state_key: str, value: Any) -> None:
     """on_click callback: set shared state (or a widget's value) before the rerun."""
     st.session_state[state_key] = value
+
+
+def agree(widget_key: str, wanted: Any) -> None:
+    """Make a keyed select show `wanted` (set before the widget is drawn).
+
+    Set through session state, so the browser is told the value: a keyed widget keeps its
+    identity when its options change, and a value forgotten on the server alone (a new
+    search) leaves the browser showing the old choice while the page shows the new one.
+    """
+    if st.session_state.get(widget_key) != wanted:
+        st.session_state[widget_key] = wanted
 
 
 def follow(widget_key: str, state_key: str) -> None:
@@ -470,10 +508,32 @@ def my_work_box() -> None:
     )
 
 
-def open_queue(statuses: list[str], assignee: str | None = None) -> None:
-    """on_click: show the queue filtered to these statuses (and assignee), from any page."""
+# The queue's filters a link to exactly some exceptions clears (besides status, assignee).
+_NARROWING = (
+    keys.QUEUE_SEARCH,
+    keys.QUEUE_CODES,
+    keys.QUEUE_CLASSES,
+    keys.QUEUE_SETTLEMENT,
+    keys.QUEUE_MIN_AGE,
+    keys.QUEUE_MAX_AGE,
+    keys.QUEUE_MIN_AMOUNT,
+    keys.QUEUE_MAX_AMOUNT,
+)
+
+
+def open_queue(
+    statuses: list[str], assignee: str | None = None, changed: tuple[str, int] | None = None
+) -> None:
+    """on_click: show the queue filtered to these statuses (and assignee), from any page.
+
+    changed: (what, run id), exactly the exceptions that run's sync opened, auto-cleared or
+    marked no longer found (QueueFilter.changed_in_run); the other filters are cleared."""
     st.session_state[keys.QUEUE_STATUSES] = statuses
     st.session_state[keys.QUEUE_ASSIGNEE] = assignee or "Anyone"
+    st.session_state.pop(keys.QUEUE_CHANGED, None)
+    if changed is not None:
+        forget(*_NARROWING)
+        st.session_state[keys.QUEUE_CHANGED] = changed
     st.session_state[keys.OPEN_QUEUE] = True
 
 

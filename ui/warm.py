@@ -63,6 +63,7 @@ def imports() -> float:
             import ui.charts
             import ui.comments
             import ui.decision
+            import ui.evidence
             import ui.format
             import ui.import_choice
             import ui.keys

@@ -109,7 +109,9 @@ def queue_filters(options: QueueOptions) -> tuple[QueueFilter, str, int]:
     size = row[1].selectbox(
         "Per page", [25, 50, 100], index=1, key=keys.QUEUE_PAGE_SIZE, persist_state="session"
     )
+    changed = _changed_in_run()
     flt = QueueFilter(
+        changed_in_run=changed,
         codes=tuple(codes),
         classes=tuple(classes),
         statuses=tuple(statuses),
@@ -124,6 +126,32 @@ def queue_filters(options: QueueOptions) -> tuple[QueueFilter, str, int]:
     return flt, sort, int(size)
 
 
+CHANGE_VERBS = {
+    "opened": "opened",
+    "auto_cleared": "auto-cleared",
+    "no_longer_found": "marked as no longer found (needs review)",
+}
+
+
+def _forget_changed() -> None:
+    st.session_state.pop(keys.QUEUE_CHANGED, None)
+
+
+def _changed_in_run() -> tuple[str, int] | None:
+    """The Overview's link in force (QueueFilter.changed_in_run), said with a way out."""
+    changed = st.session_state.get(keys.QUEUE_CHANGED)
+    if not changed:
+        return None
+    what, run_id = str(changed[0]), int(changed[1])
+    row = st.columns([4, 1])
+    row[0].info(
+        f"Only the exceptions run #{run_id} {CHANGE_VERBS.get(what, what)}.",
+        icon=":material/filter_alt:",
+    )
+    row[1].button("Show the whole queue", key=keys.QUEUE_CHANGED_CLEAR, on_click=_forget_changed)
+    return what, run_id
+
+
 def signature(*parts: Any) -> str:
     """A short stable digest of the parts (to key widgets that must reset together)."""
     return hashlib.sha1(repr(parts).encode()).hexdigest()[:10]
@@ -136,20 +164,24 @@ def records_table(
     *,
     details: bool = False,
     budget: int = MAIN_WIDTH,
+    whole: Iterable[str] = (),
 ) -> None:
-    """A table of records with friendly names; internal keys only with `details`."""
+    """A table of records with friendly names; internal keys only with `details`; `whole`
+    columns never cut to fit."""
     frame = records_frame(records, details=details)
     if frame.empty:
         st.caption(empty)
     else:
-        fitted(frame, key, budget=budget)
+        fitted(frame, key, budget=budget, whole=whole)
 
 
-def fitted(frame: pd.DataFrame, key: str, *, budget: int = MAIN_WIDTH) -> None:
+def fitted(
+    frame: pd.DataFrame, key: str, *, budget: int = MAIN_WIDTH, whole: Iterable[str] = ()
+) -> None:
     """A table of display text that fits `budget` px (the room it has at 1440 wide)
     without a sideways scroll (ui.format.fitted_table); columns that cannot fit at all
     are behind an 'All columns' toggle."""
-    shown, config, hidden = fitted_table(frame, budget)
+    shown, config, hidden = fitted_table(frame, budget, whole)
     everything = hidden > 0 and st.toggle(
         f"All {len(shown.columns)} columns ({hidden} more)", key=f"{key}-all"
     )

@@ -40,6 +40,12 @@ QUEUE_COLUMNS = (
     "expected_amount, actual_amount, difference, settlement_id, order_id, utr, "
     "entity_created_at, status, assignee, due_date, version, updated_at, not_found_run_id"
 )
+# A page of the queue also says whether a write-off awaits its second pair of eyes: one
+# probe of approvals_one_pending per row shown, inside the page's own statement.
+WRITE_OFF_PENDING = (
+    "CASE WHEN EXISTS (SELECT 1 FROM approvals a WHERE a.exception_id = exceptions.id"
+    " AND a.status = 'pending') THEN 1 ELSE 0 END AS write_off_pending"
+)
 
 # Tables the data builder may fill (tests and the UI benchmark); nothing else is writable here.
 BUILDER_TABLES = frozenset(
@@ -381,6 +387,20 @@ class QueueFilter:
     max_exposure: int | None = None
     assignee: str | None = None
     search: str | None = None
+    # (what, run id): the exceptions one run's sync opened ("opened"), auto-cleared
+    # ("auto_cleared") or marked no longer found ("no_longer_found"): the Overview's links.
+    changed_in_run: tuple[str, int] | None = None
+
+
+# What a run's sync did to an exception, as it stays in the row (core.db.review): opened
+# it (first_run_id), marked it no longer found (not_found_run_id), auto-cleared it (closed
+# at the sync's own time, still AUTO_CLEARED).
+RUN_CHANGES = {
+    "opened": "first_run_id = ?",
+    "no_longer_found": "not_found_run_id = ?",
+    "auto_cleared": "status = 'AUTO_CLEARED' AND closed_at = "
+    "(SELECT synced_at FROM exception_syncs WHERE run_id = ?)",
+}
 
 
 def _like(text: str) -> str:
@@ -440,12 +460,29 @@ def _where(flt: QueueFilter, as_of: int, pg: bool = False) -> tuple[str, list[An
         else:
             clauses.append("assignee = ?")
             params.append(flt.assignee)
+    if flt.changed_in_run is not None:
+        what, run_id = flt.changed_in_run
+        clauses.append(RUN_CHANGES[what])
+        params.append(int(run_id))
     term = (flt.search or "").strip()
     if term:
         clause, found = _search(term, pg)
         clauses.append(clause)
         params.extend(found)
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+
+def open_created_between(conn: sqlite3.Connection, start: int, end: int) -> Row:
+    """Open exceptions (count, exposure) whose entity was created in [start, end)."""
+    row = _one(
+        conn,
+        "SELECT count(*) AS n, coalesce(sum(exposure_amount), 0) AS exposure FROM exceptions"
+        f" WHERE status IN ({_in(OPEN_STATUSES)}) AND entity_created_at >= ?"
+        " AND entity_created_at < ?",
+        (*OPEN_STATUSES, start, end),
+    )
+    assert row is not None
+    return row
 
 
 def queue_count(conn: sqlite3.Connection, flt: QueueFilter, as_of: int) -> Row:
@@ -500,7 +537,7 @@ def queue_page(
             inner, limit, offset = _reversed(order), end - offset, total - end
     return _all(
         conn,
-        f"SELECT {QUEUE_COLUMNS} FROM exceptions WHERE id IN "
+        f"SELECT {QUEUE_COLUMNS}, {WRITE_OFF_PENDING} FROM exceptions WHERE id IN "
         f"(SELECT id FROM exceptions{where} ORDER BY {inner} LIMIT ? OFFSET ?) "
         f"ORDER BY {order}",
         (*params, limit, offset),
@@ -513,7 +550,9 @@ def queue_iter(
     """The whole filtered set, in batches (CSV export)."""
     where, params = _where(flt, as_of, is_postgres(conn))
     cursor = conn.execute(
-        f"SELECT {QUEUE_COLUMNS} FROM exceptions{where} ORDER BY {QUEUE_SORTS[sort]}", params
+        f"SELECT {QUEUE_COLUMNS}, {WRITE_OFF_PENDING} FROM exceptions{where}"
+        f" ORDER BY {QUEUE_SORTS[sort]}",
+        params,
     )
     while chunk := cursor.fetchmany(batch):
         yield [dict(r) for r in chunk]
@@ -587,13 +626,19 @@ def instant_settlement_by_id(conn: sqlite3.Connection, settlement_id: str) -> Ro
     )
 
 
+_DISPUTED = "CASE WHEN coalesce(dispute_id, '') = '' THEN 0 ELSE 1 END"
+
+
 def settlement_breakdown(conn: sqlite3.Connection, settlement_id: str) -> list[Row]:
+    """A settlement's recon rows summed by type and by whether they name a dispute."""
     return _all(
         conn,
-        "SELECT type, count(*) AS n, coalesce(sum(amount), 0) AS amount, "
+        f"SELECT type, {_DISPUTED} AS disputed, count(*) AS n, "
+        "coalesce(sum(amount), 0) AS amount, "
         "coalesce(sum(credit), 0) AS credit, coalesce(sum(debit), 0) AS debit, "
         "coalesce(sum(fee), 0) AS fee, coalesce(sum(tax), 0) AS tax "
-        "FROM recon_rows WHERE settlement_id = ? GROUP BY type ORDER BY type",
+        f"FROM recon_rows WHERE settlement_id = ? GROUP BY type, {_DISPUTED} "
+        "ORDER BY type, disputed",
         (settlement_id,),
     )
 

@@ -465,7 +465,8 @@ def _load_dataset(
                 )
             )
         elif spec.required_file and not located:
-            message = f"required file missing: {spec.stem}.csv or {spec.stem}.json"
+            named = [f"{spec.stem}{suffix}" for suffix in ENTITY_SUFFIXES]
+            message = f"required file missing: {', '.join(named[:-1])} or {named[-1]}"
             problems.append(Problem(f"{spec.stem}.csv", 0, "", message))
     reversals, located = _locate(REVERSALS_STEM, files)
     problems.extend(located)

@@ -26,6 +26,8 @@ class EvidenceSection:
     title: str
     records: tuple[dict[str, Any], ...]
     note: str = ""
+    tool: str = ""  # the evidence tool that read it, and its arguments (the page's title)
+    args: tuple[tuple[str, Any], ...] = ()
 
 
 def basic_evidence(conn: sqlite3.Connection, exception_id: int) -> tuple[EvidenceSection, ...]:
@@ -77,5 +79,8 @@ def evidence(conn: sqlite3.Connection, exception_id: int) -> tuple[EvidenceSecti
     for item in gathered.items:
         args = ", ".join(f"{k} {v}" for k, v in dict(item.args).items())
         title = item.tool.replace("_", " ").capitalize() + (f" · {args}" if args else "")
-        sections.append(EvidenceSection(title, tuple(dict(r) for r in item.records), item.note))
+        records = tuple(dict(r) for r in item.records)
+        sections.append(
+            EvidenceSection(title, records, item.note, item.tool, tuple(dict(item.args).items()))
+        )
     return tuple(sections)

@@ -4,12 +4,14 @@ reviewer's work, and the whole filtered set as CSV."""
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from core.calendar import IST, month_bounds
 from core.db import page_reads
 from core.db import views as db
 from core.db.views import ALL_STATUSES, OPEN_STATUSES, QUEUE_SORTS, QueueFilter
@@ -47,6 +49,7 @@ class QueueItem:
     version: int
     needs_review: bool = False  # no longer found by a run after a person worked on it
     overdue: bool = False  # open, and its due date is before the run's as-of (IST date)
+    write_off_pending: bool = False  # a write-off awaits approval (four eyes)
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,7 @@ def queue_item(row: dict[str, Any], as_of: int) -> QueueItem:
         due_date=row["due_date"],
         version=int(row["version"]),
         needs_review=row.get("not_found_run_id") is not None,
+        write_off_pending=bool(row.get("write_off_pending")),
         overdue=bool(
             row["due_date"]
             and row["status"] in OPEN_STATUSES
@@ -131,6 +135,18 @@ def queue(
         page_size=page_size,
         other_statuses=hidden_by_status(conn, flt, moment) if flt.search or not total else 0,
     )
+
+
+def month_open_exceptions(conn: sqlite3.Connection, month: str) -> tuple[int, int]:
+    """The exceptions still open on entities created in an IST month ('YYYY-MM'): their
+    count and exposure in paise (what an admin is told before closing the month)."""
+    first, following = month_bounds(month)
+    start, end = (
+        int(dt.datetime.combine(d, dt.time(0, 0), tzinfo=IST).timestamp())
+        for d in (first, following)
+    )
+    row = db.open_created_between(conn, start, end)
+    return int(row["n"]), int(row["exposure"])
 
 
 def top_exception(conn: sqlite3.Connection) -> int | None:

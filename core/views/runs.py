@@ -275,6 +275,7 @@ class RunChanges:
     auto_cleared: int
     no_longer_found: int
     first: bool  # no earlier run: everything was opened by this one
+    previous_run_id: int | None = None  # the run synced before it (None: first)
 
 
 def changes_since_previous_run(conn: sqlite3.Connection) -> RunChanges | None:
@@ -289,4 +290,5 @@ def changes_since_previous_run(conn: sqlite3.Connection) -> RunChanges | None:
         auto_cleared=int(counts.get("auto_cleared", 0)),
         no_longer_found=int(counts.get("no_longer_found", 0)),
         first=len(syncs) < 2,
+        previous_run_id=int(syncs[1]["run_id"]) if len(syncs) > 1 else None,
     )

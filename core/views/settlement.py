@@ -30,6 +30,7 @@ class Check:
     name: str
     expected: int | None
     computed: int
+    note: str = ""  # said instead of the difference (a settlement never credited)
 
     @property
     def ok(self) -> bool:
@@ -44,8 +45,10 @@ class Check:
 class SettlementView:
     """One settlement: its record, its batch decomposition, the checks, its bank lines.
 
-    lines: gross payments, fees (GST inside), net payment credit, refunds, transfers,
-    adjustments, computed net. rows: the first `row_limit` recon rows; row_count: all.
+    lines: gross payments, fees (GST inside), net payment credit, then one line per kind of
+    recon row (refunds, transfers, reversals, dispute adjustments, other adjustments, any
+    other type), whose amounts with the net payment credit add up to the computed net.
+    rows: the first `row_limit` recon rows; row_count: all.
     """
 
     settlement: dict[str, Any]
@@ -57,6 +60,59 @@ class SettlementView:
     bank_lines: tuple[dict[str, Any], ...]
     outcome: dict[str, Any] | None
     open_exceptions: tuple[QueueItem, ...]
+
+
+# Each line: label, recon row type, whether the rows name a dispute (None: either).
+# Every row lands in exactly one line (unknown types get their own), so the lines after
+# the fees add up to the net: Σ (credit − debit) of the settlement's recon rows.
+_LINES = (
+    ("Refunds (amount + fee)", "refund", None),
+    ("Transfers", "transfer", None),
+    ("Transfer reversals", "reversal", None),
+    ("Dispute debits and their reversals (adjustments naming a dispute)", "adjustment", True),
+    ("Other adjustments (instant-settlement draws and the like)", "adjustment", False),
+)
+
+
+def _sum(groups: list[dict[str, Any]], field: str, kind: str, disputed: bool | None = None) -> int:
+    return sum(
+        int(g[field])
+        for g in groups
+        if g["type"] == kind and (disputed is None or bool(g["disputed"]) == disputed)
+    )
+
+
+def _count(groups: list[dict[str, Any]], kind: str, disputed: bool | None = None) -> int:
+    return _sum(groups, "n", kind, disputed)
+
+
+def _lines(groups: list[dict[str, Any]]) -> tuple[tuple[BreakdownLine, ...], int]:
+    """The decomposition's lines and the net (Σ credit − Σ debit over every row)."""
+
+    def flow(kind: str, disputed: bool | None = None) -> int:
+        return _sum(groups, "credit", kind, disputed) - _sum(groups, "debit", kind, disputed)
+
+    lines = [
+        BreakdownLine(
+            "Payments (gross)", _count(groups, "payment"), _sum(groups, "amount", "payment")
+        ),
+        BreakdownLine("Fees on payments (GST included)", None, -_sum(groups, "fee", "payment")),
+        BreakdownLine(
+            "Payments credited (net of fees)", _count(groups, "payment"), flow("payment")
+        ),
+    ]
+    lines += [
+        BreakdownLine(label, _count(groups, kind, disputed), flow(kind, disputed))
+        for label, kind, disputed in _LINES
+    ]
+    known = {"payment", *(kind for _, kind, _ in _LINES)}
+    lines += [
+        BreakdownLine(f"Other rows (type {kind})", _count(groups, kind), flow(kind))
+        for kind in sorted({str(g["type"]) for g in groups} - known)
+    ]
+    net = sum(int(g["credit"]) - int(g["debit"]) for g in groups)
+    lines.append(BreakdownLine("Net settlement (Σ credit − Σ debit)", None, net))
+    return tuple(lines), net
 
 
 def settlement_choices(
@@ -75,30 +131,8 @@ def settlement_view(
         record = db.instant_settlement_by_id(conn, settlement_id)
     if record is None:
         return None
-    by_type = {r["type"]: r for r in db.settlement_breakdown(conn, settlement_id)}
-    empty = {"n": 0, "amount": 0, "credit": 0, "debit": 0, "fee": 0, "tax": 0}
-
-    def part(kind: str) -> dict[str, int]:
-        return {k: int(v) for k, v in by_type.get(kind, empty).items() if k != "type"}
-
-    payments, refunds = part("payment"), part("refund")
-    transfers, adjustments = part("transfer"), part("adjustment")
-    credit = sum(int(r["credit"]) for r in by_type.values())
-    debit = sum(int(r["debit"]) for r in by_type.values())
-    net = credit - debit
-    lines = (
-        BreakdownLine("Payments (gross)", payments["n"], payments["amount"]),
-        BreakdownLine("Fees on payments (GST included)", None, -payments["fee"]),
-        BreakdownLine("Payments credited (net of fees)", payments["n"], payments["credit"]),
-        BreakdownLine("Refunds (amount + fee)", refunds["n"], -refunds["debit"]),
-        BreakdownLine("Transfers", transfers["n"], -transfers["debit"]),
-        BreakdownLine(
-            "Adjustments (credit − debit)",
-            adjustments["n"],
-            adjustments["credit"] - adjustments["debit"],
-        ),
-        BreakdownLine("Net settlement (Σ credit − Σ debit)", None, net),
-    )
+    groups = db.settlement_breakdown(conn, settlement_id)
+    lines, net = _lines(groups)
     run = db.latest_completed_run(conn)
     run_id = int(run["id"]) if run else None
     bank = db.bank_lines_for_settlement(conn, record["utr"], settlement_id, run_id)
@@ -108,32 +142,41 @@ def settlement_view(
         Check(
             "Settlement fees = Σ row fees",
             None if record["fees"] is None else int(record["fees"]),
-            sum(int(r["fee"]) for r in by_type.values()),
+            sum(int(r["fee"]) for r in groups),
         ),
         Check(
             "Settlement GST = Σ row GST",
             None if record["tax"] is None else int(record["tax"]),
-            sum(int(r["tax"]) for r in by_type.values()),
+            sum(int(r["tax"]) for r in groups),
         ),
         Check(
             "Payment rows: Σ credit = Σ amount − Σ fee",
-            payments["credit"],
-            payments["amount"] - payments["fee"],
+            _sum(groups, "credit", "payment"),
+            _sum(groups, "amount", "payment") - _sum(groups, "fee", "payment"),
         ),
     ]
     if instant:  # its recon rows are what it paid out early, not its amount's sum
         checks = []
     if bank:
         checks.append(Check("Bank credit = settlement amount", int(record["amount"]), credited))
+    elif not instant and record["status"] == "processed":  # paid out, never credited
+        checks.append(
+            Check(
+                "Bank credit = settlement amount",
+                int(record["amount"]),
+                0,
+                note="not credited: no bank line carries its UTR",
+            )
+        )
     flt = QueueFilter(settlement_id=settlement_id)
     moment = run_as_of(conn, None)
     return SettlementView(
         settlement=record,
         lines=lines,
-        gst_paise=sum(int(r["tax"]) for r in by_type.values()),
+        gst_paise=sum(int(r["tax"]) for r in groups),
         checks=tuple(checks),
         rows=tuple(db.settlement_recon_rows(conn, settlement_id, row_limit)),
-        row_count=sum(int(r["n"]) for r in by_type.values()),
+        row_count=sum(int(r["n"]) for r in groups),
         bank_lines=tuple(bank),
         outcome=(
             db.outcome_for(
