@@ -12,7 +12,16 @@ from core import access, demo
 from core.audit import verify
 from core.db import connect
 from core.errors import InputError, RefusedError
-from core.review import approve, assign, get_exception, history, reject, resolve, sync_exceptions
+from core.review import (
+    approve,
+    assign,
+    get_exception,
+    history,
+    list_approvals,
+    reject,
+    resolve,
+    sync_exceptions,
+)
 from tests.review_support import Finding, add_people, exception_id, write_run
 
 
@@ -136,7 +145,7 @@ def test_a_resolution_carries_its_type(conn: sqlite3.Connection) -> None:
 
 
 def test_a_write_off_at_or_below_the_threshold_resolves_at_once(conn: sqlite3.Connection) -> None:
-    exc = _open(conn)
+    exc = _open(conn, exposure=1_000_000)
     done = resolve(
         conn,
         exc,
@@ -147,6 +156,54 @@ def test_a_write_off_at_or_below_the_threshold_resolves_at_once(conn: sqlite3.Co
         amount=1_000_000,
     )
     assert (done.to_status, done.approval_id, done.amount) == ("RESOLVED", None, 1_000_000)
+
+
+def test_a_write_off_typed_below_the_threshold_still_needs_an_approver_when_it_closes_more(
+    conn: sqlite3.Connection,
+) -> None:
+    exc = _open(conn, exposure=4_281_938)  # ₹42,819.38 at risk; the threshold is ₹10,000
+    asked = resolve(
+        conn,
+        exc,
+        actor=REVIEWER,
+        note="written off",
+        request_id="w1",
+        resolution="written_off",
+        amount=1_000_000,
+    )
+    assert asked.approval_id is not None and asked.to_status == "OPEN"
+    assert get_exception(conn, exc).status == "OPEN"
+    ((_, payload),) = _audit(conn, "exception.write_off_requested")
+    assert '"four_eyes_amount":4281938' in payload and '"write_off_amount":1000000' in payload
+    (pending,) = list_approvals(conn)
+    assert (pending.amount, pending.exposure_amount) == (1_000_000, 4_281_938)
+    assert not _audit(conn, "exception.resolved")
+
+
+def test_a_write_off_larger_than_the_exposure_is_refused(conn: sqlite3.Connection) -> None:
+    exc = _open(conn, exposure=500_000)
+    with pytest.raises(InputError, match=r"more than exception \d+'s exposure of ₹5,000\.00"):
+        resolve(
+            conn,
+            exc,
+            actor=REVIEWER,
+            note="x",
+            request_id="w1",
+            resolution="written_off",
+            amount=500_001,
+        )
+    assert get_exception(conn, exc).status == "OPEN"
+    assert not _audit(conn, "exception.resolved")
+    done = resolve(
+        conn,
+        exc,
+        actor=REVIEWER,
+        note="x",
+        request_id="w1",
+        resolution="written_off",
+        amount=500_000,
+    )
+    assert done.to_status == "RESOLVED"
 
 
 def test_four_eyes_maker_cannot_approve_an_approver_can(conn: sqlite3.Connection) -> None:

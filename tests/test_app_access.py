@@ -15,6 +15,7 @@ from tests.app_signin import signed_in
 from tests.conftest import ROOT
 from tests.review_support import add_people
 from ui import keys
+from ui.format import inr
 
 # AppTest and the v2 multipage app: see tests.conftest.streamlit_navigation_v2.
 pytestmark = pytest.mark.usefixtures("streamlit_navigation_v2")
@@ -174,6 +175,29 @@ def test_four_eyes_in_the_app_reviewer_asks_approver_approves(app_db: str) -> No
     checker.button(key=keys.APPROVAL_APPROVE).click().run()
     assert any("approved" in s.value and "RESOLVED" in s.value for s in checker.success)
     assert _status(app_db, exception_id) == "RESOLVED"
+
+
+def test_a_write_off_typed_at_the_threshold_on_a_larger_exposure_awaits_an_approver(
+    app_db: str,
+) -> None:
+    conn = connect(app_db)
+    try:
+        exception_id, exposure = conn.execute(
+            "SELECT id, exposure_amount FROM exceptions WHERE status = 'OPEN'"
+            " AND exposure_amount > 1000000 ORDER BY exposure_amount DESC LIMIT 1"
+        ).fetchone()
+    finally:
+        conn.close()
+    at = _at("asha@example.com", "pages/investigation.py")
+    at.number_input(key=keys.INVESTIGATE_ID).set_value(int(exception_id)).run()
+    assert _write_off(at, "10,000") == exception_id
+    assert any("pending approval" in s.value for s in at.success)
+    assert _status(app_db, exception_id) != "RESOLVED"
+
+    checker = _at("approver@example.com", "pages/approvals.py")
+    table = checker.dataframe[0].value
+    assert list(table["Write-off"]) == ["₹10,000.00"]
+    assert list(table["Exposure closed"]) == [inr(int(exposure))]
 
 
 def test_an_approver_cannot_approve_their_own_write_off(app_db: str) -> None:
