@@ -10,6 +10,7 @@ import pytest
 
 from core import access, demo
 from core.audit import verify
+from core.db import access as access_sql
 from core.db import connect
 from core.errors import InputError, RefusedError
 from core.review import (
@@ -105,6 +106,36 @@ def test_only_an_admin_manages_users_and_every_change_is_audited(conn: sqlite3.C
     with pytest.raises(InputError, match="not an email"):
         access.add_user(conn, "cfo", "admin", actor="admin@example.com")
     assert verify(conn).ok
+
+
+MARKDOWN_LINK = "[re-authenticate_to_approve](//phish.example/login)@example.com"
+
+
+@pytest.mark.parametrize(
+    "address",
+    [MARKDOWN_LINK, "(x)@example.com", "a<b>@example.com", "a@[127.0.0.1]", "ü@example.com"],
+)
+def test_an_address_with_brackets_parentheses_or_spaces_is_not_an_email(
+    conn: sqlite3.Connection, address: str
+) -> None:
+    with pytest.raises(InputError, match="not an email"):
+        access.add_user(conn, address, "reviewer", actor="admin@example.com")
+    assert access.get_user(conn, address) is None
+    for real in ("o'brien+tag@example.co.in", "first.last@sub.example.com"):
+        assert access.normalise_email(real) == real
+
+
+def test_a_person_stored_with_such_an_address_cannot_act_and_an_admin_deactivates_them(
+    conn: sqlite3.Connection,
+) -> None:
+    exc = _open(conn)
+    with conn:  # stored before addresses were checked this closely
+        access_sql.insert_user(conn, MARKDOWN_LINK, "reviewer", "admin@example.com", 1)
+    with pytest.raises(RefusedError, match="not an address this workbench accepts"):
+        resolve(conn, exc, actor=MARKDOWN_LINK, note="x", request_id="r1")
+    assert get_exception(conn, exc).status == "OPEN"
+    change = access.deactivate(conn, MARKDOWN_LINK, actor="admin@example.com")
+    assert change.changed and not change.active
 
 
 def test_the_first_admins_come_from_configuration_once(conn: sqlite3.Connection) -> None:
