@@ -122,9 +122,7 @@ def _oidc() -> Session | None:
         return None
     email = str(claims.get("email") or "").strip().lower()
     if not email or claims.get("email_verified") is not True:
-        _refused(
-            f"Your identity provider did not vouch for an email address ({md(email) or '—'})."
-        )
+        _refused(f"Your identity provider did not vouch for an email address ({md(email) or '—'}).")
         return None
     conn = _conn()
     try:
