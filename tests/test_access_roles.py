@@ -354,3 +354,58 @@ def test_a_demo_sandbox_is_a_private_copy_with_personas(db_path: Path) -> None:
         demo.remove_sandbox(one)
         demo.remove_sandbox(two)
     assert not one.parent.exists()
+
+
+def test_verify_names_a_role_changed_without_an_audit_entry(conn: sqlite3.Connection) -> None:
+    assert verify(conn).ok
+    with conn:
+        conn.execute("UPDATE users SET role = 'admin' WHERE email = ?", (REVIEWER,))
+    result = verify(conn)
+    assert not result.ok and result.broken_user == REVIEWER
+    assert result.problem == (
+        f"user {REVIEWER}: role is 'admin' but the trail gives 'reviewer' "
+        "(changed without an audit entry)"
+    )
+
+
+def test_verify_names_a_person_deactivated_or_added_without_an_audit_entry(
+    conn: sqlite3.Connection,
+) -> None:
+    with conn:
+        conn.execute("UPDATE users SET active = 0 WHERE email = ?", (REVIEWER,))
+    assert "active is False but the trail gives True" in verify(conn).problem
+    with conn:
+        conn.execute("UPDATE users SET active = 1 WHERE email = ?", (REVIEWER,))
+    assert verify(conn).ok
+    with conn:
+        access_sql.insert_user(conn, "quiet@example.com", "admin", "nobody", 1)
+    result = verify(conn)
+    assert result.broken_user == "quiet@example.com"
+    assert "has no user.added entry in the trail" in result.problem
+
+
+def test_verify_names_an_approval_changed_without_an_audit_entry(
+    conn: sqlite3.Connection,
+) -> None:
+    exc = _open(conn)
+    asked = resolve(
+        conn,
+        exc,
+        actor=REVIEWER,
+        note="unrecoverable",
+        request_id="w1",
+        resolution="written_off",
+        amount=2_000_000,
+    )
+    assert verify(conn).ok
+    with conn:
+        conn.execute(
+            "UPDATE approvals SET status = 'approved', checker = ? WHERE id = ?",
+            (APPROVER, asked.approval_id),
+        )
+    result = verify(conn)
+    assert not result.ok and result.broken_approval == asked.approval_id
+    assert result.problem == (
+        f"approval {asked.approval_id}: status is 'approved' but the trail gives 'pending' "
+        "(changed without an audit entry)"
+    )
