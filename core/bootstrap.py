@@ -192,6 +192,7 @@ def reconcile_stored(
     params: EngineParams | None = None,
     progress: ProgressFn = _noop,
     actor: str = "",
+    how: str = "reconcile (app)",
 ) -> int:
     """Reconcile the imported data as of `as_of` through `core.pipeline` (persist the run,
     sync the exception queue, store the run's summary computed from its frames), then make
@@ -212,7 +213,7 @@ def reconcile_stored(
         as_of,
         str(latest["source"]),
         actor=actor,
-        how="reconcile (app)",
+        how=how,
     )
     progress(0.85, "Summarising the run")
     run_summary(conn, int(result.run_id))  # the stored one, unless the run could not store it
@@ -256,7 +257,11 @@ def default_builder(conn: sqlite3.Connection, work: Path, progress: ProgressFn) 
         progress(0.25 + 0.6 * fraction, message)
 
     run_id = reconcile_stored(
-        conn, as_of=int(generated.as_of), progress=later, actor=BOOTSTRAP_ACTOR
+        conn,
+        as_of=int(generated.as_of),
+        progress=later,
+        actor=BOOTSTRAP_ACTOR,
+        how="first start (benchmark)",
     )
     progress(0.88, "Scoring the run against the held-out labels")
     store_evaluation(conn, run_id, labels)
