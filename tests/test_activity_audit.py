@@ -10,8 +10,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from core.__main__ import main
 from core.audit import verify
 from core.benchmark import generate
@@ -98,17 +96,30 @@ def test_import_day_writes_one_entry_naming_its_actor_the_day_and_the_run(
     assert payload["import"]["replaced"] is False and payload["import"]["files"]
 
 
-@pytest.mark.sqlite_only
-def test_a_streamed_import_into_the_database_names_its_actor(tmp_path: Path) -> None:
+def test_a_streamed_import_into_the_database_names_its_actor(db_url: str, tmp_path: Path) -> None:
     from core.streamed import stream_folder_into_db
 
     generate(tmp_path / "ds", payments=300, seed=29)
-    db = tmp_path / "s.sqlite"
-    with open_database(str(db)) as conn:
+    with open_database(db_url) as conn:
         stored = stream_folder_into_db(
             conn, tmp_path / "ds", EngineParams(), AS_OF, actor="admin@example.com"
         )
-    ((actor, action, entity, payload),) = _entries(str(db))
+    ((actor, action, entity, payload),) = _entries(db_url)
     assert (actor, action, entity) == ("admin@example.com", "run.reconciled", str(stored.run_id))
     assert payload["import"]["import_id"] == stored.import_id
     assert payload["import"]["replaced"] is True and "payments.csv" in payload["import"]["files"]
+
+
+def test_the_first_start_names_bootstrap_for_the_benchmark_it_imports_and_reconciles(
+    db_url: str, tmp_path: Path
+) -> None:
+    from core.bootstrap import default_builder
+
+    (tmp_path / "work").mkdir()
+    with open_database(db_url) as conn:
+        default_builder(conn, tmp_path / "work", lambda _f, _m: None)
+    (imported, reconciled) = _entries(db_url)
+    assert imported[:2] == ("bootstrap", "data.imported")
+    assert imported[3]["source"] == "benchmark" and imported[3]["how"] == "first start (benchmark)"
+    assert reconciled[:2] == ("bootstrap", "run.reconciled")
+    assert reconciled[3]["how"] == "first start (benchmark)"
