@@ -43,7 +43,15 @@ PERMISSIONS = {"read": "viewer", "review": "reviewer", "approve": "approver", "a
 ADMINS_ENV = "RAZORRECON_ADMINS"
 FOUR_EYES_ENV = "RAZORRECON_FOUR_EYES_PAISE"
 DEFAULT_FOUR_EYES_PAISE = 1_000_000  # ₹10,000
-_EMAIL = re.compile(r"^[^@\s:,]+@[^@\s:,]+\.[^@\s:,]+$")
+# An address as an identity provider vouches for it, lower case: a dot-atom local part
+# (RFC 5321: letters, digits and ! # $ % & ' * + - / = ? ^ _ ` { | } ~, dots between) and
+# a domain of letter-digit-hyphen labels with at least one dot. Brackets, parentheses,
+# spaces, quotes, backslashes, colons, commas, angle brackets and non-ASCII are refused:
+# no real address needs them, and `[text](//host)@example.com` rendered as a link on
+# other people's screens (an independent attacker, F10).
+_ATOM = r"[a-z0-9!#$%&'*+/=?^_`{|}~-]+"
+_LABEL = r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?"
+_EMAIL = re.compile(rf"^{_ATOM}(?:\.{_ATOM})*@{_LABEL}(?:\.{_LABEL})+$", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -91,9 +99,14 @@ def _problem(field: str, message: str) -> InputError:
 def normalise_email(value: str | None) -> str:
     """The canonical spelling of an email (trimmed, lower case); InputError if not one."""
     text = (value or "").strip().lower()
-    if not _EMAIL.match(text) or len(text) > 200:
+    if not acceptable_email(text):
         raise _problem("email", f"{value!r} is not an email address")
     return text
+
+
+def acceptable_email(text: str) -> bool:
+    """Whether `text` (lower case) is an address this workbench accepts as an identity."""
+    return bool(_EMAIL.fullmatch(text)) and len(text) <= 200
 
 
 def check_role(role: str) -> str:
@@ -155,6 +168,11 @@ def principal(conn: sqlite3.Connection, who: Actor) -> Principal:
         raise RefusedError(f"{name!r} is not a user here; an admin adds people (users add)")
     if not user.active:
         raise RefusedError(f"{name} was deactivated on this workbench and can no longer act")
+    if not acceptable_email(user.email):  # added before addresses were checked this closely
+        raise RefusedError(
+            f"{name!r} is not an address this workbench accepts (brackets, parentheses, "
+            "spaces and the like); an admin deactivates it (users deactivate)"
+        )
     return Principal(user.email, user.role)
 
 
@@ -294,8 +312,10 @@ def grant(conn: sqlite3.Connection, email: str, role: str, *, actor: Actor) -> U
 
 
 def deactivate(conn: sqlite3.Connection, email: str, *, actor: Actor) -> UserChange:
-    """A person who leaves: they can no longer act; their history stays."""
-    address = normalise_email(email)
+    """A person who leaves: they can no longer act; their history stays. An address stored
+    before addresses were checked this closely is found as stored, so it can be removed."""
+    stored = get_user(conn, email or "")
+    address = stored.email if stored is not None else normalise_email(email)
     acting = require(
         conn, actor, "admin", action="users deactivate", entity_type="user", entity_id=address
     )

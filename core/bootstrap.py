@@ -191,11 +191,14 @@ def reconcile_stored(
     as_of: int,
     params: EngineParams | None = None,
     progress: ProgressFn = _noop,
+    actor: str = "",
+    how: str = "reconcile (app)",
 ) -> int:
     """Reconcile the imported data as of `as_of` through `core.pipeline` (persist the run,
     sync the exception queue, store the run's summary computed from its frames), then make
     sure the run's summary is stored: read back, or computed in SQL when the run could not
-    store it (an import came in meanwhile). Returns the run id."""
+    store it (an import came in meanwhile). Returns the run id. `actor`: who asked (the
+    signed-in person on the Data page), named by the run's audit entry (core.activity)."""
     # Imported here, not above: a page of an app whose data are ready never loads them.
     from core import pipeline
     from core.engine import EngineParams
@@ -209,6 +212,8 @@ def reconcile_stored(
         params if params is not None else EngineParams(),
         as_of,
         str(latest["source"]),
+        actor=actor,
+        how=how,
     )
     progress(0.85, "Summarising the run")
     run_summary(conn, int(result.run_id))  # the stored one, unless the run could not store it
@@ -221,6 +226,7 @@ def default_builder(conn: sqlite3.Connection, work: Path, progress: ProgressFn) 
     The run's as-of is the benchmark's own, so the result is the same on every machine.
     """
     from core import benchmark, ingest  # only a cold start of an empty database needs them
+    from core.activity import BOOTSTRAP_ACTOR, record_import
 
     progress(0.02, f"Generating the {BENCHMARK_PAYMENTS:,}-payment synthetic benchmark")
     folder = work / "dataset"
@@ -235,7 +241,7 @@ def default_builder(conn: sqlite3.Connection, work: Path, progress: ProgressFn) 
     (work / LABELS_META).write_text(json.dumps(meta), encoding="utf-8")
     progress(0.2, "Importing the dataset")
     dataset, loaded = ingest.load_dataset(folder)
-    ingest.store_dataset(
+    imported = ingest.store_dataset(
         conn,
         dataset,
         source="benchmark",
@@ -243,13 +249,20 @@ def default_builder(conn: sqlite3.Connection, work: Path, progress: ProgressFn) 
         content_hash=loaded.content_hash,
         files=loaded.files,
     )
+    record_import(conn, imported, actor=BOOTSTRAP_ACTOR, how="first start (benchmark)")
 
     _store_benchmark_plan(conn, folder)
 
     def later(fraction: float, message: str) -> None:
         progress(0.25 + 0.6 * fraction, message)
 
-    run_id = reconcile_stored(conn, as_of=int(generated.as_of), progress=later)
+    run_id = reconcile_stored(
+        conn,
+        as_of=int(generated.as_of),
+        progress=later,
+        actor=BOOTSTRAP_ACTOR,
+        how="first start (benchmark)",
+    )
     progress(0.88, "Scoring the run against the held-out labels")
     store_evaluation(conn, run_id, labels)
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from core.activity import default_actor, import_facts, record_run
 from core.books.pricing import PricingPlan
 from core.calendar import WorkingCalendar
 from core.dataset import DATASET_FILES, DATASET_TABLES, Dataset
@@ -228,9 +229,13 @@ def store_folder_run(
     *,
     source: str = "files",
     staging: RawStaging | None = None,
+    actor: str = "",
+    how: str = "reconcile --db",
 ) -> RunResult:
     """Store a reconciled folder: the dataset (replacing the raw tables, so the database
-    holds what was reconciled), the run with its outcomes, then sync the exceptions.
+    holds what was reconciled), the run with its outcomes, then sync the exceptions; then
+    one `run.reconciled` audit entry by `actor` (default the operating-system login) with
+    the import (core.activity).
 
     A large run is staged (core.db.staging): the outcomes on a worker thread, the raw
     tables on two more (`staging`, when the caller started them before reconciling; else
@@ -281,7 +286,7 @@ def store_folder_run(
         books = Computed(deriving, mark_building(conn))
         timings = {**run.timings, "store_dataset_s": round(time.perf_counter() - began, 3)}
         staged = staging_outcomes.result() if staging_outcomes is not None else None
-        return _persist_and_sync(
+        stored = _persist_and_sync(
             conn,
             run.outcomes,
             run.params,
@@ -295,6 +300,15 @@ def store_folder_run(
             through_import_id=imported.import_id,
             run_summary=None if imported.import_id is None else (summarising, imported.import_id),
         )
+    record_run(
+        conn,
+        stored.run_id,
+        actor=actor,
+        how=how,
+        imported=import_facts(imported),
+        sync=stored.sync,
+    )
+    return stored
 
 
 def _outcomes_after_staging(
@@ -335,10 +349,12 @@ def reconcile_folder_into_db(
     as_of: int,
     amount_unit: str = "auto",
     source: str = "files",
+    actor: str = "",
+    how: str = "reconcile --db",
 ) -> RunResult:
     """Load, reconcile, store dataset and run, sync exceptions (nothing is written when the
     input is bad). The raw tables are staged while the engine runs; the statement column
-    mappings saved in the database apply."""
+    mappings saved in the database apply. Audited as `store_folder_run`."""
     from core.books.store import pricing_plans
     from core.ingest.mappings import saved_mappings
 
@@ -346,15 +362,22 @@ def reconcile_folder_into_db(
     pricing = pricing_plans(conn)
     with staging_folder(conn, loaded) as staging:
         run = reconcile_loaded(loaded, params, as_of, pricing)
-        return store_folder_run(conn, run, source=source, staging=staging)
+        return store_folder_run(conn, run, source=source, staging=staging, actor=actor, how=how)
 
 
 @holding_run_lock("a reconcile of the stored tables")
 def reconcile_database(
-    conn: sqlite3.Connection, params: EngineParams, as_of: int, source: str
+    conn: sqlite3.Connection,
+    params: EngineParams,
+    as_of: int,
+    source: str,
+    *,
+    actor: str = "",
+    how: str = "reconcile",
 ) -> RunResult:
     """Reconcile the raw tables already in the database (any import or API sync), store the
-    run and sync the exceptions."""
+    run and sync the exceptions; one `run.reconciled` audit entry by `actor` (default the
+    operating-system login; core.activity)."""
     from core.db.raw import latest_import_id, read_dataset
     from core.razorpay.webhooks import clear_marks, open_marks
     from core.views.summary_ahead import summary_ahead
@@ -391,6 +414,7 @@ def reconcile_database(
         )
     if marks_through:
         clear_marks(conn, through_id=marks_through, run_id=result.run_id)
+    record_run(conn, result.run_id, actor=actor, how=how, sync=result.sync)
     return result
 
 
@@ -1043,6 +1067,7 @@ def reconcile_day_into_db(
     full: bool = False,
     snapshots: str | Path | None = SNAPSHOTS_BESIDE,
     accept_older: bool = False,
+    actor: str = "",
 ) -> DayRunResult:
     """Merge a day's folder into the raw tables (upsert by key: new ids are added, a row
     with a stored key replaces it: a correction, unless it would move the stored row's
@@ -1057,7 +1082,8 @@ def reconcile_day_into_db(
     (core.snapshots, in `snapshot_folder(conn, snapshots)`) when it is verified, else from
     the tables; an incremental run's carried outcomes are copied inside the database; the
     new run leaves a snapshot for the next day (docs/engine.md, "Stored incremental
-    runs")."""
+    runs"). One `run.reconciled` audit entry by `actor` (default the operating-system
+    login) records the day's import and the run (core.activity)."""
     from core.ingest.mappings import saved_mappings
     from core.ingest.stage import staging_raw_tables
     from core.ingest.statements import place_among_stored
@@ -1074,7 +1100,7 @@ def reconcile_day_into_db(
     # The day's raw tables staged on worker threads while this one reads the stored state
     # and reconciles; store_dataset upserts them from there (core.ingest.stage).
     with staging_raw_tables(conn, day, loaded.report.content_hash, replace=False) as staging:
-        return _reconcile_loaded_day(
+        done = _reconcile_loaded_day(
             conn,
             folder,
             loaded,
@@ -1086,7 +1112,17 @@ def reconcile_day_into_db(
             full,
             keep_in,
             accept_older,
+            actor or default_actor(),
         )
+    record_run(
+        conn,
+        done.run.run_id,
+        actor=actor,
+        how="import-day",
+        imported=import_facts(done.imported),
+        sync=done.run.sync,
+    )
+    return done
 
 
 def _reconcile_loaded_day(
@@ -1101,10 +1137,10 @@ def _reconcile_loaded_day(
     full: bool,
     keep_in: Path | None,
     accept_older: bool = False,
+    actor: str = "",
 ) -> DayRunResult:
     """`reconcile_day_into_db` once the day is loaded and its bank lines placed (its raw
     tables being staged); `keep_in`: its snapshot folder (snapshot_folder), or None."""
-    from core.access import os_operator
     from core.books.store import pricing_plans
     from core.db.backend import is_postgres
     from core.db.raw import latest_import_id, reconciled_through
@@ -1270,7 +1306,7 @@ def _reconcile_loaded_day(
                 accept_older=accept_older,
                 compared=(read_at, changes),
                 older_hint=IMPORT_DAY_OLDER_HINT,
-                actor=os_operator().actor,
+                actor=actor or default_actor(),
             )
             timings["store_dataset_s"] = round(time.perf_counter() - began, 3)
             # The run's data and its snapshot's: an import stored between the read and the

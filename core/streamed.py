@@ -489,12 +489,17 @@ def stream_folder_into_db(
     source: str = "files",
     block_bytes: int | None = None,
     progress: ProgressFn = _noop,
+    actor: str = "",
+    how: str = "reconcile --stream --db",
 ) -> StreamedRun:
     """Import `folder` (API CSVs of any size) into the database and reconcile it there,
     window by window of settlement days: the raw tables replaced, a run with every
     outcome, the exception queue synced, the run's summary precomputed. Nothing is written
     to the database when the folder is bad (InputError names the problems first).
-    `store`: keep the window store there (default: a temporary folder beside nothing)."""
+    `store`: keep the window store there (default: a temporary folder beside nothing).
+    One `run.reconciled` audit entry by `actor` (the signed-in person in the app, default
+    the operating-system login) names the import and the run (core.activity)."""
+    from core.activity import record_run
     from core.books.store import pricing_plans
     from core.calendar import WorkingCalendar
     from core.db import runs as db_runs
@@ -615,6 +620,22 @@ def stream_folder_into_db(
         timings["summary_parts_s"] = round(parts.seconds, 3)
         timings["books_ledger_s"] = rebuild_after_run(conn, progress, books)  # docs/books.md
         db_runs.update_timings(conn, run_id, {**timings, "windows": meta.windows})
+        record_run(
+            conn,
+            run_id,
+            actor=actor,
+            how=how,
+            imported={
+                "import_id": import_id,
+                "source": source,
+                "location": str(folder),
+                "content_hash": hashes["dataset"],
+                "replaced": True,
+                "files": {name: digest for name, digest in hashes.items() if name != "dataset"},
+                "written": {str(k): int(v) for k, v in written.items()},
+            },
+            sync=summary,
+        )
         progress(1.0, f"Run #{run_id} stored: {int(totals.get('outcomes', 0)):,} outcomes")
         if store is None:
             shutil.rmtree(root, ignore_errors=True)

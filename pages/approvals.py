@@ -10,8 +10,9 @@ shell.require_frame()
 st.title("Approvals")
 shell.need("approve", "Approving write-offs")
 st.caption(
-    f"A write-off above {inr(shell.four_eyes())} is resolved only when an approver other "
-    "than the person who asked for it approves it."
+    f"A write-off that closes more than {inr(shell.four_eyes())} (the exception's exposure, "
+    "or the amount written off if larger) is resolved only when an approver other than the "
+    "person who asked for it approves it. Approving closes the whole exposure."
 )
 pending = shell.read(review.list_approvals)
 widgets.records_table(
@@ -20,6 +21,7 @@ widgets.records_table(
             "Approval": a.id,
             "Exception": a.exception_id,
             "Write-off": inr(a.amount),
+            "Exposure closed": inr(a.exposure_amount or 0),
             "Requested by": a.maker,
             "Asked": ist(a.created_at),
             "Note": a.note,
@@ -30,7 +32,11 @@ widgets.records_table(
     "Nothing awaits approval.",
 )
 if pending:
-    labels = {a.id: f"#{a.id} · exception {a.exception_id} · {inr(a.amount)}" for a in pending}
+    labels = {
+        a.id: f"#{a.id} · exception {a.exception_id} · {inr(a.amount)} of "
+        f"{inr(a.exposure_amount or 0)} exposure"
+        for a in pending
+    }
     chosen = st.selectbox(
         "Write-off", list(labels), format_func=labels.get, key=keys.APPROVAL_CHOICE
     )
@@ -59,6 +65,7 @@ widgets.records_table(
             "Approval": a.id,
             "Exception": a.exception_id,
             "Write-off": inr(a.amount),
+            "Exposure": inr(a.exposure_amount or 0),
             "Asked by": a.maker,
             "Decision": a.status,
             "Decided by": a.checker,

@@ -10,9 +10,19 @@ import pytest
 
 from core import access, demo
 from core.audit import verify
+from core.db import access as access_sql
 from core.db import connect, migrate
 from core.errors import InputError, RefusedError
-from core.review import approve, assign, get_exception, history, reject, resolve, sync_exceptions
+from core.review import (
+    approve,
+    assign,
+    get_exception,
+    history,
+    list_approvals,
+    reject,
+    resolve,
+    sync_exceptions,
+)
 from tests.app_builder import build
 from tests.review_support import Finding, add_people, exception_id, write_run
 
@@ -99,6 +109,36 @@ def test_only_an_admin_manages_users_and_every_change_is_audited(conn: sqlite3.C
     assert verify(conn).ok
 
 
+MARKDOWN_LINK = "[re-authenticate_to_approve](//phish.example/login)@example.com"
+
+
+@pytest.mark.parametrize(
+    "address",
+    [MARKDOWN_LINK, "(x)@example.com", "a<b>@example.com", "a@[127.0.0.1]", "ü@example.com"],
+)
+def test_an_address_with_brackets_parentheses_or_spaces_is_not_an_email(
+    conn: sqlite3.Connection, address: str
+) -> None:
+    with pytest.raises(InputError, match="not an email"):
+        access.add_user(conn, address, "reviewer", actor="admin@example.com")
+    assert access.get_user(conn, address) is None
+    for real in ("o'brien+tag@example.co.in", "first.last@sub.example.com"):
+        assert access.normalise_email(real) == real
+
+
+def test_a_person_stored_with_such_an_address_cannot_act_and_an_admin_deactivates_them(
+    conn: sqlite3.Connection,
+) -> None:
+    exc = _open(conn)
+    with conn:  # stored before addresses were checked this closely
+        access_sql.insert_user(conn, MARKDOWN_LINK, "reviewer", "admin@example.com", 1)
+    with pytest.raises(RefusedError, match="not an address this workbench accepts"):
+        resolve(conn, exc, actor=MARKDOWN_LINK, note="x", request_id="r1")
+    assert get_exception(conn, exc).status == "OPEN"
+    change = access.deactivate(conn, MARKDOWN_LINK, actor="admin@example.com")
+    assert change.changed and not change.active
+
+
 def test_the_first_admins_come_from_configuration_once(conn: sqlite3.Connection) -> None:
     assert access.config_admins("Boss@Example.com, ops@example.com") == [
         "boss@example.com",
@@ -137,7 +177,7 @@ def test_a_resolution_carries_its_type(conn: sqlite3.Connection) -> None:
 
 
 def test_a_write_off_at_or_below_the_threshold_resolves_at_once(conn: sqlite3.Connection) -> None:
-    exc = _open(conn)
+    exc = _open(conn, exposure=1_000_000)
     done = resolve(
         conn,
         exc,
@@ -148,6 +188,54 @@ def test_a_write_off_at_or_below_the_threshold_resolves_at_once(conn: sqlite3.Co
         amount=1_000_000,
     )
     assert (done.to_status, done.approval_id, done.amount) == ("RESOLVED", None, 1_000_000)
+
+
+def test_a_write_off_typed_below_the_threshold_still_needs_an_approver_when_it_closes_more(
+    conn: sqlite3.Connection,
+) -> None:
+    exc = _open(conn, exposure=4_281_938)  # ₹42,819.38 at risk; the threshold is ₹10,000
+    asked = resolve(
+        conn,
+        exc,
+        actor=REVIEWER,
+        note="written off",
+        request_id="w1",
+        resolution="written_off",
+        amount=1_000_000,
+    )
+    assert asked.approval_id is not None and asked.to_status == "OPEN"
+    assert get_exception(conn, exc).status == "OPEN"
+    ((_, payload),) = _audit(conn, "exception.write_off_requested")
+    assert '"four_eyes_amount":4281938' in payload and '"write_off_amount":1000000' in payload
+    (pending,) = list_approvals(conn)
+    assert (pending.amount, pending.exposure_amount) == (1_000_000, 4_281_938)
+    assert not _audit(conn, "exception.resolved")
+
+
+def test_a_write_off_larger_than_the_exposure_is_refused(conn: sqlite3.Connection) -> None:
+    exc = _open(conn, exposure=500_000)
+    with pytest.raises(InputError, match=r"more than exception \d+'s exposure of ₹5,000\.00"):
+        resolve(
+            conn,
+            exc,
+            actor=REVIEWER,
+            note="x",
+            request_id="w1",
+            resolution="written_off",
+            amount=500_001,
+        )
+    assert get_exception(conn, exc).status == "OPEN"
+    assert not _audit(conn, "exception.resolved")
+    done = resolve(
+        conn,
+        exc,
+        actor=REVIEWER,
+        note="x",
+        request_id="w1",
+        resolution="written_off",
+        amount=500_000,
+    )
+    assert done.to_status == "RESOLVED"
 
 
 def test_four_eyes_maker_cannot_approve_an_approver_can(conn: sqlite3.Connection) -> None:
@@ -282,3 +370,58 @@ def test_a_demo_sandbox_is_a_private_copy_with_personas(
         demo.remove_sandbox(one)
         demo.remove_sandbox(two)
     assert not one.parent.exists()
+
+
+def test_verify_names_a_role_changed_without_an_audit_entry(conn: sqlite3.Connection) -> None:
+    assert verify(conn).ok
+    with conn:
+        conn.execute("UPDATE users SET role = 'admin' WHERE email = ?", (REVIEWER,))
+    result = verify(conn)
+    assert not result.ok and result.broken_user == REVIEWER
+    assert result.problem == (
+        f"user {REVIEWER}: role is 'admin' but the trail gives 'reviewer' "
+        "(changed without an audit entry)"
+    )
+
+
+def test_verify_names_a_person_deactivated_or_added_without_an_audit_entry(
+    conn: sqlite3.Connection,
+) -> None:
+    with conn:
+        conn.execute("UPDATE users SET active = 0 WHERE email = ?", (REVIEWER,))
+    assert "active is False but the trail gives True" in verify(conn).problem
+    with conn:
+        conn.execute("UPDATE users SET active = 1 WHERE email = ?", (REVIEWER,))
+    assert verify(conn).ok
+    with conn:
+        access_sql.insert_user(conn, "quiet@example.com", "admin", "nobody", 1)
+    result = verify(conn)
+    assert result.broken_user == "quiet@example.com"
+    assert "has no user.added entry in the trail" in result.problem
+
+
+def test_verify_names_an_approval_changed_without_an_audit_entry(
+    conn: sqlite3.Connection,
+) -> None:
+    exc = _open(conn)
+    asked = resolve(
+        conn,
+        exc,
+        actor=REVIEWER,
+        note="unrecoverable",
+        request_id="w1",
+        resolution="written_off",
+        amount=2_000_000,
+    )
+    assert verify(conn).ok
+    with conn:
+        conn.execute(
+            "UPDATE approvals SET status = 'approved', checker = ? WHERE id = ?",
+            (APPROVER, asked.approval_id),
+        )
+    result = verify(conn)
+    assert not result.ok and result.broken_approval == asked.approval_id
+    assert result.problem == (
+        f"approval {asked.approval_id}: status is 'approved' but the trail gives 'pending' "
+        "(changed without an audit entry)"
+    )

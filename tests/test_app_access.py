@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core.db import access as access_sql
 from core.db import connect, migrate
 from tests.app_builder import build
 from tests.app_signin import signed_in
 from tests.conftest import ROOT
 from tests.review_support import add_people
 from ui import keys
+from ui.format import inr
 
 # AppTest and the v2 multipage app: see tests.conftest.streamlit_navigation_v2.
 pytestmark = pytest.mark.usefixtures("streamlit_navigation_v2")
@@ -72,7 +75,7 @@ def test_no_widget_asks_for_a_name_to_act_as() -> None:
 def test_the_sidebar_names_the_signed_in_identity_and_role(app_db: str) -> None:
     at = _at("asha@example.com")
     sidebar = " ".join(m.value for m in at.sidebar.markdown)
-    assert "asha@example.com" in sidebar
+    assert "asha@example.com" in re.sub(r"\\(.)", r"\1", sidebar).replace("\u2060", "")
     assert any("Reviewer" in c.value for c in at.sidebar.caption)
     assert not at.sidebar.text_input
 
@@ -86,6 +89,57 @@ def test_an_unknown_or_unverified_email_sees_nothing(app_db: str) -> None:
     at.run()
     assert any("did not vouch" in e.value for e in at.error)
     assert not at.metric
+
+
+EVIL = "[re-authenticate_to_approve](//phish.example/login)@example.com"
+
+
+def _store_person(path: str, email: str, role: str) -> None:
+    """A person stored before addresses were checked closely (add_user refuses it now)."""
+    conn = connect(path)
+    try:
+        with conn:
+            access_sql.insert_user(conn, email, role, "admin@example.com", 1)
+    finally:
+        conn.close()
+
+
+def test_an_address_that_is_markdown_is_shown_as_text_and_refused_at_sign_in(app_db: str) -> None:
+    _store_person(app_db, EVIL, "reviewer")
+    at = signed_in(EVIL)
+    at.run()
+    said = " ".join(e.value for e in at.error)
+    assert "not an address this workbench accepts" in said
+    assert "](" not in said and "phish" in said
+    assert not at.sidebar.markdown and not at.metric
+
+
+def test_a_makers_address_in_the_pending_write_off_notice_is_text_not_a_link(app_db: str) -> None:
+    _store_person(app_db, EVIL, "reviewer")
+    conn = connect(app_db)
+    try:
+        exception_id, version = conn.execute(
+            "SELECT id, version FROM exceptions WHERE status = 'OPEN' ORDER BY id LIMIT 1"
+        ).fetchone()
+        with conn:
+            access_sql.insert_approval(
+                conn,
+                exception_id=int(exception_id),
+                resolution="written_off",
+                amount=2_000_000,
+                note="please approve",
+                maker=EVIL,
+                version=int(version),
+                request_id="evil-1",
+                now=1,
+            )
+    finally:
+        conn.close()
+    at = _at("approver@example.com", "pages/investigation.py")
+    at.number_input(key=keys.INVESTIGATE_ID).set_value(int(exception_id)).run()
+    (notice,) = [i.value for i in at.info if "awaits approval" in i.value]
+    assert "[re-authenticate" not in notice and "](" not in notice
+    assert EVIL in re.sub(r"\\(.)", r"\1", notice).replace("\u2060", "")
 
 
 def test_signed_out_visitors_get_the_sign_in_button(app_db: str) -> None:
@@ -174,6 +228,29 @@ def test_four_eyes_in_the_app_reviewer_asks_approver_approves(app_db: str) -> No
     checker.button(key=keys.APPROVAL_APPROVE).click().run()
     assert any("approved" in s.value and "RESOLVED" in s.value for s in checker.success)
     assert _status(app_db, exception_id) == "RESOLVED"
+
+
+def test_a_write_off_typed_at_the_threshold_on_a_larger_exposure_awaits_an_approver(
+    app_db: str,
+) -> None:
+    conn = connect(app_db)
+    try:
+        exception_id, exposure = conn.execute(
+            "SELECT id, exposure_amount FROM exceptions WHERE status = 'OPEN'"
+            " AND exposure_amount > 1000000 ORDER BY exposure_amount DESC LIMIT 1"
+        ).fetchone()
+    finally:
+        conn.close()
+    at = _at("asha@example.com", "pages/investigation.py")
+    at.number_input(key=keys.INVESTIGATE_ID).set_value(int(exception_id)).run()
+    assert _write_off(at, "10,000") == exception_id
+    assert any("pending approval" in s.value for s in at.success)
+    assert _status(app_db, exception_id) != "RESOLVED"
+
+    checker = _at("approver@example.com", "pages/approvals.py")
+    table = checker.dataframe[0].value
+    assert list(table["Write-off"]) == ["₹10,000.00"]
+    assert list(table["Exposure closed"]) == [inr(int(exposure))]
 
 
 def test_an_approver_cannot_approve_their_own_write_off(app_db: str) -> None:

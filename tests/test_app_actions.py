@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -218,3 +219,45 @@ def test_uploading_older_files_is_refused_by_line_unless_taken_as_corrections(
     finally:
         conn.close()
     assert actor == access.local_user().actor
+
+
+def _people_entries(database: str) -> list[tuple[str, str, dict[str, object]]]:
+    conn = connect(database)
+    try:
+        rows = conn.execute(
+            "SELECT actor, action, payload_json FROM audit_log"
+            " WHERE action IN ('data.imported', 'run.reconciled') ORDER BY seq"
+        ).fetchall()
+    finally:
+        conn.close()
+    return [(str(a), str(b), json.loads(p)) for a, b, p in rows]
+
+
+def test_the_data_pages_import_and_reconcile_each_name_the_signed_in_person(
+    database: str,
+) -> None:
+    me = access.local_user().actor
+    report = actions.import_uploads(_uploads(SPEC_EXAMPLE / "dataset"), "auto", False)
+    actions.import_uploads(_uploads(SPEC_EXAMPLE / "dataset"), "auto", False)  # a rerun
+    as_of = actions.as_of_seconds(dt.date(2026, 6, 30), dt.time(23, 59, 59))
+    run_id = actions.reconcile(CalendarParams(), as_of, lambda f, m: None)
+    (imported, reconciled) = _people_entries(database)
+    assert imported[:2] == (me, "data.imported")
+    assert imported[2]["import_id"] == report.import_id and imported[2]["how"] == "upload (app)"
+    assert imported[2]["content_hash"] == report.content_hash
+    assert reconciled[:2] == (me, "run.reconciled") and reconciled[2]["run_id"] == run_id
+
+
+def test_the_server_folder_import_names_the_signed_in_person(database: str, tmp_path: Path) -> None:
+    from core.benchmark import generate
+
+    generate(tmp_path / "ds", payments=300, seed=3)
+    as_of = actions.as_of_seconds(dt.date(2026, 6, 30), dt.time(23, 59, 59))
+    stored = actions.stream_folder(
+        str(tmp_path / "ds"), "auto", CalendarParams(), as_of, lambda f, m: None
+    )
+    ((actor, action, payload),) = _people_entries(database)
+    assert (actor, action) == (access.local_user().actor, "run.reconciled")
+    assert payload["run_id"] == stored.run_id
+    assert payload["import"]["import_id"] == stored.import_id  # type: ignore[index]
+    assert payload["import"]["replaced"] is True  # type: ignore[index]

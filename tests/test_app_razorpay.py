@@ -84,3 +84,24 @@ def test_sync_from_the_data_page_fills_the_raw_tables_and_the_status(
     synced = conn.execute("SELECT count(*) FROM payments WHERE id NOT LIKE 'pay_0%'").fetchone()
     conn.close()
     assert synced[0] > 0
+
+
+def test_a_sync_from_the_data_page_names_the_signed_in_admin_in_the_trail(
+    database: str, fake: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in support.sync_env(fake, database).items():
+        monkeypatch.setenv(name, value)
+    at = _data_page()
+    at.date_input(key=keys.SYNC_FROM).set_value(support.SPEC_FROM)
+    at.date_input(key=keys.SYNC_TO).set_value(support.SPEC_FROM)
+    at.button(key=keys.SYNC_START).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    conn = connect(database)
+    try:
+        rows = conn.execute(
+            "SELECT actor, entity_id FROM audit_log WHERE action = 'razorpay.synced'"
+        ).fetchall()
+        run_id = conn.execute("SELECT MAX(id) FROM razorpay_sync_runs").fetchone()[0]
+    finally:
+        conn.close()
+    assert [tuple(r) for r in rows] == [("admin@example.com", str(run_id))]

@@ -30,9 +30,10 @@ def _rows(text: str) -> list[list[str]]:
     return list(csv.reader(io.StringIO(text)))
 
 
-# People are emails (core.access); these begin as spreadsheet formulas do.
+# People are emails (core.access); these begin as spreadsheet formulas do, in characters
+# an address may hold (no brackets, parentheses or quotes other than ': core.access).
 ACTOR = "=cmd|'/c@evil.in"
-ASSIGNEES = ['=hyperlink("x")@evil.in', "+1+1@evil.in", "-2+3@evil.in"]
+ASSIGNEES = ["=hyperlink|x@evil.in", "+1+1@evil.in", "-2+3@evil.in"]
 
 
 def _planted(conn: sqlite3.Connection) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import getpass
+import json
 import os
 import signal
 import socket
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from core.__main__ import main
+from core.audit import verify
 from core.db import connect, migrate
 from core.db.raw import read_dataset
 from core.errors import InputError, RefusedError
@@ -409,3 +412,42 @@ def test_a_field_the_api_leaves_out_keeps_the_value_a_dashboard_report_stored(
     ).fetchone()
     assert tuple(row) == ("refunded", "Axis Bank")
     conn.close()
+
+
+def _sync_entries(conn: sqlite3.Connection) -> list[tuple[str, str, dict[str, object]]]:
+    rows = conn.execute(
+        "SELECT actor, entity_id, payload_json FROM audit_log"
+        " WHERE action = 'razorpay.synced' ORDER BY seq"
+    ).fetchall()
+    return [(str(a), str(e), json.loads(p)) for a, e, p in rows]
+
+
+def test_a_sync_names_who_asked_for_it_completed_or_failed(
+    conn: sqlite3.Connection, fake: FakeRazorpay
+) -> None:
+    done = sync(
+        conn,
+        fake_settings(fake),
+        SPEC_FROM,
+        SPEC_FROM + dt.timedelta(days=2),
+        today=AFTER_SPEC,
+        sleep=no_sleep,
+        actor="admin@example.com",
+    )
+    ((actor, entity, payload),) = _sync_entries(conn)
+    assert (actor, entity, payload["status"]) == (
+        "admin@example.com",
+        str(done.run_id),
+        "completed",
+    )
+    assert payload["date_from"] == SPEC_FROM.isoformat()
+    assert payload["resources"]["payments"]["inserted"] == done.resources[0].inserted
+
+    fake.state.payments += make_payments(EXTRA_PAYMENTS, day=STORM_DAY)
+    fake.inject(Fault(status=503, times=None, path="/v1/payments", query={"skip": "100"}))
+    with pytest.raises(RazorpayUnavailableError):
+        run_sync(conn, fake)  # no actor: the operating-system login, as on the command line
+    (_, (actor, _, payload)) = _sync_entries(conn)
+    assert (actor, payload["status"]) == (getpass.getuser(), "failed")
+    assert "HTTP 503" in str(payload["error"])
+    assert verify(conn).ok

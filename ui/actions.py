@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from core import bootstrap, demo_mode, ingest, razorpay
+from core import activity, bootstrap, demo_mode, ingest, razorpay
 from core.calendar import IST, CalendarParams
 from core.dataset import BANK_FILES, DATASET_FILES
 from core.db import database_path
@@ -109,6 +109,7 @@ def import_uploads(
                 older_hint=OLDER_HINT,
                 actor=auth.actor_name(),
             )
+            activity.record_import(conn, report, actor=auth.actor_name(), how="upload (app)")
     progress(1.0, "Imported")
     return report
 
@@ -137,6 +138,8 @@ def stream_folder(
             as_of,
             amount_unit=amount_unit,
             progress=progress,
+            actor=auth.actor_name(),
+            how="server folder import and reconcile (app)",
         )
 
 
@@ -168,7 +171,9 @@ def reconcile(calendar: CalendarParams, as_of: int, progress: Progress) -> Any:
         shell.connection() as conn,
         run_lock(conn, "a reconcile from the app", on_wait=shown_as_progress(progress)),
     ):
-        return bootstrap.reconcile_stored(conn, as_of=as_of, params=params, progress=progress)
+        return bootstrap.reconcile_stored(
+            conn, as_of=as_of, params=params, progress=progress, actor=auth.actor_name()
+        )
 
 
 def razorpay_status() -> Any:
@@ -190,7 +195,9 @@ def razorpay_sync(date_from: dt.date, date_to: dt.date, progress: Progress) -> A
         progress(min(0.99, steps["n"] / days), f"{resource} {day.isoformat()}: {items} items")
 
     with shell.connection() as conn:
-        return syncing.sync(conn, settings, date_from, date_to, on_step=on_step)
+        return syncing.sync(
+            conn, settings, date_from, date_to, on_step=on_step, actor=auth.actor_name()
+        )
 
 
 def database_name() -> str:

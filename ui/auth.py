@@ -32,6 +32,7 @@ from core import access, demo, hosts
 from core.db import connect, database_path
 from core.errors import ConfigError, RefusedError
 from ui import keys
+from ui.format import md
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 ROLE_LABELS = {
@@ -146,7 +147,7 @@ def _oidc() -> Session | None:
         return None
     email = str(claims.get("email") or "").strip().lower()
     if not email or claims.get("email_verified") is not True:
-        _refused(f"Your identity provider did not vouch for an email address ({email or '—'}).")
+        _refused(f"Your identity provider did not vouch for an email address ({md(email) or '—'}).")
         return None
     conn = _conn()
     try:
@@ -156,7 +157,10 @@ def _oidc() -> Session | None:
         conn.close()
     if user is None or not user.active:
         state = "was deactivated" if user else "has no access yet"
-        _refused(f"{email} {state}. Ask an admin to add you.")
+        _refused(f"{md(email)} {state}. Ask an admin to add you.")
+        return None
+    if not access.acceptable_email(email):  # stored before addresses were checked closely
+        _refused(f"{md(email)} is not an address this workbench accepts. Ask an admin.")
         return None
     return Session(email, user.role, "oidc", email, email)
 
@@ -285,7 +289,7 @@ def gate() -> Session | None:
 
 def sidebar_box(session: Session) -> None:
     """Who is signed in, their role, and the way out."""
-    st.markdown(f"**Signed in:** {session.label}")
+    st.markdown(f"**Signed in:** {md(session.label)}")
     st.caption(ROLE_LABELS[session.role])
     if session.mode == "oidc":
         if st.button("Sign out", key=keys.SIGN_OUT, icon=":material/logout:"):

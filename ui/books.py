@@ -397,7 +397,7 @@ def basis_choice(month: str, closes: Mapping[str, ClosedMonth]) -> str:
     if closed is None:
         return CURRENT_BASIS
     labels = {
-        CLOSED_BASIS: f"As closed ({closed.label()})",
+        CLOSED_BASIS: f"As closed ({md(closed.label())})",
         CURRENT_BASIS: f"{BASIS_LABEL_TODAY} (what arrived after the close included)",
     }
     chosen = st.radio(
@@ -438,7 +438,7 @@ def month_figures(
     if closed is None:
         return books_view(events, month, dict(closes)), daily
     if basis == CLOSED_BASIS:
-        st.info(f"{month} is closed ({closed.closed_by}): the figures are as closed.")
+        st.info(f"{month} is closed ({md(closed.closed_by)}): the figures are as closed.")
         others = {m: c for m, c in closes.items() if m != month}
         moved_by = books_view(events, month, others).closing - closed.snapshot.closing
         if moved_by:
@@ -459,7 +459,7 @@ def month_figures(
         return closed.snapshot, month_days(daily, month)
     others = {m: c for m, c in closes.items() if m != month}
     st.warning(
-        f"{month} is {closed.label()}. Shown: today's data, including what arrived after the"
+        f"{month} is {md(closed.label())}. Shown: today's data, including what arrived after the"
         f" close. The books keep {month} as closed and carry the difference as the next"
         " month's prior-period adjustments."
     )

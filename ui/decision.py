@@ -12,7 +12,7 @@ import streamlit as st
 
 from core.review import pending_for
 from ui import auth, keys, shell, shortcuts
-from ui.format import inr
+from ui.format import inr, md
 
 RESOLUTIONS = {
     "explained": "Explained",
@@ -27,9 +27,10 @@ def box(item: dict[str, Any]) -> None:
     st.markdown("#### Decision")
     pending = shell.read(pending_for, exception_id)
     if pending is not None:
+        maker = md(pending.maker)
         st.info(
-            f"Write-off of {inr(pending.amount)} by {pending.maker} awaits approval "
-            f"(#{pending.id}): an approver other than {pending.maker} decides on the "
+            f"Write-off of {inr(pending.amount)} by {maker} awaits approval "
+            f"(#{pending.id}): an approver other than {maker} decides on the "
             "Approvals page."
         )
     if not auth.can("review"):
@@ -45,7 +46,11 @@ def box(item: dict[str, Any]) -> None:
         )
         if kind == "written_off":
             st.text_input("Amount written off (₹)", key=keys.DECISION_AMOUNT, placeholder="₹")
-            st.caption(f"Above {inr(shell.four_eyes())} a second person (approver) must approve.")
+            st.caption(
+                f"A write-off closes the whole exposure ({inr(item.get('exposure_amount'))}) "
+                "and may not be larger; when it closes more than "
+                f"{inr(shell.four_eyes())} a second person (approver) must approve."
+            )
         marked = bool(item.get("not_found_run_id")) and status not in CLOSED
         # Side by side at their own widths (the buttons also show their keys), wrapping if
         # the column is narrow, so no label is cut short.

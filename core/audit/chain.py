@@ -153,8 +153,9 @@ class VerifyResult:
     for an empty trail); broken_seq: the first row that fails (None when ok or when the
     problem is not one row); problem: what is wrong, in plain words; anchors_checked:
     anchor lines read (core.audit.anchor); broken_exception: the exception whose state
-    does not match the trail; warnings: what holds but deserves attention (no anchors
-    yet, anchors not signed).
+    does not match the trail; broken_user / broken_approval: the person (email) or
+    four-eyes approval (id) whose state does not match it; warnings: what holds but
+    deserves attention (no anchors yet, anchors not signed).
     """
 
     ok: bool
@@ -166,6 +167,8 @@ class VerifyResult:
     anchors_checked: int = 0
     broken_exception: int | None = None
     warnings: tuple[str, ...] = ()
+    broken_user: str | None = None
+    broken_approval: int | None = None
 
 
 def _check_text(field: str, value: object) -> str:
@@ -323,7 +326,9 @@ def _verify(conn: sqlite3.Connection, anchor: str | None, anchors: AnchorCheck) 
                 f"({required[entry.seq][:16]}…): the chain was rewritten from this row or earlier",
             )
         if entry.entity_type == "exception":
-            replay.add(entry.seq, entry.action, entry.entity_id, entry.payload_json)
+            replay.add(entry.seq, entry.action, entry.entity_id, entry.payload_json, entry.actor)
+        elif entry.entity_type == "user":
+            replay.add_user(entry.action, entry.entity_id, entry.payload_json)
         if not anchor_found and entry.hash == anchor_hash:
             if anchor_seq is not None and anchor_seq != entry.seq:
                 return broken(entry.seq, f"anchor {anchor} found at another seq")
@@ -377,6 +382,32 @@ def _verify(conn: sqlite3.Connection, anchor: str | None, anchors: AnchorCheck) 
             f"exception {exc_id}: {what}",
             anchors.lines,
             broken_exception=exc_id,
+        )
+    person = replay.user_mismatch(conn)
+    if person is not None:
+        email, what = person
+        return VerifyResult(
+            False,
+            checked,
+            last_seq,
+            prev,
+            None,
+            f"user {email}: {what}",
+            anchors.lines,
+            broken_user=email,
+        )
+    approval = replay.approval_mismatch(conn)
+    if approval is not None:
+        approval_id, what = approval
+        return VerifyResult(
+            False,
+            checked,
+            last_seq,
+            prev,
+            None,
+            f"approval {approval_id}: {what}",
+            anchors.lines,
+            broken_approval=approval_id,
         )
     return VerifyResult(
         True, checked, last_seq, prev, None, "", anchors.lines, warnings=_warnings(anchors, checked)

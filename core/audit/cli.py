@@ -56,7 +56,8 @@ def _run_verify(args: argparse.Namespace) -> int:
     elif result.ok:
         print(
             f"audit chain holds: {result.rows_checked} row(s), {result.anchors_checked} "
-            f"anchor(s), exceptions match the trail; head {result.head_seq}:{result.head_hash}"
+            f"anchor(s), exceptions, users and approvals match the trail; "
+            f"head {result.head_seq}:{result.head_hash}"
         )
     else:
         print(f"audit chain BROKEN: {result.problem}")
@@ -64,6 +65,10 @@ def _run_verify(args: argparse.Namespace) -> int:
             print(f"first broken row: seq {result.broken_seq}")
         if result.broken_exception is not None:
             print(f"exception changed outside the trail: {result.broken_exception}")
+        if result.broken_user is not None:
+            print(f"user changed outside the trail: {result.broken_user}")
+        if result.broken_approval is not None:
+            print(f"approval changed outside the trail: {result.broken_approval}")
     if not args.json:
         for warning in result.warnings:
             print(f"warning: {warning}", file=sys.stderr)

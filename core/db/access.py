@@ -21,7 +21,13 @@ APPROVAL_COLUMNS = (
     "decided_at",
 )
 _USERS = ", ".join(USER_COLUMNS)
-_APPROVALS = ", ".join(APPROVAL_COLUMNS)
+# An approval with its exception's exposure now (what the write-off closes; the approve
+# is refused once the exception's version moved, so this is the exposure it was asked on).
+_APPROVALS = (
+    ", ".join(f"a.{c}" for c in APPROVAL_COLUMNS)
+    + ", e.exposure_amount AS exposure_amount"
+    + " FROM approvals a LEFT JOIN exceptions e ON e.id = a.exception_id"
+)
 
 # -- users --------------------------------------------------------------------------------
 
@@ -83,14 +89,14 @@ def insert_approval(
 
 def get_approval(conn: sqlite3.Connection, approval_id: int) -> sqlite3.Row | None:
     row: sqlite3.Row | None = conn.execute(
-        f"SELECT {_APPROVALS} FROM approvals WHERE id = ?", (approval_id,)
+        f"SELECT {_APPROVALS} WHERE a.id = ?", (approval_id,)
     ).fetchone()
     return row
 
 
 def pending_approval_for(conn: sqlite3.Connection, exception_id: int) -> sqlite3.Row | None:
     row: sqlite3.Row | None = conn.execute(
-        f"SELECT {_APPROVALS} FROM approvals WHERE exception_id = ? AND status = 'pending'",
+        f"SELECT {_APPROVALS} WHERE a.exception_id = ? AND a.status = 'pending'",
         (exception_id,),
     ).fetchone()
     return row
@@ -100,11 +106,9 @@ def list_approvals(
     conn: sqlite3.Connection, *, status: str | None = "pending", limit: int = 200
 ) -> list[sqlite3.Row]:
     if status is None:
-        return conn.execute(
-            f"SELECT {_APPROVALS} FROM approvals ORDER BY id DESC LIMIT ?", (limit,)
-        ).fetchall()
+        return conn.execute(f"SELECT {_APPROVALS} ORDER BY a.id DESC LIMIT ?", (limit,)).fetchall()
     return conn.execute(
-        f"SELECT {_APPROVALS} FROM approvals WHERE status = ? ORDER BY id LIMIT ?",
+        f"SELECT {_APPROVALS} WHERE a.status = ? ORDER BY a.id LIMIT ?",
         (status, limit),
     ).fetchall()
 

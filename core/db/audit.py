@@ -232,6 +232,22 @@ def exception_states(conn: sqlite3.Connection) -> Iterator[tuple[Any, ...]]:
             yield tuple(row)
 
 
+def user_states(conn: sqlite3.Connection) -> list[tuple[str, str, int]]:
+    """(email, role, active) of every user, by email, for replaying the trail."""
+    rows = conn.execute("SELECT email, role, active FROM users ORDER BY email").fetchall()
+    return [(str(r[0]), str(r[1]), int(r[2])) for r in rows]
+
+
+def approval_states(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+    """(id, exception_id, resolution, amount, note, maker, version, status, checker,
+    checker_note) of every approval, by id, for replaying the trail."""
+    rows = conn.execute(
+        "SELECT id, exception_id, resolution, amount, note, maker, version, status, checker,"
+        " checker_note FROM approvals ORDER BY id"
+    ).fetchall()
+    return [tuple(r) for r in rows]
+
+
 def main_database_file(conn: sqlite3.Connection) -> str:
     """The file of `conn`'s main database ('' in memory or temporary, and on PostgreSQL)."""
     if is_postgres(conn):

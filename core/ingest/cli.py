@@ -125,6 +125,7 @@ def _saved_mappings(db: str | None) -> tuple[Any, ...]:
 
 def run(args: argparse.Namespace) -> int:
     from core import access
+    from core.activity import record_import
     from core.db import open_database
     from core.db.run_lock import run_lock, say_waiting
     from core.ingest.load import load_dataset, store_dataset
@@ -146,5 +147,6 @@ def run(args: argparse.Namespace) -> int:
             accept_older=args.accept_older,
             actor=access.os_operator().actor,
         )
+        record_import(conn, report, actor=access.os_operator().actor, how="import")
     print("\n".join(report.lines()))
     return EXIT_OK

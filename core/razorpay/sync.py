@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.activity import default_actor, record_sync
+from core.audit import write_anchor
 from core.calendar import ist_date
 from core.dataset import Dataset
 from core.db import razorpay as db
@@ -173,6 +175,7 @@ class _Run:
         self.session: RetryingSession | None = None
         self.resource: str | None = None
         self.day: dt.date | None = None
+        self.actor = ""
 
     def on_retry(self, event: RetryEvent) -> None:
         action = f"gave up: {event.limit}" if event.final else f"retrying in {event.delay:.2f}s"
@@ -381,8 +384,13 @@ def sync(
     clock: Callable[[], float] = time.monotonic,
     wall_clock: Callable[[], float] = time.time,
     on_step: Callable[[str, dt.date, int], None] | None = None,
+    actor: str = "",
 ) -> SyncReport:
     """Sync every IST day of [date_from, date_to] for every resource; see the module doc.
+
+    `actor`: who asked for it (the signed-in person in the app; default the operating-system
+    login, as the command line); the transaction that closes the run, completed or failed,
+    appends one `razorpay.synced` audit entry by them (core.activity) and anchors it.
 
     `restart` ignores an unfinished range's watermarks. `today` (IST) decides which days are
     over; `sleep`/`rng`/`clock`/`wall_clock` drive the pacing and backoff (tests pass fakes).
@@ -400,6 +408,7 @@ def sync(
     current_day = today or ist_date(_now())
     run_id, starts = _claim(conn, settings, date_from, date_to, restart)
     run = _Run(conn, run_id, wall_clock)
+    run.actor = actor or default_actor()
     reports = {
         resource: ResourceReport(
             resource,
@@ -454,14 +463,27 @@ def sync(
                 requests=run.requests,
                 retries=run.retries,
             )
+            record_sync(
+                conn,
+                run_id,
+                actor=run.actor,
+                status="completed",
+                date_from=date_from,
+                date_to=date_to,
+                requests=run.requests,
+                retries=run.retries,
+                resources=[reports[r] for r in RESOURCES],
+            )
+            write_anchor(conn)
     except KeyboardInterrupt:
-        _fail(run, "interrupted", "interrupted by the user")
+        _fail(run, "interrupted", "interrupted by the user", reports, (date_from, date_to))
         raise
     except RazorReconError as exc:
-        _fail(run, "failed", str(exc), record=not isinstance(exc, RazorpayUnavailableError))
+        record = not isinstance(exc, RazorpayUnavailableError)
+        _fail(run, "failed", str(exc), reports, (date_from, date_to), record=record)
         raise
     except Exception as exc:
-        _fail(run, "failed", f"{type(exc).__name__}: {exc}")
+        _fail(run, "failed", f"{type(exc).__name__}: {exc}", reports, (date_from, date_to))
         raise
     return SyncReport(
         run_id=run_id,
@@ -476,9 +498,18 @@ def sync(
     )
 
 
-def _fail(run: _Run, status: str, message: str, *, record: bool = True) -> None:
+def _fail(
+    run: _Run,
+    status: str,
+    message: str,
+    reports: dict[str, ResourceReport],
+    dates: tuple[dt.date, dt.date],
+    *,
+    record: bool = True,
+) -> None:
     """Close the run as failed/interrupted; the error goes to the errors log unless the
-    session has logged it already (a final retry event).
+    session has logged it already (a final retry event). The days committed before stay
+    stored, so the run's audit entry is written as for a completed one.
     """
     if record:
         db.record_sync_error(
@@ -491,15 +522,28 @@ def _fail(run: _Run, status: str, message: str, *, record: bool = True) -> None:
             status_code=None,
             message=message,
         )
-    db.finish_sync_run(
-        run.conn,
-        run.run_id,
-        status=status,
-        now=_now(),
-        requests=run.requests,
-        retries=run.retries,
-        error=message,
-    )
+    with transaction(run.conn):
+        db.finish_sync_run(
+            run.conn,
+            run.run_id,
+            status=status,
+            now=_now(),
+            requests=run.requests,
+            retries=run.retries,
+            error=message,
+        )
+        record_sync(
+            run.conn,
+            run.run_id,
+            actor=run.actor,
+            status=status,
+            date_from=dates[0],
+            date_to=dates[1],
+            requests=run.requests,
+            retries=run.retries,
+            resources=[reports[r] for r in RESOURCES],
+            error=message,
+        )  # not anchored here: a failing anchor must not hide the sync's own error
 
 
 def sync_settings_summary(settings: RazorpaySettings) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from core.db import access as access_sql
 from core.db import review as review_sql
 from core.db import transaction
 from core.errors import InputError, Problem, RefusedError
+from core.money import format_inr
 from core.review.comments import add_comment
 from core.review.due import due_date
 from core.review.model import (
@@ -143,17 +144,21 @@ def _apply(
                 f"exception {exc.id} has a write-off awaiting approval (#{pending['id']} by "
                 f"{pending['maker']}); an approver approves or rejects it first"
             )
-        if resolution == "written_off" and four_eyes is not None and (amount or 0) > four_eyes:
-            return _request_approval(
-                conn,
-                exc,
-                actor=actor,
-                note=note or "",
-                amount=int(amount or 0),
-                request_id=request_id,
-                threshold=four_eyes,
-                now=now,
-            )
+        if resolution == "written_off":
+            _check_write_off(exc, int(amount or 0))
+        if resolution == "written_off" and four_eyes is not None:
+            closed = written_off_exposure(exc.exposure_amount, int(amount or 0))
+            if closed > four_eyes:
+                return _request_approval(
+                    conn,
+                    exc,
+                    actor=actor,
+                    note=note or "",
+                    amount=int(amount or 0),
+                    request_id=request_id,
+                    threshold=four_eyes,
+                    now=now,
+                )
     target = allowed[exc.status] or exc.status
     version = exc.version
     new_assignee = exc.assignee
@@ -216,6 +221,27 @@ def _apply(
     )
 
 
+def written_off_exposure(exposure_amount: int | None, amount: int) -> int:
+    """The money a write-off takes off the books, which the four-eyes threshold is tested
+    on: the exception's whole exposure, since resolving closes all of it whatever amount
+    the reviewer types (a partial write-off leaves nothing open to chase the rest), or the
+    typed amount when it is larger (an exception with no exposure figure, e.g. structural).
+    Paise."""
+    return max(int(exposure_amount or 0), int(amount))
+
+
+def _check_write_off(exc: ExceptionRecord, amount: int) -> None:
+    """A write-off may not be larger than a positive exposure: more than is at risk cannot
+    be lost, so such an amount is a mistake (a digit too many) and is refused."""
+    exposure = int(exc.exposure_amount or 0)
+    if exposure > 0 and amount > exposure:
+        raise _problem(
+            "amount",
+            f"a write-off of {format_inr(amount)} is more than exception {exc.id}'s exposure "
+            f"of {format_inr(exposure)}; write off at most the exposure",
+        )
+
+
 def _request_approval(
     conn: sqlite3.Connection,
     exc: ExceptionRecord,
@@ -256,6 +282,7 @@ def _request_approval(
             "resolution": "written_off",
             "write_off_amount": amount,
             "four_eyes_threshold": threshold,
+            "four_eyes_amount": written_off_exposure(exc.exposure_amount, amount),
             "note": note,
             "status": exc.status,
             "version": exc.version,

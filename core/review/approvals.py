@@ -29,7 +29,9 @@ from core.review.model import ActionResult, load_exception, payload_hash, refuse
 
 @dataclass(frozen=True)
 class Approval:
-    """A write-off awaiting (or given) a second person's decision. amount in paise."""
+    """A write-off awaiting (or given) a second person's decision. amount: the amount the
+    maker typed; exposure_amount: the exception's exposure, which the write-off closes
+    whole (core.review.actions.written_off_exposure); both in paise."""
 
     id: int
     exception_id: int
@@ -44,6 +46,7 @@ class Approval:
     request_id: str
     created_at: int
     decided_at: int | None
+    exposure_amount: int | None = None
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Approval:

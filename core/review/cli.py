@@ -262,7 +262,8 @@ def _run_approvals(args: argparse.Namespace) -> int:
         checker = f", {r.status} by {r.checker}" if r.checker else ""
         print(
             f"#{r.id}  exception {r.exception_id}  write off {format_inr(r.amount)}  "
-            f"by {r.maker}  [{r.status}{checker}]: {r.note}"
+            f"(exposure {format_inr(r.exposure_amount or 0)})  by {r.maker}  "
+            f"[{r.status}{checker}]: {r.note}"
         )
     print(f"{len(rows)} approval(s)")
     return EXIT_OK
