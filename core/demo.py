@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from core import access, demo_mode
+from core.activity import BOOTSTRAP_ACTOR
 from core.db import connect
 from core.db import demo as demo_sql
 from core.db.backend import is_postgres_url
@@ -75,8 +76,9 @@ def require_sqlite(database: str | Path) -> None:
         )
 
 
-# Who writes the benchmark's rows on a cold start (core.bootstrap): its build and the engine.
-SYSTEM_ACTORS = ("benchmark", "engine")
+# Who writes the benchmark's rows on a cold start (core.bootstrap): its build, the first
+# start's import and run entries (core.activity.BOOTSTRAP_ACTOR) and the engine.
+SYSTEM_ACTORS = ("benchmark", BOOTSTRAP_ACTOR, "engine")
 SYNTHETIC_SOURCES = tuple(sorted(common.SYNTHETIC_SOURCES))
 
 

@@ -221,3 +221,25 @@ def test_demo_copies_keep_their_anchors_in_their_own_folder_unsigned(
         anchors = sandbox.parent / "sandbox.sqlite.anchors" / "sandbox.sqlite.anchors.jsonl"
         lines = anchors.read_text(encoding="utf-8").splitlines()
         assert lines and all(json.loads(line)["hmac"] is None for line in lines)
+
+
+def test_the_demo_copies_the_database_its_own_first_start_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The hosted demo's database is the one the first start builds (core.bootstrap), whose
+    # import and run entries name `bootstrap` since every import and run names its actor:
+    # that is the benchmark's own making, not something people did, and must be copied.
+    from core import bootstrap, demo
+
+    monkeypatch.setattr(bootstrap, "BENCHMARK_PAYMENTS", 300)  # the same build, smaller
+    shared = tmp_path / "first-start.sqlite"
+    bootstrap.ensure_ready(shared)
+    conn = connect(shared)
+    try:
+        actors = {str(r[0]) for r in conn.execute("SELECT DISTINCT actor FROM audit_log")}
+        assert "bootstrap" in actors
+        assert demo.template_problems(conn) == []
+    finally:
+        conn.close()
+    monkeypatch.setenv("RAZORRECON_DEMO_DIR", str(tmp_path / "sandboxes"))
+    assert demo.create_sandbox(shared).exists()
