@@ -370,44 +370,25 @@ def _verify(conn: sqlite3.Connection, anchor: str | None, anchors: AnchorCheck) 
     altered = _latest_run_altered(conn)
     if altered is not None:
         return VerifyResult(False, checked, last_seq, prev, None, altered, anchors.lines)
-    differs = replay.mismatch(conn)
-    if differs is not None:
-        exc_id, what = differs
+    # The tables the trail replays (exceptions, people, four-eyes approvals): the first
+    # whose stored state is not what its audited actions say, named with the row.
+    exception = replay.mismatch(conn)
+    user = None if exception else replay.user_mismatch(conn)
+    approval = None if exception or user else replay.approval_mismatch(conn)
+    found = exception or user or approval
+    if found is not None:
+        what = "exception" if exception else "user" if user else "approval"
         return VerifyResult(
             False,
             checked,
             last_seq,
             prev,
             None,
-            f"exception {exc_id}: {what}",
+            f"{what} {found[0]}: {found[1]}",
             anchors.lines,
-            broken_exception=exc_id,
-        )
-    person = replay.user_mismatch(conn)
-    if person is not None:
-        email, what = person
-        return VerifyResult(
-            False,
-            checked,
-            last_seq,
-            prev,
-            None,
-            f"user {email}: {what}",
-            anchors.lines,
-            broken_user=email,
-        )
-    approval = replay.approval_mismatch(conn)
-    if approval is not None:
-        approval_id, what = approval
-        return VerifyResult(
-            False,
-            checked,
-            last_seq,
-            prev,
-            None,
-            f"approval {approval_id}: {what}",
-            anchors.lines,
-            broken_approval=approval_id,
+            broken_exception=exception[0] if exception else None,
+            broken_user=user[0] if user else None,
+            broken_approval=approval[0] if approval else None,
         )
     return VerifyResult(
         True, checked, last_seq, prev, None, "", anchors.lines, warnings=_warnings(anchors, checked)
