@@ -236,10 +236,16 @@ def touch(sandbox: str | Path) -> bool:
 
 
 def reset_sandbox(template: str | Path, sandbox: str | Path) -> None:
-    """Put the shared data back into the sandbox (everything the visitor did is gone); a
-    shared database that no longer passes `template_problems` removes the sandbox."""
+    """Put the shared data back into the sandbox (everything the visitor did is gone, its
+    anchors too); a shared database that no longer passes `template_problems` removes the
+    sandbox."""
+    copy = Path(sandbox)
+    # The copy's anchors (its chain's head after each of the visitor's runs and decisions,
+    # core.audit.anchor: beside the copy, in the demo) go with what they anchored: kept,
+    # they would name rows the restored chain no longer has ("rows were cut off").
+    shutil.rmtree(copy.with_name(copy.name + ".anchors"), ignore_errors=True)
     try:
-        _copy(template, Path(sandbox))
+        _copy(template, copy)
     except ConfigError:
         remove_sandbox(sandbox)
         raise

@@ -53,7 +53,7 @@ if result is not None and result.ok:
     )
 elif result is not None:
     st.error(f"Chain broken: {md(result.problem)}")
-for warning in getattr(result, "warnings", ()):
+for warning in audit.verify_warnings(result):
     st.warning(md(warning))
 if result is None:
     st.caption("Every entry's hash covers the one before it; verify to walk the chain.")

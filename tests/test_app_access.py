@@ -16,8 +16,9 @@ from tests.app_builder import build
 from tests.app_signin import signed_in
 from tests.conftest import ROOT
 from tests.review_support import add_people
-from ui import keys
-from ui.format import inr
+from ui import audit as audit_ui
+from ui import auth, keys
+from ui.format import inr, md
 
 # AppTest and the v2 multipage app: see tests.conftest.streamlit_navigation_v2.
 pytestmark = pytest.mark.usefixtures("streamlit_navigation_v2")
@@ -284,6 +285,10 @@ def test_demo_personas_work_on_a_private_copy(
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.run()
     assert any("Demo sign-in" in i.value for i in at.info)
+    # The first screen says what the product does and where to start, before any sign-in.
+    assert [m.value for m in at.markdown if m.value == auth.DEMO_PITCH]
+    assert "**Start as the reviewer**" in auth.DEMO_PITCH
+    assert at.button(key=f"{keys.DEMO_SIGN_IN}-reviewer").proto.type == "primary"
     at.button(key=f"{keys.DEMO_SIGN_IN}-reviewer").click().run()
     sandbox = Path(at.session_state[keys.DEMO_SANDBOX])
     assert str(sandbox) != app_db and sandbox.exists()
@@ -297,6 +302,15 @@ def test_demo_personas_work_on_a_private_copy(
     assert _status(app_db, exception_id) == "OPEN"
     at.button(key=keys.DEMO_RESET).click().run()
     assert _status(sandbox, exception_id) == "OPEN"
+    # Verifying the chain tells a visitor what the demo's anchors are, never the server's
+    # folders or settings (the deployment's warnings name both).
+    at.switch_page("pages/audit.py")
+    at.run()
+    at.button(key=keys.AUDIT_VERIFY).click().run()
+    assert any(s.value.startswith("Chain intact") for s in at.success), [e.value for e in at.error]
+    said = [w.value for w in at.warning]
+    assert said == [md(audit_ui.DEMO_ANCHORS_NOTE)]
+    assert not any(str(tmp_path) in w or "RAZORRECON_" in w for w in said)
 
 
 def test_demo_mode_and_a_provider_together_are_refused(

@@ -7,7 +7,7 @@ import io
 import json
 from typing import Any
 
-from core import audit
+from core import audit, demo_mode
 from core.outputs import safe_cell
 from core.views.common import ist_text, rupees_number
 from ui import shell
@@ -30,6 +30,23 @@ def entries(where: Any, limit: int) -> tuple[int, list[Any]]:
 
 def verify() -> Any:
     return shell.read(audit.verify)
+
+
+# In the public demo the anchors' warnings are the deployment's business (they name the
+# server's folders and its settings); a visitor is told what the demo does instead.
+DEMO_ANCHORS_NOTE = (
+    "In this demo your copy keeps its anchors (the chain's head, written after every run and"
+    " decision) unsigned beside the copy. A deployment signs them and keeps them where the"
+    " database's writers cannot change them, so that an edited trail is detected."
+)
+
+
+def verify_warnings(result: Any) -> tuple[str, ...]:
+    """What to say under a verification: its warnings, or in the demo the note above."""
+    warnings = tuple(getattr(result, "warnings", ()))
+    if warnings and demo_mode.enabled():
+        return (DEMO_ANCHORS_NOTE,)
+    return warnings
 
 
 # The CSV a person downloads: readable columns first (₹ as a number a spreadsheet sums,

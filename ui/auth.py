@@ -43,6 +43,17 @@ ROLE_LABELS = {
 }
 
 
+# What the demo's first screen says before anyone signs in: what the product does, and
+# where to start (an independent walkthrough's judge saw only four persona buttons).
+DEMO_PITCH = (
+    "RazorRecon proves, for every rupee, that what Razorpay captured was settled and what was"
+    " settled reached the bank. Every disagreement becomes an exception with its money at"
+    " risk; a reviewer works the queue, an investigator explains each exception from the"
+    " evidence, and every decision lands in a tamper-evident audit trail. **Start as the"
+    " reviewer**: the Overview, then the Exceptions queue, then Investigation."
+)
+
+
 @dataclass(frozen=True)
 class Session:
     """The signed-in identity. actor: what core receives (an email, checked again in core
@@ -200,6 +211,7 @@ def _demo() -> Session | None:
         persona = None
     if persona is None:
         st.title("RazorRecon demo")
+        st.markdown(DEMO_PITCH)
         st.info(
             "**Demo sign-in.** This is a public demonstration on synthetic data: pick a "
             "persona. You get your own private copy of the data; other visitors never see "
@@ -215,7 +227,9 @@ def _demo() -> Session | None:
                 help=f"{email}: {ROLE_LABELS[role]}",
                 on_click=_choose_persona,
                 args=(role,),
+                type="primary" if role == "reviewer" else "secondary",
             )
+            column.caption(ROLE_LABELS[role])
         return None
     email = demo.PERSONAS[str(persona)]
     return Session(email, str(persona), "demo", email, f"{email} (demo {persona})")
