@@ -231,6 +231,23 @@ def test_four_eyes_in_the_app_reviewer_asks_approver_approves(app_db: str) -> No
     assert _status(app_db, exception_id) == "RESOLVED"
 
 
+def test_a_write_off_amount_is_read_in_the_short_forms_the_queue_filters_take(
+    app_db: str,
+) -> None:
+    # "25k" as the queue's amount filters read it (an independent walkthrough's "5 Cr" was
+    # "A write-off needs the amount written off, in rupees."): ₹25,000.00, asked of an approver.
+    at = _at("asha@example.com", "pages/investigation.py")
+    exception_id = _write_off(at, "25k")
+    assert any("pending approval" in s.value for s in at.success), [e.value for e in at.error]
+    conn = connect(app_db)
+    (amount,) = conn.execute(
+        "SELECT amount FROM approvals WHERE exception_id = ? AND status = 'pending'",
+        (exception_id,),
+    ).fetchone()
+    conn.close()
+    assert amount == 2_500_000
+
+
 def test_a_write_off_typed_at_the_threshold_on_a_larger_exposure_awaits_an_approver(
     app_db: str,
 ) -> None:

@@ -45,7 +45,12 @@ def box(item: dict[str, Any]) -> None:
             key=keys.DECISION_RESOLUTION,
         )
         if kind == "written_off":
-            st.text_input("Amount written off (₹)", key=keys.DECISION_AMOUNT, placeholder="₹")
+            st.text_input(
+                "Amount written off (₹)",
+                key=keys.DECISION_AMOUNT,
+                placeholder="₹",
+                help="In rupees: 25,000.50, 25k, 1.5 L or 2 Cr",
+            )
             st.caption(
                 f"A write-off closes the whole exposure ({inr(item.get('exposure_amount'))}) "
                 "and may not be larger; when it closes more than "

@@ -23,7 +23,7 @@ from core import bootstrap
 from core.db import connect, database_path
 from core.db.connection import lock_timeout_error
 from core.errors import DatabaseBusyError, InputError, RazorReconError, RefusedError
-from core.money import MoneyFormatError, parse_rupees
+from core.money import MoneyFormatError, parse_rupees_short
 from core.views.common import data_mark
 from core.views.queue import OPEN_STATUSES, QueueFilter, my_work, queue, top_exception
 from core.views.runs import latest_run
@@ -248,8 +248,10 @@ def next_exception(current: int) -> None:
 
 
 def _paise(text: object) -> int | None:
+    """A typed amount in rupees, in the forms the queue's filters read too ('25,000',
+    '25k', '1.5 L', '2 Cr'); None when it is not one."""
     try:
-        return parse_rupees(str(text or ""))
+        return parse_rupees_short(str(text or ""))
     except MoneyFormatError:
         return None
 
