@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.db import access as access_sql
 from core.db import connect, migrate
+from core.errors import RefusedError
 from tests.app_builder import build
 from tests.app_signin import signed_in
 from tests.conftest import ROOT
@@ -229,6 +230,57 @@ def test_four_eyes_in_the_app_reviewer_asks_approver_approves(app_db: str) -> No
     checker.button(key=keys.APPROVAL_APPROVE).click().run()
     assert any("approved" in s.value and "RESOLVED" in s.value for s in checker.success)
     assert _status(app_db, exception_id) == "RESOLVED"
+
+
+def test_the_maker_withdraws_a_pending_write_off_and_may_decide_the_exception_again(
+    app_db: str,
+) -> None:
+    # An independent walkthrough: a write-off request could not be taken back, so an
+    # exception asked for by mistake (or in local mode, with no second person) stayed
+    # blocked ("has a write-off awaiting approval") for good.
+    at = _at("asha@example.com", "pages/investigation.py")
+    exception_id = _write_off(at, "25,000")
+    assert any("pending approval" in s.value for s in at.success)
+    at.text_area(key=keys.DECISION_NOTE).input("Typed on the wrong exception.")
+    at.button(key=keys.DECISION_WITHDRAW).click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("withdrawn" in s.value for s in at.success)
+    assert not [b for b in at.button if b.key == keys.DECISION_WITHDRAW]  # nothing pending
+    conn = connect(app_db)
+    try:
+        row = conn.execute(
+            "SELECT status, checker, checker_note FROM approvals WHERE exception_id = ?",
+            (exception_id,),
+        ).fetchone()
+        assert tuple(row) == ("rejected", "asha@example.com", "Typed on the wrong exception.")
+        (payload,) = conn.execute(
+            "SELECT payload_json FROM audit_log WHERE action = 'exception.write_off_rejected'"
+            " AND entity_id = ?",
+            (str(exception_id),),
+        ).fetchone()
+        assert '"withdrawn_by_maker":true' in payload.replace(" ", "")
+        from core.audit import verify
+        from core.review import withdraw
+
+        assert verify(conn).ok
+        # Only the maker withdraws: another reviewer asking is refused (an approver rejects).
+        at.text_area(key=keys.DECISION_NOTE).input("Written off after all.")
+        at.button(key=keys.DECISION_RESOLVE).click().run()
+        (approval,) = conn.execute(
+            "SELECT id FROM approvals WHERE exception_id = ? AND status = 'pending'",
+            (exception_id,),
+        ).fetchone()
+        with pytest.raises(RefusedError, match="may withdraw it"):
+            withdraw(
+                conn,
+                approval,
+                actor="ravi@example.com",
+                note="not mine",
+                request_id="w-1",
+            )
+    finally:
+        conn.close()
+    assert _status(app_db, exception_id) != "RESOLVED"
 
 
 def test_a_write_off_amount_is_read_in_the_short_forms_the_queue_filters_take(

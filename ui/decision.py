@@ -28,11 +28,19 @@ def box(item: dict[str, Any]) -> None:
     pending = shell.read(pending_for, exception_id)
     if pending is not None:
         maker = md(pending.maker)
+        mine = pending.maker == auth.actor_name()
         st.info(
             f"Write-off of {inr(pending.amount)} by {maker} awaits approval "
             f"(#{pending.id}): an approver other than {maker} decides on the "
-            "Approvals page."
+            "Approvals page" + (", or you withdraw it (with a note saying why)." if mine else ".")
         )
+        if mine:
+            st.button(
+                "Withdraw my write-off request",
+                key=keys.DECISION_WITHDRAW,
+                on_click=shell.withdraw_write_off,
+                args=(pending.id,),
+            )
     if not auth.can("review"):
         st.caption("Deciding needs the reviewer role.")
     else:

@@ -84,6 +84,7 @@ DECISION_AMOUNT = "decision_amount"
 DECISION_RESOLVE = "decision_resolve"
 DECISION_ESCALATE = "decision_escalate"
 DECISION_REOPEN = "decision_reopen"
+DECISION_WITHDRAW = "decision_withdraw"  # the maker withdraws their pending write-off
 DECISION_ASSIGNEE = "decision_assignee"
 DECISION_ASSIGN = "decision_assign"
 DECISION_NEXT = "decision_next"

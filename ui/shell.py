@@ -195,6 +195,36 @@ def decide(action: str, exception_id: int, version: int) -> None:
     )
 
 
+def withdraw_write_off(approval_id: int) -> None:
+    """on_click of Withdraw my request (the maker of a pending write-off), with the
+    Decision box's note saying why; the outcome shown beside the Decision box."""
+    note = str(st.session_state.get(keys.DECISION_NOTE) or "").strip()
+    if not note:
+        flash_at(keys.DECISION_FLASH, "error", "Write a note first: it says why it is withdrawn.")
+        return
+    from core import review
+
+    key = f"withdraw-approval-{approval_id}"
+    try:
+        with connection() as conn:
+            result = review.withdraw(
+                conn, approval_id, actor=auth.actor(), note=note, request_id=request_id(key)
+            )
+    except Exception as exc:
+        if not isinstance(exc, sqlite3.OperationalError):
+            done(key)
+        flash_at(keys.DECISION_FLASH, *describe_error(exc))
+        return
+    done(key)
+    st.session_state[keys.DECISION_NOTE] = ""
+    flash_at(
+        keys.DECISION_FLASH,
+        "success",
+        f"Write-off #{approval_id} withdrawn: exception #{result.exception_id} is"
+        f" {result.to_status} and may be decided again.",
+    )
+
+
 def assign_one(exception_id: int, version: int) -> None:
     """on_click of Assign on the Decision box."""
     from core import review

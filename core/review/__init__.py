@@ -27,7 +27,14 @@ if TYPE_CHECKING:
         reopen,
         resolve,
     )
-    from core.review.approvals import Approval, approve, list_approvals, pending_for, reject
+    from core.review.approvals import (
+        Approval,
+        approve,
+        list_approvals,
+        pending_for,
+        reject,
+        withdraw,
+    )
     from core.review.comments import (
         Attachment,
         Comment,
@@ -75,6 +82,7 @@ _MODULES = {
         "list_approvals",
         "pending_for",
         "reject",
+        "withdraw",
     ),
     "core.review.comments": (
         "Attachment",
@@ -151,5 +159,6 @@ __all__ = [
     "reopen",
     "resolve",
     "sync_exceptions",
+    "withdraw",
     "working_days_for",
 ]

@@ -84,17 +84,34 @@ def _decide(
     now: int | None,
 ) -> ActionResult:
     rid = _required("request_id", request_id, limit=MAX_REQUEST_ID)
-    note_ = _text("note", note, required=decision == "reject")
+    note_ = _text("note", note, required=decision in ("reject", "withdraw"))
+    withdrawing = decision == "withdraw"
     acting = access.require(
-        conn, actor, "approve", action=decision, entity_type="approval", entity_id=str(approval_id)
+        conn,
+        actor,
+        "review" if withdrawing else "approve",
+        action=decision,
+        entity_type="approval",
+        entity_id=str(approval_id),
     )
     found = _get(conn, int(approval_id))
-    if found.maker == acting.actor:
+    if withdrawing and found.maker != acting.actor:
+        raise access.refuse(
+            conn,
+            acting.actor,
+            f"only {found.maker}, who requested write-off #{found.id}, may withdraw it; an"
+            " approver rejects it",
+            action=decision,
+            entity_type="approval",
+            entity_id=str(found.id),
+            details={"exception_id": found.exception_id, "amount": found.amount},
+        )
+    if not withdrawing and found.maker == acting.actor:
         raise access.refuse(
             conn,
             acting.actor,
             f"four eyes: {acting.actor} requested write-off #{found.id} and cannot {decision} "
-            "it; another approver must",
+            "it; another approver decides it, or its maker withdraws it",
             action=decision,
             entity_type="approval",
             entity_id=str(found.id),
@@ -163,6 +180,7 @@ def _decide(
             payload={
                 "request_id": rid,
                 "approval_id": current.id,
+                **({"withdrawn_by_maker": True} if withdrawing else {}),
                 "from_status": exc.status,
                 "to_status": status,
                 "resolution": current.resolution,
@@ -224,4 +242,24 @@ def reject(
     """Reject a pending write-off (a note says why); the exception stays as it was."""
     return _decide(
         conn, "reject", approval_id, actor=actor, request_id=request_id, note=note, now=now
+    )
+
+
+def withdraw(
+    conn: sqlite3.Connection,
+    approval_id: int,
+    *,
+    actor: access.Actor,
+    note: str,
+    request_id: str,
+    now: int | None = None,
+) -> ActionResult:
+    """The maker withdraws their own pending write-off (a note says why): recorded as a
+    rejection by the maker (status rejected, checker the maker, the audit entry
+    `exception.write_off_rejected` marked `withdrawn_by_maker`), so the exception is free
+    to be decided again, as after a rejection. Only the maker may: a reviewer who asked
+    for a write-off by mistake, or in local mode where no second person can decide it, is
+    not left with an exception no one can close. Refused for anyone else (audited)."""
+    return _decide(
+        conn, "withdraw", approval_id, actor=actor, request_id=request_id, note=note, now=now
     )
