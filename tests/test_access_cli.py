@@ -187,3 +187,23 @@ def test_four_eyes_from_the_command_line(
         == 0
     )
     assert "RESOLVED" in capsys.readouterr().out
+
+
+def test_the_maker_withdraws_a_write_off_from_the_command_line(
+    db_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAZORRECON_FOUR_EYES_PAISE", "1000000")
+    exc = _seed(db_url)
+    db = ["--db", str(db_url)]
+    asha = ["--actor", "asha@example.com"]
+    ask = ["review", "resolve", exc, *db, *asha, "--note", "short", "--request-id", "w1"]
+    assert main([*ask, "--resolution", "written_off", "--amount", "12,500.00", "--json"]) == 0
+    approval = str(json.loads(capsys.readouterr().out)["approval_id"])
+    withdraw = ["review", "withdraw", approval, *db, "--note", "wrong exception"]
+    assert main([*withdraw, "--actor", "cfo@example.com", "--request-id", "x1"]) == 3
+    assert "may withdraw it" in capsys.readouterr().err
+    assert main([*withdraw, *asha, "--request-id", "x2", "--json"]) == 0
+    done = json.loads(capsys.readouterr().out)
+    assert (done["action"], done["approval_id"]) == ("withdraw", int(approval))
+    assert main(["review", "approvals", *db]) == 0
+    assert approval not in capsys.readouterr().out.split()  # nothing pending now

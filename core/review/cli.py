@@ -5,7 +5,7 @@ review resolve|escalate|reopen|assign|investigate EXCEPTION_ID --db PATH
     [--resolution explained|corrected_at_source|written_off --amount RUPEES] [--actor EMAIL]
 review comment --db PATH --exception ID --text TEXT [--attach FILE]... [--request-id ID]
     [--expected-version N] [--actor EMAIL] [--json]   (or: comment ID --note TEXT ...)
-review approve|reject APPROVAL_ID --db PATH --request-id ID [--note TEXT] [--actor EMAIL]
+review approve|reject|withdraw APPROVAL_ID --db PATH --request-id ID [--note TEXT] [--actor EMAIL]
 review approvals --db PATH [--all] [--json]
 review show EXCEPTION_ID --db PATH [--json]
 exceptions list --db PATH [--status STATUS[,STATUS]] [--reason-code CODE] [--assignee NAME]
@@ -38,7 +38,7 @@ from core.db.backend import is_postgres_url
 from core.errors import EXIT_OK, InputError, NotFoundError, Problem
 from core.money import MoneyFormatError, format_inr, parse_rupees
 from core.review.actions import RESOLUTIONS, act
-from core.review.approvals import approve, list_approvals, reject
+from core.review.approvals import approve, list_approvals, reject, withdraw
 from core.review.comments import NewAttachment, add_comment, max_attachment_bytes
 from core.review.model import ActionResult
 from core.review.queries import audit_trail, get_exception, history, list_exceptions
@@ -85,13 +85,17 @@ def register(subparsers: Any) -> None:
         p.add_argument("--json", action="store_true", help="print the result as JSON")
         p.set_defaults(func=_run_action, action_name=name)
     register_comment(actions)
-    for name in ("approve", "reject"):
-        p = actions.add_parser(name, help=f"{name} a write-off awaiting four eyes")
+    for name in ("approve", "reject", "withdraw"):
+        p = actions.add_parser(
+            name,
+            help=f"{name} a write-off awaiting four eyes"
+            + (" (its maker only)" if name == "withdraw" else ""),
+        )
         p.add_argument("approval_id", type=int, metavar="APPROVAL_ID")
         p.add_argument("--db", required=True, metavar="PATH")
         p.add_argument("--actor", metavar="EMAIL", help="act as this user (needs the role)")
         p.add_argument("--request-id", required=True, metavar="ID")
-        p.add_argument("--note", required=name == "reject", metavar="TEXT")
+        p.add_argument("--note", required=name != "approve", metavar="TEXT")
         p.add_argument("--json", action="store_true", help="print the result as JSON")
         p.set_defaults(func=_run_decision, action_name=name)
     pending = actions.add_parser("approvals", help="write-offs awaiting approval")
@@ -240,7 +244,7 @@ def _run_comment(args: argparse.Namespace) -> int:
 
 
 def _run_decision(args: argparse.Namespace) -> int:
-    decide = approve if args.action_name == "approve" else reject
+    decide = {"approve": approve, "reject": reject, "withdraw": withdraw}[args.action_name]
     with existing_database(args.db) as conn:
         result = decide(
             conn, args.approval_id, actor=acting(args), request_id=args.request_id, note=args.note
