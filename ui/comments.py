@@ -100,22 +100,20 @@ def post(exception_id: int) -> None:
     uploads = st.session_state.get(f"{keys.COMMENT_FILES}-{nonce}") or []
     files = [review_comments.NewAttachment(f.name, f.getvalue()) for f in uploads]
     key = f"comment-{exception_id}"
-    try:
-        with shell.connection() as conn:
-            result = review_comments.add_comment(
-                conn,
-                exception_id,
-                actor=auth.actor(),
-                body=text,
-                request_id=shell.request_id(key),
-                attachments=files,
-            )
-    except Exception as exc:
-        if not isinstance(exc, sqlite3.OperationalError):
-            shell.done(key)
-        shell.flash_at(keys.COMMENT_FLASH, *shell.describe_error(exc))
+    result = shell.answered(
+        key,
+        keys.COMMENT_FLASH,
+        lambda conn: review_comments.add_comment(
+            conn,
+            exception_id,
+            actor=auth.actor(),
+            body=text,
+            request_id=shell.request_id(key),
+            attachments=files,
+        ),
+    )
+    if result is None:
         return
-    shell.done(key)
     st.session_state[keys.COMMENT_TEXT] = ""
     st.session_state[keys.COMMENT_FILES_NONCE] = nonce + 1
     attached = f" with {len(result.attachment_ids)} attachment(s)" if result.attachment_ids else ""

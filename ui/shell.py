@@ -137,6 +137,23 @@ def show_flash(slot: str = keys.FLASH) -> None:
         st.error(md(text))
 
 
+def answered(key: str, slot: str, call: Callable[[sqlite3.Connection], T]) -> T | None:
+    """Run one idempotent action (`call`, on a connection, with `request_id(key)`) for an
+    on_click: its result, or None with the error shown in `slot`. Answered for good (a
+    result, or a refusal) the request id is used up, so the next click is a new request;
+    a database that could not answer keeps it, so the retry is applied exactly once."""
+    try:
+        with connection() as conn:
+            result = call(conn)
+    except Exception as exc:
+        if not isinstance(exc, sqlite3.OperationalError):
+            done(key)
+        flash_at(slot, *describe_error(exc))
+        return None
+    done(key)
+    return result
+
+
 def decide(action: str, exception_id: int, version: int) -> None:
     """on_click of Resolve / Escalate. A callback runs before the page script, so the note
     box can be emptied after a decision; the outcome is shown beside the Decision box
@@ -163,24 +180,22 @@ def decide(action: str, exception_id: int, version: int) -> None:
                     "A write-off needs the amount written off, in rupees.",
                 )
                 return
-    try:
-        act = getattr(review, action)
-        with connection() as conn:
-            result = act(
-                conn,
-                exception_id,
-                actor=auth.actor(),
-                note=note,
-                request_id=request_id(key),
-                expected_version=version,
-                **extra,
-            )
-    except Exception as exc:
-        if not isinstance(exc, sqlite3.OperationalError):
-            done(key)  # answered for good: the next click is a new request
-        flash_at(keys.DECISION_FLASH, *describe_error(exc))
+    act = getattr(review, action)
+    result = answered(
+        key,
+        keys.DECISION_FLASH,
+        lambda conn: act(
+            conn,
+            exception_id,
+            actor=auth.actor(),
+            note=note,
+            request_id=request_id(key),
+            expected_version=version,
+            **extra,
+        ),
+    )
+    if result is None:
         return
-    done(key)
     st.session_state[keys.DECISION_NOTE] = ""
     if result.approval_id is not None and result.action == "resolve":
         flash_at(
@@ -205,17 +220,15 @@ def withdraw_write_off(approval_id: int) -> None:
     from core import review
 
     key = f"withdraw-approval-{approval_id}"
-    try:
-        with connection() as conn:
-            result = review.withdraw(
-                conn, approval_id, actor=auth.actor(), note=note, request_id=request_id(key)
-            )
-    except Exception as exc:
-        if not isinstance(exc, sqlite3.OperationalError):
-            done(key)
-        flash_at(keys.DECISION_FLASH, *describe_error(exc))
+    result = answered(
+        key,
+        keys.DECISION_FLASH,
+        lambda conn: review.withdraw(
+            conn, approval_id, actor=auth.actor(), note=note, request_id=request_id(key)
+        ),
+    )
+    if result is None:
         return
-    done(key)
     st.session_state[keys.DECISION_NOTE] = ""
     flash_at(
         keys.DECISION_FLASH,
@@ -238,22 +251,20 @@ def assign_one(exception_id: int, version: int) -> None:
         )
         return
     key = f"assign-{exception_id}"
-    try:
-        with connection() as conn:
-            result = review.assign(
-                conn,
-                exception_id,
-                actor=auth.actor(),
-                assignee=str(assignee),
-                request_id=request_id(key),
-                expected_version=version,
-            )
-    except Exception as exc:
-        if not isinstance(exc, sqlite3.OperationalError):
-            done(key)
-        flash_at(keys.DECISION_FLASH, *describe_error(exc))
+    result = answered(
+        key,
+        keys.DECISION_FLASH,
+        lambda conn: review.assign(
+            conn,
+            exception_id,
+            actor=auth.actor(),
+            assignee=str(assignee),
+            request_id=request_id(key),
+            expected_version=version,
+        ),
+    )
+    if result is None:
         return
-    done(key)
     flash_at(
         keys.DECISION_FLASH,
         "success",
@@ -292,18 +303,16 @@ def approval_decision(decision: str, approval_id: int) -> None:
 
     note = str(st.session_state.get(keys.APPROVAL_NOTE) or "").strip() or None
     key = f"{decision}-approval-{approval_id}"
-    try:
-        fn = getattr(review, decision)
-        with connection() as conn:
-            result = fn(
-                conn, approval_id, actor=auth.actor(), request_id=request_id(key), note=note
-            )
-    except Exception as exc:
-        if not isinstance(exc, sqlite3.OperationalError):
-            done(key)
-        flash(*describe_error(exc))
+    fn = getattr(review, decision)
+    result = answered(
+        key,
+        keys.FLASH,
+        lambda conn: fn(
+            conn, approval_id, actor=auth.actor(), request_id=request_id(key), note=note
+        ),
+    )
+    if result is None:
         return
-    done(key)
     st.session_state[keys.APPROVAL_NOTE] = ""
     verb = "approved" if decision == "approve" else "rejected"
     flash(
