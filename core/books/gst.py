@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from core import columns
-from core.books.journal import razorpay_settled
+from core.books.rollforward import razorpay_settled
 from core.calendar import in_ist_month
 from core.dataset import Dataset
 from core.errors import InputError, Problem

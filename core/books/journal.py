@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from core import columns
-from core.books.rollforward import draw_rows
+from core.books.rollforward import draw_rows, razorpay_settled
 from core.calendar import IST, in_ist_month
 from core.dataset import Dataset
 from core.outputs import safe_cell
@@ -351,15 +351,6 @@ def _settlement_lines(
         for x in lines
     )
     return tuple(x for x in sided if x.debit or x.credit)
-
-
-def razorpay_settled(settled_by: pd.Series) -> npt.NDArray[np.bool_]:
-    """Settled by Razorpay: `settled_by` missing, empty or `Razorpay` (any case, spaces
-    around), as the roll-forward and the engine read it (docs/engine.md)."""
-    text = pc.utf8_lower(pc.utf8_trim_whitespace(columns.text(settled_by)))
-    named = pc.is_in(text, value_set=pa.array(["", "razorpay"], pa.large_string()))
-    chosen = pc.or_(pc.is_null(text), pc.fill_null(named, False))
-    return np.asarray(chosen.to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _first_payment_rows(pay: pd.DataFrame, recon: pd.DataFrame) -> npt.NDArray[np.int64]:

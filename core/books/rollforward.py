@@ -24,10 +24,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from core import columns
 from core.calendar import IST, month_bounds
 from core.dataset import Dataset
 
@@ -171,9 +173,14 @@ def _is_foreign(currency: pd.Series) -> pd.Series:
     return (upper.notna() & (upper != "INR")).fillna(False).astype(bool)
 
 
-def _razorpay_settled(settled_by: pd.Series) -> pd.Series:
-    text = settled_by.astype("string").str.strip().str.lower()
-    return (text.isna() | (text == "") | (text == "razorpay")).fillna(True).astype(bool)
+def razorpay_settled(settled_by: pd.Series) -> npt.NDArray[np.bool_]:
+    """Settled by Razorpay: `settled_by` missing, empty or `Razorpay` (any case, spaces
+    around), as the engine reads it (docs/engine.md); the roll-forward, the journal and the
+    GST tie-out alike."""
+    text = pc.utf8_lower(pc.utf8_trim_whitespace(columns.text(settled_by)))
+    named = pc.is_in(text, value_set=pa.array(["", "razorpay"], pa.large_string()))
+    chosen = pc.or_(pc.is_null(text), pc.fill_null(named, False))
+    return np.asarray(chosen.to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _settle_times(dataset: Dataset) -> pd.Series:
@@ -447,7 +454,7 @@ def row_event_parts(
     captured = (
         pay["captured"].astype(bool) | pay["status"].astype(str).isin(["captured", "refunded"])
     ).to_numpy()
-    keep = (captured & _razorpay_settled(pay["settled_by"]).to_numpy()) | (first_row >= 0)
+    keep = (captured & razorpay_settled(pay["settled_by"])) | (first_row >= 0)
     # Only the columns read from here on: a mask copies each column it keeps.
     p = pay.loc[keep, ["id", "amount", "currency", "fee", "created_at", "base_amount"]]
     pid = p["id"].astype(str)
@@ -493,7 +500,7 @@ def row_event_parts(
     ref_codes = len(ref_texts)
     rfirst = _first_at(ref_row_code, ref_codes)[ref_code]
     live = ref["status"].astype(str).isin(["processed", "pending"]).to_numpy()
-    rkeep = (live & _razorpay_settled(ref["settled_by"]).to_numpy()) | (rfirst >= 0)
+    rkeep = (live & razorpay_settled(ref["settled_by"])) | (rfirst >= 0)
     r = ref.loc[rkeep, ["id", "amount", "currency", "created_at", "base_amount"]]
     rid = r["id"].astype(str)
     rlive = live[rkeep]
