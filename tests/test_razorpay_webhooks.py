@@ -96,7 +96,7 @@ def test_a_signed_payment_captured_is_upserted_marked_and_kept_in_the_inbox(
     result = deliver(conn, event("payment.captured", 1_782_000_000, payment=payment), "evt_A1")
 
     assert (result.status, result.verdict) == (200, "accepted")
-    assert result.upserted == (f"payment:{payment['id']}",)
+    assert result.upserted == (f"payment:{payment['id']}",), result
     row = conn.execute("SELECT amount, status, fee FROM payments WHERE id = ?", (payment["id"],))
     assert tuple(row.fetchone()) == (payment["amount"], "captured", payment["fee"])
     assert [(m[1], m[2], m[3]) for m in open_marks(conn)] == [
@@ -434,3 +434,31 @@ def test_sync_status_reads_no_raw_table_count(
     deliver(conn, event("payment.captured", 1_782_000_000, payment=captured_payment()), "evt_R")
 
     assert sync_status(conn).webhooks.accepted == 1
+
+
+def test_a_field_the_event_leaves_out_keeps_the_value_a_dashboard_report_stored(
+    conn: sqlite3.Connection,
+) -> None:
+    """A payment entity in a webhook has no `settled_by` when Razorpay settles; a Dashboard
+    report names the bank of a direct settlement. The event stores what it carries and
+    keeps the stored bank, as a sync does (docs/ingest.md, "Switching layouts"); blanking
+    it would turn a bank-settled payment into a missing settlement."""
+    payment = captured_payment()
+    payment.pop("settled_by", None)
+    deliver(conn, event("payment.captured", 1_782_000_000, payment=payment), "evt_S1")
+    with conn:  # as a Dashboard Payments report's "Settled By" stored it
+        conn.execute("UPDATE payments SET settled_by = 'Axis Bank' WHERE id = ?", (payment["id"],))
+
+    refunded = dict(payment, status="refunded", amount_refunded=payment["amount"])
+    refund = dict(REFUNDS[0], payment_id=payment["id"], amount=payment["amount"])
+    result = deliver(
+        conn,
+        event("refund.processed", 1_782_000_100, refund=refund, payment=refunded),
+        "evt_S2",
+    )
+
+    assert f"payment:{payment['id']}" in result.upserted, result
+    row = conn.execute(
+        "SELECT status, amount_refunded, settled_by FROM payments WHERE id = ?", (payment["id"],)
+    ).fetchone()
+    assert tuple(row) == ("refunded", payment["amount"], "Axis Bank")

@@ -41,6 +41,7 @@ import sqlite3
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import pandas as pd
@@ -155,6 +156,7 @@ class _Plan:
     upserted: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     marks: list[tuple[str, str]] = field(default_factory=list)
+    absent: dict[str, tuple[str, ...]] = field(default_factory=dict)  # Dataset.absent
 
 
 def sign(body: bytes, secret: str) -> str:
@@ -437,13 +439,13 @@ def _plan_entity(
     created_at: int,
 ) -> None:
     from core.db.raw import read_rows_by_key
-    from core.ingest import frames_from_items
+    from core.ingest.entities import frame_and_absent_from_items
     from core.ingest.lifecycle import backward_moves
 
     table = _ENTITIES[entity]
     entity_id = str(item["id"])
     try:
-        frame = frames_from_items(table, [item], f"webhook:{event_id}:{entity}")
+        frame, lacking = frame_and_absent_from_items(table, [item], f"webhook:{event_id}:{entity}")
     except InputError as exc:
         raise _Malformed(f"payload.{entity}.entity is invalid: {exc}") from exc
     _mark(plan, entity, entity_id)
@@ -463,6 +465,8 @@ def _plan_entity(
         plan.skipped.append(f"{label} ({why})")
         return
     plan.frames.setdefault(entity, []).append(frame)
+    if lacking:  # a field the event left out keeps its stored value, as in a sync
+        plan.absent[table] = lacking
     plan.versions.append((entity, entity_id))
     plan.upserted.append(label)
 
@@ -489,6 +493,7 @@ def _apply(
             payments=joined("payment", empty.payments),
             refunds=joined("refund", empty.refunds),
             settlements=joined("settlement", empty.settlements),
+            absent=MappingProxyType(plan.absent),
         )
         try:
             store_dataset(
