@@ -12,9 +12,16 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import core.db.raw
+from core.books import journal
 from core.books.close import month_bank_credits
 from core.books.gst import Invoice, tie_out
-from core.books.journal import BankCredit, journal_csv, month_vouchers, tally_xml
+from core.books.journal import (
+    BankCredit,
+    journal_csv,
+    journal_sources_csv,
+    month_vouchers,
+    tally_xml,
+)
 from core.books.pricing import PricingRule, fee_check, overcharge_summary
 from core.books.store import pricing_plans, save_pricing_plan
 from core.dataset import Dataset
@@ -130,6 +137,30 @@ def test_rendering_the_journal_pricing_and_gst_tabs_reads_no_raw_table(
     assert [d for d in at.dataframe if "Version" in d.value.columns]  # the plans, as before
     assert not [d for d in at.dataframe if "Overcharged" in d.value.columns]
     assert calls == []
+
+
+def test_source_rows_too_many_for_a_spreadsheet_cell_are_offered_as_their_own_file(
+    app_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at = open_tab(open_books(), "Journal")
+    month = at.selectbox(key=keys.BOOKS_MONTH).value
+    at.button(key=keys.BOOKS_JOURNAL_BUILD).click()
+    _run(at)
+    assert keys.BOOKS_JOURNAL_SOURCES not in _downloads(at)  # the benchmark's rows fit
+    assert at.session_state[keys.BOOKS_JOURNAL].value.listed == 0
+
+    monkeypatch.setattr(journal, "SPREADSHEET_CELL_LIMIT", 200)  # a larger merchant's month
+    other = next(m for m in at.selectbox(key=keys.BOOKS_MONTH).options if m != month)
+    _select_month(at, other)
+    at.button(key=keys.BOOKS_JOURNAL_BUILD).click()
+    _run(at)
+    vouchers = month_vouchers(_dataset(app_db), other, credits=_credits(app_db, other))
+
+    kept = at.session_state[keys.BOOKS_JOURNAL].value
+    assert keys.BOOKS_JOURNAL_SOURCES in _downloads(at)
+    assert kept.sources == journal_sources_csv(vouchers).encode("utf-8")
+    assert kept.listed == kept.sources.count(b"\n") - 1 > 0
+    assert any(f"lists all {kept.listed:,}, one per row" in c.value for c in at.caption)
 
 
 def test_the_journal_is_built_once_when_asked_as_before_and_offered_again_for_another_month(

@@ -36,7 +36,14 @@ from core.books.gst import (
     gst_bases,
     parse_invoice_bytes,
 )
-from core.books.journal import Ledgers, Voucher, journal_csv, tally_xml
+from core.books.journal import (
+    Ledgers,
+    Voucher,
+    journal_csv,
+    journal_sources,
+    sources_csv,
+    tally_xml,
+)
 from core.books.ledger import Ledger, LedgerStatus, data_key, derive_ledger, rebuild_ledger
 from core.books.posting import VoucherChange
 from core.books.pricing import (
@@ -247,6 +254,7 @@ def when_asked(
 @dataclass(frozen=True)
 class JournalFiles:
     """A month's journal, ready to download: its voucher count, CSV and Tally XML (UTF-8),
+    the source rows too many for a CSV cell (`sources`, UTF-8, `listed` of them),
     and what the page says of it (core.books.close.MonthJournal): its basis in words, the
     vouchers that differ from the journal kept at the close (with the import of each row
     since) and the prior-period adjustment vouchers it opens with."""
@@ -254,6 +262,8 @@ class JournalFiles:
     vouchers: int
     csv: bytes
     xml: bytes
+    sources: bytes = b""
+    listed: int = 0
     notes: tuple[str, ...] = ()
     changes: tuple[VoucherChange, ...] = ()
     arrivals: tuple[tuple[str, int, int], ...] = ()
@@ -262,10 +272,13 @@ class JournalFiles:
 
 def journal_files(journal: MonthJournal) -> JournalFiles:
     vouchers = list(journal.vouchers)
+    listed = journal_sources(vouchers)
     return JournalFiles(
         len(vouchers),
         journal_csv(vouchers).encode("utf-8"),
         tally_xml(vouchers).encode("utf-8"),
+        sources_csv(listed).encode("utf-8"),
+        len(listed),
         tuple(journal.basis_lines()),
         journal.changes,
         journal.arrivals,
@@ -337,6 +350,18 @@ def journal_downloads(month: str, files: JournalFiles) -> None:
         mime="application/xml",
         key=keys.BOOKS_JOURNAL_TALLY,
     )
+    if files.listed:
+        st.caption(
+            "Some lines name more source rows than a spreadsheet cell holds: the CSV counts"
+            f" them there, and the journal sources file lists all {files.listed:,}, one per row."
+        )
+        st.download_button(
+            "Source rows of those lines (CSV)",
+            files.sources,
+            file_name=f"journal-sources-{month}.csv",
+            mime="text/csv",
+            key=keys.BOOKS_JOURNAL_SOURCES,
+        )
 
 
 def journal_notes(files: JournalFiles) -> None:

@@ -43,7 +43,13 @@ def register(subparsers: Any) -> None:
     )
     journal.add_argument("--db", required=True, type=Path, help="the SQLite file")
     journal.add_argument("--month", required=True, type=_month, help="YYYY-MM (IST)")
-    journal.add_argument("--format", choices=("csv", "tally"), default="csv")
+    journal.add_argument(
+        "--format",
+        choices=("csv", "tally", "sources"),
+        default="csv",
+        help="sources: the source rows of the lines whose list is too long for one"
+        " spreadsheet cell (the CSV counts them there), one per row",
+    )
     journal.add_argument(
         "--ledgers", type=Path, help="JSON object: ledger key -> name in your chart of accounts"
     )
@@ -140,7 +146,7 @@ def run_journal(args: argparse.Namespace) -> int:
     output; which basis, and for today's data of a closed month what differs from the
     journal kept at its close, on standard error."""
     from core.books.close import month_journal
-    from core.books.journal import Ledgers, journal_csv, tally_xml
+    from core.books.journal import Ledgers, journal_csv, journal_sources_csv, tally_xml
     from core.db import open_database
 
     if not _database_exists(args.db):
@@ -155,7 +161,12 @@ def run_journal(args: argparse.Namespace) -> int:
     with open_database(args.db) as conn:
         journal = month_journal(conn, args.month, args.basis, ledgers)
     vouchers = list(journal.vouchers)
-    text = journal_csv(vouchers) if args.format == "csv" else tally_xml(vouchers, args.company)
+    if args.format == "csv":
+        text = journal_csv(vouchers)
+    elif args.format == "sources":
+        text = journal_sources_csv(vouchers)
+    else:
+        text = tally_xml(vouchers, args.company)
     sys.stdout.write(text)
     print("\n".join([*journal.basis_lines(), *journal.change_lines()]), file=sys.stderr)
     return 0

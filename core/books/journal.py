@@ -34,7 +34,7 @@ from core import columns
 from core.books.rollforward import draw_rows, razorpay_settled
 from core.calendar import IST, in_ist_month
 from core.dataset import Dataset
-from core.outputs import safe_cell
+from core.outputs import FORMULA_STARTS, safe_cell
 
 
 @dataclass(frozen=True)
@@ -543,9 +543,27 @@ def _cell(value: object) -> str:
     return out.getvalue()[:-2]  # the cell, without the empty cell's ',' and the line end
 
 
+# The characters one Excel cell holds (Microsoft KB 211878; docs/books.md): a longer cell
+# is cut on opening. A month's captured voucher names every payment, so a merchant with
+# ~2,000 payments a month passes it.
+SPREADSHEET_CELL_LIMIT = 32_767
+SOURCES_FILE = "journal_sources.csv"
+SOURCES_COLUMNS = ("voucher", "lines", "source_row")
+
+
+def _too_long(rows: tuple[str, ...]) -> bool:
+    """True when the cell of `rows` (joined by ';', a leading `'` when it would start a
+    formula: core.outputs.safe_cell) would not fit one spreadsheet cell."""
+    text = sum(map(len, rows)) + max(len(rows) - 1, 0)
+    guard = 1 if rows and rows[0].startswith(FORMULA_STARTS) else 0
+    return text + guard > SPREADSHEET_CELL_LIMIT
+
+
 def journal_csv(vouchers: list[Voucher]) -> str:
     """One CSV row per voucher line; amounts in rupees with two decimals. (Written cell by
-    cell, each line's source rows joined once: the bytes csv.writer writes.)"""
+    cell, each line's source rows joined once: the bytes csv.writer writes.) A line's
+    source rows too many for one spreadsheet cell are counted there and listed in
+    `journal_sources_csv`."""
     header = io.StringIO()
     csv.writer(header, lineterminator="\n").writerow(CSV_COLUMNS)
     parts = [header.getvalue()]
@@ -556,11 +574,46 @@ def journal_csv(vouchers: list[Voucher]) -> str:
         for line in v.lines:
             rows = joined.get(id(line.source_rows))
             if rows is None:
-                rows = joined[id(line.source_rows)] = _cell(";".join(line.source_rows))
+                rows = joined[id(line.source_rows)] = (
+                    _cell(f"{len(line.source_rows)} rows: see the journal sources file")
+                    if _too_long(line.source_rows)
+                    else _cell(";".join(line.source_rows))
+                )
             debit = rupees(line.debit) if line.debit else ""
             credit = rupees(line.credit) if line.credit else ""
             parts.append(f"{head},{_cell(line.ledger)},{debit},{credit},{rows},{narration}\n")
     return "".join(parts)
+
+
+def journal_sources(vouchers: list[Voucher]) -> list[tuple[str, str, str]]:
+    """The source rows of every journal line whose list is too long for one spreadsheet
+    cell: (voucher, its line numbers, source row), where 1 is the voucher's first line in
+    the journal's order and `2;3` names lines that share the same rows."""
+    listed: list[tuple[str, str, str]] = []
+    for v in vouchers:
+        shared: dict[int, list[int]] = {}  # id(source_rows) -> the line numbers naming them
+        rows_of: dict[int, tuple[str, ...]] = {}
+        for number, line in enumerate(v.lines, 1):
+            if _too_long(line.source_rows):
+                shared.setdefault(id(line.source_rows), []).append(number)
+                rows_of[id(line.source_rows)] = line.source_rows
+        for key, numbers in shared.items():
+            lines = ";".join(map(str, numbers))
+            listed.extend((v.number, lines, row) for row in rows_of[key])
+    return listed
+
+
+def sources_csv(listed: list[tuple[str, str, str]]) -> str:
+    """`journal_sources` as CSV (SOURCES_COLUMNS; header only when it is empty)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(SOURCES_COLUMNS)
+    writer.writerows((safe_cell(v), lines, safe_cell(row)) for v, lines, row in listed)
+    return out.getvalue()
+
+
+def journal_sources_csv(vouchers: list[Voucher]) -> str:
+    return sources_csv(journal_sources(vouchers))
 
 
 def tally_xml(vouchers: list[Voucher], company: str | None = None) -> str:

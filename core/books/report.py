@@ -37,7 +37,7 @@ from core.books.close import (
     since_close,
 )
 from core.books.gst import GstTieOut, tie_out
-from core.books.journal import journal_csv, tally_xml
+from core.books.journal import SOURCES_FILE, journal_csv, journal_sources_csv, tally_xml
 from core.books.ledger import FullEvents, Ledger, ledger_for
 from core.books.pricing import fee_check, overcharge_summary
 from core.books.rollforward import MonthRollForward
@@ -213,6 +213,7 @@ def build_report(
         "fee_overcharges.csv": _based(TODAY, ("month", "class", "payments", "paise"), list(over)),
         "gst_tie_out.csv": (TODAY, _gst_csv(gst)),
         "journal.csv": (journal_basis, journal_csv(vouchers)),
+        SOURCES_FILE: (journal_basis, journal_sources_csv(vouchers)),
         "tally.xml": (journal_basis, tally_xml(vouchers)),
         "audit_head.txt": (TODAY, f"seq {seq}\nhash {digest}\n"),
     }
@@ -291,7 +292,9 @@ def _readme(
     out += [
         "",
         "Each file's basis (also manifest.csv, and the first column, basis, of every CSV but"
-        " journal.csv, which keeps the journal command's columns):",
+        " journal.csv and journal_sources.csv, which keep the journal command's columns;"
+        " journal_sources.csv lists the source rows of a journal line whose list is too long"
+        " for one spreadsheet cell, header only when none is):",
     ]
     meaning = {
         CLOSED_SNAPSHOT: "as kept at the close",
