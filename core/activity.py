@@ -17,7 +17,9 @@ line (`core.access.os_operator`, as `review` and `users` name it), `bootstrap` f
 app's first start. An entry is written once per (action, entity): repeating the action
 (a rerun of the same request, the same content imported again: the same import id) adds
 none, and one missing (the process stopped between the commit and the entry) is written
-by the repeat. Each entry's transaction anchors the chain's head (core.audit.anchor).
+by the repeat; a run's repeat is a new run, so `audit verify` warns of a completed run
+without its entry (core.audit.chain). Each entry's transaction anchors the chain's head
+(core.audit.anchor).
 """
 
 from __future__ import annotations

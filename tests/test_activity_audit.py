@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from core.__main__ import main
 from core.audit import verify
 from core.benchmark import generate
@@ -123,3 +125,35 @@ def test_the_first_start_names_bootstrap_for_the_benchmark_it_imports_and_reconc
     assert imported[3]["source"] == "benchmark" and imported[3]["how"] == "first start (benchmark)"
     assert reconciled[:2] == ("bootstrap", "run.reconciled")
     assert reconciled[3]["how"] == "first start (benchmark)"
+
+
+def test_verify_names_a_run_stored_by_a_process_that_stopped_before_recording_it(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The entry is written after the run commits (core.activity); a process killed in
+    between leaves a run that names no one. The chain still verifies, and says which run
+    the trail cannot attribute."""
+    import core.pipeline
+
+    with open_database(db_url) as conn:
+        reconcile_folder_into_db(
+            conn, SPEC_EXAMPLE / "dataset", params=EngineParams(), as_of=AS_OF, actor="a@x.in"
+        )
+        assert not [w for w in verify(conn).warnings if "run.reconciled" in w]
+
+        def stopped(*args: Any, **kwargs: Any) -> None:
+            raise KeyboardInterrupt  # the process stops between the commit and the entry
+
+        monkeypatch.setattr(core.pipeline, "record_run", stopped)
+        with pytest.raises(KeyboardInterrupt):
+            reconcile_database(conn, EngineParams(), AS_OF, "files", actor="b@x.in")
+        monkeypatch.undo()
+        (lost,) = [r[0] for r in conn.execute("SELECT id FROM runs ORDER BY id DESC LIMIT 1")]
+        reconcile_database(conn, EngineParams(), AS_OF, "files", actor="c@x.in")
+
+        result = verify(conn)
+
+    assert result.ok
+    (warning,) = [w for w in result.warnings if "run.reconciled" in w]
+    assert warning.startswith("1 completed run(s) have no run.reconciled entry")
+    assert f"run {lost} (" in warning

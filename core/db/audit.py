@@ -52,6 +52,26 @@ def latest_run_counts(conn: sqlite3.Connection) -> tuple[int, str, dict[str, int
     return int(row[0]), str(row[1] or ""), {str(r[0]): int(r[1]) for r in counted}
 
 
+def runs_without_entry(conn: sqlite3.Connection, action: str) -> list[int]:
+    """Completed runs after the first one the trail records with `action` (entity `run`)
+    that it does not record: the database began naming who reconciled at that run, so a
+    later run without its entry was stored by a process that stopped before recording it
+    (or by a path that does not record). Runs are few (one a day, a few a reconcile)."""
+    recorded = {
+        int(r[0])
+        for r in conn.execute(
+            "SELECT entity_id FROM audit_log WHERE action = ? AND entity_type = 'run'", (action,)
+        )
+        if str(r[0]).isdigit()
+    }
+    if not recorded:
+        return []
+    rows = conn.execute(
+        "SELECT id FROM runs WHERE status = 'completed' AND id > ? ORDER BY id", (min(recorded),)
+    )
+    return [int(r[0]) for r in rows if int(r[0]) not in recorded]
+
+
 @dataclass(frozen=True)
 class AuditFilter:
     """Filters of an audit query; None means no filter.
