@@ -14,6 +14,7 @@ from core.dataset import (
     INSTANT_SETTLEMENT_COLUMNS,
     PAYMENT_COLUMNS,
     RECON_COLUMNS,
+    REFUND_COLUMNS,
     SETTLEMENT_COLUMNS,
     Dataset,
 )
@@ -73,6 +74,19 @@ def pay_row(
     return row(key, pid, "payment", sid, when, amount=amount, credit=amount - fee, fee=fee, tax=tax)
 
 
+def refund(
+    rid: str, pid: str, amount: int, when: str, status: str = "processed"
+) -> dict[str, object]:
+    return {
+        "id": rid,
+        "payment_id": pid,
+        "amount": amount,
+        "currency": "INR",
+        "status": status,
+        "created_at": ts(when),
+    }
+
+
 def settlement(sid: str, amount: int, when: str) -> dict[str, object]:
     return {"id": sid, "amount": amount, "status": "processed", "created_at": ts(when)}
 
@@ -84,9 +98,11 @@ def dataset(
     instant: list[dict[str, object]] = (),  # type: ignore[assignment]
     payouts: list[dict[str, object]] = (),  # type: ignore[assignment]
     disputes: list[dict[str, object]] = (),  # type: ignore[assignment]
+    refunds: list[dict[str, object]] = (),  # type: ignore[assignment]
 ) -> Dataset:
     return Dataset(
         payments=frame(list(payments), PAYMENT_COLUMNS),
+        refunds=frame(list(refunds), REFUND_COLUMNS),
         recon=frame(list(recon), RECON_COLUMNS),
         settlements=frame(list(settlements), SETTLEMENT_COLUMNS),
         instant_settlements=frame(list(instant), INSTANT_SETTLEMENT_COLUMNS),

@@ -10,6 +10,7 @@ import pandas as pd
 
 from core.books.gst import gst_bases
 from core.books.journal import bank_credits, month_vouchers
+from core.books.rollforward import ledger_events, month_rollforward
 from tests.books_money_support import (
     NOV,
     balances,
@@ -19,6 +20,7 @@ from tests.books_money_support import (
     pay_row,
     payment,
     payout,
+    refund,
     row,
     settlement,
 )
@@ -268,3 +270,61 @@ def test_bank_is_debited_only_with_what_matched_bank_lines_show() -> None:
     # setl_C never credited (₹4,000) and setl_B's 3 paise stay visible in transit.
     assert ledgers["Razorpay settlements in transit"] == 400_003
     assert "Razorpay receivable" not in ledgers
+
+
+def test_a_refund_that_fails_after_a_settlement_took_it_still_left_the_balance_that_month() -> None:
+    """An independent tester's October (rfnd_R6revd): a ₹456.78 refund of 26 Oct is taken
+    by the 31 Oct settlement, fails in November and comes back as a ₹456.78 adjustment of
+    the 10 Nov settlement. Refunds leave the balance when made (docs/books.md section 1);
+    the status it ends in does not give back what the settlement took. Before, October's
+    refunds line dropped it once it read `failed`, and November carried ₹456.78 residual."""
+    data = dataset(
+        payments=[payment("pay_R6", 1_000_000, "2026-10-20T10:00")],
+        refunds=[refund("rfnd_R6", "pay_R6", 45_678, "2026-10-26T10:00", status="failed")],
+        recon=[
+            pay_row("r1", "pay_R6", 1_000_000, "setl_OCT31", "2026-10-20T10:00"),
+            row(
+                "r2",
+                "rfnd_R6",
+                "refund",
+                "setl_OCT31",
+                "2026-10-26T10:00",
+                amount=45_678,
+                debit=45_678,
+            ),
+            row(
+                "r3",
+                "adj_R6back",
+                "adjustment",
+                "setl_NOV10",
+                "2026-11-09T10:00",
+                amount=45_678,
+                credit=45_678,
+            ),
+        ],
+        settlements=[
+            settlement("setl_OCT31", 954_322, "2026-10-31T11:00"),
+            settlement("setl_NOV10", 45_678, "2026-11-10T11:00"),
+        ],
+    )
+    events = ledger_events(data)
+    october, nov = month_rollforward(events, "2026-10"), november(data)
+
+    assert dict(october.movements)["refunds"] == -45_678
+    assert dict(october.movements)["settlements"] == -954_322
+    assert (october.closing, october.residual) == (0, 0)
+    assert dict(nov.movements)["adjustments"] == 45_678
+    assert dict(nov.movements)["settlements"] == -45_678
+    assert (nov.opening, nov.closing, nov.residual) == (0, 0, 0)
+
+
+def test_a_refund_that_failed_before_any_settlement_took_it_never_leaves_the_balance() -> None:
+    data = dataset(
+        payments=[payment("pay_F", 200_000, "2026-11-02T10:00")],
+        refunds=[refund("rfnd_F", "pay_F", 50_000, "2026-11-03T10:00", status="failed")],
+        recon=[pay_row("r1", "pay_F", 200_000, "setl_F", "2026-11-02T10:00")],
+        settlements=[settlement("setl_F", 200_000, "2026-11-05T11:00")],
+    )
+    month = november(data)
+    assert dict(month.movements)["refunds"] == 0
+    assert (month.closing, month.residual) == (0, 0)

@@ -58,8 +58,9 @@ from core.db.runs import latest_completed_run
 
 # Bumped when what is stored changes meaning: an older ledger is then stale.
 # 2: day lines count their events (migration 0100); 3: a regular settlement's draw of an
-# instant settlement closes its advance instead of being an adjustment (docs/books.md).
-FORMAT = 3
+# instant settlement closes its advance instead of being an adjustment (docs/books.md);
+# 4: a refund a settlement took stays taken when its status later reads failed.
+FORMAT = 4
 Progress = Callable[[float, str], None]
 
 

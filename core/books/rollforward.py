@@ -491,7 +491,10 @@ def row_event_parts(
         emit=emit,
     )
 
-    # Refunds, processed or pending: taken from the balance when made.
+    # Refunds, processed or pending: taken from the balance when made. One a settlement
+    # took (its recon row) was taken whatever its status says now: a refund that fails
+    # after it was debited comes back as an adjustment of a later settlement, so dropping
+    # it would leave that settlement's row, and the month it closed, unexplained.
     ref = dataset.refunds[_REFUND_COLUMNS]
     ref_ids = ref["id"].astype(str)
     ref_rows, ref_code, ref_row_code, ref_texts = _owned_rows(
@@ -500,10 +503,11 @@ def row_event_parts(
     ref_codes = len(ref_texts)
     rfirst = _first_at(ref_row_code, ref_codes)[ref_code]
     live = ref["status"].astype(str).isin(["processed", "pending"]).to_numpy()
-    rkeep = (live & razorpay_settled(ref["settled_by"])) | (rfirst >= 0)
+    debited = rfirst >= 0
+    rkeep = (live & razorpay_settled(ref["settled_by"])) | debited
     r = ref.loc[rkeep, ["id", "amount", "currency", "created_at", "base_amount"]]
     rid = r["id"].astype(str)
-    rlive = live[rkeep]
+    rlive = (live | debited)[rkeep]
     rforeign = _is_foreign(r["currency"]).to_numpy()
     r_row_amount = _taken(ref_rows["amount"], rfirst[rkeep], rid.index).astype("Int64")
     r_inr = np.where(
