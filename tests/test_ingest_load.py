@@ -400,3 +400,35 @@ def test_hand_written_dashboard_export_reads_exact_paise_and_ist_times() -> None
     reasons = {f.file: f.unit_reason for f in report.files if f.kind != "bank_statement"}
     assert reasons["payments.csv"] == "amount '1,250.50' on line 2 is written in rupees"
     assert all(f.amount_unit == "rupees" for f in report.files)
+
+
+def test_a_refund_in_status_created_is_read_as_pending_from_a_file_and_from_the_api(
+    tmp_path: Path,
+) -> None:
+    """Razorpay documents `created` ("the refund is initiated ... displayed only on the
+    Refunds API": https://razorpay.com/docs/payments/refunds); an independent tester's
+    import of one refused the whole month. Like pending, it is not final and was taken
+    from the balance when made."""
+    folder = tmp_path / "dataset"
+    shutil.copytree(SPEC_EXAMPLE / "dataset", folder)
+    path = folder / "refunds.csv"
+    rows = list(csv.DictReader(path.open(encoding="utf-8")))
+    rows[0]["status"] = "created"
+    rows[1]["status"] = "Created"
+    with path.open("w", encoding="utf-8", newline="") as out:
+        writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+    dataset, _ = load_dataset(folder)
+    by_id = dict(zip(dataset.refunds["id"], dataset.refunds["status"], strict=True))
+    frame = frames_from_items(
+        "refunds",
+        [{"id": "rfnd_C", "payment_id": "pay_1", "amount": 100, "status": "created",
+          "created_at": 1780000000}],
+        "razorpay:refunds",
+    )  # fmt: skip
+
+    assert (by_id[rows[0]["id"]], by_id[rows[1]["id"]]) == ("pending", "pending")
+    assert by_id[rows[2]["id"]] == rows[2]["status"]
+    assert list(frame["status"]) == ["pending"]

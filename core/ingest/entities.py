@@ -155,6 +155,8 @@ def _convert_column(
         values = column
         if spec.kind == "choice":
             values = convert.normalise_choice(values)
+            for read, stored in spec.synonyms:
+                values = pc.if_else(pc.equal(values, read), stored, values)
             log.cells(
                 spec.name, convert.check_choices(values, spec.choices or frozenset(), spec.name)
             )

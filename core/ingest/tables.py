@@ -36,6 +36,8 @@ class ColumnSpec:
     required: an empty cell (or a missing column) is a problem.
     default: value for an empty cell of a non-nullable money/bool/text column.
     choices: allowed lower-case values of a 'choice' column.
+    synonyms: (value read, value stored) of a 'choice' column: another name Razorpay
+      documents for one of `choices`.
     """
 
     name: str
@@ -43,6 +45,7 @@ class ColumnSpec:
     required: bool = False
     default: int | bool | str | None = None
     choices: frozenset[str] | None = None
+    synonyms: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,16 @@ REFUNDS = TableSpec(
         ColumnSpec("payment_id", "text", required=True),
         ColumnSpec("amount", "money", required=True),
         ColumnSpec("currency", "text", default="INR"),
-        ColumnSpec("status", "choice", required=True, choices=REFUND_STATUSES),
+        # "created: the refund is initiated ... displayed only on the Refunds API"
+        # (https://razorpay.com/docs/payments/refunds): not final, taken from the balance
+        # when made, as pending is.
+        ColumnSpec(
+            "status",
+            "choice",
+            required=True,
+            choices=REFUND_STATUSES,
+            synonyms=(("created", "pending"),),
+        ),
         ColumnSpec("created_at", "time", required=True),
         ColumnSpec("base_amount", "money"),
         ColumnSpec("settled_by", "text"),
