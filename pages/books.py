@@ -54,7 +54,7 @@ if roll_tab.open:
         result, daily = books.month_figures(month, basis, events, closes, ledger.daily())
         books.rollforward_section(result, daily)
         if st.button("Prepare the close report (CSV bundle and PDF)", key=keys.BOOKS_REPORT_BUILD):
-            report = shell.read(build_report, month, ledger)
+            report = shell.read(build_report, month, ledger, merchant_state=books.gst_state())
             st.session_state[keys.BOOKS_REPORT] = (month, bundle(report), pdf(report))
         ready = st.session_state.get(keys.BOOKS_REPORT)
         if ready is not None and ready[0] == month:

@@ -195,3 +195,25 @@ def test_books_runs_only_the_open_tab_and_builds_the_report_only_when_asked(
     at.button(key=keys.BOOKS_REPORT_BUILD).click().run()
     zipped = [b for b in at.get("download_button") if b.key == keys.BOOKS_REPORT_ZIP]
     assert len(zipped) == 1
+
+
+def test_the_close_report_splits_input_tax_credit_by_the_state_typed_on_the_gst_tab(
+    app_db: str,
+) -> None:
+    import csv
+    import io
+    import zipfile
+
+    at = open_tab(open_books(), "GST on fees")
+    at.text_input(key=keys.BOOKS_GST_STATE).input("Maharashtra").run()
+    open_tab(at, "Roll-forward")  # the GST tab's box is not drawn here: its state is kept
+    at.button(key=keys.BOOKS_REPORT_BUILD).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+
+    month, archive, _ = at.session_state[keys.BOOKS_REPORT]
+    with zipfile.ZipFile(io.BytesIO(archive)) as opened:
+        tie = opened.read(f"close-{month}/gst_tie_out.csv").decode()
+    lines = {row["line"] for row in csv.DictReader(io.StringIO(tie))}
+    assert "itc_igst" in lines and "itc_cgst" not in lines
+    open_tab(at, "GST on fees")
+    assert at.text_input(key=keys.BOOKS_GST_STATE).value == "Maharashtra"

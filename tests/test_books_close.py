@@ -169,3 +169,43 @@ def test_no_close_report_csv_cell_is_a_formula_a_spreadsheet_would_run(
                 else:
                     assert not cell.startswith(("=", "+", "@", "\t", "\r")), (name, cell)
     assert seen > 0  # the id is in the report, written as text
+
+
+def test_the_close_report_splits_input_tax_credit_by_the_merchants_gst_state(
+    db_url: str, tmp_path: Path
+) -> None:
+    """An independent tester: the close report always split the input tax credit as CGST +
+    SGST (Razorpay's own state, Karnataka) with no way to say the merchant is registered
+    elsewhere, where it is IGST (docs/books.md section 5)."""
+    import csv
+    import io
+    import zipfile
+
+    from core.__main__ import main
+    from tests.conftest import SPEC_EXAMPLE
+
+    conn = connect(db_url)
+    try:
+        reconcile_folder_into_db(conn, SPEC_EXAMPLE / "dataset", params=EngineParams(), as_of=AS_OF)
+    finally:
+        conn.close()
+
+    def itc(*extra: str) -> tuple[dict[str, str], str]:
+        out = tmp_path / f"close{len(extra)}.zip"
+        args = ["close-report", "--db", str(db_url), "--month", "2026-06", "--out", str(out)]
+        assert main([*args, *extra]) == 0
+        with zipfile.ZipFile(out) as archive:
+            tie = archive.read("close-2026-06/gst_tie_out.csv").decode()
+            readme = archive.read("close-2026-06/README.txt").decode()
+        rows = {r["line"]: r["gst_paise"] for r in csv.DictReader(io.StringIO(tie))}
+        return {k: v for k, v in rows.items() if k.startswith("itc_")}, readme
+
+    karnataka, said = itc()
+    maharashtra, told = itc("--gst-state", "Maharashtra")
+
+    assert set(karnataka) == {"itc_cgst", "itc_sgst"}
+    assert set(maharashtra) == {"itc_igst"}
+    total = int(maharashtra["itc_igst"])
+    assert total > 0 and int(karnataka["itc_cgst"]) + int(karnataka["itc_sgst"]) == total
+    assert "registered in Karnataka: CGST + SGST" in said
+    assert "registered in Maharashtra: IGST" in told

@@ -550,13 +550,22 @@ def gst_section(month: str) -> None:
     gst_figures(bases, month)
 
 
+def gst_state() -> str:
+    """The merchant's GST state as the GST tab holds it (Razorpay's own until changed): the
+    close report splits its input tax credit by it too."""
+    # Kept under a key of its own: a widget's key goes when its tab is not drawn.
+    typed = str(st.session_state.get(keys.BOOKS_GST_STATE_KEPT) or "").strip()
+    return typed or SUPPLIER_STATE
+
+
 def gst_figures(bases: GstBases | None, month: str) -> None:
     """GST on fees: the two bases and what lies between them, Razorpay's invoice (typed in
     or uploaded as CSV) explained as timing or a real difference, and the ITC split. The
     invoice is applied on every render to the month's `bases` (computed on request, kept);
     with none yet, only the invoice's fields are shown."""
     left, mid, right = st.columns(3)
-    state = left.text_input("Your GST state", value=SUPPLIER_STATE, key=keys.BOOKS_GST_STATE)
+    state = left.text_input("Your GST state", value=gst_state(), key=keys.BOOKS_GST_STATE)
+    st.session_state[keys.BOOKS_GST_STATE_KEPT] = state
     taxable = mid.text_input("Invoice taxable value (₹)", key=keys.BOOKS_GST_TAXABLE)
     gst = right.text_input("Invoice GST (₹)", key=keys.BOOKS_GST_AMOUNT)
     upload = st.file_uploader(

@@ -193,6 +193,7 @@ DATA_TAB = "data_tab"  # the Data page's open tab (lazy: the sync status is read
 BOOKS_REPORT_BUILD = "books_report_build"
 BOOKS_REPORT = "books_report"
 BOOKS_GST_STATE = "books_gst_state"
+BOOKS_GST_STATE_KEPT = "books_gst_state_kept"
 BOOKS_GST_TAXABLE = "books_gst_taxable"
 BOOKS_GST_AMOUNT = "books_gst_amount"
 BOOKS_GST_TABLE = "books_gst_table"

@@ -71,6 +71,11 @@ def register(subparsers: Any) -> None:
     report.add_argument("--month", required=True, type=_month, help="YYYY-MM (IST)")
     report.add_argument("--out", required=True, type=Path, help="the zip to write")
     report.add_argument("--pdf", type=Path, help="also write the PDF here")
+    report.add_argument(
+        "--gst-state",
+        help="the merchant's GST registration state: the input tax credit is CGST + SGST in"
+        " Razorpay's own state (core.books.gst.SUPPLIER_STATE, the default), else IGST",
+    )
     report.set_defaults(func=run_report)
 
     pricing = subparsers.add_parser(
@@ -173,13 +178,15 @@ def run_journal(args: argparse.Namespace) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
+    from core.books.gst import SUPPLIER_STATE
     from core.books.report import build_report, bundle, pdf
     from core.db import open_database
 
     if not _database_exists(args.db):
         raise ConfigError(f"--db: no such database: {args.db}")
     with open_database(args.db) as conn:
-        report = build_report(conn, args.month)
+        state = args.gst_state or SUPPLIER_STATE
+        report = build_report(conn, args.month, merchant_state=state)
     args.out.write_bytes(bundle(report))
     print(f"close report {args.month} -> {args.out} ({len(report.files)} files)")
     if args.pdf is not None:

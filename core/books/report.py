@@ -36,7 +36,7 @@ from core.books.close import (
     month_journal,
     since_close,
 )
-from core.books.gst import GstTieOut, tie_out
+from core.books.gst import SUPPLIER_STATE, GstTieOut, tie_out
 from core.books.journal import SOURCES_FILE, journal_csv, journal_sources_csv, tally_xml
 from core.books.ledger import FullEvents, Ledger, ledger_for
 from core.books.pricing import fee_check, overcharge_summary
@@ -145,10 +145,16 @@ def _gst_csv(t: GstTieOut) -> str:
 
 
 def build_report(
-    conn: sqlite3.Connection, month: str, books: Ledger | FullEvents | None = None
+    conn: sqlite3.Connection,
+    month: str,
+    books: Ledger | FullEvents | None = None,
+    *,
+    merchant_state: str = SUPPLIER_STATE,
 ) -> CloseReport:
     """Everything the close report holds for `month` ('YYYY-MM'), read in one go. books:
-    the events (default: the stored ledger when current, else today's computation)."""
+    the events (default: the stored ledger when current, else today's computation).
+    merchant_state: the merchant's GST registration state, which splits the input tax
+    credit (CGST + SGST in Razorpay's own state, else IGST: docs/books.md section 5)."""
     from core.views.overview import overview
 
     source = ledger_for(conn, month) if books is None else books
@@ -168,7 +174,7 @@ def build_report(
     summary = overcharge_summary(fee_check(fees, pricing_plans(conn)))
     summary = summary[summary["month"] == month]
     del fees
-    gst = tie_out(read_month_dataset(conn, month, "gst"), month)
+    gst = tie_out(read_month_dataset(conn, month, "gst"), month, merchant_state=merchant_state)
     over = tuple(
         (str(m), str(k), int(n), int(p))
         for m, k, n, p in summary[["month", "method_class", "payments", "overcharge"]].itertuples(
@@ -226,7 +232,12 @@ def build_report(
     bases = {name: basis for name, (basis, _) in sorted(built.items())}
     files = {name: text for name, (_, text) in built.items()}
     files["manifest.csv"] = "file,basis\n" + "".join(f"{n},{b}\n" for n, b in bases.items())
-    files["README.txt"] = _readme(month, shown, changes, seq, bases, journal)
+    files["README.txt"] = _readme(month, shown, changes, seq, bases, journal) + (
+        f"\ngst_tie_out.csv splits the input tax credit for a merchant registered in"
+        f" {merchant_state}: {' + '.join(name for name, _ in gst.itc)} (Razorpay's invoices"
+        f" come from {SUPPLIER_STATE}; another state: `close-report --gst-state`, or the"
+        " GST tab's state on the Books page).\n"
+    )
     return CloseReport(month, frozen, roll, by_class, ageing, over, seq, digest, files, changes)
 
 
