@@ -38,6 +38,7 @@ from tests.books_late_support import (
     migrated,
     reconciled,
 )
+from tests.engine_support import ts
 from tests.guard_support import guards_off
 
 MAY, JUNE = "2026-05", "2026-06"
@@ -403,3 +404,40 @@ def test_a_close_during_which_an_import_lands_is_refused_and_stores_nothing(
         )
     finally:
         conn.close()
+
+
+def test_todays_journal_names_the_row_whose_dispute_was_lost_after_the_close(
+    benchmark_1500: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # April closed with a dispute open whose deduct-at-onset debit an April settlement
+    # carried; a later import says it was lost. The settlement's voucher moves the debit
+    # from disputed amounts to chargebacks, and the row behind it is named with the import
+    # that stored the dispute again (an independent tester: "0 row(s) new or changed").
+    db = tmp_path / "books.sqlite"
+    april = "2026-04"
+    start, end = (ts(f"{d}T00:00:00+05:30") for d in ("2026-04-01", "2026-05-01"))
+    with migrated(db) as conn:
+        reconciled(conn, benchmark_1500)
+        key, settlement, dispute = conn.execute(
+            "SELECT r.row_key, r.settlement_id, d.id FROM recon_rows r JOIN disputes d"
+            " ON d.id = r.dispute_id WHERE d.status = 'open' AND r.settled_at >= ?"
+            " AND r.settled_at < ? ORDER BY r.row_key LIMIT 1",
+            (start, end),
+        ).fetchone()
+        close(conn, april)
+        header, *rows = (benchmark_1500 / "disputes.csv").read_text().splitlines()
+        (row,) = [r for r in rows if r.startswith(f"{dispute},")]
+        folder = late_day(tmp_path / "lost")
+        (folder / "payments.csv").write_text(
+            (folder / "payments.csv").read_text().splitlines()[0] + "\n"
+        )
+        (folder / "disputes.csv").write_text(f"{header}\n{row.replace(',open,', ',lost,')}\n")
+        import_day(conn, folder)
+        (imported,) = conn.execute(
+            "SELECT import_id FROM disputes WHERE id = ?", (dispute,)
+        ).fetchone()
+
+    _, err = _journal(capsys, db, "--month", april, "--basis", "current")
+    (line,) = [x for x in err.splitlines() if x.startswith(f"  RZP-{settlement} ")]
+    assert "Chargebacks Dr ₹0.00 -> " in line, line
+    assert f"1 row(s) new or changed since the close: {key} (import {imported}, " in line, line

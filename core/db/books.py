@@ -132,8 +132,9 @@ def row_imports(
     conn: sqlite3.Connection, keys: list[str], after: int = 0
 ) -> dict[str, tuple[int, int]]:
     """For the keys that are a payment id or a recon row key: (import id, imported_at) of the
-    import that last stored the row (its `import_id`), when that import is later than
-    `after`; keys of rows not there (or stored no later) are left out."""
+    import that last stored the row (its `import_id`), or a recon row's dispute when that
+    is later, when that import is later than `after`; keys of rows not there (or stored no
+    later) are left out."""
     listed = (
         "IN (SELECT json_array_elements_text(CAST(? AS json)))"
         if is_postgres(conn)
@@ -148,4 +149,15 @@ def row_imports(
             (text, int(after)),
         )
         found.update({str(r[0]): (int(r[1]), int(r[2])) for r in rows})
+    # A recon row whose dispute was stored again (open -> lost moves its debit from
+    # "disputed amounts" to "chargebacks") changed with it, though the row did not.
+    rows = conn.execute(
+        "SELECT r.row_key, i.id, i.imported_at FROM recon_rows r JOIN disputes d"
+        " ON d.id = r.dispute_id JOIN imports i ON i.id = d.import_id"
+        f" WHERE r.row_key {listed} AND d.import_id > ?",
+        (text, int(after)),
+    )
+    for key, number, at in rows:
+        if str(key) not in found or found[str(key)][0] < int(number):
+            found[str(key)] = (int(number), int(at))
     return found
