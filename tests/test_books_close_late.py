@@ -213,3 +213,31 @@ def test_the_next_months_close_report_carries_the_journal_command_s_adjustment_v
         "journal.csv and tally.xml open with 1 prior-period adjustment voucher(s) for 2026-05."
         in june.files["README.txt"]
     )
+
+
+def test_the_next_months_daily_file_opens_at_the_opening_plus_its_prior_period_adjustments(
+    late_db: tuple[Path, ClosedMonth, CloseReport],
+) -> None:
+    # An independent tester: June's daily.csv first day did not tie to rollforward.csv's
+    # opening, and nothing said why (daily.csv is today's data; the opening is May's close).
+    import csv
+    import io
+
+    db, _, _ = late_db
+    conn = connect(db)
+    try:
+        june = build_report(conn, "2026-06")
+    finally:
+        conn.close()
+    roll = {
+        (r["section"], r["line"]): int(r["paise"])
+        for r in csv.DictReader(io.StringIO(june.files["rollforward.csv"]))
+    }
+    first = next(csv.DictReader(io.StringIO(june.files["daily.csv"])))
+    adjustment = roll[("movement", "prior_period_adjustments")]
+    assert adjustment != 0
+    assert int(first["opening_paise"]) == roll[("opening", "opening")] + adjustment
+    assert (
+        "so its first day opens at that opening plus the prior-period adjustments"
+        in (june.files["README.txt"])
+    )

@@ -292,7 +292,8 @@ def _readme(
             out.append(
                 f"Its opening is {shown.opens_from_closed}'s closing as closed; what today's"
                 f" data change before {month} is its prior-period adjustments line,"
-                f" {money(adjustment, symbol=True)}."
+                f" {money(adjustment, symbol=True)}. daily.csv is today's data throughout,"
+                " so its first day opens at that opening plus the prior-period adjustments."
             )
         if journal.adjusts:
             out.append(
