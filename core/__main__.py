@@ -103,6 +103,7 @@ COMMAND_MODULES: dict[str, str] = {
     "rollforward": "core.books.cli",
     "journal": "core.books.cli",
     "close-report": "core.books.cli",
+    "close": "core.books.cli",
     "pricing": "core.books.cli",
 }
 

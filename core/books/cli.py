@@ -1,7 +1,8 @@
 """The books' commands (docs/books.md): `rollforward --db PATH --month YYYY-MM [--json]`
 (the Razorpay receivable), `journal --db PATH --month YYYY-MM [--format csv|tally]
 [--ledgers FILE] [--basis closed|current]` (the basis it prints said on standard error),
-`close-report --db PATH --month YYYY-MM --out ZIP [--pdf PDF]` and
+`close-report --db PATH --month YYYY-MM --out ZIP [--pdf PDF]`, `close --db PATH --month
+YYYY-MM [--actor EMAIL]` and
 `pricing --db PATH --rules JSON --from DATE --actor WHO`. Exit 0 when it ran, whatever the
 residual."""
 
@@ -77,6 +78,20 @@ def register(subparsers: Any) -> None:
         " Razorpay's own state (core.books.gst.SUPPLIER_STATE, the default), else IGST",
     )
     report.set_defaults(func=run_report)
+
+    close = subparsers.add_parser(
+        "close",
+        help="close a month (admin, audited): keep its roll-forward, balance by day and journal",
+        description="Close a month as the Books page does (docs/books.md section 4): a close"
+        " cannot be undone; data that arrive for the month later reach the next open month"
+        " as prior-period adjustments. Closing a closed month changes nothing.",
+    )
+    close.add_argument("--db", required=True, type=Path, help="the SQLite file")
+    close.add_argument("--month", required=True, type=_month, help="YYYY-MM (IST)")
+    close.add_argument(
+        "--actor", help="who closes it: an admin on this workbench (default: your OS login)"
+    )
+    close.set_defaults(func=run_close)
 
     pricing = subparsers.add_parser(
         "pricing",
@@ -192,6 +207,45 @@ def run_report(args: argparse.Namespace) -> int:
     if args.pdf is not None:
         args.pdf.write_bytes(pdf(report))
         print(f"PDF -> {args.pdf}")
+    return 0
+
+
+def run_close(args: argparse.Namespace) -> int:
+    """Close the month as the Books page's "Close" does: the same admin check (the OS login
+    acts as admin, as `users` and `review` have it; --actor must be an active admin), the
+    same events (the stored ledger when current), the same audited `close_month`."""
+    import uuid
+
+    from core import access
+    from core.books.close import close_month, closed_months
+    from core.books.ledger import ledger_for
+    from core.db import open_database
+    from core.money import format_rupees
+
+    if not _database_exists(args.db):
+        raise ConfigError(f"--db: no such database: {args.db}")
+    with open_database(args.db) as conn:
+        who = args.actor if args.actor is not None else access.os_operator()
+        acting = access.require(
+            conn, who, "admin", action="close a month", entity_type="month", entity_id=args.month
+        )
+        was = closed_months(conn).get(args.month)
+        events = ledger_for(conn, args.month).events_for(args.month)
+        closed = close_month(
+            conn,
+            events,
+            args.month,
+            actor=acting.actor,
+            request_id=f"cli-close-{args.month}-{uuid.uuid4().hex}",
+        )
+    snapshot = closed.snapshot
+    said = "was already closed" if was is not None else "closed"
+    print(
+        f"{args.month} {said}: {closed.label()}; closing"
+        f" {format_rupees(snapshot.closing, symbol=True)}, open items"
+        f" {format_rupees(sum(v for _, v in snapshot.open_items), symbol=True)}, residual"
+        f" {format_rupees(snapshot.residual, symbol=True)}"
+    )
     return 0
 
 
