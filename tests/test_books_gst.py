@@ -201,3 +201,64 @@ def test_the_bases_read_once_explain_any_invoice_as_the_whole_tie_out_did(
         for state, invoice, expected in cases:
             assert apply_invoice(bases, invoice, merchant_state=state) == expected
             assert tie_out(dataset, month, invoice, merchant_state=state) == expected
+
+
+def _october(**changes: int) -> GstBases:
+    """An independent tester's October: 20 payments and refunds, each with its fee's 18%
+    GST rounded to the paisa, adding to ₹170.41 on fees of ₹946.83 (18% of the total is
+    ₹170.43); its settlements carried ₹736.25 of fees and ₹132.51 of GST over 14 rows."""
+    fields = {
+        "month": "2026-10",
+        "payment_fees": 94_683,
+        "payment_gst": 17_041,
+        "settlement_fees": 73_625,
+        "settlement_gst": 13_251,
+        "captured_not_settled_fees": 21_058,
+        "captured_not_settled_gst": 3_790,
+        "settled_from_other_months_fees": 0,
+        "settled_from_other_months_gst": 0,
+        "other_rows_fees": 0,
+        "other_rows_gst": 0,
+        "row_fee_differences": 0,
+        "row_gst_differences": 0,
+        "payment_items": 20,
+        "settlement_items": 14,
+    }
+    return GstBases(**{**fields, **changes})  # type: ignore[arg-type]
+
+
+def test_an_invoice_with_gst_on_its_total_ties_out_with_the_rounding_named() -> None:
+    result = apply_invoice(_october(), Invoice("2026-10", 94_683, igst=17_043))
+    assert result.invoice_basis == "payment"
+    assert result.invoice_rounding_gst == 2
+    assert (result.invoice_real_fees, result.invoice_real_gst) == (0, 0)
+
+
+def test_an_invoice_at_the_settlement_basis_with_gst_on_its_total_is_timing_and_rounding() -> None:
+    # 18% of ₹736.25 is ₹132.525, rounded half up to ₹132.53: 2 paise over the rows' ₹132.51.
+    result = apply_invoice(_october(), Invoice("2026-10", 73_625, igst=13_253))
+    assert result.invoice_basis == "settlement"
+    assert result.invoice_rounding_gst == 2
+    assert (result.invoice_timing_fees, result.invoice_timing_gst) == (-21_058, -3_790)
+    assert (result.invoice_real_fees, result.invoice_real_gst) == (0, 0)
+
+
+@pytest.mark.parametrize(
+    ("gst", "items"),
+    [
+        (17_044, 20),  # not 18% of the invoice's total: the invoice says something else
+        (17_043, 2),  # 2 paise over two items is more than rounding each can give
+    ],
+)
+def test_a_gst_gap_that_rounding_cannot_explain_stays_a_real_difference(
+    gst: int, items: int
+) -> None:
+    result = apply_invoice(_october(payment_items=items), Invoice("2026-10", 94_683, igst=gst))
+    assert result.invoice_basis is None
+    assert result.invoice_rounding_gst == 0
+    assert (result.invoice_real_fees, result.invoice_real_gst) == (0, gst - 17_041)
+
+
+def test_the_bases_count_the_items_their_gst_adds_up(dataset: Dataset) -> None:
+    bases = gst_bases(dataset, "2026-06")
+    assert bases.payment_items > 0 and bases.settlement_items > 0

@@ -623,6 +623,8 @@ def gst_figures(bases: GstBases | None, month: str) -> None:
             ("Invoice − by payment", t.invoice_fee_difference, t.invoice_gst_difference or 0)
         )
         rows.append(("… of which timing", t.invoice_timing_fees, t.invoice_timing_gst))
+        if t.invoice_rounding_gst:
+            rows.append(("… of which rounding", 0, t.invoice_rounding_gst))
         rows.append(("… of which a real difference", t.invoice_real_fees, t.invoice_real_gst))
     st.dataframe(
         pd.DataFrame(
@@ -636,12 +638,19 @@ def gst_figures(bases: GstBases | None, month: str) -> None:
         hide_index=True,
     )
     if t.invoice is not None:
+        rounding = (
+            f" Its GST is 18% of its total; the GST charged item by item adds to"
+            f" {inr(t.invoice.gst - t.invoice_rounding_gst)}: {inr(t.invoice_rounding_gst)} of"
+            " rounding, not a difference."
+            if t.invoice_rounding_gst
+            else ""
+        )
         if t.invoice_basis == "payment":
-            st.success("The invoice ties out to the fees charged by payment.")
+            st.success("The invoice ties out to the fees charged by payment." + rounding)
         elif t.invoice_basis == "settlement":
             st.info(
                 "The invoice equals the fees by settlement: its difference from the payment "
-                f"basis, {inr(t.invoice_timing_fees)}, is all timing."
+                f"basis, {inr(t.invoice_timing_fees)}, is all timing." + rounding
             )
         else:
             st.warning(

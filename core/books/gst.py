@@ -36,6 +36,13 @@ from core.money import MoneyFormatError, parse_rupees
 
 # Razorpay Software Private Limited's registration (the supplier on its invoices).
 SUPPLIER_STATE = "Karnataka"
+# GST on Razorpay's fees: 18% (IGST, or CGST 9% + SGST 9%), as the recon rows' `tax` is.
+GST_RATE_PERCENT = 18
+
+
+def gst_of(taxable: int) -> int:
+    """18% of `taxable` paise, rounded half up to the paisa: an invoice's GST on its total."""
+    return (taxable * GST_RATE_PERCENT + 50) // 100
 
 
 @dataclass(frozen=True)
@@ -174,6 +181,9 @@ class GstTieOut:
     itc_mismatch: bool  # the invoice's split is not the place of supply's
     settled_elsewhere_fees: int = 0  # this month's payments settled by another entity (a
     settled_elsewhere_gst: int = 0  # bank): charged, never in Razorpay's settlements
+    # GST of an invoice that computes it on its total (gst_of) against the basis it ties to,
+    # whose GST was rounded item by item: within half a paisa per item, rounding, not real.
+    invoice_rounding_gst: int = 0
 
 
 def _net(fee: npt.NDArray[np.int64], tax: npt.NDArray[np.int64]) -> tuple[int, int]:
@@ -204,6 +214,10 @@ class GstBases:
     # settlements: charged, never in Razorpay's settlements; not timing (docs/books.md).
     settled_elsewhere_fees: int = 0
     settled_elsewhere_gst: int = 0
+    # How many items each basis's GST adds up (each rounded on its own): payments, refund
+    # rows and instant payouts; rows in the month's settlements and instant payouts.
+    payment_items: int = 0
+    settlement_items: int = 0
 
     @property
     def timing_fees(self) -> int:
@@ -348,6 +362,8 @@ def gst_bases(dataset: Dataset, month: str) -> GstBases:
         row_gst_differences=row_gst_diff,
         settled_elsewhere_fees=elsewhere_fees,
         settled_elsewhere_gst=elsewhere_gst,
+        payment_items=int(p.sum() + refund_in_month.sum() + done.sum()),
+        settlement_items=int(in_settlements.sum() + done.sum()),
     )
 
 
@@ -376,14 +392,25 @@ def apply_invoice(
     basis: str | None = None
     inv_timing = (0, 0)
     inv_real = (0, 0)
+    rounding = 0
     if invoice is not None:
         by_payment = (invoice.taxable_value - b.payment_fees, invoice.gst - b.payment_gst)
         by_settlement = (invoice.taxable_value - b.settlement_fees, invoice.gst - b.settlement_gst)
+        on_total = invoice.gst == gst_of(invoice.taxable_value)
+
+        def rounded(gap: tuple[int, int], items: int) -> bool:
+            return on_total and gap[0] == 0 and abs(gap[1]) <= (items + 1) // 2
+
         if by_payment == (0, 0):
             basis = "payment"
         elif by_settlement == (0, 0):
             basis = "settlement"
             inv_timing = by_payment
+        elif rounded(by_payment, b.payment_items):
+            basis, rounding = "payment", by_payment[1]
+        elif rounded(by_settlement, b.settlement_items):
+            basis, rounding = "settlement", by_settlement[1]
+            inv_timing = (by_payment[0], b.settlement_gst - b.payment_gst)
         else:
             inv_real = by_payment
     return GstTieOut(
@@ -417,4 +444,5 @@ def apply_invoice(
         itc_mismatch=mismatch,
         settled_elsewhere_fees=b.settled_elsewhere_fees,
         settled_elsewhere_gst=b.settled_elsewhere_gst,
+        invoice_rounding_gst=rounding,
     )
