@@ -197,15 +197,19 @@ def test_close_report_of_a_closed_month_is_its_snapshot_and_labels_what_is_today
     assert "fee_overcharges.csv, gst_tie_out.csv include it" in readme
 
 
+def _june_report(db: Path) -> CloseReport:
+    conn = connect(db)
+    try:
+        return build_report(conn, "2026-06")
+    finally:
+        conn.close()
+
+
 def test_the_next_months_close_report_carries_the_journal_command_s_adjustment_voucher(
     late_db: tuple[Path, ClosedMonth, CloseReport], capsys: pytest.CaptureFixture[str]
 ) -> None:
     db, _, _ = late_db
-    conn = connect(db)
-    try:
-        june = build_report(conn, "2026-06")
-    finally:
-        conn.close()
+    june = _june_report(db)
     printed = _cli(capsys, "journal", "--db", str(db), "--month", "2026-06")
     assert june.files["journal.csv"] == printed
     assert "RZP-CAPTURED-2026-05-PPA-2026-06,2026-06-01,prior_period," in printed
@@ -224,11 +228,7 @@ def test_the_next_months_daily_file_opens_at_the_opening_plus_its_prior_period_a
     import io
 
     db, _, _ = late_db
-    conn = connect(db)
-    try:
-        june = build_report(conn, "2026-06")
-    finally:
-        conn.close()
+    june = _june_report(db)
     roll = {
         (r["section"], r["line"]): int(r["paise"])
         for r in csv.DictReader(io.StringIO(june.files["rollforward.csv"]))
