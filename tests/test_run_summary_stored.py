@@ -197,3 +197,35 @@ def test_the_overview_after_a_command_line_run_reads_the_stored_summary(
         shown = overview(conn)
         assert shown is not None and shown.run.id == list_runs(conn)[0].id
         assert shown.summary.captured.count > 0 and shown.summary.match_rate
+
+
+def test_the_overviews_captured_total_counts_a_foreign_payment_at_its_inr_base_amount(
+    db_url: str, tmp_path: Path
+) -> None:
+    """A new user's walkthrough: the Overview's Captured added a payment in yen, euros or
+    dollars at its own minor units as if paise (¥16,700 read as ₹167). Both the summary
+    computed from the frames (stored by the command) and the one from SQL take the INR
+    base_amount, as the engine and the Books do."""
+    import csv
+
+    folder = tmp_path / "bench"
+    generate(folder, payments=2000, seed=5)
+    rows = list(csv.DictReader((folder / "payments.csv").open(encoding="utf-8")))
+    captured = [
+        r for r in rows if r["captured"] == "true" or r["status"] in ("captured", "refunded")
+    ]
+    foreign = [r for r in captured if r["currency"] != "INR"]
+    assert foreign and all(r["base_amount"] for r in foreign)
+    expected = sum(int(r["base_amount"] or r["amount"]) for r in foreign) + sum(
+        int(r["amount"]) for r in captured if r["currency"] == "INR"
+    )
+
+    argv = ["reconcile", str(folder), "--out", str(tmp_path / "r.csv"), "--db", db_url]
+    assert main([*argv, "--as-of", "2026-06-30T23:59:59+05:30"]) == 0
+    with open_database(db_url) as conn:
+        (run,) = list_runs(conn)
+        stored = json.loads(db.get_run_summary(conn, run.id)["summary_json"])
+        fresh = compute_run_summary(conn, run.id)
+
+    assert fresh.captured.count == len(captured)
+    assert fresh.captured.paise == stored["captured"]["paise"] == expected

@@ -155,7 +155,10 @@ def raw_counts(conn: sqlite3.Connection) -> Row:
 def captured_totals(conn: sqlite3.Connection) -> Row:
     row = _one(
         conn,
-        "SELECT count(*) AS n, coalesce(sum(amount), 0) AS amount FROM payments "
+        # INR paise: a payment in another currency at its base_amount (none without one),
+        # as core.views.summary_ahead.captured_total.
+        "SELECT count(*) AS n, coalesce(sum(CASE WHEN upper(coalesce(currency, 'INR')) = 'INR'"
+        " THEN amount ELSE coalesce(base_amount, 0) END), 0) AS amount FROM payments "
         "WHERE captured = 1 OR status IN ('captured', 'refunded')",
     )
     assert row is not None

@@ -17,7 +17,7 @@ from core.calendar import IST
 from core.db import views as db
 from core.views.common import SYNTHETIC_SOURCES, Total, total
 
-SUMMARY_FORMAT = 1
+SUMMARY_FORMAT = 2  # 2: captured in INR (base_amount for another currency)
 
 
 @dataclass(frozen=True)

@@ -103,10 +103,15 @@ def _key(value: Any) -> tuple[bool, str]:
 
 
 def captured_total(payments: pd.DataFrame) -> Total:
-    """`captured_totals` of a payments frame: captured, or status captured or refunded."""
+    """`captured_totals` of a payments frame: captured, or status captured or refunded; in
+    INR paise (a payment in another currency at its `base_amount`, none without one)."""
     chosen = columns.captured(payments)
-    amounts = payments["amount"].to_numpy(dtype=np.int64)[chosen]
-    return Total(count=int(chosen.sum()), paise=int(amounts.sum(dtype=np.int64)))
+    inr = np.where(
+        columns.foreign(payments["currency"]),
+        payments["base_amount"].astype("Int64").fillna(0).to_numpy(dtype=np.int64),
+        payments["amount"].to_numpy(dtype=np.int64),
+    )
+    return Total(count=int(chosen.sum()), paise=int(inr[chosen].sum(dtype=np.int64)))
 
 
 def summary_ahead(
