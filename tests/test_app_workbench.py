@@ -439,3 +439,24 @@ def test_the_queue_page_says_how_many_more_match_in_other_statuses(
     at.button(key=keys.QUEUE_ALL_STATUSES).click().run()
     _no_exception(at)
     assert entity in list(at.dataframe[0].value["Entity"])
+
+
+def test_a_refused_upload_names_the_file_of_each_problem(app_db: tuple[str, Built]) -> None:
+    """A new user's walkthrough: with four files uploaded, the refusal's table showed only
+    Line, Column and Message ("4 · created_at"), not which file; docs/ingest.md promises
+    file:line:column."""
+    from core.errors import Problem
+
+    at = _app("pages/data.py")
+    problems = (
+        Problem("payments.csv", 4, "created_at", "not a date '31/02/2026'"),
+        Problem("bank_statement.csv", 2, "Date", "not a date 'yesterday'"),
+    )
+    at.session_state[keys.UPLOAD_RESULT] = ("problems", problems)
+    at.run()
+
+    (table,) = [d.value for d in at.dataframe if "Message" in d.value.columns]
+    assert list(table.columns) == ["File", "Line", "Column", "Message"]
+    assert list(table["File"]) == ["payments.csv", "bank_statement.csv"]
+    assert list(table["Line"]) == ["4", "2"]
+    assert any("2 problem(s); nothing was written" in e.value for e in at.error)

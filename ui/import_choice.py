@@ -69,8 +69,7 @@ def import_files(uploads: list[Any], unit: str, replace: bool, older: bool) -> N
         )
         st.session_state[keys.UPLOAD_RESULT] = ("ok", report.lines())
     except (InputError, OlderRowsError) as exc:
-        rows = [p.as_row() for p in exc.problems]
-        st.session_state[keys.UPLOAD_RESULT] = ("problems", rows)
+        st.session_state[keys.UPLOAD_RESULT] = ("problems", tuple(exc.problems))
     except Exception as exc:
         shell.show_error(exc)
 
@@ -83,4 +82,4 @@ def show_outcome() -> None:
         st.code("\n".join(outcome[1]), language=None, wrap_lines=True)  # none cut at the edge
     elif outcome:
         st.error(f"The import was refused: {len(outcome[1])} problem(s); nothing was written.")
-        widgets.records_table(outcome[1], keys.UPLOAD_PROBLEMS, "No problems.")
+        widgets.problems_table(outcome[1], keys.UPLOAD_PROBLEMS)

@@ -47,7 +47,7 @@ def folder_form(calendar: CalendarParams, as_of: int) -> None:
         except InputError as exc:
             refused = len(exc.problems)
             st.error(f"The folder was refused: {refused} problem(s); nothing was written.")
-            widgets.records_table([p.as_row() for p in exc.problems], keys.STREAM_PROBLEMS, "")
+            widgets.problems_table(exc.problems, keys.STREAM_PROBLEMS)
             return
         except Exception as exc:
             shell.show_error(exc)

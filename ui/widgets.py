@@ -175,6 +175,22 @@ def records_table(
         fitted(frame, key, budget=budget, whole=whole)
 
 
+def problems_table(problems: Iterable[Any], key: str) -> None:
+    """Refused input's problems (core.errors.Problem): file, line, column and message, the
+    file always shown (several files are imported at once; `file` is otherwise a field
+    kept behind details)."""
+    rows = [p.as_row() for p in problems]
+    frame = pd.DataFrame(
+        {
+            "File": [r["file"] for r in rows],
+            "Line": [r["line"] for r in rows],
+            "Column": [r["column"] for r in rows],
+            "Message": [r["message"] for r in rows],
+        }
+    )
+    fitted(frame, key, whole=("Message",))
+
+
 def fitted(
     frame: pd.DataFrame, key: str, *, budget: int = MAIN_WIDTH, whole: Iterable[str] = ()
 ) -> None:
