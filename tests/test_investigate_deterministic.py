@@ -239,3 +239,51 @@ def test_an_international_amount_mismatch_is_told_in_inr_with_the_conversion() -
     assert answer.root_cause == "SETTLED_AMOUNT_LOWER"
     assert "USD 60.00, converted by Razorpay to ₹5,010.00" in answer.summary
     assert "₹100.00 less" in answer.summary
+
+
+def test_a_second_reason_code_never_cites_the_primary_codes_amounts_as_its_own(
+    tmp_path_factory: pytest.TempPathFactory, db_url: str
+) -> None:
+    """A new user's walkthrough (#89): a settlement discrepancy whose payment was also
+    overcharged read "the contracted plan allows ₹1,594.36": the exception's expected
+    amount, which is the settlement code's net credit, not the plan's fee (₹32.64)."""
+    import json
+
+    from core.__main__ import main
+    from core.benchmark.generator import generate
+    from core.books.pricing import PricingRule
+    from core.books.store import save_pricing_plan
+    from core.money import format_rupees
+
+    folder = tmp_path_factory.mktemp("ambiguous") / "data"
+    generate(folder, payments=600, seed=7, ambiguous=True)
+    out = folder.parent / "results.csv"
+    plan = json.loads((folder / "pricing_plan.json").read_text(encoding="utf-8"))
+    conn = connect(db_url)
+    try:
+        save_pricing_plan(  # the merchant's plan: the benchmark's prices
+            conn,
+            effective_from=int(plan["effective_from"]),
+            rules=tuple(PricingRule(**rule) for rule in plan["rules"]),
+            actor="cfo@example.com",
+            request_id="plan",
+        )
+    finally:
+        conn.close()
+    argv = ["reconcile", str(folder), "--out", str(out), "--db", db_url]
+    assert main([*argv, "--as-of", "2026-06-30T23:59:59+05:30"]) == 0
+    conn = connect(db_url)
+    try:
+        exception_id, expected = conn.execute(
+            "SELECT id, expected_amount FROM exceptions"
+            " WHERE reason_code = 'SETTLEMENT_AMOUNT_DISCREPANCY'"
+            " AND reason_codes LIKE '%FEE_OVERCHARGED%' ORDER BY id LIMIT 1"
+        ).fetchone()
+        answer = explain(gather_evidence(conn, exception_id))
+    finally:
+        conn.close()
+
+    text = answer.summary
+    assert "Second reason code FEE_OVERCHARGED" in text, text
+    assert "the contracted plan allows" not in text
+    assert format_rupees(expected, symbol=True) not in text.split("Second reason code")[1]

@@ -1248,6 +1248,9 @@ def _read_across(ev: Evidence, exc: Record, cause: str, c: _Cite) -> _Context:
     return ctx
 
 
+_PRIMARY_AMOUNTS = ("expected_amount", "actual_amount", "difference", "exposure_amount")
+
+
 def _other_codes(ev: Evidence, exc: Record, c: _Cite, ctx: _Context) -> None:
     """Explain every reason code of the exception, not only the primary one."""
     primary = str(exc.get("reason_code", ""))
@@ -1260,7 +1263,11 @@ def _other_codes(ev: Evidence, exc: Record, c: _Cite, ctx: _Context) -> None:
             ctx.notes.append(f"It also carries reason code {code}, which no rule explains.")
             ctx.penalty += 0.2
             continue
-        sub_cause, sub_confidence, sub_summary, _ = rule(ev, {**exc, "reason_code": code}, c)
+        # The exception's amounts are its primary code's (a settlement's net credit, say):
+        # a second code's rule must not cite them as its own (a walkthrough read "the plan
+        # allows ₹1,594.36" for a fee the plan put at ₹32.64).
+        second = {**exc, "reason_code": code, **dict.fromkeys(_PRIMARY_AMOUNTS)}
+        sub_cause, sub_confidence, sub_summary, _ = rule(ev, second, c)
         ctx.secondary.append(sub_cause)
         ctx.notes.append(f"Second reason code {code} ({sub_cause}): {sub_summary}")
         # Two faults on one record: each explanation is less certain than one alone.
