@@ -271,7 +271,7 @@ def _store_benchmark_plan(conn: sqlite3.Connection, folder: Path) -> None:
     """The benchmark's pricing plan (core.benchmark.fees), stored as the merchant's, so the
     run flags the planted fee overcharges and the Books page shows them."""
     from core.books.pricing import PricingRule
-    from core.books.store import save_pricing_plan
+    from core.books.store import BENCHMARK_PLAN_ACTOR, save_pricing_plan
 
     path = folder / "pricing_plan.json"
     if not path.exists():
@@ -286,7 +286,7 @@ def _store_benchmark_plan(conn: sqlite3.Connection, folder: Path) -> None:
         effective_from=int(plan["effective_from"]),
         rules=rules,
         gst_bp=int(plan["gst_bp"]),
-        actor="benchmark",
+        actor=BENCHMARK_PLAN_ACTOR,
         request_id=f"benchmark-plan-seed-{BENCHMARK_SEED}",
     )
 

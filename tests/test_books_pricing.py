@@ -248,3 +248,51 @@ def test_pricing_cli_stores_a_version_once_per_request(db_url: str, tmp_path: Pa
         conn.close()
     assert plan.effective_from == ts("2026-04-01T00:00")
     assert plan.rules == (PricingRule("card", 190, 0),)
+
+
+def test_the_benchmarks_plan_prices_the_benchmark_only_never_the_merchants_own_data(
+    db_url: str,
+) -> None:
+    """A new user's walkthrough: after replacing the benchmark with its own files, every
+    UPI payment was FEE_OVERCHARGED against a plan the user never set (the benchmark's,
+    stored by the first start, UPI at 0%). That plan applies while the data are the
+    benchmark's; a plan a person saves applies to the merchant's data."""
+    from core.books.store import BENCHMARK_PLAN_ACTOR
+
+    conn = connect(db_url)
+    try:
+        reconcile_folder_into_db(conn, SPEC_EXAMPLE / "dataset", params=EngineParams(), as_of=AS_OF)
+        with conn:
+            conn.execute("UPDATE imports SET source = 'benchmark'")  # as the first start stores
+        save_pricing_plan(
+            conn,
+            effective_from=0,
+            rules=BENCHMARK_RULES,
+            actor=BENCHMARK_PLAN_ACTOR,
+            request_id="benchmark-plan",
+        )
+
+        def overcharged() -> int:
+            run = reconcile_database(conn, EngineParams(), AS_OF, "files")
+            return int(
+                conn.execute(
+                    "SELECT count(*) FROM outcomes WHERE run_id = ? AND reason_codes LIKE ?",
+                    (run.run_id, f"%{FEE_OVERCHARGED}%"),
+                ).fetchone()[0]
+            )
+
+        assert [p.version for p in pricing_plans(conn)] == [1]
+        on_benchmark = overcharged()
+        with conn:  # the merchant's own files replaced the benchmark
+            conn.execute("UPDATE imports SET source = 'files'")
+        assert pricing_plans(conn) == ()
+        on_own_data = overcharged()
+        save_pricing_plan(
+            conn, effective_from=0, rules=BENCHMARK_RULES, actor="cfo@example.com", request_id="own"
+        )
+        assert [p.version for p in pricing_plans(conn)] == [2]
+        with_own_plan = overcharged()
+    finally:
+        conn.close()
+
+    assert on_benchmark > 0 and on_own_data == 0 and with_own_plan == on_benchmark

@@ -34,9 +34,22 @@ def months_of(events: pd.DataFrame) -> list[str]:
     return sorted({f"{d.year:04d}-{d.month:02d}" for d in days}, reverse=True)
 
 
+# Who stores the benchmark's plan on the app's first start (core.bootstrap).
+BENCHMARK_PLAN_ACTOR = "benchmark"
+
+
 def pricing_plans(conn: sqlite3.Connection) -> tuple[PricingPlan, ...]:
-    """Every stored version of the merchant's pricing plan, oldest first."""
-    return tuple(PricingPlan.from_json(*row) for row in books_sql.pricing_rows(conn))
+    """Every stored version of the merchant's pricing plan, oldest first. The benchmark's
+    plan (stored by the first start) is the benchmark's contract, not the merchant's: it
+    applies only while the data are the benchmark's (the latest import's source). After a
+    Replace with the merchant's own files it prices nothing: a new user's walkthrough had
+    every UPI payment of its upload "overcharged" against the benchmark's 0% UPI rule."""
+    from core.views.common import SYNTHETIC_SOURCES
+
+    source = books_sql.latest_import_source(conn)
+    benchmark = source is None or source in SYNTHETIC_SOURCES
+    rows = books_sql.pricing_rows(conn, not_by=None if benchmark else BENCHMARK_PLAN_ACTOR)
+    return tuple(PricingPlan.from_json(*row) for row in rows)
 
 
 def save_pricing_plan(

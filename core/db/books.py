@@ -33,12 +33,22 @@ def bank_credit_rows(
     return [(str(r[0]), int(r[1]), int(r[2] or 0), str(r[3])) for r in rows]
 
 
-def pricing_rows(conn: sqlite3.Connection) -> list[tuple[int, int, int, str]]:
-    """(version, effective_from, gst_bp, rules_json) of every pricing plan version."""
+def pricing_rows(
+    conn: sqlite3.Connection, *, not_by: str | None = None
+) -> list[tuple[int, int, int, str]]:
+    """(version, effective_from, gst_bp, rules_json) of every pricing plan version (but
+    those created by `not_by`)."""
     rows = conn.execute(
-        "SELECT version, effective_from, gst_bp, rules_json FROM pricing_plans ORDER BY version"
+        "SELECT version, effective_from, gst_bp, rules_json FROM pricing_plans"
+        " WHERE created_by <> ? ORDER BY version",
+        ("" if not_by is None else not_by,),
     )
     return [(int(r[0]), int(r[1]), int(r[2]), str(r[3])) for r in rows]
+
+
+def latest_import_source(conn: sqlite3.Connection) -> str | None:
+    row = conn.execute("SELECT source FROM imports ORDER BY id DESC LIMIT 1").fetchone()
+    return None if row is None else str(row[0])
 
 
 def plan_for_request(conn: sqlite3.Connection, request_id: str) -> int | None:
