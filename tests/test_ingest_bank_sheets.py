@@ -133,3 +133,52 @@ def test_two_bank_statements_in_one_folder_are_refused(tmp_path: Path) -> None:
     assert [str(p) for p in caught.value.problems] == [
         "bank_statement.csv: bank_statement.xlsx is in the folder too: keep only one"
     ]
+
+
+def _sparse_workbook(last: str) -> bytes:
+    """A workbook whose first worksheet holds two cells, A1 and `last`: its used range is
+    the rectangle between them (openpyxl writes the cells and the dimension as given)."""
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet["A1"] = "Date"
+    sheet[last] = 1
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
+def test_a_worksheet_spanning_billions_of_cells_is_refused_before_it_is_read(
+    tmp_path: Path,
+) -> None:
+    """An independent attacker (F1): two cells at A1 and XFD1048576, a file of a few KB,
+    made the reader build 1.7e10 cells and abort the whole process (the app server on an
+    upload, the command line with a Rust backtrace). Run in a process of its own, so that
+    on the old code the abort fails this test instead of ending the test run."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "dataset"
+    shutil.copytree(
+        SPEC_EXAMPLE / "dataset", folder, ignore=shutil.ignore_patterns("bank_statement*")
+    )
+    (folder / "bank_statement.xlsx").write_bytes(_sparse_workbook("XFD1048576"))
+    database = tmp_path / "x.sqlite"
+    done = subprocess.run(
+        [sys.executable, "-m", "core", "import", str(folder), "--db", str(database)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert (
+        "bank_statement.xlsx: not a readable XLSX/XLS workbook: its first worksheet spans"
+        " 1,048,576 rows by 16,384 columns (17,179,869,184 cells)"
+    ) in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_worksheet_within_the_cell_limit_is_read() -> None:
+    sheet = read_sheet("bank_statement.xlsx", _sparse_workbook("J1000"))
+    assert [number for number, _ in sheet.rows] == [1, 1000]
