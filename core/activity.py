@@ -10,7 +10,11 @@ action writes ONE entry naming its actor, after its own work is committed:
   payload): `reconcile --db`, `import-day`, `reconcile --stream --db`, the Data page's
   reconcile and its server-folder import, the app's first start;
 - `razorpay.synced` (entity `razorpay_sync`, the sync run id): a Razorpay sync, the Data
-  page's or `razorpay sync`, completed or failed, in the transaction that closes it.
+  page's or `razorpay sync`, completed or failed, in the transaction that closes it;
+- `razorpay.webhook_applied` (entity `razorpay_event`, the event id; actor `razorpay-webhook`):
+  a signed webhook delivery that stored a payment, refund or settlement, in the transaction
+  that stores it (an independent attacker, F6: accepted deliveries changed raw rows and the
+  trail said nothing).
 
 The actor is the signed-in person in the app, the operating-system login on the command
 line (`core.access.os_operator`, as `review` and `users` name it), `bootstrap` for the
@@ -34,6 +38,8 @@ from core.db import transaction
 IMPORTED = "data.imported"
 RECONCILED = "run.reconciled"
 SYNCED = "razorpay.synced"
+WEBHOOK_APPLIED = "razorpay.webhook_applied"
+WEBHOOK_ACTOR = "razorpay-webhook"
 BOOTSTRAP_ACTOR = "bootstrap"
 
 
@@ -202,4 +208,34 @@ def record_sync(
         entity_type="razorpay_sync",
         entity_id=str(int(run_id)),
         payload=payload,
+    )
+
+
+def record_webhook(
+    conn: sqlite3.Connection,
+    event_id: str,
+    *,
+    event: str,
+    body_sha256: str,
+    upserted: Any,
+    skipped: Any,
+    marked: int,
+) -> int | None:
+    """The `razorpay.webhook_applied` entry of a delivery that stored rows. Appended in the
+    caller's transaction, the one that stores them; the caller anchors the head."""
+    if has_entry(conn, WEBHOOK_APPLIED, "razorpay_event", event_id):
+        return None
+    return append(
+        conn,
+        actor=WEBHOOK_ACTOR,
+        action=WEBHOOK_APPLIED,
+        entity_type="razorpay_event",
+        entity_id=event_id,
+        payload={
+            "event": event,
+            "body_sha256": body_sha256,
+            "upserted": list(upserted),
+            "skipped": list(skipped),
+            "marked": int(marked),
+        },
     )

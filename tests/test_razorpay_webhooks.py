@@ -462,3 +462,28 @@ def test_a_field_the_event_leaves_out_keeps_the_value_a_dashboard_report_stored(
         "SELECT status, amount_refunded, settled_by FROM payments WHERE id = ?", (payment["id"],)
     ).fetchone()
     assert tuple(row) == ("refunded", payment["amount"], "Axis Bank")
+
+
+def test_a_delivery_that_stores_rows_is_audited_once_with_what_it_stored(
+    conn: sqlite3.Connection,
+) -> None:
+    """An independent attacker (F6): accepted deliveries changed raw rows and the audit
+    trail said nothing. One entry per delivery that stored rows, in its transaction; a
+    redelivery, a forged one and an event we do not use add none."""
+    from core.audit import AuditFilter, query, verify
+
+    payment = captured_payment()
+    body = event("payment.captured", 1_782_000_000, payment=payment)
+    deliver(conn, body, "evt_W1")
+    deliver(conn, body, "evt_W1")  # Razorpay retries: a duplicate
+    deliver(conn, body, "evt_W2", signature="0" * 64)  # forged
+    deliver(conn, event("order.paid", 1_782_000_050, order={"id": "order_X"}), "evt_W3")
+
+    entries = query(conn, AuditFilter(action="razorpay.webhook_applied"))
+    assert [(e.actor, e.entity_type, e.entity_id) for e in entries] == [
+        ("razorpay-webhook", "razorpay_event", "evt_W1")
+    ]
+    (entry,) = entries
+    assert entry.payload["event"] == "payment.captured"
+    assert entry.payload["upserted"] == [f"payment:{payment['id']}"]
+    assert verify(conn).ok

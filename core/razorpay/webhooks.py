@@ -47,6 +47,8 @@ from typing import Any
 import pandas as pd
 
 from core import demo_mode
+from core.activity import record_webhook
+from core.audit import write_anchor
 from core.dataset import Dataset
 from core.db import razorpay as db
 from core.db import transaction
@@ -278,11 +280,23 @@ def handle_webhook(
                 outcome=outcome,
                 detail_json=json.dumps(detail, sort_keys=True),
             )
+            if plan.upserted:  # rows changed: the trail says so, in this transaction
+                record_webhook(
+                    conn,
+                    event_id,
+                    event=name,
+                    body_sha256=digest,
+                    upserted=plan.upserted,
+                    skipped=plan.skipped,
+                    marked=len(plan.marks),
+                )
             message = (
                 f"{name} {outcome}: {len(plan.upserted)} upserted, {len(plan.skipped)} "
                 f"skipped, {len(plan.marks)} marked for re-reconciliation"
             )
             _log("accepted", event_id, message)
+        if plan.upserted:
+            write_anchor(conn)
     except _Malformed as exc:
         return reject(400, "malformed", str(exc), name)
     except (ValueError, TypeError, OverflowError, RecursionError) as exc:
