@@ -432,3 +432,36 @@ def test_a_refund_in_status_created_is_read_as_pending_from_a_file_and_from_the_
     assert (by_id[rows[0]["id"]], by_id[rows[1]["id"]]) == ("pending", "pending")
     assert by_id[rows[2]["id"]] == rows[2]["status"]
     assert list(frame["status"]) == ["pending"]
+
+
+def test_a_named_pipe_or_folder_under_a_dataset_name_is_refused_not_read_as_missing(
+    tmp_path: Path,
+) -> None:
+    """An independent attacker (F7): a FIFO named refunds.csv in a server folder imported
+    as "refunds 0", no word said; reading it would have hung. A name the importer reads
+    that is no regular file is refused, named, before any file is read; a link to a
+    regular file is followed as before."""
+    import os
+
+    folder = tmp_path / "dataset"
+    shutil.copytree(SPEC_EXAMPLE / "dataset", folder)
+    (folder / "refunds.csv").unlink()
+    os.mkfifo(folder / "refunds.csv")
+    (folder / "settlements.csv").rename(tmp_path / "settlements.csv")
+    (folder / "settlements.csv").symlink_to(tmp_path / "settlements.csv")
+    (folder / "disputes.json").mkdir()
+
+    with pytest.raises(InputError) as caught:
+        load_dataset(folder)
+
+    lines = sorted(str(p) for p in caught.value.problems)
+    assert lines == [
+        "disputes.json: not a regular file (a folder, a named pipe or a device): the importer"
+        " reads files",
+        "refunds.csv: not a regular file (a folder, a named pipe or a device): the importer"
+        " reads files",
+    ]
+    (folder / "refunds.csv").unlink()
+    (folder / "disputes.json").rmdir()
+    dataset, _ = load_dataset(folder)  # the linked settlements are read
+    assert len(dataset.settlements) > 0 and dataset.refunds.empty

@@ -8,6 +8,7 @@ import functools
 import hashlib
 import json
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -84,14 +85,40 @@ def _files_by_name(folder: Path) -> tuple[dict[str, Path], list[Problem]]:
     files: dict[str, Path] = {}
     problems: list[Problem] = []
     for path in sorted(folder.iterdir()):
+        key = path.name.lower()
+        if key in READ_NAMES:
+            # A name the importer reads that is no regular file (a named pipe, a device, a
+            # folder) is refused, not skipped as missing (an independent attacker, F7: a
+            # FIFO refunds.csv imported as "no refunds").
+            odd = _not_a_file_here(path)
+            if odd is not None:
+                problems.append(Problem(path.name, 0, "", odd))
+                continue
         if not path.is_file():
             continue
-        key = path.name.lower()
         first = files.setdefault(key, path)
         if first is not path and key in READ_NAMES:
             message = f"{path.name} is in the folder too (names differ only in case): keep one"
             problems.append(Problem(first.name, 0, "", message))
     return files, problems
+
+
+def folder_problems(folder: Path) -> list[Problem]:
+    """What refuses a dataset folder before any file is read: names the importer reads
+    that are no regular file, names that differ only in case."""
+    return _files_by_name(folder)[1]
+
+
+def _not_a_file_here(path: Path) -> str | None:
+    """Why `path` cannot be read as one of the dataset's files, else None. A link is
+    followed, as the system follows it (a folder's files are its owner's to choose)."""
+    try:
+        mode = path.stat().st_mode
+    except (OSError, RuntimeError):
+        return "a link to nothing (or a loop of links): put the file itself in the folder"
+    if not stat.S_ISREG(mode):
+        return "not a regular file (a folder, a named pipe or a device): the importer reads files"
+    return None
 
 
 def size_problem(name: str, size: int, limit: int | None = None) -> Problem | None:

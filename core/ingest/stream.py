@@ -47,7 +47,7 @@ from core.errors import InputError, Problem
 from core.ingest.convert import duplicate_rows, to_bool_numpy
 from core.ingest.entities import build_frame, duplicate_text, occurrences
 from core.ingest.layouts import wanted_columns
-from core.ingest.load import load_dataset
+from core.ingest.load import folder_problems, load_dataset
 from core.ingest.readers import RawTable, ReadFailure, _header_of, header_keys, text_columns
 from core.ingest.recon_rows import split_recon_rows
 from core.ingest.tables import TABLES, TableSpec
@@ -237,6 +237,9 @@ def stream_folder_to_store(
 ) -> StoreMeta:
     """Import `folder` in blocks into the window store `root` (replaced only when the whole
     import succeeded; on any problem nothing is written and InputError names them all)."""
+    refused = folder_problems(folder)  # a FIFO refunds.csv is refused, not skipped
+    if refused:
+        raise InputError(refused)
     large: dict[str, Path] = {}
     for attribute, stem in STREAMED.items():
         if (folder / f"{stem}.csv").is_file():
