@@ -7,7 +7,7 @@ from core.views.overview import overview
 from core.views.queue import ALL_STATUSES
 from core.views.runs import changes_since_previous_run
 from ui import auth, charts, keys, shell
-from ui.format import class_label, inr, inr_short
+from ui.format import class_label, inr, inr_short, newer_import_note
 
 shell.require_frame()
 st.title("Overview")
@@ -25,6 +25,9 @@ if run.is_synthetic:
         "not production.",
         icon=":material/science:",
     )
+
+if ov.newer_import is not None:
+    st.warning(newer_import_note(run.id, *ov.newer_import), icon=":material/sync_problem:")
 
 cards = st.columns(5)
 kpis = (

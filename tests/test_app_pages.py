@@ -503,3 +503,11 @@ def test_the_queue_says_when_the_latest_run_was_stored_but_never_synced(
     assert not at.warning
     assert f"**{_open_count(path):,}** exceptions match" in at.markdown[0].value
     assert "pay_after_the_kill" in set(at.dataframe[0].value["Entity"])
+
+
+def test_the_overview_page_warns_of_data_imported_after_its_run() -> None:
+    from ui.format import newer_import_note
+
+    text = newer_import_note(7, 9, 1782000000)
+    assert text.startswith("Data were imported after run #7 (import #9, ")
+    assert "Reconcile on the Data page" in text

@@ -264,3 +264,25 @@ def test_holdings_tells_stored_from_empty_and_raw_counts_name_what_replace_remov
         stored = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
         assert getattr(counts, table) == stored
     assert counts.payments > 0
+
+
+def test_the_overview_says_when_data_were_imported_after_its_run(
+    conn: sqlite3.Connection, built: Built
+) -> None:
+    """A new user's walkthrough: after an import, before reconciling, the Overview showed
+    the new files' Captured beside the old run's credits and exceptions, nothing saying
+    so. It names the import the run did not read."""
+    ov = overview(conn)
+    assert ov is not None and ov.newer_import is None
+    finished = ov.run.finished_at
+    assert finished is not None
+    conn.execute(
+        "INSERT INTO imports (source, location, content_hash, imported_at, report_json) "
+        "VALUES ('files', 'mine', 'h-new', ?, '{}')",
+        (finished + 60,),
+    )
+    (newest,) = conn.execute("SELECT max(id) FROM imports").fetchone()
+
+    later = overview(conn)
+
+    assert later is not None and later.newer_import == (int(newest), finished + 60)

@@ -229,3 +229,28 @@ def test_the_overviews_captured_total_counts_a_foreign_payment_at_its_inr_base_a
 
     assert fresh.captured.count == len(captured)
     assert fresh.captured.paise == stored["captured"]["paise"] == expected
+
+
+def test_the_overview_names_an_import_stored_after_the_run_read_the_data(
+    db_url: str, tmp_path: Path
+) -> None:
+    from tests.conftest import SPEC_EXAMPLE
+
+    argv = ["reconcile", str(SPEC_EXAMPLE / "dataset"), "--out", str(tmp_path / "r.csv")]
+    assert main([*argv, "--db", db_url, "--as-of", "2026-06-30T23:59:59+05:30"]) == 0
+    with open_database(db_url) as conn:
+        first = overview(conn)
+    folder = tmp_path / "more"
+    shutil.copytree(SPEC_EXAMPLE / "dataset", folder)
+    text = (folder / "payments.json").read_text(encoding="utf-8")
+    (folder / "payments.json").write_text(
+        text.replace('"description": "', '"description": "Re ', 1)
+    )
+    assert main(["import", str(folder), "--db", db_url]) == 0
+    with open_database(db_url) as conn:
+        later = overview(conn)
+        (newest,) = conn.execute("SELECT max(id) FROM imports").fetchone()
+
+    assert first is not None and first.newer_import is None
+    assert later is not None and later.newer_import is not None
+    assert later.newer_import[0] == int(newest)

@@ -464,3 +464,12 @@ def fitted_table(
         name: st.column_config.TextColumn(name, width=px) for name, px in kept.items()
     }
     return frame, config, hidden
+
+
+def newer_import_note(run_id: int, import_id: int, imported_at: int) -> str:
+    """What the Overview says when data were imported after its run read them."""
+    return (
+        f"Data were imported after run #{run_id} (import #{import_id}, {ist(imported_at)}):"
+        " Captured and Settled below read the data as they are now, everything else is the"
+        " run's. Reconcile on the Data page to bring the new data in."
+    )

@@ -45,6 +45,10 @@ class Overview:
     exposure_by_code: tuple[CodeExposure, ...]
     ageing: tuple[AgeBucket, ...]
     status_counts: dict[str, int]
+    # (import id, imported_at) of the newest import the run did not read, if any: the run's
+    # figures are then not the data's (a walkthrough read the new files' Captured beside
+    # the old run's exceptions and credits, nothing saying so).
+    newer_import: tuple[int, int] | None = None
 
 
 def exposure_by_code(conn: sqlite3.Connection) -> tuple[CodeExposure, ...]:
@@ -89,4 +93,20 @@ def overview(conn: sqlite3.Connection) -> Overview | None:
         exposure_by_code=codes,
         ageing=ageing(conn, run.as_of),
         status_counts={r["status"]: int(r["n"]) for r in db.exception_status_counts(conn)},
+        newer_import=newer_import(conn),
     )
+
+
+def newer_import(conn: sqlite3.Connection) -> tuple[int, int] | None:
+    """The newest import stored after the latest completed run read the data (its
+    `through_import_id`; a run without one, after it finished), else None."""
+    run = db.latest_completed_run(conn)
+    last = db.latest_import(conn)
+    if run is None or last is None:
+        return None
+    through = run["through_import_id"]
+    if through is not None:
+        newer = int(last["id"]) > int(through)
+    else:
+        newer = int(last["imported_at"]) > int(run["finished_at"] or run["started_at"])
+    return (int(last["id"]), int(last["imported_at"])) if newer else None
