@@ -50,7 +50,7 @@ if roll_tab.open:
             st.stop()
         events = ledger.events_for(month)
         if month not in closes and auth.can("admin"):
-            books.close_control(month, events)
+            books.close_control(month, events, ledger.months(), closes)
         result, daily = books.month_figures(month, basis, events, closes, ledger.daily())
         books.rollforward_section(result, daily)
         if st.button("Prepare the close report (CSV bundle and PDF)", key=keys.BOOKS_REPORT_BUILD):

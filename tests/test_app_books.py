@@ -217,3 +217,25 @@ def test_the_close_report_splits_input_tax_credit_by_the_state_typed_on_the_gst_
     assert "itc_igst" in lines and "itc_cgst" not in lines
     open_tab(at, "GST on fees")
     assert at.text_input(key=keys.BOOKS_GST_STATE).value == "Maharashtra"
+
+
+def test_closing_a_month_while_earlier_months_are_open_says_which(app_db: str) -> None:
+    at = open_books("admin@example.com")
+    months = sorted(at.selectbox(key=keys.BOOKS_MONTH).options)
+    latest = months[-1]
+    at.selectbox(key=keys.BOOKS_MONTH).select(latest).run()
+    at.button(key=keys.BOOKS_CLOSE).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+
+    said = [w.value for w in at.warning if "Earlier months are still open" in w.value]
+
+    assert said == [
+        f"Earlier months are still open: {', '.join(months[:-1])}. Months are closed oldest"
+        f" first; closing {latest} now keeps its figures, and what later changes in them"
+        " reaches the books as the next open month's prior-period adjustments."
+    ]
+    first = months[0]
+    at.button(key=keys.BOOKS_CLOSE_CANCEL).click().run()
+    at.selectbox(key=keys.BOOKS_MONTH).select(first).run()
+    at.button(key=keys.BOOKS_CLOSE).click().run()
+    assert not [w for w in at.warning if "Earlier months are still open" in w.value]

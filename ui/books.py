@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Generic, TypeVar
@@ -803,10 +803,16 @@ def rollforward_section(result: MonthRollForward, daily: pd.DataFrame) -> None:
         st.dataframe(drilldown_table(result.drilldown), key=keys.BOOKS_DRILLDOWN, hide_index=True)
 
 
-def close_control(month: str, events: pd.DataFrame) -> None:
+def close_control(
+    month: str,
+    events: pd.DataFrame,
+    months: Sequence[str] = (),
+    closes: Mapping[str, ClosedMonth] | None = None,
+) -> None:
     """An admin's close of an open month, in two steps: the first says what closing means
-    and names the month's open exceptions; the second closes it (once: the request id
-    makes a retry or a double click the same close)."""
+    and names the month's open exceptions and the earlier months still open (of `months`,
+    those not in `closes`); the second closes it (once: the request id makes a retry or a
+    double click the same close)."""
     if st.session_state.get(keys.BOOKS_CLOSE_ASK) != month:
         st.button(
             "Close this month…",
@@ -833,6 +839,15 @@ def close_control(month: str, events: pd.DataFrame) -> None:
             )
         else:
             st.caption(f"No exception on {month}'s entities is open.")
+        earlier = sorted(m for m in months if m < month and m not in (closes or {}))
+        if earlier:  # a walkthrough closed June with April and May open, no word said
+            st.warning(
+                f"Earlier months are still open: {', '.join(earlier)}. Months are closed"
+                f" oldest first; closing {month} now keeps its figures, and what later"
+                " changes in them reaches the books as the next open month's prior-period"
+                " adjustments.",
+                icon=":material/event_busy:",
+            )
         confirm, cancel = st.columns([1, 1])
         if confirm.button(f"Close {month}", key=keys.BOOKS_CLOSE_CONFIRM, type="primary"):
             with shell.guarded():
