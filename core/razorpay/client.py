@@ -5,6 +5,9 @@
 `count`/`skip` with 100 per page for payments, refunds and settlements; `year`/`month`/`day`
 with 1,000 per page for the settlement recon report (`GET /v1/settlements/recon/combined`,
 the SDK's `settlement.report`).
+
+Payments are asked for `expand[]=card`: without it Razorpay leaves the `card` object out,
+and the pricing check cannot tell a card's network and type (docs/razorpay.md, "Sync").
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ RECON_PAGE_SIZE = 1000  # and for the settlement recon report
 MAX_PAGES = 100_000  # a server that ignores `skip` must not loop us forever
 
 RESOURCES: tuple[str, ...] = ("payments", "refunds", "settlements", "settlement_recon")
+# The nested object each list is asked for (Razorpay's `expand[]` query parameter).
+EXPAND: dict[str, str] = {"payments": "card"}
 
 Item = dict[str, Any]
 
@@ -61,7 +66,10 @@ class RazorpayReader:
             "refunds": self._client.refund.all,
             "settlements": self._client.settlement.all,
         }[resource]
-        return self._pages(call, {"from": start, "to": end}, ENTITY_PAGE_SIZE)
+        params = {"from": start, "to": end}
+        if resource in EXPAND:  # the SDK sends it in the query string: expand%5B%5D=card
+            params["expand[]"] = EXPAND[resource]
+        return self._pages(call, params, ENTITY_PAGE_SIZE)
 
     def _pages(self, call: Callable[..., Any], params: dict[str, Any], size: int) -> list[Item]:
         items: list[Item] = []
