@@ -21,6 +21,7 @@ import pytest
 import requests
 
 from core.__main__ import main
+from core.books.pricing import payment_class
 from core.calendar import IST
 from core.db import connect, migrate
 from core.db.raw import read_dataset
@@ -31,6 +32,7 @@ from core.razorpay.client import RESOURCES
 from core.razorpay.export import export_dataset
 from core.razorpay.status import sync_status
 from core.razorpay.sync import SyncReport, sync
+from tests import conftest
 from tests.engine_support import UTR1, find, ts
 from tests.fake_razorpay import KEY_ID, KEY_SECRET, FakeRazorpay, make_payments
 from tests.razorpay_support import fake_settings, sorted_frame
@@ -52,12 +54,8 @@ def fake() -> Iterator[FakeRazorpay]:
         yield server
 
 
-@pytest.fixture
-def conn(tmp_path: Path) -> Iterator[sqlite3.Connection]:
-    connection = connect(tmp_path / "synced.sqlite")
-    migrate(connection)
-    yield connection
-    connection.close()
+# This module's `conn` tests run on SQLite and on PostgreSQL (tests/conftest.py).
+conn = conftest.db_conn
 
 
 def run_sync(
@@ -103,8 +101,6 @@ def test_synced_card_payments_keep_their_network_and_type(
 
     run_sync(conn, fake, DAY, DAY)
 
-    pages = fake.requests(path="/v1/payments")
-    assert pages and all(r.query.get("expand[]") == "card" for r in pages)
     stored = read_dataset(conn).payments.set_index("id")
     columns = ["card_network", "card_type", "card_international", "card_sub_type"]
     got = {
@@ -117,6 +113,15 @@ def test_synced_card_payments_keep_their_network_and_type(
         rupay: ("RuPay", "debit", "false", "consumer"),
         upi: (None, None, None, None),
     }
+    # so the pricing check classes them by their card, not as card payments of unknown kind
+    classes = payment_class(
+        stored["method"],
+        stored["international"],
+        stored[["card_network", "card_type", "card_sub_type"]],
+    )
+    assert classes.to_dict() == {visa: "credit", rupay: "rupay_debit", upi: "upi"}
+    pages = fake.requests(path="/v1/payments")
+    assert pages and all(r.query.get("expand[]") == "card" for r in pages)
 
 
 # -- instant settlements, disputes, transfers ------------------------------------------
