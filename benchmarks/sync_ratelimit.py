@@ -9,8 +9,9 @@ every wait of the pacer or the backoff is added instead of slept. Two stand-ins:
 1. issue 16's: 429 to one request in 7 and 502 to one in 23 (by request counter), serving a
    generated merchant's quarter of `--payments` payments; synced with the fixed budget of
    30 shared by 429s and 5xx (before issue 16) and with the default policy;
-2. a token bucket of `--limit` requests per second (bursts of 2x that), 500 one-request
-   days, no Retry-After; unpaced (429s retried after backoff only, pacer off) and paced.
+2. a token bucket of `--limit` requests per second (bursts of 2x that), 125 empty days (one
+   request per resource a day), no Retry-After; unpaced (429s retried after backoff only,
+   pacer off) and paced.
 
 Printed per run: requests, 429s, other retries, simulated seconds (latency + waits), of
 which pacing and backoff, the achieved rate, wall and CPU seconds of this process.
@@ -28,6 +29,7 @@ from pathlib import Path
 
 from core.benchmark import generate
 from core.db import connect, migrate
+from core.razorpay.client import RESOURCES
 from core.razorpay.config import RazorpaySettings, RetryPolicy
 from core.razorpay.errors import RazorpayUnavailableError
 from core.razorpay.sync import sync
@@ -129,7 +131,7 @@ def main() -> None:
         latency = min(args.latency, 0.5 / args.limit)  # so the limit, not latency, binds
         print(
             f"2. token bucket: {args.limit:g} requests/s, bursts of {2 * args.limit:g}, no "
-            f"Retry-After; 125 days x 4 resources, empty; {latency:g} s per request "
+            f"Retry-After; 125 days x {len(RESOURCES)} resources, empty; {latency:g} s per request "
             f"(natural {1 / latency:g} requests/s)"
         )
         for label, policy in (

@@ -2,8 +2,14 @@
 pagination, and injectable 429s, 5xx storms, slow answers and dropped connections.
 
 Endpoints (the ones `razorpay` 2.0.1 calls for the sync):
-- GET /v1/payments, /v1/refunds, /v1/settlements: `from`/`to` (inclusive, on created_at),
-  `count` (at most 100, like Razorpay), `skip`; newest first, then by id.
+- GET /v1/payments, /v1/refunds, /v1/settlements, /v1/settlements/ondemand, /v1/disputes,
+  /v1/transfers: `from`/`to` (inclusive, on created_at), `count` (at most 100, like
+  Razorpay), `skip`; newest first, then by id.
+- `expand[]`, as Razorpay: a payment carries its `card` object only with `expand[]=card`
+  (a dataset's flat card_* columns are served as that object); an instant settlement
+  carries its `ondemand_payouts` collection only with `expand[]=ondemand_payouts`
+  (razorpay.com/docs/api/payments/fetch-payment-expanded-card,
+  razorpay.com/docs/api/settlements/instant/fetch-all-payout).
 - GET /v1/settlements/recon/combined: `year`, `month`, optional `day`, `count` (at most
   1,000), `skip`. A recon row belongs to the IST day of its `settled_at`, or of its
   `created_at` when it was not settled (the real API lists only settled rows; the fake serves
@@ -71,6 +77,10 @@ class FakeState:
     refunds: list[dict[str, Any]] = field(default_factory=list)
     settlements: list[dict[str, Any]] = field(default_factory=list)
     recon: list[dict[str, Any]] = field(default_factory=list)
+    instant_settlements: list[dict[str, Any]] = field(default_factory=list)  # no payouts
+    instant_payouts: list[dict[str, Any]] = field(default_factory=list)  # by parent id
+    disputes: list[dict[str, Any]] = field(default_factory=list)
+    transfers: list[dict[str, Any]] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
     rate_limit_every: int = 0  # every Nth request answers 429 (0: never)
     rate_limit_retry_after: str | None = "0"  # the Retry-After of those 429s (None: no header)
@@ -138,7 +148,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         state = self.server.state
         parts = urlsplit(self.path)
-        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        parsed = parse_qs(parts.query)
+        query = {k: v[-1] for k, v in parsed.items()}
+        expand = frozenset(parsed.get("expand[]", []))
         with state.lock:
             state.served += 1
             number = state.served
@@ -192,7 +204,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(state.error_status, b"<html><body>Bad Gateway</body></html>")
             return
         try:
-            status, payload = self._route(parts.path, query)
+            status, payload = self._route(parts.path, query, expand)
         except ValueError as exc:
             status, payload = 400, {"error": {"code": "BAD_REQUEST_ERROR", "description": str(exc)}}
         self._record(parts.path, query, status)
@@ -225,12 +237,17 @@ class _Handler(BaseHTTPRequestHandler):
             return False
         return decoded == f"{self.server.key_id}:{self.server.key_secret}"
 
-    def _route(self, path: str, query: dict[str, str]) -> tuple[int, dict[str, Any]]:
+    def _route(
+        self, path: str, query: dict[str, str], expand: frozenset[str] = frozenset()
+    ) -> tuple[int, dict[str, Any]]:
         state = self.server.state
         lists = {
             "/v1/payments": state.payments,
             "/v1/refunds": state.refunds,
             "/v1/settlements": state.settlements,
+            "/v1/settlements/ondemand": state.instant_settlements,
+            "/v1/disputes": state.disputes,
+            "/v1/transfers": state.transfers,
         }
         if path in lists:
             count = int(query.get("count", "10"))
@@ -241,7 +258,13 @@ class _Handler(BaseHTTPRequestHandler):
             skip = int(query.get("skip", "0"))
             chosen = [i for i in lists[path] if low <= int(i["created_at"]) <= high]
             chosen.sort(key=lambda i: (-int(i["created_at"]), str(i["id"])))
-            return 200, _collection(chosen[skip : skip + count])
+            page = chosen[skip : skip + count]
+            if path == "/v1/payments":
+                page = [_payment(i, "card" in expand) for i in page]
+            elif path == "/v1/settlements/ondemand":
+                payouts = state.instant_payouts if "ondemand_payouts" in expand else None
+                page = [_instant(i, payouts) for i in page]
+            return 200, _collection(page)
         if path == "/v1/settlements/recon/combined":
             count = int(query.get("count", "1000"))
             if count > 1000:
@@ -260,6 +283,38 @@ class _Handler(BaseHTTPRequestHandler):
 
 def _collection(items: list[dict[str, Any]]) -> dict[str, Any]:
     return {"entity": "collection", "count": len(items), "items": items}
+
+
+_CARD_KEYS = {  # a flat card_* column of a dataset -> key of the API's `card` object
+    "card_network": "network",
+    "card_type": "type",
+    "card_international": "international",
+    "card_sub_type": "sub_type",
+}
+
+
+def _payment(item: dict[str, Any], with_card: bool) -> dict[str, Any]:
+    """A payment as the list answers it: the `card` object only when expanded."""
+    served = {k: v for k, v in item.items() if k != "card" and k not in _CARD_KEYS}
+    card = item.get("card")
+    if not isinstance(card, dict):
+        flat = {key: item[k] for k, key in _CARD_KEYS.items() if item.get(k) is not None}
+        card = flat or None
+    if with_card and card is not None:
+        if isinstance(card.get("international"), str):
+            card = {**card, "international": card["international"].lower() == "true"}
+        served["card"] = {"entity": "card", **card}
+    return served
+
+
+def _instant(item: dict[str, Any], payouts: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """An instant settlement: with its payouts as a collection when expanded (`payouts`)."""
+    if payouts is None:
+        return dict(item)
+    own = [dict(p) for p in payouts if p.get("instant_settlement_id") == item["id"]]
+    for payout in own:
+        payout.pop("instant_settlement_id", None)  # the API nests them; no parent field
+    return {**item, "ondemand_payouts": _collection(own)}
 
 
 class _Server(ThreadingHTTPServer):
@@ -329,10 +384,43 @@ class FakeRazorpay:
         self.state.refunds = read_items(folder, "refunds")
         self.state.settlements = read_items(folder, "settlements")
         self.state.recon = read_items(folder, "settlement_recon")
+        self.serve_instant_settlements(
+            read_items(folder, "instant_settlements"),
+            read_items(folder, "instant_settlement_payouts"),
+        )
+        self.state.disputes = read_items(folder, "disputes")
+        self.state.transfers = read_items(folder, "transfers")
+
+    def serve_instant_settlements(
+        self, settlements: list[dict[str, Any]], payouts: list[dict[str, Any]] | None = None
+    ) -> None:
+        """Serve these instant settlements; payouts nested in them (`ondemand_payouts`, a
+        collection or a list) join `payouts`, keyed by their parent's id."""
+        own: list[dict[str, Any]] = []
+        found = [dict(p) for p in payouts or []]
+        for item in settlements:
+            nested = item.get("ondemand_payouts")
+            if isinstance(nested, dict):
+                nested = nested.get("items")
+            for payout in nested if isinstance(nested, list) else []:
+                found.append({**payout, "instant_settlement_id": item["id"]})
+            own.append({k: v for k, v in item.items() if k != "ondemand_payouts"})
+        self.state.instant_settlements = own
+        self.state.instant_payouts = found
 
 
 _INT_FIELDS = {
     "amount",
+    "amount_requested",
+    "amount_settled",
+    "amount_pending",
+    "amount_reversed",
+    "amount_deducted",
+    "base_amount",
+    "respond_by",
+    "processed_at",
+    "reversed_at",
+    "on_hold_until",
     "fee",
     "tax",
     "fees",

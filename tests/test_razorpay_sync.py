@@ -26,6 +26,7 @@ from core.db import connect, migrate
 from core.db.raw import read_dataset
 from core.errors import InputError, RefusedError
 from core.ingest import load_dataset
+from core.razorpay.client import RESOURCES
 from core.razorpay.errors import RazorpayUnavailableError
 from core.razorpay.status import sync_status
 from core.razorpay.sync import sync
@@ -105,11 +106,13 @@ def test_a_sync_through_a_rate_limiting_fake_stores_exactly_the_original_data(
         ("refunds", 15, 15, 0),
         ("settlements", 33, 33, 0),
         ("settlement_recon", 375, 375, 0),
+        ("instant_settlements", 0, 0, 0),  # the spec example has none of these
+        ("disputes", 0, 0, 0),
+        ("transfers", 0, 0, 0),
     ]
     assert status.state == "completed"
     assert {w.resource: (w.done_through, w.complete) for w in status.watermarks} == {
-        r: (SPEC_TO.isoformat(), True)
-        for r in ("payments", "refunds", "settlements", "settlement_recon")
+        r: (SPEC_TO.isoformat(), True) for r in RESOURCES
     }
     assert status.recent_errors
     assert all(e.kind == "retried" and e.status_code == 429 for e in status.recent_errors)
@@ -300,8 +303,8 @@ def test_days_not_over_yet_are_fetched_but_do_not_advance_the_watermark(
     start, end = day_bounds(first)[0], day_bounds(last)[1]
     expected = sum(1 for p in fake.state.payments if start <= p["created_at"] <= end)
     assert 0 < expected == len(read_dataset(conn).payments)  # open days stored all the same
-    assert len(steps) == 8 * 4  # each resource of each day, once committed
-    assert steps[0][:2] == ("payments", first) and steps[-1][:2] == ("settlement_recon", last)
+    assert len(steps) == 8 * len(RESOURCES)  # each resource of each day, once committed
+    assert steps[0][:2] == ("payments", first) and steps[-1][:2] == (RESOURCES[-1], last)
     assert sum(n for resource, _, n in steps if resource == "payments") == expected
 
 

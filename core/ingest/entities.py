@@ -418,8 +418,9 @@ def _row_keys(columns: dict[str, pa.Array], n: int) -> pd.Series:
 def frames_from_items(kind: str, items: list[dict[str, Any]], source_name: str) -> pd.DataFrame:
     """API-shaped dicts (amounts in paise) to the Dataset frame for `kind`, validated like files.
 
-    kind: payments, refunds, settlements or settlement_recon. Raises InputError naming
-    `source_name`, the item number and the field of every bad value.
+    kind: a key of core.ingest.tables.TABLES (payments, refunds, settlements,
+    settlement_recon, instant_settlements, instant_payouts, disputes, transfers). Raises
+    InputError naming `source_name`, the item number and the field of every bad value.
     """
     return frame_and_absent_from_items(kind, items, source_name)[0]
 

@@ -39,7 +39,9 @@ def is_instant(item: Any) -> bool:
     )
 
 
-def _payouts(parent: dict[str, Any]) -> list[dict[str, Any]]:
+def payouts_of(parent: dict[str, Any]) -> list[dict[str, Any]]:
+    """The payouts nested in an instant settlement (`ondemand_payouts`, a collection or a
+    list), each with `instant_settlement_id` set to the parent's id unless it has one."""
     nested = parent.get("ondemand_payouts")
     if isinstance(nested, dict):
         nested = nested.get("items")
@@ -96,7 +98,7 @@ def read_with_instant(
     payouts: list[dict[str, Any]] = []
     payout_lines: list[int] = []
     for i in parents:
-        found = _payouts(items[i])
+        found = payouts_of(items[i])
         payouts.extend(found)
         payout_lines.extend([int(lines[i])] * len(found))
     if payouts:

@@ -72,7 +72,7 @@ def run_sync(args: argparse.Namespace) -> int:
     for r in report.resources:
         start = r.first_day.isoformat() if r.first_day else "nothing left"
         print(
-            f"  {r.resource:<17} from {start:<12} {r.days:>4} days {r.items:>8} items "
+            f"  {r.resource:<19} from {start:<12} {r.days:>4} days {r.items:>8} items "
             f"{r.inserted:>8} new {r.updated:>8} changed"
         )
     print(

@@ -1,10 +1,15 @@
-"""The four read calls the sync makes, through the official `razorpay` SDK.
+"""The seven read calls the sync makes, through the official `razorpay` SDK.
 
 `RazorpayReader` exposes list calls only; it holds the SDK client privately and hands it a
 `RetryingSession`, which refuses anything but GET. Pagination is done here: `from`/`to`/
-`count`/`skip` with 100 per page for payments, refunds and settlements; `year`/`month`/`day`
-with 1,000 per page for the settlement recon report (`GET /v1/settlements/recon/combined`,
-the SDK's `settlement.report`).
+`count`/`skip` with 100 per page for payments, refunds, settlements, instant settlements,
+disputes and transfers; `year`/`month`/`day` with 1,000 per page for the settlement recon
+report (`GET /v1/settlements/recon/combined`, the SDK's `settlement.report`).
+
+Two lists are asked to expand a nested object (docs/razorpay.md, "Sync"): payments with
+`expand[]=card` (without it Razorpay leaves the `card` object out, and the pricing check
+cannot tell a card's network and type), instant settlements with
+`expand[]=ondemand_payouts` (their payouts, each paid to the bank under its own UTR).
 """
 
 from __future__ import annotations
@@ -23,11 +28,21 @@ from core.razorpay.config import RazorpaySettings
 from core.razorpay.errors import RazorpayAPIError
 from core.razorpay.http import RetryingSession
 
-ENTITY_PAGE_SIZE = 100  # Razorpay's maximum `count` for payments, refunds, settlements
+ENTITY_PAGE_SIZE = 100  # Razorpay's maximum `count` for the entity lists
 RECON_PAGE_SIZE = 1000  # and for the settlement recon report
 MAX_PAGES = 100_000  # a server that ignores `skip` must not loop us forever
 
-RESOURCES: tuple[str, ...] = ("payments", "refunds", "settlements", "settlement_recon")
+RESOURCES: tuple[str, ...] = (
+    "payments",
+    "refunds",
+    "settlements",
+    "settlement_recon",
+    "instant_settlements",
+    "disputes",
+    "transfers",
+)
+# The nested object each list is asked for (Razorpay's `expand[]` query parameter).
+EXPAND: dict[str, str] = {"payments": "card", "instant_settlements": "ondemand_payouts"}
 
 Item = dict[str, Any]
 
@@ -60,8 +75,14 @@ class RazorpayReader:
             "payments": self._client.payment.all,
             "refunds": self._client.refund.all,
             "settlements": self._client.settlement.all,
+            "instant_settlements": self._client.settlement.fetch_all_ondemand_settlement,
+            "disputes": self._client.dispute.all,
+            "transfers": self._client.transfer.all,
         }[resource]
-        return self._pages(call, {"from": start, "to": end}, ENTITY_PAGE_SIZE)
+        params = {"from": start, "to": end}
+        if resource in EXPAND:  # the SDK sends it in the query string: expand%5B%5D=card
+            params["expand[]"] = EXPAND[resource]
+        return self._pages(call, params, ENTITY_PAGE_SIZE)
 
     def _pages(self, call: Callable[..., Any], params: dict[str, Any], size: int) -> list[Item]:
         items: list[Item] = []

@@ -1,4 +1,5 @@
-"""`python -m core sync`: pull payments, refunds, settlements and settlement recon from Razorpay.
+"""`python -m core sync`: pull payments, refunds, settlements, settlement recon, instant
+settlements (with their payouts), disputes and transfers from Razorpay.
 
 The unit of work is a *step*: one IST day. A step fetches every page of every resource for
 its day first, validates all items, then writes them, the watermarks and the run's counters
@@ -55,17 +56,24 @@ _TARGETS: dict[str, tuple[str, str]] = {
     "refunds": ("refunds", "refunds"),
     "settlements": ("settlements", "settlements"),
     "settlement_recon": ("recon_rows", "recon"),
+    "instant_settlements": ("instant_settlements", "instant_settlements"),
+    "disputes": ("disputes", "disputes"),
+    "transfers": ("transfers", "transfers"),
 }
+# The importer's kind, raw table and Dataset field of the payouts nested in an instant
+# settlement (`expand[]=ondemand_payouts`), stored as an instant_settlements.json file's are.
+_PAYOUTS = ("instant_payouts", "instant_payouts", "instant_payouts")
 
 
 @dataclass(frozen=True)
 class ResourceReport:
     """What one sync did for one resource.
 
-    resource: payments, refunds, settlements or settlement_recon. first_day: the first IST day
+    resource: one of RESOURCES (core.razorpay.client). first_day: the first IST day
     fetched (after the watermark when resumed); None when nothing was left to fetch.
     days: steps committed. items: items fetched in them. inserted: rows new to the database.
-    updated: stored rows whose values changed. resumed: continued an unfinished range.
+    updated: stored rows whose values changed (for instant_settlements both counts include
+    their payouts' rows). resumed: continued an unfinished range.
     """
 
     resource: str
@@ -275,6 +283,8 @@ def _claim(
 
 
 _EMPTY = Dataset()  # frames are never mutated; sharing the empty ones saves rebuilding them
+# The Dataset fields a sync may write (every table but the bank statement's).
+_STORED_FIELDS = (*(field for _, field in _TARGETS.values()), _PAYOUTS[2])
 
 
 def _store_day(
@@ -293,26 +303,36 @@ def _store_day(
     """
     from core.ingest import store_dataset
     from core.ingest.entities import frame_and_absent_from_items
+    from core.ingest.instant import payouts_of
 
-    frames: dict[str, pd.DataFrame] = {}
+    # (resource, raw table, Dataset field, frame) per table written
+    parts: list[tuple[str, str, str, pd.DataFrame]] = []
     absent: dict[str, tuple[str, ...]] = {}  # by Dataset field: fields no item carried
+
+    def add(resource: str, kind: str, target: tuple[str, str], items: list[Item]) -> None:
+        if not items:  # an empty day has nothing to validate or write
+            return
+        frame, lacking = frame_and_absent_from_items(
+            kind, items, f"razorpay:{kind}:{day.isoformat()}"
+        )
+        parts.append((resource, *target, frame))
+        if lacking:
+            absent[target[1]] = lacking
+
     for resource, items in fetched.items():
         if resource != "settlement_recon":
             items = fetched[resource] = _unique_by_id(items)
-        if items:  # an empty day has nothing to validate or write
-            frames[resource], lacking = frame_and_absent_from_items(
-                resource, items, f"razorpay:{resource}:{day.isoformat()}"
-            )
-            if lacking:
-                absent[_TARGETS[resource][1]] = lacking
+        add(resource, resource, _TARGETS[resource], items)
+        if resource == "instant_settlements":
+            payouts = _unique_by_id([p for item in items for p in payouts_of(item)])
+            add(resource, _PAYOUTS[0], _PAYOUTS[1:], payouts)
     counts: dict[str, tuple[int, int]] = {resource: (0, 0) for resource in fetched}
     # Not inside a run (core.db.run_lock): rows stored after a run read the stored state but
     # before it recorded itself would count as reconciled by it. Taken before the transaction.
     with run_lock(conn, "a Razorpay sync"), transaction(conn):
         changed_frames: dict[str, pd.DataFrame] = {}
         changed_rows: list[tuple[str, tuple[object, ...]]] = []
-        for resource, frame in frames.items():
-            table, field_name = _TARGETS[resource]
+        for resource, table, field_name, frame in parts:
             incoming = _as_stored(table, frame)
             before = db.stored_rows(conn, table, (key for key, _ in incoming))
             # Fields no item carried are kept as stored: they change nothing.
@@ -326,17 +346,21 @@ def _store_day(
                 continue
             changed = [row for row, flag in zip(incoming, differs, strict=True) if flag]
             inserted = sum(1 for key, _ in changed if key not in before)
-            counts[resource] = (inserted, len(changed) - inserted)
+            was_inserted, was_updated = counts[resource]
+            counts[resource] = (
+                was_inserted + inserted,
+                was_updated + len(changed) - inserted,
+            )
             changed_frames[field_name] = frame[differs].reset_index(drop=True)
             changed_rows.extend(changed)
         if changed_frames:
             store_dataset(
                 conn,
                 Dataset(
-                    payments=changed_frames.get("payments", _EMPTY.payments),
-                    refunds=changed_frames.get("refunds", _EMPTY.refunds),
-                    settlements=changed_frames.get("settlements", _EMPTY.settlements),
-                    recon=changed_frames.get("recon", _EMPTY.recon),
+                    **{
+                        name: changed_frames.get(name, getattr(_EMPTY, name))
+                        for name in _STORED_FIELDS
+                    },
                     # A field the API left out of every item keeps its stored value (a
                     # Dashboard report's settled_by): docs/ingest.md, "Switching layouts".
                     absent=MappingProxyType(absent),
