@@ -33,10 +33,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.audit import append, has_entry, write_anchor
+from core.audit.chain import RUN_RECONCILED
 from core.db import transaction
 
 IMPORTED = "data.imported"
-RECONCILED = "run.reconciled"
+RECONCILED = RUN_RECONCILED
 SYNCED = "razorpay.synced"
 WEBHOOK_APPLIED = "razorpay.webhook_applied"
 WEBHOOK_ACTOR = "razorpay-webhook"

@@ -394,20 +394,23 @@ def _verify(conn: sqlite3.Connection, anchor: str | None, anchors: AnchorCheck) 
     return VerifyResult(True, checked, last_seq, prev, None, "", anchors.lines, warnings=warnings)
 
 
+# The entry core.activity writes for a stored run (defined here: core.activity imports
+# the chain, never the other way round).
+RUN_RECONCILED = "run.reconciled"
+
+
 def _unrecorded_runs(conn: sqlite3.Connection) -> tuple[str, ...]:
     """A warning naming the completed runs the trail does not say who made (core.activity:
     the entry is written after the run is committed, so a process stopped between the two
     leaves a run that names no one)."""
-    from core.activity import RECONCILED
-
-    missing = audit_sql.runs_without_entry(conn, RECONCILED)
+    missing = audit_sql.runs_without_entry(conn, RUN_RECONCILED)
     if not missing:
         return ()
     shown = ", ".join(map(str, missing[:10])) + (
         f" and {len(missing) - 10} more" if len(missing) > 10 else ""
     )
     return (
-        f"{len(missing)} completed run(s) have no {RECONCILED} entry, so the trail does not say"
+        f"{len(missing)} completed run(s) have no {RUN_RECONCILED} entry, so the trail does not say"
         f" who made them: run {shown} (a process that stopped after storing the run and"
         " before recording it, or a tool that stores runs without recording them)",
     )
