@@ -312,12 +312,16 @@ def test_a_dispute_marks_its_payment(conn: sqlite3.Connection) -> None:
 
     assert result.verdict == "accepted"
     assert [(m[1], m[2], m[3]) for m in open_marks(conn)] == [
-        ("payment", payment["id"], "payment.dispute.created")
+        ("payment", payment["id"], "payment.dispute.created"),
+        ("dispute", dispute["id"], "payment.dispute.created"),
     ]
     lost = {**dispute, "status": "lost"}
     without_payment = event("payment.dispute.lost", 1_782_100_000, dispute=lost)
     assert deliver(conn, without_payment, "evt_G2").verdict == "accepted"
-    assert len(open_marks(conn)) == 2
+    assert [(m[1], m[3]) for m in open_marks(conn)][2:] == [
+        ("dispute", "payment.dispute.lost"),
+        ("payment", "payment.dispute.lost"),
+    ]
 
 
 def malformed_bodies() -> list[tuple[str, bytes, str | None]]:
@@ -487,3 +491,39 @@ def test_a_delivery_that_stores_rows_is_audited_once_with_what_it_stored(
     assert entry.payload["event"] == "payment.captured"
     assert entry.payload["upserted"] == [f"payment:{payment['id']}"]
     assert verify(conn).ok
+
+
+def test_a_dispute_event_stores_the_dispute_newest_status_winning(
+    conn: sqlite3.Connection,
+) -> None:
+    """Disputes have a raw table (won, lost and open decide different outcomes); a
+    dispute webhook stores its dispute as a sync or an import would, and an older event
+    arriving later does not undo a newer one (an independent sync tester noticed the
+    webhook kept only the mark)."""
+    payment = captured_payment()
+    dispute = {
+        "id": "disp_TestDispute02",
+        "entity": "dispute",
+        "payment_id": payment["id"],
+        "amount": 50_000,
+        "currency": "INR",
+        "amount_deducted": 50_000,
+        "status": "open",
+        "phase": "chargeback",
+        "reason_code": "fraudulent",
+        "respond_by": 1_782_600_000,
+        "created_at": 1_782_000_000,
+    }
+    lost = event("payment.dispute.lost", 1_782_200_000, dispute={**dispute, "status": "lost"})
+    opened = event("payment.dispute.created", 1_782_000_100, payment=payment, dispute=dispute)
+
+    first = deliver(conn, lost, "evt_D2")
+    late = deliver(conn, opened, "evt_D1")  # the older event arrives last
+
+    assert "dispute:disp_TestDispute02" in first.upserted
+    assert "dispute:disp_TestDispute02" in " ".join(late.skipped)
+    row = conn.execute(
+        "SELECT status, amount, amount_deducted, payment_id FROM disputes WHERE id = ?",
+        (dispute["id"],),
+    ).fetchone()
+    assert tuple(row) == ("lost", 50_000, 50_000, payment["id"])

@@ -24,8 +24,9 @@ is safe, the entities are marked for re-reconciliation, and the event enters the
 Safe means the event is not older than one already applied to that entity and does not move
 it backwards in its lifecycle: the importer's one table (core.ingest.lifecycle: a status
 back, captured -> authorized, processed -> pending or failed, ...; a payment's
-amount_refunded lowered), so events may arrive in any order. Disputes have no raw table:
-they mark their payment.
+amount_refunded lowered), so events may arrive in any order. A dispute event stores its
+dispute (the newest event wins; a dispute's phases may open a decided one again, so its
+status is not ranked) and marks it and its payment.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ _ENTITIES: dict[str, str] = {
     "payment": "payments",
     "refund": "refunds",
     "settlement": "settlements",
+    "dispute": "disputes",
 }
 
 
@@ -415,7 +417,7 @@ def _plan(
     elif name in SETTLEMENT_EVENTS:
         wanted = ["settlement"]
     elif name.startswith(DISPUTE_PREFIX):
-        wanted = ["payment"]
+        wanted = ["payment", "dispute"]
     else:
         return plan  # an event we do not use: kept in the inbox as 'ignored'
     carried = {entity: _carried(payload, entity) for entity in wanted}
@@ -431,7 +433,7 @@ def _plan(
         if isinstance(payment_id, str) and payment_id:
             _mark(plan, "payment", payment_id)
     if name.startswith(DISPUTE_PREFIX):
-        dispute = _carried(payload, "dispute") or {}
+        dispute = carried["dispute"] or {}
         payment_id = dispute.get("payment_id") or (carried["payment"] or {}).get("id")
         if not isinstance(payment_id, str) or not payment_id:
             raise _Malformed(f"{name} names no payment (payload.dispute.entity.payment_id)")
@@ -507,6 +509,7 @@ def _apply(
             payments=joined("payment", empty.payments),
             refunds=joined("refund", empty.refunds),
             settlements=joined("settlement", empty.settlements),
+            disputes=joined("dispute", empty.disputes),
             absent=MappingProxyType(plan.absent),
         )
         try:
