@@ -403,3 +403,25 @@ def test_a_cached_answer_that_passed_the_old_checks_is_not_the_packets_answer(
             assert "250000 rupees" not in text and "PAY_FAKEDUP" not in text, name
     finally:
         conn.close()
+
+
+def test_the_message_to_support_carries_the_rules_words_even_beside_a_verified_answer(
+    world_db: tuple[Path, int],
+) -> None:
+    path, exception_id = world_db
+    conn = connect(path)
+    try:
+        rules = explain(gather_evidence(conn, exception_id))
+        verified = {
+            **rules.to_dict(),
+            "summary": "The fee on pay_FEE001 was ₹29.50, not ₹23.60.",
+            "recommendation": ADVICE,
+        }
+        _cache(conn, exception_id, verified)
+        packet = build_packet(conn, exception_id, as_of=world.AS_OF)
+        assert packet.investigator.source == "gemini-test (cached)"
+        assert packet.investigator.summary == verified["summary"]
+        assert "What we see: " + rules.summary in packet.message
+        assert "The fee on pay_FEE001 was ₹29.50, not ₹23.60." not in packet.message
+    finally:
+        conn.close()
