@@ -104,6 +104,7 @@ def test_the_honest_answer_passes(redacted: Evidence) -> None:
         "Razorpay owes 250000 on this payment.",
         "Razorpay owes five lakh rupees.",
         "Razorpay owes 99999900 paise.",
+        "Razorpay owes INR5000.",
     ],
 )
 def test_an_amount_in_words_scales_or_without_a_symbol_that_is_not_in_the_evidence_fails(
@@ -113,7 +114,14 @@ def test_an_amount_in_words_scales_or_without_a_symbol_that_is_not_in_the_eviden
 
 
 @pytest.mark.parametrize(
-    "claim", ["Refund USD 12000 to the customer.", "Refund $5.90.", "Refund 5.90 EUR."]
+    "claim",
+    [
+        "Refund USD 12000 to the customer.",
+        "Refund USD12000.",
+        "Refund $5.90.",
+        "Refund 5.90 EUR.",
+        "Refund 590 dollars.",
+    ],
 )
 def test_an_amount_in_another_currency_fails_even_when_its_digits_are_an_evidence_amount(
     redacted: Evidence, claim: str

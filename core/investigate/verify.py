@@ -139,11 +139,11 @@ def ids_in_text(text: str) -> list[str]:
 # --- amounts ----------------------------------------------------------------------------
 
 _FOREIGN = (
-    r"US\$|\$|€|£|¥|\b(?:USD|EUR|GBP|JPY|AED|SGD|AUD|CAD|CHF|CNY|HKD)\b"
-    r"|\b(?:dollars?|euros?|pounds?|dirhams?)\b"
+    r"US\$|\$|€|£|¥|(?<![A-Za-z])(?:USD|EUR|GBP|JPY|AED|SGD|AUD|CAD|CHF|CNY|HKD)(?![A-Za-z])"
+    r"|(?<![A-Za-z])(?:dollars?|euros?|pounds?|dirhams?)(?![A-Za-z])"
 )
-_INR_BEFORE = r"₹|\bRs\.?|\bINR\b|\brupees?\b"
-_INR_AFTER = r"₹|rupees?|Rs\b\.?|INR\b|/-"
+_INR_BEFORE = r"₹|(?<![A-Za-z])(?:Rs\.?|INR|rupees?)(?![A-Za-z])"
+_INR_AFTER = r"₹|(?:rupees?|Rs\.?|INR)(?![A-Za-z])|/-"
 _PAISE_AFTER = r"paise\b|paisa\b"
 _SCALES = {
     "k": 1_000,
