@@ -262,6 +262,20 @@ def test_prose_with_the_right_direction_passes(redacted: Evidence, summary: str)
 
 # --- what a careful model writes still passes ------------------------------------------
 
+
+@pytest.mark.parametrize(
+    "recommendation",
+    [
+        "Raise a ticket with Razorpay support quoting pay_FEE001 and setl_GOOD01 (UTR "
+        "AXISCN0000000001): the fee ₹29.50 is ₹5.90 more than the plan's ₹23.60.",
+        "Check the pricing agreed for UPI before 2026-07-01 and close the loop with support.",
+        "Claim the INR 5.90 (590 paise) shortfall from Razorpay; a person must decide.",
+    ],
+)
+def test_a_careful_recommendation_passes(redacted: Evidence, recommendation: str) -> None:
+    assert problem(redacted, TRUE, recommendation) == ""
+
+
 LEGIT = Evidence(
     exception={
         "id": 7,

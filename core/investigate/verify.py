@@ -179,7 +179,7 @@ _NUMBER_WORD = (
 )
 IN_WORDS = re.compile(
     rf"(?<![\d.,])(?<![\d.,]\s)\b(?:(?:{_NUMBER_WORD})[\s-]+(?:and[\s-]+)?)+"
-    r"(?:rupees?|paise|lakhs?|lacs?|crores?|dollars?|euros?|pounds?|INR|USD)\b",
+    r"(?:rupees?|paise|lakhs?|lacs?|crores?|dollars?|euros?|pounds?)\b",
     re.IGNORECASE,
 )
 _ORPHAN_RUPEE = re.compile(r"₹(?!\s?[-+]?\s?\d)")
