@@ -12,12 +12,11 @@ from core import audit
 from core.db import connect
 from core.errors import InputError, NotFoundError
 from core.investigate import ClientConfig, gather_evidence, investigate, root_cause_accuracy
-from core.investigate.deterministic import explain
+from core.investigate.deterministic import Policy, explain
 from core.investigate.evidence import Evidence
 from core.investigate.result import UNCLASSIFIED
 from core.investigate.service import NO_KEY, redact_evidence
-from core.investigate.verify import check_citations
-from core.money import parse_rupees
+from core.investigate.verify import amounts_in_text, check_citations
 from core.root_causes import CAUSES_BY_CODE, ROOT_CAUSES
 from tests import investigate_world as world
 
@@ -73,10 +72,19 @@ def test_deterministic_summaries_cite_only_what_the_evidence_holds(
     check = check_citations(answer, redact_evidence(evidence)[0])
     assert not check.unknown_ids
     # An amount the rules work out (a fee before GST) is the difference of two evidence
-    # amounts; nothing else may be named.
+    # amounts; the only other amounts named are the policy's thresholds ("10 rupees").
     known = evidence.amounts()
+    policy = Policy.from_env()
+    thresholds = {policy.materiality_paise, policy.review_amount_paise}
     for written in check.unknown_amounts:
-        paise = int(written) if written.isdigit() else parse_rupees(written.lstrip("₹"))
+        if written.isdigit():
+            paise = int(written)
+        else:
+            [(_, read)] = amounts_in_text(written)
+            assert read is not None, written
+            paise = read
+        if paise in thresholds:
+            continue
         assert any(abs(paise - v) in known or paise + v in known for v in known), written
 
 

@@ -365,11 +365,18 @@ def test_a_verified_cached_model_answer_is_the_packets_answer_and_a_stale_one_is
                 now=world.AS_OF,
             )
 
-    cache({**rules.to_dict(), "summary": "The fee on pay_FEE001 was ₹29.50, not ₹23.60."})
+    # A model's answer: its own words (the rules' recommendation says "Write off", which a
+    # model may not: see core.investigate.verify.status_claims).
+    model = {
+        **rules.to_dict(),
+        "summary": "The fee on pay_FEE001 was ₹29.50, not ₹23.60.",
+        "recommendation": "Ask Razorpay support why pay_FEE001 was charged ₹29.50.",
+    }
+    cache(model)
     answer = build_packet(conn, exception_id, as_of=world.AS_OF).investigator
     assert answer.source == "gemini-test (cached)"
     assert answer.summary == "The fee on pay_FEE001 was ₹29.50, not ₹23.60."
-    cache({**rules.to_dict(), "summary": "Settled twice, see pay_INVENTED1 for ₹99,999.00."})
+    cache({**model, "summary": "Settled twice, see pay_INVENTED1 for ₹99,999.00."})
     answer = build_packet(conn, exception_id, as_of=world.AS_OF).investigator
     assert (answer.source, answer.summary) == ("deterministic", rules.summary)
 

@@ -1837,8 +1837,10 @@ _SPECIAL_PLANS: dict[str, PlanMaker] = {
 
 
 def _threshold(paise: int) -> str:
-    """A policy threshold in words ('10 rupees', '1 lakh rupees'): it is a setting, not an
-    amount from the evidence, so it is not written the way evidence amounts are cited."""
+    """A policy threshold ('10 rupees', '1 lakh rupees'): it is a setting, not an amount
+    from the evidence, so it is not written the way evidence amounts are cited. The
+    citation check still reads it as an amount (it reads every form a reader would); the
+    rules' answer is not a model's and is not held to that check."""
     if paise and paise % 10_000_000 == 0:
         return f"{paise // 10_000_000} lakh rupees"
     if paise % 100 == 0:

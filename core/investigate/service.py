@@ -35,7 +35,14 @@ from core.investigate.prompt import PROMPT_VERSION, SYSTEM_INSTRUCTION, user_mes
 from core.investigate.redact import Redactor, redact_contact_handles
 from core.investigate.result import DETERMINISTIC, Answer, Attempt, Investigation
 from core.investigate.tools import ID_FIELDS, EvidenceTools, ToolRefused, ToolResult, run_context
-from core.investigate.verify import check_citations, specificity_gap
+from core.investigate.verify import (
+    check_citations,
+    clean_model_text,
+    direction_contradiction,
+    specificity_gap,
+    status_claims,
+    text_problem,
+)
 from core.root_causes import causes_for_codes, sign_contradiction
 
 NO_KEY = "no API key configured (set GEMINI_API_KEY or LLM_API_KEY)"
@@ -77,10 +84,17 @@ def redact_evidence(
 
 
 def model_answer_problem(answer: Answer, redacted: Evidence, allowed: tuple[str, ...]) -> str:
-    """Why a model's answer may not be shown (empty: it may): a root cause outside the
-    codes' causes or against the sign of the difference, a citation the evidence does not
-    hold, or an answer vaguer than the rules' (entity or difference not named)."""
+    """Why a model's answer may not be shown (empty: it may): text that hides characters
+    from the reader, a root cause outside the codes' causes or against the sign of the
+    difference, prose that says the money moved the other way, a claim of a status or an
+    approval, a citation the evidence does not hold, or an answer vaguer than the rules'
+    (entity or difference not named). The same function judges a fresh answer, a cached
+    one and the packet's, so none of them is shown on weaker checks."""
     exception = redacted.exception
+    free_text = f"{answer.summary}\n{answer.recommendation}"
+    hidden = text_problem(free_text)
+    if hidden:
+        return f"unreadable text: {hidden}"
     if answer.root_cause not in allowed:
         return (
             f"root cause {answer.root_cause!r} is not allowed for "
@@ -92,6 +106,14 @@ def model_answer_problem(answer: Answer, redacted: Evidence, allowed: tuple[str,
     )
     if contradiction:
         return f"contradicts the amounts: {contradiction}"
+    said = direction_contradiction(free_text, difference if isinstance(difference, int) else None)
+    if said:
+        return f"contradicts the amounts: {said}"
+    claims = status_claims(free_text)
+    if claims:
+        return "claims a status or an approval only a person can give: " + ", ".join(
+            repr(c) for c in dict.fromkeys(claims)
+        )
     check = check_citations(answer, redacted)
     if not check.ok:
         return check.reason
@@ -425,8 +447,8 @@ class _Session:
         answer = Answer(
             root_cause=reply.answer.root_cause,
             confidence=float(reply.answer.confidence),
-            summary=reply.answer.summary.strip(),
-            recommendation=reply.answer.recommendation.strip(),
+            summary=clean_model_text(reply.answer.summary).strip(),
+            recommendation=clean_model_text(reply.answer.recommendation).strip(),
             requires_human_review=reply.answer.requires_human_review,
             citations=tuple(reply.answer.cited_record_ids),
             cited_amounts=tuple(reply.answer.cited_amounts_paise),

@@ -3,11 +3,14 @@
 `build_packet(conn, exception_id, *, as_of, anchor)` reads, at one moment: the exception's
 ids, UTR, expected and received amounts and dates; the evidence (as the Investigation page
 shows it, `core.views.exception.evidence`); the investigator's answer (a verified cached
-model answer for exactly this evidence, else the deterministic rules' answer: no network,
-nothing written); the history (`core.views.exception.exception_history`); the audit
+model answer for exactly this evidence, checked again now with the investigator's own
+`model_answer_problem`, else the deterministic rules' answer: no network, nothing
+written); the history (`core.views.exception.exception_history`); the audit
 chain's head and the latest anchor outside the database (its file, and whether its HMAC
 checks); and a ready-to-send message, addressed to Razorpay support or to the bank
-depending on the code.
+depending on the code. The message quotes the rules' summary, never a model's prose, even
+a verified one: it goes out in the merchant's name, and the checks verify ids, amounts,
+direction and status words, not every claim prose can make (an event, a date, a reason).
 
 Customer identifiers are masked everywhere in the packet: emails, phones, UPI VPAs and
 card numbers (`core.investigate.redact`), and bank account numbers (fields named like an
@@ -210,7 +213,9 @@ class EvidencePart:
 
 @dataclass(frozen=True)
 class InvestigatorAnswer:
-    """The answer in the packet: where it came from, and what it says (masked)."""
+    """The answer in the packet: where it came from, and what it says (masked).
+    rules_summary: the deterministic rules' summary (masked), which is what the message
+    to Razorpay support or the bank quotes, whichever answer is shown here."""
 
     source: str
     root_cause: str
@@ -220,6 +225,7 @@ class InvestigatorAnswer:
     requires_human_review: bool
     citations: tuple[str, ...]
     note: str
+    rules_summary: str = ""
 
 
 @dataclass(frozen=True)
@@ -412,7 +418,7 @@ def _investigator_answer(conn: sqlite3.Connection, exception_id: int) -> Investi
     from core.investigate.service import model_answer_problem, redact_evidence
 
     evidence = gather_evidence(conn, exception_id)
-    shown = explain(evidence)
+    shown = rules = explain(evidence)
     source, note = "deterministic", "the rules' answer (no verified model answer cached)"
     redacted = redact_evidence(evidence)[0]  # as the investigator keys its cache
     hit = cache_db.cache_get(conn, redacted.digest(PROMPT_VERSION))
@@ -435,6 +441,7 @@ def _investigator_answer(conn: sqlite3.Connection, exception_id: int) -> Investi
         requires_human_review=bool(shown.requires_human_review),
         citations=tuple(shown.citations),
         note=note,
+        rules_summary=mask_text(rules.summary),
     )
 
 
@@ -550,7 +557,9 @@ def _message(
     lines += [f"  {label}: {value}" for label, value in facts if value and value != "—"]
     lines += [
         "",
-        "What we see: " + (answer.summary or code),
+        # The rules' words, never a model's: this goes out under the merchant's name, and
+        # the checks cannot verify every claim prose makes (an event, a date, a reason).
+        "What we see: " + (answer.rules_summary or answer.summary or code),
         "",
         _ask(code, recipient, utr),
         "",
