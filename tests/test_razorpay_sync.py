@@ -454,3 +454,18 @@ def test_a_sync_names_who_asked_for_it_completed_or_failed(
     assert (actor, payload["status"]) == (getpass.getuser(), "failed")
     assert "HTTP 503" in str(payload["error"])
     assert verify(conn).ok
+
+
+def test_the_recon_report_is_asked_for_with_two_digit_month_and_day(
+    synced_db: Path, fake: FakeRazorpay
+) -> None:
+    """Razorpay documents `month` as MM and `day` as DD (its example asks month=06); an
+    independent tester's stand-in saw month=6."""
+    conn = connect(synced_db)
+    try:
+        run_sync(conn, fake)  # the template was synced by another server: sync here again
+    finally:
+        conn.close()
+    asked = [r.query for r in fake.requests(path="/v1/settlements/recon/combined")]
+    assert asked
+    assert all(len(q["month"]) == 2 and len(q["day"]) == 2 and len(q["year"]) == 4 for q in asked)

@@ -68,7 +68,12 @@ class RazorpayReader:
     def fetch_day(self, resource: str, day: dt.date) -> list[Item]:
         """Every item of `resource` for IST date `day`."""
         if resource == "settlement_recon":
-            params: dict[str, Any] = {"year": day.year, "month": day.month, "day": day.day}
+            # As Razorpay writes them: year YYYY, month MM, day DD (its example: month=06).
+            params: dict[str, Any] = {
+                "year": f"{day.year:04d}",
+                "month": f"{day.month:02d}",
+                "day": f"{day.day:02d}",
+            }
             return self._pages(self._client.settlement.report, params, RECON_PAGE_SIZE)
         start, end = ist_day_bounds(day)
         call: Callable[..., Any] = {
