@@ -55,7 +55,7 @@ def parse_rupees(text: str) -> int:
     return int(value)
 
 
-_SHORT_UNITS = {
+SHORT_UNITS = {  # the words a rupee amount is scaled by, as people type and write them
     "k": 1_000,
     "thousand": 1_000,
     "l": 100_000,
@@ -77,7 +77,7 @@ def parse_rupees_short(text: str) -> int:
     found = _SHORT_SHAPE.match(cleaned)
     if found is None:
         return parse_rupees(text)
-    unit = _SHORT_UNITS.get(found["unit"].lower())
+    unit = SHORT_UNITS.get(found["unit"].lower())
     if unit is None:
         raise MoneyFormatError(f"not a rupee amount: {text!r}")
     try:

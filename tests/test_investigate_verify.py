@@ -322,57 +322,56 @@ def test_dates_times_percentages_and_references_are_not_amounts() -> None:
     assert amount_mentions(text) == []
 
 
-def test_a_legit_answer_shown_by_the_service_is_the_cleaned_text(
-    world_db: tuple[Path, int],
-) -> None:
+def _investigated(world_db: tuple[Path, int], answer: dict[str, object]) -> Any:
+    """The service's investigation of the world's exception, the stand-in model answering
+    `answer` (the cache not used)."""
     path, exception_id = world_db
     conn = connect(path)
     try:
         with fake_gemini() as fake:
-            fake.script[LITE] = fake_answer(
-                {
-                    "root_cause": "FEE_CHARGED_DIFFERENTLY",
-                    "confidence": 0.9,
-                    "summary": "pay_FEE001 was settled ₹5.90\u200b short (fee ₹２９.50).",
-                    "recommendation": ADVICE,
-                    "requires_human_review": True,
-                    "cited_record_ids": ["pay_FEE001"],
-                    "cited_amounts_paise": [590, 2950],
-                }
-            )
-            result = investigate(conn, exception_id, client_config=_config(fake.url))
-        assert result.source == LITE, result.fallback_reason
-        assert result.summary == "pay_FEE001 was settled ₹5.90 short (fee ₹29.50)."
+            fake.script[LITE] = fake_answer(answer)
+            return investigate(conn, exception_id, client_config=_config(fake.url), use_cache=False)
     finally:
         conn.close()
+
+
+def test_a_legit_answer_shown_by_the_service_is_the_cleaned_text(
+    world_db: tuple[Path, int],
+) -> None:
+    result = _investigated(
+        world_db,
+        {
+            "root_cause": "FEE_CHARGED_DIFFERENTLY",
+            "confidence": 0.9,
+            "summary": "pay_FEE001 was settled ₹5.90\u200b short (fee ₹２９.50).",
+            "recommendation": ADVICE,
+            "requires_human_review": True,
+            "cited_record_ids": ["pay_FEE001"],
+            "cited_amounts_paise": [590, 2950],
+        },
+    )
+    assert result.source == LITE, result.fallback_reason
+    assert result.summary == "pay_FEE001 was settled ₹5.90 short (fee ₹29.50)."
 
 
 def test_a_lying_answer_from_the_model_falls_back_to_the_rules(
     world_db: tuple[Path, int],
 ) -> None:
-    path, exception_id = world_db
-    conn = connect(path)
-    try:
-        with fake_gemini() as fake:
-            fake.script[LITE] = fake_answer(
-                {
-                    "root_cause": "FEE_CHARGED_DIFFERENTLY",
-                    "confidence": 0.9,
-                    "summary": f"{TRUE} Razorpay also still owes 250000 rupees.",
-                    "recommendation": ADVICE,
-                    "requires_human_review": False,
-                    "cited_record_ids": ["pay_FEE001"],
-                    "cited_amounts_paise": [590],
-                }
-            )
-            result = investigate(
-                conn, exception_id, client_config=_config(fake.url), use_cache=False
-            )
-        assert result.source == "deterministic"
-        assert result.fallback_reason is not None and "250000 rupees" in result.fallback_reason
-        assert result.requires_human_review
-    finally:
-        conn.close()
+    result = _investigated(
+        world_db,
+        {
+            "root_cause": "FEE_CHARGED_DIFFERENTLY",
+            "confidence": 0.9,
+            "summary": f"{TRUE} Razorpay also still owes 250000 rupees.",
+            "recommendation": ADVICE,
+            "requires_human_review": False,
+            "cited_record_ids": ["pay_FEE001"],
+            "cited_amounts_paise": [590],
+        },
+    )
+    assert result.source == "deterministic"
+    assert result.fallback_reason is not None and "250000 rupees" in result.fallback_reason
+    assert result.requires_human_review
 
 
 def _config(url: str) -> ClientConfig:

@@ -54,7 +54,7 @@ from typing import Any
 
 from core.investigate.evidence import BANK_LINE_ID, Evidence
 from core.investigate.result import Answer
-from core.money import format_inr
+from core.money import SHORT_UNITS, format_inr
 
 MAX_PAIRED_AMOUNTS = 400
 
@@ -146,16 +146,7 @@ _INR_BEFORE = r"₹|(?<![A-Za-z])(?:Rs\.?|INR|rupees?)(?![A-Za-z])"
 _INR_AFTER = r"₹|(?:rupees?|Rs\.?|INR)(?![A-Za-z])|/-"
 _PAISE_AFTER = r"paise\b|paisa\b"
 _SCALES = {
-    "k": 1_000,
-    "thousand": 1_000,
-    "l": 100_000,
-    "lac": 100_000,
-    "lacs": 100_000,
-    "lakh": 100_000,
-    "lakhs": 100_000,
-    "cr": 10_000_000,
-    "crore": 10_000_000,
-    "crores": 10_000_000,
+    **SHORT_UNITS,
     "mn": 1_000_000,
     "million": 1_000_000,
     "millions": 1_000_000,
