@@ -27,6 +27,16 @@ GOLDEN = Path(__file__).parent / "golden" / "books_build"
 GOLDEN_MONTHS = ("2026-02", *MONTHS, "2026-07")
 
 
+# Fields added after the golden files were written (the item counts an invoice's GST
+# rounding is bounded by, 2026-12-04; tests/test_books_gst.py checks them).
+_NEWER_BASES_FIELDS = ("payment_items", "settlement_items")
+
+
+def _bases(bases: Any) -> dict[str, Any]:
+    """A month's GST bases as the golden files hold them."""
+    return {k: v for k, v in dataclasses.asdict(bases).items() if k not in _NEWER_BASES_FIELDS}
+
+
 def _cell(value: Any) -> Any:
     if value is None or value is pd.NA or (isinstance(value, float) and value != value):
         return None
@@ -66,12 +76,12 @@ def products() -> dict[str, str]:
         vouchers = month_vouchers(dataset, month)
         files[f"journal-{month}.csv"] = journal_csv(vouchers)
         files[f"tally-{month}.xml"] = tally_xml(vouchers, company="Acme & Sons <India>")
-        bases[month] = dataclasses.asdict(gst_bases(dataset, month))
+        bases[month] = _bases(gst_bases(dataset, month))
     files["gst_bases.json"] = json.dumps(bases, indent=1, sort_keys=True) + "\n"
     files["fee_check.json"] = _fees(dataset)
     # A captured payment with no id (the GST bases and the fee check only: see books_dataset).
     odd = books_dataset(captured_without_id=True)
-    bases = {month: dataclasses.asdict(gst_bases(odd, month)) for month in GOLDEN_MONTHS}
+    bases = {month: _bases(gst_bases(odd, month)) for month in GOLDEN_MONTHS}
     files["gst_bases-captured_without_id.json"] = json.dumps(bases, indent=1, sort_keys=True) + "\n"
     files["fee_check-captured_without_id.json"] = _fees(odd)
     return files
