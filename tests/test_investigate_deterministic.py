@@ -295,3 +295,37 @@ def test_a_second_reason_code_never_cites_the_primary_codes_amounts_as_its_own(
     assert "Second reason code FEE_OVERCHARGED" in text, text
     assert "the contracted plan allows" not in text
     assert format_rupees(expected, symbol=True) not in text.split("Second reason code")[1]
+
+
+def test_the_explanation_says_what_closing_the_books_means_for_the_exception(
+    benchmark_1500: object, tmp_path: object
+) -> None:
+    """The guide: the investigator must explain what closing the books adds. An exception
+    of a closed month is told that its change reaches the next open month as a prior-period
+    adjustment; one of an open month, that settling it before the close keeps it inside."""
+    from pathlib import Path
+
+    from tests.books_late_support import close, migrated, reconciled
+
+    db = Path(str(tmp_path)) / "books.sqlite"
+    with migrated(db) as conn:
+        reconciled(conn, Path(str(benchmark_1500)))
+        close(conn, "2026-05")
+
+        ist_month = "strftime('%Y-%m', datetime(entity_created_at + 19800, 'unixepoch'))"
+
+        def one(month: str) -> int:
+            return int(
+                conn.execute(
+                    f"SELECT id FROM exceptions WHERE entity_type = 'payment' AND {ist_month} = ?"
+                    " ORDER BY id LIMIT 1",
+                    (month,),
+                ).fetchone()[0]
+            )
+
+        may = explain(gather_evidence(conn, one("2026-05"))).summary
+        june = explain(gather_evidence(conn, one("2026-06"))).summary
+
+    assert "Its month, 2026-05, was closed in the books on " in may
+    assert "reaches the next open month as a prior-period adjustment" in may
+    assert "Its month, 2026-06, is still open in the books" in june

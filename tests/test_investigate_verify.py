@@ -446,3 +446,13 @@ def test_the_message_to_support_carries_the_rules_words_even_beside_a_verified_a
         assert "The fee on pay_FEE001 was ₹29.50, not ₹23.60." not in packet.message
     finally:
         conn.close()
+
+
+def test_a_books_month_is_a_date_not_an_amount() -> None:
+    # The rules name an exception's month in the books ("Its month, 2026-05, was closed").
+    assert amount_mentions("Its month, 2026-05, was closed on 2026-06-02.") == []
+    assert [m.written for m in amount_mentions("2026-13 and 2026-05.50")] == [
+        "2026",
+        "2026",
+        "05.50",
+    ]

@@ -182,6 +182,11 @@ def recon_rows_for_dispute(conn: sqlite3.Connection, dispute_id: str) -> list[Re
     )
 
 
+def month_close(conn: sqlite3.Connection, month: str) -> Record | None:
+    """When `month` ('YYYY-MM', IST) was closed (Books), or None while it is open."""
+    return _one(conn.execute("SELECT month, closed_at FROM month_closes WHERE month = ?", (month,)))
+
+
 def get_settlement(conn: sqlite3.Connection, settlement_id: str) -> Record | None:
     return _one(
         conn.execute(

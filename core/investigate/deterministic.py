@@ -1245,7 +1245,33 @@ def _read_across(ev: Evidence, exc: Record, cause: str, c: _Cite) -> _Context:
     _other_codes(ev, exc, c, ctx)
     _settlement_context(ev, exc, c, ctx)
     _timeline(ev, exc, c, ctx)
+    _books_close(ev, exc, ctx)
     return ctx
+
+
+def _books_close(ev: Evidence, exc: Record, ctx: _Context) -> None:
+    """What closing the books means for this exception (docs/books.md section 4): in a
+    closed month, a change it brings is not written back into that month; in an open one,
+    settling it before the close keeps the month's figures whole."""
+    record = _calendar(ev, str(exc.get("entity_id", "")))
+    month = None if record is None else record.get("books_month")
+    if not month:
+        return
+    closed_on = record.get("books_month_closed_on") if record is not None else None
+    if closed_on:
+        ctx.notes.append(
+            f"Its month, {month}, was closed in the books on {closed_on}: the close keeps"
+            f" {month}'s roll-forward and journal as they were, so whatever settling this"
+            " changes (a correction, a late credit, a write-off) is not written back into"
+            f" {month}; it reaches the next open month as a prior-period adjustment, and that"
+            " month's journal as an adjustment voucher."
+        )
+    else:
+        ctx.notes.append(
+            f"Its month, {month}, is still open in the books: settling this before {month}"
+            " is closed keeps the change inside that month's figures; after the close it"
+            " would post as a prior-period adjustment of the next open month."
+        )
 
 
 _PRIMARY_AMOUNTS = ("expected_amount", "actual_amount", "difference", "exposure_amount")

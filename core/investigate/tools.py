@@ -596,6 +596,16 @@ class EvidenceTools:
                 bank_overdue=bool(as_of_date and as_of_date > bank_due and not lines),
                 bank_credit_dates=[str(line["txn_date"]) for line in lines],
             )
+        # Its month in the books (IST, by the date it was created) and whether it is closed:
+        # what the close means for this exception (core.investigate.deterministic).
+        month = str(record["created_date"])[:7]
+        closed = db.month_close(self.__conn, month)
+        record.update(
+            books_month=month,
+            books_month_closed_on=(
+                None if closed is None else ist_date(int(closed["closed_at"])).isoformat()
+            ),
+        )
         return ToolResult("calendar_status", args, (record,))
 
     def _related_exceptions(self, exception_id: int) -> ToolResult:

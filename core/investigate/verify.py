@@ -177,6 +177,7 @@ _ORPHAN_RUPEE = re.compile(r"₹(?!\s?[-+]?\s?\d)")
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
 NOT_AMOUNTS = re.compile(
     r"\b\d{4}-\d{1,2}-\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?)?"  # ISO dates (and times)
+    r"|\b20\d{2}-(?:0[1-9]|1[0-2])\b(?![-.,]?\d)"  # a month, as the books name it: 2026-05
     r"|\b\d{1,2}[/.-]\d{1,2}[/.-]\d{2,4}\b"  # d/m/y
     rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH},?\s+\d{{4}}\b"  # 2 June 2026
     rf"|\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}\b"  # June 2, 2026
