@@ -205,6 +205,15 @@ def nul_cells(column: pa.Array) -> BadCells:
 
 # --- money -------------------------------------------------------------------------------
 
+# The largest amount, fee or tax accepted, in paise: 10^12 paise is ₹1,000 crore, far above
+# any single payment, refund, fee or daily settlement. With every cell at most 10^12, a
+# 64-bit sum of up to 9.2 million cells (2^63 / 10^12) cannot wrap; an int64-edge amount
+# (9223372036854775807) used to wrap a settlement's sum negative. A bank balance may be
+# larger (a big company's account) and is never summed: its ceiling is 10^15 paise (₹10 lakh
+# crore). See docs/ingest.md, "Amount ceiling".
+MAX_PAISE = 10**12
+MAX_BALANCE_PAISE = 10**15
+
 _PAISE_SHAPE = r"^\d{1,18}$"
 _RUPEE_SHAPE = r"^(?P<neg>-?)(?:₹|(?i:inr|rs\.?))?(?P<whole>\d{0,15})(?:\.(?P<frac>\d{1,2}))?$"
 _NEGATIVE = r"^\s*-"
@@ -246,7 +255,7 @@ def parse_paise(column: pa.Array, casts: IntCasts | None = None) -> Parsed:
     present = valid_mask(column)
     fast = (casts or try_int64)(column)
     if fast is not None and not to_bool_numpy(pc.less(fast, 0)).any():
-        return Parsed(_numpy_int(fast), present, BadCells.none())
+        return cap_amounts(Parsed(_numpy_int(fast), present, BadCells.none()), column)
     good = to_bool_numpy(pc.match_substring_regex(column, _PAISE_SHAPE)) & present
     bad_rows = present & ~good
     negative = bad_rows & to_bool_numpy(pc.match_substring_regex(column, _NEGATIVE))
@@ -269,10 +278,10 @@ def parse_paise(column: pa.Array, casts: IntCasts | None = None) -> Parsed:
             _bad(other, column, "malformed amount {value!r}"),
         ]
     )
-    return Parsed(values, present & good, bad)
+    return cap_amounts(Parsed(values, present & good, bad), column)
 
 
-def parse_rupees(column: pa.Array) -> Parsed:
+def parse_rupees(column: pa.Array, ceiling: int = MAX_PAISE) -> Parsed:
     """Rupees with up to two decimals, grouping commas and ₹/INR/Rs.: '1,35,000.50' -> 13500050."""
     present = valid_mask(column)
     compact = pc.replace_substring_regex(column, r"[,\s]", "")
@@ -304,7 +313,25 @@ def parse_rupees(column: pa.Array) -> Parsed:
             _bad(malformed, column, "malformed amount {value!r}"),
         ]
     )
-    return Parsed(np.where(good, values, 0), good, bad)
+    return cap_amounts(Parsed(np.where(good, values, 0), good, bad), column, ceiling)
+
+
+def cap_amounts(parsed: Parsed, column: pa.Array, ceiling: int = MAX_PAISE) -> Parsed:
+    """Refuse every cell above the ceiling (an int64-edge amount would wrap a sum)."""
+    over = parsed.present & (parsed.values > ceiling)
+    if not over.any():
+        return parsed
+    shown = f"₹{ceiling // 10**9:,} crore"
+    too_large = _bad(
+        over,
+        column,
+        f"amount {{value!r}} is above the ceiling of {ceiling:,} paise ({shown})",
+    )
+    return Parsed(
+        np.where(over, 0, parsed.values),
+        parsed.present & ~over,
+        merge_bad([parsed.bad, too_large]),
+    )
 
 
 def parse_money(column: pa.Array, unit: str, casts: IntCasts | None = None) -> Parsed:
