@@ -11,7 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from core.ingest import convert
+from core.ingest import convert, sheets
 
 from .conftest import SPEC_EXAMPLE
 from .test_ingest_hostile_input import Refused, _replace_once, refused  # noqa: F401
@@ -94,3 +94,12 @@ def test_a_bank_balance_may_exceed_the_amount_ceiling_up_to_its_own() -> None:
         pa.array(["92,23,37,20,36,85,477.58"]), ceiling=convert.MAX_BALANCE_PAISE
     )
     assert huge.present.tolist() == [False]
+
+
+def test_an_xlsx_number_cell_above_the_ceiling_is_refused() -> None:
+    """A spreadsheet gives numbers as floats; `number_text` writes them exactly, and the
+    text goes through the same parser (and ceiling) as a CSV cell."""
+    cells = [sheets.number_text(v) for v in (9.223372036854776e18, 1e12, 47126450.0)]
+    parsed = convert.parse_paise(pa.array(cells))
+    assert parsed.present.tolist() == [False, True, True]
+    assert parsed.values.tolist() == [0, 10**12, 47126450]
