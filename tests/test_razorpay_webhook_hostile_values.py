@@ -41,3 +41,36 @@ def test_a_webhook_fee_above_the_ceiling_is_refused(conn: sqlite3.Connection) ->
     assert (result.status, result.verdict) == (400, "malformed")
     assert state(conn) == before
 
+
+@pytest.mark.parametrize(
+    "bad_id",
+    ["pay_\u202e1000009KAFEDUP", "pay_ABCD\nEFGH1234", "../../etc/passwd"],
+    ids=["rlo", "newline", "path"],
+)
+def test_a_webhook_payment_id_with_a_bidi_newline_or_path_is_refused(
+    conn: sqlite3.Connection, bad_id: str
+) -> None:
+    payment = captured_payment()
+    payment["id"] = bad_id
+    before = state(conn)
+
+    result = deliver(conn, event("payment.captured", 1_782_000_000, payment=payment), "evt_H3")
+
+    assert (result.status, result.verdict) == (400, "malformed")
+    assert "path-separator character" in result.message, result.message
+    assert state(conn) == before
+
+
+def test_a_webhook_amount_sent_as_a_digit_string_is_read_as_the_importer_reads_it(
+    conn: sqlite3.Connection,
+) -> None:
+    """Kept: the importer reads `"amount": "47126450"` in a file as 47126450 paise, and a
+    webhook goes through the same code; the ceiling applies to it all the same."""
+    payment = captured_payment()
+    payment["amount"] = str(payment["amount"])
+
+    result = deliver(conn, event("payment.captured", 1_782_000_000, payment=payment), "evt_H4")
+
+    assert (result.status, result.verdict) == (200, "accepted")
+    row = conn.execute("SELECT amount FROM payments WHERE id = ?", (payment["id"],)).fetchone()
+    assert row[0] == int(payment["amount"])

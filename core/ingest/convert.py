@@ -203,6 +203,33 @@ def nul_cells(column: pa.Array) -> BadCells:
     return _bad(found, column, "NUL character in the cell {value!r}")
 
 
+# An id (a Razorpay id, a UTR, a settlement or recon entity id) is one token: no control
+# (Cc) or format (Cf: bidi overrides and isolates, zero-width) characters, which display
+# an id other than the one stored (`pay_\u202e1000009KAFEDUP` shows as `pay_PUDEFAK9000001`),
+# no whitespace or line separators inside (a newline breaks line-oriented exports) and no
+# path separators (`../../etc/passwd`). Otherwise any shape: the benchmark's and the
+# dashboard's ids are not all `prefix_` + 14 alphanumerics. Free text keeps its text.
+_ID_REFUSED = r"[\p{Cc}\p{Cf}\p{Z}\s/\\]"
+
+
+def is_id_column(name: str) -> bool:
+    """An id column of a Razorpay table: `id`, `*_id`, `utr`, `*_utr`."""
+    return name in ("id", "utr") or name.endswith(("_id", "_utr"))
+
+
+def bad_id_cells(column: pa.Array) -> BadCells:
+    """Id cells holding a control, format (bidi, zero-width), space or path-separator
+    character (after the importer's trim)."""
+    if not pa.types.is_string(column.type) and not pa.types.is_large_string(column.type):
+        return BadCells.none()
+    found = to_bool_numpy(pc.fill_null(pc.match_substring_regex(column, _ID_REFUSED), False))
+    return _bad(
+        found,
+        column,
+        "id {value!r} holds a control, invisible, bidi, space or path-separator character",
+    )
+
+
 # --- money -------------------------------------------------------------------------------
 
 # The largest amount, fee or tax accepted, in paise: 10^12 paise is ₹1,000 crore, far above
