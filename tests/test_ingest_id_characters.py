@@ -66,6 +66,8 @@ def test_a_refund_id_with_a_newline_inside_is_refused(folder: Path, refused: Ref
         "a/b",
         "a\\b",
         "a\x7fb",
+        "a\x01b",
+        "a\x9fb",
     ],
 )
 def test_the_id_rule_refuses_control_format_space_and_separator_characters(bad: str) -> None:
@@ -105,3 +107,7 @@ def test_a_description_keeps_spaces_and_other_text(folder: Path) -> None:
 )
 def test_every_fixture_dataset_still_loads(dataset: Path) -> None:
     load_dataset(dataset)
+
+
+def test_a_nul_in_an_id_is_reported_once_as_a_nul_character() -> None:
+    assert len(convert.bad_id_cells(pa.array(["pay_A\x00B"]))) == 0

@@ -209,7 +209,8 @@ def nul_cells(column: pa.Array) -> BadCells:
 # no whitespace or line separators inside (a newline breaks line-oriented exports) and no
 # path separators (`../../etc/passwd`). Otherwise any shape: the benchmark's and the
 # dashboard's ids are not all `prefix_` + 14 alphanumerics. Free text keeps its text.
-_ID_REFUSED = r"[\p{Cc}\p{Cf}\p{Z}\s/\\]"
+# Cc is U+0001-001F and U+007F-009F here: NUL has its own message (`nul_cells`).
+_ID_REFUSED = r"[\x{01}-\x{1f}\x{7f}-\x{9f}\p{Cf}\p{Z}\s/\\]"
 
 
 def is_id_column(name: str) -> bool:
