@@ -13,7 +13,9 @@ from core.ingest import convert
 from core.money import format_rupees
 
 IST = dt.timezone(dt.timedelta(hours=5, minutes=30))
-PAISE = st.integers(min_value=0, max_value=10**17 - 1)  # 15 rupee digits
+# Up to the amount ceiling (core.ingest.convert.MAX_PAISE, ₹1,000 crore); above it is refused
+# (tests/test_ingest_amount_ceiling.py).
+PAISE = st.integers(min_value=0, max_value=convert.MAX_PAISE)
 
 
 def _strings(values: list[str | None]) -> pa.Array:

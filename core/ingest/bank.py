@@ -606,7 +606,7 @@ def parse_bank_records(
             ]
         negative = [b.startswith("-") or m == "dr" for b, m in zip(raw_balance, marks, strict=True)]
         unsigned = [b[1:] if b.startswith("-") else b for b in raw_balance]
-        parsed = convert.parse_rupees(_strings(unsigned))
+        parsed = convert.parse_rupees(_strings(unsigned), ceiling=convert.MAX_BALANCE_PAISE)
         report_bad("balance", parsed.bad)
         signed = np.where(negative, -parsed.values, parsed.values)
         balance = pd.arrays.IntegerArray(signed.astype(np.int64), ~parsed.present)

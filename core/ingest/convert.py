@@ -203,7 +203,44 @@ def nul_cells(column: pa.Array) -> BadCells:
     return _bad(found, column, "NUL character in the cell {value!r}")
 
 
+# An id (a Razorpay id, a UTR, a settlement or recon entity id) is one token: no control
+# (Cc) or format (Cf: bidi overrides and isolates, zero-width) characters, which display
+# an id other than the one stored (`pay_\u202e1000009KAFEDUP` shows as `pay_PUDEFAK9000001`),
+# no whitespace or line separators inside (a newline breaks line-oriented exports) and no
+# path separators (`../../etc/passwd`). Otherwise any shape: the benchmark's and the
+# dashboard's ids are not all `prefix_` + 14 alphanumerics. Free text keeps its text.
+# Cc is U+0001-001F and U+007F-009F here: NUL has its own message (`nul_cells`).
+_ID_REFUSED = r"[\x{01}-\x{1f}\x{7f}-\x{9f}\p{Cf}\p{Z}\s/\\]"
+
+
+def is_id_column(name: str) -> bool:
+    """An id column of a Razorpay table: `id`, `*_id`, `utr`, `*_utr`."""
+    return name in ("id", "utr") or name.endswith(("_id", "_utr"))
+
+
+def bad_id_cells(column: pa.Array) -> BadCells:
+    """Id cells holding a control, format (bidi, zero-width), space or path-separator
+    character (after the importer's trim)."""
+    if not pa.types.is_string(column.type) and not pa.types.is_large_string(column.type):
+        return BadCells.none()
+    found = to_bool_numpy(pc.fill_null(pc.match_substring_regex(column, _ID_REFUSED), False))
+    return _bad(
+        found,
+        column,
+        "id {value!r} holds a control, invisible, bidi, space or path-separator character",
+    )
+
+
 # --- money -------------------------------------------------------------------------------
+
+# The largest amount, fee or tax accepted, in paise: 10^12 paise is ₹1,000 crore, far above
+# any single payment, refund, fee or daily settlement. With every cell at most 10^12, a
+# 64-bit sum of up to 9.2 million cells (2^63 / 10^12) cannot wrap; an int64-edge amount
+# (9223372036854775807) used to wrap a settlement's sum negative. A bank balance may be
+# larger (a big company's account) and is never summed: its ceiling is 10^15 paise (₹10 lakh
+# crore). See docs/ingest.md, "Amount ceiling".
+MAX_PAISE = 10**12
+MAX_BALANCE_PAISE = 10**15
 
 _PAISE_SHAPE = r"^\d{1,18}$"
 _RUPEE_SHAPE = r"^(?P<neg>-?)(?:₹|(?i:inr|rs\.?))?(?P<whole>\d{0,15})(?:\.(?P<frac>\d{1,2}))?$"
@@ -246,7 +283,7 @@ def parse_paise(column: pa.Array, casts: IntCasts | None = None) -> Parsed:
     present = valid_mask(column)
     fast = (casts or try_int64)(column)
     if fast is not None and not to_bool_numpy(pc.less(fast, 0)).any():
-        return Parsed(_numpy_int(fast), present, BadCells.none())
+        return cap_amounts(Parsed(_numpy_int(fast), present, BadCells.none()), column)
     good = to_bool_numpy(pc.match_substring_regex(column, _PAISE_SHAPE)) & present
     bad_rows = present & ~good
     negative = bad_rows & to_bool_numpy(pc.match_substring_regex(column, _NEGATIVE))
@@ -269,10 +306,10 @@ def parse_paise(column: pa.Array, casts: IntCasts | None = None) -> Parsed:
             _bad(other, column, "malformed amount {value!r}"),
         ]
     )
-    return Parsed(values, present & good, bad)
+    return cap_amounts(Parsed(values, present & good, bad), column)
 
 
-def parse_rupees(column: pa.Array) -> Parsed:
+def parse_rupees(column: pa.Array, ceiling: int = MAX_PAISE) -> Parsed:
     """Rupees with up to two decimals, grouping commas and ₹/INR/Rs.: '1,35,000.50' -> 13500050."""
     present = valid_mask(column)
     compact = pc.replace_substring_regex(column, r"[,\s]", "")
@@ -304,7 +341,25 @@ def parse_rupees(column: pa.Array) -> Parsed:
             _bad(malformed, column, "malformed amount {value!r}"),
         ]
     )
-    return Parsed(np.where(good, values, 0), good, bad)
+    return cap_amounts(Parsed(np.where(good, values, 0), good, bad), column, ceiling)
+
+
+def cap_amounts(parsed: Parsed, column: pa.Array, ceiling: int = MAX_PAISE) -> Parsed:
+    """Refuse every cell above the ceiling (an int64-edge amount would wrap a sum)."""
+    over = parsed.present & (parsed.values > ceiling)
+    if not over.any():
+        return parsed
+    shown = f"₹{ceiling // 10**9:,} crore"
+    too_large = _bad(
+        over,
+        column,
+        f"amount {{value!r}} is above the ceiling of {ceiling:,} paise ({shown})",
+    )
+    return Parsed(
+        np.where(over, 0, parsed.values),
+        parsed.present & ~over,
+        merge_bad([parsed.bad, too_large]),
+    )
 
 
 def parse_money(column: pa.Array, unit: str, casts: IntCasts | None = None) -> Parsed:

@@ -218,6 +218,8 @@ def build_frame(
         # A numeric column that casts cleanly has nothing to trim (and the cast is kept).
         numeric = kinds.get(name) in ("money", "time") and casts(values) is not None
         columns[name] = values if numeric else convert.clean_strings(values)
+        if convert.is_id_column(name) and kinds.get(name) == "text":
+            log.cells(name, convert.bad_id_cells(columns[name]))
         if consume:
             raw.columns[name] = columns[name]
     warnings: list[str] = []
