@@ -33,7 +33,9 @@ pytestmark = [
 MODEL = "gemini-3.5-flash-lite"
 PAYMENT = "pay_1kvJmI2vh42unq"
 ASKED = "pay_2y9rCXCU81tqCV"  # the model is asked about this one (a plain id it can cite)
-PLANTED_ID = PAYMENT + "![i](http://leak.invalid/id.png)[l](http://leak.invalid/link)"
+# An id holds no slash or space since 2026-12-04 (core.ingest.convert refuses them): the
+# Markdown it may still hold points at a relative URL, which the page must not render either.
+PLANTED_ID = PAYMENT + "![i](leak.invalid)[l](leak.invalid)**b**<img:src=leak.invalid>"
 NARRATION_TAIL = " ![n](http://leak.invalid/narration.png)"
 # People are verified emails (core.access): no spaces or colons, so protocol-relative URLs.
 ASSIGNEE = "ravi![a](//leak.invalid/assignee.png)**bold**<img/src=//leak.invalid/h>@example.in"

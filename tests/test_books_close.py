@@ -146,7 +146,9 @@ def test_no_close_report_csv_cell_is_a_formula_a_spreadsheet_would_run(
 
     folder = tmp_path / "dataset"
     shutil.copytree(SPEC_EXAMPLE / "dataset", folder)
-    hostile = "=2+2*cmd|'/c calc'!A0"
+    # An id holds no space or path separator since 2026-12-04 (core.ingest.convert): the
+    # formula still runs a command without them.
+    hostile = "=2+2*cmd|'calc.exe'!A0"
     for path in folder.iterdir():
         text = path.read_text(encoding="utf-8-sig")
         path.write_text(text.replace("setl_zmoEBJJpl9oLDD", hostile), encoding="utf-8")
