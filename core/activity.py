@@ -63,19 +63,32 @@ def _record(
     """Append the entry unless one records `action` on that entity already; its seq."""
     outermost = not conn.in_transaction
     with transaction(conn):
-        if has_entry(conn, action, entity_type, entity_id):
-            return None
-        seq = append(
-            conn,
-            actor=actor or default_actor(),
-            action=action,
-            entity_type=entity_type,
-            entity_id=entity_id,
-            payload=payload,
-        )
-        if outermost:
+        seq = _append_once(conn, actor, action, entity_type, entity_id, payload)
+        if outermost and seq is not None:
             write_anchor(conn)
     return seq
+
+
+def _append_once(
+    conn: sqlite3.Connection,
+    actor: str,
+    action: str,
+    entity_type: str,
+    entity_id: str,
+    payload: Mapping[str, Any],
+) -> int | None:
+    """Append the entry in the caller's transaction unless one records `action` on that
+    entity already; its seq."""
+    if has_entry(conn, action, entity_type, entity_id):
+        return None
+    return append(
+        conn,
+        actor=actor or default_actor(),
+        action=action,
+        entity_type=entity_type,
+        entity_id=entity_id,
+        payload=payload,
+    )
 
 
 def import_facts(report: Any) -> dict[str, Any] | None:
@@ -200,16 +213,7 @@ def record_sync(
         },
         **({"error": error} if error else {}),
     }
-    if has_entry(conn, SYNCED, "razorpay_sync", str(int(run_id))):
-        return None
-    return append(
-        conn,
-        actor=actor or default_actor(),
-        action=SYNCED,
-        entity_type="razorpay_sync",
-        entity_id=str(int(run_id)),
-        payload=payload,
-    )
+    return _append_once(conn, actor, SYNCED, "razorpay_sync", str(int(run_id)), payload)
 
 
 def record_webhook(
@@ -224,19 +228,11 @@ def record_webhook(
 ) -> int | None:
     """The `razorpay.webhook_applied` entry of a delivery that stored rows. Appended in the
     caller's transaction, the one that stores them; the caller anchors the head."""
-    if has_entry(conn, WEBHOOK_APPLIED, "razorpay_event", event_id):
-        return None
-    return append(
-        conn,
-        actor=WEBHOOK_ACTOR,
-        action=WEBHOOK_APPLIED,
-        entity_type="razorpay_event",
-        entity_id=event_id,
-        payload={
-            "event": event,
-            "body_sha256": body_sha256,
-            "upserted": list(upserted),
-            "skipped": list(skipped),
-            "marked": int(marked),
-        },
-    )
+    payload = {
+        "event": event,
+        "body_sha256": body_sha256,
+        "upserted": list(upserted),
+        "skipped": list(skipped),
+        "marked": int(marked),
+    }
+    return _append_once(conn, WEBHOOK_ACTOR, WEBHOOK_APPLIED, "razorpay_event", event_id, payload)
