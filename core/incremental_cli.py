@@ -42,6 +42,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from core.db import open_database
+    from core.db.backend import shown
     from core.db.run_lock import run_lock, say_waiting
     from core.engine.results import summary_lines
     from core.pipeline import SNAPSHOTS_BESIDE, reconcile_day_into_db
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
             snapshots=None if args.no_snapshots else (args.snapshots or SNAPSHOTS_BESIDE),
         )
     as_of_text = dt.datetime.fromtimestamp(as_of, tz=IST).isoformat()
-    print(f"merged {args.day_dir} into {args.db}; reconciled as of {as_of_text}")
+    print(f"merged {args.day_dir} into {shown(args.db)}; reconciled as of {as_of_text}")
     # What `import` says of the same files: layouts, skipped lines, lines stored already.
     if result.imported is not None:
         unchanged = "the raw tables are unchanged, the run below reconciled them again"

@@ -213,6 +213,25 @@ def test_reconcile_then_audit_verify_end_to_end_match_sqlite(pg_url: str, tmp_pa
         assert books[0].stdout == books[1].stdout and books[0].stdout
 
 
+def test_reconcile_and_import_day_name_the_database_without_its_password(
+    pg_url: str, tmp_path: Path
+) -> None:
+    # An independent tester saw `postgresql:/recon_web:webpw@...` printed: the password in
+    # clear, and the URL folded by argparse's type=Path.
+    password = pg_url.split("@")[0].rsplit(":", 1)[1]
+    dataset = str(ROOT / "tests" / "fixtures" / "spec_example" / "dataset")
+    as_of = ("--as-of", "2026-06-30T23:59:59+05:30")
+    runs = [
+        _cli("reconcile", dataset, "--out", str(tmp_path / "r.csv"), *as_of, "--db", pg_url),
+        _cli("import-day", dataset, "--db", pg_url, *as_of),
+    ]
+    for done in runs:
+        assert done.returncode == 0, done.stderr
+        assert password not in done.stdout + done.stderr
+    assert "run 1 stored in postgresql://" in runs[0].stdout
+    assert f"into {pg_url.replace(':' + password + '@', ':***@')};" in runs[1].stdout
+
+
 def test_the_investigator_reads_through_a_read_only_session_and_keeps_its_state(
     pg_url: str, tmp_path: Path
 ) -> None:

@@ -371,6 +371,13 @@ def redacted(url: str) -> str:
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
 
 
+def shown(database: str | os.PathLike[str]) -> str:
+    """A database as messages name it: a PostgreSQL URL whole again (a `--db` given to
+    argparse's type=Path lost a slash) and without its password; a file as given."""
+    text = os.fspath(database)
+    return redacted(plain_url(text)) if is_postgres_url(text) else text
+
+
 def owner_url(url: str | None = None) -> str | None:
     """DATABASE_OWNER_URL when it names the same kind of database as `url`: the role that
     runs migrations on PostgreSQL. None otherwise (then `url`'s own role migrates)."""

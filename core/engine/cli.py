@@ -151,7 +151,7 @@ def _run_streamed_into_db(args: argparse.Namespace, params: EngineParams, as_of:
         source=str(args.dataset_dir),
         as_of=as_of,
         out=str(args.out),
-        stored=f"run {stored.run_id} stored in {args.db} ({stored.windows} windows)",
+        stored=f"run {stored.run_id} stored in {_shown(args.db)} ({stored.windows} windows)",
         outcomes=outcomes,
         timings={**stored.timings, "write_csv_s": round(write_csv, 3)},
     )
@@ -226,8 +226,15 @@ def run(args: argparse.Namespace) -> int:
         source=str(args.dataset_dir),
         as_of=as_of,
         out=str(out),
-        stored=None if run_id is None else f"run {run_id} stored in {args.db}",
+        stored=None if run_id is None else f"run {run_id} stored in {_shown(args.db)}",
         outcomes=folder_run.outcomes,
         timings=timings,
     )
     return 0
+
+
+def _shown(database: Path) -> str:
+    """`--db` as the run report names it (core.db.backend.shown: no password)."""
+    from core.db.backend import shown
+
+    return shown(database)
