@@ -18,6 +18,7 @@ from core.dataset import Dataset
 from core.engine import EngineParams, reconcile
 from core.engine import codes as C
 from core.engine.incremental import merge_rows, reconcile_incremental
+from core.engine.partition import reconcile_partitioned
 from core.investigate.deterministic import RULES
 from core.root_causes import CAUSES_BY_CODE
 from tests.engine_support import AS_OF, build, change, outcome, ts, world
@@ -158,3 +159,26 @@ def test_an_incremental_run_moves_a_missing_refund_reversal_with_the_as_of() -> 
         merged, replaced = merge_rows(dataset, empty)
         step = reconcile_incremental(merged, empty, replaced, previous, EngineParams(), moved)
         pd.testing.assert_frame_equal(step.outcomes, reconcile(merged, EngineParams(), moved))
+
+
+@pytest.mark.parametrize("credited", [0, 20_000, 50_000], ids=["none", "part", "all"])
+def test_settlement_windows_give_a_failed_refund_the_same_outcome_as_one_run(credited: int) -> None:
+    """The debit (S1, 3 Jun) and the credit back (S2, 10 Jun) fall in different settlement
+    windows; the partitioned run still reports the refund once, as the single run does."""
+    tables = failed_world()
+    tables["settlements"].append(
+        {
+            "id": "setl_S2",
+            "amount": credited,
+            "utr": "ICICN00000000004",
+            "created_at": ts("2026-06-10T12:00"),
+        }
+    )
+    if credited:
+        credit_back(tables, credited)
+    dataset = build(tables)
+    for as_of in (THE_DAY_AFTER, AS_OF):
+        pd.testing.assert_frame_equal(
+            reconcile_partitioned(dataset, EngineParams(), as_of, days_per_window=1),
+            reconcile(dataset, EngineParams(), as_of),
+        )
