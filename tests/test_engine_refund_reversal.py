@@ -15,12 +15,16 @@ import pandas as pd
 import pytest
 
 from core.dataset import Dataset
+from core.db import connect
 from core.engine import EngineParams, reconcile
 from core.engine import codes as C
 from core.engine.incremental import merge_rows, reconcile_incremental
 from core.engine.partition import reconcile_partitioned
+from core.investigate import ClientConfig, investigate
 from core.investigate.deterministic import RULES
+from core.review.packet import RAZORPAY, _ask
 from core.root_causes import CAUSES_BY_CODE
+from tests import investigate_world
 from tests.engine_support import AS_OF, build, change, outcome, ts, world
 
 R1 = {"entity_id": "rfnd_R1"}
@@ -182,3 +186,30 @@ def test_settlement_windows_give_a_failed_refund_the_same_outcome_as_one_run(cre
             reconcile_partitioned(dataset, EngineParams(), as_of, days_per_window=1),
             reconcile(dataset, EngineParams(), as_of),
         )
+
+
+def test_the_investigator_dates_a_missing_refund_reversal_from_the_debit_not_the_refund(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """rfnd_FAIL01 (investigate_world) was created on 22 Jun (a refund's own due date: 24
+    Jun) and debited in a settlement on 24 Jun: its money is due back by 26 Jun, the
+    engine's clock (debit date + the domestic cycle)."""
+    for name in ("GEMINI_API_KEY", "LLM_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    conn = connect(db_url)
+    try:
+        ids = investigate_world.build(conn)
+        result = investigate(
+            conn, ids["REFUND_REVERSAL_NOT_CREDITED"], client_config=ClientConfig()
+        )
+    finally:
+        conn.close()
+    assert result.root_cause == "REFUND_REVERSAL_NOT_CREDITED"
+    assert "It was due on 2026-06-26" in result.recommendation
+    assert "rfnd_FAIL01" in result.summary
+
+
+def test_the_escalation_packet_asks_razorpay_to_credit_the_failed_refund_back() -> None:
+    ask = _ask(C.REFUND_REVERSAL_MISSING, RAZORPAY, "HDFCN52026071012")
+    assert "credit" in ask and "failed refund" in ask
+    assert "fee and GST deducted" not in ask  # not the generic ask about a settled amount

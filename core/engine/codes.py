@@ -45,6 +45,9 @@ TRANSFER_AMOUNT_MISMATCH = "TRANSFER_AMOUNT_MISMATCH"
 TRANSFER_REVERSAL_MISMATCH = "TRANSFER_REVERSAL_MISMATCH"
 # A refund a settlement debited that then failed (or was reversed), its money not back.
 REFUND_REVERSAL_MISSING = "REFUND_REVERSAL_MISSING"
+# Refund statuses whose money, once a settlement took it, Razorpay owes back (docs/engine.md,
+# *Failed refunds a settlement debited*).
+OWED_BACK_STATUSES: tuple[str, ...] = ("failed", "reversed")
 
 # Contracted pricing (docs/books.md): only when a run is given the merchant's pricing plan.
 FEE_OVERCHARGED = "FEE_OVERCHARGED"

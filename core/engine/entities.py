@@ -73,9 +73,7 @@ REF_DUP, REF_WRONG, REF_AMOUNT, REF_MISSING, REF_REVERSAL = (
         C.REFUND_REVERSAL_MISSING,
     )
 )
-# Refund statuses whose money, once a settlement took it, Razorpay owes back (docs/engine.md,
-# *Failed refunds a settlement debited*).
-OWED_BACK_STATUSES: tuple[str, ...] = ("failed", "reversed")
+
 ROW_UNKNOWN, ROW_DISPUTE = (
     C.RECON_ROW_CODES.index(C.PAYMENT_ID_MISMATCH),
     C.RECON_ROW_CODES.index(C.DISPUTE_DEBIT),
@@ -482,7 +480,7 @@ def _owed_back(ctx: Context, rows: IntArray, pos: IntArray, r_debit: IntArray) -
     ids = ctx.text(ref, "id")
     status = pc.utf8_lower(pc.utf8_trim_whitespace(ctx.text(ref, "status")))
     final = np.asarray(
-        pc.is_in(status, value_set=pa.array(OWED_BACK_STATUSES, type=pa.large_string()))
+        pc.is_in(status, value_set=pa.array(C.OWED_BACK_STATUSES, type=pa.large_string()))
         .fill_null(False)
         .to_numpy(zero_copy_only=False),
         dtype=bool,
