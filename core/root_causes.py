@@ -28,6 +28,8 @@ ROOT_CAUSES: dict[str, str] = {
     "DISPUTE_REVERSAL_NOT_CREDITED": "A dispute decided for the merchant whose debit was not "
     "(fully) reversed.",
     "DISPUTE_AWAITING_RESPONSE": "An open dispute: money at stake until the merchant responds.",
+    "REFUND_REVERSAL_NOT_CREDITED": "A refund a settlement debited failed (or was reversed) "
+    "and its money has not been credited back.",
     "SETTLEMENT_ARITHMETIC_BREAK": "The settlement's amount is not the sum of its recon rows.",
     "BANK_CREDITED_TWICE": "Two or more bank credits carry the settlement's UTR.",
     "BANK_SHORT_CREDIT": "The bank credited less than the settlement amount.",
@@ -62,6 +64,7 @@ CAUSES_BY_CODE: dict[str, tuple[str, ...]] = {
     "DISPUTE_LOST": ("DISPUTE_LOST_FUNDS",),
     "DISPUTE_REVERSAL_MISSING": ("DISPUTE_REVERSAL_NOT_CREDITED",),
     "DISPUTE_OPEN": ("DISPUTE_AWAITING_RESPONSE",),
+    "REFUND_REVERSAL_MISSING": ("REFUND_REVERSAL_NOT_CREDITED",),
     "SETTLEMENT_SUM_MISMATCH": ("SETTLEMENT_ARITHMETIC_BREAK",),
     "DUPLICATE_BANK_CREDIT": ("BANK_CREDITED_TWICE",),
     "BANK_UTR_AMOUNT_MISMATCH": ("BANK_SHORT_CREDIT", "BANK_EXCESS_CREDIT"),

@@ -543,6 +543,44 @@ def build(conn: sqlite3.Connection) -> dict[str, int]:
         expected=20000,
         exposure="awaiting_settlement",
     )
+    # A refund the settlement debited that then failed; nothing credited back.
+    _insert(
+        conn,
+        "refunds",
+        {
+            "id": "rfnd_FAIL01",
+            "payment_id": "pay_HIGH01",
+            "amount": 30000,
+            "status": "failed",
+            "created_at": ts("2026-06-22"),
+        },
+    )
+    failed_row = {
+        "row_key": "refund:rfnd_FAIL01:setl_GOOD01:0",
+        "entity_id": "rfnd_FAIL01",
+        "type": "refund",
+        "debit": 30000,
+        "credit": 0,
+        "amount": 30000,
+        "fee": 0,
+        "tax": 0,
+        "settled": 1,
+        "settlement_id": "setl_GOOD01",
+        "payment_id": "pay_HIGH01",
+        "settled_at": ts("2026-06-24", 9),
+    }
+    _insert(conn, "recon_rows", failed_row)
+    good_rows.append(failed_row)
+    ids["REFUND_REVERSAL_NOT_CREDITED"] = exception(
+        conn,
+        "refund",
+        "rfnd_FAIL01",
+        "REFUND_REVERSAL_MISSING",
+        expected=30000,
+        actual=0,
+        settlement_id="setl_GOOD01",
+        exposure="awaiting_settlement",
+    )
 
     # A recon row for a payment nobody knows, and a chargeback.
     ghost = {

@@ -43,6 +43,11 @@ DISPUTE_REVERSAL_MISSING = "DISPUTE_REVERSAL_MISSING"
 INSTANT_PAYOUT_REVERSED = "INSTANT_PAYOUT_REVERSED"
 TRANSFER_AMOUNT_MISMATCH = "TRANSFER_AMOUNT_MISMATCH"
 TRANSFER_REVERSAL_MISMATCH = "TRANSFER_REVERSAL_MISMATCH"
+# A refund a settlement debited that then failed (or was reversed), its money not back.
+REFUND_REVERSAL_MISSING = "REFUND_REVERSAL_MISSING"
+# Refund statuses whose money, once a settlement took it, Razorpay owes back (docs/engine.md,
+# *Failed refunds a settlement debited*).
+OWED_BACK_STATUSES: tuple[str, ...] = ("failed", "reversed")
 
 # Contracted pricing (docs/books.md): only when a run is given the merchant's pricing plan.
 FEE_OVERCHARGED = "FEE_OVERCHARGED"
@@ -66,6 +71,8 @@ REFUND_CODES: tuple[str, ...] = (
     WRONG_MAPPING,
     REFUND_AMOUNT_MISMATCH,
     MISSING_RECONCILIATION_RECORD,
+    # Beyond the spec (docs/engine.md): only ever alone, on a failed or reversed refund only.
+    REFUND_REVERSAL_MISSING,
 )
 RECON_ROW_CODES: tuple[str, ...] = (PAYMENT_ID_MISMATCH, DISPUTE_DEBIT)
 SETTLEMENT_CODES: tuple[str, ...] = (
@@ -129,6 +136,7 @@ EXPOSURE_CLASS: dict[str, str] = {
     DISPUTE_OPEN: DISPUTED,
     DISPUTE_LOST: REALISED_LOSS,
     DISPUTE_REVERSAL_MISSING: AWAITING,
+    REFUND_REVERSAL_MISSING: AWAITING,
     INSTANT_PAYOUT_REVERSED: AWAITING,
     TRANSFER_AMOUNT_MISMATCH: AMOUNT_AT_RISK,
     TRANSFER_REVERSAL_MISMATCH: AMOUNT_AT_RISK,

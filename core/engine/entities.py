@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Executor
+from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -61,15 +63,17 @@ PAY_DUP, PAY_WRONG, PAY_AMOUNT, PAY_FEE, PAY_NO_SETTLEMENT, PAY_LATE, PAY_MISSIN
         C.STATUS_MISMATCH,
     )
 )
-REF_DUP, REF_WRONG, REF_AMOUNT, REF_MISSING = (
+REF_DUP, REF_WRONG, REF_AMOUNT, REF_MISSING, REF_REVERSAL = (
     C.REFUND_CODES.index(code)
     for code in (
         C.DUPLICATE_RECONCILIATION_RECORD,
         C.WRONG_MAPPING,
         C.REFUND_AMOUNT_MISMATCH,
         C.MISSING_RECONCILIATION_RECORD,
+        C.REFUND_REVERSAL_MISSING,
     )
 )
+
 ROW_UNKNOWN, ROW_DISPUTE = (
     C.RECON_ROW_CODES.index(C.PAYMENT_ID_MISMATCH),
     C.RECON_ROW_CODES.index(C.DISPUTE_DEBIT),
@@ -423,7 +427,13 @@ def check_refunds(ctx: Context) -> tuple[Part, IntArray]:
     actual = np.where(primary == REF_DUP, debit_sum, rep_debit)
 
     rep_row = gather(rows, rep, -1)
-    keep = np.flatnonzero(processed)
+    back = _owed_back(ctx, rows, pos, r_debit)
+    mask = np.where(back.owed, back.mask, mask)
+    pending = np.where(back.owed, back.pending, pending).astype(np.int8)
+    expected = np.where(back.owed, back.expected, expected)
+    actual = np.where(back.owed, back.actual, actual)
+    rep_row = np.where(back.owed, back.row, rep_row)
+    keep = np.flatnonzero(processed | back.owed)
     part = Part(
         entity_type="refund",
         codes=C.REFUND_CODES,
@@ -440,6 +450,75 @@ def check_refunds(ctx: Context) -> tuple[Part, IntArray]:
         created_at_null=np.zeros(len(keep), dtype=bool),
     )
     return part, unknown_rows
+
+
+@dataclass(frozen=True)
+class _OwedBack:
+    """Per refund: whether it is a failed or reversed refund a settlement debited (`owed`),
+    and its outcome if so (mask, pending reason, amounts, the debit row shown)."""
+
+    owed: BoolArray
+    mask: IntArray
+    pending: npt.NDArray[np.int8]
+    expected: IntArray
+    actual: IntArray
+    row: IntArray
+
+
+def _owed_back(ctx: Context, rows: IntArray, pos: IntArray, r_debit: IntArray) -> _OwedBack:
+    """Failed or reversed refunds whose money a settlement took (docs/engine.md, *Failed
+    refunds a settlement debited*). D = Σ debit of the refund's recon rows that name a
+    known settlement (regular or instant), R = Σ credit of its recon rows of type refund
+    or adjustment carrying the refund id as `entity_id`. D > 0 gives an outcome: MATCHED
+    when R >= D; else PENDING AWAITING_SETTLEMENT until the IST date of the latest such
+    debit (`settled_at`, else the refund's `created_at`) + the domestic cycle + grace, and
+    REFUND_REVERSAL_MISSING (D - R awaited) after it."""
+    ds = ctx.dataset
+    ref, rec = ds.refunds, ds.recon
+    cal = ctx.params.calendar
+    n = len(ref)
+    ids = ctx.text(ref, "id")
+    status = pc.utf8_lower(pc.utf8_trim_whitespace(ctx.text(ref, "status")))
+    final = np.asarray(
+        pc.is_in(status, value_set=pa.array(C.OWED_BACK_STATUSES, type=pa.large_string()))
+        .fill_null(False)
+        .to_numpy(zero_copy_only=False),
+        dtype=bool,
+    )
+    created = ints(ref["created_at"])
+    debited = (r_debit > 0) & (ctx.recon_settlement[rows] >= 0) & final[pos]
+    taken = sum_by(pos[debited], r_debit[debited], n)
+    # Credits under the refund's own id: its refund rows, and adjustment rows naming it.
+    adjustments = ctx.recon_rows_of_type("adjustment")
+    adj_pos = lookup(_select_rows(ctx.text(rec, "entity_id"), adjustments), ids)
+    credit_rows = np.concatenate([rows, adjustments[adj_pos >= 0]])
+    credit_pos = np.concatenate([pos, adj_pos[adj_pos >= 0]])
+    returned = sum_by(credit_pos, ints(rec["credit"])[credit_rows], n)
+
+    settled_at = ints(rec["settled_at"], fill=-1)[rows[debited]]
+    moment = np.where(settled_at >= 0, settled_at, created[pos[debited]])
+    anchor = created.copy()
+    np.maximum.at(anchor, pos[debited], moment)
+    deadline = ctx.deadline(anchor, cal.settlement_days + cal.grace_days)
+    overdue = ctx.as_of_day > deadline
+
+    owed = final & (taken > 0)
+    short = owed & (taken > returned)
+    mask = np.where(short & overdue, bit(REF_REVERSAL), 0).astype(np.int64)
+    pending = np.where(short & ~overdue, P_AWAITING_SETTLEMENT, NO_PENDING).astype(np.int8)
+    expected = np.where(short, taken - returned, taken).astype(np.int64)
+    actual = np.where(short, 0, returned).astype(np.int64)
+
+    # The row shown: the first debit row by settlement id, debit, then row (by content).
+    d_rows, d_pos = rows[debited], pos[debited]
+    rep = _representative(
+        d_pos,
+        count_by(d_pos, n),
+        d_rows,
+        {"settlement_id": ctx.text(rec, "settlement_id"), "debit": r_debit[debited]},
+        n,
+    )
+    return _OwedBack(owed, mask, pending, expected, actual, gather(d_rows, rep, -1))
 
 
 def check_orphan_rows(ctx: Context, unknown_rows: IntArray) -> Part:

@@ -33,11 +33,11 @@ Why the affected set is enough. An outcome depends on (docs/engine.md):
 So the affected set is the closure of: every key the day's rows (new and replaced
 versions) carry; every outcome of the previous run the as-of can move (a settlement's or
 credit's: any status but MATCHED; a family's: PENDING, or an EXCEPTION with
-MISSING_RECONCILIATION_RECORD, see `_Previous`) or that was matched by a fallback; every
-fallback candidate; the families whose rows name a settlement the day changed; and the
-settlements and credits linked, in the previous run or now, to anything affected. A
-MATCHED outcome (or family exception) outside it saw none of its inputs change and does not
-depend on as_of.
+MISSING_RECONCILIATION_RECORD or REFUND_REVERSAL_MISSING, see `_Previous`) or that was
+matched by a fallback; every fallback candidate; the families whose rows name a settlement
+the day changed; and the settlements and credits linked, in the previous run or now, to
+anything affected. A MATCHED outcome (or family exception) outside it saw none of its
+inputs change and does not depend on as_of.
 The sub-dataset adds what those outcomes read: every recon row of an affected settlement,
 the settlements affected rows name, and, so that UTR links and fallback candidates come
 out as in the full dataset, each included settlement's and credit's linked counterparts.
@@ -108,8 +108,10 @@ FAMILY_JOINS: KeyJoins = {
 }
 FAMILY_ENTITY_TYPES = ("payment", "refund", "recon_row", "transfer")
 FALLBACK_METHODS = ("fuzzy_utr", "consolidated")
-# The code an entity with no recon row gets once overdue (the as-of moved it there).
-TIMED_CODE = "MISSING_RECONCILIATION_RECORD"
+# The codes the as-of moves an entity to once overdue: an entity with no recon row, and a
+# failed refund a settlement debited whose money has not come back.
+TIMED_CODES: tuple[str, ...] = ("MISSING_RECONCILIATION_RECORD", "REFUND_REVERSAL_MISSING")
+_TIMED = "|".join(TIMED_CODES)  # a regular expression: either code
 _EMPTY = pa.scalar("", pa.large_string())
 
 
@@ -819,7 +821,9 @@ class _Previous:
     recon rows, disputes) only the outcomes the as-of can move: as-of enters their
     decision only through `overdue` for an entity with no recon row (core/engine/
     entities.py, transfers.py), whose outcome is then PENDING (AWAITING_SETTLEMENT) or an
-    EXCEPTION carrying MISSING_RECONCILIATION_RECORD. Any other EXCEPTION (an amount
+    EXCEPTION carrying MISSING_RECONCILIATION_RECORD, and for a failed or reversed refund
+    a settlement debited and nothing credited back in full (PENDING AWAITING_SETTLEMENT or
+    REFUND_REVERSAL_MISSING: entities.py `_owed_back`). Any other EXCEPTION (an amount
     mismatch, a duplicate, a wrong mapping, ...) reads only its family's rows and the
     settlements they name, which the affected set already follows."""
 
@@ -833,8 +837,8 @@ class _Previous:
             pc.is_in(method, value_set=pa.array(FALLBACK_METHODS, pa.large_string())),
         ).fill_null(True)
         timed = pc.or_(
-            pc.match_substring(_chunks(previous["reason_codes"]).fill_null(""), TIMED_CODE),
-            pc.match_substring(_chunks(previous["reason_code"]).fill_null(""), TIMED_CODE),
+            pc.match_substring_regex(_chunks(previous["reason_codes"]).fill_null(""), _TIMED),
+            pc.match_substring_regex(_chunks(previous["reason_code"]).fill_null(""), _TIMED),
         )
         settled_exception = pc.and_(pc.equal(status, "EXCEPTION"), pc.invert(timed))
         self.family_open = pc.and_(self.open, pc.invert(settled_exception.fill_null(False)))

@@ -744,6 +744,37 @@ def _dispute_reversal_missing(ev: Evidence, exc: Record, c: _Cite) -> Finding:
     )
 
 
+def _refund_reversal_missing(ev: Evidence, exc: Record, c: _Cite) -> Finding:
+    """A failed or reversed refund a settlement debited whose money is not back (docs/
+    engine.md, *Failed refunds a settlement debited*)."""
+    eid = str(exc["entity_id"])
+    advice = (
+        "Ask Razorpay support to credit back the failed refund's debit, quoting the refund "
+        "and the recon row that debited it; it should come back to the balance and into a "
+        "later settlement. If an adjustment already paid it back, resolve this as explained "
+        "naming that adjustment."
+    )
+    refund = _first(ev.records("refund", refund_id=eid))
+    rows = _rows(ev, eid)
+    debits = [r for r in rows if int(r.get("debit") or 0) > 0]
+    if refund is None or not debits:
+        missing = _missing(exc, c, "the refund or its row")
+        return "REFUND_REVERSAL_NOT_CREDITED", LOW, missing, advice
+    taken = "; ".join(
+        f"{c.inr(r['debit'])} debited in {c.id(r['row_key'])} ({c.opt(r.get('settlement_id'))})"
+        for r in debits
+    )
+    owed = int(exc.get("expected_amount") or 0)
+    return (
+        "REFUND_REVERSAL_NOT_CREDITED",
+        HIGH,
+        f"Refund {c.id(eid)} of {c.inr(refund['amount'])} is '{refund.get('status')}', yet a "
+        f"settlement took its money ({taken}) and no recon row under its id credits "
+        f"{c.inr(owed)} back.",
+        advice,
+    )
+
+
 def _dispute_open(ev: Evidence, exc: Record, c: _Cite) -> Finding:
     record = _dispute_record(ev, exc)
     deadline = record.get("respond_by_date") if record else None
@@ -1198,6 +1229,7 @@ RULES: dict[str, Rule] = {
     "DISPUTE_LOST": _dispute_lost,
     "DISPUTE_REVERSAL_MISSING": _dispute_reversal_missing,
     "DISPUTE_OPEN": _dispute_open,
+    "REFUND_REVERSAL_MISSING": _refund_reversal_missing,
     "SETTLEMENT_SUM_MISMATCH": _sum_mismatch,
     "DUPLICATE_BANK_CREDIT": _duplicate_bank,
     "BANK_UTR_AMOUNT_MISMATCH": _bank_amount,
@@ -1513,6 +1545,7 @@ _FIXED_DIRECTION = {
     "DISPUTE_AWAITING_RESPONSE": "{amount} is at stake in the open dispute",
     "DISPUTE_LOST_FUNDS": "{amount} is lost to the dispute",
     "DISPUTE_REVERSAL_NOT_CREDITED": "Razorpay still owes {amount} of the dispute debit",
+    "REFUND_REVERSAL_NOT_CREDITED": "Razorpay still owes {amount} of the failed refund's debit",
     "INSTANT_PAYOUT_RETURNED": "{amount} went back to the Razorpay balance",
 }
 _ASK = {
@@ -1520,6 +1553,7 @@ _ASK = {
     "REFUND_NOT_SETTLED": "Please confirm the refund's status and settlement.",
     "SETTLEMENT_NOT_FOUND": "Please send the settlement or the report that contains it.",
     "DISPUTE_REVERSAL_NOT_CREDITED": "Please credit the reversal in the next settlement.",
+    "REFUND_REVERSAL_NOT_CREDITED": "Please credit the failed refund back in the next settlement.",
     "TRANSFER_NOT_DEBITED": "Please confirm whether the transfer was debited.",
 }
 
@@ -1602,6 +1636,7 @@ _SUPPORT_CAUSES = frozenset(
         "NOT_SETTLED",
         "REFUND_NOT_SETTLED",
         "DISPUTE_REVERSAL_NOT_CREDITED",
+        "REFUND_REVERSAL_NOT_CREDITED",
         "TRANSFER_DEBIT_DIFFERS",
         "TRANSFER_REVERSAL_SHORT",
         "TRANSFER_REVERSAL_EXCESS",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,7 @@ from core import money
 from core.calendar import CalendarParams, WorkingCalendar, ist_date
 from core.dataset import normalise_utr
 from core.db import investigate as db
+from core.engine.codes import OWED_BACK_STATUSES
 from core.errors import RefusedError
 
 MONEY_FIELDS = money.MONEY_FIELDS | frozenset(
@@ -564,12 +565,22 @@ class EvidenceTools:
                 ctx.calendar.international_days if international else ctx.calendar.settlement_days
             )
             created = ist_date(int(source["created_at"]))
-            due = working.add_working_days(created, days)
+            start = created
+            rows = db.recon_rows_for_entity(self.__conn, entity_id)
+            owed = _owed_back_debits(entity_type, source, rows)
+            if owed:
+                # A failed refund a settlement debited: the clock is the return of its
+                # debit, from the latest debit's date (docs/engine.md, the engine's rule).
+                start = max(
+                    ist_date(int(r["settled_at"])) if r.get("settled_at") is not None else created
+                    for r in owed
+                )
+                rows = [r for r in rows if int(r.get("credit") or 0) > 0]
+                record["clock"] = "return of the failed refund's debit"
+            due = working.add_working_days(start, days)
             late_after = working.add_working_days(due, ctx.calendar.grace_days)
             settled = [
-                ist_date(int(r["settled_at"]))
-                for r in db.recon_rows_for_entity(self.__conn, entity_id)
-                if r.get("settled_at") is not None
+                ist_date(int(r["settled_at"])) for r in rows if r.get("settled_at") is not None
             ]
             record.update(
                 created_date=created.isoformat(),
@@ -661,3 +672,14 @@ def normalise_arguments(spec_name: str, args: Mapping[str, Any]) -> dict[str, An
         else:
             out[name] = value
     return out
+
+
+def _owed_back_debits(
+    entity_type: str, source: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]
+) -> list[Mapping[str, Any]]:
+    """The debit rows in a settlement of a failed or reversed refund: what Razorpay owes
+    back (core.engine.entities `_owed_back`); empty for anything else."""
+    status = str(source.get("status") or "").strip().lower()
+    if entity_type != "refund" or status not in OWED_BACK_STATUSES:
+        return []
+    return [r for r in rows if int(r.get("debit") or 0) > 0 and r.get("settlement_id")]

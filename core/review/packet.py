@@ -506,6 +506,11 @@ def _ask(code: str, recipient: str, utr: str) -> str:
         )
     if code == "SETTLEMENT_FAILED":
         return "Please tell us why the settlement payout failed and when it will be retried."
+    if code == "REFUND_REVERSAL_MISSING":
+        return (
+            "This refund failed after a settlement debited it: please credit the failed refund "
+            "back and tell us in which settlement (with its UTR), and under which id, it comes."
+        )
     if code.startswith("DISPUTE"):
         return "Please confirm the dispute's status and the debits and reversals it caused."
     return (
