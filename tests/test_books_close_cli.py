@@ -93,3 +93,32 @@ def test_closing_a_database_that_is_not_there_creates_nothing(
     assert main(["close", "--db", str(missing), "--month", "2026-05"]) == 2
     assert "no such database" in capsys.readouterr().err
     assert not missing.exists()
+
+
+def test_a_month_the_data_have_not_reached_the_end_of_is_refused_and_nothing_is_written(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An independent tester closed 2027-03 (a typo for 2026-03) with exit 0: for good.
+    for month in ("2027-03", "2026-07"):
+        assert main(["close", "--db", str(db), "--month", month]) == 3
+        said = capsys.readouterr().err
+        assert f"{month} was not closed: it has not ended in the data: the latest run" in said
+        assert "is as of 2026-06-30 23:59 IST" in said
+    assert _closes(db) == {}
+    conn = connect(db)
+    try:
+        assert query(conn, AuditFilter(action="month_closed")) == []
+    finally:
+        conn.close()
+
+    # The run's as-of is the last second of June: June has ended in the data.
+    assert main(["close", "--db", str(db), "--month", "2026-06"]) == 0
+    assert list(_closes(db)) == ["2026-06"]
+
+
+def test_a_month_is_refused_before_anything_is_reconciled(tmp_path: Path) -> None:
+    from core.books.close import not_ended_problem
+
+    assert not_ended_problem(None, "2026-06") == (
+        "nothing is reconciled yet; reconcile the month's data first"
+    )

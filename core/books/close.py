@@ -36,7 +36,7 @@ from core.calendar import IST, month_bounds
 from core.db import books as books_sql
 from core.db import raw
 from core.db.connection import transaction
-from core.db.runs import latest_completed_run_id
+from core.db.runs import RunRecord, latest_completed_run, latest_completed_run_id
 from core.errors import ConfigError, RefusedError
 
 PRIOR_PERIOD = "prior_period_adjustments"
@@ -145,6 +145,9 @@ def close_month(
         found = closed_months(conn).get(month)
         if found is not None:
             return found
+        problem = not_ended_problem(latest_completed_run(conn), month)
+        if problem is not None:
+            raise RefusedError(f"{month} was not closed: {problem}")
         if raw.latest_import_id(conn) != through:
             raise RefusedError(
                 f"{month} was not closed: data were imported while its journal was read;"
@@ -185,6 +188,24 @@ def close_month(
             now=stamp,
         )
     return ClosedMonth(month, stamp, actor, snapshot, through)
+
+
+def not_ended_problem(run: RunRecord | None, month: str) -> str | None:
+    """Why `month` cannot be closed yet, or None: a close is for good, so a month is closed
+    only once the data's latest run reconciled past its last moment (an independent tester
+    closed 2027-03 by a typo for 2026-03, exit 0)."""
+    if run is None:
+        return "nothing is reconciled yet; reconcile the month's data first"
+    _, following = month_bounds(month)
+    if run.as_of >= int(dt.datetime.combine(following, dt.time(), IST).timestamp()) - 1:
+        return None
+    last = following - dt.timedelta(days=1)
+    as_of = dt.datetime.fromtimestamp(run.as_of, IST).strftime("%Y-%m-%d %H:%M IST")
+    return (
+        f"it has not ended in the data: the latest run (run {run.id}) is as of {as_of};"
+        f" a month is closed once a run as of its last day ({last.isoformat()} 23:59:59 IST)"
+        " or later has reconciled it"
+    )
 
 
 def books_view(
