@@ -16,6 +16,7 @@ from core.dataset import (
     RECON_COLUMNS,
     REFUND_COLUMNS,
     SETTLEMENT_COLUMNS,
+    TRANSFER_COLUMNS,
     Dataset,
 )
 from tests.engine_support import ts
@@ -87,6 +88,37 @@ def refund(
     }
 
 
+def transfer(
+    tid: str, pid: str, amount: int, when: str, status: str = "processed"
+) -> dict[str, object]:
+    return {
+        "id": tid,
+        "source": pid,
+        "recipient": "acc_Vendor",
+        "amount": amount,
+        "currency": "INR",
+        "amount_reversed": 0,
+        "status": status,
+        "on_hold": False,
+        "created_at": ts(when),
+    }
+
+
+def dispute(
+    did: str, pid: str, amount: int, deducted: int, status: str, when: str
+) -> dict[str, object]:
+    return {
+        "id": did,
+        "payment_id": pid,
+        "amount": amount,
+        "currency": "INR",
+        "amount_deducted": deducted,
+        "status": status,
+        "phase": "chargeback",
+        "created_at": ts(when),
+    }
+
+
 def settlement(sid: str, amount: int, when: str) -> dict[str, object]:
     return {"id": sid, "amount": amount, "status": "processed", "created_at": ts(when)}
 
@@ -99,6 +131,7 @@ def dataset(
     payouts: list[dict[str, object]] = (),  # type: ignore[assignment]
     disputes: list[dict[str, object]] = (),  # type: ignore[assignment]
     refunds: list[dict[str, object]] = (),  # type: ignore[assignment]
+    transfers: list[dict[str, object]] = (),  # type: ignore[assignment]
 ) -> Dataset:
     return Dataset(
         payments=frame(list(payments), PAYMENT_COLUMNS),
@@ -108,6 +141,7 @@ def dataset(
         instant_settlements=frame(list(instant), INSTANT_SETTLEMENT_COLUMNS),
         instant_payouts=frame(list(payouts), INSTANT_PAYOUT_COLUMNS),
         disputes=frame(list(disputes), DISPUTE_COLUMNS),
+        transfers=frame(list(transfers), TRANSFER_COLUMNS),
     )
 
 

@@ -98,18 +98,26 @@ def test_a_changed_flag_adds_its_family_also_when_continued_from_the_days_famili
 
 def _plain_closure(
     before: Dataset, after: Dataset, day: Dataset, flags: set[tuple[str, str]]
-) -> tuple[set[str], set[str], set[str]]:
-    """The closure as a plain fixpoint: every key set probed whole, every round."""
-    flagged = {kind: {i for k, i in flags if k == kind} for kind in ("payment", "refund")}
+) -> tuple[set[str], set[str], set[str], set[str], set[str]]:
+    """The closure as a plain fixpoint: every key set probed whole, every round. A row
+    brings its payment, refund or transfer (by entity_id and type) and its dispute in; each
+    of those brings its rows in (ledger FORMAT 5: transfers and disputes own rows too)."""
+    kinds = ("payment", "refund", "transfer", "dispute")
+    flagged = {kind: {i for k, i in flags if k == kind} for kind in kinds}
     flagged_rows = {i for k, i in flags if k == "recon_row"}
     moved = _moved_times(settle_times(before), settle_times(after))
-    disputes = _lost(before) ^ _lost(after)
     seeds = set(day.recon["row_key"].dropna().astype(str)) | flagged_rows
     payments = set(day.payments["id"].dropna().astype(str)) | flagged["payment"]
     refunds = set(day.refunds["id"].dropna().astype(str)) | flagged["refund"]
+    transfers = set(day.transfers["id"].dropna().astype(str)) | flagged["transfer"]
+    disputes = (
+        set(day.disputes["id"].dropna().astype(str))
+        | _lost(before) ^ _lost(after)
+        | flagged["dispute"]
+    )
     keys: set[str] = set()
     while True:
-        size = (len(payments), len(refunds), len(keys))
+        size = (len(payments), len(refunds), len(keys), len(transfers), len(disputes))
         for recon in (before.recon, after.recon):
             kind = recon["type"].astype(str)
             hit = (
@@ -119,14 +127,17 @@ def _plain_closure(
                 | recon["dispute_id"].astype(str).isin(disputes)
                 | ((kind == "payment") & recon["entity_id"].astype(str).isin(payments))
                 | ((kind == "refund") & recon["entity_id"].astype(str).isin(refunds))
+                | ((kind == "transfer") & recon["entity_id"].astype(str).isin(transfers))
             )
             rows = recon[hit.to_numpy(dtype=bool)]
             keys |= set(rows["row_key"].dropna().astype(str))
             owners = rows["entity_id"].dropna().astype(str)
             payments |= set(owners[rows["type"].astype(str) == "payment"])
             refunds |= set(owners[rows["type"].astype(str) == "refund"])
-        if (len(payments), len(refunds), len(keys)) == size:
-            return payments, refunds, keys
+            transfers |= set(owners[rows["type"].astype(str) == "transfer"])
+            disputes |= set(rows["dispute_id"].dropna().astype(str))
+        if (len(payments), len(refunds), len(keys), len(transfers), len(disputes)) == size:
+            return payments, refunds, keys, transfers, disputes
 
 
 @pytest.fixture(scope="module")
@@ -157,7 +168,11 @@ def test_the_families_of_a_generated_day_are_the_plain_fixpoint_of_its_keys(
         affected_families(before, after, day, flags),
         affected_families(before, after, day, flags, start),
     ):
-        assert (set(found.payments), set(found.refunds), set(found.row_keys)) == _plain_closure(
-            before, after, day, flags
-        )
+        assert (
+            set(found.payments),
+            set(found.refunds),
+            set(found.row_keys),
+            set(found.transfers),
+            set(found.disputes),
+        ) == _plain_closure(before, after, day, flags)
     assert len(start.payments) < len(affected_families(before, after, day, flags).payments)

@@ -82,6 +82,8 @@ LABELS = {
     "unsettled_payments": "Unsettled captured payments",
     "held": "Held by Razorpay",
     "pending_refunds": "Refunds not yet settled",
+    "pending_transfers": "Transfers not yet settled",
+    "pending_dispute_deductions": "Dispute deductions not yet settled",
     "unsettled_other_rows": "Other unsettled rows",
     "instant_advances": "Instant settlements not yet drawn",
     "flagged_differences": "Differences under review (exceptions)",

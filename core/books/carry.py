@@ -58,6 +58,7 @@ _ATTRIBUTES = {
     "instant_settlements": "instant_settlements",
     "instant_payouts": "instant_payouts",
     "disputes": "disputes",
+    "transfers": "transfers",
 }
 Flags = frozenset[tuple[str, str]]
 
@@ -86,6 +87,7 @@ class _Recon:
     dispute: pa.Array
     is_payment: np.ndarray
     is_refund: np.ndarray
+    is_transfer: np.ndarray
 
     @staticmethod
     def of(frame: pd.DataFrame) -> _Recon:
@@ -98,6 +100,7 @@ class _Recon:
             dispute=text(frame["dispute_id"]),
             is_payment=(kind == "payment").to_numpy(dtype=np.bool_),
             is_refund=(kind == "refund").to_numpy(dtype=np.bool_),
+            is_transfer=(kind == "transfer").to_numpy(dtype=np.bool_),
         )
 
 
@@ -111,6 +114,10 @@ class Families:
     row_keys: frozenset[str]
     settlements: frozenset[str]
     payouts: frozenset[str]
+    # A transfer with its `transfer` rows, a dispute with every row naming it (ledger
+    # FORMAT 5: their events read their rows).
+    transfers: frozenset[str] = frozenset()
+    disputes: frozenset[str] = frozenset()
 
 
 def _moved_times(before: pd.Series, after: pd.Series) -> set[str]:
@@ -145,19 +152,28 @@ def affected_families(
         for v in versions
     ]
     if start is not None:  # a closed set: every row its keys reach is in it already
-        payments, refunds = set(start.payments), set(start.refunds)
-        keys = set(start.row_keys)
-        probed = [(keys, payments, refunds) for _ in versions]
-        payments, refunds = payments | flagged["payment"], refunds | flagged["refund"]
-        keys = set(keys)
-        payments, refunds, keys = _closure(versions, seeds, payments, refunds, keys, probed)
+        found = _Found(
+            set(start.payments),
+            set(start.refunds),
+            set(start.row_keys),
+            set(start.transfers),
+            set(start.disputes),
+        )
+        probed = [found.copy() for _ in versions]
+        found.payments |= flagged["payment"]
+        found.refunds |= flagged["refund"]
+        found.transfers |= flagged["transfer"]
+        found.disputes |= flagged["dispute"]
+        found = _closure(versions, seeds, found, probed)
         settlements = set(start.settlements) | flagged["settlement"]
         return Families(
-            frozenset(payments),
-            frozenset(refunds),
-            frozenset(keys),
+            frozenset(found.payments),
+            frozenset(found.refunds),
+            frozenset(found.keys),
             frozenset(settlements),
             start.payouts,
+            frozenset(found.transfers),
+            frozenset(found.disputes),
         )
     moved = _moved_times(settle_times(before), settle_times(after))
     disputes = _lost(before) ^ _lost(after)
@@ -169,8 +185,12 @@ def affected_families(
     ]
     payments = (_texts(day.payments["id"]) if len(day.payments) else set()) | flagged["payment"]
     refunds = (_texts(day.refunds["id"]) if len(day.refunds) else set()) | flagged["refund"]
-    probed = [(day_keys, set[str](), set[str]()) for _ in versions]
-    payments, refunds, keys = _closure(versions, seeds, payments, refunds, set(), probed)
+    transfers = (_texts(day.transfers["id"]) if len(day.transfers) else set()) | flagged["transfer"]
+    day_disputes = _texts(day.disputes["id"]) if len(day.disputes) else set()
+    disputes = day_disputes | set(disputes) | flagged["dispute"]
+    probed = [_Found(set(day_keys), set(), set(), set(), set()) for _ in versions]
+    found = _closure(versions, seeds, _Found(payments, refunds, set(), transfers, disputes), probed)
+    payments, refunds, keys = found.payments, found.refunds, found.keys
     # A settlement's events change when its time, its flag or a row naming it changes.
     settlements = set(moved) | flagged["settlement"]
     for name in ("settlements", "instant_settlements"):
@@ -185,6 +205,8 @@ def affected_families(
         frozenset(keys),
         frozenset(settlements),
         frozenset(payouts),
+        frozenset(found.transfers),
+        frozenset(found.disputes),
     )
 
 
@@ -194,49 +216,78 @@ def day_families(before: Dataset, after: Dataset, day: Dataset) -> Families:
     return affected_families(before, after, day, set())
 
 
+@dataclass
+class _Found:
+    """The keys a closure has reached (or a version was probed with): payments, refunds,
+    row keys, transfers and disputes."""
+
+    payments: set[str]
+    refunds: set[str]
+    keys: set[str]
+    transfers: set[str]
+    disputes: set[str]
+
+    def copy(self) -> _Found:
+        return _Found(
+            set(self.payments),
+            set(self.refunds),
+            set(self.keys),
+            set(self.transfers),
+            set(self.disputes),
+        )
+
+    def size(self) -> tuple[int, ...]:
+        return tuple(
+            len(x) for x in (self.payments, self.refunds, self.keys, self.transfers, self.disputes)
+        )
+
+
 def _closure(
     versions: list[_Recon],
     seeds: list[np.ndarray],
-    payments: set[str],
-    refunds: set[str],
-    keys: set[str],
-    probed: list[tuple[set[str], set[str], set[str]]],
-) -> tuple[set[str], set[str], set[str]]:
-    """The payments, refunds and row keys reached from the rows `seeds` and the sets given,
-    over both versions: a row is in once its key, or its payment's or refund's id, is.
-    Each version is probed only with what was found since its last probe (`probed`: what
-    it was probed with already, every row those reach being in): `is_in` of a union is the
-    union of `is_in`s and the sets only grow, so it reaches the rows probing with every
-    key each round would, and stops at the same fixpoint."""
+    found: _Found,
+    probed: list[_Found],
+) -> _Found:
+    """The payments, refunds, row keys, transfers and disputes reached from the rows
+    `seeds` and the sets given, over both versions: a row is in once its key, its payment's,
+    refund's or transfer's id (by entity_id) or its dispute's id is; a row in brings its
+    owner and its dispute in. Each version is probed only with what was found since its
+    last probe (`probed`: what it was probed with already, every row those reach being in):
+    `is_in` of a union is the union of `is_in`s and the sets only grow, so it reaches the
+    rows probing with every key each round would, and stops at the same fixpoint."""
     hits = [np.zeros(len(v.key), dtype=np.bool_) for v in versions]
     pending = list(seeds)
     while True:
         grown = False
         for i, v in enumerate(versions):
-            done_keys, done_payments, done_refunds = probed[i]
-            found = (
+            done = probed[i]
+            reached = (
                 pending[i]
-                | _among(v.key, keys - done_keys)
-                | (v.is_payment & _among(v.entity, payments - done_payments))
-                | (v.is_refund & _among(v.entity, refunds - done_refunds))
+                | _among(v.key, found.keys - done.keys)
+                | (v.is_payment & _among(v.entity, found.payments - done.payments))
+                | (v.is_refund & _among(v.entity, found.refunds - done.refunds))
+                | (v.is_transfer & _among(v.entity, found.transfers - done.transfers))
+                | _among(v.dispute, found.disputes - done.disputes)
             )
             pending[i] = np.zeros(len(v.key), dtype=np.bool_)
-            probed[i] = (done_keys | keys, done_payments | payments, done_refunds | refunds)
-            fresh = found & ~hits[i]
+            probed[i] = found.copy()
+            fresh = reached & ~hits[i]
             if not fresh.any():
                 continue
             hits[i] |= fresh
-            rows = v.frame[["row_key", "entity_id"]][fresh]
-            size = (len(payments), len(refunds), len(keys))
-            keys |= _texts(rows["row_key"])
-            payments |= _texts(rows.loc[v.is_payment[fresh], "entity_id"])
-            refunds |= _texts(rows.loc[v.is_refund[fresh], "entity_id"])
-            grown = grown or (len(payments), len(refunds), len(keys)) != size
+            rows = v.frame[["row_key", "entity_id", "dispute_id"]][fresh]
+            size = found.size()
+            found.keys |= _texts(rows["row_key"])
+            found.payments |= _texts(rows.loc[v.is_payment[fresh], "entity_id"])
+            found.refunds |= _texts(rows.loc[v.is_refund[fresh], "entity_id"])
+            found.transfers |= _texts(rows.loc[v.is_transfer[fresh], "entity_id"])
+            found.disputes |= _texts(rows["dispute_id"])
+            grown = grown or found.size() != size
         if not grown:
-            return payments, refunds, keys
+            return found
 
 
-_KINDS = ("payment", "refund", "recon_row", "settlement")
+_KINDS = ("payment", "refund", "recon_row", "settlement", "transfer", "dispute")
 
 
 def _pick(frame: pd.DataFrame, column: str, values: frozenset[str]) -> pd.DataFrame:
@@ -260,7 +311,10 @@ def family_sums(dataset: Dataset, families: Families, flags: Flags) -> tuple[Sum
         payments=_pick(dataset.payments, "id", families.payments),
         refunds=_pick(dataset.refunds, "id", families.refunds),
         recon=_pick(dataset.recon, "row_key", families.row_keys),
-        disputes=dataset.disputes,
+        # Every dispute a picked row names is among the families' (the closure), so the
+        # lost ones are known; a dispute's deduction is its own family's event.
+        disputes=_pick(dataset.disputes, "id", families.disputes),
+        transfers=_pick(dataset.transfers, "id", families.transfers),
     )
     parts: list[pd.DataFrame] = []
     row_event_parts(rows, flags, times, parts.append)
@@ -524,6 +578,7 @@ def carry_ledger_forward(
         )
     size = len(families.payments) + len(families.refunds) + len(families.row_keys)
     size += len(families.settlements) + len(families.payouts)
+    size += len(families.transfers) + len(families.disputes)
     done = Carried(True, "current", size, len(days), len(detail))
     return _done(conn, run_id, began, done)
 

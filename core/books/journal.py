@@ -105,7 +105,7 @@ class _Rows:
     payment: npt.NDArray[np.bool_]
     refund: npt.NDArray[np.bool_]
     adjustment: npt.NDArray[np.bool_]
-    transfer: npt.NDArray[np.bool_]  # transfer or reversal
+    transfer: npt.NDArray[np.bool_]  # transfer or reversal (or a row tied to a transfer)
     dispute: npt.NDArray[np.bool_]  # has a dispute_id
     pending: npt.NDArray[np.bool_]  # its dispute is in the disputes file and not lost
     draw: npt.NDArray[np.bool_]  # a regular settlement's draw of an instant settlement
@@ -136,6 +136,10 @@ def _rows_of(
     at = chosen[order]
     rtype = columns.text(recon["type"]).take(pa.array(at))
     draws = draw_rows(recon)[at]
+    # A row the reversals file ties to a transfer (`transfer_id`) is the transfer's
+    # reversal whatever its type says: the recon API types it `adjustment` (its `type` has
+    # no `reversal`), so it belongs with Route transfers, not Razorpay adjustments.
+    tied = recon["transfer_id"].notna().to_numpy(dtype=bool)[at]
 
     def ints(name: str) -> npt.NDArray[np.int64]:
         values: npt.NDArray[np.int64] = recon[name].to_numpy(np.int64)[at]
@@ -146,8 +150,8 @@ def _rows_of(
         keys=keys.take(pa.array(order)).to_numpy(zero_copy_only=False),
         payment=columns.equals(rtype, "payment"),
         refund=columns.equals(rtype, "refund"),
-        adjustment=columns.equals(rtype, "adjustment"),
-        transfer=columns.among(rtype, ("transfer", "reversal")),
+        adjustment=columns.equals(rtype, "adjustment") & ~tied,
+        transfer=columns.among(rtype, ("transfer", "reversal")) | tied,
         dispute=recon["dispute_id"].notna().to_numpy(dtype=bool)[at],
         pending=_pending_disputes(recon, disputes)[at],
         draw=draws,
@@ -492,16 +496,21 @@ def month_vouchers(
     ledgers: Ledgers | None = None,
     credits: Sequence[BankCredit] = (),
 ) -> list[Voucher]:
-    """The month's journal: its captured payments, every settlement and instant settlement
-    made in it, in (created_at, id) order, then the bank lines of the month that the
-    reconciliation matched to settlements (`credits`, from the latest run's outcomes)."""
+    """The month's journal: its captured payments (no voucher when they come to 0), every
+    settlement and instant settlement made in it, in (created_at, id) order, then the bank
+    lines of the month that the reconciliation matched to settlements (`credits`, from the
+    latest run's outcomes)."""
     paid = [
         *_settlement_vouchers(dataset, ledgers, month),
         *_instant_vouchers(dataset, ledgers, month),
     ]
     paid.sort(key=lambda item: (item[0], item[1]))
+    captured = captured_voucher(dataset, month, ledgers)
+    # A month with nothing captured (or only payments with no INR amount yet) has no
+    # captured voucher: an empty one would be blank amounts in the CSV and <AMOUNT>0.00
+    # in Tally's import.
     return [
-        captured_voucher(dataset, month, ledgers),
+        *([captured] if captured.debits else []),
         *(v for _, _, v in paid),
         *bank_vouchers(credits, month, ledgers),
     ]

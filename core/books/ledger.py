@@ -59,8 +59,10 @@ from core.db.runs import latest_completed_run
 # Bumped when what is stored changes meaning: an older ledger is then stale.
 # 2: day lines count their events (migration 0100); 3: a regular settlement's draw of an
 # instant settlement closes its advance instead of being an adjustment (docs/books.md);
-# 4: a refund a settlement took stays taken when its status later reads failed.
-FORMAT = 4
+# 4: a refund a settlement took stays taken when its status later reads failed;
+# 5: a made transfer leaves at its created_at and a dispute's `amount_deducted` at its
+# deduction, before any settlement carries their rows (transfers are read too).
+FORMAT = 5
 Progress = Callable[[float, str], None]
 
 
@@ -580,6 +582,7 @@ def ledger_by_windows(
             refunds=owned["refunds"],
             recon=owned["recon"],
             disputes=owned["disputes"],
+            transfers=owned["transfers"],
             settlements=whole.settlements,
             instant_settlements=whole.instant_settlements,
             instant_payouts=whole.instant_payouts,

@@ -58,6 +58,8 @@ FLOW_LINES: tuple[str, ...] = (
 OPEN_PAYMENTS = "unsettled_payments"
 HELD = "held"
 OPEN_REFUNDS = "pending_refunds"
+OPEN_TRANSFERS = "pending_transfers"
+OPEN_DISPUTES = "pending_dispute_deductions"
 OPEN_OTHER = "unsettled_other_rows"
 INSTANT_ADVANCES = "instant_advances"
 FLAGGED = "flagged_differences"
@@ -65,6 +67,8 @@ OPEN_LINES: tuple[str, ...] = (
     OPEN_PAYMENTS,
     HELD,
     OPEN_REFUNDS,
+    OPEN_TRANSFERS,
+    OPEN_DISPUTES,
     OPEN_OTHER,
     INSTANT_ADVANCES,
     FLAGGED,
@@ -246,6 +250,7 @@ _RECON_COLUMNS = [
     "created_at",
     "settlement_id",
     "dispute_id",
+    "transfer_id",
 ]
 _PAYMENT_COLUMNS = [
     "id",
@@ -258,9 +263,13 @@ _PAYMENT_COLUMNS = [
     "base_amount",
     "settled_by",
 ]
-# What the rows owned by a payment or refund are read for.
+# What the rows owned by a payment, refund or transfer are read for (a dispute's also
+# for their dispute_id and created_at).
 _OWNED_COLUMNS = ["entity_id", "amount", "fee", "settle_ts", "net", "held"]
 _REFUND_COLUMNS = ["id", "amount", "currency", "status", "created_at", "base_amount", "settled_by"]
+# A transfer in one of these states was made: Razorpay took it from the balance when it was
+# created (a reversal gives money back as a row of its own).
+_MADE_TRANSFERS = ("processed", "partially_reversed", "reversed")
 
 
 def _item_events(
@@ -343,7 +352,11 @@ def _at(table: np.ndarray, codes: np.ndarray) -> np.ndarray:
 
 
 def _owned_rows(
-    recon: pd.DataFrame, is_kind: np.ndarray, ids: pd.Series
+    recon: pd.DataFrame,
+    is_kind: np.ndarray,
+    ids: pd.Series,
+    by: str = "entity_id",
+    extra: tuple[str, ...] = (),
 ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, pa.Array]:
     """The recon rows of a kind (`is_kind`) whose entity_id is among `ids` (the
     _OWNED_COLUMNS and `owner`), each id's code, each row's code and how many codes (the
@@ -351,9 +364,11 @@ def _owned_rows(
     ids, so equal texts share a code (a missing one too, as is_in and index_in match it),
     an entity id among `ids` has a code below their count, and every later "is it among",
     "first row of" or "position of" question is an integer lookup. The last: the ids'
-    distinct texts, in code order (their count is the number of codes)."""
+    distinct texts, in code order (their count is the number of codes). by: the column
+    naming the owner (a dispute's rows name it by `dispute_id`); extra: columns read
+    besides _OWNED_COLUMNS."""
     candidates = np.flatnonzero(is_kind)
-    owners = recon["entity_id"].astype(str).iloc[candidates]
+    owners = recon[by].astype(str).iloc[candidates]
     column = pa.concat_arrays([_arrow_text(ids), _arrow_text(owners)])
     encoded = pc.dictionary_encode(column, null_encoding="encode")
     codes = np.asarray(encoded.indices, dtype=np.int64)
@@ -362,8 +377,8 @@ def _owned_rows(
     found = owner_code < size
     mask = np.zeros(len(recon), dtype=np.bool_)
     mask[candidates[found]] = True
-    rows = recon.loc[mask, _OWNED_COLUMNS]
-    rows = rows.assign(owner=rows["entity_id"].astype(str))
+    rows = recon.loc[mask, [*_OWNED_COLUMNS, *(c for c in extra if c not in _OWNED_COLUMNS)]]
+    rows = rows.assign(owner=rows[by].astype(str))
     return rows, id_code, owner_code[found], encoded.dictionary[:size]
 
 
@@ -537,8 +552,22 @@ def row_event_parts(
         emit=emit,
     )
 
+    # Route transfers, made (processed, or reversed since): taken from the balance when
+    # created, for their amount plus the fee of their recon row (the transfers file as read
+    # has no fee); their `transfer` rows close them when settled, as a refund's do.
+    trf_rows = transfer_events(dataset, recon, (rtype == "transfer").to_numpy(), flags, emit)
+    # Disputes whose `amount_deducted` says Razorpay took money: taken at the first debit
+    # row's created_at (else the dispute's), lost ones written off; their debit rows close
+    # them when settled.
+    disp_rows = dispute_events(dataset, recon, flags, emit)
+
     # Every other recon row is its own item: it brings exactly its net when settled.
-    owned = recon.index.isin(pay_rows.index) | recon.index.isin(ref_rows.index)
+    owned = (
+        recon.index.isin(pay_rows.index)
+        | recon.index.isin(ref_rows.index)
+        | recon.index.isin(trf_rows)
+        | recon.index.isin(disp_rows)
+    )
     # A payment or refund row for no known entity should have brought nothing: once settled,
     # all it brought is a difference (the engine's PAYMENT_ID_MISMATCH when it saw it).
     orphan = ~owned & rtype.isin(["payment", "refund"]).to_numpy()
@@ -582,7 +611,7 @@ def row_event_parts(
             (otype == "adjustment") & dispute.notna() & dispute.isin(lost) & (other["net"] < 0),
             (otype == "adjustment") & dispute.notna() & (other["net"] < 0),
             (otype == "adjustment") & dispute.notna(),
-            otype == "adjustment",
+            (otype == "adjustment") & other["transfer_id"].isna(),
         ],
         [WRITTEN_OFF, DISPUTE_DEBITS, DISPUTE_REVERSALS, ADJUSTMENTS],
         TRANSFERS,
@@ -607,6 +636,109 @@ def row_event_parts(
     settled = recon.loc[recon["settle_ts"].notna(), ["settlement_id", "net"]]
     rows_sum = settled.groupby(settled["settlement_id"].astype(str))["net"].sum()
     return rows_sum.astype(np.int64)
+
+
+def transfer_events(
+    dataset: Dataset,
+    recon: pd.DataFrame,
+    is_transfer_row: np.ndarray,
+    flags: frozenset[tuple[str, str]],
+    emit: Callable[[pd.DataFrame], None],
+) -> pd.Index:
+    """The events of the transfers file's transfers that were made (`_MADE_TRANSFERS`) or
+    that a recon `transfer` row names: the amount (plus the first row's fee) leaves the
+    balance at the transfer's created_at ("Amount settled = … − Transfer"; a transfer is
+    refused for insufficient balance at its `balance_check` step, docs/books.md), open on
+    `pending_transfers` until its first settled row. Returns the index of the rows it owns."""
+    tr = dataset.transfers
+    if len(tr) == 0:
+        return pd.Index([])
+    t_ids = tr["id"].astype(str)
+    rows, code, row_code, texts = _owned_rows(recon, is_transfer_row, t_ids)
+    first = _first_at(row_code, len(texts))[code]
+    made = tr["status"].astype(str).isin(_MADE_TRANSFERS).to_numpy()
+    keep = made | (first >= 0)
+    t = tr.loc[keep, ["id", "amount", "created_at"]]
+    tid = t["id"].astype(str)
+    fee = _taken(rows["fee"], first[keep], tid.index).astype("Int64").fillna(0)
+    out = t["amount"].astype(np.int64) + fee.astype(np.int64)
+    created = t["created_at"].astype(np.int64)
+    emit(_events(created, TRANSFERS, "transfer", coded(code[keep], texts), -out))
+    _item_events(
+        etype="transfer",
+        ids=tid,
+        created=created,
+        expected=-out,
+        open_line=_lines(OPEN_TRANSFERS, len(t)),
+        rows=rows,
+        id_code=code[keep],
+        row_code=row_code,
+        codes=len(texts),
+        texts=texts,
+        flagged=flags,
+        emit=emit,
+    )
+    return rows.index
+
+
+def dispute_events(
+    dataset: Dataset,
+    recon: pd.DataFrame,
+    flags: frozenset[tuple[str, str]],
+    emit: Callable[[pd.DataFrame], None],
+) -> pd.Index:
+    """The events of the disputes whose `amount_deducted` is above 0: Razorpay took it from
+    the balance (deduct at onset, or the dispute lost or accepted). It leaves at the first
+    debit row's created_at (the deduction as Razorpay recorded it), else at the dispute's
+    created_at; on `written_off` when the dispute is `lost`, else on `dispute_debits`; open
+    on `pending_dispute_deductions` until its first settled debit row. Its debit rows
+    (`adjustment`s naming it with debit above credit) are owned: they close it instead of
+    moving the balance again. A credit row (a won dispute's reversal) stays a row of its
+    own. Returns the index of the rows it owns."""
+    dsp = dataset.disputes
+    if len(dsp) == 0:
+        return pd.Index([])
+    taken = dsp["amount_deducted"].astype("Int64").fillna(0).to_numpy(np.int64)
+    d = dsp[taken > 0]
+    if len(d) == 0:
+        return pd.Index([])
+    is_debit = (
+        (recon["type"].astype(str) == "adjustment").to_numpy()
+        & recon["dispute_id"].notna().to_numpy()
+        & (recon["net"] < 0).to_numpy()
+        & ~draw_rows(recon)
+    )
+    did = d["id"].astype(str)
+    rows, code, row_code, texts = _owned_rows(
+        recon, is_debit, did, by="dispute_id", extra=("dispute_id", "created_at")
+    )
+    # Per dispute, the earliest created_at of its debit rows (else its own created_at).
+    earliest = np.full(len(texts), np.iinfo(np.int64).max, dtype=np.int64)
+    row_born = rows["created_at"].astype("float64").fillna(np.inf).to_numpy()
+    known = np.isfinite(row_born)
+    np.minimum.at(earliest, row_code[known], row_born[known].astype(np.int64))
+    mine = earliest[code]
+    own = d["created_at"].to_numpy(np.int64)
+    when = pd.Series(np.where(mine == np.iinfo(np.int64).max, own, mine), index=d.index)
+    amount = pd.Series(taken[taken > 0], index=d.index)
+    lost = (d["status"].astype(str) == "lost").to_numpy()
+    line = line_codes([lost], [WRITTEN_OFF], DISPUTE_DEBITS)
+    emit(_events(when, line, "dispute", coded(code, texts), -amount))
+    _item_events(
+        etype="dispute",
+        ids=did,
+        created=when,
+        expected=-amount,
+        open_line=_lines(OPEN_DISPUTES, len(d)),
+        rows=rows,
+        id_code=code,
+        row_code=row_code,
+        codes=len(texts),
+        texts=texts,
+        flagged=flags,
+        emit=emit,
+    )
+    return rows.index
 
 
 INSTANT_PREFIX = "setlod_"  # Razorpay's id prefix of an instant settlement

@@ -21,6 +21,7 @@ WATCHED_TABLES: tuple[str, ...] = (
     "instant_settlements",
     "instant_payouts",
     "disputes",
+    "transfers",  # migration 0119 (ledger FORMAT 5)
 )
 DAY_COLUMNS = ("day", "line", "amount", "events")
 UNEXPLAINED_COLUMNS = ("day", "entity_type", "entity_id", "amount")

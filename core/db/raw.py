@@ -917,7 +917,7 @@ MONTH_COLUMNS: dict[MonthProduct, dict[str, tuple[str, ...]]] = {
         "settlements": ("id", "amount", "status", "created_at"),
         "recon": (
             *("row_key", "entity_id", "type", "debit", "credit", "amount", "fee", "tax"),
-            *("settlement_id", "dispute_id"),
+            *("settlement_id", "dispute_id", "transfer_id"),
         ),
         "instant_settlements": ("id", "created_at"),
         "disputes": ("id", "status"),
