@@ -314,3 +314,52 @@ def test_a_reversals_file_names_the_transfer_of_each_reversal_recon_row() -> Non
         dataset, _ = load_dataset(REAL / rendering)
         reversal = dataset.recon[dataset.recon["entity_id"] == "rvrsl_ZJNoDUnhxVHCtr"]
         assert reversal["transfer_id"].tolist() == ["trf_uurzH2IdV3Rs1K"], rendering
+
+
+def _add_transfer_without_recon_row(folder: Path) -> None:
+    """A second transfer in the Transfers report, of 06/07/2026, that no recon row debits:
+    failed (as the independent tester's trf_T0722F), or processed and never settled; the
+    report's documented columns cannot say which."""
+    path = folder / "transfers.csv"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    new = (
+        lines[1]
+        .replace("trf_uurzH2IdV3Rs1K", "trf_NoRowFailed001")
+        .replace(",600.00,INR,2.36,0.36,200.00,", ",400.00,INR,2.36,0.36,0.00,")
+    )
+    path.write_text("\n".join([*lines, new]) + "\n", encoding="utf-8")
+
+
+def test_a_transfers_report_row_without_a_reversal_has_an_unknown_status(
+    tmp_path: Path,
+) -> None:
+    folder = _copy("dashboard_csv", tmp_path)
+    _add_transfer_without_recon_row(folder)
+    dataset, report = load_dataset(folder)
+    status = dataset.transfers.set_index("id")["status"]
+    # Amount Reversed above 0: reversed in part, which only a processed transfer can be.
+    assert status["trf_uurzH2IdV3Rs1K"] == "processed"
+    # Nothing in the report's documented columns tells failed from processed.
+    assert status["trf_NoRowFailed001"] == "unknown"
+    assert any(
+        "no 'status' column: 1 transfers with an Amount Reversed read as processed, "
+        "1 without one as of unknown status" in w
+        for w in report.warnings
+    )
+
+
+def test_a_failed_transfer_in_the_transfers_report_is_pending_not_a_money_exception(
+    tmp_path: Path,
+) -> None:
+    folder = _copy("dashboard_csv", tmp_path)
+    _add_transfer_without_recon_row(folder)
+    outcomes = _reconcile(folder, tmp_path / "results.csv").set_index("entity_id")
+    row = outcomes.loc["trf_NoRowFailed001"]
+    assert (row["status"], row["reason_code"], row["exposure_class"], row["exposure_amount"]) == (
+        "PENDING",
+        "TRANSFER_STATUS_UNKNOWN",
+        "",
+        "0",
+    )
+    # The transfer its recon row debits is checked as before.
+    assert outcomes.loc["trf_uurzH2IdV3Rs1K", "status"] == "MATCHED"
