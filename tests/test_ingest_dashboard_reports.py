@@ -363,3 +363,29 @@ def test_a_failed_transfer_in_the_transfers_report_is_pending_not_a_money_except
     )
     # The transfer its recon row debits is checked as before.
     assert outcomes.loc["trf_uurzH2IdV3Rs1K", "status"] == "MATCHED"
+
+
+def test_the_documented_disputes_report_is_refused_naming_the_layout_to_use(
+    tmp_path: Path,
+) -> None:
+    # The Reports Data Schema's Disputes report: three columns, no payment, amount or status.
+    folder = _copy("dashboard_csv", tmp_path)
+    (folder / "disputes.csv").write_text(
+        "Dispute ID,Reason Description,Created At\n"
+        "disp_1G1EiMsWE6IjEF,Customer claims goods were not received,14/07/2026 10:00:00\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(InputError) as caught:
+        load_dataset(folder)
+    problems = [str(p) for p in caught.value.problems]
+    assert problems == [
+        "disputes.csv: the Dashboard's Disputes report (Dispute ID, Reason Description, "
+        "Created At) has no payment id, amount or status, which a dispute is checked by: "
+        "take disputes from the API (python -m core sync, or GET /v1/disputes saved as "
+        "disputes.json; a CSV needs the Dispute entity's fields: id, payment_id, amount, "
+        "status, created_at), or leave disputes.csv out (dispute debits are then checked "
+        "from the recon rows alone)",
+        "disputes.csv:1:payment_id: required column 'payment_id' is missing",
+        "disputes.csv:1:amount: required column 'amount' is missing",
+        "disputes.csv:1:status: required column 'status' is missing",
+    ]

@@ -185,6 +185,18 @@ def _convert_column(
     raise ValueError(f"unknown column kind {spec.kind!r}")  # pragma: no cover
 
 
+# The Dashboard's Disputes report (Reports Data Schema) has three columns, Dispute ID, Reason
+# Description and Created At: no payment, amount or status, so it cannot be read as disputes
+# (docs/ingest.md, "Disputes come from the API").
+DISPUTES_REPORT_REFUSED = (
+    "the Dashboard's Disputes report (Dispute ID, Reason Description, Created At) has no"
+    " payment id, amount or status, which a dispute is checked by: take disputes from the API"
+    " (python -m core sync, or GET /v1/disputes saved as disputes.json; a CSV needs the"
+    " Dispute entity's fields: id, payment_id, amount, status, created_at), or leave {file}"
+    " out (dispute debits are then checked from the recon rows alone)"
+)
+
+
 def _int_series(
     values: np.ndarray[Any, Any], present: np.ndarray[Any, Any], spec: ColumnSpec
 ) -> pd.Series:
@@ -237,13 +249,15 @@ def build_frame(
     transfer_status = spec.kind == "transfers" and "status" not in columns and n > 0
     if transfer_status:
         guessed.add("status")
-    for col in spec.columns:
-        if col.required and col.name not in columns.keys() | guessed and (raw.by_line or n > 0):
-            log.add(
-                Problem(
-                    raw.file, raw.header_line, col.name, f"required column {col.name!r} is missing"
-                )
-            )
+    missing = [
+        col.name
+        for col in spec.columns
+        if col.required and col.name not in columns.keys() | guessed and (raw.by_line or n > 0)
+    ]
+    for name in missing:
+        log.add(Problem(raw.file, raw.header_line, name, f"required column {name!r} is missing"))
+    if spec.kind == "disputes" and missing and raw.aliased:
+        log.add(Problem(raw.file, 0, "", DISPUTES_REPORT_REFUSED.format(file=raw.file)))
     if spec.kind == "payments" and CARD_OBJECT in columns:
         columns.update(card_columns(columns.pop(CARD_OBJECT), columns))
     unit, reason = decide_unit(spec, raw, columns, unit_setting, casts)
