@@ -242,6 +242,11 @@ DISPUTE_STATUSES = frozenset({"open", "under_review", "won", "lost", "closed"})
 TRANSFER_STATUSES = frozenset(
     {"created", "pending", "processed", "failed", "reversed", "partially_reversed"}
 )
+# A transfer whose status no source has said: the Dashboard's Transfers report has no
+# Status column (docs/ingest.md). Not one of Razorpay's statuses: derived for a report row
+# without a reversal (and read back from our own `export`); the first status a file, the
+# sync or a webhook gives replaces it (core.ingest.lifecycle does not rank it).
+TRANSFER_STATUS_UNKNOWN = "unknown"
 
 
 def empty_frame(columns: dict[str, str]) -> pd.DataFrame:

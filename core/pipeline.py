@@ -165,9 +165,11 @@ def load_folder(
     bank_mappings: Sequence[BankMapping] = (),
     *,
     hashing: bool = True,
+    required_files: bool = True,
 ) -> LoadedFolder:
     """Load a dataset folder (core.ingest). Writes nothing; raises InputError (file, line,
     column) on bad input. bank_mappings: saved statement column mappings to apply.
+    required_files: False for a day merged into stored data (core.ingest.load_dataset).
 
     hashing: False skips the files' sha256 (~0.6 CPU s for 560 MB), for a caller that
     stores nothing (`reconcile` without `--db`): `input_hashes` is then empty and the
@@ -177,7 +179,12 @@ def load_folder(
     began = time.perf_counter()
     # Overlapping the big files is faster; the import command reads them in turn instead.
     dataset, report = load_dataset(
-        Path(folder), amount_unit, bank_mappings, overlap_large_files=True, hashing=hashing
+        Path(folder),
+        amount_unit,
+        bank_mappings,
+        overlap_large_files=True,
+        hashing=hashing,
+        required_files=required_files,
     )
     loaded = time.perf_counter()
     # The importer's content hash covers the files and the amount-unit setting.
@@ -1070,7 +1077,8 @@ def reconcile_day_into_db(
     actor: str = "",
 ) -> DayRunResult:
     """Merge a day's folder into the raw tables (upsert by key: new ids are added, a row
-    with a stored key replaces it: a correction, unless it would move the stored row's
+    with a stored key replaces it; a table the folder has no file for adds nothing, once
+    the database holds an import: a correction, unless it would move the stored row's
     status backwards or lower a growing amount, an older file: then the day is refused with
     nothing written unless
     `accept_older`, core.ingest.lifecycle) and reconcile: incrementally from the latest completed
@@ -1084,12 +1092,17 @@ def reconcile_day_into_db(
     new run leaves a snapshot for the next day (docs/engine.md, "Stored incremental
     runs"). One `run.reconciled` audit entry by `actor` (default the operating-system
     login) records the day's import and the run (core.activity)."""
+    from core.db.raw import latest_import_id
     from core.ingest.mappings import saved_mappings
     from core.ingest.stage import staging_raw_tables
     from core.ingest.statements import place_among_stored
 
     keep_in = snapshot_folder(conn, snapshots)  # a link beside the database: refused first
-    loaded = load_folder(folder, amount_unit, saved_mappings(conn))
+    # A day merged into stored data need not hold every file the spec requires (a day without
+    # payments, or without a settlement, is normal): a table without a file adds no rows and
+    # the stored ones stay. The first import into an empty database still needs them.
+    first = latest_import_id(conn) == 0
+    loaded = load_folder(folder, amount_unit, saved_mappings(conn), required_files=first)
     where = Path(folder).resolve()
     # The statement's lines an earlier day stored already (an overlapping download) are
     # not stored again, and none replaces a stored line (core.ingest.statements).

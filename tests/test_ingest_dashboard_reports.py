@@ -314,3 +314,78 @@ def test_a_reversals_file_names_the_transfer_of_each_reversal_recon_row() -> Non
         dataset, _ = load_dataset(REAL / rendering)
         reversal = dataset.recon[dataset.recon["entity_id"] == "rvrsl_ZJNoDUnhxVHCtr"]
         assert reversal["transfer_id"].tolist() == ["trf_uurzH2IdV3Rs1K"], rendering
+
+
+def _add_transfer_without_recon_row(folder: Path) -> None:
+    """A second transfer in the Transfers report, of 06/07/2026, that no recon row debits:
+    failed (as the independent tester's trf_T0722F), or processed and never settled; the
+    report's documented columns cannot say which."""
+    path = folder / "transfers.csv"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    new = (
+        lines[1]
+        .replace("trf_uurzH2IdV3Rs1K", "trf_NoRowFailed001")
+        .replace(",600.00,INR,2.36,0.36,200.00,", ",400.00,INR,2.36,0.36,0.00,")
+    )
+    path.write_text("\n".join([*lines, new]) + "\n", encoding="utf-8")
+
+
+def test_a_transfers_report_row_without_a_reversal_has_an_unknown_status(
+    tmp_path: Path,
+) -> None:
+    folder = _copy("dashboard_csv", tmp_path)
+    _add_transfer_without_recon_row(folder)
+    dataset, report = load_dataset(folder)
+    status = dataset.transfers.set_index("id")["status"]
+    # Amount Reversed above 0: reversed in part, which only a processed transfer can be.
+    assert status["trf_uurzH2IdV3Rs1K"] == "processed"
+    # Nothing in the report's documented columns tells failed from processed.
+    assert status["trf_NoRowFailed001"] == "unknown"
+    assert any(
+        "no 'status' column: 1 transfers with an Amount Reversed read as processed, "
+        "1 without one as of unknown status" in w
+        for w in report.warnings
+    )
+
+
+def test_a_failed_transfer_in_the_transfers_report_is_pending_not_a_money_exception(
+    tmp_path: Path,
+) -> None:
+    folder = _copy("dashboard_csv", tmp_path)
+    _add_transfer_without_recon_row(folder)
+    outcomes = _reconcile(folder, tmp_path / "results.csv").set_index("entity_id")
+    row = outcomes.loc["trf_NoRowFailed001"]
+    assert (row["status"], row["reason_code"], row["exposure_class"], row["exposure_amount"]) == (
+        "PENDING",
+        "TRANSFER_STATUS_UNKNOWN",
+        "",
+        "0",
+    )
+    # The transfer its recon row debits is checked as before.
+    assert outcomes.loc["trf_uurzH2IdV3Rs1K", "status"] == "MATCHED"
+
+
+def test_the_documented_disputes_report_is_refused_naming_the_layout_to_use(
+    tmp_path: Path,
+) -> None:
+    # The Reports Data Schema's Disputes report: three columns, no payment, amount or status.
+    folder = _copy("dashboard_csv", tmp_path)
+    (folder / "disputes.csv").write_text(
+        "Dispute ID,Reason Description,Created At\n"
+        "disp_1G1EiMsWE6IjEF,Customer claims goods were not received,14/07/2026 10:00:00\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(InputError) as caught:
+        load_dataset(folder)
+    problems = [str(p) for p in caught.value.problems]
+    assert problems == [
+        "disputes.csv: the Dashboard's Disputes report (Dispute ID, Reason Description, "
+        "Created At) has no payment id, amount or status, which a dispute is checked by: "
+        "take disputes from the API (python -m core sync, or GET /v1/disputes saved as "
+        "disputes.json; a CSV needs the Dispute entity's fields: id, payment_id, amount, "
+        "status, created_at), or leave disputes.csv out (dispute debits are then checked "
+        "from the recon rows alone)",
+        "disputes.csv:1:payment_id: required column 'payment_id' is missing",
+        "disputes.csv:1:amount: required column 'amount' is missing",
+        "disputes.csv:1:status: required column 'status' is missing",
+    ]

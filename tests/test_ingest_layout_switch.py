@@ -196,7 +196,8 @@ def test_a_reversed_transfer_is_not_moved_back_by_a_transfers_report_without_sta
         "reversed",
         60000,
     )
-    assert transfers.loc["trf_NewTransfer001", "status"] == "processed"  # a new row: the guess
+    # A new row without a reversal: the report cannot say whether it failed.
+    assert transfers.loc["trf_NewTransfer001", "status"] == "unknown"
     assert report.older_count == 0
     assert any(line.startswith("transfers.csv: status") for line in report.kept)
 
@@ -277,3 +278,30 @@ def test_import_day_in_the_dashboard_layout_over_an_api_base_equals_a_full_run(
         assert _base_amount(read_dataset(conn), INTERNATIONAL) == 208750
         if not db_url.startswith("postgresql"):
             assert day.read_from.startswith("snapshot") or after.read_from.startswith("snapshot")
+
+
+def test_the_api_status_of_a_transfer_the_transfers_report_left_unknown_is_stored(
+    db_conn: sqlite3.Connection, tmp_path: Path
+) -> None:
+    day = _copy(DASHBOARD, tmp_path / "dashboard")
+    lines = (day / "transfers.csv").read_text(encoding="utf-8").splitlines()
+    new = lines[1].replace(TRANSFER, "trf_FailedLater001").replace(",200.00,FALSE", ",0.00,FALSE")
+    (day / "transfers.csv").write_text("\n".join([*lines, new]) + "\n", encoding="utf-8")
+    import_dataset(db_conn, day)
+    assert read_dataset(db_conn).transfers.set_index("id").loc["trf_FailedLater001", "status"] == (
+        "unknown"
+    )
+    api = _copy(API, tmp_path / "api")
+    transfers = json.loads((api / "transfers.json").read_text())
+    failed = {**transfers["items"][0], "id": "trf_FailedLater001", "status": "failed"}
+    failed.update(amount_reversed=0)
+    transfers["items"].append(failed)
+    (api / "transfers.json").write_text(json.dumps(transfers))
+
+    report = import_dataset(db_conn, api)  # unknown -> failed: a status learnt, not older
+
+    stored = read_dataset(db_conn)
+    assert stored.transfers.set_index("id").loc["trf_FailedLater001", "status"] == "failed"
+    assert report.older_count == 0
+    outcomes = _outcomes(stored)
+    assert "trf_FailedLater001" not in set(outcomes["entity_id"])  # failed: no outcome

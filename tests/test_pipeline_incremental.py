@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -181,6 +182,88 @@ def test_a_bad_day_folder_exits_2_naming_the_cell_and_writes_nothing(
     with open_database(db) as conn:
         assert len(list_runs(conn)) == 1
         assert conn.execute("SELECT count(*) FROM payments WHERE id = 'pay_X1'").fetchone()[0] == 0
+
+
+def _day_without(folder: Path, out: Path, *names: str) -> Path:
+    shutil.copytree(folder, out)
+    for name in names:
+        (out / name).unlink()
+    return out
+
+
+def _stored_ids(db: Path, table: str) -> set[str]:
+    with open_database(db) as conn:
+        return {row[0] for row in conn.execute(f"SELECT id FROM {table}")}
+
+
+def test_a_day_folder_without_a_payments_file_adds_none_and_keeps_the_stored_ones(
+    days: tuple[list[Path], list[str]], tmp_path: Path
+) -> None:
+    folders, as_ofs = days
+    db = tmp_path / "no-payments.sqlite"
+    with open_database(db) as conn:
+        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+    stored = _stored_ids(db, "payments")
+    settlements = _stored_ids(db, "settlements")
+    day = _day_without(folders[2], tmp_path / "settlements-only", "payments.csv")
+
+    done = _cli("import-day", str(day), "--db", str(db), "--as-of", as_ofs[2])
+
+    assert done.returncode == 0, done.stderr
+    assert "incremental over run 1" in done.stdout
+    assert "  payments." not in done.stdout  # the import report names no payments file
+    assert _stored_ids(db, "payments") == stored  # none added, none lost
+    assert _stored_ids(db, "settlements") > settlements  # the day's settlements stored
+
+
+def test_a_day_folder_with_payments_only_is_merged_as_a_day_without_settlements(
+    days: tuple[list[Path], list[str]], tmp_path: Path
+) -> None:
+    folders, as_ofs = days
+    db = tmp_path / "payments-only.sqlite"
+    with open_database(db) as conn:
+        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+    settlements = _stored_ids(db, "settlements")
+    keep = {"payments.csv"}
+    drop = [p.name for p in folders[1].iterdir() if p.name not in keep]
+    day = _day_without(folders[1], tmp_path / "payments-only", *drop)
+
+    done = _cli("import-day", str(day), "--db", str(db), "--as-of", as_ofs[1])
+
+    assert done.returncode == 0, done.stderr
+    assert _stored_ids(db, "settlements") == settlements
+    added = pd.read_csv(day / "payments.csv", dtype=str)["id"]
+    assert set(added) <= _stored_ids(db, "payments")
+
+
+def test_a_first_import_day_and_a_day_with_no_dataset_file_are_still_refused(
+    days: tuple[list[Path], list[str]], tmp_path: Path
+) -> None:
+    folders, as_ofs = days
+    db = tmp_path / "first.sqlite"
+    day = _day_without(folders[0], tmp_path / "no-payments", "payments.csv")
+    done = _cli("import-day", str(day), "--db", str(db), "--as-of", as_ofs[0])
+    # Into an empty database the day is the first import: the contract's files are required.
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "error: payments.csv: required file missing: payments.csv, payments.json, "
+        "payments.xlsx or payments.xls"
+    ]
+    with open_database(db) as conn:
+        reconcile_day_into_db(conn, folders[0], params=PARAMS, as_of=_ts(as_ofs[0]))
+    empty = tmp_path / "empty-day"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("nothing here\n")
+    done = _cli("import-day", str(empty), "--db", str(db), "--as-of", as_ofs[1])
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"error: {empty}: no dataset file in the folder: a day needs at least one of payments,"
+        " refunds, settlements, settlement_recon, instant_settlements,"
+        " instant_settlement_payouts, disputes, transfers, reversals (.csv, .json, .xlsx or"
+        " .xls) or a bank statement"
+    ]
+    with open_database(db) as conn:
+        assert len(list_runs(conn)) == 1
 
 
 def test_an_incremental_day_is_stored_counted_and_summarised_without_its_whole_frame(

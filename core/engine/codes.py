@@ -54,6 +54,10 @@ FEE_OVERCHARGED = "FEE_OVERCHARGED"
 
 # Pending reasons of the wider model.
 DISPUTE_UNDER_REVIEW = "DISPUTE_UNDER_REVIEW"
+# A transfer of unknown status (the Transfers report has no Status) that no recon row
+# debits, past its cycle: failed (no money moved) or processed and missing from the
+# settlements; only its recon row or the API's status can tell (docs/engine.md).
+TRANSFER_STATUS_UNKNOWN = "TRANSFER_STATUS_UNKNOWN"
 
 # Priority order per entity type (spec section 5).
 PAYMENT_CODES: tuple[str, ...] = (

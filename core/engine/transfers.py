@@ -2,7 +2,9 @@
 `transfer` rows (debit = amount + fee) and reversal rows, set-based.
 
 With a transfers file each transfer that is not `failed` gets an outcome, and a transfer
-row naming no transfer in it is returned for `check_orphan_rows` (PAYMENT_ID_MISMATCH).
+row naming no transfer in it is returned for `check_orphan_rows` (PAYMENT_ID_MISMATCH). A
+transfer of `unknown` status (the Dashboard's Transfers report) without a row is PENDING
+TRANSFER_STATUS_UNKNOWN past its cycle, never MISSING_RECONCILIATION_RECORD.
 Without one, every recon transfer row (grouped by `entity_id`) gets an outcome of its own.
 """
 
@@ -13,6 +15,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from core.dataset import TRANSFER_STATUS_UNKNOWN
 from core.engine import codes as C
 from core.engine.bank import status_is
 from core.engine.columns import (
@@ -32,6 +35,7 @@ from core.engine.part import (
     NO_PENDING,
     P_AWAITING_SETTLEMENT,
     P_ON_HOLD,
+    P_TRANSFER_STATUS_UNKNOWN,
     Part,
     TextRef,
     nulls_ref,
@@ -108,12 +112,20 @@ def check_transfers(ctx: Context) -> tuple[Part, IntArray]:
 
     deadline = ctx.deadline(ints(tr["created_at"]), cal.settlement_days + cal.grace_days)
     overdue = ctx.as_of_day > deadline
+    # A transfer of unknown status (a Transfers report row: no Status column) that no row
+    # debits may have failed, so moved no money: past its cycle it is not missing but
+    # undecided until its recon row or its API status arrives.
+    unknown_status = status_is(tr, TRANSFER_STATUS_UNKNOWN)
     mask = np.zeros(n, dtype=np.int64)
     mask |= (count >= 2).astype(np.int64) << T_DUP
     mask |= wrong_amount.astype(np.int64) << T_AMOUNT
     mask |= (reversed_rows != amount_reversed).astype(np.int64) << T_REVERSAL
-    mask |= ((count == 0) & overdue).astype(np.int64) << T_MISSING
-    pending = np.where((count == 0) & ~overdue, P_AWAITING_SETTLEMENT, NO_PENDING).astype(np.int8)
+    mask |= ((count == 0) & overdue & ~unknown_status).astype(np.int64) << T_MISSING
+    pending = np.select(
+        [(count == 0) & ~overdue, (count == 0) & unknown_status],
+        [P_AWAITING_SETTLEMENT, P_TRANSFER_STATUS_UNKNOWN],
+        NO_PENDING,
+    ).astype(np.int8)
 
     first = _first_row(pos, rows, ctx.text(rec, "settlement_id"), n)
     rep_debit = gather(ints(rec["debit"]), first)

@@ -13,6 +13,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from core.dataset import TRANSFER_STATUS_UNKNOWN
 from core.errors import InputError, Problem
 from core.ingest import convert
 from core.ingest.cards import card_columns
@@ -184,6 +185,18 @@ def _convert_column(
     raise ValueError(f"unknown column kind {spec.kind!r}")  # pragma: no cover
 
 
+# The Dashboard's Disputes report (Reports Data Schema) has three columns, Dispute ID, Reason
+# Description and Created At: no payment, amount or status, so it cannot be read as disputes
+# (docs/ingest.md, "Disputes come from the API").
+DISPUTES_REPORT_REFUSED = (
+    "the Dashboard's Disputes report (Dispute ID, Reason Description, Created At) has no"
+    " payment id, amount or status, which a dispute is checked by: take disputes from the API"
+    " (python -m core sync, or GET /v1/disputes saved as disputes.json; a CSV needs the"
+    " Dispute entity's fields: id, payment_id, amount, status, created_at), or leave {file}"
+    " out (dispute debits are then checked from the recon rows alone)"
+)
+
+
 def _int_series(
     values: np.ndarray[Any, Any], present: np.ndarray[Any, Any], spec: ColumnSpec
 ) -> pd.Series:
@@ -231,20 +244,20 @@ def build_frame(
             guessed.add("status")  # no date to read it from: every refund pending
         columns["status"], note = _refund_status_from_dates(columns, n)
         warnings.append(note)
-    if spec.kind == "transfers" and "status" not in columns and n > 0:
-        # The Transfers report has no Status column (Reports Data Schema): a listed transfer
-        # was made, so it reads as processed; reversals show in Amount Reversed. A guess for
-        # a new row, never a stored row's correction (a stored 'reversed' stays).
-        columns["status"] = pa.array(["processed"] * n, type=pa.string())
+    # The Transfers report has no Status column (Reports Data Schema): its status is derived
+    # from Amount Reversed below (after the amounts are read), never a stored row's correction.
+    transfer_status = spec.kind == "transfers" and "status" not in columns and n > 0
+    if transfer_status:
         guessed.add("status")
-        warnings.append("no 'status' column: transfers read as processed")
-    for col in spec.columns:
-        if col.required and col.name not in columns and (raw.by_line or n > 0):
-            log.add(
-                Problem(
-                    raw.file, raw.header_line, col.name, f"required column {col.name!r} is missing"
-                )
-            )
+    missing = [
+        col.name
+        for col in spec.columns
+        if col.required and col.name not in columns.keys() | guessed and (raw.by_line or n > 0)
+    ]
+    for name in missing:
+        log.add(Problem(raw.file, raw.header_line, name, f"required column {name!r} is missing"))
+    if spec.kind == "disputes" and missing and raw.aliased:
+        log.add(Problem(raw.file, 0, "", DISPUTES_REPORT_REFUSED.format(file=raw.file)))
     if spec.kind == "payments" and CARD_OBJECT in columns:
         columns.update(card_columns(columns.pop(CARD_OBJECT), columns))
     unit, reason = decide_unit(spec, raw, columns, unit_setting, casts)
@@ -289,6 +302,9 @@ def build_frame(
                 ),
             )
 
+    if transfer_status:
+        out["status"], note = _transfer_status_from_reversals(out["amount_reversed"])
+        warnings.append(note)
     if spec.kind == "payments":
         status = out["status"]
         derived = status.isin(["captured", "refunded"]).to_numpy(dtype=bool, na_value=False)
@@ -374,6 +390,21 @@ def _refund_status_from_dates(columns: dict[str, pa.Array], n: int) -> tuple[pa.
         f" processed, {int(n - dated.sum())} without one as pending"
     )
     return status, note
+
+
+def _transfer_status_from_reversals(amount_reversed: pd.Series) -> tuple[pd.Series, str]:
+    """A Transfers report without a Status column: a transfer with an Amount Reversed above
+    0 was processed (only a processed transfer is reversed: core.ingest.lifecycle); any other
+    is of unknown status (TRANSFER_STATUS_UNKNOWN): nothing in the report's documented columns
+    tells a failed transfer from a processed one, and a failed one moved no money."""
+    reversed_ = amount_reversed.fillna(0).to_numpy(dtype=np.int64) > 0
+    status = pa.array(np.where(reversed_, "processed", TRANSFER_STATUS_UNKNOWN), type=pa.string())
+    note = (
+        f"no 'status' column: {int(reversed_.sum())} transfers with an Amount Reversed read as"
+        f" processed, {int(len(reversed_) - reversed_.sum())} without one as of unknown status"
+        " (a transfer without a recon row then stays PENDING: its status is unknown)"
+    )
+    return string_series(status), note
 
 
 def duplicate_text(column: str, value: object, first: str) -> str:

@@ -388,6 +388,13 @@ def _freed_memory_returned_at_once() -> Iterator[None]:
         return_freed_memory()
 
 
+_NO_DATASET_FILE = (
+    "no dataset file in the folder: a day needs at least one of "
+    + ", ".join([*(spec.stem for spec in TABLES.values()), REVERSALS_STEM])
+    + f" ({', '.join(ENTITY_SUFFIXES[:-1])} or {ENTITY_SUFFIXES[-1]}) or a bank statement"
+)
+
+
 def load_dataset(
     folder: str | Path,
     amount_unit: str = "auto",
@@ -395,6 +402,7 @@ def load_dataset(
     *,
     overlap_large_files: bool = False,
     hashing: bool = True,
+    required_files: bool = True,
 ) -> tuple[Dataset, ImportReport]:
     """Read and validate a dataset folder (spec sections 2-3).
 
@@ -412,11 +420,18 @@ def load_dataset(
     hashing: False skips the sha256 of the CSV files (for a caller that persists and
     records nothing: `reconcile` without `--db`); their `FileReport.sha256` and the
     report's `content_hash` are then '' (no hash rather than a wrong one).
+
+    required_files: False for a day merged into stored data (`import-day` into a database
+    that holds an import): the spec's required files (payments, settlements, recon) may be
+    absent, a table without a file adds no rows; a folder with no dataset file at all is
+    still refused.
     """
     if amount_unit not in UNITS:
         raise ConfigError(f"amount unit must be one of {', '.join(UNITS)}, not {amount_unit!r}")
     try:
-        return _load_dataset_once(folder, amount_unit, bank_mappings, overlap_large_files, hashing)
+        return _load_dataset_once(
+            folder, amount_unit, bank_mappings, overlap_large_files, hashing, required_files
+        )
     finally:
         discard_prefetched()  # an early parse of a file this load did not read is dropped
 
@@ -427,15 +442,25 @@ def _load_dataset_once(
     bank_mappings: Sequence[BankMapping],
     overlap_large_files: bool,
     hashing: bool,
+    required_files: bool = True,
 ) -> tuple[Dataset, ImportReport]:
+    load = functools.partial(
+        _load_dataset,
+        folder,
+        amount_unit,
+        bank_mappings,
+        overlap_large_files,
+        hashing,
+        required_files=required_files,
+    )
     if overlap_large_files:
         # Speed over memory: jemalloc keeps its freed pages for reuse (its default decay).
         # Returning them at once made the 1M wide load fault 3.6 GB of pages in (4.0-6.7
         # system CPU s) against 2.0-2.3 GB kept (2.4 s), for 20 MB more peak
         # (docs/benchmark.md, "Whole process on wide data").
-        return _load_dataset(folder, amount_unit, bank_mappings, overlap_large_files, hashing)
+        return load()
     with _freed_memory_returned_at_once():
-        return _load_dataset(folder, amount_unit, bank_mappings, overlap_large_files, hashing)
+        return load()
 
 
 def _one_large_file_at_a_time(
@@ -468,6 +493,8 @@ def _load_dataset(
     bank_mappings: Sequence[BankMapping],
     overlap_large_files: bool,
     hashing: bool = True,
+    *,
+    required_files: bool = True,
 ) -> tuple[Dataset, ImportReport]:
     root = Path(folder)
     if not root.is_dir():
@@ -491,7 +518,7 @@ def _load_dataset(
                     functools.partial(_load_entity_file, spec, found[0], amount_unit, hashing),
                 )
             )
-        elif spec.required_file and not located:
+        elif spec.required_file and required_files and not located:
             named = [f"{spec.stem}{suffix}" for suffix in ENTITY_SUFFIXES]
             message = f"required file missing: {', '.join(named[:-1])} or {named[-1]}"
             problems.append(Problem(f"{spec.stem}.csv", 0, "", message))
@@ -505,6 +532,8 @@ def _load_dataset(
         jobs.append(
             (bank_path, functools.partial(_load_bank_file, bank_path, tuple(bank_mappings)))
         )
+    if not jobs and not problems:  # only without required files: else they are named
+        problems.append(Problem(str(folder), 0, "", _NO_DATASET_FILE))
     runs: list[Callable[[], _FileResult]] = (
         [functools.partial(_freeing, job) for _, job in jobs]
         if overlap_large_files

@@ -23,6 +23,7 @@ from core.dataset import (
     SETTLEMENT_COLUMNS,
     SETTLEMENT_STATUSES,
     TRANSFER_COLUMNS,
+    TRANSFER_STATUS_UNKNOWN,
     TRANSFER_STATUSES,
 )
 
@@ -250,7 +251,12 @@ TRANSFERS = TableSpec(
         ColumnSpec("amount", "money", required=True),
         ColumnSpec("currency", "text", default="INR"),
         ColumnSpec("amount_reversed", "money"),
-        ColumnSpec("status", "choice", required=True, choices=TRANSFER_STATUSES),
+        ColumnSpec(
+            "status",
+            "choice",
+            required=True,
+            choices=TRANSFER_STATUSES | {TRANSFER_STATUS_UNKNOWN},
+        ),
         ColumnSpec("on_hold", "bool", default=False),
         ColumnSpec("on_hold_until", "time"),
         ColumnSpec("recipient_settlement_id", "text"),
