@@ -3,6 +3,7 @@
 import streamlit as st
 
 import ui.evidence
+import ui.investigator
 import ui.packet
 from core.views.exception import evidence, exception
 from ui import auth, comments, decision, keys, shell, widgets
@@ -84,14 +85,9 @@ with answer_col:
     if answer is None:
         st.caption("Ask for an explanation: it cites only records from the evidence.")
     else:
-        # The model's text is data: shown as text, never as Markdown (no links, no images).
-        st.markdown(f"**Root cause:** {md(answer.root_cause)} · confidence {answer.confidence:.0%}")
-        st.markdown(md(answer.summary))
-        st.markdown(f"**Recommendation:** {md(answer.recommendation)}")
-        if answer.requires_human_review:
-            st.warning("A person must decide this one.", icon=":material/person_alert:")
-        st.caption(f"Source: {md(answer.source_label)}")
-        st.caption("Citations (checked against the evidence): " + md(", ".join(answer.citations)))
+        # The model's text is data: shown as text, never as Markdown (no links, no images);
+        # beside a model's answer, the rules' answer.
+        ui.investigator.show(answer)
 
     decision.box(item)
     ui.packet.downloads(exception_id)

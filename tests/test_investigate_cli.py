@@ -112,6 +112,24 @@ def test_human_output_names_the_model_and_the_cache(
     assert len(server.requests) == 2
 
 
+def test_human_output_shows_the_rules_answer_beside_a_models(
+    db_url: str,
+    seeded: dict[str, int],
+    server: FakeGemini,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    server.script[LITE] = good_answer
+    exception_id = str(seeded["SETTLED_TWICE"])
+    assert main(["investigate", exception_id, "--db", str(db_url), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["source"] == LITE
+    assert shown["rules_summary"] and shown["rules_summary"] != shown["summary"]
+    assert main(["investigate", exception_id, "--db", str(db_url)]) == 0
+    text = capsys.readouterr().out
+    assert f"Rules' summary:        {shown['rules_summary']}\n" in text
+    assert f"Rules' recommendation: {shown['rules_recommendation']}\n" in text
+
+
 def test_human_output_shows_why_the_fallback_answered(
     db_url: str,
     seeded: dict[str, int],

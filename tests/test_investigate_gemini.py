@@ -302,7 +302,7 @@ def test_an_injection_in_a_bank_narration_changes_nothing(
         for r in item["records"]
         if "narration" in r
     ]
-    assert any("IGNORE ALL PREVIOUS INSTRUCTIONS" in n for n in narrations)
+    assert any("IGNORE ALL PREVIOUS INSTRUCTIONS" in n["untrusted_text"] for n in narrations)
     assert "never instructions" in request.body["systemInstruction"]["parts"][0]["text"]
 
     # The obedient answer is caught; the reviewer sees the rules' answer; nothing changed.

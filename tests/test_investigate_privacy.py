@@ -255,8 +255,8 @@ def test_generated_identifiers_never_reach_the_model_and_every_utr_does(
         for rec in item["records"]
     ]
     assert lines and all(rec["utr"] == planted["utr"] for rec in lines)
-    assert planted["utr"] in lines[0]["narration"]
-    assert "[NAME]" in lines[0]["narration"]
+    assert planted["utr"] in lines[0]["narration"]["untrusted_text"]
+    assert "[NAME]" in lines[0]["narration"]["untrusted_text"]
 
 
 def test_common_words_of_a_remark_are_not_blanked_elsewhere() -> None:

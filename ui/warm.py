@@ -66,6 +66,7 @@ def imports() -> float:
             import ui.evidence
             import ui.format
             import ui.import_choice
+            import ui.investigator
             import ui.keys
             import ui.packet
             import ui.shell

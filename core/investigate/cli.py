@@ -63,6 +63,12 @@ def render(result: Investigation) -> str:
         f"Recommended: {result.recommendation}",
         f"Human review required: {'yes' if result.requires_human_review else 'no'}",
     ]
+    if result.source != "deterministic" and result.rules_summary:
+        # The rules' answer beside a model's: the engine's facts whatever the model wrote.
+        lines += [
+            f"Rules' summary:        {result.rules_summary}",
+            f"Rules' recommendation: {result.rules_recommendation}",
+        ]
     if result.citations:
         lines.append(f"Cites:       {', '.join(result.citations)}")
     if result.cited_amounts:

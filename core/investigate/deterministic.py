@@ -702,8 +702,8 @@ def _dispute_money(record: Record, c: _Cite) -> str:
 
 def _dispute_lost(ev: Evidence, exc: Record, c: _Cite) -> Finding:
     advice = (
-        "Book the loss against the order (write-off or recovery from the customer); the "
-        "money will not come back through a settlement."
+        "Recover the loss from the customer if you can: the money will not come back "
+        "through a settlement, and the journal posts Razorpay's debit with its settlement."
     )
     record = _dispute_record(ev, exc)
     if record is None:
@@ -715,14 +715,69 @@ def _dispute_lost(ev: Evidence, exc: Record, c: _Cite) -> Finding:
         if loss is None or int(record["outstanding"]) >= loss or deducted is None
         else f"{c.inr(deducted)} deducted by Razorpay"
     )
-    return (
-        "DISPUTE_LOST_FUNDS",
-        HIGH,
+    summary = (
         f"Dispute {c.id(record['id'])} on payment {c.opt(record.get('payment_id'))} "
         f"(disputed {c.inr(record.get('amount') or 0)}) was lost: {basis}. Its money: "
-        f"{_dispute_money(record, c)}.",
-        advice,
+        f"{_dispute_money(record, c)}."
     )
+    c.facts["journal"] = _where_the_journal_posts(record, loss, c)
+    return "DISPUTE_LOST_FUNDS", HIGH, summary, advice
+
+
+def _where_the_journal_posts(record: Record, loss: int | None, c: _Cite) -> str:
+    """Where the Books journal posts a lost dispute's debits (the `dispute` tool's journal
+    facts, docs/books.md section 2): the voucher that already posts each, the prior-period
+    adjustment voucher that moves one kept as a disputed amount at a close, or the
+    settlement whose voucher will post it. Nothing is left to book by hand: the journal
+    posts every debit Razorpay makes, when the settlement carrying it is paid."""
+    parts: list[str] = []
+    debits = [r for r in record.get("rows") or [] if int(r.get("debit") or 0) > 0]
+    for row in debits:
+        amount = c.inr(row["debit"])
+        key = c.id(row["row_key"])
+        voucher = row.get("journal_voucher")
+        sid = row.get("settlement_id")
+        if not voucher:
+            where = (
+                f"in voucher RZP-{c.id(sid)} when settlement {c.id(sid)} is processed"
+                if sid
+                else "in the voucher of the settlement that carries it, once one does"
+            )
+            parts.append(
+                f"the journal will post the debit of {amount} in {key} to "
+                f"{LEDGERS.chargebacks} {where}"
+            )
+            continue
+        adjustment = row.get("journal_adjustment_voucher")
+        if row.get("journal_month_closed") and adjustment:
+            kept = row.get("journal_ledger_at_close")
+            held = (
+                f"posted it to {kept} when its month was closed"
+                if kept
+                else "did not hold it when its month was closed"
+            )
+            parts.append(
+                f"voucher {voucher} ({row.get('journal_date')}) {held}, and the prior-period "
+                f"adjustment voucher {adjustment} moves the debit of {amount} in {key} to "
+                f"{row.get('journal_ledger')}"
+            )
+        else:
+            parts.append(
+                f"the Books journal already posts the debit of {amount} in {key}: voucher "
+                f"{voucher} ({row.get('journal_date')}) debits {row.get('journal_ledger')} "
+                f"{amount}"
+            )
+    debited = sum(int(r.get("debit") or 0) for r in debits)
+    if loss is not None and loss > debited:
+        rest = c.inr(loss - debited)
+        parts.append(
+            f"{rest} of the loss: no settlement row debits it yet; the journal will post it "
+            f"to {LEDGERS.chargebacks} with the settlement that carries Razorpay's debit"
+        )
+    if not parts:
+        return ""
+    text = "; ".join(parts)
+    return f"{text[0].upper()}{text[1:]}: do not book it again by hand."
 
 
 def _dispute_reversal_missing(ev: Evidence, exc: Record, c: _Cite) -> Finding:
@@ -1010,11 +1065,11 @@ def _unmatched_bank(ev: Evidence, exc: Record, c: _Cite) -> Finding:
 def _instant_reversed(ev: Evidence, exc: Record, c: _Cite) -> Finding:
     sid = str(exc["entity_id"])
     instant = _instant(ev, sid)
-    advice = (
-        "Nothing to chase at the bank: the money went back to the Razorpay balance. Check "
-        "that a later regular settlement carries it, and retry the instant settlement if "
-        "it is still needed."
-    )
+    # Razorpay: amount_reversed is "reversed to your PG current balance" (Instant Settlements
+    # entity). That balance is paid in the regular cycle with no row naming the setlod_, so
+    # no data can show which settlement carries it, and no run clears the exception
+    # (independent tester, finding 5): the advice is what a reviewer can do.
+    advice = _INSTANT_ADVICE.format(stake="the reversed amount")
     if instant is None:
         return "INSTANT_PAYOUT_RETURNED", MEDIUM, _missing(exc, c, "the instant settlement"), advice
     returned = [
@@ -1573,6 +1628,7 @@ class _Plan:
     draft: str = ""
     journal: str = ""
     write_off: bool = False
+    review: str = ""  # why a person must decide whatever the amount (empty: no such reason)
 
 
 LEDGERS = Ledgers()
@@ -1860,11 +1916,36 @@ def _plan_unidentified(f: _Facts, c: _Cite, stake: str, said: str, quote: str) -
 
 
 def _plan_lost(f: _Facts, c: _Cite, stake: str, said: str, quote: str) -> _Plan:
-    return _Plan(
-        f"Book the loss of {stake} on {quote}: the money will not come back through a "
-        "settlement; recover it from the customer if you can.",
-        journal=_entry(LEDGERS.chargebacks, LEDGERS.receivable, stake, f"lost {f.eid}"),
+    # The journal posts every dispute debit Razorpay makes, with the settlement carrying it
+    # (docs/books.md section 2): an entry by hand beside it would book the loss twice
+    # (independent tester, finding 4), so the advice says where it is posted instead.
+    journal = c.facts.get("journal") or (
+        f"No recon row in the evidence debits it: the journal posts a dispute's debit to "
+        f"{LEDGERS.chargebacks} in the voucher of the settlement that carries it, so check "
+        "the month's journal before booking anything by hand."
     )
+    return _Plan(
+        f"The loss of {stake} on {quote} will not come back through a settlement; "
+        f"recover it from the customer if you can. {journal}"
+    )
+
+
+def _plan_instant_returned(f: _Facts, c: _Cite, stake: str, said: str, quote: str) -> _Plan:
+    return _Plan(
+        f"Quote {quote} ({stake}): {stake} went back to the Razorpay balance, so no bank "
+        f"credit is due for it. {_INSTANT_ADVICE.format(stake=stake)}",
+        review="only a person can resolve it: no later data will clear it",
+    )
+
+
+_INSTANT_ADVICE = (
+    "Confirm in the Razorpay Dashboard (Settlements, Instant Settlements) that it shows "
+    "{stake} reversed to the balance, and retry the instant settlement if the money is "
+    "still needed early. The reversed money is ordinary Razorpay balance again, paid in the "
+    "regular settlement cycle, but no recon row names the instant settlement, so no later "
+    "data can show which settlement carries it: this exception stays open until a person "
+    "resolves it."
+)
 
 
 def _plan_late(f: _Facts, c: _Cite, stake: str, said: str, quote: str) -> _Plan:
@@ -1894,6 +1975,7 @@ _SPECIAL_PLANS: dict[str, PlanMaker] = {
     "UNIDENTIFIED_BANK_CREDIT": _plan_unidentified,
     "DISPUTE_LOST_FUNDS": _plan_lost,
     "SETTLED_LATE": _plan_late,
+    "INSTANT_PAYOUT_RETURNED": _plan_instant_returned,
 }
 
 
@@ -1931,6 +2013,8 @@ def _needs_review(
         reasons.append("the timeline is impossible")
     if cause in _JUDGEMENT_CAUSES and not plan.write_off:
         reasons.append("how to book it is a judgement call")
+    if plan.review:
+        reasons.append(plan.review)
     if reasons:
         return True, "Human review required: " + "; ".join(reasons) + "."
     if plan.write_off:

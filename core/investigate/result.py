@@ -96,7 +96,10 @@ class Investigation:
     cited_amounts: the answer shown (see `Answer`). evidence: the evidence, unredacted,
     for display. fallback_reason: why the deterministic answer is shown (None when a model
     answered). reason_code: the exception's primary code. deterministic_root_cause: what
-    the rules conclude, shown alongside a model's answer. evidence_hash: the cache key.
+    the rules conclude, shown alongside a model's answer. rules_summary,
+    rules_recommendation: the rules' (deterministic) answer, the same as summary and
+    recommendation when it is the one shown; beside a model's answer they let a reviewer
+    see the engine's facts whatever the model wrote. evidence_hash: the cache key.
     cached: the model answer came from the cache (no call made). tokens_used: tokens
     spent by this investigation. attempts: each step down the model ladder.
     """
@@ -115,6 +118,8 @@ class Investigation:
     cited_amounts: tuple[int, ...] = ()
     reason_code: str = ""
     deterministic_root_cause: str = ""
+    rules_summary: str = ""
+    rules_recommendation: str = ""
     evidence_hash: str = ""
     cached: bool = False
     tokens_used: int = 0
@@ -143,6 +148,8 @@ class Investigation:
             "cited_amounts": list(self.cited_amounts),
             "reason_code": self.reason_code,
             "deterministic_root_cause": self.deterministic_root_cause,
+            "rules_summary": self.rules_summary,
+            "rules_recommendation": self.rules_recommendation,
             "evidence_hash": self.evidence_hash,
             "cached": self.cached,
             "tokens_used": self.tokens_used,

@@ -40,6 +40,7 @@ from core.investigate.verify import (
     clean_model_text,
     direction_contradiction,
     specificity_gap,
+    state_contradiction,
     status_claims,
     text_problem,
 )
@@ -87,7 +88,9 @@ def model_answer_problem(answer: Answer, redacted: Evidence, allowed: tuple[str,
     """Why a model's answer may not be shown (empty: it may): text that hides characters
     from the reader, a root cause outside the codes' causes or against the sign of the
     difference, prose that says the money moved the other way, a claim of a status or an
-    approval, a citation the evidence does not hold, or an answer vaguer than the rules'
+    approval, a claim about the money's state that the exception's facts contradict
+    (received in full, nothing missing, nothing to chase, while it is open with money at
+    stake), a citation the evidence does not hold, or an answer vaguer than the rules'
     (entity or difference not named). The same function judges a fresh answer, a cached
     one and the packet's, so none of them is shown on weaker checks."""
     exception = redacted.exception
@@ -109,6 +112,9 @@ def model_answer_problem(answer: Answer, redacted: Evidence, allowed: tuple[str,
     said = direction_contradiction(free_text, difference if isinstance(difference, int) else None)
     if said:
         return f"contradicts the amounts: {said}"
+    state = state_contradiction(free_text, exception)
+    if state:
+        return f"contradicts the exception's state: {state}"
     claims = status_claims(free_text)
     if claims:
         return "claims a status or an approval only a person can give: " + ", ".join(
@@ -224,6 +230,8 @@ def _result(
         cited_amounts=shown.cited_amounts,
         reason_code=str(exception["reason_code"]),
         deterministic_root_cause=baseline.root_cause,
+        rules_summary=baseline.summary,
+        rules_recommendation=baseline.recommendation,
         evidence_hash=evidence_hash,
         cached=outcome.cached,
         tokens_used=outcome.tokens,

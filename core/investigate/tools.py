@@ -477,10 +477,72 @@ class EvidenceTools:
             debited=debited,
             reversed=reversed_,
             outstanding=debited - reversed_,
-            rows=[_with_row_facts(r) for r in rows],
+            rows=[self._with_journal_facts(_with_row_facts(r), found) for r in rows],
         )
         note = "" if found else "dispute not in the disputes file; its recon rows only"
         return ToolResult("dispute", args, (record,), note)
+
+    def _with_journal_facts(
+        self, row: dict[str, Any], dispute: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        """Where the Books journal posts a dispute's recon row (docs/books.md section 2), so
+        that advice never books by hand what the journal already posts:
+
+        journal_voucher: `RZP-<settlement>` when the row's settlement is a processed regular
+        settlement or an instant settlement in the data (None: not posted yet);
+        journal_date: that voucher's date; journal_ledger: the ledger it posts the row to as
+        today's data give it (Chargebacks for a dispute the disputes file has `lost`, or
+        that it does not name; Disputed amounts otherwise); journal_month_closed: the
+        voucher's month was closed; journal_ledger_at_close: the ledger the journal kept at
+        that close posted it to (None: the close kept no journal, or the row was not in the
+        voucher then); journal_adjustment_voucher: the prior-period adjustment voucher
+        (`<voucher>-PPA-<month>`, in the first open month after the close, or a later
+        closed month's journal that already posted it) that moves it to today's ledger."""
+        from core.books.close import kept_journal
+        from core.books.journal import Ledgers
+
+        names = Ledgers()
+        lost = dispute is None or str(dispute.get("status") or "") == "lost"
+        ledger = names.chargebacks if lost else names.disputes
+        facts: dict[str, Any] = {
+            "journal_voucher": None,
+            "journal_date": None,
+            "journal_ledger": None,
+            "journal_month_closed": False,
+            "journal_ledger_at_close": None,
+            "journal_adjustment_voucher": None,
+        }
+        sid = str(row.get("settlement_id") or "")
+        created: int | None = None
+        if sid:
+            settlement = db.get_settlement(self.__conn, sid)
+            if settlement is not None and str(settlement.get("status")) == "processed":
+                created = int(settlement["created_at"])
+            elif settlement is None:
+                instant = db.get_instant_settlement(self.__conn, sid)
+                created = None if instant is None else int(instant["created_at"])
+        if created is None:
+            row.update(facts)
+            return row
+        number = f"RZP-{sid}"
+        day = ist_date(created)
+        month = day.isoformat()[:7]
+        facts.update(journal_voucher=number, journal_date=day.isoformat(), journal_ledger=ledger)
+        if db.month_close(self.__conn, month) is not None:
+            facts["journal_month_closed"] = True
+            key = str(row.get("row_key"))
+            kept = _ledger_of(kept_journal(self.__conn, month, names), number, key)
+            facts["journal_ledger_at_close"] = kept
+            if kept != ledger:
+                later = _next_month(month)
+                while db.month_close(self.__conn, later) is not None:
+                    adjustment = f"{number}-PPA-{later}"
+                    if _ledger_of(kept_journal(self.__conn, later, names), adjustment, key):
+                        break
+                    later = _next_month(later)
+                facts["journal_adjustment_voucher"] = f"{number}-PPA-{later}"
+        row.update(facts)
+        return row
 
     def _settlement_arithmetic(self, settlement_id: str) -> ToolResult:
         settlement = db.get_settlement(self.__conn, settlement_id)
@@ -631,6 +693,29 @@ class EvidenceTools:
         rows = db.related_exceptions(self.__conn, exception_id, entity_ids, settlement_ids)
         records = tuple({"exception_id": r.pop("id"), **r} for r in (dict(row) for row in rows))
         return ToolResult("related_exceptions", args, records, "" if records else "none")
+
+
+def _next_month(month: str) -> str:
+    year, number = int(month[:4]), int(month[5:7])
+    return f"{year + number // 12:04d}-{number % 12 + 1:02d}"
+
+
+def _ledger_of(vouchers: Sequence[Any] | None, number: str, row_key: str) -> str | None:
+    """The ledger of voucher `number`'s debit line naming `row_key`, else its credit line
+    naming it (None: no such voucher or line). Ledgers shared by every row of a voucher
+    (in transit, suspense, the receivable) are not the row's own."""
+    shared = {"transit", "suspense", "receivable", "charges", "gst"}
+    from core.books.journal import Ledgers
+
+    names = Ledgers()
+    skip = {getattr(names, key) for key in shared}
+    for voucher in vouchers or ():
+        if voucher.number != number:
+            continue
+        for line in voucher.lines:
+            if row_key in line.source_rows and line.ledger not in skip:
+                return str(line.ledger)
+    return None
 
 
 def _check_arguments(spec: ToolSpec, args: Mapping[str, Any]) -> str:

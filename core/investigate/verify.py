@@ -416,3 +416,132 @@ def specificity_gap(answer: Answer, exception: Mapping[str, Any]) -> str:
     if not missing:
         return ""
     return "less specific than the rules' answer: it does not name " + " or ".join(missing)
+
+
+# --- claims about the state of the money --------------------------------------------------
+
+# The exception's statuses in which it is no longer open (core.db.review.CLOSED).
+_CLOSED = frozenset({"RESOLVED", "AUTO_CLEARED"})
+_CLAUSE = re.compile(r"(?:[^.,;:!?\n]|[.,](?=\d))+")
+_NEGATION = re.compile(
+    r"\b(?:not|never|no|nothing|none|nor|neither|without|yet to|cannot|unless|if)\b|n't\b",
+    re.IGNORECASE,
+)
+# Arrival: the money at stake has reached the merchant (the bank, the account).
+ARRIVED = re.compile(
+    r"\b(?:received|arrived|landed|deposited|came in|credited"
+    r"|reached (?:the |our |your |its )?(?:bank|account|merchant)"
+    r"|(?:is|are|was|were|sits?|now|already) (?:now |already |safely )?in (?:the|our|your) "
+    r"(?:bank(?: account)?|account)"
+    r"|hit (?:the|our|your) (?:bank|account))\b",
+    re.IGNORECASE,
+)
+# Not the merchant's receipt: money that went back to a balance, or came from the customer.
+_NOT_RECEIPT = re.compile(
+    r"\b(?:back to|to the (?:razorpay )?balance|from the customer|by the customer|"
+    r"to the customer|debited|reversed)\b",
+    re.IGNORECASE,
+)
+# Completeness: all of the money moved.
+COMPLETE = re.compile(
+    r"\b(?:in full|fully|completely|in its entirety|entirely|in entirety|the whole amount|"
+    r"the full amount|all of (?:it|the money|the amount))\b",
+    re.IGNORECASE,
+)
+_MOVED_ANY = re.compile(
+    r"\b(?:settled|credited|received|paid|deposited|arrived|remitted|reached|came in)\b",
+    re.IGNORECASE,
+)
+# Nothing at stake: no money missing, owed or at risk; the difference is only on paper.
+NOTHING_AT_STAKE = re.compile(
+    r"\b(?:nothing|no money|no amount|no funds?|none of (?:it|the money)) "
+    r"(?:is |are |was |has been )?(?:missing|owed|outstanding|at risk|at stake|lost|short|due)\b"
+    r"|\bno (?:money|amount|funds?|loss|shortfall|real difference|real gap) "
+    r"(?:is |was )?(?:at (?:risk|stake)|missing|outstanding|owed|lost)\b"
+    r"|\b(?:only|just|merely|purely|simply) (?:an? )?(?:\w+ ){0,2}(?:matching|booking|recording|"
+    r"reporting|timing|bookkeeping|reconciliation|data|display|reference|labell?ing) "
+    r"(?:gap|issue|difference|error|problem|mismatch|artefact|artifact)s?\b"
+    r"|\bthe money is (?:safe|there|fine|accounted for)\b",
+    re.IGNORECASE,
+)
+# No action: nothing to do, nobody to ask, the exception can be left.
+NO_ACTION = re.compile(
+    r"\bnothing (?:\w+ ){0,2}to (?:chase|do|follow[\s-]?up|recover|claim|raise|ask|collect|"
+    r"fix|correct|pursue|worry about|escalate|investigate)\b"
+    r"|\bnothing (?:further|more|else) (?:is )?(?:needed|required|to be done)\b"
+    r"|\bno (?:need|reason) (?:\w+ ){0,2}to (?:\w+ )?(?:chase|contact|raise|ask|follow|do|act|"
+    r"pursue|escalate|recover|claim|call|write|worry|check|investigate)\b"
+    r"|\b(?:need not|needn't|does not need to|doesn't need to|do not need to|don't need to) "
+    r"(?:be )?(?:chase|contact|raise|ask|follow|act|pursue|escalate|recover|claim|investigat)\w*"
+    r"|\b(?:can|may|could|should) (?:\w+ )?be (?:\w+ )?(?:ignored|disregarded|dismissed|dropped|"
+    r"left (?:as it is|alone))\b"
+    r"|\bsafe to (?:ignore|disregard|leave)\b|\bignore (?:it|this|the exception)\b"
+    r"|\bno (?:further |other |more )?(?:steps?|work|chasing|escalation|follow[\s-]?ups?) "
+    r"(?:is |are )?(?:needed|required|necessary)\b",
+    re.IGNORECASE,
+)
+
+
+def _affirmed(clause: str, match: re.Match[str]) -> bool:
+    """True unless a negation stands in the six words before `match` in its clause."""
+    before = clause[: match.start()].split()[-6:]
+    return not _NEGATION.search(" ".join(before))
+
+
+def _as_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def state_contradiction(text: str, exception: Mapping[str, Any]) -> str:
+    """What in `text` contradicts the state the exception's facts give (empty: nothing).
+
+    The facts: whether the exception is open (its status is not RESOLVED or AUTO_CLEARED;
+    absent counts as open), the money it puts at stake (`exposure_amount`), and what
+    arrived against what was expected (`actual_amount`, `expected_amount`, `difference`).
+    The claims, each a kind of statement about state rather than a list of phrases:
+
+    - **arrival** (received, credited, arrived, landed, deposited, reached the bank, is in
+      the account), affirmed, when nothing of the expected money arrived (actual 0);
+    - **completeness** (in full, fully, the whole amount) beside a movement, affirmed,
+      when less than expected arrived or nothing did;
+    - **nothing at stake** (nothing missing or owed, no money at risk, only a matching or
+      booking gap) while the exception is open with money at stake;
+    - **no action** (nothing to chase or do, no need to contact anyone, can be ignored)
+      while the exception is open with money at stake.
+
+    A claim is affirmed unless a negation stands in the six words before it in its clause
+    (clauses end at . , ; : ! ? and new lines, not inside a number)
+    ("has not been received", "was never credited", "no credit has arrived"); arrival that
+    is the money going back to a balance or to or from the customer is not a receipt. The
+    check is a net, not a parser: a sentence built to slip it ("it would be wrong to say
+    the money is missing") still passes, and the page shows the rules' answer beside
+    every model answer for that reason.
+    """
+    status = str(exception.get("status") or "OPEN").upper()
+    open_ = status not in _CLOSED
+    at_stake = _as_int(exception.get("exposure_amount")) or 0
+    expected = _as_int(exception.get("expected_amount"))
+    actual = _as_int(exception.get("actual_amount"))
+    difference = _as_int(exception.get("difference"))
+    nothing_arrived = actual == 0 and expected is not None and expected > 0
+    short = nothing_arrived or (difference is not None and difference < 0)
+    facts = (
+        f"the exception is {status.lower()}, actual {format_inr(actual or 0)} against "
+        f"expected {format_inr(expected or 0)}, {format_inr(at_stake)} at stake"
+    )
+    for clause in _CLAUSE.findall(text):
+        if nothing_arrived:
+            for found in ARRIVED.finditer(clause):
+                if _affirmed(clause, found) and not _NOT_RECEIPT.search(clause[found.end() :]):
+                    return f"says {found.group(0)!r} but nothing arrived ({facts})"
+        if short:
+            for found in COMPLETE.finditer(clause):
+                if _MOVED_ANY.search(clause) and _affirmed(clause, found):
+                    return f"says {found.group(0)!r} but less arrived than expected ({facts})"
+        if open_ and at_stake > 0:
+            for pattern, what in ((NOTHING_AT_STAKE, "money is at stake"), (NO_ACTION, "")):
+                claim = pattern.search(clause)
+                if claim is not None:
+                    why = what or "the open exception with money at stake needs action"
+                    return f"says {claim.group(0)!r} but {why} ({facts})"
+    return ""
