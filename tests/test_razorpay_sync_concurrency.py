@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from core.db import connect, migrate
+from core.db import connect
 from core.db.raw import read_dataset
 from core.errors import RefusedError
 from core.ingest import load_dataset
@@ -43,9 +43,7 @@ def fake() -> Iterator[FakeRazorpay]:
 
 @pytest.fixture
 def database(db_path: Path) -> Path:
-    conn = connect(db_path)
-    migrate(conn)
-    conn.close()
+    """A migrated SQLite file (tests/conftest.py), each sync on a connection of its own."""
     return db_path
 
 
