@@ -54,7 +54,8 @@ class WatermarkInfo:
     resource: payments, refunds, settlements or settlement_recon. range_from / range_to: the
     IST range being synced. done_through: the last IST day stored completely (None: none
     yet). complete: the whole range was synced. items: stored for the range so far.
-    run_id / updated_at: the run and time that last moved it.
+    run_id: the run that owns it (the one that started or last resumed the range; only it
+    moves it). updated_at: when it last moved.
     """
 
     resource: str
