@@ -39,6 +39,9 @@ KEY_ID = "rzp_test_FakeKey000001"
 KEY_SECRET = "fake_secret_for_tests"
 
 
+TRICKLE_LIMIT_S = 60.0  # a trickling answer ends after this long whatever the client does
+
+
 def ist_day(unix_seconds: int) -> dt.date:
     return dt.datetime.fromtimestamp(int(unix_seconds), tz=IST).date()
 
@@ -61,6 +64,11 @@ class Fault:
     after: int = 0
     retry_after: str | None = None
     html_body: bool = False
+    # A slow-loris answer: the status line, then the headers (`trickle_headers`) or, after
+    # complete headers claiming a huge body, the body, one byte every `trickle` seconds, for
+    # at most TRICKLE_LIMIT_S or until the client hangs up.
+    trickle: float = 0.0
+    trickle_headers: bool = False
 
 
 @dataclass
@@ -92,6 +100,10 @@ class FakeState:
     lock: threading.Lock = field(default_factory=threading.Lock)
     served: int = 0
     on_request: Callable[[int], None] | None = None
+    # Hostile paging: the entity lists answer from the first item whatever `skip` says
+    # (`ignore_skip`), or `page_size` items whatever `count` asks (None: as asked).
+    ignore_skip: bool = False
+    page_size: int | None = None
     hook_errors: list[BaseException] = field(default_factory=list)  # raised by on_request
 
 
@@ -171,6 +183,10 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None:
             if fault.delay:
                 time.sleep(fault.delay)
+            if fault.trickle:
+                self._record(parts.path, query, 200)
+                self._trickle(fault)
+                return
             if fault.drop:
                 self._record(parts.path, query, 0)
                 self.close_connection = True
@@ -209,6 +225,27 @@ class _Handler(BaseHTTPRequestHandler):
             status, payload = 400, {"error": {"code": "BAD_REQUEST_ERROR", "description": str(exc)}}
         self._record(parts.path, query, status)
         self._send(status, json.dumps(payload).encode())
+
+    def _trickle(self, fault: Fault) -> None:
+        self.close_connection = True
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+        if fault.trickle_headers:
+            pending = b"X-Slow: " + b"a" * 100_000
+        else:
+            head += b"Content-Length: 1000000000\r\n\r\n" + b'{"entity": "collection", "items": ['
+            pending = b" " * 100_000
+        ends = time.monotonic() + TRICKLE_LIMIT_S
+        try:
+            self.wfile.write(head)
+            self.wfile.flush()
+            for byte in pending:
+                if time.monotonic() > ends or self.server.stopping.is_set():
+                    return
+                time.sleep(fault.trickle)
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+        except OSError:  # the client hung up
+            return
 
     def _pick_fault(self, path: str, query: dict[str, str]) -> Fault | None:
         state = self.server.state
@@ -255,7 +292,8 @@ class _Handler(BaseHTTPRequestHandler):
                 raise ValueError("The count may not be greater than 100.")
             low = int(query.get("from", "0"))
             high = int(query.get("to", str(2**40)))
-            skip = int(query.get("skip", "0"))
+            skip = 0 if state.ignore_skip else int(query.get("skip", "0"))
+            count = state.page_size or count
             chosen = [i for i in lists[path] if low <= int(i["created_at"]) <= high]
             chosen.sort(key=lambda i: (-int(i["created_at"]), str(i["id"])))
             page = chosen[skip : skip + count]
@@ -326,6 +364,7 @@ class _Server(ThreadingHTTPServer):
         self.state = state
         self.key_id = key_id
         self.key_secret = key_secret
+        self.stopping = threading.Event()  # ends trickling answers
 
 
 class FakeRazorpay:
@@ -352,6 +391,7 @@ class FakeRazorpay:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._server.stopping.set()
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)

@@ -162,8 +162,12 @@ def record_sync_step(
 
 
 def touch_sync_run(conn: sqlite3.Connection, run_id: int, *, now: int) -> None:
-    """A running sync's heartbeat between its steps (a day can take hours when paced)."""
-    conn.execute("UPDATE razorpay_sync_runs SET heartbeat_at = ? WHERE id = ?", (now, run_id))
+    """A running sync's heartbeat between its steps (a day can take hours when paced); a run
+    another sync has retired stays as that one left it."""
+    conn.execute(
+        "UPDATE razorpay_sync_runs SET heartbeat_at = ? WHERE id = ? AND status = 'running'",
+        (now, run_id),
+    )
 
 
 def finish_sync_run(
@@ -263,6 +267,15 @@ def reset_watermark(
     )
 
 
+def own_watermark(conn: sqlite3.Connection, resource: str, *, run_id: int, now: int) -> None:
+    """A run that resumes a resource's unfinished range takes its watermark over: from now
+    on only that run may move it (`advance_watermark`, `complete_watermark`)."""
+    conn.execute(
+        "UPDATE razorpay_sync_watermarks SET run_id = ?, updated_at = ? WHERE resource = ?",
+        (run_id, now, resource),
+    )
+
+
 def advance_watermark(
     conn: sqlite3.Connection,
     resource: str,
@@ -271,21 +284,26 @@ def advance_watermark(
     items: int,
     run_id: int,
     now: int,
-) -> None:
-    """Record a committed step; `done_through` None leaves the resume point where it is."""
-    conn.execute(
+) -> bool:
+    """Record a committed step; `done_through` None leaves the resume point where it is.
+    Only the run that owns the watermark moves it: False (nothing written) for any other.
+    """
+    cursor = conn.execute(
         "UPDATE razorpay_sync_watermarks SET done_through = COALESCE(?, done_through),"
-        " items = items + ?, run_id = ?, updated_at = ? WHERE resource = ?",
-        (done_through, items, run_id, now, resource),
+        " items = items + ?, updated_at = ? WHERE resource = ? AND run_id = ?",
+        (done_through, items, now, resource, run_id),
     )
+    return cursor.rowcount == 1
 
 
-def complete_watermark(conn: sqlite3.Connection, resource: str, *, run_id: int, now: int) -> None:
-    conn.execute(
-        "UPDATE razorpay_sync_watermarks SET complete = 1, run_id = ?, updated_at = ?"
-        " WHERE resource = ?",
-        (run_id, now, resource),
+def complete_watermark(conn: sqlite3.Connection, resource: str, *, run_id: int, now: int) -> bool:
+    """Mark the range done; only by the run that owns the watermark (False otherwise)."""
+    cursor = conn.execute(
+        "UPDATE razorpay_sync_watermarks SET complete = 1, updated_at = ?"
+        " WHERE resource = ? AND run_id = ?",
+        (now, resource, run_id),
     )
+    return cursor.rowcount == 1
 
 
 # -- webhooks ------------------------------------------------------------------------------

@@ -128,6 +128,12 @@ def holds_run_lock(conn: sqlite3.Connection) -> bool:
         return _held.get((threading.get_ident(), _database_key(conn)), 0) > 0
 
 
+def database_key(conn: sqlite3.Connection) -> str:
+    """Which database `conn` opened, as a key for in-process bookkeeping: the SQLite file, the
+    PostgreSQL URL, or the connection itself for an in-memory database."""
+    return _database_key(conn)
+
+
 def _database_key(conn: sqlite3.Connection) -> str:
     if is_postgres(conn):
         return f"postgresql:{getattr(conn, 'url', '')}"

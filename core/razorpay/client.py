@@ -15,6 +15,7 @@ cannot tell a card's network and type), instant settlements with
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -47,6 +48,15 @@ EXPAND: dict[str, str] = {"payments": "card", "instant_settlements": "ondemand_p
 Item = dict[str, Any]
 
 
+def _identity(item: Item) -> str:
+    """What tells two listed items apart: the id, or the whole row for recon rows (which
+    carry none of their own)."""
+    key = item.get("id")
+    if isinstance(key, str) and key:
+        return key
+    return json.dumps(item, sort_keys=True, separators=(",", ":"), default=str)
+
+
 def ist_day_bounds(day: dt.date) -> tuple[int, int]:
     """Unix seconds of the first and last second of an IST calendar day (both inclusive)."""
     start = dt.datetime.combine(day, dt.time(0, 0), tzinfo=IST)
@@ -74,7 +84,9 @@ class RazorpayReader:
                 "month": f"{day.month:02d}",
                 "day": f"{day.day:02d}",
             }
-            return self._pages(self._client.settlement.report, params, RECON_PAGE_SIZE)
+            return self._pages(
+                self._client.settlement.report, params, RECON_PAGE_SIZE, f"{resource} of {day}"
+            )
         start, end = ist_day_bounds(day)
         call: Callable[..., Any] = {
             "payments": self._client.payment.all,
@@ -87,19 +99,46 @@ class RazorpayReader:
         params = {"from": start, "to": end}
         if resource in EXPAND:  # the SDK sends it in the query string: expand%5B%5D=card
             params["expand[]"] = EXPAND[resource]
-        return self._pages(call, params, ENTITY_PAGE_SIZE)
+        return self._pages(call, params, ENTITY_PAGE_SIZE, f"{resource} of {day}")
 
-    def _pages(self, call: Callable[..., Any], params: dict[str, Any], size: int) -> list[Item]:
+    def _pages(
+        self, call: Callable[..., Any], params: dict[str, Any], size: int, listing: str
+    ) -> list[Item]:
+        """Every page of one listing (`listing` names it in errors: "payments of <day>").
+
+        Refused, with RazorpayAPIError naming the listing and the page: a page holding more
+        items than `count` asked for, and a listing whose pages keep answering items it
+        listed already (a server that ignores `skip`): once the repeats add up to a page's
+        worth, paging is not advancing. (A few repeats are normal: a page boundary that
+        moved while paging; the sync keeps one of each.) Nothing of the day is stored then.
+        """
         items: list[Item] = []
-        for _ in range(MAX_PAGES):
+        seen: set[str] = set()
+        repeats = 0
+        for number in range(1, MAX_PAGES + 1):
             page = self._call(call, {**params, "count": size, "skip": len(items)})
             batch = page.get("items")
             if not isinstance(batch, list) or not all(isinstance(i, dict) for i in batch):
                 raise RazorpayAPIError(f"unexpected answer from Razorpay: {str(page)[:200]}")
+            where = f"{listing}, page {number} (skip={len(items)})"
+            if len(batch) > size:
+                raise RazorpayAPIError(
+                    f"Razorpay's answer for {listing}, page {number}: {len(batch)} items for "
+                    f"count={size}; refused, nothing of this day is stored"
+                )
+            keys = [_identity(item) for item in batch]
+            repeats += sum(1 for key in keys if key in seen)
+            if repeats >= size:
+                raise RazorpayAPIError(
+                    f"Razorpay's pagination is not advancing for {where}: its pages repeat "
+                    f"{repeats} items already listed for this day; stopping, nothing of "
+                    "this day is stored"
+                )
+            seen.update(keys)
             items.extend(batch)
             if len(batch) < size:
                 return items
-        raise RazorpayAPIError(f"more than {MAX_PAGES} pages for {params}: stopping")
+        raise RazorpayAPIError(f"more than {MAX_PAGES} pages for {listing}: stopping")
 
     @staticmethod
     def _call(call: Callable[..., Any], params: dict[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from core.errors import ConfigError, RefusedError
 
 DEFAULT_BASE_URL = "https://api.razorpay.com"
 TEST_KEY_PREFIX = "rzp_test_"
+MIN_RESPONSE_BYTES = 65_536  # RAZORPAY_MAX_RESPONSE_BYTES below this would refuse real pages
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,13 @@ class RetryPolicy:
         off by default.
     backoff_base: seconds before the first retry; doubled on each further retry.
     backoff_cap: the longest wait between two tries, in seconds (also caps Retry-After).
-    connect_timeout / read_timeout: seconds, passed to every request.
+    connect_timeout / read_timeout: seconds, passed to every request (the read timeout bounds
+        each wait for the next bytes, not the whole answer).
+    request_deadline: seconds one try may take in all, from connecting to the last byte of
+        the body; past it the try is cut and fails like a timeout (a server that trickles
+        its answer a byte at a time never trips the read timeout).
+    max_response_bytes: the largest answer body read; a larger one is refused unread
+        (RazorpayAPIError), without being retried.
     max_rate: requests per second never exceeded (0: no ceiling until Razorpay answers 429).
     min_rate: the slowest the pacer goes after repeated 429s, in requests per second.
     rate_step: the share of the natural rate (what answers take unpaced) the pacer adds back
@@ -54,6 +61,8 @@ class RetryPolicy:
     backoff_cap: float = 30.0
     connect_timeout: float = 5.0
     read_timeout: float = 30.0
+    request_deadline: float = 120.0
+    max_response_bytes: int = 16 * 2**20
     max_rate: float = 0.0
     min_rate: float = 0.2
     rate_step: float = 0.05
@@ -107,7 +116,8 @@ def retry_policy_from_env(env: Mapping[str, str] | None = None) -> RetryPolicy:
     """RAZORPAY_MAX_ATTEMPTS, RAZORPAY_RETRY_BUDGET, RAZORPAY_RETRY_BUDGET_SHARE,
     RAZORPAY_RATE_LIMIT_ATTEMPTS, RAZORPAY_RATE_LIMIT_BUDGET, RAZORPAY_RATE_LIMIT_SHARE,
     RAZORPAY_SHARED_RETRY_BUDGET, RAZORPAY_BACKOFF_BASE, RAZORPAY_BACKOFF_CAP,
-    RAZORPAY_CONNECT_TIMEOUT, RAZORPAY_READ_TIMEOUT, RAZORPAY_MAX_RATE, RAZORPAY_MIN_RATE,
+    RAZORPAY_CONNECT_TIMEOUT, RAZORPAY_READ_TIMEOUT, RAZORPAY_REQUEST_DEADLINE,
+    RAZORPAY_MAX_RESPONSE_BYTES, RAZORPAY_MAX_RATE, RAZORPAY_MIN_RATE,
     RAZORPAY_RATE_STEP; defaults otherwise.
     """
     source = os.environ if env is None else env
@@ -137,6 +147,12 @@ def retry_policy_from_env(env: Mapping[str, str] | None = None) -> RetryPolicy:
             source, "RAZORPAY_CONNECT_TIMEOUT", default.connect_timeout, minimum=0.001
         ),
         read_timeout=_number(source, "RAZORPAY_READ_TIMEOUT", default.read_timeout, minimum=0.001),
+        request_deadline=_number(
+            source, "RAZORPAY_REQUEST_DEADLINE", default.request_deadline, minimum=0.001
+        ),
+        max_response_bytes=count(
+            "RAZORPAY_MAX_RESPONSE_BYTES", default.max_response_bytes, MIN_RESPONSE_BYTES
+        ),
         max_rate=_number(source, "RAZORPAY_MAX_RATE", default.max_rate, minimum=0),
         min_rate=_number(source, "RAZORPAY_MIN_RATE", default.min_rate, minimum=0.001),
         rate_step=_number(source, "RAZORPAY_RATE_STEP", default.rate_step, minimum=0),

@@ -26,3 +26,8 @@ class RazorpayAuthError(ConfigError):
 
 class ReadOnlyViolation(RefusedError):
     """Something tried a request other than GET: this client never moves money."""
+
+
+class SyncTakenOverError(RefusedError):
+    """Another sync retired this run (it took it for dead) or took over its watermarks: the
+    run stops before writing anything more; the days it committed before stay."""

@@ -5,7 +5,12 @@ nothing by default, so the session it is given does the resilience work:
 
 - Only GET leaves this process: any other method raises `ReadOnlyViolation` before a socket
   is opened, so no code path can capture, refund or pay out.
-- Every request carries an explicit (connect, read) timeout.
+- Every request carries an explicit (connect, read) timeout, and every try an overall
+  deadline (`request_deadline`, connect to the body's last byte): at the deadline a watchdog
+  shuts the try's socket down, so a server trickling its answer a byte at a time fails the
+  try like a timeout instead of hanging the sync.
+- Bodies are read here, at most `max_response_bytes` of them: a larger answer is refused
+  (`RazorpayAPIError`) before the SDK parses anything.
 - A `Pacer` spaces request starts: unpaced until Razorpay answers 429, then the rate halves
   (multiplicative decrease) and grows back by `rate_step` times the natural rate per answer
   (additive increase).
@@ -21,10 +26,13 @@ nothing by default, so the session it is given does the resilience work:
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import email.utils
 import math
 import random
+import socket
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -32,15 +40,120 @@ from dataclasses import dataclass
 from typing import Any
 
 import requests
+import urllib3
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
 
 from core.razorpay.config import RetryPolicy
-from core.razorpay.errors import RazorpayAuthError, RazorpayUnavailableError, ReadOnlyViolation
+from core.razorpay.errors import (
+    RazorpayAPIError,
+    RazorpayAuthError,
+    RazorpayUnavailableError,
+    ReadOnlyViolation,
+)
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504}) | frozenset(range(505, 600))
 RATE_LIMITED = 429
 PACE_WINDOW = 8  # answers whose latency gives the natural rate
 PACE_DECREASE = 0.5  # the rate is multiplied by this after a 429
 PACE_FALLBACK_RATE = 10.0  # requests/s halved when no rate could be measured yet
+BODY_CHUNK = 65_536  # bytes read at a time from an answer's body
+
+
+class _Deadline:
+    """The overall deadline of one try: at `seconds` after `start()`, the socket of the
+    connection the try uses (`attach`) is shut down, which ends any read blocked on it.
+    Thread-safe: the timer fires on its own thread.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.passed = False
+        self._lock = threading.Lock()
+        self._ended = False
+        self._connection: HTTPConnection | None = None
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def start(self) -> None:
+        self._timer.start()
+
+    def attach(self, connection: HTTPConnection) -> None:
+        """The try uses `connection` (called when it sends and once it is connected)."""
+        with self._lock:
+            self._connection = connection
+            if self.passed:
+                _shut(connection)
+
+    def end(self) -> None:
+        with self._lock:
+            self._ended = True
+            self._connection = None
+        self._timer.cancel()
+
+    def _expire(self) -> None:
+        with self._lock:
+            if self._ended:
+                return
+            self.passed = True
+            if self._connection is not None:
+                _shut(self._connection)
+
+
+def _shut(connection: HTTPConnection) -> None:
+    sock = connection.sock
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            # the plain socket's shutdown, also under TLS: it wakes a blocked read at once
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+_current = threading.local()  # .deadline: the _Deadline of this thread's try in flight
+
+
+def _attach_current(connection: HTTPConnection) -> None:
+    deadline: _Deadline | None = getattr(_current, "deadline", None)
+    if deadline is not None:
+        deadline.attach(connection)
+
+
+class _WatchedHTTPConnection(HTTPConnection):
+    def connect(self) -> None:
+        super().connect()
+        _attach_current(self)
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        _attach_current(self)
+        super().request(*args, **kwargs)
+
+
+class _WatchedHTTPSConnection(HTTPSConnection):
+    def connect(self) -> None:
+        super().connect()
+        _attach_current(self)
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        _attach_current(self)
+        super().request(*args, **kwargs)
+
+
+class _WatchedHTTPPool(urllib3.HTTPConnectionPool):
+    ConnectionCls = _WatchedHTTPConnection
+
+
+class _WatchedHTTPSPool(urllib3.HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPSConnection
+
+
+class _DeadlineAdapter(HTTPAdapter):
+    """An HTTPAdapter whose connections tell the try in flight which socket they use."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {
+            "http": _WatchedHTTPPool,
+            "https": _WatchedHTTPSPool,
+        }
 
 
 @dataclass(frozen=True)
@@ -228,6 +341,8 @@ class RetryingSession(requests.Session):
         self.rng = rng or random.Random()
         self.wall_clock = wall_clock
         self.pacer = Pacer(policy, clock=clock, sleep=sleep)
+        for prefix in ("https://", "http://"):
+            self.mount(prefix, _DeadlineAdapter())
         self.requests_sent = 0
         self.answers = 0
         self.error_retries = 0
@@ -249,6 +364,7 @@ class RetryingSession(requests.Session):
                 "read-only"
             )
         kwargs["timeout"] = (self.policy.connect_timeout, self.policy.read_timeout)
+        kwargs["stream"] = True  # the body is read here, under the deadline and the cap
         plain_url = target.split("?", 1)[0]
         attempt = errors = limited = 0
         while True:
@@ -258,12 +374,29 @@ class RetryingSession(requests.Session):
                 self.on_attempt()
             self.requests_sent += 1
             retry_after: float | None = None
+            deadline = _Deadline(self.policy.request_deadline)
+            _current.deadline = deadline
+            deadline.start()
             try:
-                response = super().request(verb, target, *args, **kwargs)
-            except requests.Timeout as exc:
-                status, reason = None, f"timeout: {type(exc).__name__}"
-            except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
-                status, reason = None, f"connection error: {_short(exc)}"
+                try:
+                    response = super().request(verb, target, *args, **kwargs)
+                    self._read_body(response, plain_url)
+                    if deadline.passed:  # cut headers can look like an answer with no body
+                        raise requests.Timeout(self._deadline_text())
+                finally:
+                    deadline.end()
+                    _current.deadline = None
+            except requests.RequestException as exc:
+                if deadline.passed:
+                    status, reason = None, self._deadline_text()
+                elif isinstance(exc, requests.Timeout):
+                    status, reason = None, f"timeout: {type(exc).__name__}"
+                elif isinstance(
+                    exc, requests.ConnectionError | requests.exceptions.ChunkedEncodingError
+                ):
+                    status, reason = None, f"connection error: {_short(exc)}"
+                else:
+                    raise
             else:
                 self.pacer.took()  # answers (429 and 5xx too) measure the natural rate
                 status = response.status_code
@@ -309,6 +442,30 @@ class RetryingSession(requests.Session):
             if delay > 0:
                 self.sleep(delay)
                 self.backoff_seconds += delay
+
+    def _read_body(self, response: requests.Response, plain_url: str) -> None:
+        """Read the streamed body into the response (so `.json()` works as unstreamed), at
+        most `max_response_bytes`; a larger body is refused and its connection closed."""
+        cap = self.policy.max_response_bytes
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in response.iter_content(chunk_size=BODY_CHUNK):
+            size += len(chunk)
+            if size > cap:
+                response.close()
+                raise RazorpayAPIError(
+                    f"Razorpay's answer at {plain_url} is larger than "
+                    f"RAZORPAY_MAX_RESPONSE_BYTES={cap:,} bytes: refused before parsing it"
+                )
+            chunks.append(chunk)
+        response._content = b"".join(chunks)
+        response.close()  # the body is read: the connection goes back to the pool
+
+    def _deadline_text(self) -> str:
+        return (
+            "timeout: the try took longer than the request deadline "
+            f"(RAZORPAY_REQUEST_DEADLINE={self.policy.request_deadline:g} s)"
+        )
 
     def _error_stop(self, errors: int) -> str | None:
         """The limit an error try reached, or None when it may be retried."""

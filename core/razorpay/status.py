@@ -8,10 +8,12 @@ from __future__ import annotations
 import os
 import socket
 import sqlite3
+import threading
 import time
 from dataclasses import dataclass
 
 from core.db import razorpay as db
+from core.db.run_lock import database_key
 
 RECENT_ERRORS = 20
 STALE_AFTER_SECONDS = 3600
@@ -52,7 +54,8 @@ class WatermarkInfo:
     resource: payments, refunds, settlements or settlement_recon. range_from / range_to: the
     IST range being synced. done_through: the last IST day stored completely (None: none
     yet). complete: the whole range was synced. items: stored for the range so far.
-    run_id / updated_at: the run and time that last moved it.
+    run_id: the run that owns it (the one that started or last resumed the range; only it
+    moves it). updated_at: when it last moved.
     """
 
     resource: str
@@ -157,18 +160,46 @@ def _run(row: sqlite3.Row | None) -> SyncRunInfo | None:
     )
 
 
-def run_process_alive(pid: int, host: str, heartbeat_at: int) -> bool:
+# The sync runs at work in this process, by database (core.db.run_lock.database_key) and
+# run id, with who started them and when: the app serves every admin from one process, so a
+# 'running' run carrying this process's pid may be a live sync on another thread.
+_live_here: dict[tuple[str, int], tuple[str, int]] = {}
+_live_guard = threading.Lock()
+
+
+def mark_live(conn: sqlite3.Connection, run_id: int, actor: str, started_at: int) -> None:
+    """Record that this process is running sync run `run_id` of `conn`'s database."""
+    with _live_guard:
+        _live_here[(database_key(conn), run_id)] = (actor, started_at)
+
+
+def mark_ended(conn: sqlite3.Connection, run_id: int) -> None:
+    """The run is no longer at work in this process (finished, failed or abandoned)."""
+    with _live_guard:
+        _live_here.pop((database_key(conn), run_id), None)
+
+
+def live_here(conn: sqlite3.Connection, run_id: int) -> tuple[str, int] | None:
+    """(actor, started_at) of a run at work in this process, None when it is not."""
+    with _live_guard:
+        return _live_here.get((database_key(conn), run_id))
+
+
+def run_process_alive(
+    pid: int, host: str, heartbeat_at: int, *, live_in_this_process: bool = False
+) -> bool:
     """Whether the process of a 'running' sync run may still be at work: its heartbeat is
     recent and, on this machine, its pid still exists (another machine sharing the file is
-    trusted while its heartbeat is fresh). This process's own pid counts as dead: a run it
-    left 'running' can only be a leftover.
+    trusted while its heartbeat is fresh). For this process's own pid the answer is
+    `live_in_this_process` (`live_here`): a run another thread is syncing is alive, one this
+    process left 'running' can only be a leftover.
     """
     if time.time() - heartbeat_at > STALE_AFTER_SECONDS:
         return False
     if host != socket.gethostname():
         return True
     if pid == os.getpid():
-        return False
+        return live_in_this_process
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -178,18 +209,22 @@ def run_process_alive(pid: int, host: str, heartbeat_at: int) -> bool:
     return True
 
 
+def running_run_alive(conn: sqlite3.Connection, row: sqlite3.Row) -> bool:
+    """`run_process_alive` for a row of `razorpay_sync_runs` (id, pid, host, heartbeat_at)."""
+    return run_process_alive(
+        int(row["pid"]),
+        str(row["host"]),
+        int(row["heartbeat_at"]),
+        live_in_this_process=live_here(conn, int(row["id"])) is not None,
+    )
+
+
 def sync_status(conn: sqlite3.Connection) -> SyncStatus:
     """The current Razorpay sync and webhook status, read from the database."""
     latest = db.latest_sync_runs(conn, 1)
     last_row = latest[0] if latest else None
     state = "never" if last_row is None else str(last_row["status"])
-    if (
-        last_row is not None
-        and state == "running"
-        and not run_process_alive(
-            int(last_row["pid"]), str(last_row["host"]), int(last_row["heartbeat_at"])
-        )
-    ):
+    if last_row is not None and state == "running" and not running_run_alive(conn, last_row):
         state = "interrupted"
     verdicts = db.webhook_verdict_counts(conn)
     accepted = db.last_webhook_delivery(conn, "accepted")

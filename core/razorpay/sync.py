@@ -23,7 +23,7 @@ import random
 import socket
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
@@ -41,9 +41,9 @@ from core.db.run_lock import run_lock
 from core.errors import ConfigError, RazorReconError, RefusedError
 from core.razorpay.client import RESOURCES, Item, RazorpayReader
 from core.razorpay.config import RazorpaySettings
-from core.razorpay.errors import RazorpayUnavailableError
+from core.razorpay.errors import RazorpayUnavailableError, SyncTakenOverError
 from core.razorpay.http import RetryEvent, RetryingSession
-from core.razorpay.status import run_process_alive
+from core.razorpay.status import live_here, mark_ended, mark_live, running_run_alive
 
 SOURCE = "razorpay_api"
 MAX_RANGE_DAYS = 3660
@@ -221,65 +221,136 @@ def _claim(
     date_from: dt.date,
     date_to: dt.date,
     restart: bool,
+    actor: str,
 ) -> tuple[int, dict[str, tuple[dt.date, bool]]]:
-    """Start a run: retire dead runs, refuse if one is alive, decide where each resource
-    starts, reset the watermarks of resources that start afresh. One transaction.
+    """Start a run: retire dead runs, refuse if one is alive (in another process, or on
+    another thread of this one), decide where each resource starts, reset the watermarks of
+    resources that start afresh and take over the others'. One transaction; the run is
+    recorded as live in this process (core.razorpay.status.mark_live) before it commits, so
+    a claim on another thread that sees it 'running' never takes it for a leftover.
     """
+    started: list[int] = []
+    try:
+        with transaction(conn):
+            return _start_run(conn, settings, date_from, date_to, restart, actor, started)
+    except BaseException:
+        for run_id in started:  # its transaction rolled back: no such run
+            mark_ended(conn, run_id)
+        raise
+
+
+def _start_run(
+    conn: sqlite3.Connection,
+    settings: RazorpaySettings,
+    date_from: dt.date,
+    date_to: dt.date,
+    restart: bool,
+    actor: str,
+    started: list[int],
+) -> tuple[int, dict[str, tuple[dt.date, bool]]]:
+    """`_claim`'s work, inside its transaction; the new run's id is appended to `started`."""
     range_from, range_to = date_from.isoformat(), date_to.isoformat()
     now = _now()
-    with transaction(conn):
-        for row in db.running_sync_runs(conn):
-            if run_process_alive(int(row["pid"]), str(row["host"]), int(row["heartbeat_at"])):
-                raise RefusedError(
-                    f"sync run {row['id']} is still running (pid {row['pid']} on "
-                    f"{row['host']}); wait for it to finish"
-                )
-            db.finish_sync_run(
-                conn,
-                int(row["id"]),
-                status="interrupted",
-                now=now,
-                error="the process ended before the sync finished",
-            )
-        marks = db.watermarks(conn)
-        starts: dict[str, tuple[dt.date, bool]] = {}
-        unfinished: set[str] = set()
-        for resource in RESOURCES:
-            mark = marks.get(resource)
-            if (
-                not restart
-                and mark is not None
-                and mark["range_from"] == range_from
-                and mark["range_to"] == range_to
-                and not mark["complete"]
-            ):
-                unfinished.add(resource)
-                if mark["done_through"]:
-                    done = dt.date.fromisoformat(str(mark["done_through"]))
-                    starts[resource] = (done + dt.timedelta(days=1), True)
-                    continue
-            starts[resource] = (date_from, False)
-        run_id = db.start_sync_run(
+    for row in db.running_sync_runs(conn):
+        if running_run_alive(conn, row):
+            raise RefusedError(_still_running(conn, row))
+        db.finish_sync_run(
             conn,
+            int(row["id"]),
+            status="interrupted",
             now=now,
-            range_from=range_from,
-            range_to=range_to,
-            base_url=settings.base_url,
-            pid=os.getpid(),
-            host=socket.gethostname(),
-            resumed=any(resumed for _, resumed in starts.values()),
+            error="the process ended before the sync finished",
         )
-        for resource in RESOURCES:
-            if resource not in unfinished:
-                db.reset_watermark(
-                    conn,
-                    resource,
-                    range_from=range_from,
-                    range_to=range_to,
-                    run_id=run_id,
-                    now=now,
-                )
+    marks = db.watermarks(conn)
+    starts: dict[str, tuple[dt.date, bool]] = {}
+    unfinished: set[str] = set()
+    for resource in RESOURCES:
+        mark = marks.get(resource)
+        if (
+            not restart
+            and mark is not None
+            and mark["range_from"] == range_from
+            and mark["range_to"] == range_to
+            and not mark["complete"]
+        ):
+            unfinished.add(resource)
+            if mark["done_through"]:
+                done = dt.date.fromisoformat(str(mark["done_through"]))
+                starts[resource] = (done + dt.timedelta(days=1), True)
+                continue
+        starts[resource] = (date_from, False)
+    run_id = db.start_sync_run(
+        conn,
+        now=now,
+        range_from=range_from,
+        range_to=range_to,
+        base_url=settings.base_url,
+        pid=os.getpid(),
+        host=socket.gethostname(),
+        resumed=any(resumed for _, resumed in starts.values()),
+    )
+    for resource in RESOURCES:
+        if resource in unfinished:
+            db.own_watermark(conn, resource, run_id=run_id, now=now)
+        else:
+            db.reset_watermark(
+                conn,
+                resource,
+                range_from=range_from,
+                range_to=range_to,
+                run_id=run_id,
+                now=now,
+            )
+    started.append(run_id)
+    mark_live(conn, run_id, actor, now)
     return run_id, starts
+
+
+def _when(unix_seconds: int) -> str:
+    return dt.datetime.fromtimestamp(unix_seconds, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _still_running(conn: sqlite3.Connection, row: sqlite3.Row) -> str:
+    """Why a sync is refused: who started the live run and when."""
+    run_id, started = int(row["id"]), int(row["started_at"])
+    here = live_here(conn, run_id)
+    if here is not None:
+        actor, started = here
+        return (
+            f"sync run {run_id} started by {actor} at {_when(started)} is still running in "
+            f"this app (pid {row['pid']} on {row['host']}); wait for it to finish"
+        )
+    return (
+        f"sync run {run_id} started at {_when(started)} by process {row['pid']} on "
+        f"{row['host']} is still running; wait for it to finish"
+    )
+
+
+def _check_owner(conn: sqlite3.Connection, run: _Run, resources: Iterable[str]) -> None:
+    """Refuse to write for a run another sync has retired (it took it for dead) or whose
+    watermarks another sync has taken: SyncTakenOverError, and nothing of this step is
+    written. Called inside the step's transaction, so the answer holds until it commits.
+    """
+    row = db.sync_run(conn, run.run_id)
+    marks = db.watermarks(conn)
+    owners = {
+        int(marks[r]["run_id"])
+        for r in resources
+        if r in marks and marks[r]["run_id"] != run.run_id
+    }
+    if row is not None and row["status"] == "running" and not owners:
+        return
+    taker = max(owners) if owners else None
+    latest = db.latest_sync_runs(conn, 1)
+    if taker is None and latest and int(latest[0]["id"]) != run.run_id:
+        taker = int(latest[0]["id"])
+    who = f"sync run {taker} took over" if taker is not None else "another sync took over"
+    where = f" while this one was on {run.day.isoformat()}" if run.day else ""
+    raise SyncTakenOverError(
+        f"{who} from sync run {run.run_id}{where} (it found this run "
+        f"{'gone' if row is None else row['status']}): this run stopped and wrote nothing "
+        "more; the days it committed before stay. Sync again when that one has finished"
+    )
 
 
 _EMPTY = Dataset()  # frames are never mutated; sharing the empty ones saves rebuilding them
@@ -330,6 +401,7 @@ def _store_day(
     # Not inside a run (core.db.run_lock): rows stored after a run read the stored state but
     # before it recorded itself would count as reconciled by it. Taken before the transaction.
     with run_lock(conn, "a Razorpay sync"), transaction(conn):
+        _check_owner(conn, run, fetched)
         changed_frames: dict[str, pd.DataFrame] = {}
         changed_rows: list[tuple[str, tuple[object, ...]]] = []
         for resource, table, field_name, frame in parts:
@@ -374,14 +446,15 @@ def _store_day(
                 older_hint="the stored row is newer than the API's answer: sync this day again",
             )
         for resource, items in fetched.items():
-            db.advance_watermark(
+            if not db.advance_watermark(
                 conn,
                 resource,
                 done_through=day.isoformat() if day_is_closed else None,
                 items=len(items),
                 run_id=run.run_id,
                 now=_now(),
-            )
+            ):
+                _check_owner(conn, run, (resource,))
         db.record_sync_step(
             conn,
             run.run_id,
@@ -430,9 +503,36 @@ def sync(
     if (date_to - date_from).days >= MAX_RANGE_DAYS:
         raise ConfigError(f"a sync covers at most {MAX_RANGE_DAYS} days; split the range")
     current_day = today or ist_date(_now())
-    run_id, starts = _claim(conn, settings, date_from, date_to, restart)
+    who = actor or default_actor()
+    run_id, starts = _claim(conn, settings, date_from, date_to, restart, who)
+    try:
+        return _sync_claimed(
+            conn, settings, run_id, starts, (date_from, date_to), who, current_day,
+            sleep=sleep, rng=rng, clock=clock, wall_clock=wall_clock, on_step=on_step,
+        )  # fmt: skip
+    finally:
+        mark_ended(conn, run_id)
+
+
+def _sync_claimed(
+    conn: sqlite3.Connection,
+    settings: RazorpaySettings,
+    run_id: int,
+    starts: dict[str, tuple[dt.date, bool]],
+    dates: tuple[dt.date, dt.date],
+    actor: str,
+    current_day: dt.date,
+    *,
+    sleep: Callable[[float], None],
+    rng: random.Random | None,
+    clock: Callable[[], float],
+    wall_clock: Callable[[], float],
+    on_step: Callable[[str, dt.date, int], None] | None,
+) -> SyncReport:
+    """The body of `sync` once its run is claimed."""
+    date_from, date_to = dates
     run = _Run(conn, run_id, wall_clock)
-    run.actor = actor or default_actor()
+    run.actor = actor
     reports = {
         resource: ResourceReport(
             resource,
@@ -477,8 +577,10 @@ def sync(
                     on_step(resource, day, len(items))
         run.resource = run.day = None
         with transaction(conn):
+            _check_owner(conn, run, RESOURCES)
             for resource in RESOURCES:
-                db.complete_watermark(conn, resource, run_id=run_id, now=_now())
+                if not db.complete_watermark(conn, resource, run_id=run_id, now=_now()):
+                    _check_owner(conn, run, (resource,))
             db.finish_sync_run(
                 conn,
                 run_id,
