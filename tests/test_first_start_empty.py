@@ -112,3 +112,28 @@ def test_sqlite_told_to_start_empty_stays_empty(
     assert not at.exception, [e.value for e in at.exception]
     assert "No completed reconciliation yet" in _text(at)
     assert _counts(path)["payments"] == 0 and _counts(path)["imports"] == 0
+
+
+def test_every_page_renders_on_a_database_left_empty(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DATABASE_URL", str(tmp_path / "empty.sqlite"))
+    monkeypatch.setenv("RAZORRECON_FIRST_START", "empty")
+    monkeypatch.setenv("RAZORRECON_ADMINS", "admin@example.com")
+    at = signed_in("admin@example.com")
+    at.run()
+    for page in (
+        "pages/exceptions.py",
+        "pages/settlement.py",
+        "pages/books.py",
+        "pages/investigation.py",
+        "pages/data.py",
+        "pages/evaluation.py",
+        "pages/audit.py",
+        "pages/approvals.py",
+        "pages/admin.py",
+    ):
+        at.switch_page(page)
+        at.run()
+        assert not at.exception, (page, [e.value for e in at.exception])
+        assert not at.error, (page, [e.value for e in at.error])
