@@ -16,7 +16,7 @@ import sqlite3
 import sys
 from collections.abc import Sequence
 
-from core.errors import RazorReconError
+from core.errors import ConfigError, RazorReconError
 
 # A command allocates gigabytes once and exits; both settings below are about that, set
 # before NumPy and Arrow are imported, and an explicit setting wins.
@@ -150,6 +150,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"error: {busy}", file=sys.stderr)
         return busy.exit_code
+    except sqlite3.DatabaseError as exc:
+        # PostgreSQL's "permission denied": what to grant to whom (docs/postgres.md).
+        from core.db.connection import database_path
+        from core.db.migrate import permission_refusal
+
+        db = getattr(args, "db", None)
+        refused = permission_refusal(exc, database_path(db) if db else database_path())
+        if refused is None:
+            raise
+        print(f"error: {refused}", file=sys.stderr)
+        return ConfigError(refused).exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -17,6 +17,12 @@ over.
 A database holding data that did not come from a cold start (imports from files or the
 Razorpay API, audit entries) is never replaced: it is reported as `needs_run` when it has
 no completed run yet.
+
+Whether an empty database gets the benchmark at all is `RAZORRECON_FIRST_START`
+(`first_start_builds_benchmark`): `benchmark` or `empty`; unset, the benchmark on SQLite
+(`make run`) and in the demo, nothing on PostgreSQL (an operator's server database, where
+the benchmark's exceptions and audit entries would stay for good beside the merchant's:
+a tester's finding 7 of 2026-12-04). An empty start migrates and reports `empty`.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ import sqlite3
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -53,6 +59,9 @@ if TYPE_CHECKING:
 ProgressFn = Callable[[float, str], None]
 Builder = Callable[[sqlite3.Connection, Path, ProgressFn], None]
 
+FIRST_START_SETTING = "RAZORRECON_FIRST_START"
+FIRST_START_CHOICES = ("benchmark", "empty")
+
 BENCHMARK_PAYMENTS = 5000
 BENCHMARK_SEED = 42
 POLL_SECONDS = 0.2
@@ -67,7 +76,8 @@ class BootstrapResult:
 
     status: 'ready' (a completed run was already there), 'built' (this call built the
     benchmark), 'waited' (another session built it while this one waited), 'needs_run'
-    (data are present but were never reconciled: the Data page runs them).
+    (data are present but were never reconciled: the Data page runs them), 'empty'
+    (nothing imported yet, and the first start was told not to build the benchmark).
     run_id: the newest completed run, if any. seconds: wall time of this call.
     discarded: leftovers of a half-finished start that were thrown away.
     timings: seconds per build stage (only when built).
@@ -82,6 +92,31 @@ class BootstrapResult:
 
 def _noop(_fraction: float, _message: str) -> None:
     return None
+
+
+def first_start_builds_benchmark(
+    database: str | Path | None = None, env: Mapping[str, str] | None = None
+) -> bool:
+    """Whether the app's first start on an empty `database` (default: DATABASE_URL's)
+    builds the synthetic benchmark into it: RAZORRECON_FIRST_START=benchmark or =empty;
+    unset, yes on SQLite and in the demo (which serves only the benchmark), no on
+    PostgreSQL. Any other value is refused (ConfigError), naming the two."""
+    from core import demo_mode
+
+    values = os.environ if env is None else env
+    chosen = values.get(FIRST_START_SETTING, "").strip().lower()
+    if chosen and chosen not in FIRST_START_CHOICES:
+        raise ConfigError(
+            f"{FIRST_START_SETTING}={values.get(FIRST_START_SETTING)!r}: say 'benchmark' (an"
+            " empty database gets the 5,000-payment synthetic benchmark on the first start) or"
+            " 'empty' (it stays empty until someone imports data)"
+        )
+    if demo_mode.enabled(values):
+        return True
+    if chosen:
+        return chosen == "benchmark"
+    path = database_path(str(database) if database is not None else None)
+    return not is_postgres_url(path)
 
 
 def lock_path(path: str) -> Path:
@@ -296,14 +331,17 @@ def ensure_ready(
     *,
     progress: ProgressFn | None = None,
     builder: Builder | None = None,
+    seed: bool = True,
 ) -> BootstrapResult:
-    """Make sure the database has a completed run to show; build the benchmark if empty."""
+    """Make sure the database has a completed run to show; build the benchmark if empty
+    and `seed` (the app passes `first_start_builds_benchmark()`), else migrate it and
+    report 'empty'."""
     started = time.monotonic()
     path = database_path(str(database) if database is not None else None)
     remove_dead_leftovers_once()  # what a killed earlier process left in the temp folder
     report = progress or _noop
     if is_postgres_url(path):
-        return _ensure_ready_postgres(path, started, report, builder or default_builder)
+        return _ensure_ready_postgres(path, started, report, builder or default_builder, seed=seed)
     key = os.path.abspath(path)
     if key in _ready_paths and Path(path).exists():
         return BootstrapResult("ready", None, 0.0)
@@ -318,6 +356,8 @@ def ensure_ready(
             with _ready_guard:
                 _ready_paths.add(key)
         return BootstrapResult(state, run_id, time.monotonic() - started)
+    if not seed and state == "empty":
+        return BootstrapResult("empty", None, time.monotonic() - started)
 
     def on_wait() -> None:
         seen = read_progress(path)
@@ -413,7 +453,7 @@ def _postgres_progress_path(url: str) -> Path:
 
 
 def _ensure_ready_postgres(
-    url: str, started: float, report: ProgressFn, builder: Builder
+    url: str, started: float, report: ProgressFn, builder: Builder, *, seed: bool = True
 ) -> BootstrapResult:
     """`ensure_ready` on PostgreSQL (docs/postgres.md): the same states; the lock is a
     session-level advisory lock every app process shares (released by the server when the
@@ -430,6 +470,8 @@ def _ensure_ready_postgres(
         migrate_with_owner(conn)
         state, run_id = _state(conn)
         waited = False
+        if state == "empty" and not seed:
+            return BootstrapResult("empty", None, time.monotonic() - started)
         if state == "empty":
             lock = connect(url)
             progress = str(_postgres_progress_path(url))

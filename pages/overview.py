@@ -13,8 +13,9 @@ shell.require_frame()
 st.title("Overview")
 ov = shell.read_marked(overview)  # live figures: read again once anything changes
 if ov is None:
-    st.info("No completed reconciliation yet. Import data and run it on the Data page.")
-    st.page_link("pages/data.py", label="Go to Data", icon=":material/upload_file:")
+    st.info(shell.empty_state_note())
+    if auth.can("admin"):
+        st.page_link("pages/data.py", label="Go to Data", icon=":material/upload_file:")
     st.stop()
 
 run, summary = ov.run, ov.summary

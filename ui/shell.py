@@ -22,6 +22,7 @@ import streamlit as st
 from core import bootstrap
 from core.db import connect, database_path
 from core.db.connection import lock_timeout_error
+from core.db.migrate import permission_refusal
 from core.errors import DatabaseBusyError, InputError, RazorReconError, RefusedError
 from core.money import MoneyFormatError, parse_rupees_short
 from core.views.common import data_mark
@@ -433,6 +434,10 @@ def describe_error(exc: BaseException) -> tuple[str, str]:
     if busy is not None:
         log.warning("%s", busy)
         return "error", busy_message(busy)
+    refused = permission_refusal(exc, auth.database())
+    if refused is not None:
+        log.error("database role lacks rights", exc_info=exc)
+        return "error", f"The database refused this: {refused}."
     if isinstance(exc, InputError):
         return "error", "The input was refused; nothing was written.\n\n" + str(exc)
     if isinstance(exc, RefusedError):
@@ -489,13 +494,33 @@ def cold_start() -> bootstrap.BootstrapResult | None:
         slot.progress(min(1.0, max(0.0, fraction)), text=message)
 
     try:
-        result = bootstrap.ensure_ready(progress=progress)
+        result = bootstrap.ensure_ready(
+            progress=progress, seed=bootstrap.first_start_builds_benchmark()
+        )
     except Exception as exc:
         slot.empty()
         show_error(exc)
         return None
     slot.empty()
     return result
+
+
+EMPTY_DATABASE_NOTE = (
+    "**No completed reconciliation yet.** An admin imports the month's Razorpay reports"
+    " (Payments, Refunds, Settlements, Settlement Recon) and the bank statement on the"
+    " **Data** page, then reconciles them there; or, on the server,"
+    " `python -m core import-day FOLDER --db DATABASE_URL` imports a folder and reconciles it."
+    " The figures appear here after the first run."
+)
+
+
+def empty_state_note() -> str:
+    """What the Overview says before the first completed run: who imports, and where
+    (docs/app.md, *An empty database*)."""
+    note = EMPTY_DATABASE_NOTE
+    if not auth.can("admin"):
+        note += " (Importing needs the admin role: ask an admin.)"
+    return note
 
 
 def navigation() -> Any:
@@ -515,6 +540,8 @@ def sidebar(result: bootstrap.BootstrapResult | None, session: auth.Session) -> 
             run = read(latest_run)
             if run is None:
                 label = "needs a reconciliation run" if result else "unavailable"
+                if result is not None and result.status == "empty":
+                    label = "empty, nothing imported yet"
                 st.caption(f"Database {md(Path(database_path()).name)}: {label}")
             else:
                 source = SOURCE_LABELS.get(run.source, run.source)

@@ -34,7 +34,9 @@ from core.calendar import IST
 from core.db import audit as audit_sql
 from core.db import transaction
 from core.db.audit import AuditFilter, AuditRow
+from core.db.page_reads import exception_totals_drift
 from core.errors import InputError, Problem
+from core.money import format_inr
 from core.outputs import output_target, place_output, safe_row, temporary_for
 
 GENESIS_HASH = "0" * 64
@@ -390,8 +392,29 @@ def _verify(conn: sqlite3.Connection, anchor: str | None, anchors: AnchorCheck) 
             broken_user=user[0] if user else None,
             broken_approval=approval[0] if approval else None,
         )
+    drift = totals_drift_problem(conn)
+    if drift is not None:
+        return VerifyResult(False, checked, last_seq, prev, None, drift, anchors.lines)
     warnings = _warnings(anchors, checked) + _unrecorded_runs(conn)
     return VerifyResult(True, checked, last_seq, prev, None, "", anchors.lines, warnings=warnings)
+
+
+def totals_drift_problem(conn: sqlite3.Connection) -> str | None:
+    """What is wrong with the stored exception totals (migration 0101: the Overview's and
+    the close report's counts and exposure), in plain words; None when they equal a count
+    and a sum over the exceptions. A drift is no change to the trail, but the figures a
+    month is closed on would be wrong (tester report of 2026-12-04, finding 1)."""
+    found = exception_totals_drift(conn)
+    if found is None:
+        return None
+    status, cls, code, _dated, _day, n, exposure = found
+    more = "more" if n > 0 or (n == 0 and exposure > 0) else "fewer"
+    return (
+        f"the stored exception totals (the Overview's and the close report's figures) differ "
+        f"from the exceptions table: {status} {cls or '-'} {code or '-'} counts {abs(n)} "
+        f"exception(s) and {format_inr(abs(exposure))} {more} than the table holds; "
+        "`python -m core exceptions recount --db DB` counts them again"
+    )
 
 
 # The entry core.activity writes for a stored run (defined here: core.activity imports

@@ -20,6 +20,9 @@ from core.errors import ConfigError
 MONTH = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
 
 
+DB_HELP = "the database: a SQLite file or a postgresql:// URL"
+
+
 def _month(text: str) -> str:
     if not MONTH.match(text):
         raise argparse.ArgumentTypeError(f"not a month YYYY-MM: {text!r}")
@@ -32,7 +35,7 @@ def register(subparsers: Any) -> None:
         help="roll the Razorpay receivable forward over a month",
         description="Opening + movements = closing, tied out to the open items (docs/books.md).",
     )
-    parser.add_argument("--db", required=True, type=Path, help="the SQLite file")
+    parser.add_argument("--db", required=True, type=Path, help=DB_HELP)
     parser.add_argument("--month", required=True, type=_month, help="YYYY-MM (IST)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(func=run)
@@ -42,7 +45,7 @@ def register(subparsers: Any) -> None:
         help="journal entries for a month: CSV or Tally XML vouchers",
         description="Balanced vouchers per settlement and the month's captures (docs/books.md).",
     )
-    journal.add_argument("--db", required=True, type=Path, help="the SQLite file")
+    journal.add_argument("--db", required=True, type=Path, help=DB_HELP)
     journal.add_argument("--month", required=True, type=_month, help="YYYY-MM (IST)")
     journal.add_argument(
         "--format",
@@ -68,7 +71,7 @@ def register(subparsers: Any) -> None:
         help="the month-end close report: a CSV bundle (zip) and a PDF",
         description="Roll-forward, open exceptions, overcharges, journals, audit head.",
     )
-    report.add_argument("--db", required=True, type=Path, help="the SQLite file")
+    report.add_argument("--db", required=True, type=Path, help=DB_HELP)
     report.add_argument("--month", required=True, type=_month, help="YYYY-MM (IST)")
     report.add_argument("--out", required=True, type=Path, help="the zip to write")
     report.add_argument("--pdf", type=Path, help="also write the PDF here")
@@ -86,7 +89,7 @@ def register(subparsers: Any) -> None:
         " cannot be undone; data that arrive for the month later reach the next open month"
         " as prior-period adjustments. Closing a closed month changes nothing.",
     )
-    close.add_argument("--db", required=True, type=Path, help="the SQLite file")
+    close.add_argument("--db", required=True, type=Path, help=DB_HELP)
     close.add_argument("--month", required=True, type=_month, help="YYYY-MM (IST)")
     close.add_argument(
         "--actor", help="who closes it: an admin on this workbench (default: your OS login)"
@@ -98,7 +101,7 @@ def register(subparsers: Any) -> None:
         help="store a new version of the contracted pricing plan",
         description="Rules as JSON: [{method, percent_bp, fixed_paise}] (docs/books.md).",
     )
-    pricing.add_argument("--db", required=True, type=Path, help="the SQLite file")
+    pricing.add_argument("--db", required=True, type=Path, help=DB_HELP)
     pricing.add_argument("--rules", required=True, type=Path, help="JSON file of rules")
     pricing.add_argument("--from", dest="effective_from", required=True, help="ISO date (IST)")
     pricing.add_argument("--actor", required=True, help="who enters the plan (audited)")

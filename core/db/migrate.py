@@ -143,9 +143,49 @@ def migrate_with_owner(conn: sqlite3.Connection) -> list[str]:
         return migrate(conn)
     owner_conn = connect_postgres(owner)
     try:
-        return migrate(cast(sqlite3.Connection, owner_conn))
+        applied = migrate(cast(sqlite3.Connection, owner_conn))
+        grant_app_role(conn, owner_conn)
+        return applied
     finally:
         owner_conn.close()
+
+
+APP_ROLE = "razorrecon_app"
+
+
+def grant_app_role(conn: Any, owner_conn: Any) -> None:
+    """Make DATABASE_URL's login role (`conn`'s) a member of razorrecon_app, the role
+    migration 0090 gives the app's rights to, when it is not one: as the owner
+    (DATABASE_OWNER_URL), who created that role with CREATEROLE, so the recipe of
+    docs/postgres.md needs no GRANT by hand. When the owner may not grant it (the DBA made
+    the role), the refusal says which GRANT to run and as whom (ConfigError)."""
+    from core.errors import ConfigError
+
+    user, member = conn.execute(
+        "SELECT current_user, pg_has_role(current_user, ?, 'MEMBER')", (APP_ROLE,)
+    ).fetchone()
+    conn.commit()  # the read's transaction ends: the grant is seen by its next statement
+    if member:
+        return
+    quoted = owner_conn.execute("SELECT quote_ident(?)", (str(user),)).fetchone()[0]
+    try:
+        owner_conn.execute(f"GRANT {APP_ROLE} TO {quoted}")
+        owner_conn.commit()
+    except sqlite3.DatabaseError as exc:
+        owner_conn.rollback()
+        why = f"the owner could not grant it: {exc}"
+        raise ConfigError(app_role_missing(str(user), why)) from None
+
+
+def app_role_missing(user: str, why: str) -> str:
+    """What to do when DATABASE_URL's role `user` lacks razorrecon_app's rights."""
+    return (
+        f"the database role {user} (DATABASE_URL) is not a member of {APP_ROLE}, which holds "
+        f"the app's rights on the tables ({why}). A superuser, or the role that created "
+        f"{APP_ROLE} (DATABASE_OWNER_URL's, with CREATEROLE), runs: GRANT {APP_ROLE} TO "
+        f"{user}; then reload. With DATABASE_OWNER_URL set, the app does this itself on its "
+        "first start (docs/postgres.md, *Setting up, step by step*)"
+    )
 
 
 def split_statements(sql: str) -> list[str]:
@@ -161,3 +201,18 @@ def split_statements(sql: str) -> list[str]:
     if buffer.strip():
         statements.append(buffer.strip())
     return statements
+
+
+def permission_refusal(exc: BaseException, database: str | None) -> str | None:
+    """For PostgreSQL's "permission denied" (SQLSTATE 42501) on `database` (a
+    postgresql:// URL): what to grant to whom (`app_role_missing`); None for any other
+    error. A tester's first page said only "permission denied for table runs"."""
+    cause = exc.__cause__
+    if getattr(cause, "sqlstate", None) != "42501" or not database:
+        return None
+    from urllib.parse import urlparse
+
+    parsed = urlparse(database)
+    if not parsed.scheme.startswith("postgres") or not parsed.username:
+        return None
+    return app_role_missing(parsed.username, str(exc))

@@ -217,3 +217,27 @@ def recompute_exception_totals(conn: sqlite3.Connection) -> None:
         f"INSERT INTO {_TOTALS} SELECT {_KEY_OF_EXCEPTION}, count(*), sum(exposure_amount)"
         " FROM exceptions GROUP BY 1, 2, 3, 4, 5"
     )
+
+
+def exception_totals_drift(
+    conn: sqlite3.Connection,
+) -> tuple[str, str, str, int, int, int, int] | None:
+    """The first key (status, exposure_class, reason_code, dated, created_day) whose stored
+    totals differ from a count and sum over the exceptions, with `n` and `exposure` the
+    stored minus the counted; None when every total holds. One GROUP BY over every
+    exception (O(exceptions), as `recompute_exception_totals`)."""
+    row = conn.execute(
+        "SELECT status, exposure_class, reason_code, dated, created_day,"
+        " CAST(sum(n) AS BIGINT) AS n, CAST(sum(exposure) AS BIGINT) AS exposure FROM ("
+        " SELECT status, exposure_class, reason_code, dated, created_day, n, exposure"
+        " FROM exception_totals UNION ALL"
+        f" SELECT {_KEY_OF_EXCEPTION}, -count(*), -sum(exposure_amount) FROM exceptions"
+        " GROUP BY 1, 2, 3, 4, 5"
+        ") AS d"
+        " GROUP BY 1, 2, 3, 4, 5 HAVING sum(n) <> 0 OR sum(exposure) <> 0"
+        " ORDER BY 1, 2, 3, 4, 5 LIMIT 1"
+    ).fetchone()
+    if row is None:
+        return None
+    status, cls, code, dated, day, n, exposure = row
+    return str(status), str(cls), str(code), int(dated), int(day), int(n), int(exposure)

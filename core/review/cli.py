@@ -137,6 +137,16 @@ def register(subparsers: Any) -> None:
     )
     sync.add_argument("--db", required=True, metavar="PATH")
     sync.set_defaults(func=_run_sync)
+    recount = sub.add_parser(
+        "recount",
+        help="count the Overview's stored exception totals again if they drifted",
+        description="Compare the stored exception totals (the Overview's and the close"
+        " report's counts and exposure) with a count and a sum over the exceptions, and"
+        " count them again when they differ (audited; writes nothing when they hold)."
+        " `audit verify` reports such a drift.",
+    )
+    recount.add_argument("--db", required=True, metavar="PATH")
+    recount.set_defaults(func=_run_recount)
 
 
 def _amount(text: str | None) -> int | None:
@@ -331,6 +341,18 @@ def _run_sync(args: argparse.Namespace) -> int:
         f"{summary.refreshed} refreshed, {summary.kept} kept; "
         f"{summary.audit_entries} audit entries"
     )
+    return EXIT_OK
+
+
+def _run_recount(args: argparse.Namespace) -> int:
+    from core.review.sync import recount_exception_totals
+
+    with existing_database(args.db) as conn:
+        problem = recount_exception_totals(conn, access.os_operator().actor)
+    if problem is None:
+        print("the stored exception totals equal the exceptions; nothing written")
+    else:
+        print(f"counted again: {problem.split('; `python')[0]}")
     return EXIT_OK
 
 

@@ -26,7 +26,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
 
-from core.audit import AuditEvent, append_many_beside, canonical_json, write_anchor
+from core.audit import (
+    AuditEvent,
+    append_many,
+    append_many_beside,
+    canonical_json,
+    write_anchor,
+)
 from core.calendar import WorkingCalendar
 from core.db import page_reads, transaction
 from core.db import review as review_sql
@@ -354,6 +360,26 @@ def sync_unsynced(conn: sqlite3.Connection, actor: str = ENGINE_ACTOR) -> SyncSu
     return sync_exceptions(
         conn, run.id, actor, calendar=WorkingCalendar(holidays), due_from=run.as_of
     )
+
+
+def recount_exception_totals(conn: sqlite3.Connection, actor: str) -> str | None:
+    """Count the stored exception totals (migration 0101: the Overview's and the close
+    report's figures) again from the exceptions when they drifted, audited as
+    `exception_totals.recounted` with what was wrong; None (nothing written) when they
+    hold. Idempotent: a second call finds nothing to do."""
+    from core.audit.chain import totals_drift_problem
+
+    with transaction(conn):
+        problem = totals_drift_problem(conn)
+        if problem is None:
+            return None
+        page_reads.recompute_exception_totals(conn)
+        event = AuditEvent(
+            actor, "exception_totals.recounted", "exception_totals", "all", {"drift": problem}
+        )
+        append_many(conn, [event])
+        write_anchor(conn)
+    return problem
 
 
 def unsynced_warning(conn: sqlite3.Connection, database: str | None = None) -> str | None:
