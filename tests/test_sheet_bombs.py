@@ -294,3 +294,29 @@ except InputError as refused:
     assert "import: bank_statement.xls:1048576:XFD: not a readable XLSX/XLS workbook" in (
         done.stdout
     )
+
+
+def test_tag_like_text_in_a_comment_is_not_a_cell() -> None:
+    """The fast pass counts `<c r=...>` text inside a comment as a cell; the exact pass,
+    which skips comments as the reader does, then decides: the sheet is read."""
+    book = _rewrite_sheets(
+        _xlsx({"A1": "Date", "B2": 1}),
+        lambda text: text.replace("<sheetData>", "<sheetData><!-- <c r='XFD1048576'/> -->"),
+    )
+    sheet = read_sheet("s.xlsx", book)
+    assert [number for number, _ in sheet.rows] == [1, 2]
+
+
+def test_a_sheet_of_cells_without_references_within_the_limit_is_read() -> None:
+    book = _rewrite_sheets(
+        _xlsx({"A1": "Date"}),
+        lambda text: re.sub(
+            r"<sheetData>.*</sheetData>",
+            "<sheetData><row><c t='inlineStr'><is><t>Date</t></is></c><c><v>1</v></c></row>"
+            "<row r='5'><c/><c><v>2</v></c></row></sheetData>",
+            text,
+            flags=re.S,
+        ),
+    )
+    sheet = read_sheet("s.xlsx", book)
+    assert sheet.rows == ((1, ("Date", "1")), (5, ("", "2")))

@@ -9,13 +9,15 @@ allocation that fails aborts the whole process (SIGABRT), the app server include
 check does too:
 
 - a zip (XLSX; the reader would also try XLSB and ODS, which we do not read and refuse):
-  every member is streamed through expat, capped at MAX_UNPACKED_BYTES in all. In every
-  member that holds a `sheetData` element, the cells are placed the way the reader places
-  them (a cell's `r`, else the running position of its row and column) and the farthest
-  row and column bound the rectangle. A member that holds `sheetData` but is not
-  well-formed XML, or whose rows and cells are not nested row-in-sheetData and
-  cell-in-row, is refused: the reader's parser is more lenient than expat, and a cell we
-  could not place is a cell we could not bound.
+  every member is streamed through expat (no DOCTYPE), capped at MAX_UNPACKED_BYTES in
+  all. A member that holds `sheetData` but is not well-formed XML is refused: the reader's
+  parser is more lenient than expat, and a cell we could not place is a cell we could not
+  bound. Cells are placed the way the reader places them (a cell's `r`, else the running
+  position of its row and column): a fast pass takes the largest row and column of the
+  `r`s by regex (`_ExplicitCells`, exact when every cell tag has one); when it cannot
+  decide, the exact pass (`_Tokenizer` into `_Cells`) walks the sheetData, row and c tags
+  in order, refuses rows and cells nested other than row-in-sheetData and cell-in-row, and
+  names the cell that goes too far.
 - an OLE2 compound file (XLS): the BIFF records of its Workbook/Book stream: each sheet's
   substream (where its BoundSheet8 record points, as the reader does) is walked for cell
   records and for the Dimensions record, whose row and column range the reader reserves
@@ -34,7 +36,8 @@ import io
 import re
 import struct
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from xml.parsers import expat
 
 from core.errors import Problem
@@ -84,19 +87,20 @@ class _Extent:
         self.rows = 0
         self.columns = 0
 
-    def add(self, row: int, column: int, what: str) -> None:
+    def add(self, row: int, column: int, what: Callable[[], str]) -> None:
+        """Take a cell at (row, column); `what()` names it, asked only for a refusal."""
+        if row <= self.rows and column <= self.columns:
+            return
         if row > EXCEL_ROWS or column > EXCEL_COLUMNS:
             raise _Refused(
                 Problem(
                     self.file_name,
                     0,
                     "",
-                    f"{_NOT_READABLE}: {what} lies beyond XFD1048576, the last cell a"
+                    f"{_NOT_READABLE}: {what()} lies beyond XFD1048576, the last cell a"
                     " worksheet has",
                 )
             )
-        if row <= self.rows and column <= self.columns:
-            return
         self.rows, self.columns = max(self.rows, row), max(self.columns, column)
         if self.rows * self.columns > MAX_SHEET_CELLS:
             raise _Refused(
@@ -104,7 +108,7 @@ class _Extent:
                     self.file_name,
                     row,
                     column_letters(column),
-                    f"{_NOT_READABLE}: {_span_message(self.rows, self.columns, what)}",
+                    f"{_NOT_READABLE}: {_span_message(self.rows, self.columns, what())}",
                 )
             )
 
@@ -191,104 +195,316 @@ def _cell_ref(text: str) -> tuple[int, int] | None:
     return int(found.group(2)), column
 
 
-class _SheetXml:
-    """Places the cells of one XML member as the reader does (see the module docstring)."""
+class _Cells:
+    """Places the cells of one XML member as the reader does (see the module docstring):
+    fed the start and end of its `sheetData`, `row` and `c` elements only (local names,
+    any prefix); `where()` names the current place for a refusal."""
 
-    def __init__(self, file_name: str, member: str, parser: expat.XMLParserType) -> None:
+    def __init__(self, file_name: str, where: Callable[[], str]) -> None:
         self.file_name = file_name
-        self.member = member
-        self.parser = parser
+        self.where = where
         self.extent = _Extent(file_name)
-        self.stack: list[str] = []
-        self.inside = 0  # how many open sheetData elements contain the current element
+        self.stack: list[str] = []  # the open sheetData, row and c elements
         self.row = 0  # the reader's running row and column, 0-based
         self.column = 0
 
-    def where(self) -> str:
-        return f"{self.member}:{self.parser.CurrentLineNumber}:{self.parser.CurrentColumnNumber}"
-
     def refuse(self, message: str) -> _Refused:
-        return _Refused(
-            Problem(self.file_name, 0, "", f"{_NOT_READABLE}: {self.where()}: {message}")
-        )
+        said = f"{_NOT_READABLE}: {self.where()}: {message}"
+        return _Refused(Problem(self.file_name, 0, "", said))
 
-    def start(self, name: str, attrs: dict[str, str]) -> None:
-        local = name.split(":", 1)[-1]
+    def start(self, local: str, r: str | None) -> None:
         parent = self.stack[-1] if self.stack else ""
         self.stack.append(local)
-        if local == "sheetData":
-            self.inside += 1
-            return
-        if not self.inside:
+        if local == "sheetData" or "sheetData" not in self.stack:
             return
         if local == "row":
             if parent != "sheetData":
-                raise self.refuse("a row that is not directly inside sheetData")
-            if (r := attrs.get("r")) is not None:
+                raise self.refuse("a row that is not inside sheetData alone")
+            if r is not None:
                 place = _cell_ref(r)
                 if place is None:
                     raise self.refuse(f"row number {r[:20]!r} is not a number")
                 self.row = place[0] - 1
         elif local == "c":
             if parent != "row":
-                raise self.refuse("a cell that is not directly inside a row")
-            if (r := attrs.get("r")) is not None:
+                raise self.refuse("a cell that is not inside a row alone")
+            if r is not None:
                 place = _cell_ref(r)
                 if place is None or place[1] == 0:
                     raise self.refuse(f"cell reference {r[:20]!r} is not A1-style")
                 row, column = place
                 self.column = column - 1
-                what = f"the cell {r} at {self.where()}"
+                self.extent.add(row, column, lambda: f"the cell {r} at {self.where()}")
             else:
                 row, column = self.row + 1, self.column + 1
-                what = f"the cell at {self.where()} (row {row:,}, column {column:,})"
-            self.extent.add(row, column, what)
+                self.extent.add(
+                    row,
+                    column,
+                    lambda: f"the cell at {self.where()} (row {row:,}, column {column:,})",
+                )
 
-    def end(self, name: str) -> None:
-        local = self.stack.pop()
-        if local == "sheetData":
-            self.inside -= 1
-        elif self.inside and local == "row":
+    def end(self, local: str) -> None:
+        if not self.stack or self.stack[-1] != local:
+            raise self.refuse(f"an end of {local} that closes nothing")
+        self.stack.pop()
+        if "sheetData" not in self.stack:
+            return
+        if local == "row":
             self.row += 1
             self.column = 0
-        elif self.inside and local == "c":
+        elif local == "c":
             self.column += 1
+
+
+_WANTED = frozenset(("sheetData", "row", "c"))
+# The markup the tokenizer stops at in well-formed XML without a DOCTYPE (where '<' opens
+# markup and nothing else): comments, CDATA and processing instructions (skipped whole,
+# since they may hold text that looks like tags), and the tags of sheetData, row and c.
+_MARKUP = re.compile(
+    rb"<(?:(!--)|(!\[CDATA\[)|(\?)|(/?)(?:[^\s/>:<]+:)?(sheetData|row|c)(?=[\s/>]))"
+)
+_TAG_REST = re.compile(rb"((?:[^>\"']|\"[^\"]*\"|'[^']*')*?)(/?)>")
+_ATTRIBUTE = re.compile(rb"\s*([^\s=/>]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
+_MAX_TAG = 1 << 16
+
+
+def _attribute_r(text: bytes) -> str | None:
+    """The raw value of the attribute named exactly `r` (as the reader reads it: no
+    entities replaced), or None."""
+    at = 0
+    while (found := _ATTRIBUTE.match(text, at)) is not None:
+        if found.group(1) == b"r":
+            raw = found.group(2) if found.group(2) is not None else found.group(3)
+            return raw.decode("utf-8", "replace")
+        at = found.end()
+    return None
+
+
+class _Tokenizer:
+    """Feeds _Cells from raw bytes (chunk by chunk): a C-speed regex finds the few tags that
+    matter while expat, with no element handlers, proves the member well-formed. Used for
+    ASCII-compatible encodings; the tokenizer is exact only for well-formed XML, and a member
+    that is not is refused whatever the tokenizer said."""
+
+    def __init__(self, file_name: str, member: str) -> None:
+        self.member = member
+        self.cells = _Cells(file_name, self.where)
+        self.buffer = b""
+        self.position = 0
+        self.lines = 1  # the line the buffer starts on
+        self.column_base = 0  # the column the buffer starts at
+        self.skip_to: bytes | None = None
+
+    def where(self) -> str:
+        before = self.buffer[: self.position]
+        newlines = before.count(b"\n")
+        if newlines:
+            column = self.position - before.rfind(b"\n") - 1
+        else:
+            column = self.column_base + self.position
+        return f"{self.member}:{self.lines + newlines}:{column}"
+
+    def _keep(self, start: int) -> None:
+        done = self.buffer[:start]
+        newlines = done.count(b"\n")
+        if newlines:
+            self.column_base = len(done) - done.rfind(b"\n") - 1
+        else:
+            self.column_base += len(done)
+        self.lines += newlines
+        self.buffer = self.buffer[start:]
+        self.position = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.buffer += chunk
+        buffer = self.buffer
+        at = self.position
+        while True:
+            if self.skip_to is not None:
+                end = buffer.find(self.skip_to, at)
+                if end < 0:
+                    self.position = at
+                    self._keep(max(at, len(buffer) - len(self.skip_to) + 1))
+                    return
+                at = end + len(self.skip_to)
+                self.skip_to = None
+            found = _MARKUP.search(buffer, at)
+            if found is None:
+                last = buffer.rfind(b"<", at)
+                self.position = at
+                self._keep(last if last >= 0 else len(buffer))
+                return
+            if found.group(1) or found.group(2) or found.group(3):
+                self.skip_to = b"-->" if found.group(1) else b"]]>" if found.group(2) else b"?>"
+                at = found.end()
+                continue
+            rest = _TAG_REST.match(buffer, found.end())
+            if rest is None:
+                self.position = found.start()
+                if len(buffer) - found.start() > _MAX_TAG:
+                    raise self.cells.refuse(f"a tag longer than {_MAX_TAG:,} bytes")
+                self._keep(found.start())
+                return
+            self.position = found.start()
+            local = found.group(5).decode()
+            if found.group(4):
+                self.cells.end(local)
+            else:
+                self.cells.start(local, _attribute_r(rest.group(1)))
+                if rest.group(2):
+                    self.cells.end(local)
+            at = rest.end()
+
+
+def _utf16(head: bytes) -> bool:
+    return head[:2] in (b"\xff\xfe", b"\xfe\xff", b"<\x00", b"\x00<")
+
+
+# Fast path: when every `c` start tag of a member carries an `r` (Excel, openpyxl and every
+# export seen write one), the reader places each cell at its `r`, and the rectangle only
+# needs the largest row and column: two regex passes in C per chunk, no Python per cell.
+# A tag never holds '<' (not in a value either), so a match stays between one '<' and the
+# next and cannot swallow a real tag; a comment or CDATA holding tag-like text only adds
+# matches, which makes the count differ (the exact tokenizer then runs) or adds cells.
+_C_OPEN = re.compile(rb"<(?:[^\s/>:<]+:)?c(?=[\s/>])")
+_C_WITH_R = re.compile(
+    rb"<(?:[^\s/>:<]+:)?c\s+(?:[^\s=/><]+\s*=\s*(?:\"[^\"<]*\"|'[^'<]*')\s+)*?"
+    rb"r\s*=\s*(?:\"([A-Za-z]*)([0-9]+)\"|'([A-Za-z]*)([0-9]+)')"
+)
+_WHOLE_TAG = re.compile(rb"<[^<>\"']*(?:(?:\"[^\"<]*\"|'[^'<]*')[^<>\"']*)*>")
+
+
+class _ExplicitCells:
+    """The largest row and column of `c` tags that all carry an `r`; `implicit` once one
+    does not (or its `r` is no A1 reference): the caller then places cells one by one."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.columns = 0
+        self.implicit = False
+        self.tail = b""
+
+    def feed(self, chunk: bytes, final: bool = False) -> None:
+        buffer = self.tail + chunk
+        cut = len(buffer) if final else buffer.rfind(b"<")
+        if 0 <= cut < len(buffer) and _WHOLE_TAG.match(buffer, cut):
+            cut = len(buffer)
+        if cut < 0:
+            cut = len(buffer)
+        done, self.tail = buffer[:cut], buffer[cut:]
+        if len(self.tail) > _MAX_TAG:
+            self.implicit = True  # a tag this long: leave it to the tokenizer's refusal
+            return
+        refs = _C_WITH_R.findall(done)
+        if len(refs) != len(_C_OPEN.findall(done)):
+            self.implicit = True
+            return
+        if not refs:
+            return
+        rows = max(int(r[1] or r[3]) for r in refs)
+        letters = [(r[0] or r[2]).upper() for r in refs]
+        width = max(map(len, letters))
+        widest = max(x for x in letters if len(x) == width)
+        column = _cell_ref(widest.decode("ascii") + "1")
+        if column is None or column[1] == 0:
+            self.implicit = True
+            return
+        self.rows, self.columns = max(self.rows, rows), max(self.columns, column[1])
+
+    def too_far(self) -> bool:
+        return (
+            self.rows > EXCEL_ROWS
+            or self.columns > EXCEL_COLUMNS
+            or self.rows * self.columns > MAX_SHEET_CELLS
+        )
 
 
 def _scan_member(
     file_name: str, archive: zipfile.ZipFile, member: zipfile.ZipInfo, budget: list[int]
 ) -> None:
+    """Refuse the member if the reader could find cells in it that we cannot bound, or that
+    span too much (fast path first; the exact tokenizer when it cannot decide)."""
+    if not _scan(file_name, archive, member, budget, exact=False):
+        _scan(file_name, archive, member, budget, exact=True)
+
+
+def _scan(
+    file_name: str,
+    archive: zipfile.ZipFile,
+    member: zipfile.ZipInfo,
+    budget: list[int],
+    *,
+    exact: bool,
+) -> bool:
+    """One pass over the member; False when the fast path cannot decide (cells without an
+    `r`, UTF-16, or cells too far: the exact pass then places them and names the cell)."""
     parser = expat.ParserCreate()
-    sheet = _SheetXml(file_name, member.filename, parser)
-    parser.StartElementHandler = sheet.start
-    parser.EndElementHandler = sheet.end
 
     def no_doctype(*_: object) -> None:
         raise expat.ExpatError("a DOCTYPE, which no workbook part has")
 
+    def expat_where() -> str:
+        return f"{member.filename}:{parser.CurrentLineNumber}:{parser.CurrentColumnNumber}"
+
     parser.StartDoctypeDeclHandler = no_doctype
+    tokenizer: _Tokenizer | None = None
+    explicit = _ExplicitCells()
     failed: str | None = None
     mentions = False
     tail = b""
     for chunk in _chunks(file_name, archive, member, budget):
         window = tail + chunk
         mentions = mentions or any(marker in window for marker in _SHEET_DATA)
+        if not tail and _utf16(chunk):  # not ASCII-compatible: expat calls back instead
+            if not exact:
+                return False
+            _expat_cells(parser, _Cells(file_name, expat_where))
+        elif not tail and exact:
+            tokenizer = _Tokenizer(file_name, member.filename)
         tail = window[-32:]
         if failed is None:
             try:
                 parser.Parse(chunk, False)
             except expat.ExpatError as exc:
-                failed = f"{sheet.where()}: not well-formed XML ({exc})"
+                failed = f"{expat_where()}: not well-formed XML ({exc})"
+        if failed is None and tokenizer is not None:
+            tokenizer.feed(chunk)
+        elif failed is None and not exact:
+            explicit.feed(chunk)
+            if explicit.implicit or explicit.too_far():
+                return False
         if failed is not None and mentions:
             break
     if failed is None:
         try:
             parser.Parse(b"", True)
         except expat.ExpatError as exc:
-            failed = f"{sheet.where()}: not well-formed XML ({exc})"
+            failed = f"{expat_where()}: not well-formed XML ({exc})"
     if failed is not None and mentions:
         # the reader may still find cells in it; we cannot place them, so it is not read
         raise _Refused(Problem(file_name, 0, "", f"{_NOT_READABLE}: {failed}"))
+    if not exact:
+        explicit.feed(b"", final=True)
+        if explicit.implicit or explicit.too_far():
+            return False
+    return True
+
+
+def _expat_cells(parser: expat.XMLParserType, cells: _Cells) -> None:
+    """Feed `cells` from expat's callbacks (slower: one call per element)."""
+
+    def start(name: str, attrs: dict[str, str]) -> None:
+        local = name.split(":", 1)[-1]
+        if local in _WANTED:
+            cells.start(local, attrs.get("r"))
+
+    def end(name: str) -> None:
+        local = name.split(":", 1)[-1]
+        if local in _WANTED:
+            cells.end(local)
+
+    parser.StartElementHandler = start
+    parser.EndElementHandler = end
 
 
 # --- XLS -------------------------------------------------------------------------------
@@ -405,7 +621,7 @@ def _check_biff(file_name: str, stream: bytes) -> None:
         depth = 0
         seen_bof = False
         for offset, kind, body in _records(stream, start):
-            where = f"the {_record_name(kind)} record at byte {offset:,} of sheet {number}"
+            where = partial(_record_where, kind, offset, number)
             if kind == _BOF:
                 depth += 1 if seen_bof else 0
                 seen_bof = True
@@ -422,7 +638,7 @@ def _check_biff(file_name: str, stream: bytes) -> None:
                 count = (len(body) - 6) // (6 if kind == 0x00BD else 2)
                 extent.add(row + 1, max(first + count, last + 1, first + 1), where)
             elif kind == _DIMENSIONS and len(body) in (10, 14):
-                _check_dimensions(body, extent, where)
+                _check_dimensions(body, extent, where())
 
 
 def _check_dimensions(body: bytes, extent: _Extent, where: str) -> None:
@@ -449,6 +665,10 @@ def _check_dimensions(body: bytes, extent: _Extent, where: str) -> None:
                 f" {MAX_SHEET_CELLS:,} a statement may span",
             )
         )
+
+
+def _record_where(kind: int, offset: int, sheet: int) -> str:
+    return f"the {_record_name(kind)} record at byte {offset:,} of sheet {sheet}"
 
 
 def _record_name(kind: int) -> str:
