@@ -320,3 +320,13 @@ def test_a_sheet_of_cells_without_references_within_the_limit_is_read() -> None:
     )
     sheet = read_sheet("s.xlsx", book)
     assert sheet.rows == ((1, ("Date", "1")), (5, ("", "2")))
+
+
+def test_a_reference_of_thousands_of_digits_is_refused_not_a_traceback(tmp_path: Path) -> None:
+    digits = "9" * 5000  # int() refuses more than 4,300 digits with a ValueError
+    bomb = _rewrite_sheets(
+        _xlsx({"A1": "Date", "B2": 1}), lambda text: text.replace('r="B2"', f'r="B{digits}"')
+    )
+    said = _refused(_read_apart(tmp_path, "s.xlsx", bomb))
+    assert said.startswith("s.xlsx: not a readable XLSX/XLS workbook: the cell B999")
+    assert "lies beyond XFD1048576" in said

@@ -187,12 +187,15 @@ def _cell_ref(text: str) -> tuple[int, int] | None:
     """(row, column), 1-based, of an A1-style reference as the reader parses it (letters of
     either case, then digits; no letters: column 0); None when it is not one."""
     found = _REF.fullmatch(text)
-    if found is None or int(found.group(2)) == 0:
+    if found is None or not found.group(2).strip("0"):
         return None
+    letters, digits = found.group(1).upper(), found.group(2).lstrip("0")
+    if len(letters) > 3 or len(digits) > 7:  # past XFD1048576 (and int()'s digit limit)
+        return (EXCEL_ROWS + 1 if len(digits) > 7 else int(digits)), EXCEL_COLUMNS + 1
     column = 0
-    for letter in found.group(1).upper():
+    for letter in letters:
         column = column * 26 + ord(letter) - 64
-    return int(found.group(2)), column
+    return int(digits), column
 
 
 class _Cells:
@@ -234,7 +237,7 @@ class _Cells:
                     raise self.refuse(f"cell reference {r[:20]!r} is not A1-style")
                 row, column = place
                 self.column = column - 1
-                self.extent.add(row, column, lambda: f"the cell {r} at {self.where()}")
+                self.extent.add(row, column, lambda: f"the cell {r[:20]} at {self.where()}")
             else:
                 row, column = self.row + 1, self.column + 1
                 self.extent.add(
@@ -369,7 +372,7 @@ def _utf16(head: bytes) -> bool:
 _C_OPEN = re.compile(rb"<(?:[^\s/>:<]+:)?c(?=[\s/>])")
 _C_WITH_R = re.compile(
     rb"<(?:[^\s/>:<]+:)?c\s+(?:[^\s=/><]+\s*=\s*(?:\"[^\"<]*\"|'[^'<]*')\s+)*?"
-    rb"r\s*=\s*(?:\"([A-Za-z]*)([0-9]+)\"|'([A-Za-z]*)([0-9]+)')"
+    rb"r\s*=\s*(?:\"([A-Za-z]{0,3})([0-9]{1,7})\"|'([A-Za-z]{0,3})([0-9]{1,7})')"
 )
 _WHOLE_TAG = re.compile(rb"<[^<>\"']*(?:(?:\"[^\"<]*\"|'[^'<]*')[^<>\"']*)*>")
 
