@@ -23,6 +23,16 @@ if TYPE_CHECKING:
 IST = ZoneInfo("Asia/Kolkata")
 IST_OFFSET_SECONDS = 5 * 3600 + 1800  # +05:30, the one definition (SQL uses its value)
 WEEKMASK = "1111100"
+# The most working days each calendar parameter may be: the Data page's inputs and the
+# command line's options (core.reconcile_options) take these bounds, and CalendarParams
+# refuses anything beyond them. A billion settlement days meant nothing was ever late; 10^20
+# ended `reconcile` in an OverflowError (an independent attacker, round 3).
+CALENDAR_LIMITS: dict[str, int] = {
+    "settlement_days": 30,
+    "international_days": 60,
+    "grace_days": 30,
+    "bank_days": 30,
+}
 
 
 @dataclass(frozen=True)
@@ -41,6 +51,25 @@ class CalendarParams:
     grace_days: int = 1
     bank_days: int = 1
     holidays: frozenset[dt.date] = field(default_factory=frozenset)
+
+    def __post_init__(self) -> None:
+        for name, most in CALENDAR_LIMITS.items():
+            problem = calendar_days_problem(getattr(self, name), most)
+            if problem is not None:
+                from core.errors import ConfigError
+
+                raise ConfigError(f"{name}: {problem}")
+
+
+def calendar_days_problem(value: int, most: int) -> str | None:
+    """Why `value` is no number of working days for a parameter bounded by `most`."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return f"not a whole number of working days: {value!r}"
+    if value < 0:
+        return f"must be 0 or more: {value}"
+    if value > most:
+        return f"at most {most} working days: {value}"
+    return None
 
 
 def ist_date(unix_seconds: int) -> dt.date:

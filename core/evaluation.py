@@ -39,6 +39,7 @@ from typing import Any
 import pandas as pd
 
 from core.benchmark import rules
+from core.benchmark.cli import payments_count, seed_number
 from core.benchmark.fees import INVOICE_FILE, INVOICE_TRUTH_FILE, PRICING_FILE
 from core.benchmark.generator import (
     DEFAULT_AS_OF,
@@ -803,8 +804,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Generate the benchmark, reconcile it in an in-memory database, and score "
         "the outcomes against the ground truth (full and held-out reports).",
     )
-    parser.add_argument("--payments", type=int, default=5000, help="payments (default 5000)")
-    parser.add_argument("--seed", type=int, default=42, help="seed (default 42)")
+    parser.add_argument(
+        "--payments", type=payments_count, default=5000, help="payments (default 5000)"
+    )
+    parser.add_argument("--seed", type=seed_number, default=42, help="seed (default 42)")
     parser.add_argument(
         "--as-of", default=None, metavar="ISO", help=f"as-of instant (default {DEFAULT_AS_OF})"
     )

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from core.calendar import CalendarParams
+from core.calendar import CALENDAR_LIMITS, CalendarParams, calendar_days_problem
 
 AMOUNT_UNITS = ("auto", "paise", "rupees")
 
@@ -33,16 +33,30 @@ def _positive(text: str) -> int:
     return value
 
 
+def _calendar_days(name: str) -> Callable[[str], int]:
+    """An option's type: a whole number of working days within CALENDAR_LIMITS[name]."""
+
+    def parse(text: str) -> int:
+        value = _non_negative(text)
+        problem = calendar_days_problem(value, CALENDAR_LIMITS[name])
+        if problem is not None:
+            raise argparse.ArgumentTypeError(problem)
+        return value
+
+    return parse
+
+
 def add_calendar_arguments(parser: argparse.ArgumentParser) -> None:
     """The calendar (spec section 5) and amount-unit options every reconciling command takes;
     `core.engine.cli.params_from_args` reads them back."""
     defaults = CalendarParams()
-    parser.add_argument("--settlement-days", type=_non_negative, default=defaults.settlement_days)
-    parser.add_argument(
-        "--international-days", type=_non_negative, default=defaults.international_days
-    )
-    parser.add_argument("--grace-days", type=_non_negative, default=defaults.grace_days)
-    parser.add_argument("--bank-days", type=_non_negative, default=defaults.bank_days)
+    for name in CALENDAR_LIMITS:
+        parser.add_argument(
+            "--" + name.replace("_", "-"),
+            type=_calendar_days(name),
+            default=getattr(defaults, name),
+            help=f"working days, 0 to {CALENDAR_LIMITS[name]} (default {getattr(defaults, name)})",
+        )
     parser.add_argument("--holidays", type=Path, help="file of ISO dates, one per line")
     parser.add_argument("--amount-unit", choices=AMOUNT_UNITS, default="auto")
 

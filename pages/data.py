@@ -4,7 +4,7 @@ import datetime as dt
 
 import streamlit as st
 
-from core.calendar import IST, CalendarParams
+from core.calendar import CALENDAR_LIMITS, IST, CalendarParams
 from core.views.runs import latest_data_date, recent_runs
 from ui import actions, bank_mapping, import_choice, keys, shell, streamed, widgets
 from ui.format import ist
@@ -55,13 +55,33 @@ with run_tab:
     cols = st.columns(4)
     calendar = CalendarParams(
         settlement_days=int(
-            cols[0].number_input("Settlement T+N", 0, 30, 2, key=keys.RUN_SETTLEMENT_DAYS)
+            cols[0].number_input(
+                "Settlement T+N",
+                0,
+                CALENDAR_LIMITS["settlement_days"],
+                2,
+                key=keys.RUN_SETTLEMENT_DAYS,
+            )
         ),
         international_days=int(
-            cols[1].number_input("International T+N", 0, 60, 7, key=keys.RUN_INTERNATIONAL_DAYS)
+            cols[1].number_input(
+                "International T+N",
+                0,
+                CALENDAR_LIMITS["international_days"],
+                7,
+                key=keys.RUN_INTERNATIONAL_DAYS,
+            )
         ),
-        grace_days=int(cols[2].number_input("Grace days", 0, 30, 1, key=keys.RUN_GRACE_DAYS)),
-        bank_days=int(cols[3].number_input("Bank days", 0, 30, 1, key=keys.RUN_BANK_DAYS)),
+        grace_days=int(
+            cols[2].number_input(
+                "Grace days", 0, CALENDAR_LIMITS["grace_days"], 1, key=keys.RUN_GRACE_DAYS
+            )
+        ),
+        bank_days=int(
+            cols[3].number_input(
+                "Bank days", 0, CALENDAR_LIMITS["bank_days"], 1, key=keys.RUN_BANK_DAYS
+            )
+        ),
     )
     holidays = st.text_area(
         "Holidays (one ISO date per line)", key=keys.RUN_HOLIDAYS, placeholder="2026-08-15"

@@ -173,9 +173,10 @@ def test_a_worksheet_spanning_billions_of_cells_is_refused_before_it_is_read(
     )
     assert done.returncode == 2, done.stderr[-2000:]
     assert (
-        "bank_statement.xlsx: not a readable XLSX/XLS workbook: its first worksheet spans"
-        " 1,048,576 rows by 16,384 columns (17,179,869,184 cells)"
+        "bank_statement.xlsx:1048576:XFD: not a readable XLSX/XLS workbook: the cell"
+        " XFD1048576 at xl/worksheets/sheet1.xml:"
     ) in done.stderr
+    assert "1,048,576 rows by 16,384 columns (17,179,869,184 cells from A1)" in done.stderr
     assert "Traceback" not in done.stderr
 
 

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import argparse
 
+from core.cli_types import bounded_int
 from core.errors import ConfigError
+
+
+def payments_count(text: str) -> int:
+    """An argparse type: a number of payments within the generator's bounds."""
+    from core.benchmark.world import MAX_PAYMENTS, MIN_PAYMENTS
+
+    return bounded_int(MIN_PAYMENTS, MAX_PAYMENTS, "payments")(text)
+
+
+seed_number = bounded_int(0, None)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -22,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--payments", type=int, default=5000, help="number of payments (default 5000)"
     )
-    parser.add_argument("--seed", type=int, default=42, help="random seed (default 42)")
+    parser.add_argument("--seed", type=seed_number, default=42, help="random seed (default 42)")
     parser.add_argument(
         "--as-of",
         default=None,
@@ -61,7 +72,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--chunks",
-        type=int,
+        type=bounded_int(1, 1000),
         default=1,
         help="write the payments as this many generated quarters of history appended into "
         "one folder (for sizes the generator cannot hold at once, e.g. 10M; no ground truth; "
@@ -72,6 +83,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     from core.benchmark import generate
+    from core.benchmark.world import MAX_PAYMENTS
+
+    if args.payments > MAX_PAYMENTS:  # chunks too: generate() checks each piece alone
+        raise ConfigError(f"at most {MAX_PAYMENTS:,} payments")
 
     if args.chunks > 1:
         if args.wide:

@@ -207,6 +207,8 @@ def generate(
     started = time.perf_counter()
     if payments < world.MIN_PAYMENTS:
         raise world.GenerationError(f"at least {world.MIN_PAYMENTS} payments are needed")
+    if payments > world.MAX_PAYMENTS:
+        raise world.GenerationError(f"at most {world.MAX_PAYMENTS:,} payments")
     if layout not in LAYOUTS:
         raise ConfigError(f"layout: one of {', '.join(LAYOUTS)}, not {layout!r}")
     if wide and layout != "api":

@@ -23,6 +23,9 @@ from core.errors import ConfigError
 
 HISTORY_DAYS = 90
 MIN_PAYMENTS = 200
+# The most payments one dataset may have (with --chunks too): 10^11 asked numpy for 744 GiB
+# (an independent attacker, round 3). The largest documented dataset is 10M (--chunks).
+MAX_PAYMENTS = 10_000_000
 CALENDAR = CalendarParams()  # the engine's defaults: T+2, T+7, grace 1, bank 1, no holidays
 DAY = 86_400
 

@@ -10,23 +10,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
+from core.cli_types import month
 from core.errors import ConfigError
 
-MONTH = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
-
-
 DB_HELP = "the database: a SQLite file or a postgresql:// URL"
-
-
-def _month(text: str) -> str:
-    if not MONTH.match(text):
-        raise argparse.ArgumentTypeError(f"not a month YYYY-MM: {text!r}")
-    return text
 
 
 def register(subparsers: Any) -> None:
@@ -36,7 +27,7 @@ def register(subparsers: Any) -> None:
         description="Opening + movements = closing, tied out to the open items (docs/books.md).",
     )
     parser.add_argument("--db", required=True, type=Path, help=DB_HELP)
-    parser.add_argument("--month", required=True, type=_month, help="YYYY-MM (IST)")
+    parser.add_argument("--month", required=True, type=month, help="YYYY-MM (IST)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(func=run)
 
@@ -46,7 +37,7 @@ def register(subparsers: Any) -> None:
         description="Balanced vouchers per settlement and the month's captures (docs/books.md).",
     )
     journal.add_argument("--db", required=True, type=Path, help=DB_HELP)
-    journal.add_argument("--month", required=True, type=_month, help="YYYY-MM (IST)")
+    journal.add_argument("--month", required=True, type=month, help="YYYY-MM (IST)")
     journal.add_argument(
         "--format",
         choices=("csv", "tally", "sources"),
@@ -72,7 +63,7 @@ def register(subparsers: Any) -> None:
         description="Roll-forward, open exceptions, overcharges, journals, audit head.",
     )
     report.add_argument("--db", required=True, type=Path, help=DB_HELP)
-    report.add_argument("--month", required=True, type=_month, help="YYYY-MM (IST)")
+    report.add_argument("--month", required=True, type=month, help="YYYY-MM (IST)")
     report.add_argument("--out", required=True, type=Path, help="the zip to write")
     report.add_argument("--pdf", type=Path, help="also write the PDF here")
     report.add_argument(
@@ -90,7 +81,7 @@ def register(subparsers: Any) -> None:
         " as prior-period adjustments. Closing a closed month changes nothing.",
     )
     close.add_argument("--db", required=True, type=Path, help=DB_HELP)
-    close.add_argument("--month", required=True, type=_month, help="YYYY-MM (IST)")
+    close.add_argument("--month", required=True, type=month, help="YYYY-MM (IST)")
     close.add_argument(
         "--actor", help="who closes it: an admin on this workbench (default: your OS login)"
     )

@@ -29,9 +29,6 @@ from __future__ import annotations
 import datetime as dt
 import io
 import math
-import posixpath
-import re
-import zipfile
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -39,19 +36,9 @@ from python_calamine import CalamineError, CalamineWorkbook
 
 from core.errors import Problem
 from core.ingest.failure import ReadFailure
+from core.ingest.sheet_guard import workbook_problem
 
 SHEET_SUFFIXES = (".xlsx", ".xls")
-# The most cells the first worksheet's used range may span. The reader builds the whole
-# rectangle from its first to its last cell in memory (~32 bytes a cell), so two cells at
-# A1 and XFD1048576 (1.7e10 cells, a 1.8 KB file) ended the process (an independent
-# attacker, F1). A statement of a million lines and 30 columns spans 3e7.
-MAX_SHEET_CELLS = 30_000_000
-_XML_CHUNK = 1 << 20
-_CELL_REF = re.compile(
-    rb"<(?:\w+:)?(?:c|dimension)\b[^>]*?\br(?:ef)?=\""
-    rb"([A-Z]{1,3})(\d{1,7})(?::([A-Z]{1,3})(\d{1,7}))?\""
-)
-_ROW_REF = re.compile(rb"<(?:\w+:)?row\b[^>]*?\br=\"(\d{1,7})\"")
 
 
 @dataclass(frozen=True)
@@ -97,74 +84,6 @@ def cell_text(value: object) -> str:
     return str(value)
 
 
-def _column(letters: bytes) -> int:
-    number = 0
-    for letter in letters:
-        number = number * 26 + (letter - 64)
-    return number
-
-
-def _first_sheet_part(archive: zipfile.ZipFile) -> str | None:
-    """The part of the workbook's first worksheet (its first <sheet> in workbook.xml, by its
-    relationship), or None when the workbook does not say."""
-    try:
-        book = archive.read("xl/workbook.xml")[:_XML_CHUNK]
-        rels = archive.read("xl/_rels/workbook.xml.rels")[:_XML_CHUNK]
-    except KeyError:
-        return None
-    sheet = re.search(rb"<(?:\w+:)?sheet\b[^>]*?\b(?:\w+:)?id=\"([^\"]+)\"", book)
-    if sheet is None:
-        return None
-    for rel in re.finditer(rb"<(?:\w+:)?Relationship\b[^>]*>", rels):
-        tag = rel.group(0)
-        found = re.search(rb"\bId=\"([^\"]+)\"", tag)
-        target = re.search(rb"\bTarget=\"([^\"]+)\"", tag)
-        if found and target and found.group(1) == sheet.group(1):
-            path = target.group(1).decode("utf-8", "replace")
-            return path.lstrip("/") if path.startswith("/") else posixpath.normpath("xl/" + path)
-    return None
-
-
-def sheet_extent_problem(data: bytes) -> str | None:
-    """Why an XLSX's first worksheet spans more than MAX_SHEET_CELLS (its dimension, or
-    the rectangle from its first to its last cell or row), read from the XML in chunks
-    before the reader builds it; None when it does not, or when this is no XLSX the
-    check can read (the reader then says what is wrong)."""
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-    except (zipfile.BadZipFile, ValueError):
-        return None
-    with archive:
-        part = _first_sheet_part(archive)
-        if part is None or part not in archive.namelist():
-            return None
-        rows: list[int] = []
-        cols: list[int] = []
-        tail = b""
-        with archive.open(part) as stream:
-            while chunk := stream.read(_XML_CHUNK):
-                text = tail + chunk
-                for m in _CELL_REF.finditer(text):
-                    cols.append(_column(m.group(1)))
-                    rows.append(int(m.group(2)))
-                    if m.group(3):
-                        cols.append(_column(m.group(3)))
-                        rows.append(int(m.group(4)))
-                rows += [int(m.group(1)) for m in _ROW_REF.finditer(text)]
-                tail = text[-512:]  # a tag cut by the chunk's end is read whole next time
-                if rows and cols:
-                    rows, cols = [min(rows), max(rows)], [min(cols), max(cols)]
-                    cells = (rows[1] - rows[0] + 1) * (cols[1] - cols[0] + 1)
-                    if cells > MAX_SHEET_CELLS:
-                        return (
-                            f"its first worksheet spans {rows[1] - rows[0] + 1:,} rows by"
-                            f" {cols[1] - cols[0] + 1:,} columns ({cells:,} cells), more than"
-                            f" the {MAX_SHEET_CELLS:,} a statement may span: copy the"
-                            " statement's own cells into a new workbook"
-                        )
-    return None
-
-
 def read_sheet(file_name: str, data: bytes) -> SheetRows:
     """The first (or only) worksheet of an XLSX/XLS file. Raises ReadFailure naming the file
     when the workbook cannot be read or has no worksheet."""
@@ -172,9 +91,9 @@ def read_sheet(file_name: str, data: bytes) -> SheetRows:
     def failure(message: str) -> ReadFailure:
         return ReadFailure([Problem(file_name, 0, "", message)])
 
-    too_big = sheet_extent_problem(data) if file_name.lower().endswith(".xlsx") else None
-    if too_big is not None:
-        raise failure(f"not a readable XLSX/XLS workbook: {too_big}")
+    # whatever its name: the reader chooses the format by the bytes (sheet_guard)
+    if (problem := workbook_problem(file_name, data)) is not None:
+        raise ReadFailure([problem])
     try:
         workbook = CalamineWorkbook.from_filelike(io.BytesIO(data))
         if not workbook.sheet_names:

@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from core.cli_types import record_id
 from core.db import database_path
 from core.errors import EXIT_OK
 from core.investigate.result import Investigation
@@ -24,7 +25,7 @@ def register(subparsers: Any) -> None:
             "the reason is shown. Never changes an exception or any financial data."
         ),
     )
-    parser.add_argument("exception_id", type=int, metavar="EXCEPTION_ID")
+    parser.add_argument("exception_id", type=record_id, metavar="EXCEPTION_ID")
     parser.add_argument("--db", default=None, help="SQLite file (default: DATABASE_URL)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument(

@@ -33,6 +33,7 @@ from typing import Any
 
 from core import access
 from core.calendar import IST
+from core.cli_types import MAX_ID, bounded_int, record_id
 from core.db import database_path, open_database
 from core.db.backend import is_postgres_url
 from core.errors import EXIT_OK, InputError, NotFoundError, Problem
@@ -68,7 +69,7 @@ def register(subparsers: Any) -> None:
     actions.required = True
     for name in ACTIONS:
         p = actions.add_parser(name, help=f"{name} an exception")
-        p.add_argument("exception_id", type=int, metavar="EXCEPTION_ID")
+        p.add_argument("exception_id", type=record_id, metavar="EXCEPTION_ID")
         p.add_argument("--db", required=True, metavar="PATH")
         p.add_argument("--actor", metavar="EMAIL", help="act as this user (needs the role)")
         p.add_argument("--request-id", required=True, metavar="ID")
@@ -78,7 +79,7 @@ def register(subparsers: Any) -> None:
             metavar="TEXT",
         )
         p.add_argument("--assignee", required=name == "assign", metavar="EMAIL")
-        p.add_argument("--expected-version", type=int, metavar="N")
+        p.add_argument("--expected-version", type=bounded_int(0, MAX_ID), metavar="N")
         if name == "resolve":
             p.add_argument("--resolution", choices=RESOLUTIONS, default="explained")
             p.add_argument("--amount", metavar="RUPEES", help="the amount written off")
@@ -91,7 +92,7 @@ def register(subparsers: Any) -> None:
             help=f"{name} a write-off awaiting four eyes"
             + (" (its maker only)" if name == "withdraw" else ""),
         )
-        p.add_argument("approval_id", type=int, metavar="APPROVAL_ID")
+        p.add_argument("approval_id", type=record_id, metavar="APPROVAL_ID")
         p.add_argument("--db", required=True, metavar="PATH")
         p.add_argument("--actor", metavar="EMAIL", help="act as this user (needs the role)")
         p.add_argument("--request-id", required=True, metavar="ID")
@@ -104,7 +105,7 @@ def register(subparsers: Any) -> None:
     pending.add_argument("--json", action="store_true")
     pending.set_defaults(func=_run_approvals)
     show = actions.add_parser("show", help="an exception and its history")
-    show.add_argument("exception_id", type=int, metavar="EXCEPTION_ID")
+    show.add_argument("exception_id", type=record_id, metavar="EXCEPTION_ID")
     show.add_argument("--db", required=True, metavar="PATH")
     show.add_argument("--json", action="store_true")
     show.set_defaults(func=_run_show)
@@ -123,7 +124,7 @@ def register(subparsers: Any) -> None:
     lst.add_argument("--status", metavar="STATUS", help="one status, or several comma-separated")
     lst.add_argument("--reason-code", metavar="CODE")
     lst.add_argument("--assignee", metavar="NAME")
-    lst.add_argument("--limit", type=int, metavar="N")
+    lst.add_argument("--limit", type=bounded_int(1, MAX_ID), metavar="N")
     lst.add_argument("--json", action="store_true", help="a JSON list of objects")
     lst.set_defaults(func=_run_list)
     sync = sub.add_parser(
@@ -183,8 +184,8 @@ def _run_action(args: argparse.Namespace) -> int:
 
 def register_comment(actions: Any) -> None:
     p = actions.add_parser("comment", help="comment on an exception, with attachments")
-    p.add_argument("exception_id", type=int, nargs="?", metavar="EXCEPTION_ID")
-    p.add_argument("--exception", type=int, dest="exception", metavar="ID")
+    p.add_argument("exception_id", type=record_id, nargs="?", metavar="EXCEPTION_ID")
+    p.add_argument("--exception", type=record_id, dest="exception", metavar="ID")
     p.add_argument("--db", required=True, metavar="PATH")
     p.add_argument("--actor", metavar="EMAIL", help="act as this user (needs the role)")
     p.add_argument("--text", "--note", dest="text", required=True, metavar="TEXT")
@@ -195,7 +196,7 @@ def register_comment(actions: Any) -> None:
         help="idempotency key (default: from the exception, actor, text and files, so "
         "running the same command again adds nothing)",
     )
-    p.add_argument("--expected-version", type=int, metavar="N")
+    p.add_argument("--expected-version", type=bounded_int(0, MAX_ID), metavar="N")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_run_comment)
 

@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 from core import access
+from core.cli_types import record_id, unix_seconds
 from core.errors import EXIT_OK, InputError, Problem
 from core.outputs import output_target, place_output, temporary_for
 from core.review.cli import existing_database
@@ -27,11 +28,13 @@ def register(subparsers: Any) -> None:
         "packet", help="write an exception's escalation packet (PDF or ZIP of CSVs)"
     )
     p.add_argument("--db", required=True, metavar="PATH")
-    p.add_argument("--exception", required=True, type=int, metavar="ID")
+    p.add_argument("--exception", required=True, type=record_id, metavar="ID")
     p.add_argument("--out", required=True, metavar="FILE", help=".pdf or .zip (- for stdout)")
     p.add_argument("--format", choices=FORMATS, help="default: from the suffix of --out")
     p.add_argument("--actor", metavar="EMAIL", help="export as this user (needs the role)")
-    p.add_argument("--as-of", type=int, metavar="UNIX", help="date the packet (default: now)")
+    p.add_argument(
+        "--as-of", type=unix_seconds, metavar="UNIX", help="date the packet (default: now)"
+    )
     p.set_defaults(func=run)
 
 
