@@ -2,8 +2,9 @@
 
 On an empty database the first session builds and reconciles the seeded 5,000-payment
 benchmark (core.bootstrap), unless RAZORRECON_FIRST_START=empty (the default on
-PostgreSQL: the database stays empty and the Overview says how to import); nobody sees a page before ui.auth knows who they are and
-their role; every page then reads the database through core.views.
+PostgreSQL: the database stays empty and the Overview says how to import); nobody sees a
+page before ui.auth knows who they are and their role; every page then reads the database
+through core.views.
 """
 
 import streamlit as st
