@@ -157,7 +157,9 @@ class VerifyResult:
     anchor lines read (core.audit.anchor); broken_exception: the exception whose state
     does not match the trail; broken_user / broken_approval: the person (email) or
     four-eyes approval (id) whose state does not match it; warnings: what holds but
-    deserves attention (no anchors yet, anchors not signed).
+    deserves attention (no anchors yet, anchors not signed); violations: each entry whose
+    actor could not make it at that point of the trail ('row SEQ: ACTOR ACTION: why',
+    core.audit.replay.Replay.authorise), in seq order.
     """
 
     ok: bool
@@ -171,6 +173,7 @@ class VerifyResult:
     warnings: tuple[str, ...] = ()
     broken_user: str | None = None
     broken_approval: int | None = None
+    violations: tuple[str, ...] = ()
 
 
 def _check_text(field: str, value: object) -> str:
@@ -286,7 +289,9 @@ def _verify(conn: sqlite3.Connection, anchor: str | None, anchors: AnchorCheck) 
     anchor_seq, anchor_hash = _parse_anchor(anchor)
     anchor_found = anchor is None
     required = anchors.required
-    replay = Replay()
+    from core.access import four_eyes_threshold  # core.access imports this package
+
+    replay = Replay(four_eyes=four_eyes_threshold())
 
     def broken(seq: int, problem: str) -> VerifyResult:
         return VerifyResult(
@@ -327,6 +332,9 @@ def _verify(conn: sqlite3.Connection, anchor: str | None, anchors: AnchorCheck) 
                 f"hash differs from the one anchored at seq {entry.seq} outside the database "
                 f"({required[entry.seq][:16]}…): the chain was rewritten from this row or earlier",
             )
+        replay.authorise(
+            entry.seq, entry.actor, entry.action, entry.entity_type, entry.payload_json
+        )
         if entry.entity_type == "exception":
             replay.add(entry.seq, entry.action, entry.entity_id, entry.payload_json, entry.actor)
         elif entry.entity_type == "user":
@@ -391,6 +399,20 @@ def _verify(conn: sqlite3.Connection, anchor: str | None, anchors: AnchorCheck) 
             broken_exception=exception[0] if exception else None,
             broken_user=user[0] if user else None,
             broken_approval=approval[0] if approval else None,
+        )
+    if replay.violations:
+        rows = tuple(f"row {seq}: {why}" for seq, why in replay.violations)
+        more = f" (and {len(rows) - 5} more)" if len(rows) > 5 else ""
+        return VerifyResult(
+            False,
+            checked,
+            last_seq,
+            prev,
+            replay.violations[0][0],
+            f"{len(rows)} entr{'y' if len(rows) == 1 else 'ies'} made by someone who could "
+            f"not make {'it' if len(rows) == 1 else 'them'}: " + "; ".join(rows[:5]) + more,
+            anchors.lines,
+            violations=rows,
         )
     drift = totals_drift_problem(conn)
     if drift is not None:

@@ -69,6 +69,8 @@ def _run_verify(args: argparse.Namespace) -> int:
             print(f"user changed outside the trail: {result.broken_user}")
         if result.broken_approval is not None:
             print(f"approval changed outside the trail: {result.broken_approval}")
+        for violation in result.violations:  # every entry its actor could not make
+            print(f"not allowed: {violation}")
     if not args.json:
         for warning in result.warnings:
             print(f"warning: {warning}", file=sys.stderr)
