@@ -7,23 +7,11 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from core.books.journal import month_vouchers, tally_xml
-from tests.books_money_support import balances, dataset, pay_row, payment, row, settlement, transfer
+from tests.books_money_support import balances, dataset, row, settlement
+from tests.test_books_transfers_disputes import PAY, PAY_ROW, TRF, TRF_ROW
 
+# The tester's July: payment, transfer, rows (tests/test_books_transfers_disputes.py).
 JUL, AUG = "2026-07", "2026-08"
-PAY = payment("pay_A", 2_000_000, "2026-07-29T10:00")
-PAY_ROW = pay_row("ra", "pay_A", 2_000_000, "setl_J31", "2026-07-29T10:00")
-TRF = transfer("trf_B", "pay_A", 800_000, "2026-07-30T12:00")
-TRF_ROW = row(
-    "rt",
-    "trf_B",
-    "transfer",
-    "setl_A03",
-    "2026-07-30T12:00",
-    amount=800_000,
-    debit=802_360,
-    fee=2_360,
-    tax=360,
-)
 
 
 # Finding 7: a transfer reversal typed `adjustment` (the recon API has no `reversal` type)
