@@ -35,14 +35,15 @@ from core.audit import append
 from core.db import access as access_sql
 from core.db import transaction
 from core.errors import ConfigError, InputError, Problem, RefusedError
+from core.four_eyes import DEFAULT_FOUR_EYES_PAISE as DEFAULT_FOUR_EYES_PAISE
+from core.four_eyes import FOUR_EYES_ENV as FOUR_EYES_ENV
+from core.four_eyes import four_eyes_threshold as four_eyes_threshold
 
 ROLES = ("viewer", "reviewer", "approver", "admin")
 _LEVEL = {role: level for level, role in enumerate(ROLES)}
 # permission -> the least role that holds it
 PERMISSIONS = {"read": "viewer", "review": "reviewer", "approve": "approver", "admin": "admin"}
 ADMINS_ENV = "RAZORRECON_ADMINS"
-FOUR_EYES_ENV = "RAZORRECON_FOUR_EYES_PAISE"
-DEFAULT_FOUR_EYES_PAISE = 1_000_000  # ₹10,000
 # An address as an identity provider vouches for it, lower case: a dot-atom local part
 # (RFC 5321: letters, digits and ! # $ % & ' * + - / = ? ^ _ ` { | } ~, dots between) and
 # a domain of letter-digit-hyphen labels with at least one dot. Brackets, parentheses,
@@ -401,17 +402,3 @@ def seed_users(conn: sqlite3.Connection, users: dict[str, str], *, actor: str) -
                 )
                 added.append(address)
     return added
-
-
-def four_eyes_threshold(value: str | None = None) -> int:
-    """Paise above which a write-off needs an approver: RAZORRECON_FOUR_EYES_PAISE."""
-    raw = os.environ.get(FOUR_EYES_ENV, "") if value is None else value
-    if not raw.strip():
-        return DEFAULT_FOUR_EYES_PAISE
-    try:
-        amount = int(raw.strip())
-    except ValueError:
-        raise ConfigError(f"{FOUR_EYES_ENV}: {raw!r} is not a whole number of paise") from None
-    if amount < 0:
-        raise ConfigError(f"{FOUR_EYES_ENV}: must not be negative")
-    return amount

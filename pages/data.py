@@ -53,35 +53,17 @@ with run_tab:
     )
     moment = cols[1].time_input("As of (IST time)", value=dt.time(23, 59), key=keys.RUN_AS_OF_TIME)
     cols = st.columns(4)
+    days = [  # (label, CalendarParams field, default, widget key): bounds in one place
+        ("Settlement T+N", "settlement_days", 2, keys.RUN_SETTLEMENT_DAYS),
+        ("International T+N", "international_days", 7, keys.RUN_INTERNATIONAL_DAYS),
+        ("Grace days", "grace_days", 1, keys.RUN_GRACE_DAYS),
+        ("Bank days", "bank_days", 1, keys.RUN_BANK_DAYS),
+    ]
     calendar = CalendarParams(
-        settlement_days=int(
-            cols[0].number_input(
-                "Settlement T+N",
-                0,
-                CALENDAR_LIMITS["settlement_days"],
-                2,
-                key=keys.RUN_SETTLEMENT_DAYS,
-            )
-        ),
-        international_days=int(
-            cols[1].number_input(
-                "International T+N",
-                0,
-                CALENDAR_LIMITS["international_days"],
-                7,
-                key=keys.RUN_INTERNATIONAL_DAYS,
-            )
-        ),
-        grace_days=int(
-            cols[2].number_input(
-                "Grace days", 0, CALENDAR_LIMITS["grace_days"], 1, key=keys.RUN_GRACE_DAYS
-            )
-        ),
-        bank_days=int(
-            cols[3].number_input(
-                "Bank days", 0, CALENDAR_LIMITS["bank_days"], 1, key=keys.RUN_BANK_DAYS
-            )
-        ),
+        **{
+            field: int(col.number_input(label, 0, CALENDAR_LIMITS[field], default, key=key))
+            for col, (label, field, default, key) in zip(cols, days, strict=True)
+        }
     )
     holidays = st.text_area(
         "Holidays (one ISO date per line)", key=keys.RUN_HOLIDAYS, placeholder="2026-08-15"

@@ -184,7 +184,7 @@ def test_calendar_options_reach_the_engine(tmp_path: Path) -> None:
     args = ["reconcile", str(DATASET), "--out", str(out), "--as-of", AS_OF_TEXT]
     assert main(args) == 0
     default = _results(out)
-    assert main([*args, "--settlement-days", "30", "--grace-days", "0", "--bank-days", "40"]) == 0
+    assert main([*args, "--settlement-days", "30", "--grace-days", "0", "--bank-days", "30"]) == 0
     relaxed = _results(out)
     for code in ("MISSING_RECONCILIATION_RECORD", "MISSING_BANK_ENTRY"):
         assert (default["reason_code"] == code).sum() > 0

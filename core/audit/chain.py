@@ -289,7 +289,7 @@ def _verify(conn: sqlite3.Connection, anchor: str | None, anchors: AnchorCheck) 
     anchor_seq, anchor_hash = _parse_anchor(anchor)
     anchor_found = anchor is None
     required = anchors.required
-    from core.access import four_eyes_threshold  # core.access imports this package
+    from core.four_eyes import four_eyes_threshold
 
     replay = Replay(four_eyes=four_eyes_threshold())
 
