@@ -194,6 +194,7 @@ def test_a_viewer_cannot_comment_and_the_refusal_is_audited(conn: sqlite3.Connec
 def test_a_comment_is_audited_with_body_hash_and_file_hashes_and_the_chain_verifies(
     conn: sqlite3.Connection,
 ) -> None:
+    ledger = _xlsx()  # once: a zip member carries the time it was written
     exc = _one_open(conn)
     body = "Customer's bank reference ODH5ms; mail from Razorpay attached"
     mail = b"From: support@razorpay.com\r\nSubject: settlement\r\n\r\nHello\r\n"
@@ -203,7 +204,7 @@ def test_a_comment_is_audited_with_body_hash_and_file_hashes_and_the_chain_verif
         actor=ASHA,
         body=body,
         request_id="c1",
-        attachments=[("reply.eml", mail), ("ledger.xlsx", _xlsx())],
+        attachments=[("reply.eml", mail), ("ledger.xlsx", ledger)],
     )
     actor, action, entity, payload = conn.execute(
         "SELECT actor, action, entity_id, payload_json FROM audit_log WHERE seq = ?",
@@ -218,7 +219,7 @@ def test_a_comment_is_audited_with_body_hash_and_file_hashes_and_the_chain_verif
         (
             "ledger.xlsx",
             "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-            hashlib.sha256(_xlsx()).hexdigest(),
+            hashlib.sha256(ledger).hexdigest(),
         ),
     ]
     assert verify(conn).ok
