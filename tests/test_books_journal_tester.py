@@ -7,32 +7,12 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from core.books.journal import month_vouchers, tally_xml
-from tests.books_money_support import balances, dataset, row, settlement
-from tests.test_books_transfers_disputes import PAY, PAY_ROW, TRF, TRF_ROW
+from tests.books_money_support import balances, dataset, settlement
+from tests.test_books_transfers_disputes import REVERSED, TRF, TRF_ROW
 
-# The tester's July: payment, transfer, rows (tests/test_books_transfers_disputes.py).
+# The tester's July and its reversal typed `adjustment` that the reversals file ties to its
+# transfer (finding 7), as tests/test_books_transfers_disputes.py has them.
 JUL, AUG = "2026-07", "2026-08"
-
-
-# Finding 7: a transfer reversal typed `adjustment` (the recon API has no `reversal` type)
-# that the reversals file ties to its transfer (`transfer_id`).
-REVERSED = dataset(
-    payments=[PAY],
-    recon=[
-        PAY_ROW,
-        row(
-            "rv",
-            "rvrsl_V",
-            "adjustment",
-            "setl_J31",
-            "2026-07-30T12:00",
-            amount=200_000,
-            credit=200_000,
-            transfer_id="trf_B",
-        ),
-    ],
-    settlements=[settlement("setl_J31", 2_200_000, "2026-07-31T11:00")],
-)
 
 
 def test_an_adjustment_row_tied_to_a_transfer_posts_to_route_transfers() -> None:
