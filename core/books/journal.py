@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from core import columns
-from core.books.rollforward import draw_rows, razorpay_settled
+from core.books.rollforward import draw_rows, names_a_settlement, through_razorpay
 from core.calendar import IST, in_ist_month
 from core.dataset import Dataset
 from core.outputs import FORMULA_STARTS, safe_cell
@@ -310,6 +310,10 @@ def _settlement_lines(
     pay, ref = rows.payment[part], rows.refund[part]
     paid_by = payouts.keys if payouts is not None else ()
     every = (*keys, *paid_by)
+    # A draw row's fee field is the instant settlement's fee (inside its debit), posted on
+    # the instant settlement's own voucher from its payouts: not charged again here
+    # (before 2026-12-04 it was, and the same amount went to suspense; docs/books.md).
+    fee, tax = np.where(draw, 0, fee), np.where(draw, 0, tax)
     charged = (*keys[fee != 0], *paid_by)
     extra_fee = payouts.fees if payouts is not None else 0
     extra_tax = payouts.tax if payouts is not None else 0
@@ -357,9 +361,12 @@ def _settlement_lines(
     return tuple(x for x in sided if x.debit or x.credit)
 
 
-def _first_payment_rows(pay: pd.DataFrame, recon: pd.DataFrame) -> npt.NDArray[np.int64]:
+def _first_payment_rows(
+    pay: pd.DataFrame, recon: pd.DataFrame
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
     """Per payment, the position in `recon` of the first `payment` row naming it (its
-    entity_id), in row order; -1 when it has none (the roll-forward's `_owned_rows`)."""
+    entity_id), in row order, -1 when it has none (the roll-forward's `_owned_rows`); and
+    whether one of its payment rows names a settlement (`names_a_settlement`)."""
     is_payment = columns.equals(columns.text(recon["type"]), "payment")
     (pay_code, row_code), size = columns.shared_codes(
         columns.text(pay["id"]), columns.text(recon["entity_id"])
@@ -369,21 +376,24 @@ def _first_payment_rows(pay: pd.DataFrame, recon: pd.DataFrame) -> npt.NDArray[n
     np.minimum.at(first, row_code[at], at)
     found = first[pay_code]
     found[found == len(recon)] = -1
-    return found
+    carried = np.zeros(size, dtype=np.bool_)
+    carried[row_code[is_payment & names_a_settlement(recon["settlement_id"])]] = True
+    return found, carried[pay_code]
 
 
 def captured_voucher(dataset: Dataset, month: str, ledgers: Ledgers | None = None) -> Voucher:
     """The month's captured payments settled through Razorpay: Razorpay receivable Dr,
     Sales Cr (gross, INR), the payments the roll-forward's captured line counts, for the
     same amounts: a payment `settled_by` another entity (a bank) is left out unless a recon
-    row of Razorpay's names it; another currency's INR amount is `base_amount`, else its
-    first recon row's `amount`, else 0 until one arrives (docs/books.md section 2)."""
+    row of it names a settlement (`through_razorpay`); another currency's INR amount is
+    `base_amount`, else its first recon row's `amount`, else 0 until one arrives
+    (docs/books.md section 2)."""
     names = ledgers or Ledgers()
     pay = dataset.payments
     recon = dataset.recon
-    first_row = _first_payment_rows(pay, recon)
+    first_row, carried = _first_payment_rows(pay, recon)
     in_month = columns.captured(pay) & in_ist_month(pay["created_at"].to_numpy(np.int64), month)
-    chosen = in_month & (razorpay_settled(pay["settled_by"]) | (first_row >= 0))
+    chosen = in_month & through_razorpay(pay["settled_by"], carried)
     foreign = columns.foreign(pay["currency"])
     base = pay["base_amount"]
     has_base = base.notna().to_numpy(dtype=bool)
