@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from core.books.carry import _difference, ledger_change
-from core.books.journal import captured_voucher, month_vouchers
+from core.books.journal import captured_voucher, fee_timing, month_vouchers, receivable_tie
 from core.books.ledger import partial_sums
 from core.books.rollforward import MonthRollForward, ledger_events, month_rollforward
 from core.dataset import Dataset
@@ -176,3 +176,38 @@ def test_the_instant_settlement_fee_on_its_draw_row_is_not_booked_a_second_time(
     july = _month(INSTANT_DRAWN)
     assert dict(july.movements)["fees"] == -(31_860 + 590)
     assert july.closing == 0 and july.residual == 0
+
+
+# Finding 11 (second bullet): the journal's receivable holds payments gross until their
+# settlement charges the fee; the roll-forward takes the fee off at capture. July: P13 and
+# P14 settled (S05, with the instant settlement's draw), P16 captured and not settled.
+WITH_OPEN = dataset(
+    payments=[P13, P14, OWED],
+    recon=list(INSTANT_DRAWN.recon.to_dict("records")),
+    settlements=list(INSTANT_DRAWN.settlements.to_dict("records")),
+    instant=list(INSTANT_DRAWN.instant_settlements.to_dict("records")),
+    payouts=list(INSTANT_DRAWN.instant_payouts.to_dict("records")),
+)
+
+
+def test_the_close_report_names_the_fees_between_the_journal_and_the_rollforward() -> None:
+    july = _month(WITH_OPEN)
+    assert july.closing == 268_510 - 6_337
+    vouchers = month_vouchers(WITH_OPEN, JUL)
+    assert balances(vouchers)["Razorpay receivable"] == 268_510
+    tie = dict(receivable_tie(vouchers, july.closing - july.opening, fee_timing(WITH_OPEN, JUL)))
+    assert tie["difference"] == 6_337
+    assert tie["fees_of_payments_not_yet_settled"] == 6_337
+    assert tie["fees_charged_for_earlier_payments"] == 0
+    assert tie["other_timing"] == 0
+    # August: P16 settles; its fee, taken off in July by the roll-forward, is charged now.
+    august = dataset(
+        payments=[],
+        recon=[pay_row("r16", "pay_P16", 268_510, "setl_A02", "2026-07-20T10:00", 6_337, 967)],
+        settlements=[settlement("setl_A02", 268_510 - 6_337, "2026-08-02T10:00")],
+    )
+    vouchers = month_vouchers(august, "2026-08")
+    tie = dict(receivable_tie(vouchers, -(268_510 - 6_337), fee_timing(august, "2026-08")))
+    assert tie["difference"] == -6_337
+    assert tie["fees_charged_for_earlier_payments"] == -6_337
+    assert tie["other_timing"] == 0

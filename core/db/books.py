@@ -171,3 +171,20 @@ def row_imports(
         if str(key) not in found or found[str(key)][0] < int(number):
             found[str(key)] = (int(number), int(at))
     return found
+
+
+def write_off_decisions(conn: sqlite3.Connection) -> list[tuple[object, ...]]:
+    """Every resolve and reopen of an exception, in audit order, with its exception:
+    (exception id, action, payload_json, created_at, actor, entity_type, entity_id,
+    reason_code, status). A write-off's type and amount are in the resolve's payload
+    (core.review: `resolution`, `write_off_amount`, and `approval_id` when approved
+    under four eyes); a later reopen undoes it."""
+    return [
+        tuple(r)
+        for r in conn.execute(
+            "SELECT e.id, a.action, a.payload_json, a.created_at, a.actor, e.entity_type,"
+            " e.entity_id, e.reason_code, e.status FROM audit_log a JOIN exceptions e"
+            " ON a.entity_id = CAST(e.id AS TEXT) WHERE a.entity_type = 'exception'"
+            " AND a.action IN ('exception.resolved', 'exception.reopened') ORDER BY a.seq"
+        ).fetchall()
+    ]
