@@ -180,7 +180,6 @@ def build_report(
     journal = month_journal(conn, month)  # a closed month's as kept, if its close kept it
     vouchers = list(journal.vouchers)
     journal_basis = CLOSED_SNAPSHOT if journal.basis == CLOSED_BASIS else TODAY
-    # The journal's receivable against the roll-forward's: the fees' timing, named.
     fees = read_month_dataset(conn, month, "fees")
     summary = overcharge_summary(fee_check(fees, pricing_plans(conn)))
     summary = summary[summary["month"] == month]
@@ -288,13 +287,14 @@ def build_report(
     tie_note = (
         f"\nRazorpay receivable, journal against roll-forward: the journal's net for {month}"
         f" is {format_rupees(ties['journal_receivable_net'])}, the roll-forward's movement"
-        f" {format_rupees(ties['rollforward_movement'])}; the difference,"
-        f" {format_rupees(ties['difference'])}, is the fees' timing (the roll-forward takes"
-        " a payment's fee off at capture, the journal charges it at settlement):"
+        f" {format_rupees(ties['rollforward_movement'])}; of the difference,"
+        f" {format_rupees(ties['difference'])}, fees' timing (the roll-forward takes a"
+        " payment's fee off at capture, the journal charges it at settlement) is"
         f" {format_rupees(ties['fees_of_payments_not_yet_settled'])} of payments not yet"
-        f" settled, {format_rupees(ties['fees_charged_for_earlier_payments'])} charged for"
-        f" earlier payments, and {format_rupees(ties['other_timing'])} other timing"
-        " (receivable_journal_vs_rollforward.csv; docs/books.md section 2).\n"
+        f" settled and {format_rupees(ties['fees_charged_for_earlier_payments'])} charged"
+        f" for earlier payments; {format_rupees(ties['other_timing'])} is other timing"
+        " (refunds, transfers, dispute debits not yet settled; flagged differences; the"
+        " residual) (receivable_journal_vs_rollforward.csv; docs/books.md section 2).\n"
     )
     files["README.txt"] = (
         _readme(month, shown, changes, seq, bases, journal)
