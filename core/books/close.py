@@ -131,25 +131,29 @@ def unposted_write_offs(conn: sqlite3.Connection, month: str) -> tuple[WriteOff,
     latest: dict[int, tuple[object, ...]] = {}
     for row in books_sql.write_off_decisions(conn):
         latest[int(str(row[0]))] = row
-    found: list[WriteOff] = []
-    for exception_id, row in latest.items():
-        _, action, payload_json, created_at, actor, etype, eid, reason, status = row
-        if action != "exception.resolved" or status != "RESOLVED":
+    chosen: dict[int, tuple[dict[str, object], int, str]] = {}
+    for exception_id, (_, action, payload_json, created_at, actor) in latest.items():
+        if action != "exception.resolved":
             continue
         payload = json.loads(str(payload_json))
-        if payload.get("resolution") != "written_off" or int(str(created_at)) >= end:
+        if payload.get("resolution") == "written_off" and int(str(created_at)) < end:
+            chosen[exception_id] = (payload, int(str(created_at)), str(actor))
+    found: list[WriteOff] = []
+    for eid, etype, entity, reason, status in books_sql.exceptions_by_id(conn, sorted(chosen)):
+        if status != "RESOLVED":
             continue
+        payload, decided_at, actor = chosen[int(str(eid))]
         approval = payload.get("approval_id")
         found.append(
             WriteOff(
-                exception_id=exception_id,
+                exception_id=int(str(eid)),
                 entity_type=str(etype),
-                entity_id=str(eid),
+                entity_id=str(entity),
                 reason_code=str(reason),
-                amount=int(payload.get("write_off_amount") or 0),
-                decided_at=int(str(created_at)),
-                decided_by=str(actor),
-                approval_id=None if approval is None else int(approval),
+                amount=int(str(payload.get("write_off_amount") or 0)),
+                decided_at=decided_at,
+                decided_by=actor,
+                approval_id=None if approval is None else int(str(approval)),
             )
         )
     return tuple(sorted(found, key=lambda w: (w.decided_at, w.exception_id)))

@@ -174,17 +174,33 @@ def row_imports(
 
 
 def write_off_decisions(conn: sqlite3.Connection) -> list[tuple[object, ...]]:
-    """Every resolve and reopen of an exception, in audit order, with its exception:
-    (exception id, action, payload_json, created_at, actor, entity_type, entity_id,
-    reason_code, status). A write-off's type and amount are in the resolve's payload
-    (core.review: `resolution`, `write_off_amount`, and `approval_id` when approved
+    """Every resolve and reopen of an exception, in audit order: (exception id, action,
+    payload_json, created_at, actor). A write-off's type and amount are in the resolve's
+    payload (core.review: `resolution`, `write_off_amount`, and `approval_id` when approved
     under four eyes); a later reopen undoes it."""
     return [
         tuple(r)
         for r in conn.execute(
-            "SELECT e.id, a.action, a.payload_json, a.created_at, a.actor, e.entity_type,"
-            " e.entity_id, e.reason_code, e.status FROM audit_log a JOIN exceptions e"
-            " ON a.entity_id = CAST(e.id AS TEXT) WHERE a.entity_type = 'exception'"
-            " AND a.action IN ('exception.resolved', 'exception.reopened') ORDER BY a.seq"
+            "SELECT entity_id, action, payload_json, created_at, actor FROM audit_log"
+            " WHERE entity_type = 'exception'"
+            " AND action IN ('exception.resolved', 'exception.reopened') ORDER BY seq"
         ).fetchall()
     ]
+
+
+def exceptions_by_id(conn: sqlite3.Connection, ids: list[int]) -> list[tuple[object, ...]]:
+    """(id, entity_type, entity_id, reason_code, status) of these exceptions, by primary
+    key, a chunk of ids per statement."""
+    out: list[tuple[object, ...]] = []
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ", ".join("?" * len(chunk))
+        out += [
+            tuple(r)
+            for r in conn.execute(
+                "SELECT id, entity_type, entity_id, reason_code, status FROM exceptions"
+                f" WHERE id IN ({marks})",
+                chunk,
+            ).fetchall()
+        ]
+    return out
