@@ -180,3 +180,11 @@ def test_a_column_named_whole_is_never_cut_to_fit() -> None:
     assert cut["Action"]["width"] < action_px  # what the Audit page did
     assert kept["Action"]["width"] >= action_px
     assert sum(c["width"] for c in kept.values()) <= 700
+
+
+def test_row_order_is_internal_and_hold_and_settled_flags_read_yes_or_no() -> None:
+    record = {"id": "bank_statement.csv:10", "row_order": 271, "on_hold": 0, "settled": 1}
+    (row,) = records_frame([record]).to_dict("records")
+    assert "Row order" not in row
+    assert (row["On hold"], row["Settled"]) == ("No", "Yes")
+    assert records_frame([record], details=True).loc[0, "Row order"] == "271"

@@ -511,3 +511,30 @@ def test_the_overview_page_warns_of_data_imported_after_its_run() -> None:
     text = newer_import_note(7, 9, 1782000000)
     assert text.startswith("Data were imported after run #7 (import #9, ")
     assert "Reconcile on the Data page" in text
+
+
+def test_settlement_page_shows_fee_checks_of_a_zero_fee_settlement_as_not_applicable(
+    app_db: tuple[str, Built],
+) -> None:
+    path, _ = app_db
+    conn = connect(path)
+    conn.execute("UPDATE settlements SET fees = 0, tax = 0 WHERE id = 'setl_0000000004'")
+    conn.commit()
+    conn.close()
+    at = _app("pages/settlement.py")
+    at.text_input(key=keys.SETTLEMENT_SEARCH).input("setl_0000000004").run()
+    _no_exception(at)
+    texts = [shown(m.value) for m in at.markdown]
+    fee_lines = [t for t in texts if "Settlement fees = Σ row fees" in t]
+    gst_lines = [t for t in texts if "Settlement GST = Σ row GST" in t]
+    assert fee_lines and gst_lines, texts
+    for line in fee_lines + gst_lines:
+        assert ":red[" not in line and "not applicable" in line, line
+    assert any(t.startswith(":green[✓] Settlement amount") for t in texts)
+
+
+def test_settlement_page_recon_rows_say_settled_yes_not_1(app_db: tuple[str, Built]) -> None:
+    at = _app("pages/settlement.py")
+    _no_exception(at)
+    rows = next(d.value for d in at.dataframe if "Settled" in d.value.columns)
+    assert set(rows["Settled"]) <= {"Yes", "No", ""} and "Yes" in set(rows["Settled"])

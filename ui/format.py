@@ -138,7 +138,7 @@ def cell(key: str, value: Any) -> Any:
     in the same day style, Yes/No for a flag, a list of plain values joined."""
     if value is None:
         return ""
-    if isinstance(value, bool):
+    if isinstance(value, bool) or (key in FLAG_FIELDS and value in (0, 1)):
         return "Yes" if value else "No"
     if isinstance(value, str) and (key in DATE_FIELDS or ISO_DAY.fullmatch(value)):
         return due_text(value)
@@ -154,11 +154,14 @@ def cell(key: str, value: Any) -> Any:
 
 
 ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")  # an IST calendar day: shown as 04 Dec 2026
+# Yes/No flags the database stores as 0/1 (core.ingest.tables' "bool" columns).
+FLAG_FIELDS = frozenset({"captured", "international", "on_hold", "settled"})
 
 
 # Keys that name rows inside the system, not facts a reviewer reads: behind a details toggle.
 INTERNAL_FIELDS = frozenset(
     {"row_key", "line_no", "request_id", "import_id", "file", "version", "payload_json", "hash"}
+    | {"row_order"}  # PostgreSQL's insertion order of a raw row
 )
 FIELD_LABELS = {
     "id": "Id",
