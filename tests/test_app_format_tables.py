@@ -188,3 +188,10 @@ def test_row_order_is_internal_and_hold_and_settled_flags_read_yes_or_no() -> No
     assert "Row order" not in row
     assert (row["On hold"], row["Settled"]) == ("No", "Yes")
     assert records_frame([record], details=True).loc[0, "Row order"] == "271"
+
+
+def test_a_disputes_respond_by_and_hold_until_read_as_ist_times() -> None:
+    record = {"respond_by": MOMENT, "on_hold_until": MOMENT}
+    (row,) = records_frame([record]).to_dict("records")
+    assert row["Respond by"] == "03 Apr 2026, 09:30 IST"
+    assert row["On hold until"] == "03 Apr 2026, 09:30 IST"

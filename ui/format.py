@@ -31,6 +31,8 @@ TIME_FIELDS = frozenset(
         "updated_at",
         "closed_at",
         "imported_at",
+        "respond_by",  # a dispute's deadline (core.ingest.tables' "time" columns)
+        "on_hold_until",
     }
 )
 DATE_FIELDS = frozenset({"due_date", "txn_date", "value_date"})
