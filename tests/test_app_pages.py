@@ -538,3 +538,29 @@ def test_settlement_page_recon_rows_say_settled_yes_not_1(app_db: tuple[str, Bui
     _no_exception(at)
     rows = next(d.value for d in at.dataframe if "Settled" in d.value.columns)
     assert set(rows["Settled"]) <= {"Yes", "No", ""} and "Yes" in set(rows["Settled"])
+
+
+def test_sidebar_after_an_import_not_yet_reconciled_names_the_runs_source_and_the_import_apart(
+    app_db: tuple[str, Built],
+) -> None:
+    path, _ = app_db
+    conn = connect(path)
+    finished = conn.execute("SELECT finished_at FROM runs WHERE id = 1").fetchone()[0]
+    conn.execute(
+        "INSERT INTO imports (id, source, location, content_hash, imported_at, report_json) "
+        "VALUES (2, 'files', 'upload: bank_statement.csv, payments.csv', 'h2', ?, '{}')",
+        (int(finished) + 60,),
+    )
+    conn.commit()
+    conn.close()
+    at = _app()
+    _no_exception(at)
+    said = [shown(m.value) for m in at.sidebar.markdown] + [
+        shown(c.value) for c in at.sidebar.caption
+    ]
+    source_at = next(i for i, t in enumerate(said) if t.startswith("**Data source:**"))
+    assert "Synthetic benchmark" in said[source_at]
+    assert not any(t.startswith("upload:") for t in said), said  # not shown as the run's data
+    pending = [t for t in said if "not yet reconciled" in t]
+    assert pending and "upload: bank_statement.csv, payments.csv" in pending[0], said
+    assert any(t == "builder seed=11" for t in said), said  # the run's own data, still named

@@ -96,6 +96,22 @@ def latest_import(conn: sqlite3.Connection) -> Row | None:
     return _one(conn, "SELECT * FROM imports ORDER BY id DESC LIMIT 1")
 
 
+def import_through(conn: sqlite3.Connection, import_id: int) -> Row | None:
+    """The newest import with an id up to `import_id` (a run's through_import_id)."""
+    return _one(
+        conn, "SELECT * FROM imports WHERE id <= ? ORDER BY id DESC LIMIT 1", (int(import_id),)
+    )
+
+
+def import_before(conn: sqlite3.Connection, moment: int) -> Row | None:
+    """The newest import stored at or before `moment` (Unix seconds)."""
+    return _one(
+        conn,
+        "SELECT * FROM imports WHERE imported_at <= ? ORDER BY id DESC LIMIT 1",
+        (int(moment),),
+    )
+
+
 def imports_by_source(conn: sqlite3.Connection, source: str) -> list[Row]:
     return _all(conn, "SELECT * FROM imports WHERE source = ? ORDER BY id", (source,))
 

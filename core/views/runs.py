@@ -38,6 +38,9 @@ class RunInfo:
     params: dict[str, Any]
     location: str
     error: str | None = None
+    # Where the newest import came from when it was stored after the run read the data
+    # (not yet reconciled: the run's figures are not its); "" otherwise.
+    newer_location: str = ""
 
     @property
     def is_synthetic(self) -> bool:
@@ -96,7 +99,18 @@ class RunSummary:
 
 
 def _run_info(conn: sqlite3.Connection, row: dict[str, Any]) -> RunInfo:
-    source_import = db.latest_import(conn)
+    """The run, with the location of the import it read (the newest up to its
+    through_import_id; a run without one read the newest stored before it finished) and
+    that of a newer import it did not read."""
+    last = db.latest_import(conn)
+    through = row.get("through_import_id")
+    if through is not None:
+        source_import = db.import_through(conn, int(through))
+        newer = last is not None and int(last["id"]) > int(through)
+    else:
+        finished = int(row["finished_at"] or row["started_at"])
+        newer = last is not None and int(last["imported_at"]) > finished
+        source_import = db.import_before(conn, finished) if newer else last
     return RunInfo(
         id=int(row["id"]),
         status=str(row["status"]),
@@ -107,6 +121,7 @@ def _run_info(conn: sqlite3.Connection, row: dict[str, Any]) -> RunInfo:
         params=json.loads(row["params_json"] or "{}"),
         location=str(source_import["location"]) if source_import else "",
         error=row.get("error"),
+        newer_location=str(last["location"] or last["source"]) if newer and last else "",
     )
 
 
