@@ -20,6 +20,7 @@ from tests.app_signin import signed_in
 from tests.conftest import ROOT
 from tests.review_support import Finding, add_people, write_run
 from ui import keys
+from ui.format import inr
 
 PAGES = (
     "pages/overview.py",
@@ -564,3 +565,34 @@ def test_sidebar_after_an_import_not_yet_reconciled_names_the_runs_source_and_th
     pending = [t for t in said if "not yet reconciled" in t]
     assert pending and "upload: bank_statement.csv, payments.csv" in pending[0], said
     assert any(t == "builder seed=11" for t in said), said  # the run's own data, still named
+
+
+def test_overview_says_how_many_captured_payments_have_no_inr_amount_yet(
+    app_db: tuple[str, Built],
+) -> None:
+    path, _ = app_db
+    conn = connect(path)
+    conn.execute(
+        "INSERT INTO payments (id, amount, currency, status, captured, created_at) "
+        "VALUES ('pay_USD1', 2500, 'USD', 'captured', 1, 0)"
+    )
+    conn.execute(
+        "INSERT INTO payments (id, amount, currency, status, captured, created_at) "
+        "VALUES ('pay_USD2', 4000, 'USD', 'captured', 1, 0)"
+    )
+    conn.execute(  # pay_USD2's settlement row: its INR amount
+        "INSERT INTO recon_rows (row_key, entity_id, type, credit, amount) "
+        "VALUES ('usd2', 'pay_USD2', 'payment', 334000, 340000)"
+    )
+    conn.commit()
+    captured = conn.execute(
+        "SELECT count(*), sum(amount) FROM payments WHERE currency IS NULL OR currency = 'INR'"
+    ).fetchone()
+    conn.close()
+    at = _app("pages/overview.py")
+    _no_exception(at)
+    card = next(m for m in at.metric if m.label == "Captured")
+    assert f"{inr(captured[1] + 340000)} across" in card.proto.help
+    assert f"across {captured[0] + 2:,} captured payments" in card.proto.help
+    notes = [shown(c.value) for c in at.caption if "no INR amount yet" in c.value]
+    assert notes and notes[0].startswith("1 captured payment in another currency has"), notes

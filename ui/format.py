@@ -471,6 +471,25 @@ def fitted_table(
     return frame, config, hidden
 
 
+# The Overview's Captured card, what its figure covers (its help), against the Books'.
+CAPTURED_WHAT = (
+    "captured payments: every month in the data, in INR (another currency at its"
+    " base_amount, else its recon row's amount). The Books' Captured is one month's"
+    " payments settled through Razorpay"
+)
+
+
+def unpriced_note(count: int) -> str:
+    """What the Overview says of captured payments in another currency with no INR amount."""
+    return (
+        f"{count:,} captured payment{'s' if count != 1 else ''} in another currency"
+        " ha" + ("ve" if count != 1 else "s") + " no INR amount yet (no base_amount in the"
+        " data and no recon row): Captured counts "
+        + ("them" if count != 1 else "it")
+        + " at ₹0 until the settlement's recon row arrives."
+    )
+
+
 def newer_import_note(run_id: int, import_id: int, imported_at: int) -> str:
     """What the Overview says when data were imported after its run read them."""
     return (

@@ -17,7 +17,9 @@ from core.calendar import IST
 from core.db import views as db
 from core.views.common import SYNTHETIC_SOURCES, Total, total
 
-SUMMARY_FORMAT = 2  # 2: captured in INR (base_amount for another currency)
+# 2: captured in INR (base_amount for another currency); 3: else its recon row's amount,
+# and captured_unpriced.
+SUMMARY_FORMAT = 3
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,9 @@ class RunSummary:
     pending_lines: tuple[PendingLine, ...]
     outcome_counts: dict[str, dict[str, int]]
     match_rate: tuple[DayMatchRate, ...]
+    # Captured payments in another currency with no INR amount yet (no base_amount, no
+    # payment recon row): in `captured`'s count, at ₹0 in its paise.
+    captured_unpriced: int = 0
 
     @property
     def overall_match_rate(self) -> float | None:
@@ -205,10 +210,12 @@ def compute_run_summary(conn: sqlite3.Connection, run_id: int) -> RunSummary:
         PendingLine(r["entity_type"], r["reason_code"], int(r["n"]), int(r["amount"]))
         for r in db.pending_by_reason(conn, run_id)
     )
+    captured = db.captured_totals(conn)
     return assemble_summary(
         conn,
         run_id,
-        captured=total(db.captured_totals(conn)),
+        captured=total(captured),
+        captured_unpriced=int(captured["unpriced"]),
         pending_lines=pending_lines,
         match_rate=tuple(
             DayMatchRate(r["day"], int(r["payments"]), int(r["matched"]))
@@ -224,6 +231,7 @@ def assemble_summary(
     captured: Total,
     pending_lines: tuple[PendingLine, ...],
     match_rate: tuple[DayMatchRate, ...],
+    captured_unpriced: int = 0,
 ) -> RunSummary:
     """A run's summary from its parts that read the whole run (however they were computed:
     in SQL, or from a command's frames, core.views.summary_ahead) and the reads of a few
@@ -243,6 +251,7 @@ def assemble_summary(
         pending_lines=pending_lines,
         outcome_counts=counts,
         match_rate=match_rate,
+        captured_unpriced=captured_unpriced,
     )
 
 
@@ -264,6 +273,7 @@ def _summary_from_json(text: str) -> RunSummary | None:
         pending_lines=tuple(PendingLine(**p) for p in data["pending_lines"]),
         outcome_counts=data["outcome_counts"],
         match_rate=tuple(DayMatchRate(**d) for d in data["match_rate"]),
+        captured_unpriced=int(data["captured_unpriced"]),
     )
 
 
