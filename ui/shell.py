@@ -548,6 +548,11 @@ def sidebar(result: bootstrap.BootstrapResult | None, session: auth.Session) -> 
                 st.markdown(f"**Data source:** {md(source)}")
                 if run.location:
                     st.caption(md(run.location))
+                if run.newer_location:
+                    st.caption(
+                        f"Imported since run #{run.id}, not yet reconciled: "
+                        f"{md(run.newer_location)}"
+                    )
                 st.markdown(f"**As of:** {ist(run.as_of)}")
                 took = "" if run.duration_s is None else f" in {max(1, round(run.duration_s))} s"
                 took = " in under a second" if run.duration_s == 0 else took
