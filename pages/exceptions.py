@@ -59,7 +59,8 @@ event = st.dataframe(
     key=f"{keys.QUEUE_TABLE}-{sig}",
 )
 st.pagination(page.pages, key=page_key, max_visible_pages=7)
-picked = event.selection.rows + ([] if bulk else [r for r, _ in event.selection.cells])
+cells = [] if bulk else getattr(event.selection, "cells", [])  # absent: a row-only state
+picked = event.selection.rows + [r for r, _ in cells]
 rows = [i for i in picked if i < len(page.items)]  # a click on any cell opens its row
 st.session_state[keys.QUEUE_ORDER] = [i.id for i in page.items]  # for "Next exception"
 if rows and not bulk:  # a click on a row opens it

@@ -352,8 +352,13 @@ def four_eyes() -> int:
 
 
 def people() -> list[str]:
-    """Who can be given an exception: active users with the reviewer role or above."""
-    return read(auth.access.assignable)
+    """Who can be given an exception: active users with the reviewer role or above, and in
+    local single-user mode that user first (an admin works exceptions too)."""
+    found = read(auth.access.assignable)
+    identity = st.session_state.get(keys.IDENTITY)
+    if isinstance(identity, auth.Session) and identity.mode == "local":
+        return [identity.email, *(p for p in found if p != identity.email)]
+    return found
 
 
 NOBODY_TO_ASSIGN = "Nobody can be assigned yet: no active person has the reviewer role."
