@@ -18,6 +18,10 @@ from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 import streamlit as st
+from streamlit.runtime.scriptrunner_utils.script_run_context import (
+    ThreadState,
+    get_script_run_ctx,
+)
 
 from core import bootstrap
 from core.db import connect, database_path
@@ -523,13 +527,17 @@ def empty_state_note() -> str:
     return note
 
 
-def navigation() -> Any:
+def navigation(*, signed_in: bool = True) -> Any:
+    """The pages this person may open, in the sidebar. Before anyone is signed in, every
+    page is registered but hidden and none runs (the caller stops): the visitor sees the
+    sign-in screen alone, and a link to a page (/investigation?exception=5) answers with
+    it too, not with Streamlit's "page not found"."""
     pages = [
         st.Page(str(ROOT / path), title=title, icon=icon, default=(i == 0))
         for i, (path, title, icon) in enumerate(PAGES)
-        if path not in PAGE_PERMISSION or auth.can(PAGE_PERMISSION[path])
+        if not signed_in or path not in PAGE_PERMISSION or auth.can(PAGE_PERMISSION[path])
     ]
-    return st.navigation(pages, position="sidebar")
+    return st.navigation(pages, position="sidebar" if signed_in else "hidden")
 
 
 def sidebar(result: bootstrap.BootstrapResult | None, session: auth.Session) -> None:
@@ -628,6 +636,27 @@ def run(page: Any) -> None:
             page.run()
     finally:
         _frame.active = False
+
+
+def leave_v1_run() -> None:
+    """app.py's first step: a run that Streamlit started as a v1 multipage app reruns at
+    once, before it draws anything.
+
+    Once per server process under `streamlit run app.py`: the first session's first run
+    starts before anything has imported `ui` (ui/__init__.py clears Streamlit's "a pages/
+    folder means a v1 multipage app" flag; serve.py imports it before any session, so
+    `make run` never sees this). Streamlit then wraps app.py in its own navigation: the
+    sidebar lists the raw page files (app, admin, approvals, ...) to an anonymous visitor,
+    and every widget of that run is keyed under the wrapper's page ("Sign in" among them),
+    so its first click arrives at a rerun where the button has another key and is lost.
+    Inside the wrapper app.py runs as a page: its active script is not the main script.
+    """
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return
+    active = ThreadState.get().active_script_hash
+    if active and active != ctx.pages_manager.main_script_hash:
+        st.rerun()
 
 
 def require_frame() -> None:
