@@ -11,7 +11,7 @@ import streamlit as st
 
 from ui import auth, shell
 
-shell.leave_v1_run()  # the first run after a restart, under `streamlit run app.py`
+shell.begin_run()  # a v1 run (the first after a restart, `streamlit run app.py`) reruns
 st.set_page_config(page_title="RazorRecon", page_icon="₹", layout="wide")
 result = shell.cold_start()
 session = None
