@@ -207,7 +207,10 @@ def test_two_demo_visitors_work_in_separate_sandboxes(browser: object, tmp_path:
         second.reload()  # a reload is a new session: still never the other visitor's data
         second.wait_for_selector("text=Demo sign-in", timeout=60_000)
         second.get_by_role("button", name="Sign in as the demo reviewer").click()
-        second.wait_for_selector('[data-testid="stMetric"]', timeout=60_000)
+        # Signed in on the page the reload was on (Investigation: before sign-in every page
+        # is registered, hidden, so the link survives; before, it fell back to Overview).
+        second.wait_for_selector('[data-testid="stSidebar"] >> text=demo reviewer', timeout=60_000)
+        wait_rendered(second)
         second.get_by_role("link", name="Investigation").click()
         wait_rendered(second)
         open_exception(second, exception_id)
