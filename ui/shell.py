@@ -26,7 +26,7 @@ from streamlit.runtime.scriptrunner_utils.script_run_context import (
 
 from core import bootstrap
 from core.db import connect, database_path
-from core.db.connection import lock_timeout_error, unreachable_error
+from core.db.connection import lock_timeout_error, reachable, unreachable_error
 from core.db.migrate import permission_refusal
 from core.errors import (
     DatabaseBusyError,
@@ -601,12 +601,8 @@ def restore_typed() -> None:
 def _recheck(database: str) -> None:
     """Every RECHECK_S seconds while the page says the database is unreachable: once a
     connection opens, the whole app reruns (the page, with what was typed)."""
-    try:
-        with closing(connect(database)) as conn:
-            conn.execute("SELECT 1").fetchone()
-    except Exception:
-        return
-    st.rerun(scope="app")
+    if reachable(database):
+        st.rerun(scope="app")
 
 
 def cold_start() -> bootstrap.BootstrapResult | None:

@@ -169,6 +169,20 @@ def unreachable_error(
     )
 
 
+def reachable(database: str) -> bool:
+    """Whether `database` answers now: a connection opens and runs one query, or fails
+    with something other than being unreachable (it answered, with an error of its own)."""
+    try:
+        conn = connect(database)
+        try:
+            conn.execute("SELECT 1").fetchone()
+        finally:
+            conn.close()
+    except Exception as exc:
+        return unreachable_error(exc, database) is None
+    return True
+
+
 def _psycopg_operational() -> type[BaseException]:
     import psycopg
 
