@@ -51,6 +51,7 @@ if pending:
         type="primary",
         on_click=shell.approval_decision,
         args=("approve", int(chosen)),
+        disabled=mine,  # four eyes (core refuses it too, audited)
     )
     right.button(
         "Reject",
