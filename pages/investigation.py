@@ -36,7 +36,7 @@ widgets.facts(
         ("Class", class_label(item["exposure_class"])),
         ("Status", item["status"]),
         ("Assignee", item["assignee"] or "—"),
-        ("Due", due_text(item["due_date"]) or "—"),
+        ("Review due", due_text(item["due_date"]) or "—"),  # not the settlement's due date
     ]
 )
 if item.get("not_found_run_id") and item["status"] not in ("RESOLVED", "AUTO_CLEARED"):
@@ -80,7 +80,9 @@ with answer_col:
         with shell.guarded(), st.spinner("Investigating…"):
             from core.investigate import investigate  # loads after the page has painted
 
-            answers[exception_id] = investigate(auth.database(), exception_id)
+            answers[exception_id] = investigate(
+                auth.database(), exception_id, actor=auth.actor_name()
+            )
     answer = answers.get(exception_id)
     if answer is None:
         st.caption("Ask for an explanation: it cites only records from the evidence.")

@@ -217,3 +217,13 @@ def test_audit_amount_column_is_only_money_decided_exposure_of_other_entries_is_
         assert "Exposure amount: ₹100.00" in by_note[action]["Details"]
     assert by_note["exception.resolved"]["Amount"] == "₹100.00"  # the exposure it closed
     assert "Exposure" not in by_note["exception.resolved"]["Details"]
+
+
+def test_an_audit_entrys_empty_list_leaves_no_empty_field_in_details() -> None:
+    """The investigator's entry with no model attempts read "Attempts: ;" (the judge)."""
+    note, amount, rest = audit.readable_payload(
+        '{"source": "deterministic", "attempts": [], "tokens": 0, "extra": {}}', "investigate"
+    )
+    assert (note, amount) == (None, None)
+    assert "Attempts" not in rest and "Extra" not in rest
+    assert rest.startswith("Source: deterministic")

