@@ -6,7 +6,9 @@ exit code by the CLI or into `st.error` by the app, and nowhere else.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 EXIT_OK = 0
 EXIT_FAILED_CHECK = 1
@@ -166,3 +168,12 @@ def format_problems(problems: tuple[Problem, ...] | list[Problem]) -> str:
     if rest > 0:
         lines.append(f"... and {rest} more problem(s)")
     return "\n".join(lines)
+
+
+def folder_problem(folder: str | os.PathLike[str], what: str = "folder") -> Problem:
+    """Why `folder` cannot be read as a `what`: it does not exist, or it is not a folder
+    (a file, a device): the two need different fixes, so they are told apart."""
+    path = Path(folder)
+    if not path.exists():
+        return Problem(str(folder), 0, "", f"no such {what}: nothing exists at this path")
+    return Problem(str(folder), 0, "", f"not a {what}: the path names a file, not a folder")

@@ -23,7 +23,7 @@ from typing import Any
 
 from core.calendar import IST
 from core.engine.cli import params_from_args, parse_as_of
-from core.errors import InputError, Problem
+from core.errors import InputError, folder_problem
 from core.reconcile_options import add_import_day_arguments
 
 
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     as_of = parse_as_of(args.as_of)
     params = params_from_args(args)
     if not args.day_dir.is_dir():
-        raise InputError([Problem(str(args.day_dir), 0, "", "not a dataset folder")])
+        raise InputError([folder_problem(args.day_dir, "dataset folder")])
     with open_database(args.db) as conn, run_lock(conn, "import-day", on_wait=say_waiting):
         result = reconcile_day_into_db(
             conn,

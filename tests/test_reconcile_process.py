@@ -178,7 +178,7 @@ def test_a_process_ending_without_teardown_keeps_its_error_exit_codes(
     assert b"payments.csv:6" in bad.stderr and bad.stderr.endswith(b"\n")
     assert not (tmp_path / "r.csv").exists()
     missing = _module_run(_reconcile_args(tmp_path / "nowhere", tmp_path / "r.csv"))
-    assert missing.returncode == 2 and b"not a dataset folder" in missing.stderr
+    assert missing.returncode == 2 and b"no such dataset folder" in missing.stderr
     wrong = _module_run(["reconcile", str(folder), "--out", "r.csv", "--grace-days", "-1"])
     assert wrong.returncode == 2 and b"--grace-days" in wrong.stderr
 

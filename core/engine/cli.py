@@ -18,7 +18,7 @@ from typing import Any
 
 from core.calendar import IST, CalendarParams, load_holidays
 from core.engine.params import EngineParams
-from core.errors import ConfigError, InputError, Problem
+from core.errors import ConfigError, InputError, Problem, folder_problem
 from core.reconcile_options import add_reconcile_arguments
 
 
@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
     as_of = parse_as_of(args.as_of)
     params = params_from_args(args)
     if not args.dataset_dir.is_dir():
-        raise InputError([Problem(str(args.dataset_dir), 0, "", "not a dataset folder")])
+        raise InputError([folder_problem(args.dataset_dir, "dataset folder")])
     from core.engine.store_layout import is_store
 
     if is_store(args.dataset_dir):

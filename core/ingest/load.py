@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from core.dataset import BANK_FILES, Dataset
 from core.db import raw, transaction
 from core.db.staging import LEAN_STAGING_CACHE_KIB, StagedFile, attached, foreign_keys_off
-from core.errors import ConfigError, InputError, Problem
+from core.errors import ConfigError, InputError, Problem, folder_problem
 from core.ingest import instant
 from core.ingest.bank import mapping_layout, parse_bank_statement
 from core.ingest.entities import UNITS, build_frame
@@ -498,7 +498,7 @@ def _load_dataset(
 ) -> tuple[Dataset, ImportReport]:
     root = Path(folder)
     if not root.is_dir():
-        raise InputError([Problem(str(folder), 0, "", "not a folder")])
+        raise InputError([folder_problem(folder)])
     files, problems = _files_by_name(root)
     limit = max_file_bytes()
     for name in sorted(READ_NAMES & files.keys()):

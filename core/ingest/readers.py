@@ -733,6 +733,12 @@ def _nests_deeper_than(document: Any, limit: int) -> bool:
     return False
 
 
+def _json_said(message: str) -> str:
+    """The decoder's message as a sentence: "Unterminated string starting at" points at
+    the line and column the Problem already names ("...starting here")."""
+    return message[: -len(" at")] + " here" if message.endswith(" at") else message
+
+
 def _json_items(file: str, text: str) -> list[Any]:
     """The items of a collection envelope or list. Refused (ReadFailure, with line and column):
     invalid JSON, nesting deeper than MAX_JSON_DEPTH, numbers longer than MAX_NUMBER_DIGITS
@@ -746,7 +752,7 @@ def _json_items(file: str, text: str) -> list[Any]:
         document = json.loads(text, parse_float=str, object_pairs_hook=_pairs_to_dict)
     except json.JSONDecodeError as exc:
         raise ReadFailure(
-            [Problem(file, exc.lineno, str(exc.colno), f"invalid JSON: {exc.msg}")]
+            [Problem(file, exc.lineno, str(exc.colno), f"invalid JSON: {_json_said(exc.msg)}")]
         ) from None
     except (RecursionError, ValueError) as exc:
         limits = _json_limits(file, text)
