@@ -31,17 +31,17 @@ if ov.newer_import is not None:
     st.warning(newer_import_note(run.id, *ov.newer_import), icon=":material/sync_problem:")
 
 cards = st.columns(5)
-kpis = (
-    ("Captured", summary.captured, CAPTURED_WHAT),
-    ("Settled", summary.settled, "processed settlements"),
-    ("Credited in bank", summary.credited, "bank credits linked to a settlement"),
-    ("Pending", summary.pending, "payments not yet due or held by the gateway"),
+kpis = (  # label, total, what the count counts (under the figure), what the help says
+    ("Captured", summary.captured, "captured", CAPTURED_WHAT),
+    ("Settled", summary.settled, "settlements", "processed settlements"),
+    ("Credited in bank", summary.credited, "bank credits", "bank credits linked to a settlement"),
+    ("Pending", summary.pending, "pending", "payments not yet due or held by the gateway"),
 )
-for column, (label, total, what) in zip(cards, kpis, strict=False):
+for column, (label, total, unit, what) in zip(cards, kpis, strict=False):
     column.metric(
         label,
         inr_short(total.paise),
-        f"{total.count:,} {what.split(' ')[0]}" if total.count else None,
+        f"{total.count:,} {unit}" if total.count else None,
         delta_color="off",
         delta_arrow="off",
         help=f"{inr(total.paise)} across {total.count:,} {what}.",

@@ -116,6 +116,11 @@ def test_overview_shows_rupee_kpis_and_says_the_data_are_synthetic(
     assert metrics["Open exceptions"] == f"{app_db[1].exceptions:,}"
     assert metrics["Awaiting settlement"].startswith("₹")
     assert metrics["Captured"].endswith(("Cr", "L"))
+    # What each count under a figure counts, in words ("82 bank" read as a fragment).
+    counts = {m.label: m.proto.delta for m in at.metric if m.proto.delta}
+    units = {"Captured": "captured", "Settled": "settlements", "Credited in bank": "bank credits"}
+    for label, unit in units.items():
+        assert re.fullmatch(rf"[\d,]+ {unit}", counts[label]), (label, counts[label])
     assert any("synthetic benchmark" in i.value for i in at.info)
     assert "Synthetic benchmark" in " ".join(m.value for m in at.sidebar.markdown)
 
