@@ -103,16 +103,7 @@ def test_oidc_sign_in_and_four_eyes_reviewer_asks_approver_approves(
     provider: str, database: str, browser: object, tmp_path: Path
 ) -> None:
     port = free_port()
-    secrets = tmp_path / "secrets.toml"
-    secrets.write_text(
-        "[auth]\n"
-        f'redirect_uri = "http://127.0.0.1:{port}/oauth2callback"\n'
-        'cookie_secret = "browser-test-cookie-secret-0123456789"\n'
-        'client_id = "razorrecon"\n'
-        'client_secret = "razorrecon-secret"\n'
-        f'server_metadata_url = "{provider}/.well-known/openid-configuration"\n',
-        encoding="utf-8",
-    )
+    secrets = _oidc_secrets(tmp_path, provider, port)
     env = {"RAZORRECON_FOUR_EYES_PAISE": "1000000", "RAZORRECON_DEMO": ""}
     with running_server(
         database,

@@ -220,12 +220,7 @@ def test_the_overviews_captured_total_counts_a_foreign_payment_at_its_inr_base_a
         int(r["amount"]) for r in captured if r["currency"] == "INR"
     )
 
-    argv = ["reconcile", str(folder), "--out", str(tmp_path / "r.csv"), "--db", db_url]
-    assert main([*argv, "--as-of", "2026-06-30T23:59:59+05:30"]) == 0
-    with open_database(db_url) as conn:
-        (run,) = list_runs(conn)
-        stored = json.loads(db.get_run_summary(conn, run.id)["summary_json"])
-        fresh = compute_run_summary(conn, run.id)
+    stored, fresh = _reconciled_summaries(folder, tmp_path, db_url)
 
     assert fresh.captured.count == len(captured)
     assert fresh.captured.paise == stored["captured"]["paise"] == expected
@@ -299,14 +294,21 @@ def test_overview_captured_takes_a_foreign_payments_inr_from_its_recon_row_or_co
         int(r["amount"]) for r in captured if r["currency"] == "INR"
     )
 
+    stored, fresh = _reconciled_summaries(folder, tmp_path, db_url)
+
+    assert fresh.captured.count == len(captured)
+    assert fresh.captured.paise == stored["captured"]["paise"] == expected
+    assert fresh.captured_unpriced == stored["captured_unpriced"] == 1
+    assert stored == json.loads(_payload(fresh))
+
+
+def _reconciled_summaries(folder: Path, tmp_path: Path, db_url: str) -> tuple[Any, Any]:
+    """`reconcile --db` of `folder`: (the summary its run stored, as JSON; the summary
+    computed afresh from the database)."""
     argv = ["reconcile", str(folder), "--out", str(tmp_path / "r.csv"), "--db", db_url]
     assert main([*argv, "--as-of", "2026-06-30T23:59:59+05:30"]) == 0
     with open_database(db_url) as conn:
         (run,) = list_runs(conn)
         stored = json.loads(db.get_run_summary(conn, run.id)["summary_json"])
         fresh = compute_run_summary(conn, run.id)
-
-    assert fresh.captured.count == len(captured)
-    assert fresh.captured.paise == stored["captured"]["paise"] == expected
-    assert fresh.captured_unpriced == stored["captured_unpriced"] == 1
-    assert stored == json.loads(_payload(fresh))
+    return stored, fresh
