@@ -4,6 +4,8 @@ currency, deduct-at-onset disputes): each frame written out row by row, amounts 
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from core.books.journal import Ledgers, Voucher
@@ -188,3 +190,18 @@ def balances(vouchers: list[Voucher]) -> dict[str, int]:
 
 
 LEDGERS = Ledgers()
+
+
+def assert_same_sums(carried: Any, whole: Any) -> None:
+    """A day's carried ledger change (`ledger_change(...).sums`) equals the difference of
+    the whole ledgers after and before it, frame by frame (days, unexplained), in any
+    row order."""
+    for name in ("days", "unexplained"):
+        mine, theirs = getattr(carried, name), getattr(whole, name)
+        keys = [c for c in theirs.columns if c not in ("amount", "events")]
+        pd.testing.assert_frame_equal(
+            mine.sort_values(keys, ignore_index=True),
+            theirs.sort_values(keys, ignore_index=True),
+            check_dtype=False,
+            check_categorical=False,
+        )
