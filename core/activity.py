@@ -34,6 +34,7 @@ from typing import Any
 
 from core.audit import append, has_entry, write_anchor
 from core.audit.chain import RUN_RECONCILED
+from core.audit.rawcheck import RECORDING_ACTIONS, ROWS_KEY, current_counts
 from core.db import transaction
 
 IMPORTED = "data.imported"
@@ -81,6 +82,8 @@ def _append_once(
     entity already; its seq."""
     if has_entry(conn, action, entity_type, entity_id):
         return None
+    if action in RECORDING_ACTIONS:  # the raw tables' row counts after its write (rawcheck)
+        payload = {**payload, ROWS_KEY: current_counts(conn)}
     return append(
         conn,
         actor=actor or default_actor(),

@@ -384,8 +384,12 @@ def reconcile_database(
 ) -> RunResult:
     """Reconcile the raw tables already in the database (any import or API sync), store the
     run and sync the exceptions; one `run.reconciled` audit entry by `actor` (default the
-    operating-system login; core.activity)."""
+    operating-system login; core.activity). Refused when a raw row's MAC or a raw table's
+    count is not what the audited writes left (core.audit.rawcheck): it reads every row."""
+    from core.audit.rawcheck import refuse_unrecorded_changes
     from core.db.raw import latest_import_id, read_dataset
+
+    refuse_unrecorded_changes(conn, macs=True)
     from core.razorpay.webhooks import clear_marks, open_marks
     from core.views.summary_ahead import summary_ahead
 
@@ -1091,8 +1095,13 @@ def reconcile_day_into_db(
     the tables; an incremental run's carried outcomes are copied inside the database; the
     new run leaves a snapshot for the next day (docs/engine.md, "Stored incremental
     runs"). One `run.reconciled` audit entry by `actor` (default the operating-system
-    login) records the day's import and the run (core.activity)."""
+    login) records the day's import and the run (core.activity). Refused when a raw
+    table's count is not what the audited writes left (core.audit.rawcheck; the MACs of
+    every row are `audit verify`'s and the full run's to check)."""
+    from core.audit.rawcheck import refuse_unrecorded_changes
     from core.db.raw import latest_import_id
+
+    refuse_unrecorded_changes(conn, macs=False)
     from core.ingest.mappings import saved_mappings
     from core.ingest.stage import staging_raw_tables
     from core.ingest.statements import place_among_stored
