@@ -20,7 +20,6 @@ import hashlib
 import itertools
 import os
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -31,7 +30,7 @@ from core import demo_mode
 from core.db.staging import arrow_column
 
 MAC_COLUMN = "row_mac"
-_EMPTY = pa.scalar("", pa.large_string())
+_EMPTY = pa.scalar(b"", pa.large_binary())
 ANCHOR_KEY_ENV = "RAZORRECON_ANCHOR_KEY"  # core.audit.anchor's (not imported: a cycle)
 # The key when RAZORRECON_ANCHOR_KEY is not set: public, so it detects careless edits only.
 _FIXED_KEY = b"razorrecon raw rows: no RAZORRECON_ANCHOR_KEY configured"
@@ -45,45 +44,42 @@ def mac_key() -> bytes:
     return hashlib.blake2b(b"razorrecon raw row mac v1\0" + secret, digest_size=32).digest()
 
 
-def canonical_rows(
-    arrays: Sequence[pa.Array | pa.ChunkedArray],
-) -> tuple[np.ndarray[Any, Any], memoryview, np.ndarray[Any, Any]]:
+def canonical_rows(arrays: Sequence[pa.Array | pa.ChunkedArray]) -> pa.Array:
     """Every row's canonical bytes, from its columns' Arrow values in table order (int64 or
     large_string, as core.db.staging.arrow_column makes them): a flag byte per column (0
     NULL, 1 integer, 2 text), then 8 bytes per column (the integer, or the text's length
-    in UTF-8 bytes; 0 for NULL), little-endian, then the texts' bytes in column order.
-    Returned as the fixed parts (one row of bytes per row), the texts back to back and
-    their rows' boundaries (n + 1 offsets). Built over whole columns, no loop over rows."""
+    in UTF-8 bytes; 0 for NULL), little-endian, then the texts' bytes in column order. One
+    large_binary value per row, built over whole columns (numpy, and Arrow joining each
+    row's parts in C): no loop over rows."""
     rows = len(arrays[0]) if arrays else 0
     width = len(arrays)
-    flags = np.zeros((rows, width), dtype=np.uint8)
-    numbers = np.zeros((rows, width), dtype="<i8")
+    flags = np.zeros((width, rows), dtype=np.uint8)
+    numbers = np.zeros((width, rows), dtype="<i8")
     texts: list[pa.Array] = []
     for j, column in enumerate(arrays):
         values = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
         valid = ~np.asarray(values.is_null().to_numpy(zero_copy_only=False), dtype=bool)
         if pa.types.is_integer(values.type):
-            numbers[:, j] = values.fill_null(0).to_numpy(zero_copy_only=False)
-            flags[:, j] = valid
+            numbers[j] = values.fill_null(0).to_numpy(zero_copy_only=False)
+            flags[j] = valid
             continue
         values = pc.cast(values, pa.large_string())
-        numbers[:, j] = pc.binary_length(values).fill_null(0).to_numpy(zero_copy_only=False)
-        flags[:, j] = valid * 2
-        texts.append(values)
-    fixed = np.concatenate([flags, numbers.view(np.uint8).reshape(rows, 8 * width)], axis=1)
-    if not texts:
-        return np.ascontiguousarray(fixed), memoryview(b""), np.zeros(rows + 1, dtype=np.int64)
-    # Each row's texts back to back (Arrow copies them in C; NULL as nothing: the lengths
-    # above tell a NULL from an empty text and where each text ends).
-    joined = pc.binary_join_element_wise(
-        *texts, _EMPTY, null_handling="replace", null_replacement=""
+        numbers[j] = pc.binary_length(values).fill_null(0).to_numpy(zero_copy_only=False)
+        flags[j] = valid * 2
+        texts.append(pc.cast(values, pa.large_binary()))
+    size = 9 * width
+    fixed = np.empty((rows, size), dtype=np.uint8)
+    fixed[:, :width] = flags.T
+    fixed[:, width:] = np.ascontiguousarray(numbers.T).view(np.uint8).reshape(rows, 8 * width)
+    offsets = np.arange(0, size * (rows + 1), size, dtype=np.int64)
+    head = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), rows, [None, pa.py_buffer(offsets), pa.py_buffer(fixed)]
     )
-    if isinstance(joined, pa.ChunkedArray):
-        joined = joined.combine_chunks()
-    _, offset_buffer, data_buffer = joined.buffers()
-    bounds = np.frombuffer(offset_buffer, dtype="<i8")[joined.offset : joined.offset + rows + 1]
-    data = memoryview(data_buffer) if data_buffer is not None else memoryview(b"")
-    return np.ascontiguousarray(fixed), data, bounds
+    # NULL texts as nothing: the lengths above tell a NULL from an empty text.
+    joined = pc.binary_join_element_wise(
+        head, *texts, _EMPTY, null_handling="replace", null_replacement=b""
+    )
+    return joined.combine_chunks() if isinstance(joined, pa.ChunkedArray) else joined
 
 
 def macs_of_arrays(
@@ -92,16 +88,15 @@ def macs_of_arrays(
     """The MAC of each row of raw table `table`, its columns given as Arrow arrays."""
     base = hashlib.blake2b(key=key or mac_key(), digest_size=16)
     base.update(table.encode("ascii") + b"\0")
-    fixed, texts, bounds = canonical_rows(arrays)
+    rows = canonical_rows(arrays)
+    _, offset_buffer, data_buffer = rows.buffers()
+    edges = np.frombuffer(offset_buffer, dtype="<i8")[rows.offset : rows.offset + len(rows) + 1]
+    data = memoryview(data_buffer) if data_buffer is not None else memoryview(b"")
     out: list[str] = []
     append = out.append
-    edges = bounds.tolist()
-    size = fixed.shape[1] if fixed.ndim == 2 else 0
-    parts = memoryview(fixed.data).cast("B") if fixed.size else memoryview(b"")
-    for at, (start, stop) in enumerate(itertools.pairwise(edges)):
+    for start, stop in itertools.pairwise(edges.tolist()):
         h = base.copy()
-        h.update(parts[at * size : at * size + size])
-        h.update(texts[start:stop])
+        h.update(data[start:stop])
         append(h.hexdigest())
     return out
 
