@@ -141,7 +141,7 @@ def test_verify_names_a_raw_table_with_a_row_deleted_by_hand_and_runs_refuse(
         result = verify(conn)
         assert not result.ok
         assert "bank_lines" in result.problem and "deleted" in result.problem
-        with pytest.raises(RefusedError, match="bank_lines.*deleted"):
+        with pytest.raises(RefusedError, match=r"bank_lines.*deleted"):
             reconcile_stored(conn, as_of=AS_OF, actor=ADMIN)
     # An import adding to the tables refuses too (its entry would vouch for the count).
     assert main(["import", str(folder), "--db", db_url]) == 3
