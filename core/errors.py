@@ -120,6 +120,23 @@ class StorageError(RazorReconError):
     exit_code = EXIT_STORAGE
 
 
+class DatabaseUnreachableError(StorageError):
+    """The database could not be reached: PostgreSQL refused or dropped the connection
+    (the server down, restarting, unreachable), or a SQLite file could not be opened.
+    database: the database as messages name it (a URL without its password); reason: a
+    short reason ('connection refused'); midway: the connection broke while the work was
+    under way (its transaction rolled back by the server, unless it broke during COMMIT),
+    rather than before anything was sent."""
+
+    def __init__(
+        self, message: str, *, database: str = "", reason: str = "", midway: bool = False
+    ) -> None:
+        super().__init__(message)
+        self.database = database
+        self.reason = reason
+        self.midway = midway
+
+
 class RunNotSyncedError(RazorReconError):
     """A run was stored (completed) and then its exception sync failed: the run stands, the
     queue still shows the run synced before it (core.review.sync.unsynced_run). Exits as

@@ -187,6 +187,14 @@ class SplitReport:
         return asdict(self)
 
 
+# What every report says of itself, in text and in --json (honest metrics: the labels are
+# the generator's, so a score is conformance to the spec, never production accuracy).
+CAVEAT_LINES = (
+    "Scored on the seeded SYNTHETIC benchmark: its labels come from how the data were",
+    "generated. This measures conformance to the spec, not accuracy on production data.",
+)
+
+
 @dataclass(frozen=True)
 class EvaluationReport:
     """One evaluation run.
@@ -211,8 +219,11 @@ class EvaluationReport:
     invoice: InvoiceScore | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The `--json` shape: {"full": {...}, "held_out": {...}} plus the run's context."""
+        """The `--json` shape: {"full": {...}, "held_out": {...}} plus the run's context and
+        what the scores are of ("data", "caveat": the synthetic benchmark, not production)."""
         return {
+            "data": "synthetic benchmark",
+            "caveat": " ".join(CAVEAT_LINES),
             "invoice": None if self.invoice is None else asdict(self.invoice),
             "full": self.full.to_dict(),
             "held_out": self.held_out.to_dict(),
@@ -772,8 +783,7 @@ def format_report(report: EvaluationReport) -> str:
         f"RazorRecon evaluation: {report.payments:,} payments, seed {report.seed}, "
         f"as of {report.as_of}",
         f"dataset fingerprint {report.fingerprint[:16]}…   {steps}",
-        "Scored on the seeded SYNTHETIC benchmark: its labels come from how the data were",
-        "generated. This measures conformance to the spec, not accuracy on production data.",
+        *CAVEAT_LINES,
         "",
     ]
     body = [format_split("FULL", report.full), "", format_split("HELD-OUT (20%)", report.held_out)]

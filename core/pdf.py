@@ -1,8 +1,10 @@
 """Small PDF documents with fpdf2's core fonts: the close report and the escalation packet.
 
-The core fonts (Helvetica) hold Latin-1 only: `latin1` writes ₹ as "Rs " and the minus
-sign as "-", and anything else outside Latin-1 as "?". `Document.output()` is the same
-bytes for the same content when a creation date is given (no clock in the file).
+The core fonts (Helvetica) hold Latin-1 only: `latin1` writes ₹ as "Rs ", the minus sign
+and the dashes as "-" (an age bucket "0–7 d" reads "0-7 d"), curly quotes straight, "…"
+as "...", "→" as "->", "Σ" as "Sum ", and anything else outside Latin-1 as "?".
+`Document.output()` is the same bytes for the same content when a creation date is given
+(no clock in the file).
 """
 
 from __future__ import annotations
@@ -11,10 +13,28 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
+# Characters the app writes that Latin-1 lacks, and what the core fonts draw instead.
+_PLAIN = str.maketrans(
+    {
+        "₹": "Rs ",
+        "−": "-",  # minus sign
+        "–": "-",  # en dash
+        "—": "-",  # em dash
+        "‘": "'",
+        "’": "'",
+        "“": '"',
+        "”": '"',
+        "…": "...",
+        "→": "->",
+        "Σ": "Sum ",
+        "\u2060": "",  # word joiner (ui.format.md)
+    }
+)
+
 
 def latin1(text: str) -> str:
     """`text` as the core fonts can draw it."""
-    return text.replace("₹", "Rs ").replace("−", "-").encode("latin-1", "replace").decode("latin-1")
+    return text.translate(_PLAIN).encode("latin-1", "replace").decode("latin-1")
 
 
 class Document:

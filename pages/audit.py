@@ -67,3 +67,7 @@ widgets.records_table(
     "No entries match.",
     whole=("Action", "Entity"),
 )
+st.caption(
+    "Amount: money a decision settled (a write-off's amount, the exposure a resolve closed);"
+    " an exception's exposure on other entries (assigned, commented, opened) is in Details."
+)

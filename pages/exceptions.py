@@ -55,11 +55,13 @@ event = st.dataframe(
     column_order=QUEUE_COLUMNS + (QUEUE_MORE_COLUMNS if more else ()),
     column_config=queue_columns(more, shown),
     on_select="rerun",
-    selection_mode="multi-row" if bulk else "single-row",
+    selection_mode="multi-row" if bulk else ["single-row", "single-cell"],
     key=f"{keys.QUEUE_TABLE}-{sig}",
 )
 st.pagination(page.pages, key=page_key, max_visible_pages=7)
-rows = [i for i in event.selection.rows if i < len(page.items)]
+cells = [] if bulk else getattr(event.selection, "cells", [])  # absent: a row-only state
+picked = event.selection.rows + [r for r, _ in cells]
+rows = [i for i in picked if i < len(page.items)]  # a click on any cell opens its row
 st.session_state[keys.QUEUE_ORDER] = [i.id for i in page.items]  # for "Next exception"
 if rows and not bulk:  # a click on a row opens it
     st.session_state[keys.QUEUE_TABLE_NONCE] = nonce + 1  # back here: nothing selected

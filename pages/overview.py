@@ -7,7 +7,7 @@ from core.views.overview import overview
 from core.views.queue import ALL_STATUSES
 from core.views.runs import changes_since_previous_run
 from ui import auth, charts, keys, shell
-from ui.format import class_label, inr, inr_short, newer_import_note
+from ui.format import CAPTURED_WHAT, class_label, inr, inr_short, newer_import_note, unpriced_note
 
 shell.require_frame()
 st.title("Overview")
@@ -32,7 +32,7 @@ if ov.newer_import is not None:
 
 cards = st.columns(5)
 kpis = (
-    ("Captured", summary.captured, "captured payments"),
+    ("Captured", summary.captured, CAPTURED_WHAT),
     ("Settled", summary.settled, "processed settlements"),
     ("Credited in bank", summary.credited, "bank credits linked to a settlement"),
     ("Pending", summary.pending, "payments not yet due or held by the gateway"),
@@ -47,6 +47,8 @@ for column, (label, total, what) in zip(cards, kpis, strict=False):
         help=f"{inr(total.paise)} across {total.count:,} {what}.",
         border=True,
     )
+if summary.captured_unpriced:
+    st.caption(unpriced_note(summary.captured_unpriced))
 cards[4].metric(
     "Open exceptions",
     f"{ov.open_exceptions.count:,}",

@@ -77,7 +77,9 @@ st.caption(f"GST inside the fees: {inr(view.gst_paise)}")
 
 st.subheader("Arithmetic checks")
 for check in view.checks:
-    if check.expected is None:
+    if check.not_applicable:
+        st.markdown(f"– {check.name}: not applicable. {md(check.not_applicable)}")
+    elif check.expected is None:
         st.markdown(f"– {check.name}: computed {inr(check.computed)}; not stated by Razorpay")
     elif check.note:
         st.markdown(f":red[✗] {check.name}: {inr(check.expected)} {md(check.note)}")

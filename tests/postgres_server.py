@@ -118,6 +118,7 @@ class PostgresServer:
     _process_log: Path | None = None
     _spare: list[str] = field(default_factory=list)
     _fingerprint: object = None
+    _options: str = ""
     # Tests trade durability for speed; a benchmark keeps PostgreSQL's defaults (fsync on).
     durable: bool = False
 
@@ -184,6 +185,27 @@ class PostgresServer:
             ]
         )
         self._process_log = self.root / "server.log"
+        self._options = options
+        self.resume()
+        atexit.register(self.stop)  # an interrupted pytest still stops its server
+        self.admin(
+            f"CREATE ROLE {OWNER_ROLE} LOGIN CREATEDB CREATEROLE PASSWORD '{PASSWORD}'",
+            f"CREATE ROLE {APP_ROLE} LOGIN PASSWORD '{PASSWORD}'",
+            f"CREATE DATABASE {TEMPLATE_DB} OWNER {OWNER_ROLE}",
+        )
+        return self
+
+    def pause(self) -> None:
+        """Stop the server (fast shutdown: sessions are cut), keeping its data: until
+        `resume()` a connection is refused, as when the database host goes down."""
+        bin_dir = postgres_bin()
+        assert bin_dir is not None
+        self._command([str(bin_dir / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop"])
+
+    def resume(self) -> None:
+        """Start the server on its data folder (again), waiting until it accepts connections."""
+        bin_dir = postgres_bin()
+        assert bin_dir is not None and self._process_log is not None
         self._command(
             [
                 str(bin_dir / "pg_ctl"),
@@ -192,18 +214,11 @@ class PostgresServer:
                 "-l",
                 str(self._process_log),
                 "-o",
-                options,
+                self._options,
                 "-w",
                 "start",
             ]
         )
-        atexit.register(self.stop)  # an interrupted pytest still stops its server
-        self.admin(
-            f"CREATE ROLE {OWNER_ROLE} LOGIN CREATEDB CREATEROLE PASSWORD '{PASSWORD}'",
-            f"CREATE ROLE {APP_ROLE} LOGIN PASSWORD '{PASSWORD}'",
-            f"CREATE DATABASE {TEMPLATE_DB} OWNER {OWNER_ROLE}",
-        )
-        return self
 
     def stop(self) -> None:
         bin_dir = postgres_bin()

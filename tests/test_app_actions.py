@@ -182,6 +182,55 @@ def test_uploading_an_overlapping_statement_stores_only_its_new_lines(database: 
     assert ids == [f"upload@{report.content_hash[:8]}/bank_statement.csv:5"]
 
 
+def test_adding_one_days_payments_alone_to_imported_data_is_taken(database: str) -> None:
+    """A day without settlements (a weekend) is normal: its Payments report alone, added to
+    data already imported, stores its payments and keeps the stored settlements, recon rows
+    and bank lines (PG team tester, finding 9: refused as required files missing). The
+    report says the stored bank lines stay, not that bank checks will be skipped."""
+    export = Path(__file__).parent / "fixtures" / "real_exports" / "dashboard_csv"
+    actions.import_uploads(_uploads(export), "auto", False)
+    before = _counts(database)
+    header, *_ = (export / "payments.csv").read_text("utf-8").splitlines()
+    columns = header.split(",")
+    with open(export / "payments.csv", encoding="utf-8", newline="") as f:
+        row = next(csv.DictReader(f))
+    row = {**row, columns[0]: "pay_Weekend0000001"}
+    day = ",".join(columns) + "\n" + ",".join(_csv_cell(row[c]) for c in columns) + "\n"
+    report = actions.import_uploads([Upload("payments.csv", day.encode())], "auto", False)
+    after = _counts(database)
+    assert after["payments"] == before["payments"] + 1
+    assert {t: after[t] for t in after if t != "payments"} == {
+        t: before[t] for t in before if t != "payments"
+    }
+    lines = report.lines()
+    assert not any("bank checks will be skipped" in line for line in lines)
+    assert any("stored bank lines stay" in line for line in lines)
+
+
+def test_a_first_upload_still_needs_the_required_files(database: str) -> None:
+    export = Path(__file__).parent / "fixtures" / "real_exports" / "dashboard_csv"
+    with pytest.raises(InputError) as refused:
+        actions.import_uploads(
+            [Upload("payments.csv", (export / "payments.csv").read_bytes())], "auto", False
+        )
+    assert {p.file for p in refused.value.problems} == {"settlements.csv", "settlement_recon.csv"}
+
+
+def _csv_cell(value: str) -> str:
+    return f'"{value}"' if "," in value or '"' in value else value
+
+
+def _counts(database: str) -> dict[str, int]:
+    conn = connect(database)
+    try:
+        return {
+            t: int(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0])
+            for t in ("payments", "refunds", "settlements", "recon_rows", "bank_lines")
+        }
+    finally:
+        conn.close()
+
+
 def test_uploading_older_files_is_refused_by_line_unless_taken_as_corrections(
     database: str, tmp_path: Path
 ) -> None:

@@ -207,7 +207,10 @@ def test_two_demo_visitors_work_in_separate_sandboxes(browser: object, tmp_path:
         second.reload()  # a reload is a new session: still never the other visitor's data
         second.wait_for_selector("text=Demo sign-in", timeout=60_000)
         second.get_by_role("button", name="Sign in as the demo reviewer").click()
-        second.wait_for_selector('[data-testid="stMetric"]', timeout=60_000)
+        # Signed in on the page the reload was on (Investigation: before sign-in every page
+        # is registered, hidden, so the link survives; before, it fell back to Overview).
+        second.wait_for_selector('[data-testid="stSidebar"] >> text=demo reviewer', timeout=60_000)
+        wait_rendered(second)
         second.get_by_role("link", name="Investigation").click()
         wait_rendered(second)
         open_exception(second, exception_id)
@@ -218,3 +221,54 @@ def test_two_demo_visitors_work_in_separate_sandboxes(browser: object, tmp_path:
         assert screen_errors(first) == [] and screen_errors(second) == []
         # Each session's copy in a folder of its own, where RAZORRECON_DEMO_DIR says.
         assert len(list(sandboxes.glob("razorrecon-demo-*/sandbox.sqlite"))) >= 2
+
+
+def _oidc_secrets(tmp_path: Path, provider: str, port: int) -> Path:
+    secrets = tmp_path / "secrets.toml"
+    secrets.write_text(
+        "[auth]\n"
+        f'redirect_uri = "http://127.0.0.1:{port}/oauth2callback"\n'
+        'cookie_secret = "browser-test-cookie-secret-0123456789"\n'
+        'client_id = "razorrecon"\n'
+        'client_secret = "razorrecon-secret"\n'
+        f'server_metadata_url = "{provider}/.well-known/openid-configuration"\n',
+        encoding="utf-8",
+    )
+    return secrets
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.parametrize("script", ["app.py", "serve.py"])
+def test_first_visitor_after_a_restart_sees_only_sign_in_and_one_click_signs_in(
+    provider: str, database: str, browser: object, tmp_path: Path, script: str
+) -> None:
+    # The very first session of a new server process (a restart): before the fix, with
+    # `streamlit run app.py`, Streamlit ran it as a v1 multipage app (a pages/ folder
+    # beside the script) and the sidebar listed the raw page files to an anonymous
+    # visitor; its Sign in button, drawn under that run, lost its first click.
+    port = free_port()
+    secrets = _oidc_secrets(tmp_path, provider, port)
+    env = {"RAZORRECON_DEMO": ""}
+    with running_server(
+        database,
+        tmp_path / "streamlit.log",
+        env,
+        port=port,
+        extra_args=(f"--secrets.files={secrets}",),
+        script=script,
+    ) as server:
+        page = browser.new_context().new_page()  # type: ignore[attr-defined]
+        page.goto(server.url)
+        page.get_by_role("button", name="Sign in").wait_for(timeout=60_000)
+        wait_rendered(page)
+        _shot(page, f"first-visitor-{script.removesuffix('.py')}")
+        assert page.locator('[data-testid="stSidebarNav"]').count() == 0
+        body = page.inner_text("body")
+        for raw in ("approvals", "admin", "investigation", "settlement"):
+            assert raw not in body.lower(), raw
+        page.get_by_role("button", name="Sign in").click()
+        page.wait_for_selector("text=Authorize Client", timeout=15_000)  # one click
+        page.get_by_role("button", name="asha", exact=True).click()
+        page.wait_for_selector("text=/asha\u2060?@example\\.com/", timeout=60_000)
+        wait_rendered(page)
+        assert screen_errors(page) == []

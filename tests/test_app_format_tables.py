@@ -180,3 +180,40 @@ def test_a_column_named_whole_is_never_cut_to_fit() -> None:
     assert cut["Action"]["width"] < action_px  # what the Audit page did
     assert kept["Action"]["width"] >= action_px
     assert sum(c["width"] for c in kept.values()) <= 700
+
+
+def test_row_order_is_internal_and_hold_and_settled_flags_read_yes_or_no() -> None:
+    record = {"id": "bank_statement.csv:10", "row_order": 271, "on_hold": 0, "settled": 1}
+    (row,) = records_frame([record]).to_dict("records")
+    assert "Row order" not in row
+    assert (row["On hold"], row["Settled"]) == ("No", "Yes")
+    assert records_frame([record], details=True).loc[0, "Row order"] == "271"
+
+
+def test_a_disputes_respond_by_and_hold_until_read_as_ist_times() -> None:
+    record = {"respond_by": MOMENT, "on_hold_until": MOMENT}
+    (row,) = records_frame([record]).to_dict("records")
+    assert row["Respond by"] == "03 Apr 2026, 09:30 IST"
+    assert row["On hold until"] == "03 Apr 2026, 09:30 IST"
+
+
+def test_audit_amount_column_is_only_money_decided_exposure_of_other_entries_is_a_detail(
+    conn: sqlite3.Connection,
+) -> None:
+    for action in ("exception.assigned", "exception.commented", "exception.resolved"):
+        core_audit.append(
+            conn,
+            actor="asha@example.com",
+            action=action,
+            entity_type="exception",
+            entity_id="7",
+            payload={"note": action, "exposure_amount": 10_000, "assignee": "ravi@example.com"},
+            now=MOMENT,
+        )
+    entries = core_audit.query(conn, core_audit.AuditFilter(), limit=5)
+    by_note = {row["Note"]: row for row in audit.rows(entries)}
+    for action in ("exception.assigned", "exception.commented"):
+        assert by_note[action]["Amount"] == ""  # nothing was decided: no money moved
+        assert "Exposure amount: ₹100.00" in by_note[action]["Details"]
+    assert by_note["exception.resolved"]["Amount"] == "₹100.00"  # the exposure it closed
+    assert "Exposure" not in by_note["exception.resolved"]["Details"]

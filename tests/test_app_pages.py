@@ -20,6 +20,7 @@ from tests.app_signin import signed_in
 from tests.conftest import ROOT
 from tests.review_support import Finding, add_people, write_run
 from ui import keys
+from ui.format import inr
 
 PAGES = (
     "pages/overview.py",
@@ -511,3 +512,87 @@ def test_the_overview_page_warns_of_data_imported_after_its_run() -> None:
     text = newer_import_note(7, 9, 1782000000)
     assert text.startswith("Data were imported after run #7 (import #9, ")
     assert "Reconcile on the Data page" in text
+
+
+def test_settlement_page_shows_fee_checks_of_a_zero_fee_settlement_as_not_applicable(
+    app_db: tuple[str, Built],
+) -> None:
+    path, _ = app_db
+    conn = connect(path)
+    conn.execute("UPDATE settlements SET fees = 0, tax = 0 WHERE id = 'setl_0000000004'")
+    conn.commit()
+    conn.close()
+    at = _app("pages/settlement.py")
+    at.text_input(key=keys.SETTLEMENT_SEARCH).input("setl_0000000004").run()
+    _no_exception(at)
+    texts = [shown(m.value) for m in at.markdown]
+    fee_lines = [t for t in texts if "Settlement fees = Σ row fees" in t]
+    gst_lines = [t for t in texts if "Settlement GST = Σ row GST" in t]
+    assert fee_lines and gst_lines, texts
+    for line in fee_lines + gst_lines:
+        assert ":red[" not in line and "not applicable" in line, line
+    assert any(t.startswith(":green[✓] Settlement amount") for t in texts)
+
+
+def test_settlement_page_recon_rows_say_settled_yes_not_1(app_db: tuple[str, Built]) -> None:
+    at = _app("pages/settlement.py")
+    _no_exception(at)
+    rows = next(d.value for d in at.dataframe if "Settled" in d.value.columns)
+    assert set(rows["Settled"]) <= {"Yes", "No", ""} and "Yes" in set(rows["Settled"])
+
+
+def test_sidebar_after_an_import_not_yet_reconciled_names_the_runs_source_and_the_import_apart(
+    app_db: tuple[str, Built],
+) -> None:
+    path, _ = app_db
+    conn = connect(path)
+    finished = conn.execute("SELECT finished_at FROM runs WHERE id = 1").fetchone()[0]
+    conn.execute(
+        "INSERT INTO imports (id, source, location, content_hash, imported_at, report_json) "
+        "VALUES (2, 'files', 'upload: bank_statement.csv, payments.csv', 'h2', ?, '{}')",
+        (int(finished) + 60,),
+    )
+    conn.commit()
+    conn.close()
+    at = _app()
+    _no_exception(at)
+    said = [shown(m.value) for m in at.sidebar.markdown] + [
+        shown(c.value) for c in at.sidebar.caption
+    ]
+    source_at = next(i for i, t in enumerate(said) if t.startswith("**Data source:**"))
+    assert "Synthetic benchmark" in said[source_at]
+    assert not any(t.startswith("upload:") for t in said), said  # not shown as the run's data
+    pending = [t for t in said if "not yet reconciled" in t]
+    assert pending and "upload: bank_statement.csv, payments.csv" in pending[0], said
+    assert any(t == "builder seed=11" for t in said), said  # the run's own data, still named
+
+
+def test_overview_says_how_many_captured_payments_have_no_inr_amount_yet(
+    app_db: tuple[str, Built],
+) -> None:
+    path, _ = app_db
+    conn = connect(path)
+    conn.execute(
+        "INSERT INTO payments (id, amount, currency, status, captured, created_at) "
+        "VALUES ('pay_USD1', 2500, 'USD', 'captured', 1, 0)"
+    )
+    conn.execute(
+        "INSERT INTO payments (id, amount, currency, status, captured, created_at) "
+        "VALUES ('pay_USD2', 4000, 'USD', 'captured', 1, 0)"
+    )
+    conn.execute(  # pay_USD2's settlement row: its INR amount
+        "INSERT INTO recon_rows (row_key, entity_id, type, credit, amount) "
+        "VALUES ('usd2', 'pay_USD2', 'payment', 334000, 340000)"
+    )
+    conn.commit()
+    captured = conn.execute(
+        "SELECT count(*), sum(amount) FROM payments WHERE currency IS NULL OR currency = 'INR'"
+    ).fetchone()
+    conn.close()
+    at = _app("pages/overview.py")
+    _no_exception(at)
+    card = next(m for m in at.metric if m.label == "Captured")
+    assert f"{inr(captured[1] + 340000)} across" in card.proto.help
+    assert f"across {captured[0] + 2:,} captured payments" in card.proto.help
+    notes = [shown(c.value) for c in at.caption if "no INR amount yet" in c.value]
+    assert notes and notes[0].startswith("1 captured payment in another currency has"), notes

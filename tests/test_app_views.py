@@ -286,3 +286,32 @@ def test_the_overview_says_when_data_were_imported_after_its_run(
     later = overview(conn)
 
     assert later is not None and later.newer_import == (int(newest), finished + 60)
+
+
+def test_settlement_stating_zero_fees_shows_the_fee_checks_as_not_applicable(
+    conn: sqlite3.Connection, built: Built
+) -> None:
+    # Razorpay states fees 0 and tax 0 on a normal settlement (the Settlements report and the
+    # API alike): the fees are charged per row. Such a check is not applicable, not failed.
+    conn.execute("UPDATE settlements SET fees = 0, tax = 0 WHERE id = 'setl_0000000001'")
+    view = settlement_view(conn, "setl_0000000001")
+    assert view is not None
+    checks = {c.name: c for c in view.checks}
+    for name in ("Settlement fees = Σ row fees", "Settlement GST = Σ row GST"):
+        check = checks[name]
+        assert check.computed > 0 and check.expected == 0
+        assert check.not_applicable and "normal settlement" in check.not_applicable
+        assert not check.failed
+
+
+def test_settlement_stating_other_fees_than_its_rows_fails_the_fee_check(
+    conn: sqlite3.Connection, built: Built
+) -> None:
+    conn.execute("UPDATE settlements SET fees = 123, tax = 0 WHERE id = 'setl_0000000001'")
+    view = settlement_view(conn, "setl_0000000001")
+    assert view is not None
+    checks = {c.name: c for c in view.checks}
+    fees = checks["Settlement fees = Σ row fees"]
+    assert fees.failed and not fees.not_applicable
+    gst = checks["Settlement GST = Σ row GST"]  # a settlement stating fees states its tax
+    assert gst.failed and not gst.not_applicable

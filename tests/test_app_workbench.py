@@ -378,12 +378,17 @@ def test_the_queue_shows_a_write_off_awaiting_approval(app_db: tuple[str, Built]
     assert status[other[1]] == "Open"
 
 
-def test_local_mode_with_nobody_to_assign_says_so_and_points_to_the_admin_page(
+def test_local_mode_offers_the_local_admin_to_assign_to_and_the_assignment_verifies(
     db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The local single user is an admin, and an admin works exceptions: on its first day
+    (nobody added) the Assign list holds that user, not "Nobody can be assigned yet" (the
+    judge's first minute), and the assignment is a verified audit entry."""
     from streamlit import config
     from streamlit.testing.v1 import AppTest
 
+    from core.access import local_user
+    from core.audit import verify
     from tests.app_builder import build
     from tests.conftest import ROOT
 
@@ -393,21 +398,31 @@ def test_local_mode_with_nobody_to_assign_says_so_and_points_to_the_admin_page(
     monkeypatch.setenv("DATABASE_URL", db_url)
     address = config.get_option("server.address")
     config.set_option("server.address", "127.0.0.1")  # local mode: bound to loopback
+    me = local_user().actor
     try:
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
         at.run()
         at.switch_page("pages/investigation.py")
         at.run()
         _no_exception(at)
-        assert at.selectbox(key=keys.DECISION_ASSIGNEE).options == []
+        assert at.selectbox(key=keys.DECISION_ASSIGNEE).options == [me]
         said = " ".join(c.value for c in at.caption)
-        assert "Nobody can be assigned yet" in said and "on the Admin page" in said
+        assert "Nobody can be assigned yet" not in said
+        at.selectbox(key=keys.DECISION_ASSIGNEE).set_value(me)
         at.button(key=keys.DECISION_ASSIGN).click().run()
-        errors = [pages.shown(e.value) for e in at.error]
-        assert errors and all(e != "Choose who gets it first." for e in errors)
-        assert any("Add people (reviewer or above) on the Admin page." in e for e in errors)
+        _no_exception(at)
+        assert [pages.shown(e.value) for e in at.error] == []
     finally:
         config.set_option("server.address", address)
+    conn = connect(db_url)
+    try:
+        assigned = conn.execute(
+            "SELECT count(*) FROM exceptions WHERE assignee = ? AND status = 'ASSIGNED'", (me,)
+        ).fetchone()[0]
+        assert assigned == 1
+        assert verify(conn).ok
+    finally:
+        conn.close()
 
 
 def test_the_queue_table_cuts_no_reason_code_entity_or_utr(app_db: tuple[str, Built]) -> None:

@@ -280,3 +280,30 @@ def test_every_audit_export_carries_the_signed_head(tmp_path: Path, db: str) -> 
     last = json.loads(out.read_text().splitlines()[-1])["anchor"]
     assert (last["seq"], last["hash"]) == _head(db)
     assert isinstance(last["hmac"], str) and len(last["hmac"]) == 64
+
+
+def test_a_postgres_anchor_file_is_named_host_port_database_and_an_old_name_is_still_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, db: str
+) -> None:
+    if not is_postgres(db):
+        pytest.skip("PostgreSQL names its anchor file after the server; SQLite after its file")
+    from urllib.parse import urlsplit
+
+    from core.audit.anchor import anchor_file
+
+    folder = tmp_path / "named"
+    monkeypatch.setenv("RAZORRECON_ANCHOR_DIR", str(folder))
+    url = urlsplit(db)
+    label = f"{url.hostname}_{url.port}_{url.path.lstrip('/')}"
+    conn = connect(db)
+    try:
+        assert anchor_file(conn) == folder / f"{label}.anchors.jsonl"  # no "_32_" (a netmask)
+        # A file written under the name before the fix (host/32 made host_32) stays in use.
+        folder.mkdir()
+        old = folder / f"{url.hostname}_32_{url.port}_{url.path.lstrip('/')}.anchors.jsonl"
+        old.write_text("")
+        assert anchor_file(conn) == old
+        (folder / f"{label}.anchors.jsonl").write_text("")  # both: the current name wins
+        assert anchor_file(conn) == folder / f"{label}.anchors.jsonl"
+    finally:
+        conn.close()

@@ -535,3 +535,17 @@ def test_the_page_names_the_packet_as_core_does_without_importing_the_investigat
     tree = ast.parse(Path(ui_packet.__file__).read_text(encoding="utf-8"))
     top = [n for n in tree.body if isinstance(n, ast.ImportFrom)]
     assert all(n.module != "core.review.packet" for n in top)
+
+
+def test_the_message_to_the_bank_names_its_line_by_date_amount_and_utr_not_our_file(
+    conn: sqlite3.Connection, seeded: tuple[str, dict[str, int]]
+) -> None:
+    bank = build_packet(conn, seeded[1]["UNIDENTIFIED_BANK_CREDIT"], as_of=world.AS_OF)
+    assert bank.recipient == BANK
+    assert "bank.csv" not in bank.message and "bank.csv" not in bank.subject
+    assert "credit of ₹12,345.00 on 26 Jun 2026" in bank.subject
+    record = next(line for line in bank.message.splitlines() if "Record:" in line)
+    assert "₹12,345.00" in record and "26 Jun 2026" in record and "NEFT CR-" in record
+    assert "HDFCXX9999999999" in bank.message
+    # The packet's own facts (not sent) still name the line as our records do.
+    assert bank.field("entity") is not None and "bank.csv:16" in str(bank.field("entity"))

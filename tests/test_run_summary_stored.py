@@ -254,3 +254,59 @@ def test_the_overview_names_an_import_stored_after_the_run_read_the_data(
     assert first is not None and first.newer_import is None
     assert later is not None and later.newer_import is not None
     assert later.newer_import[0] == int(newest)
+
+
+def test_overview_captured_takes_a_foreign_payments_inr_from_its_recon_row_or_counts_it_unknown(
+    db_url: str, tmp_path: Path
+) -> None:
+    """A Dashboard Payments report carries no base_amount: a payment in dollars then added
+    ₹0 to the Overview's Captured, silently (tester finding 11). Its INR amount is its first
+    payment recon row's amount, as the Books take it; a payment with neither is counted
+    apart as having no INR amount yet. The stored summary and the one from SQL agree."""
+    import csv
+
+    folder = tmp_path / "bench"
+    generate(folder, payments=2000, seed=5)
+    with (folder / "payments.csv").open(encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        header, rows = list(reader.fieldnames or []), list(reader)
+    captured = [
+        r for r in rows if r["captured"] == "true" or r["status"] in ("captured", "refunded")
+    ]
+    foreign = [r for r in captured if r["currency"] != "INR"]
+    assert len(foreign) >= 2
+    for r in rows:
+        if r["currency"] != "INR":
+            r["base_amount"] = ""  # as the Dashboard report: no such column
+    with (folder / "payments.csv").open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=header)
+        writer.writeheader()
+        writer.writerows(rows)
+    unsettled = foreign[0]["id"]  # its recon row not yet in the data
+    with (folder / "settlement_recon.csv").open(encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        recon_header, recon = list(reader.fieldnames or []), list(reader)
+    recon = [r for r in recon if r["entity_id"] != unsettled]
+    with (folder / "settlement_recon.csv").open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=recon_header)
+        writer.writeheader()
+        writer.writerows(recon)
+    row_amount = {}
+    for r in recon:
+        if r["type"] == "payment":
+            row_amount.setdefault(r["entity_id"], int(r["amount"]))
+    expected = sum(row_amount.get(r["id"], 0) for r in foreign) + sum(
+        int(r["amount"]) for r in captured if r["currency"] == "INR"
+    )
+
+    argv = ["reconcile", str(folder), "--out", str(tmp_path / "r.csv"), "--db", db_url]
+    assert main([*argv, "--as-of", "2026-06-30T23:59:59+05:30"]) == 0
+    with open_database(db_url) as conn:
+        (run,) = list_runs(conn)
+        stored = json.loads(db.get_run_summary(conn, run.id)["summary_json"])
+        fresh = compute_run_summary(conn, run.id)
+
+    assert fresh.captured.count == len(captured)
+    assert fresh.captured.paise == stored["captured"]["paise"] == expected
+    assert fresh.captured_unpriced == stored["captured_unpriced"] == 1
+    assert stored == json.loads(_payload(fresh))

@@ -18,6 +18,7 @@ from core.audit.rawcheck import refuse_unrecorded_changes
 from core.calendar import IST, CalendarParams
 from core.dataset import BANK_FILES, DATASET_FILES
 from core.db import database_path
+from core.db.raw import latest_import_id
 from core.db.run_lock import run_lock, shown_as_progress
 from core.engine import EngineParams
 from core.errors import InputError, Problem
@@ -89,7 +90,10 @@ def import_uploads(
             progress(0.05 + 0.15 * n / len(files), f"Received {Path(f.name).name}")
             (Path(folder) / Path(f.name).name.lower()).write_bytes(f.getvalue())
         progress(0.25, "Reading and checking " + ", ".join(names))
-        dataset, loaded = ingest.load_dataset(folder, amount_unit, saved)
+        # Added to data already imported, a day's files need not hold every required one (a
+        # weekend without settlements is normal): the stored rows stay (as `import-day`).
+        required = replace or shell.read(latest_import_id) == 0
+        dataset, loaded = ingest.load_dataset(folder, amount_unit, saved, required_files=required)
         progress(0.6, f"Storing {len(dataset.payments):,} payments and the other tables")
         # Not inside a run (core.db.run_lock), as the `import` command. Stored while the
         # folder exists: a refused row is named by its file's line, read from there.

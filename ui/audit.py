@@ -77,7 +77,7 @@ def _readable_cells(row: list[str]) -> list[Any]:
     when = ist_text(int(created)) if created.isdigit() else ""
     if seq == "anchor":
         return [seq, when, "", action, "", "", "", ""]
-    note, amount, rest = readable_payload(payload_json)
+    note, amount, rest = readable_payload(payload_json, action)
     return [
         seq,
         when,
@@ -90,9 +90,14 @@ def _readable_cells(row: list[str]) -> list[Any]:
     ]
 
 
-def readable_payload(payload_json: str | None) -> tuple[str | None, int | None, str]:
+def readable_payload(
+    payload_json: str | None, action: str = ""
+) -> tuple[str | None, int | None, str]:
     """An entry's payload as (note, amount in paise, the rest as 'Field: value; ...' with
-    paise in ₹ and times in IST)."""
+    paise in ₹ and times in IST). The amount is money a decision settled (AMOUNT_FIELDS):
+    a write-off's amount, or the exposure an `exception.resolved` closed; an exposure on
+    any other entry (assigned, commented, escalated, opened by a run) stays in the rest,
+    so it never reads as money moved."""
 
     try:
         payload = json.loads(payload_json) if payload_json else {}
@@ -105,7 +110,9 @@ def readable_payload(payload_json: str | None) -> tuple[str | None, int | None, 
         (
             payload.pop(k)
             for k in AMOUNT_FIELDS
-            if isinstance(payload.get(k), int) and not isinstance(payload.get(k), bool)
+            if (k != "exposure_amount" or action in EXPOSURE_DECIDED)
+            and isinstance(payload.get(k), int)
+            and not isinstance(payload.get(k), bool)
         ),
         None,
     )
@@ -116,6 +123,8 @@ def readable_payload(payload_json: str | None) -> tuple[str | None, int | None, 
 
 
 AMOUNT_FIELDS = ("write_off_amount", "exposure_amount", "amount")
+# Entries whose exposure_amount is money decided (the Amount column); elsewhere a detail.
+EXPOSURE_DECIDED = frozenset({"exception.resolved"})
 # Paise in audit payloads under names the record tables do not use: a month close's
 # figures, the four-eyes threshold a write-off was held against, a refreshed exposure.
 PAYLOAD_MONEY_FIELDS = frozenset(
@@ -138,7 +147,7 @@ def rows(entries: list[Any], *, details: bool = False) -> list[dict[str, Any]]:
 
     shown = []
     for e in entries:
-        note, amount, rest = readable_payload(e.payload_json)
+        note, amount, rest = readable_payload(e.payload_json, e.action)
         row = {
             "Seq": str(e.seq),
             "When": ist(e.created_at),

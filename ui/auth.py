@@ -118,6 +118,22 @@ def current() -> Session:
     return found
 
 
+def remembered() -> Session | None:
+    """Who the last run that reached the database found signed in, if this is still the
+    same sign-in (for OIDC: the same verified email in `st.user`); for the frame while
+    the database cannot be reached (shell.database_down), when the gate cannot read the
+    users table. Nothing can be read or written meanwhile."""
+    found = st.session_state.get(keys.IDENTITY)
+    if not isinstance(found, Session):
+        return None
+    if found.mode == "oidc":
+        claims = _user_claims()
+        email = str(claims.get("email") or "").strip().lower()
+        if not claims.get("is_logged_in") or email != found.email:
+            return None
+    return found
+
+
 def can(permission: str) -> bool:
     found = st.session_state.get(keys.IDENTITY)
     return isinstance(found, Session) and access.role_includes(found.role, permission)

@@ -31,6 +31,8 @@ TIME_FIELDS = frozenset(
         "updated_at",
         "closed_at",
         "imported_at",
+        "respond_by",  # a dispute's deadline (core.ingest.tables' "time" columns)
+        "on_hold_until",
     }
 )
 DATE_FIELDS = frozenset({"due_date", "txn_date", "value_date"})
@@ -138,7 +140,7 @@ def cell(key: str, value: Any) -> Any:
     in the same day style, Yes/No for a flag, a list of plain values joined."""
     if value is None:
         return ""
-    if isinstance(value, bool):
+    if isinstance(value, bool) or (key in FLAG_FIELDS and value in (0, 1)):
         return "Yes" if value else "No"
     if isinstance(value, str) and (key in DATE_FIELDS or ISO_DAY.fullmatch(value)):
         return due_text(value)
@@ -154,11 +156,14 @@ def cell(key: str, value: Any) -> Any:
 
 
 ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")  # an IST calendar day: shown as 04 Dec 2026
+# Yes/No flags the database stores as 0/1 (core.ingest.tables' "bool" columns).
+FLAG_FIELDS = frozenset({"captured", "international", "on_hold", "settled"})
 
 
 # Keys that name rows inside the system, not facts a reviewer reads: behind a details toggle.
 INTERNAL_FIELDS = frozenset(
     {"row_key", "line_no", "request_id", "import_id", "file", "version", "payload_json", "hash"}
+    | {"row_order"}  # PostgreSQL's insertion order of a raw row
 )
 FIELD_LABELS = {
     "id": "Id",
@@ -464,6 +469,25 @@ def fitted_table(
         name: st.column_config.TextColumn(name, width=px) for name, px in kept.items()
     }
     return frame, config, hidden
+
+
+# The Overview's Captured card, what its figure covers (its help), against the Books'.
+CAPTURED_WHAT = (
+    "captured payments: every month in the data, in INR (another currency at its"
+    " base_amount, else its recon row's amount). The Books' Captured is one month's"
+    " payments settled through Razorpay"
+)
+
+
+def unpriced_note(count: int) -> str:
+    """What the Overview says of captured payments in another currency with no INR amount."""
+    return (
+        f"{count:,} captured payment{'s' if count != 1 else ''} in another currency"
+        " ha" + ("ve" if count != 1 else "s") + " no INR amount yet (no base_amount in the"
+        " data and no recon row): Captured counts "
+        + ("them" if count != 1 else "it")
+        + " at ₹0 until the settlement's recon row arrives."
+    )
 
 
 def newer_import_note(run_id: int, import_id: int, imported_at: int) -> str:

@@ -219,3 +219,26 @@ BOOKS_BASIS = "books_basis"
 BOOKS_SINCE_CLOSE = "books_since_close"
 BOOKS_JOURNAL_CHANGES = "books_journal_changes"
 BOOKS_JOURNAL_ADJUSTMENTS = "books_journal_adjustments"
+
+# --- while the database cannot be reached (ui.shell.database_down) ---------------------
+TYPED_DRAFTS = "typed_drafts"  # {key: text} the boxes below held when it went away
+# The boxes a person types into (and the choice the amount box hangs on). After a run that
+# could not reach the database the browser no longer holds them (the page was not drawn),
+# so the first run that draws the page again puts each back through session state, which
+# tells the browser (shell.restore_typed).
+TYPED = (
+    DECISION_NOTE,
+    DECISION_RESOLUTION,
+    DECISION_AMOUNT,
+    COMMENT_TEXT,
+    APPROVAL_NOTE,
+    QUEUE_ESCALATE_NOTE,
+    QUEUE_SEARCH,
+    AUDIT_ENTITY_ID,
+    ADMIN_EMAIL,
+    BANK_MAP_NAME,
+    BOOKS_GST_TAXABLE,
+    BOOKS_GST_AMOUNT,
+    BOOKS_GST_STATE,
+    STREAM_FOLDER,
+)

@@ -14,16 +14,27 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 from urllib.parse import urlparse
 
 import streamlit as st
+from streamlit.runtime.scriptrunner_utils.script_run_context import (
+    RunLocation,
+    ThreadState,
+    get_script_run_ctx,
+)
 
 from core import bootstrap
 from core.db import connect, database_path
-from core.db.connection import lock_timeout_error
+from core.db.connection import lock_timeout_error, reachable, unreachable_error
 from core.db.migrate import permission_refusal
-from core.errors import DatabaseBusyError, InputError, RazorReconError, RefusedError
+from core.errors import (
+    DatabaseBusyError,
+    DatabaseUnreachableError,
+    InputError,
+    RazorReconError,
+    RefusedError,
+)
 from core.money import MoneyFormatError, parse_rupees_short
 from core.views.common import data_mark
 from core.views.queue import OPEN_STATUSES, QueueFilter, my_work, queue, top_exception
@@ -147,9 +158,9 @@ def answered(key: str, slot: str, call: Callable[[sqlite3.Connection], T]) -> T 
         with connection() as conn:
             result = call(conn)
     except Exception as exc:
-        if not isinstance(exc, sqlite3.OperationalError):
+        if not isinstance(exc, sqlite3.OperationalError) and unreachable(exc) is None:
             done(key)
-        flash_at(slot, *describe_error(exc))
+        flash_at(slot, *describe_error(exc, action=True))
         return None
     done(key)
     return result
@@ -352,8 +363,13 @@ def four_eyes() -> int:
 
 
 def people() -> list[str]:
-    """Who can be given an exception: active users with the reviewer role or above."""
-    return read(auth.access.assignable)
+    """Who can be given an exception: active users with the reviewer role or above, and in
+    local single-user mode that user first (an admin works exceptions too)."""
+    found = read(auth.access.assignable)
+    identity = st.session_state.get(keys.IDENTITY)
+    if isinstance(identity, auth.Session) and identity.mode == "local":
+        return [identity.email, *(p for p in found if p != identity.email)]
+    return found
 
 
 NOBODY_TO_ASSIGN = "Nobody can be assigned yet: no active person has the reviewer role."
@@ -428,12 +444,17 @@ def follow(widget_key: str, state_key: str) -> None:
     st.session_state[state_key] = st.session_state[widget_key]
 
 
-def describe_error(exc: BaseException) -> tuple[str, str]:
-    """('error' | 'warning', a plain message) for an exception; unexpected ones are logged."""
+def describe_error(exc: BaseException, *, action: bool = False) -> tuple[str, str]:
+    """('error' | 'warning', a plain message) for an exception; unexpected ones are logged.
+    action: the error ended a person's action (an on_click), not a page's reads."""
     busy = exc if isinstance(exc, DatabaseBusyError) else lock_timeout_error(exc, auth.database())
     if busy is not None:
         log.warning("%s", busy)
         return "error", busy_message(busy)
+    down = unreachable(exc)
+    if down is not None:
+        log.warning("%s", down)
+        return "error", unreachable_message(down, action=action)
     refused = permission_refusal(exc, auth.database())
     if refused is not None:
         log.error("database role lacks rights", exc_info=exc)
@@ -472,6 +493,43 @@ def busy_message(busy: DatabaseBusyError) -> str:
     )
 
 
+def unreachable(exc: BaseException) -> DatabaseUnreachableError | None:
+    """`exc` as the session's database being unreachable (core.db.connection), else None."""
+    return unreachable_error(exc, auth.database())
+
+
+def _database_name(database: str) -> str:
+    parsed = urlparse(database)
+    if parsed.scheme.startswith("postgres"):
+        return parsed.path.lstrip("/") or database
+    return Path(database).name or database
+
+
+def unreachable_message(down: DatabaseUnreachableError, *, action: bool) -> str:
+    """What a person is told while the database cannot be reached: which database, in a
+    few words why (never the driver's text: that goes to the server log), for an action
+    that it was not saved, and that what they typed waits in its box and the page comes
+    back by itself. Not saved is certain when the connection was never made; a connection
+    lost mid-way had its transaction rolled back unless it broke during the commit, and a
+    retry is the same request (idempotent), so it is applied once either way."""
+    where = f"the database {_database_name(down.database)} cannot be reached ({down.reason})"
+    back = (
+        "This page comes back by itself when the database answers again (it checks every "
+        f"{RECHECK_S} s)"
+    )
+    if not action:
+        return f"{where[0].upper()}{where[1:]}. {back}; anything you typed stays in its box."
+    if down.midway:
+        saved = (
+            "Not saved: the connection to the database "
+            f"{_database_name(down.database)} broke ({down.reason}) before this finished, "
+            "so it was rolled back. Trying again is the same request: it is applied once."
+        )
+    else:
+        saved = f"Not saved: {where}, so nothing was written."
+    return f"{saved} What you typed stays in its box. {back}; then try again."
+
+
 def show_error(exc: BaseException) -> None:
     kind, text = describe_error(exc)
     (st.warning if kind == "warning" else st.error)(md(text))
@@ -479,11 +537,77 @@ def show_error(exc: BaseException) -> None:
 
 @contextmanager
 def guarded() -> Iterator[None]:
-    """Run a block; turn any error into a message in place."""
+    """Run a block; turn any error into a message in place. A database that cannot be
+    reached ends the run instead (`database_down`), unless this is an on_click callback
+    (it flashes the message for the run that follows)."""
     try:
         yield
     except Exception as exc:
-        show_error(exc)
+        down = unreachable(exc)
+        if down is None:
+            show_error(exc)
+        elif ThreadState.get().run_location is RunLocation.CALLBACK:
+            flash(*describe_error(exc, action=True))
+        else:
+            database_down(down)
+
+
+RECHECK_S = 5
+FLASH_SLOTS = (keys.FLASH, keys.DECISION_FLASH, keys.COMMENT_FLASH)
+
+
+def database_down(down: DatabaseUnreachableError) -> NoReturn:
+    """The database cannot be reached: keep the frame, say so once, stop the run.
+
+    The frame: the navigation and who is signed in with their role, as the last run that
+    reached the database established them (auth.remembered: the same sign-in; nothing can
+    be read or written meanwhile, so it shows only what the person already saw). The
+    message: an action's own (kept in its flash slot by `answered`: "Not saved: ...")
+    else the page's. The run then stops: after a stopped run Streamlit keeps every
+    widget's value, drawn in it or not (it forgets a widget only after a run that ended
+    normally without drawing it), so a comment or a note typed on the page waits in its
+    box, as it does when the database is busy, where the page stays drawn. A fragment
+    checks the database every RECHECK_S seconds and reruns the app once it answers.
+    """
+    if not getattr(_frame, "navigated", False):
+        session = auth.remembered()
+        navigation(signed_in=session is not None)
+        if session is not None and not getattr(_frame, "sidebar", False):
+            with st.sidebar:
+                st.markdown("### ₹ RazorRecon")
+                auth.sidebar_box(session)
+    typed = {k: v for k in keys.TYPED if isinstance(v := st.session_state.get(k), str) and v}
+    if typed:
+        st.session_state[keys.TYPED_DRAFTS] = typed
+    if getattr(_frame, "sidebar", False):
+        st.sidebar.caption("Database unreachable: nothing can be read or saved until it is back.")
+    with st._main:  # the page's area, even when the sidebar's reads were cut off
+        shown: list[str] = []
+        for slot in FLASH_SLOTS:
+            kind, text = st.session_state.pop(slot, (None, None))
+            if text and text not in shown:
+                shown.append(text)
+                (st.success if kind == "success" else st.error)(md(text))
+        if not shown:
+            st.error(md(unreachable_message(down, action=False)))
+        _recheck(auth.database())
+    st.stop()
+
+
+def restore_typed() -> None:
+    """Before the first page run after the database was unreachable: put what was typed
+    back in its boxes (database_down kept it), set through session state so the browser is
+    told (it dropped the boxes with the page it could not draw)."""
+    for key, value in (st.session_state.pop(keys.TYPED_DRAFTS, None) or {}).items():
+        st.session_state[key] = value
+
+
+@st.fragment(run_every=RECHECK_S)
+def _recheck(database: str) -> None:
+    """Every RECHECK_S seconds while the page says the database is unreachable: once a
+    connection opens, the whole app reruns (the page, with what was typed)."""
+    if reachable(database):
+        st.rerun(scope="app")
 
 
 def cold_start() -> bootstrap.BootstrapResult | None:
@@ -499,6 +623,9 @@ def cold_start() -> bootstrap.BootstrapResult | None:
         )
     except Exception as exc:
         slot.empty()
+        down = unreachable(exc)
+        if down is not None:
+            database_down(down)
         show_error(exc)
         return None
     slot.empty()
@@ -523,16 +650,22 @@ def empty_state_note() -> str:
     return note
 
 
-def navigation() -> Any:
+def navigation(*, signed_in: bool = True) -> Any:
+    """The pages this person may open, in the sidebar. Before anyone is signed in, every
+    page is registered but hidden and none runs (the caller stops): the visitor sees the
+    sign-in screen alone, and a link to a page (/investigation?exception=5) answers with
+    it too, not with Streamlit's "page not found"."""
     pages = [
         st.Page(str(ROOT / path), title=title, icon=icon, default=(i == 0))
         for i, (path, title, icon) in enumerate(PAGES)
-        if path not in PAGE_PERMISSION or auth.can(PAGE_PERMISSION[path])
+        if not signed_in or path not in PAGE_PERMISSION or auth.can(PAGE_PERMISSION[path])
     ]
-    return st.navigation(pages, position="sidebar")
+    _frame.navigated = True
+    return st.navigation(pages, position="sidebar" if signed_in else "hidden")
 
 
 def sidebar(result: bootstrap.BootstrapResult | None, session: auth.Session) -> None:
+    _frame.sidebar = True
     with st.sidebar:
         st.markdown("### ₹ RazorRecon")
         auth.sidebar_box(session)
@@ -548,6 +681,11 @@ def sidebar(result: bootstrap.BootstrapResult | None, session: auth.Session) -> 
                 st.markdown(f"**Data source:** {md(source)}")
                 if run.location:
                     st.caption(md(run.location))
+                if run.newer_location:
+                    st.caption(
+                        f"Imported since run #{run.id}, not yet reconciled: "
+                        f"{md(run.newer_location)}"
+                    )
                 st.markdown(f"**As of:** {ist(run.as_of)}")
                 took = "" if run.duration_s is None else f" in {max(1, round(run.duration_s))} s"
                 took = " in under a second" if run.duration_s == 0 else took
@@ -621,6 +759,7 @@ def run(page: Any) -> None:
     link = st.query_params.get("exception")
     if link and link.isdigit() and getattr(page, "url_path", None) == "":
         st.switch_page(str(ROOT / "pages/investigation.py"), query_params={"exception": link})
+    restore_typed()
     show_flash()
     _frame.active = True
     try:
@@ -628,6 +767,30 @@ def run(page: Any) -> None:
             page.run()
     finally:
         _frame.active = False
+
+
+def begin_run() -> None:
+    """app.py's first step: forget what the last run drew of the frame (`database_down`
+    reads it), and rerun at once, before drawing anything, a run that Streamlit started as
+    a v1 multipage app.
+
+    Once per server process under `streamlit run app.py`: the first session's first run
+    starts before anything has imported `ui` (ui/__init__.py clears Streamlit's "a pages/
+    folder means a v1 multipage app" flag; serve.py imports it before any session, so
+    `make run` never sees this). Streamlit then wraps app.py in its own navigation: the
+    sidebar lists the raw page files (app, admin, approvals, ...) to an anonymous visitor,
+    and every widget of that run is keyed under the wrapper's page ("Sign in" among them),
+    so its first click arrives at a rerun where the button has another key and is lost.
+    Inside the wrapper app.py runs as a page: its active script is not the main script.
+    """
+    _frame.navigated = False
+    _frame.sidebar = False
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return
+    active = ThreadState.get().active_script_hash
+    if active and active != ctx.pages_manager.main_script_hash:
+        st.rerun()
 
 
 def require_frame() -> None:

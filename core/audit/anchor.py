@@ -105,11 +105,19 @@ def anchor_file(conn: sqlite3.Connection) -> Path | None:
 
     On PostgreSQL there is no database file to sit beside: anchors go to
     RAZORRECON_ANCHOR_DIR/<host>_<port>_<database>.anchors.jsonl when that is set (a folder
-    every app process shares), else nowhere (docs/postgres.md)."""
+    every app process shares), else nowhere (docs/postgres.md). A file under the name
+    written before the host lost its netmask (<host>_32_<port>_<database>) stays in use
+    while no file has the current name, so its anchors are neither orphaned nor split."""
     configured = _configured_folder()
-    label = audit_sql.database_label(conn)
+    label, legacy = audit_sql.database_labels(conn)
     if label:
-        return Path(configured) / f"{label}.anchors.jsonl" if configured else None
+        if not configured:
+            return None
+        current = Path(configured) / f"{label}.anchors.jsonl"
+        old = Path(configured) / f"{legacy}.anchors.jsonl"
+        if legacy != label and not os.path.lexists(current) and os.path.lexists(old):
+            return old
+        return current
     database = database_file(conn)
     if database is None:
         return None

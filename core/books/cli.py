@@ -126,6 +126,23 @@ def report_lines(data: dict[str, Any]) -> list[str]:
             f"    {item['day']} {item['entity_type']} {item['entity_id']}"
             f" {format_rupees(item['amount'])}"
         )
+    write_offs = data.get("write_offs_not_posted") or {"total": 0, "items": []}
+    if write_offs["items"]:
+        out.append(
+            f"note: write-offs not posted ({len(write_offs['items'])}, review queue)"
+            f" {format_rupees(write_offs['total']):>18}"
+        )
+        out.append(
+            "  decided by the month's end and final; the Books do not post them: their money"
+            " is still in the open items above (docs/books.md)"
+        )
+        for item in write_offs["items"]:
+            approval = f", approval #{item['approval_id']}" if item["approval_id"] else ""
+            out.append(
+                f"    #{item['exception_id']} {item['entity_type']} {item['entity_id']}"
+                f" {item['reason_code']} {format_rupees(item['amount'])}"
+                f" ({item['decided_by']}, {item['decided_at_ist']}{approval})"
+            )
     return out
 
 
@@ -139,7 +156,12 @@ def _database_exists(db: Path) -> bool:
 def run(args: argparse.Namespace) -> int:
     """What the Books page shows for the month (`books_month` over the ledger it reads): a
     closed month's snapshot, an open month after a closed one with its prior-period line."""
-    from core.books.close import books_month, closed_months
+    from core.books.close import (
+        books_month,
+        closed_months,
+        unposted_write_offs,
+        write_offs_dict,
+    )
     from core.books.ledger import ledger_for
     from core.db import open_database
 
@@ -148,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
     with open_database(args.db) as conn:
         events = ledger_for(conn, args.month).events_for(args.month)
         result = books_month(events, args.month, closed_months(conn)).as_dict()
+        result["write_offs_not_posted"] = write_offs_dict(unposted_write_offs(conn, args.month))
     if args.json:
         print(json.dumps(result, indent=2))
     else:

@@ -89,6 +89,98 @@ class BooksMonth:
         return data
 
 
+@dataclass(frozen=True)
+class WriteOff:
+    """A write-off the review flow made final (core.review: resolved `written_off` at or
+    under the four-eyes limit, or approved by a second person above it) and that no later
+    reopen undid. The Books do not post it (docs/books.md section 1, *Write-offs in the
+    review queue*): its money stays in the roll-forward's open items."""
+
+    exception_id: int
+    entity_type: str
+    entity_id: str
+    reason_code: str
+    amount: int  # paise, as written off
+    decided_at: int
+    decided_by: str
+    approval_id: int | None  # the four-eyes approval, when one was needed
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "exception_id": self.exception_id,
+            "entity_type": self.entity_type,
+            "entity_id": self.entity_id,
+            "reason_code": self.reason_code,
+            "amount": self.amount,
+            "decided_at": self.decided_at,
+            "decided_at_ist": dt.datetime.fromtimestamp(self.decided_at, IST).strftime(
+                "%Y-%m-%d %H:%M IST"
+            ),
+            "decided_by": self.decided_by,
+            "approval_id": self.approval_id,
+        }
+
+
+def unposted_write_offs(conn: sqlite3.Connection, month: str) -> tuple[WriteOff, ...]:
+    """The final write-offs decided by the end of `month` (IST; a write-off takes effect
+    at its decision: the resolve, or the approval under four eyes), in decision order. A
+    pending or rejected approval resolved nothing, so it is not one; an exception reopened
+    after its write-off (or now in any status but RESOLVED) is not one either."""
+    _, following = month_bounds(month)
+    end = int(dt.datetime.combine(following, dt.time(), IST).timestamp())
+    latest: dict[int, tuple[object, ...]] = {}
+    for row in books_sql.write_off_decisions(conn):
+        latest[int(str(row[0]))] = row
+    chosen: dict[int, tuple[dict[str, object], int, str]] = {}
+    for exception_id, (_, action, payload_json, created_at, actor) in latest.items():
+        if action != "exception.resolved":
+            continue
+        payload = json.loads(str(payload_json))
+        if payload.get("resolution") == "written_off" and int(str(created_at)) < end:
+            chosen[exception_id] = (payload, int(str(created_at)), str(actor))
+    found: list[WriteOff] = []
+    for eid, etype, entity, reason, status in books_sql.exceptions_by_id(conn, sorted(chosen)):
+        if status != "RESOLVED":
+            continue
+        payload, decided_at, actor = chosen[int(str(eid))]
+        approval = payload.get("approval_id")
+        found.append(
+            WriteOff(
+                exception_id=int(str(eid)),
+                entity_type=str(etype),
+                entity_id=str(entity),
+                reason_code=str(reason),
+                amount=int(str(payload.get("write_off_amount") or 0)),
+                decided_at=decided_at,
+                decided_by=actor,
+                approval_id=None if approval is None else int(str(approval)),
+            )
+        )
+    return tuple(sorted(found, key=lambda w: (w.decided_at, w.exception_id)))
+
+
+def write_offs_dict(write_offs: tuple[WriteOff, ...]) -> dict[str, object]:
+    """`{"total", "items"}`: the roll-forward's note of write-offs not posted (`--json`)."""
+    return {
+        "total": sum(w.amount for w in write_offs),
+        "items": [w.as_dict() for w in write_offs],
+    }
+
+
+def write_off_note(write_offs: tuple[WriteOff, ...]) -> str | None:
+    """The roll-forward's note line, or None when there is none to name."""
+    from core.money import format_inr
+
+    if not write_offs:
+        return None
+    total = format_inr(sum(w.amount for w in write_offs))
+    return (
+        f"note: write-offs not posted ({len(write_offs)}, review queue) {total}: decided by"
+        " the month's end and final, not in the Books (their money is still in the open"
+        " items above; post them by hand, docs/books.md)"
+    )
+
+
 def _from_dict(data: dict[str, object]) -> MonthRollForward:
     movements = data["movements"]
     open_items = data["open_items"]

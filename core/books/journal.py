@@ -20,7 +20,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from xml.sax.saxutils import escape, quoteattr
 
@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from core import columns
-from core.books.rollforward import draw_rows, razorpay_settled
+from core.books.rollforward import draw_rows, names_a_settlement, through_razorpay
 from core.calendar import IST, in_ist_month
 from core.dataset import Dataset
 from core.outputs import FORMULA_STARTS, safe_cell
@@ -310,6 +310,10 @@ def _settlement_lines(
     pay, ref = rows.payment[part], rows.refund[part]
     paid_by = payouts.keys if payouts is not None else ()
     every = (*keys, *paid_by)
+    # A draw row's fee field is the instant settlement's fee (inside its debit), posted on
+    # the instant settlement's own voucher from its payouts: not charged again here
+    # (before 2026-12-04 it was, and the same amount went to suspense; docs/books.md).
+    fee, tax = np.where(draw, 0, fee), np.where(draw, 0, tax)
     charged = (*keys[fee != 0], *paid_by)
     extra_fee = payouts.fees if payouts is not None else 0
     extra_tax = payouts.tax if payouts is not None else 0
@@ -357,9 +361,12 @@ def _settlement_lines(
     return tuple(x for x in sided if x.debit or x.credit)
 
 
-def _first_payment_rows(pay: pd.DataFrame, recon: pd.DataFrame) -> npt.NDArray[np.int64]:
+def _first_payment_rows(
+    pay: pd.DataFrame, recon: pd.DataFrame
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
     """Per payment, the position in `recon` of the first `payment` row naming it (its
-    entity_id), in row order; -1 when it has none (the roll-forward's `_owned_rows`)."""
+    entity_id), in row order, -1 when it has none (the roll-forward's `_owned_rows`); and
+    whether one of its payment rows names a settlement (`names_a_settlement`)."""
     is_payment = columns.equals(columns.text(recon["type"]), "payment")
     (pay_code, row_code), size = columns.shared_codes(
         columns.text(pay["id"]), columns.text(recon["entity_id"])
@@ -369,21 +376,24 @@ def _first_payment_rows(pay: pd.DataFrame, recon: pd.DataFrame) -> npt.NDArray[n
     np.minimum.at(first, row_code[at], at)
     found = first[pay_code]
     found[found == len(recon)] = -1
-    return found
+    carried = np.zeros(size, dtype=np.bool_)
+    carried[row_code[is_payment & names_a_settlement(recon["settlement_id"])]] = True
+    return found, carried[pay_code]
 
 
 def captured_voucher(dataset: Dataset, month: str, ledgers: Ledgers | None = None) -> Voucher:
     """The month's captured payments settled through Razorpay: Razorpay receivable Dr,
     Sales Cr (gross, INR), the payments the roll-forward's captured line counts, for the
     same amounts: a payment `settled_by` another entity (a bank) is left out unless a recon
-    row of Razorpay's names it; another currency's INR amount is `base_amount`, else its
-    first recon row's `amount`, else 0 until one arrives (docs/books.md section 2)."""
+    row of it names a settlement (`through_razorpay`); another currency's INR amount is
+    `base_amount`, else its first recon row's `amount`, else 0 until one arrives
+    (docs/books.md section 2)."""
     names = ledgers or Ledgers()
     pay = dataset.payments
     recon = dataset.recon
-    first_row = _first_payment_rows(pay, recon)
+    first_row, carried = _first_payment_rows(pay, recon)
     in_month = columns.captured(pay) & in_ist_month(pay["created_at"].to_numpy(np.int64), month)
-    chosen = in_month & (razorpay_settled(pay["settled_by"]) | (first_row >= 0))
+    chosen = in_month & through_razorpay(pay["settled_by"], carried)
     foreign = columns.foreign(pay["currency"])
     base = pay["base_amount"]
     has_base = base.notna().to_numpy(dtype=bool)
@@ -664,3 +674,83 @@ def tally_xml(vouchers: list[Voucher], company: str | None = None) -> str:
         parts.append("</TALLYMESSAGE>")
     parts += ["</REQUESTDATA>", "</IMPORTDATA></BODY>", "</ENVELOPE>"]
     return "\n".join(parts) + "\n"
+
+
+@dataclass(frozen=True)
+class FeeTiming:
+    """Why the journal's Razorpay receivable and the roll-forward's differ (docs/books.md
+    section 2, *Journal and roll-forward*): the roll-forward takes a payment's fee off the
+    receivable when the payment is captured, the journal charges it when a settlement
+    does. Paise."""
+
+    not_yet_charged: int  # fees of the month's captured payments no settlement of it carried
+    charged_for_earlier: int  # fees on rows of the month's settlements for earlier payments
+
+
+def fee_timing(dataset: Dataset, month: str, instant_ids: Iterable[str] = ()) -> FeeTiming:
+    """The month's fee timing from the GST tie-out's month read (`read_month_dataset(...,
+    "gst")`: the journal's rows and the payments' fees): the payments `captured_voucher`
+    counts (captured in the month, through the Razorpay balance) with no payment row in a
+    processed settlement or an instant settlement of the month (those of the dataset
+    created in it, and `instant_ids`: the month's instant settlement vouchers, as that read
+    has no instant settlements), their fee (incl. GST; the payment's, else its first row's:
+    the roll-forward's); and the fees of the payment rows in those settlements that name no
+    payment of the month."""
+    pay = dataset.payments
+    recon = dataset.recon
+    first_row, carried = _first_payment_rows(pay, recon)
+    in_month = columns.captured(pay) & in_ist_month(pay["created_at"].to_numpy(np.int64), month)
+    chosen = in_month & through_razorpay(pay["settled_by"], carried)
+    st = dataset.settlements
+    regular = st[
+        (st["status"].astype(str) == "processed")
+        & in_ist_month(st["created_at"].to_numpy(np.int64), month)
+    ]
+    inst = dataset.instant_settlements
+    inst = inst[in_ist_month(inst["created_at"].to_numpy(np.int64), month)]
+    paid = set(regular["id"].astype(str)) | set(inst["id"].astype(str)) | set(instant_ids)
+    is_payment = recon["type"].astype(str).to_numpy() == "payment"
+    in_paid = recon["settlement_id"].astype("string").isin(paid).fillna(False).to_numpy(bool)
+    settled_rows = recon[is_payment & in_paid]
+    ids = pay["id"].astype(str)
+    settled_ids = set(settled_rows["entity_id"].astype(str))
+    open_now = chosen & ~ids.isin(settled_ids).to_numpy(bool)
+    row_fee = np.where(
+        first_row >= 0,
+        recon["fee"].to_numpy(np.int64)[np.maximum(first_row, 0)] if len(recon) else 0,
+        0,
+    )
+    own_fee = pay["fee"].astype("Int64")
+    fee = np.where(own_fee.notna().to_numpy(bool), own_fee.fillna(0).to_numpy(np.int64), row_fee)
+    month_ids = set(ids[in_month])
+    earlier = ~settled_rows["entity_id"].astype(str).isin(month_ids)
+    return FeeTiming(
+        not_yet_charged=int(fee[open_now].sum()),
+        charged_for_earlier=int(settled_rows.loc[earlier, "fee"].astype(np.int64).sum()),
+    )
+
+
+def receivable_tie(
+    vouchers: Sequence[Voucher],
+    rollforward_movement: int,
+    timing: FeeTiming,
+    ledgers: Ledgers | None = None,
+) -> tuple[tuple[str, int], ...]:
+    """The month's Razorpay receivable in the journal against the roll-forward, as lines
+    (name, paise): the journal's net (debits − credits of the receivable ledger over the
+    month's vouchers), the roll-forward's movement (closing − opening), their difference,
+    the two fee timings that explain it (`fee_timing`), and what is left: other timing
+    (refunds, transfers, dispute debits and adjustments the roll-forward takes when made
+    and the journal expenses at settlement; flagged differences; the residual)."""
+    name = (ledgers or Ledgers()).receivable
+    journal = sum(x.debit - x.credit for v in vouchers for x in v.lines if x.ledger == name)
+    difference = journal - rollforward_movement
+    other = difference - timing.not_yet_charged + timing.charged_for_earlier
+    return (
+        ("journal_receivable_net", journal),
+        ("rollforward_movement", rollforward_movement),
+        ("difference", difference),
+        ("fees_of_payments_not_yet_settled", timing.not_yet_charged),
+        ("fees_charged_for_earlier_payments", -timing.charged_for_earlier),
+        ("other_timing", other),
+    )

@@ -61,8 +61,10 @@ from core.db.runs import latest_completed_run
 # instant settlement closes its advance instead of being an adjustment (docs/books.md);
 # 4: a refund a settlement took stays taken when its status later reads failed;
 # 5: a made transfer leaves at its created_at and a dispute's `amount_deducted` at its
-# deduction, before any settlement carries their rows (transfers are read too).
-FORMAT = 5
+# deduction, before any settlement carries their rows (transfers are read too);
+# 6: a payment or refund Settled By a bank whose recon rows name no settlement is not
+# Razorpay's (`rollforward.through_razorpay`), even with a row.
+FORMAT = 6
 Progress = Callable[[float, str], None]
 
 

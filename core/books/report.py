@@ -35,9 +35,18 @@ from core.books.close import (
     month_days,
     month_journal,
     since_close,
+    unposted_write_offs,
+    write_off_note,
 )
 from core.books.gst import SUPPLIER_STATE, GstTieOut, tie_out
-from core.books.journal import SOURCES_FILE, journal_csv, journal_sources_csv, tally_xml
+from core.books.journal import (
+    SOURCES_FILE,
+    fee_timing,
+    journal_csv,
+    journal_sources_csv,
+    receivable_tie,
+    tally_xml,
+)
 from core.books.ledger import FullEvents, Ledger, ledger_for
 from core.books.pricing import fee_check, overcharge_summary
 from core.books.rollforward import MonthRollForward
@@ -53,6 +62,7 @@ CLOSED_SNAPSHOT = "closed_snapshot"  # frozen when the month was closed
 TODAY = "today"  # the raw tables (and the books' ledger) as they stand at the report
 LATEST_RUN = "latest_run"  # the exceptions of the latest completed run
 SNAPSHOT_VS_TODAY = "closed_snapshot_vs_today"
+REVIEW_QUEUE = "review_queue"  # the review queue's decisions (write-offs) as they stand
 
 
 @dataclass(frozen=True)
@@ -174,7 +184,14 @@ def build_report(
     summary = overcharge_summary(fee_check(fees, pricing_plans(conn)))
     summary = summary[summary["month"] == month]
     del fees
-    gst = tie_out(read_month_dataset(conn, month, "gst"), month, merchant_state=merchant_state)
+    gst_rows = read_month_dataset(conn, month, "gst")
+    gst = tie_out(gst_rows, month, merchant_state=merchant_state)
+    # The journal's receivable against the roll-forward's: the fees' timing, named.
+    instant = [v.reference for v in vouchers if v.kind == "instant_settlement"]
+    tie = receivable_tie(
+        vouchers, roll.closing - roll.opening, fee_timing(gst_rows, month, instant)
+    )
+    del gst_rows
     over = tuple(
         (str(m), str(k), int(n), int(p))
         for m, k, n, p in summary[["month", "method_class", "payments", "overcharge"]].itertuples(
@@ -188,6 +205,7 @@ def build_report(
     ageing = tuple((b.label, b.count, b.paise) for b in (ov.ageing if ov else ()))
     top = audit_head(conn)
     seq, digest = (0, "") if top is None else (int(top[0]), str(top[1]))
+    write_offs = unposted_write_offs(conn, month)
     kept = kept_daily(conn, month) if frozen else None
     days = month_days(source.daily(), month) if kept is None else kept
     daily_basis = TODAY if kept is None else CLOSED_SNAPSHOT
@@ -222,6 +240,38 @@ def build_report(
         SOURCES_FILE: (journal_basis, journal_sources_csv(vouchers)),
         "tally.xml": (journal_basis, tally_xml(vouchers)),
         "audit_head.txt": (TODAY, f"seq {seq}\nhash {digest}\n"),
+        "receivable_journal_vs_rollforward.csv": _based(
+            SNAPSHOT_VS_TODAY if frozen else TODAY,
+            ("line", "paise"),
+            list(tie),
+        ),
+        # The review queue's final write-offs decided by the month's end: not posted.
+        "write_offs_not_posted.csv": _based(
+            REVIEW_QUEUE,
+            (
+                "exception_id",
+                "entity_type",
+                "entity_id",
+                "reason_code",
+                "paise",
+                "decided_at_ist",
+                "decided_by",
+                "approval_id",
+            ),
+            [
+                (
+                    w.exception_id,
+                    w.entity_type,
+                    w.entity_id,
+                    w.reason_code,
+                    w.amount,
+                    w.as_dict()["decided_at_ist"],
+                    w.decided_by,
+                    "" if w.approval_id is None else w.approval_id,
+                )
+                for w in write_offs
+            ],
+        ),
     }
     if frozen:
         built["prior_period_adjustments.csv"] = _based(
@@ -232,11 +282,30 @@ def build_report(
     bases = {name: basis for name, (basis, _) in sorted(built.items())}
     files = {name: text for name, (_, text) in built.items()}
     files["manifest.csv"] = "file,basis\n" + "".join(f"{n},{b}\n" for n, b in bases.items())
-    files["README.txt"] = _readme(month, shown, changes, seq, bases, journal) + (
-        f"\ngst_tie_out.csv splits the input tax credit for a merchant registered in"
-        f" {merchant_state}: {' + '.join(name for name, _ in gst.itc)} (Razorpay's invoices"
-        f" come from {SUPPLIER_STATE}; another state: `close-report --gst-state`, or the"
-        " GST tab's state on the Books page).\n"
+    note = write_off_note(write_offs)
+    ties = dict(tie)
+    tie_note = (
+        f"\nRazorpay receivable, journal against roll-forward: the journal's net for {month}"
+        f" is {format_rupees(ties['journal_receivable_net'])}, the roll-forward's movement"
+        f" {format_rupees(ties['rollforward_movement'])}; of the difference,"
+        f" {format_rupees(ties['difference'])}, fees' timing (the roll-forward takes a"
+        " payment's fee off at capture, the journal charges it at settlement) is"
+        f" {format_rupees(ties['fees_of_payments_not_yet_settled'])} of payments not yet"
+        f" settled and {format_rupees(ties['fees_charged_for_earlier_payments'])} charged"
+        f" for earlier payments; {format_rupees(ties['other_timing'])} is other timing"
+        " (refunds, transfers, dispute debits not yet settled; flagged differences; the"
+        " residual) (receivable_journal_vs_rollforward.csv; docs/books.md section 2).\n"
+    )
+    files["README.txt"] = (
+        _readme(month, shown, changes, seq, bases, journal)
+        + (f"\n{note} (write_offs_not_posted.csv).\n" if note else "")
+        + tie_note
+        + (
+            f"\ngst_tie_out.csv splits the input tax credit for a merchant registered in"
+            f" {merchant_state}: {' + '.join(name for name, _ in gst.itc)} (Razorpay's invoices"
+            f" come from {SUPPLIER_STATE}; another state: `close-report --gst-state`, or the"
+            " GST tab's state on the Books page).\n"
+        )
     )
     return CloseReport(month, frozen, roll, by_class, ageing, over, seq, digest, files, changes)
 
@@ -313,6 +382,7 @@ def _readme(
         TODAY: "today's data, as they stand at this report",
         LATEST_RUN: "the latest completed reconciliation run",
         SNAPSHOT_VS_TODAY: "the closed snapshot set against today's data",
+        REVIEW_QUEUE: "the review queue's final write-offs, as they stand at this report",
     }
     out += [f"  {n:<30} {b:<25} {meaning[b]}" for n, b in bases.items()]
     return "\n".join(out) + "\n"

@@ -187,6 +187,29 @@ def razorpay_settled(settled_by: pd.Series) -> npt.NDArray[np.bool_]:
     return np.asarray(chosen.to_numpy(zero_copy_only=False), dtype=bool)
 
 
+def names_a_settlement(settlement_id: pd.Series) -> npt.NDArray[np.bool_]:
+    """Recon rows that name a settlement (a non-empty `settlement_id`): Razorpay carried
+    the row in one of its settlements (whether paid out yet or not)."""
+    text = pc.utf8_trim_whitespace(columns.text(settlement_id))
+    named = pc.fill_null(pc.not_equal(text, pa.scalar("", text.type)), False)
+    return np.asarray(named.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def through_razorpay(
+    settled_by: pd.Series, carried: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.bool_]:
+    """The one rule for "this payment (or refund) passes through the Razorpay balance" (the
+    roll-forward's payments, the journal's captured voucher, the ledger and import-day's
+    carry, which derive from `row_event_parts`): settled by Razorpay (`razorpay_settled`),
+    or `carried`: one of its recon rows names a settlement (`names_a_settlement`), so
+    Razorpay settled it whatever its Settled By says. A payment Settled By a bank whose
+    recon rows name no settlement never passes through the balance, even with a row (the
+    combined report lists a direct settlement with `settlement_id` empty; before
+    2026-12-04 any row brought it back, and an independent tester's ₹3,400 sat in
+    `unsettled_payments` for good: docs/books.md section 1)."""
+    return razorpay_settled(settled_by) | carried
+
+
 def _settle_times(dataset: Dataset) -> pd.Series:
     """settlement id -> the time it paid out: processed regular settlements and instant
     settlements (created_at)."""
@@ -461,7 +484,7 @@ def row_event_parts(
     pay = dataset.payments[_PAYMENT_COLUMNS]
     pay_ids = pay["id"].astype(str)
     pay_rows, pay_code, pay_row_code, pay_texts = _owned_rows(
-        recon, (rtype == "payment").to_numpy(), pay_ids
+        recon, (rtype == "payment").to_numpy(), pay_ids, extra=("settlement_id",)
     )
     pay_codes = len(pay_texts)
     # Per payment, the position in pay_rows of its owner's first row (-1: it has none).
@@ -469,7 +492,10 @@ def row_event_parts(
     captured = (
         pay["captured"].astype(bool) | pay["status"].astype(str).isin(["captured", "refunded"])
     ).to_numpy()
-    keep = (captured & razorpay_settled(pay["settled_by"])) | (first_row >= 0)
+    carried = np.zeros(pay_codes, dtype=np.bool_)
+    carried[pay_row_code[names_a_settlement(pay_rows["settlement_id"])]] = True
+    # Captured (or owning recon rows: their differences) and through the Razorpay balance.
+    keep = through_razorpay(pay["settled_by"], carried[pay_code]) & (captured | (first_row >= 0))
     # Only the columns read from here on: a mask copies each column it keeps.
     p = pay.loc[keep, ["id", "amount", "currency", "fee", "created_at", "base_amount"]]
     pid = p["id"].astype(str)
@@ -513,13 +539,15 @@ def row_event_parts(
     ref = dataset.refunds[_REFUND_COLUMNS]
     ref_ids = ref["id"].astype(str)
     ref_rows, ref_code, ref_row_code, ref_texts = _owned_rows(
-        recon, (rtype == "refund").to_numpy(), ref_ids
+        recon, (rtype == "refund").to_numpy(), ref_ids, extra=("settlement_id",)
     )
     ref_codes = len(ref_texts)
     rfirst = _first_at(ref_row_code, ref_codes)[ref_code]
     live = ref["status"].astype(str).isin(["processed", "pending"]).to_numpy()
     debited = rfirst >= 0
-    rkeep = (live & razorpay_settled(ref["settled_by"])) | debited
+    rcarried = np.zeros(ref_codes, dtype=np.bool_)
+    rcarried[ref_row_code[names_a_settlement(ref_rows["settlement_id"])]] = True
+    rkeep = through_razorpay(ref["settled_by"], rcarried[ref_code]) & (live | debited)
     r = ref.loc[rkeep, ["id", "amount", "currency", "created_at", "base_amount"]]
     rid = r["id"].astype(str)
     rlive = (live | debited)[rkeep]

@@ -278,16 +278,23 @@ def main_database_file(conn: sqlite3.Connection) -> str:
     return ""
 
 
-def database_label(conn: sqlite3.Connection) -> str:
-    """A file-name-safe name of a PostgreSQL database (host_port_dbname), for its anchor
-    file; '' for SQLite."""
+def database_labels(conn: sqlite3.Connection) -> tuple[str, str]:
+    """File-name-safe names of a PostgreSQL database, for its anchor file: host_port_dbname
+    (the host without a netmask), and the name written before that was fixed, where the
+    address read as host/32 and became host_32_port_dbname (still read when only it
+    exists, core.audit.anchor.anchor_file). ('', '') for SQLite."""
     if not is_postgres(conn):
-        return ""
+        return "", ""
     row = conn.execute(
-        "SELECT coalesce(inet_server_addr()::text, 'local'), inet_server_port(), current_database()"
+        "SELECT coalesce(host(inet_server_addr()), 'local'), "
+        "coalesce(inet_server_addr()::text, 'local'), inet_server_port(), current_database()"
     ).fetchone()
-    text = "_".join(str(v) for v in row)
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
+    host, legacy_host, port, database = (str(v) for v in row)
+
+    def safe(*parts: str) -> str:
+        return "".join(c if c.isalnum() or c in "-_." else "_" for c in "_".join(parts))
+
+    return safe(host, port, database), safe(legacy_host, port, database)
 
 
 def latest_entry_of(conn: sqlite3.Connection, actions: Sequence[str]) -> tuple[int, str] | None:

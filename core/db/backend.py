@@ -358,12 +358,38 @@ def connect_postgres(url: str) -> PgConnection:
     server cannot be reached."""
     import psycopg
 
-    from core.errors import StorageError
+    from core.errors import DatabaseUnreachableError
 
     try:
         return PgConnection(url)
     except psycopg.OperationalError as exc:
-        raise StorageError(f"cannot connect to PostgreSQL at {redacted(url)}: {exc}") from exc
+        raise DatabaseUnreachableError(
+            f"cannot connect to PostgreSQL at {redacted(url)}: {exc}",
+            database=redacted(url),
+            reason=unreachable_reason(str(exc)),
+        ) from exc
+
+
+def unreachable_reason(driver_message: str) -> str:
+    """A driver's message about a failed or lost connection, in a few words."""
+    text = driver_message.lower()
+    for marker, reason in (
+        ("connection refused", "connection refused"),
+        ("timeout expired", "connection timed out"),
+        ("timed out", "connection timed out"),
+        ("could not translate host name", "unknown host"),
+        ("name or service not known", "unknown host"),
+        ("no route to host", "no route to host"),
+        ("the database system is starting up", "the server is starting up"),
+        ("the database system is shutting down", "the server is shutting down"),
+        ("terminating connection", "the server ended the connection"),
+        ("server closed the connection", "the server closed the connection"),
+        ("password authentication failed", "the server refused the credentials"),
+        ("does not exist", "no such database or role"),
+    ):
+        if marker in text:
+            return reason
+    return "the connection failed"
 
 
 def redacted(url: str) -> str:

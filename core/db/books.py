@@ -171,3 +171,36 @@ def row_imports(
         if str(key) not in found or found[str(key)][0] < int(number):
             found[str(key)] = (int(number), int(at))
     return found
+
+
+def write_off_decisions(conn: sqlite3.Connection) -> list[tuple[object, ...]]:
+    """Every resolve and reopen of an exception, in audit order: (exception id, action,
+    payload_json, created_at, actor). A write-off's type and amount are in the resolve's
+    payload (core.review: `resolution`, `write_off_amount`, and `approval_id` when approved
+    under four eyes); a later reopen undoes it."""
+    return [
+        tuple(r)
+        for r in conn.execute(
+            "SELECT entity_id, action, payload_json, created_at, actor FROM audit_log"
+            " WHERE entity_type = 'exception'"
+            " AND action IN ('exception.resolved', 'exception.reopened') ORDER BY seq"
+        ).fetchall()
+    ]
+
+
+def exceptions_by_id(conn: sqlite3.Connection, ids: list[int]) -> list[tuple[object, ...]]:
+    """(id, entity_type, entity_id, reason_code, status) of these exceptions, by primary
+    key, a chunk of ids per statement."""
+    out: list[tuple[object, ...]] = []
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ", ".join("?" * len(chunk))
+        out += [
+            tuple(r)
+            for r in conn.execute(
+                "SELECT id, entity_type, entity_id, reason_code, status FROM exceptions"
+                f" WHERE id IN ({marks})",
+                chunk,
+            ).fetchall()
+        ]
+    return out

@@ -30,8 +30,9 @@ from core.db.backend import (
     is_postgres_url,
     plain_url,
     redacted,
+    unreachable_reason,
 )
-from core.errors import ConfigError, DatabaseBusyError
+from core.errors import ConfigError, DatabaseBusyError, DatabaseUnreachableError
 
 DEFAULT_DATABASE = "razorrecon.sqlite"
 # The page size of a new database file (SQLite's default is 4096; a file keeps the size it was
@@ -117,6 +118,75 @@ def connect(path: str | Path | None = None, *, page_size: int | None = None) -> 
 # and PostgreSQL's SQLSTATE lock_not_available (lock_timeout ran out).
 _SQLITE_BUSY = 5
 _PG_LOCK_NOT_AVAILABLE = "55P03"
+
+
+_SQLITE_CANTOPEN = 14
+# PostgreSQL's connection exceptions (class 08) and the server going away (57P01 admin
+# shutdown, 57P02 crash shutdown, 57P03 cannot connect now).
+_PG_GONE = ("08", "57P01", "57P02", "57P03")
+
+
+def unreachable_error(
+    error: BaseException, database: object = None
+) -> DatabaseUnreachableError | None:
+    """`error` as a DatabaseUnreachableError naming `database` (None: the one DATABASE_URL
+    names) when the database could not be reached or the connection to it broke, else
+    None: connect's own refusal (PostgreSQL), a lost server mid-way (a psycopg connection
+    error or shutdown under the sqlite3.OperationalError core.db.backend raises), a SQLite
+    file that cannot be opened."""
+    if isinstance(error, DatabaseUnreachableError):
+        return error
+    if not isinstance(error, sqlite3.OperationalError):
+        return None
+    cause = error.__cause__
+    if cause is not None and type(cause).__module__.startswith("psycopg"):
+        state = getattr(cause, "sqlstate", None)
+        if not (state is None or str(state).startswith(_PG_GONE)):
+            return None
+        if state is None and not isinstance(cause, _psycopg_operational()):
+            return None
+        try:
+            name = redacted(database_path(None if database is None else str(database)))
+        except ConfigError:
+            name = redacted(str(database))
+        return DatabaseUnreachableError(
+            f"the connection to PostgreSQL at {name} broke: {error}",
+            database=name,
+            reason=unreachable_reason(str(cause)),
+            midway=True,
+        )
+    code = getattr(error, "sqlite_errorcode", None)
+    if not (isinstance(code, int) and code & 0xFF == _SQLITE_CANTOPEN):
+        return None
+    try:
+        name = database_path(None if database is None else str(database))
+    except ConfigError:
+        name = str(database)
+    return DatabaseUnreachableError(
+        f"cannot open the SQLite database {name}: {error}",
+        database=name,
+        reason="the file cannot be opened",
+    )
+
+
+def reachable(database: str) -> bool:
+    """Whether `database` answers now: a connection opens and runs one query, or fails
+    with something other than being unreachable (it answered, with an error of its own)."""
+    try:
+        conn = connect(database)
+        try:
+            conn.execute("SELECT 1").fetchone()
+        finally:
+            conn.close()
+    except Exception as exc:
+        return unreachable_error(exc, database) is None
+    return True
+
+
+def _psycopg_operational() -> type[BaseException]:
+    import psycopg
+
+    return psycopg.OperationalError
 
 
 def lock_timeout_error(error: BaseException, database: object = None) -> DatabaseBusyError | None:

@@ -96,6 +96,22 @@ def latest_import(conn: sqlite3.Connection) -> Row | None:
     return _one(conn, "SELECT * FROM imports ORDER BY id DESC LIMIT 1")
 
 
+def import_through(conn: sqlite3.Connection, import_id: int) -> Row | None:
+    """The newest import with an id up to `import_id` (a run's through_import_id)."""
+    return _one(
+        conn, "SELECT * FROM imports WHERE id <= ? ORDER BY id DESC LIMIT 1", (int(import_id),)
+    )
+
+
+def import_before(conn: sqlite3.Connection, moment: int) -> Row | None:
+    """The newest import stored at or before `moment` (Unix seconds)."""
+    return _one(
+        conn,
+        "SELECT * FROM imports WHERE imported_at <= ? ORDER BY id DESC LIMIT 1",
+        (int(moment),),
+    )
+
+
 def imports_by_source(conn: sqlite3.Connection, source: str) -> list[Row]:
     return _all(conn, "SELECT * FROM imports WHERE source = ? ORDER BY id", (source,))
 
@@ -153,16 +169,46 @@ def raw_counts(conn: sqlite3.Connection) -> Row:
 
 
 def captured_totals(conn: sqlite3.Connection) -> Row:
+    """The captured payments: n, amount in INR paise, and `unpriced`: how many are in
+    another currency with no INR amount known yet. A payment in another currency counts at
+    its base_amount, else its first payment recon row's amount (in row order, as the Books
+    take it, core.books.journal.captured_voucher), else 0 and unpriced; as
+    core.views.summary_ahead (captured_total, then store_summary_ahead's lookup)."""
+    order = "row_order" if is_postgres(conn) else "rowid"
+    first_row = (
+        "(SELECT r.amount FROM recon_rows r WHERE r.entity_id = payments.id "
+        f"AND r.type = 'payment' ORDER BY r.{order} LIMIT 1)"
+    )
+    foreign = "upper(coalesce(currency, 'INR')) <> 'INR'"
     row = _one(
         conn,
-        # INR paise: a payment in another currency at its base_amount (none without one),
-        # as core.views.summary_ahead.captured_total.
-        "SELECT count(*) AS n, coalesce(sum(CASE WHEN upper(coalesce(currency, 'INR')) = 'INR'"
-        " THEN amount ELSE coalesce(base_amount, 0) END), 0) AS amount FROM payments "
+        f"SELECT count(*) AS n, coalesce(sum(CASE WHEN NOT ({foreign}) THEN amount "
+        f"WHEN base_amount IS NOT NULL THEN base_amount ELSE coalesce({first_row}, 0) END), 0) "
+        f"AS amount, coalesce(sum(CASE WHEN {foreign} AND base_amount IS NULL "
+        f"AND {first_row} IS NULL THEN 1 ELSE 0 END), 0) AS unpriced FROM payments "
         "WHERE captured = 1 OR status IN ('captured', 'refunded')",
     )
     assert row is not None
     return row
+
+
+def first_payment_row_amounts(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, int]:
+    """Per payment id of `ids` that a payment recon row names: the first such row's amount
+    (in row order), a few hundred ids a statement."""
+    order = "row_order" if is_postgres(conn) else "rowid"
+    found: dict[str, int] = {}
+    chunk = 500
+    for start in range(0, len(ids), chunk):
+        part = list(ids[start : start + chunk])
+        marks = ", ".join("?" for _ in part)
+        for r in _all(
+            conn,
+            f"SELECT entity_id, amount FROM recon_rows WHERE type = 'payment' "
+            f"AND entity_id IN ({marks}) ORDER BY {order}",
+            part,
+        ):
+            found.setdefault(str(r["entity_id"]), int(r["amount"]))
+    return found
 
 
 def settled_totals(conn: sqlite3.Connection) -> Row:

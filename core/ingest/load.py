@@ -655,6 +655,7 @@ def store_dataset(
         has_bank_statement=dataset.has_bank_statement,
         bank_lines_known=0 if placed is None else placed.known,
         bank_lines_renamed=0 if placed is None else placed.renamed,
+        added_to_stored=not replace and raw.latest_import_id(conn) != 0,
     )
     older = _Older(accept_older, compared, folder, older_hint, actor or source)
     if staging is not None:

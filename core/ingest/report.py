@@ -67,7 +67,9 @@ class ImportReport:
     pay_X: captured -> authorized', 'payments pay_X: amount_refunded 330195 -> 0'), at most
     a few, older_count: how many in all. kept: per file whose layout lacks columns of a
     table in which the import met stored rows, 'file: column, ...' (those rows keep their
-    stored values of them: core.ingest.lifecycle, Dataset.absent).
+    stored values of them: core.ingest.lifecycle, Dataset.absent). added_to_stored: the
+    import added to a database that held an earlier import (not a replace), so a table
+    without a file keeps its stored rows.
     """
 
     source: str
@@ -86,6 +88,7 @@ class ImportReport:
     accepted_older: tuple[str, ...] = ()
     older_count: int = 0
     kept: tuple[str, ...] = ()
+    added_to_stored: bool = False
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -123,7 +126,9 @@ class ImportReport:
             if f.ignored_columns:
                 out.append(f"    ignored columns: {', '.join(f.ignored_columns)}")
             out.extend(f"    warning: {w}" for w in f.warnings)
-        if not self.has_bank_statement:
+        if not self.has_bank_statement and self.added_to_stored:
+            out.append("  no bank statement in these files: the stored bank lines stay")
+        elif not self.has_bank_statement:
             out.append("  no bank statement: bank checks will be skipped")
         if self.bank_lines_known:  # core.ingest.statements
             out.append(

@@ -15,10 +15,10 @@ Legal moves (anything else is refused, exit 3):
 
 Every action needs an actor with the reviewer role (core.access; a refusal is audited)
 and a request id; resolve, escalate, reopen and comment need a note; assign needs an
-assignee, who must be an active user with the reviewer role or above. A resolve carries
-its type: explained, corrected_at_source or written_off (with the amount, paise). A
-write-off above the four-eyes threshold (RAZORRECON_FOUR_EYES_PAISE) does not resolve: it
-waits for an approver other than its maker (core.review.approvals).
+assignee, who must be an active user with the reviewer role or above (or the local user).
+A resolve carries its type: explained, corrected_at_source or written_off (with the
+amount, paise). A write-off above the four-eyes threshold (RAZORRECON_FOUR_EYES_PAISE)
+does not resolve: it waits for an approver other than its maker (core.review.approvals).
 
 A comment goes through core.review.comments.add_comment (the exception's thread; it
 may carry attachments there). A request id answers once: the same id with the same
@@ -329,9 +329,12 @@ def _resolution(
 
 
 def _assignee(conn: sqlite3.Connection, value: str | None) -> str | None:
-    """An assignee is a person who can work exceptions: an active reviewer or above."""
+    """An assignee is a person who can work exceptions: an active reviewer or above, or
+    the local single user of this machine (an admin: core.access.local_user)."""
     if value is None:
         return None
+    if value == access.local_user().actor:
+        return value
     user = access.get_user(conn, value)
     if user is None or not user.active or not access.role_includes(user.role, "review"):
         raise _problem(

@@ -317,7 +317,7 @@ def build_packet(
     code = str(item["reason_code"])
     recipient = BANK if code in BANK_CODES else RAZORPAY
     fields = _fields(item, sections, moment)
-    subject, message = _message(item, fields, answer, recipient, seq, digest)
+    subject, message = _message(item, fields, answer, recipient, seq, digest, _bank_names(sections))
     return Packet(
         exception_id=int(exception_id),
         as_of=moment,
@@ -519,6 +519,36 @@ def _ask(code: str, recipient: str, utr: str) -> str:
     )
 
 
+def _bank_line_words(record: Mapping[str, Any]) -> str:
+    """A bank line as the bank knows it: credit (or debit) of ₹X on its date, UTR, narration
+    (never our statement file's name and line number, its id here)."""
+    credit, debit = record.get("credit") or 0, record.get("debit") or 0
+    side, paise = ("debit", debit) if debit and not credit else ("credit", credit)
+    words = f"{side} of {_money(paise)}"
+    day = str(record.get("txn_date") or "")
+    try:
+        words += f" on {dt.date.fromisoformat(day).strftime('%d %b %Y')}"
+    except ValueError:
+        words += f" on {day}" if day else ""
+    if record.get("utr"):
+        words += f", UTR {record['utr']}"
+    elif record.get("reference"):
+        words += f", reference {record['reference']}"
+    if record.get("narration"):
+        words += f', narration "{record["narration"]}"'
+    return words
+
+
+def _bank_names(sections: Iterable[EvidencePart]) -> dict[str, str]:
+    """Each bank line of the evidence (a record with a txn_date): its id (our file:line) ->
+    how the message to the outside names it (`_bank_line_words`)."""
+    return {
+        str(r["id"]): _bank_line_words(r)
+        for r in _records(sections)
+        if "txn_date" in r and r.get("id")
+    }
+
+
 def _message(
     item: Mapping[str, Any],
     fields: Sequence[Field],
@@ -526,15 +556,25 @@ def _message(
     recipient: str,
     seq: int,
     digest: str,
+    bank_names: Mapping[str, str] | None = None,
 ) -> tuple[str, str]:
+    """The message and its subject. It goes outside (Razorpay support, the bank): a bank
+    line is named by its date, amount, UTR and narration, never by our statement file's
+    name (kept in the packet's facts and evidence, which are ours)."""
     code = str(item["reason_code"])
     utr = _value(fields, "utr")
     settlement = _value(fields, "settlement_id")
+    names = dict(bank_names or {})
     entity = f"{item['entity_type'].replace('_', ' ')} {item['entity_id']}"
+    short = entity
+    if item["entity_type"] == "bank_entry":
+        described = names.get(str(item["entity_id"]))
+        entity = f"bank {described}" if described else "a line of our bank statement"
+        short = entity.split(", narration", 1)[0]  # the subject: date, amount and UTR
     subject = (
-        f"Reconciliation query: {entity} ({code})"
+        f"Reconciliation query: {short} ({code})"
         + (f", settlement {settlement}" if settlement else "")
-        + (f", UTR {utr}" if utr else "")
+        + (f", UTR {utr}" if utr and f"UTR {utr}" not in short else "")
     )
     facts = [
         ("Reference", f"our exception #{item['id']}"),
@@ -564,7 +604,7 @@ def _message(
         "",
         # The rules' words, never a model's: this goes out under the merchant's name, and
         # the checks cannot verify every claim prose makes (an event, a date, a reason).
-        "What we see: " + (answer.rules_summary or answer.summary or code),
+        "What we see: " + _outside(answer.rules_summary or answer.summary or code, names),
         "",
         _ask(code, recipient, utr),
         "",
@@ -574,6 +614,16 @@ def _message(
         "Regards,",
     ]
     return subject, "\n".join(lines) + "\n"
+
+
+def _outside(text: str, bank_names: Mapping[str, str]) -> str:
+    """`text` with every bank line id (our file:line) replaced by how the bank knows it."""
+    for line_id in sorted(bank_names, key=len, reverse=True):
+        short = bank_names[line_id].split(", ", 1)[0]  # credit of ₹X on 26 Jun 2026
+        text = text.replace(f"Bank line {line_id}", f"The bank {short}")
+        text = text.replace(f"bank line {line_id}", f"the bank {short}")
+        text = text.replace(line_id, f"the bank {short}")
+    return text
 
 
 # --- rendering ----------------------------------------------------------------------------

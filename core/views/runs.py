@@ -17,7 +17,9 @@ from core.calendar import IST
 from core.db import views as db
 from core.views.common import SYNTHETIC_SOURCES, Total, total
 
-SUMMARY_FORMAT = 2  # 2: captured in INR (base_amount for another currency)
+# 2: captured in INR (base_amount for another currency); 3: else its recon row's amount,
+# and captured_unpriced.
+SUMMARY_FORMAT = 3
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,9 @@ class RunInfo:
     params: dict[str, Any]
     location: str
     error: str | None = None
+    # Where the newest import came from when it was stored after the run read the data
+    # (not yet reconciled: the run's figures are not its); "" otherwise.
+    newer_location: str = ""
 
     @property
     def is_synthetic(self) -> bool:
@@ -88,6 +93,9 @@ class RunSummary:
     pending_lines: tuple[PendingLine, ...]
     outcome_counts: dict[str, dict[str, int]]
     match_rate: tuple[DayMatchRate, ...]
+    # Captured payments in another currency with no INR amount yet (no base_amount, no
+    # payment recon row): in `captured`'s count, at ₹0 in its paise.
+    captured_unpriced: int = 0
 
     @property
     def overall_match_rate(self) -> float | None:
@@ -96,7 +104,18 @@ class RunSummary:
 
 
 def _run_info(conn: sqlite3.Connection, row: dict[str, Any]) -> RunInfo:
-    source_import = db.latest_import(conn)
+    """The run, with the location of the import it read (the newest up to its
+    through_import_id; a run without one read the newest stored before it finished) and
+    that of a newer import it did not read."""
+    last = db.latest_import(conn)
+    through = row.get("through_import_id")
+    if through is not None:
+        source_import = db.import_through(conn, int(through))
+        newer = last is not None and int(last["id"]) > int(through)
+    else:
+        finished = int(row["finished_at"] or row["started_at"])
+        newer = last is not None and int(last["imported_at"]) > finished
+        source_import = db.import_before(conn, finished) if newer else last
     return RunInfo(
         id=int(row["id"]),
         status=str(row["status"]),
@@ -107,6 +126,7 @@ def _run_info(conn: sqlite3.Connection, row: dict[str, Any]) -> RunInfo:
         params=json.loads(row["params_json"] or "{}"),
         location=str(source_import["location"]) if source_import else "",
         error=row.get("error"),
+        newer_location=str(last["location"] or last["source"]) if newer and last else "",
     )
 
 
@@ -190,10 +210,12 @@ def compute_run_summary(conn: sqlite3.Connection, run_id: int) -> RunSummary:
         PendingLine(r["entity_type"], r["reason_code"], int(r["n"]), int(r["amount"]))
         for r in db.pending_by_reason(conn, run_id)
     )
+    captured = db.captured_totals(conn)
     return assemble_summary(
         conn,
         run_id,
-        captured=total(db.captured_totals(conn)),
+        captured=total(captured),
+        captured_unpriced=int(captured["unpriced"]),
         pending_lines=pending_lines,
         match_rate=tuple(
             DayMatchRate(r["day"], int(r["payments"]), int(r["matched"]))
@@ -209,6 +231,7 @@ def assemble_summary(
     captured: Total,
     pending_lines: tuple[PendingLine, ...],
     match_rate: tuple[DayMatchRate, ...],
+    captured_unpriced: int = 0,
 ) -> RunSummary:
     """A run's summary from its parts that read the whole run (however they were computed:
     in SQL, or from a command's frames, core.views.summary_ahead) and the reads of a few
@@ -228,6 +251,7 @@ def assemble_summary(
         pending_lines=pending_lines,
         outcome_counts=counts,
         match_rate=match_rate,
+        captured_unpriced=captured_unpriced,
     )
 
 
@@ -249,6 +273,7 @@ def _summary_from_json(text: str) -> RunSummary | None:
         pending_lines=tuple(PendingLine(**p) for p in data["pending_lines"]),
         outcome_counts=data["outcome_counts"],
         match_rate=tuple(DayMatchRate(**d) for d in data["match_rate"]),
+        captured_unpriced=int(data["captured_unpriced"]),
     )
 
 

@@ -31,10 +31,16 @@ class Check:
     expected: int | None
     computed: int
     note: str = ""  # said instead of the difference (a settlement never credited)
+    not_applicable: str = ""  # why the check does not apply (shown neutral, never failed)
 
     @property
     def ok(self) -> bool:
         return self.expected is not None and self.expected == self.computed
+
+    @property
+    def failed(self) -> bool:
+        """Razorpay states a figure and the rows disagree (a red ✗ on the page)."""
+        return self.expected is not None and not self.ok and not self.not_applicable
 
     @property
     def difference(self) -> int | None:
@@ -61,6 +67,11 @@ class SettlementView:
     outcome: dict[str, Any] | None
     open_exceptions: tuple[QueueItem, ...]
 
+
+NORMAL_SETTLEMENT_FEES = (
+    "Razorpay states fees ₹0.00 and GST ₹0.00 on a normal settlement: the fees are charged "
+    "per row (Recon rows below), so a normal settlement's total is not a check"
+)
 
 # Each line: label, recon row type, whether the rows name a dispute (None: either).
 # Every row lands in exactly one line (unknown types get their own), so the lines after
@@ -137,17 +148,25 @@ def settlement_view(
     run_id = int(run["id"]) if run else None
     bank = db.bank_lines_for_settlement(conn, record["utr"], settlement_id, run_id)
     credited = sum(int(b["credit"]) for b in bank)
+    fees = None if record["fees"] is None else int(record["fees"])
+    tax = None if record["tax"] is None else int(record["tax"])
+    # A normal settlement states fees 0 and tax 0 (the API's settlement entity and the
+    # Settlements report alike): its fees are charged per row. Comparing those zeros with
+    # the rows' fees would fail every correct settlement, so the checks do not apply.
+    normal = NORMAL_SETTLEMENT_FEES if fees == 0 and tax == 0 else ""
     checks = [
         Check("Settlement amount = Σ credit − Σ debit", int(record["amount"]), net),
         Check(
             "Settlement fees = Σ row fees",
-            None if record["fees"] is None else int(record["fees"]),
+            fees,
             sum(int(r["fee"]) for r in groups),
+            not_applicable=normal,
         ),
         Check(
             "Settlement GST = Σ row GST",
-            None if record["tax"] is None else int(record["tax"]),
+            tax,
             sum(int(r["tax"]) for r in groups),
+            not_applicable=normal,
         ),
         Check(
             "Payment rows: Σ credit = Σ amount − Σ fee",

@@ -45,6 +45,9 @@ class SummaryAhead:
     captured: Total
     pending_lines: tuple[PendingLine, ...]
     by_settlement: tuple[tuple[str, int, int], ...]
+    # Captured payments in another currency without a base_amount, counted in `captured`
+    # at 0: store_summary_ahead adds their first payment recon row's amount (read in SQL).
+    unpriced: tuple[str, ...] = ()
 
 
 def _add_part(
@@ -102,16 +105,23 @@ def _key(value: Any) -> tuple[bool, str]:
     return (value is not None, "" if value is None else str(value))
 
 
-def captured_total(payments: pd.DataFrame) -> Total:
+def captured_total(payments: pd.DataFrame) -> tuple[Total, tuple[str, ...]]:
     """`captured_totals` of a payments frame: captured, or status captured or refunded; in
-    INR paise (a payment in another currency at its `base_amount`, none without one)."""
+    INR paise (a payment in another currency at its `base_amount`); and the ids of those
+    in another currency without one, counted at 0 here (their recon rows are looked up
+    when the summary is stored, store_summary_ahead)."""
     chosen = columns.captured(payments)
+    foreign = columns.foreign(payments["currency"])
+    base = payments["base_amount"].astype("Int64")
     inr = np.where(
-        columns.foreign(payments["currency"]),
-        payments["base_amount"].astype("Int64").fillna(0).to_numpy(dtype=np.int64),
+        foreign,
+        base.fillna(0).to_numpy(dtype=np.int64),
         payments["amount"].to_numpy(dtype=np.int64),
     )
-    return Total(count=int(chosen.sum()), paise=int(inr[chosen].sum(dtype=np.int64)))
+    unpriced = chosen & foreign & base.isna().to_numpy(dtype=bool)
+    ids = tuple(str(i) for i in payments["id"].to_numpy()[unpriced])
+    total = Total(count=int(chosen.sum()), paise=int(inr[chosen].sum(dtype=np.int64)))
+    return total, ids
 
 
 def summary_ahead(
@@ -126,8 +136,8 @@ def summary_ahead(
     settled: dict[str, list[int]] = {}
     for frame, mask in outcomes:
         _add_part(frame, mask, pending, settled)
-    captured = Total(0, 0) if payments is None else captured_total(payments)
-    return _assembled(captured, pending, settled)
+    captured, unpriced = (Total(0, 0), ()) if payments is None else captured_total(payments)
+    return _assembled(captured, pending, settled, unpriced)
 
 
 def combine(parts: Iterable[SummaryAhead]) -> SummaryAhead:
@@ -138,9 +148,11 @@ def combine(parts: Iterable[SummaryAhead]) -> SummaryAhead:
     count = paise = 0
     pending: dict[tuple[Any, Any], list[int]] = {}
     settled: dict[str, list[int]] = {}
+    unpriced: list[str] = []
     for part in parts:
         count += part.captured.count
         paise += part.captured.paise
+        unpriced += part.unpriced
         for line in part.pending_lines:
             into = pending.setdefault((line.entity_type, line.reason), [0, 0])
             into[0] += line.count
@@ -149,13 +161,14 @@ def combine(parts: Iterable[SummaryAhead]) -> SummaryAhead:
             into = settled.setdefault(settlement_id, [0, 0])
             into[0] += n
             into[1] += m
-    return _assembled(Total(count, paise), pending, settled)
+    return _assembled(Total(count, paise), pending, settled, tuple(unpriced))
 
 
 def _assembled(
     captured: Total,
     pending: dict[tuple[Any, Any], list[int]],
     settled: dict[str, list[int]],
+    unpriced: tuple[str, ...] = (),
 ) -> SummaryAhead:
     """The summed parts in the order the SQL reads give them: PENDING lines by entity type
     then reason (byte order, NULL first), settlements by id."""
@@ -169,6 +182,7 @@ def _assembled(
         captured=captured,
         pending_lines=lines,
         by_settlement=tuple((sid, n, m) for sid, (n, m) in sorted(settled.items())),
+        unpriced=tuple(sorted(unpriced)),
     )
 
 
@@ -201,10 +215,13 @@ def store_summary_ahead(
         if version.rpartition(":")[2] != str(int(import_id)):
             return False
         days = {str(r["id"]): str(r["day"]) for r in db.settlement_days(conn)}
+        priced = db.first_payment_row_amounts(conn, ahead.unpriced)
+        captured = Total(ahead.captured.count, ahead.captured.paise + sum(priced.values()))
         summary = assemble_summary(
             conn,
             run_id,
-            captured=ahead.captured,
+            captured=captured,
+            captured_unpriced=len(ahead.unpriced) - len(priced),
             pending_lines=ahead.pending_lines,
             match_rate=match_rate(ahead.by_settlement, days),
         )
