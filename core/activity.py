@@ -34,7 +34,7 @@ from typing import Any
 
 from core.audit import append, has_entry, write_anchor
 from core.audit.chain import RUN_RECONCILED
-from core.audit.rawcheck import RECORDING_ACTIONS, ROWS_KEY, current_counts
+from core.audit.rawcheck import RECORDING_ACTIONS, ROWS_KEY, SEALED_AT_UPGRADE, current_counts
 from core.db import transaction
 
 IMPORTED = "data.imported"
@@ -178,6 +178,21 @@ def record_run(
         entity_type="run",
         entity_id=str(int(run_id)),
         payload=payload,
+    )
+
+
+def record_sealed_at_upgrade(conn: sqlite3.Connection, sealed: Mapping[str, int]) -> int | None:
+    """The one `raw.sealed_at_upgrade` entry of a database upgraded past migration 0120 with
+    raw rows (core.audit.rawcheck.seal_at_upgrade): the rows given a MAC per table and the
+    tables' counts (added by _append_once), by the operating-system login that upgraded. In
+    the caller's transaction; its anchor is the caller's to write."""
+    return _append_once(
+        conn,
+        default_actor(),
+        SEALED_AT_UPGRADE,
+        "database",
+        "0120_raw_row_macs",
+        {"sealed": {table: int(rows) for table, rows in sealed.items()}},
     )
 
 

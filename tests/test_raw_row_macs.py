@@ -169,3 +169,51 @@ def test_a_replacing_import_clears_a_hand_made_change(db_url: str) -> None:
     with open_database(db_url) as conn:
         result = verify(conn)
     assert result.ok, result.problem
+
+
+def _database_before_0120(path: Path) -> None:
+    """A SQLite file as a release before migration 0120 left it: reconciled, its raw rows
+    without the row_mac column, 0120 not recorded."""
+    from core.db import connect, raw
+
+    _reconciled(str(path))
+    conn = connect(path)
+    with transaction(conn):
+        for table, _, _ in raw.RAW_TABLES.values():
+            conn.execute(f"ALTER TABLE {table} DROP COLUMN row_mac")
+        conn.execute("DELETE FROM schema_migrations WHERE name = '0120_raw_row_macs'")
+    conn.close()
+
+
+# SQLite only: the step is the same Python on both backends (core.db.migrate).
+def test_upgrading_past_0120_seals_the_stored_raw_rows_once(tmp_path: Path) -> None:
+    """Rows stored before 0120 have no MAC: the upgrade gives them theirs (trusting the data
+    as it is then) and records the counts in one entry, so verify passes and a run and a
+    close proceed; a hand-made change after the upgrade is named as ever."""
+    from core.audit.rawcheck import refuse_unrecorded_changes
+    from core.db import connect, migrate
+
+    path = tmp_path / "old.sqlite"
+    _database_before_0120(path)
+    conn = connect(path)
+    assert migrate(conn) == ["0120_raw_row_macs"]
+    assert migrate(conn) == []  # a second migrate does nothing
+    conn.close()
+    with open_database(str(path)) as conn:
+        sealed = conn.execute(
+            "SELECT payload_json FROM audit_log WHERE action = ?", ("raw.sealed_at_upgrade",)
+        ).fetchall()
+        assert len(sealed) == 1
+        assert '"bank_lines"' in str(sealed[0][0]) and '"raw_rows"' in str(sealed[0][0])
+        assert (
+            conn.execute("SELECT count(*) FROM bank_lines WHERE row_mac IS NULL").fetchone()[0] == 0
+        )
+        result = verify(conn)
+        assert result.ok, result.problem
+        refuse_unrecorded_changes(conn, macs=True)  # what the month close checks
+        reconcile_stored(conn, as_of=AS_OF, actor=ADMIN)
+        assert verify(conn).ok, verify(conn).problem
+        with transaction(conn):
+            conn.execute(TAMPER)
+        result = verify(conn)
+    assert not result.ok and "bank_statement.csv:52" in result.problem

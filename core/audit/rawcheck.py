@@ -30,11 +30,14 @@ from core.errors import RefusedError
 from core.rowmac import MAC_COLUMN
 
 # The entries whose actions write raw tables, each recording the counts (core.activity).
+# The upgrade's entry (seal_at_upgrade) records them too: the base of the count checks.
+SEALED_AT_UPGRADE = "raw.sealed_at_upgrade"
 RECORDING_ACTIONS = (
     "data.imported",
     "run.reconciled",
     "razorpay.synced",
     "razorpay.webhook_applied",
+    SEALED_AT_UPGRADE,
 )
 ROWS_KEY = "raw_rows"
 SHOWN = 10  # rows named per table at most; the rest counted
@@ -139,3 +142,22 @@ def holds_intact_import(conn: sqlite3.Connection, content_hash: str, *, replace:
     if not raw.holds_import(conn, content_hash, replace=replace):
         return False
     return not replace or not unrecorded_changes(conn)
+
+
+def seal_at_upgrade(conn: sqlite3.Connection) -> dict[str, int]:
+    """Run once, in migration 0120's transaction (core.db.migrate): give every raw row
+    stored before it (row_mac NULL) the MAC of its values as they are now, and, when the
+    tables hold rows, append one SEALED_AT_UPGRADE entry (rows sealed per table, and the
+    tables' counts, ROWS_KEY) with its anchor, the base the count checks compare with.
+    The data is trusted as the upgrade finds it: a change by hand before the upgrade is not
+    detectable after it. A second call seals nothing and appends nothing. Rows sealed per
+    table."""
+    from core.activity import record_sealed_at_upgrade
+
+    sealed = {
+        table: raw.seal_unsealed_rows(conn, attribute)
+        for attribute, (table, _, _) in raw.RAW_TABLES.items()
+    }
+    if any(sealed.values()) or any(current_counts(conn).values()):
+        record_sealed_at_upgrade(conn, sealed)
+    return sealed

@@ -1179,6 +1179,21 @@ def reseal_rows(conn: sqlite3.Connection, attribute: str, import_id: int | None)
     return len(pairs)
 
 
+def seal_unsealed_rows(conn: sqlite3.Connection, attribute: str) -> int:
+    """Store the MAC of each row of raw table `attribute` that has none (row_mac NULL: stored
+    before migration 0120), as its values are now; the rows sealed (core.audit.rawcheck,
+    seal_at_upgrade)."""
+    table, key, _ = RAW_TABLES[attribute]
+    rows = _frame(conn, table, _sealed_columns(attribute), "rowid", f"{MAC_COLUMN} IS NULL", ())
+    if rows.empty:
+        return 0
+    pairs = list(
+        zip(expected_macs(attribute, rows), rows[key].astype(object).tolist(), strict=True)
+    )
+    conn.executemany(f"UPDATE {table} SET {MAC_COLUMN} = ? WHERE {key} = ?", pairs)
+    return len(pairs)
+
+
 def raw_row_counts(conn: sqlite3.Connection) -> dict[str, int]:
     """Each raw table's row count (a scan of its smallest index)."""
     return {
