@@ -56,18 +56,42 @@ def test_verify_names_the_bank_line_changed_by_hand(db_url: str) -> None:
     assert "bank_lines" in result.problem and "bank_statement.csv:52" in result.problem
 
 
-def test_the_next_run_refuses_a_bank_line_changed_by_hand(db_url: str) -> None:
+def test_a_bank_line_changed_by_hand_is_run_on_named_by_verify_and_refused_by_the_close(
+    db_url: str,
+) -> None:
+    """A full run checks the counts only (the MACs of every row would cost it 24 CPU s at
+    1M payments): an edited row with the count unchanged is named by `audit verify`, and
+    the month close, which checks every MAC, refuses while it fails."""
+    from core.books.close import close_month, closed_months
+    from core.books.ledger import ledger_for
+
     _reconciled(db_url)
     with open_database(db_url) as conn:
-        before = _statuses(conn)
-        assert before == ["OPEN", "OPEN"]
         with transaction(conn):
             conn.execute(TAMPER)
-        with pytest.raises(RefusedError, match=r"bank_lines.*bank_statement\.csv:52"):
-            reconcile_stored(conn, as_of=AS_OF, actor=ADMIN)
-        with pytest.raises(RefusedError, match="bank_lines"):
-            reconcile_database(conn, EngineParams(), AS_OF, "files", actor=ADMIN)
-        assert _statuses(conn) == before  # nothing auto-cleared in the admin's name
+        reconcile_database(conn, EngineParams(), AS_OF, "files", actor=ADMIN)  # proceeds
+        result = verify(conn)
+        assert not result.ok and "bank_statement.csv:52" in result.problem
+        events = ledger_for(conn, "2026-06").events_for("2026-06")
+        with pytest.raises(
+            RefusedError, match=r"2026-06 was not closed: .*bank_lines.*bank_statement\.csv:52"
+        ):
+            close_month(conn, events, "2026-06", actor=ADMIN, request_id="close-1")
+        assert "2026-06" not in closed_months(conn)
+    assert main(["close", "--month", "2026-06", "--db", db_url, "--actor", ADMIN]) == 3
+
+
+def test_the_close_refuses_while_a_raw_table_count_differs(db_url: str) -> None:
+    from core.books.close import close_month
+    from core.books.ledger import ledger_for
+
+    _reconciled(db_url)
+    with open_database(db_url) as conn:
+        with transaction(conn):
+            conn.execute("DELETE FROM bank_lines WHERE id = 'bank_statement.csv:52'")
+        events = ledger_for(conn, "2026-06").events_for("2026-06")
+        with pytest.raises(RefusedError, match=r"2026-06 was not closed: .*bank_lines.*deleted"):
+            close_month(conn, events, "2026-06", actor=ADMIN, request_id="close-1")
 
 
 def test_a_row_given_a_recomputed_mac_without_the_key_is_still_named(
