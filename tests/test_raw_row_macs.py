@@ -9,6 +9,7 @@ SQLite its fast table-to-table copy)."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 import sqlite3
 from pathlib import Path
 
@@ -195,13 +196,19 @@ def test_a_replacing_import_clears_a_hand_made_change(db_url: str) -> None:
     assert result.ok, result.problem
 
 
-def _database_before_0120(path: Path) -> None:
-    """A SQLite file as a release before migration 0120 left it: reconciled, its raw rows
-    without the row_mac column, 0120 not recorded."""
+def _owner(db_url: str) -> str:
+    """The URL of the role that may change the schema (PostgreSQL: DATABASE_OWNER_URL, as
+    core.db.migrate.migrate_with_owner migrates)."""
+    return os.environ.get("DATABASE_OWNER_URL", "") if db_url.startswith("postgres") else db_url
+
+
+def _database_before_0120(db_url: str) -> None:
+    """A database as a release before migration 0120 left it: reconciled, its raw rows
+    without the row_mac column, 0120 not recorded (PostgreSQL: as the owner role)."""
     from core.db import connect, raw
 
-    _reconciled(str(path))
-    conn = connect(path)
+    _reconciled(db_url)
+    conn = connect(_owner(db_url))
     with transaction(conn):
         for table, _, _ in raw.RAW_TABLES.values():
             conn.execute(f"ALTER TABLE {table} DROP COLUMN row_mac")
@@ -209,21 +216,19 @@ def _database_before_0120(path: Path) -> None:
     conn.close()
 
 
-# SQLite only: the step is the same Python on both backends (core.db.migrate).
-def test_upgrading_past_0120_seals_the_stored_raw_rows_once(tmp_path: Path) -> None:
+def test_upgrading_past_0120_seals_the_stored_raw_rows_once(db_url: str) -> None:
     """Rows stored before 0120 have no MAC: the upgrade gives them theirs (trusting the data
     as it is then) and records the counts in one entry, so verify passes and a run and a
     close proceed; a hand-made change after the upgrade is named as ever."""
     from core.audit.rawcheck import refuse_unrecorded_changes
     from core.db import connect, migrate
 
-    path = tmp_path / "old.sqlite"
-    _database_before_0120(path)
-    conn = connect(path)
+    _database_before_0120(db_url)
+    conn = connect(_owner(db_url))
     assert migrate(conn) == ["0120_raw_row_macs"]
     assert migrate(conn) == []  # a second migrate does nothing
     conn.close()
-    with open_database(str(path)) as conn:
+    with open_database(db_url) as conn:
         sealed = conn.execute(
             "SELECT payload_json FROM audit_log WHERE action = ?", ("raw.sealed_at_upgrade",)
         ).fetchall()
