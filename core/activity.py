@@ -134,6 +134,26 @@ def record_import(
     )
 
 
+def record_stored_import(
+    conn: sqlite3.Connection,
+    import_id: int,
+    *,
+    actor: str,
+    how: str,
+    facts: Mapping[str, Any],
+) -> int | None:
+    """The `data.imported` entry of an import stored by a write that failed after storing it
+    (`how`: 'import-day (its run failed)'): its id, `facts`, and the raw tables' counts."""
+    return _record(
+        conn,
+        actor=actor,
+        action=IMPORTED,
+        entity_type="import",
+        entity_id=str(int(import_id)),
+        payload={"how": how, "import_id": int(import_id), **facts},
+    )
+
+
 def _sync_facts(sync: Any) -> dict[str, int] | None:
     if sync is None:
         return None
