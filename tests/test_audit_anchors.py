@@ -282,11 +282,11 @@ def test_every_audit_export_carries_the_signed_head(tmp_path: Path, db: str) -> 
     assert isinstance(last["hmac"], str) and len(last["hmac"]) == 64
 
 
+@pytest.mark.postgres  # PostgreSQL names its anchor file after the server; SQLite after its file
 def test_a_postgres_anchor_file_is_named_host_port_database_and_an_old_name_is_still_read(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, db: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pg_url: str
 ) -> None:
-    if not is_postgres(db):
-        pytest.skip("PostgreSQL names its anchor file after the server; SQLite after its file")
+    db = pg_url
     from urllib.parse import urlsplit
 
     from core.audit.anchor import anchor_file
