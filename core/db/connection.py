@@ -145,10 +145,7 @@ def unreachable_error(
             return None
         if state is None and not isinstance(cause, _psycopg_operational()):
             return None
-        try:
-            name = redacted(database_path(None if database is None else str(database)))
-        except ConfigError:
-            name = redacted(str(database))
+        name = redacted(_named(database))
         return DatabaseUnreachableError(
             f"the connection to PostgreSQL at {name} broke: {error}",
             database=name,
@@ -158,15 +155,21 @@ def unreachable_error(
     code = getattr(error, "sqlite_errorcode", None)
     if not (isinstance(code, int) and code & 0xFF == _SQLITE_CANTOPEN):
         return None
-    try:
-        name = database_path(None if database is None else str(database))
-    except ConfigError:
-        name = str(database)
+    name = _named(database)
     return DatabaseUnreachableError(
         f"cannot open the SQLite database {name}: {error}",
         database=name,
         reason="the file cannot be opened",
     )
+
+
+def _named(database: object) -> str:
+    """The database an error names: `database` (None: the one DATABASE_URL names) as
+    database_path resolves it, or as given when it cannot be resolved."""
+    try:
+        return database_path(None if database is None else str(database))
+    except ConfigError:
+        return str(database)
 
 
 def reachable(database: str) -> bool:
@@ -203,10 +206,7 @@ def lock_timeout_error(error: BaseException, database: object = None) -> Databas
         busy = "database is locked" in str(error)
     if not (postgres or busy):
         return None
-    try:
-        name = database_path(None if database is None else str(database))
-    except ConfigError:
-        name = str(database)
+    name = _named(database)
     try:
         waited = f"{busy_timeout_ms() / 1000:g} s"
     except ConfigError:
