@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from core.calendar import IST
+from core.ingest.tables import TABLES
 from core.money import MONEY_FIELDS, format_inr, format_inr_short
 from core.views.queue import QueueItem
 
@@ -156,8 +157,10 @@ def cell(key: str, value: Any) -> Any:
 
 
 ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")  # an IST calendar day: shown as 04 Dec 2026
-# Yes/No flags the database stores as 0/1 (core.ingest.tables' "bool" columns).
-FLAG_FIELDS = frozenset({"captured", "international", "on_hold", "settled"})
+# Yes/No flags the database stores as 0/1: the input tables' "bool" columns.
+FLAG_FIELDS = frozenset(
+    c.name for spec in TABLES.values() for c in spec.columns if c.kind == "bool"
+)
 
 
 # Keys that name rows inside the system, not facts a reviewer reads: behind a details toggle.
