@@ -16,6 +16,7 @@ import os
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -109,9 +110,37 @@ def connect(path: str | Path | None = None, *, page_size: int | None = None) -> 
     if target != ":memory:":
         size = HOUSE_PAGE_SIZE if page_size is None else int(page_size)
         conn.execute(f"PRAGMA page_size = {size}")  # before WAL writes the header
-        conn.execute("PRAGMA journal_mode = WAL")
+        _into_wal(conn, busy_ms)
         conn.execute("PRAGMA synchronous = NORMAL")
     return conn
+
+
+# The first pause between tries of the WAL switch, and the longest.
+_WAL_RETRY_FIRST_S = 0.002
+_WAL_RETRY_MOST_S = 0.1
+
+
+def _into_wal(conn: sqlite3.Connection, busy_ms: int) -> None:
+    """Switch `conn`'s file to WAL, trying again for up to the busy timeout while another
+    connection holds it.
+
+    The switch reads the file (a shared lock) and then needs it alone. When another
+    connection is upgrading its own lock at that moment, SQLite returns SQLITE_BUSY at
+    once instead of calling the busy handler, since waiting could deadlock
+    ([sqlite3_busy_handler](https://www.sqlite.org/c3ref/busy_handler.html)). Eight
+    sessions opening a new file together met it (CI stop 37); the pragma holds no lock
+    after failing, so trying it again is safe."""
+    deadline = time.monotonic() + busy_ms / 1000
+    pause = _WAL_RETRY_FIRST_S
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if not _is_sqlite_busy(error) or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, _WAL_RETRY_MOST_S)
 
 
 # SQLite's result code for "database is locked" (extended codes keep it in the low byte)
@@ -192,6 +221,14 @@ def _psycopg_operational() -> type[BaseException]:
     return psycopg.OperationalError
 
 
+def _is_sqlite_busy(error: sqlite3.OperationalError) -> bool:
+    """SQLite's "database is locked" (SQLITE_BUSY and its extended codes)."""
+    code = getattr(error, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF == _SQLITE_BUSY
+    return "database is locked" in str(error)
+
+
 def lock_timeout_error(error: BaseException, database: object = None) -> DatabaseBusyError | None:
     """`error` as a DatabaseBusyError naming `database` (the command's --db; None: the one
     DATABASE_URL names) when it is a lock wait that ran out, else None."""
@@ -199,12 +236,7 @@ def lock_timeout_error(error: BaseException, database: object = None) -> Databas
         return None
     cause = error.__cause__
     postgres = getattr(cause, "sqlstate", None) == _PG_LOCK_NOT_AVAILABLE
-    code = getattr(error, "sqlite_errorcode", None)
-    if isinstance(code, int):
-        busy = code & 0xFF == _SQLITE_BUSY
-    else:
-        busy = "database is locked" in str(error)
-    if not (postgres or busy):
+    if not (postgres or _is_sqlite_busy(error)):
         return None
     name = _named(database)
     try:
