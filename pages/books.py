@@ -53,6 +53,7 @@ if roll_tab.open:
             books.close_control(month, events, ledger.months(), closes)
         result, daily = books.month_figures(month, basis, events, closes, ledger.daily())
         books.rollforward_section(result, daily)
+        books.write_offs_section(month)
         if st.button("Prepare the close report (CSV bundle and PDF)", key=keys.BOOKS_REPORT_BUILD):
             report = shell.read(build_report, month, ledger, merchant_state=books.gst_state())
             st.session_state[keys.BOOKS_REPORT] = (month, bundle(report), pdf(report))

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator
+from types import SimpleNamespace
 
 import pytest
 
+from core import access
 from core.calendar import IST, month_bounds
 from core.db import connect
+from core.review import actions, resolve
 from tests.books_app_support import books_database, open_books, open_tab
 from ui import keys
 from ui.format import inr
@@ -122,6 +125,60 @@ def test_closing_a_month_asks_first_naming_its_open_exceptions_and_cancel_keeps_
         assert conn.execute("SELECT count(*) FROM month_closes").fetchone()[0] == 0
     finally:
         conn.close()
+
+
+def test_a_write_off_final_by_the_months_end_is_named_under_its_roll_forward(
+    app_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at = open_books("admin@example.com")
+    month = at.selectbox(key=keys.BOOKS_MONTH).value
+    assert not [d for d in at.dataframe if "Written off" in d.value.columns]  # none yet
+    _, following = month_bounds(month)
+    month_end = int(dt.datetime.combine(following, dt.time(0, 0), tzinfo=IST).timestamp())
+    conn = connect(app_db)
+    try:
+        exception, exposure, entity, reason = conn.execute(
+            "SELECT id, exposure_amount, entity_id, reason_code FROM exceptions"
+            " WHERE status = 'OPEN'"
+            " AND exposure_amount > 0 ORDER BY id LIMIT 1"
+        ).fetchone()
+        # Decided an hour before the month's end: the review flow's clock set back.
+        monkeypatch.setattr(actions, "time", SimpleNamespace(time=lambda: month_end - 3600))
+        monkeypatch.setenv(access.FOUR_EYES_ENV, str(exposure))  # at the limit: final at once
+        resolve(
+            conn,
+            exception,
+            actor="asha@example.com",
+            note="not recoverable; written off",
+            request_id="books-page-write-off",
+            resolution="written_off",
+            amount=exposure,
+        )
+    finally:
+        conn.close()
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    said = [w.value for w in at.warning if "not posted in these books" in w.value]
+    assert said == [
+        f"1 write-off made final in the review queue by the end of {month},"
+        f" {inr(exposure)} in all, is not posted in these books: the money is still in the"
+        " open items above. Post each by hand: debit a bad-debts ledger, credit Razorpay"
+        " receivable, dated its decision."
+    ]
+    (table,) = [d.value for d in at.dataframe if "Written off" in d.value.columns]
+    assert table.to_dict("records") == [
+        {
+            "Exception": f"#{exception}",
+            "Entity": entity,
+            "Reason": reason,
+            "Written off": inr(exposure),
+            "Decided": dt.datetime.fromtimestamp(month_end - 3600, IST).strftime(
+                "%d %b %Y, %H:%M IST"
+            ),
+            "Decided by": "asha@example.com",
+            "Approval": "not needed",
+        }
+    ]
 
 
 def test_the_gst_tab_ties_a_typed_invoice_out(app_db: str) -> None:

@@ -19,6 +19,7 @@ from core.books.close import (
     PRIOR_PERIOD,
     ClosedMonth,
     MonthJournal,
+    WriteOff,
     books_month,
     books_view,
     change_details,
@@ -27,6 +28,7 @@ from core.books.close import (
     month_days,
     month_journal,
     since_close,
+    unposted_write_offs,
 )
 from core.books.gst import (
     SUPPLIER_STATE,
@@ -803,6 +805,43 @@ def rollforward_section(result: MonthRollForward, daily: pd.DataFrame) -> None:
     if result.drilldown:
         st.subheader("Where the residual comes from")
         st.dataframe(drilldown_table(result.drilldown), key=keys.BOOKS_DRILLDOWN, hide_index=True)
+
+
+def write_offs_section(month: str) -> None:
+    """The review queue's final write-offs decided by the end of `month`, named as the
+    roll-forward command and the close report name them: the Books do not post them, so
+    their money is still in the open items (docs/books.md, *Write-offs in the review
+    queue*). Nothing when there is none."""
+    found = shell.read_marked(unposted_write_offs, month)
+    if not found:
+        return
+    many = len(found) != 1
+    st.warning(
+        f"{len(found)} write-off{'s' if many else ''} made final in the review queue by the"
+        f" end of {month}, {inr(sum(w.amount for w in found))} in all,"
+        f" {'are' if many else 'is'} not posted in these books: the money is still in the"
+        " open items above. Post each by hand: debit a bad-debts ledger, credit Razorpay"
+        " receivable, dated its decision.",
+        icon=":material/edit_note:",
+    )
+    st.dataframe(write_offs_table(found), key=keys.BOOKS_WRITE_OFFS, hide_index=True)
+
+
+def write_offs_table(found: tuple[WriteOff, ...]) -> pd.DataFrame:
+    """One row per write-off: what, how much, when (IST) and by whom it became final."""
+    return pd.DataFrame(
+        {
+            "Exception": [f"#{w.exception_id}" for w in found],
+            "Entity": [w.entity_id for w in found],
+            "Reason": [w.reason_code for w in found],
+            "Written off": [inr(w.amount) for w in found],
+            "Decided": [ist(w.decided_at) for w in found],
+            "Decided by": [w.decided_by for w in found],
+            "Approval": [
+                "not needed" if w.approval_id is None else f"#{w.approval_id}" for w in found
+            ],
+        }
+    )
 
 
 def close_control(

@@ -174,6 +174,7 @@ BOOKS_CHART = "books_chart"
 BOOKS_MOVEMENTS = "books_movements"
 BOOKS_OPEN_ITEMS = "books_open_items"
 BOOKS_DRILLDOWN = "books_drilldown"
+BOOKS_WRITE_OFFS = "books_write_offs"  # the review queue's write-offs not posted
 BOOKS_JOURNAL_CSV = "books_journal_csv"
 BOOKS_JOURNAL_TALLY = "books_journal_tally"
 BOOKS_JOURNAL_SOURCES = "books_journal_sources"
