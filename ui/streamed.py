@@ -39,11 +39,11 @@ def folder_form(calendar: CalendarParams, as_of: int) -> None:
         key=keys.STREAM_START,
         disabled=not folder or not allowed,
     ):
-        bar = st.progress(0.0, text="Starting")
         try:
-            stored = actions.stream_folder(
-                folder, unit, calendar, as_of, lambda f, m: bar.progress(min(1.0, f), text=m)
-            )
+            with widgets.progress_bar() as bar:
+                stored = actions.stream_folder(
+                    folder, unit, calendar, as_of, widgets.progress_to(bar)
+                )
         except InputError as exc:
             refused = len(exc.problems)
             st.error(f"The folder was refused: {refused} problem(s); nothing was written.")
