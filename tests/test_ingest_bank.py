@@ -24,6 +24,9 @@ LAYOUTS = {
     "icici.csv": "ICICI",
     "sbi.csv": "SBI",
     "axis.csv": "Axis",
+    # An independent tester's hand-written Axis corporate statement ('Transaction
+    # Particulars', one Amount(INR) column with 'DR|CR'): its narrations went unread.
+    "axis_corporate.csv": "Axis",
     "generic_amount_drcr.csv": "generic",
     "kotak.csv": "Kotak",
     "hdfc_delimited.txt": "HDFC",
@@ -167,6 +170,45 @@ def test_direction_words_and_unspaced_suffixes() -> None:
     assert frame["balance"].tolist()[:2] == [100000, 99000]
     assert [str(p) for p in problems] == ["bank.csv:6:Amount: cannot tell debit from credit"]
     assert report.bank_layout == "generic"
+
+
+def _corporate(old: str, new: str) -> bytes:
+    """The Axis corporate statement with one header cell renamed."""
+    data = (BANK / "axis_corporate.csv").read_bytes()
+    assert old.encode() in data
+    return data.replace(old.encode(), new.encode(), 1)
+
+
+def test_a_statement_with_no_narration_column_says_so_naming_the_columns_not_read() -> None:
+    data = _corporate("Transaction Particulars", "Particulars of Txn")
+    frame, report, problems = parse_bank_statement("bank.csv", data)
+    assert problems == [] and frame["narration"].isna().all()
+    assert report.ignored_columns == ("Particulars of Txn", "Branch Name")
+    assert report.warnings == (
+        "no narration column (columns not read: Particulars of Txn, Branch Name): UTRs are"
+        " read from the reference column alone, so a settlement credit whose UTR is in its"
+        " narration will not match; if one of these is the narration, save a column"
+        " mapping for this header (`python -m core bank-mapping save`)",
+    )
+
+
+def test_the_columns_a_statement_has_but_are_not_read_are_reported() -> None:
+    data = (BANK / "axis_corporate.csv").read_bytes()
+    _, report, _ = parse_bank_statement("axis_corporate.csv", data)
+    assert report.ignored_columns == ("Branch Name",)
+    _, kotak, _ = parse_bank_statement("kotak.csv", (BANK / "kotak.csv").read_bytes())
+    assert kotak.ignored_columns == ("Sl. No.",)  # its second Dr / Cr is the balance's sign
+
+
+def test_a_single_amount_column_with_no_direction_column_is_refused_once_at_the_header() -> None:
+    data = _corporate("DR|CR", "Flag")
+    _, _, problems = parse_bank_statement("bank.csv", data)
+    assert [str(p) for p in problems] == [
+        "bank.csv:7:Amount(INR): cannot tell debit from credit in any row: 'Amount(INR)' has"
+        " no Cr/Dr mark or sign and no column says which (columns not read: Flag, Branch"
+        " Name); if one of these holds DR/CR, save a column mapping naming it `direction`"
+        " (`python -m core bank-mapping save`)"
+    ]
 
 
 @pytest.mark.parametrize(

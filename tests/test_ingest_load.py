@@ -434,6 +434,31 @@ def test_a_refund_in_status_created_is_read_as_pending_from_a_file_and_from_the_
     assert list(frame["status"]) == ["pending"]
 
 
+def test_a_settlement_in_status_pending_is_read_as_created_not_refused(tmp_path: Path) -> None:
+    """The Reports Data Schema gives a settlement's Status as processed, pending or failed
+    (https://razorpay.com/docs/payments/dashboard/reports/data-schema); the API's entity
+    says created, processed or failed. A pending settlement is one not paid out yet, as
+    created is; an independent tester's Settlements report with one was refused whole."""
+    folder = _copy_example(tmp_path)
+    path = folder / "settlements.csv"
+    rows = list(csv.DictReader(path.open(encoding="utf-8-sig")))
+    rows[0]["status"] = "pending"
+    rows[1]["status"] = "Pending"
+    _write_csv(path, [dict(r) for r in rows])
+
+    dataset, _ = load_dataset(folder)
+    by_id = dict(zip(dataset.settlements["id"], dataset.settlements["status"], strict=True))
+    frame = frames_from_items(
+        "settlements",
+        [{"id": "setl_P", "amount": 100, "status": "pending", "created_at": 1780000000}],
+        "razorpay:settlements",
+    )
+
+    assert (by_id[rows[0]["id"]], by_id[rows[1]["id"]]) == ("created", "created")
+    assert by_id[rows[2]["id"]] == rows[2]["status"]
+    assert list(frame["status"]) == ["created"]
+
+
 def test_a_named_pipe_or_folder_under_a_dataset_name_is_refused_not_read_as_missing(
     tmp_path: Path,
 ) -> None:

@@ -57,6 +57,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "Description",
         "Transaction Remarks",
         "Particulars",
+        "Transaction Particulars",  # Axis corporate statements
         "Remarks",
         "Transaction Details",
     ),
@@ -106,6 +107,9 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "Txn Type",
         "Transaction Type",
         "Cr/Dr Indicator",
+        # 'DR|CR' (Axis corporate statements), 'Dr Cr', 'DRCR': header_key drops the bar.
+        "Dr Cr",
+        "Cr Dr",
     ),
 }
 
@@ -435,6 +439,36 @@ def repeated_fields(file: str, header: BankHeader, cells: list[str]) -> list[Pro
     return problems
 
 
+def unread_columns(header: BankHeader, cells: Sequence[str]) -> tuple[str, ...]:
+    """The header's named columns the parser does not read, as written: beside credit or
+    debit columns an amount or direction column is not read; Kotak's second direction
+    column (right after the balance) is, as the balance's sign."""
+    fields = header.fields
+    read = set(fields.values())
+    if {"credit", "debit"} & set(fields):
+        read -= {fields.get("amount"), fields.get("direction")}
+    if "balance" in fields and fields["balance"] + 1 < len(cells):
+        after = fields["balance"] + 1
+        if FIELD_OF.get(header_key(cells[after])) == "direction":
+            read.add(after)
+    return tuple(c.strip() for i, c in enumerate(cells) if c.strip() and i not in read)
+
+
+def no_direction_column(file: str, header: BankHeader, ignored: Sequence[str]) -> Problem:
+    """A single amount column whose amounts carry no Cr/Dr mark or sign, with no column
+    that says debit or credit: refused at the header, naming what was not read."""
+    amount = header.labels["amount"]
+    not_read = f"columns not read: {', '.join(ignored)}" if ignored else "no other column"
+    return Problem(
+        file,
+        header.line,
+        amount,
+        f"cannot tell debit from credit in any row: {amount!r} has no Cr/Dr mark or sign and"
+        f" no column says which ({not_read}); if one of these holds DR/CR, save a column"
+        " mapping naming it `direction` (`python -m core bank-mapping save`)",
+    )
+
+
 def parse_bank_records(
     file: str, fmt: str, found: tuple[BankHeader, list[Record]]
 ) -> tuple[pd.DataFrame, FileReport, list[Problem]]:
@@ -453,6 +487,17 @@ def parse_bank_records(
 
     # Classify every record below the header.
     header_cells = records[header.index][1]
+    ignored = unread_columns(header, header_cells)
+    if "narration" not in f:
+        # The Axis corporate layout's 'Transaction Particulars' went unread, silently: every
+        # settlement whose UTR only its narration carries was missing from the bank.
+        not_read = f"columns not read: {', '.join(ignored)}" if ignored else "no other column"
+        warnings.append(
+            f"no narration column ({not_read}): UTRs are read from the reference column"
+            " alone, so a settlement credit whose UTR is in its narration will not match;"
+            " if one of these is the narration, save a column mapping for this header"
+            " (`python -m core bank-mapping save`)"
+        )
     header_keys = _header_keys(header_cells)
     body = records[header.index + 1 :]
     kinds: list[str] = []  # 'txn', 'skip', 'header', 'page', 'text'
@@ -578,6 +623,7 @@ def parse_bank_records(
         directions = (
             [d.lower().strip(". ") for d in column("direction")] if "direction" in f else [""] * n
         )
+        undecided: list[int] = []
         for row in range(n):
             mark = marks[row] or directions[row]
             if mark in CREDIT_WORDS:
@@ -585,9 +631,16 @@ def parse_bank_records(
             elif mark in DEBIT_WORDS or signs[row]:
                 debit[row] = parsed.values[row]
             elif parsed.present[row]:
-                problems.append(
-                    Problem(file, lines[row], labels["amount"], "cannot tell debit from credit")
-                )
+                undecided.append(row)
+        if undecided and "direction" not in f and len(undecided) == int(parsed.present.sum()):
+            # No column says debit or credit and no amount carries a mark: one problem at the
+            # header naming the columns not read, not the same line for every row.
+            problems.append(no_direction_column(file, header, ignored))
+        else:
+            problems += [
+                Problem(file, lines[row], labels["amount"], "cannot tell debit from credit")
+                for row in undecided
+            ]
 
     balance = pd.array([None] * n, dtype="Int64")
     if "balance" in f:
@@ -639,7 +692,7 @@ def parse_bank_records(
             convert.DATE_STYLES[s] for s in ("dmy", "dmy_time", "iso", "dmony") if s in dates.styles
         ),
         bank_layout=layout,
-        ignored_columns=(),
+        ignored_columns=ignored,
         warnings=tuple(warnings),
     )
     return frame, report, problems

@@ -389,7 +389,7 @@ MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", 
 
 DATE_STYLES = {
     "unix": "Unix seconds",
-    "dmy": "dd/mm/YYYY or dd/mm/yy (IST)",
+    "dmy": "dd/mm/YYYY, dd-mm-YYYY or dd/mm/yy (IST)",
     "dmy_time": "dd/mm/YYYY HH:MM:SS (IST)",
     "iso": "ISO 8601",
     "dmony": "dd Mon YYYY (IST)",

@@ -137,7 +137,16 @@ SETTLEMENTS = TableSpec(
     columns=(
         ColumnSpec("id", "text", required=True),
         ColumnSpec("amount", "money", required=True),
-        ColumnSpec("status", "choice", required=True, choices=SETTLEMENT_STATUSES),
+        # The Reports Data Schema gives Status as processed, pending or failed
+        # (https://razorpay.com/docs/payments/dashboard/reports/data-schema), the API's
+        # entity created, processed or failed: pending is not paid out yet, as created is.
+        ColumnSpec(
+            "status",
+            "choice",
+            required=True,
+            choices=SETTLEMENT_STATUSES,
+            synonyms=(("pending", "created"),),
+        ),
         ColumnSpec("fees", "money"),
         ColumnSpec("tax", "money"),
         ColumnSpec("utr", "text"),
