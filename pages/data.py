@@ -7,7 +7,7 @@ import streamlit as st
 from core.calendar import CALENDAR_LIMITS, IST, CalendarParams
 from core.views.runs import latest_data_date, recent_runs
 from ui import actions, bank_mapping, import_choice, keys, shell, streamed, widgets
-from ui.format import ist
+from ui.format import file_names_text, ist
 
 shell.require_frame()
 st.title("Data")
@@ -19,7 +19,7 @@ upload_tab, run_tab, sync_tab, runs_tab = st.tabs(
 )
 
 with upload_tab:
-    st.caption("Dataset files: " + ", ".join(actions.DATASET_NAMES))
+    st.caption("Dataset files, by name: " + file_names_text(actions.DATASET_NAMES))
     uploads = st.file_uploader(
         "Dataset files",
         type=actions.UPLOAD_TYPES,

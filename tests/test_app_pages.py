@@ -399,6 +399,18 @@ def test_a_missing_file_names_every_format_the_import_reads(app_db: tuple[str, B
     assert at.get("progress") == []
 
 
+def test_the_data_page_names_the_files_it_takes_by_name_with_their_formats(
+    app_db: tuple[str, Built],
+) -> None:
+    at = _app("pages/data.py")
+    (said,) = [c.value for c in at.caption if c.value.startswith("Dataset files")]
+    assert said == (
+        "Dataset files, by name: payments, refunds, settlements, settlement_recon,"
+        " instant_settlements, instant_settlement_payouts, disputes, transfers, reversals"
+        " (each .csv, .json, .xlsx or .xls); bank_statement (.csv, .txt, .xlsx or .xls)"
+    )
+
+
 def test_a_finished_import_leaves_its_bar_full(app_db: tuple[str, Built]) -> None:
     at = _upload(_app("pages/data.py"))
     assert [p.proto.value for p in at.get("progress")] == [100]

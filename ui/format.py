@@ -500,3 +500,26 @@ def newer_import_note(run_id: int, import_id: int, imported_at: int) -> str:
         " Captured and Settled below read the data as they are now, everything else is the"
         " run's. Reconcile on the Data page to bring the new data in."
     )
+
+
+def file_names_text(names: Iterable[str]) -> str:
+    """The file names the importer takes, by name with their formats: 'payments, refunds
+    (each .csv, .json, .xlsx or .xls); bank_statement (.csv, .txt, .xlsx or .xls)', not a
+    paragraph of forty names (the judge's walkthrough)."""
+    formats: dict[str, list[str]] = {}
+    for name in names:
+        stem, _, suffix = name.rpartition(".")
+        formats.setdefault(stem, []).append(f".{suffix}")
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for stem, suffixes in formats.items():
+        groups.setdefault(tuple(suffixes), []).append(stem)
+
+    def either(suffixes: tuple[str, ...]) -> str:
+        return (
+            ", ".join(suffixes[:-1]) + " or " + suffixes[-1] if len(suffixes) > 1 else suffixes[0]
+        )
+
+    return "; ".join(
+        f"{', '.join(stems)} ({'each ' if len(stems) > 1 else ''}{either(suffixes)})"
+        for suffixes, stems in groups.items()
+    )
