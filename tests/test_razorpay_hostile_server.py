@@ -90,17 +90,23 @@ def test_a_trickling_answer_is_cut_at_the_request_deadline_and_the_sync_stops_cl
 
 
 def test_a_try_cut_at_the_deadline_is_retried_like_a_timeout(fake: FakeRazorpay) -> None:
-    fake.inject(Fault(path="/v1/payments", trickle=0.2, times=1))
+    fake.inject(Fault(path="/v1/payments", trickle=0.2, times=1))  # then plain answers
     events: list[RetryEvent] = []
-    policy = replace(FAST_RETRIES, request_deadline=0.5)
+    policy = replace(FAST_RETRIES, request_deadline=2.0)
     session = RetryingSession(policy, on_retry=events.append, sleep=no_sleep)
 
     answer = session.get(f"{fake.base_url}/v1/payments?count=1", auth=(KEY_ID, KEY_SECRET))
 
     assert answer.status_code == 200 and answer.json()["entity"] == "collection"
-    assert session.error_retries == 1 and session.requests_sent == 2
-    assert [e.status_code for e in events] == [None]
-    assert "timeout" in events[0].reason and "RAZORPAY_REQUEST_DEADLINE=0.5" in events[0].reason
+    # The trickling try is cut at the deadline and retried like a timeout. A loaded host can
+    # take past the deadline (or the read timeout) for a plain answer too: such a try is a
+    # timeout retried the same way, never anything else.
+    assert session.error_retries == len(events) >= 1
+    assert session.requests_sent == len(events) + 1
+    assert [e.status_code for e in events] == [None] * len(events)
+    assert not any(e.final for e in events)
+    assert "RAZORPAY_REQUEST_DEADLINE=2 s" in events[0].reason
+    assert all(e.reason.startswith("timeout") for e in events), events
 
 
 def test_a_server_that_ignores_skip_stops_the_sync_naming_resource_day_and_page(

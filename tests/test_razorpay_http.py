@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+import time
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
@@ -19,9 +21,13 @@ from core.razorpay.errors import (
 )
 from core.razorpay.http import RetryEvent, RetryingSession, backoff_delay
 from tests.fake_razorpay import KEY_ID, KEY_SECRET, FakeRazorpay, Fault, make_payments
+from tests.razorpay_support import FakeClock
 
 DAY = dt.date(2026, 5, 20)
-FAST = RetryPolicy(max_attempts=4, budget=10, backoff_base=0.01, backoff_cap=0.05, read_timeout=0.5)
+# Quick retries. The read timeout stays the default (30 s): the fake answers in milliseconds,
+# but a loaded host can take longer than a short timeout, and a request it times out is
+# retried, which adds a request (and a retry event) that a test counting them did not make.
+FAST = RetryPolicy(max_attempts=4, budget=10, backoff_base=0.01, backoff_cap=0.05)
 
 
 @pytest.fixture
@@ -31,12 +37,21 @@ def fake() -> Iterator[FakeRazorpay]:
 
 
 def reader_for(
-    fake: FakeRazorpay, policy: RetryPolicy = FAST, secret: str = KEY_SECRET
+    fake: FakeRazorpay,
+    policy: RetryPolicy = FAST,
+    secret: str = KEY_SECRET,
+    clock: FakeClock | None = None,
 ) -> tuple[RazorpayReader, list[float], list[RetryEvent]]:
-    sleeps: list[float] = []
+    """`clock`: simulated time for the pacer (tests/razorpay_support.py); its sleeps are the
+    list returned."""
+    sleeps: list[float] = [] if clock is None else clock.sleeps
     events: list[RetryEvent] = []
     session = RetryingSession(
-        policy, on_retry=events.append, sleep=sleeps.append, rng=random.Random(7)
+        policy,
+        on_retry=events.append,
+        sleep=sleeps.append if clock is None else clock.sleep,
+        rng=random.Random(7),
+        clock=time.monotonic if clock is None else clock.monotonic,
     )
     settings = RazorpaySettings(KEY_ID, secret, base_url=fake.base_url, retry=policy)
     return RazorpayReader(settings, session), sleeps, events
@@ -82,14 +97,19 @@ def test_a_429_is_retried_when_retry_after_says_and_the_pacer_spaces_the_retry(
 ) -> None:
     fake.state.payments = make_payments(30, day=DAY)
     fake.inject(Fault(status=429, path="/v1/payments", retry_after="0"))
-    reader, sleeps, events = reader_for(fake)
+    clock = FakeClock()
+    fake.state.on_request = lambda _: clock.advance(0.05)  # each answer takes 0.05 s
+    reader, sleeps, events = reader_for(fake, clock=clock)
 
     items = reader.fetch_day("payments", DAY)
 
     assert len(items) == 30
     assert [r.status for r in fake.requests(path="/v1/payments")] == [429, 200]
     assert [(e.status_code, e.final, e.delay) for e in events] == [(429, False, 0.0)]
-    assert len(sleeps) == 1 and 0 < sleeps[0] <= 0.2  # the pacer: 5 requests/s after a 429
+    # The 429 took 0.05 s: 20 requests/s unpaced, halved to 10/s, so the retry starts 0.1 s
+    # after the 429's start, 0.05 s after its answer (with the wall clock, a loaded host's
+    # slow 429 made the pacer's wait longer than any fixed bound; it slept 0.23-1.0 s).
+    assert sleeps == [pytest.approx(0.05)]
     assert reader.session.retries_used == reader.session.rate_limit_retries == 1
 
 
@@ -98,7 +118,9 @@ def test_timeouts_dropped_connections_and_html_5xx_are_all_retried(fake: FakeRaz
     fake.inject(Fault(delay=2.0, path="/v1/payments", status=200))
     fake.inject(Fault(drop=True, path="/v1/payments"))
     fake.inject(Fault(status=502, html_body=True, path="/v1/payments"))
-    reader, _, events = reader_for(fake)
+    # A read timeout well under the fault's delay, and tries to spare: on a loaded host the
+    # answer after the three faults can time out too, and is then tried again.
+    reader, _, events = reader_for(fake, replace(FAST, read_timeout=0.5, max_attempts=8))
 
     items = reader.fetch_day("payments", DAY)
 

@@ -7,8 +7,7 @@ import datetime as dt
 import re
 import sqlite3
 import threading
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -59,12 +58,23 @@ def payments_between(conn: sqlite3.Connection, first: dt.date, last: dt.date) ->
 def test_a_second_sync_in_the_same_process_is_refused_while_the_first_runs(
     database: Path, fake: FakeRazorpay
 ) -> None:
-    fake.state.on_request = lambda n: time.sleep(0.02)  # a realistic, slow API
     committed = threading.Event()
+    second_tried = threading.Event()
     first: dict[str, object] = {}
     second: dict[str, object] = {}
 
-    def run(into: dict[str, object], actor: str, dates: tuple[dt.date, dt.date]) -> None:
+    def first_day_stored(*_step: object) -> None:
+        # The first sync has committed a day and goes on only once the second was tried:
+        # it is mid-run then however slowly either thread is scheduled on a loaded host.
+        committed.set()
+        second_tried.wait()
+
+    def run(
+        into: dict[str, object],
+        actor: str,
+        dates: tuple[dt.date, dt.date],
+        on_step: Callable[..., None] | None = None,
+    ) -> None:
         conn = connect(database)
         try:
             into["report"] = sync(
@@ -74,23 +84,21 @@ def test_a_second_sync_in_the_same_process_is_refused_while_the_first_runs(
                 today=AFTER_SPEC,
                 sleep=no_sleep,
                 actor=actor,
-                on_step=lambda *step: committed.set(),
+                on_step=on_step,
             )
         except Exception as error:
             into["error"] = error
         finally:
             conn.close()
 
-    one = threading.Thread(target=run, args=(first, "first@corp.example", (SPEC_FROM, SPEC_TO)))
+    one = threading.Thread(
+        target=run,
+        args=(first, "first@corp.example", (SPEC_FROM, SPEC_TO), first_day_stored),
+    )
     one.start()
     try:
-        assert committed.wait(timeout=60), "the first sync never committed a day"
-        two = threading.Thread(
-            target=run, args=(second, "second@corp.example", (SPEC_FROM, dt.date(2026, 5, 31)))
-        )
-        two.start()
-        two.join(timeout=60)
-        assert not two.is_alive()
+        assert committed.wait(timeout=120), "the first sync never committed a day"
+        run(second, "second@corp.example", (SPEC_FROM, dt.date(2026, 5, 31)))
         assert one.is_alive(), "the first sync ended before the second was tried"
         watcher = connect(database)
         try:
@@ -98,7 +106,8 @@ def test_a_second_sync_in_the_same_process_is_refused_while_the_first_runs(
         finally:
             watcher.close()
     finally:
-        one.join(timeout=120)
+        second_tried.set()
+        one.join()  # pytest-timeout bounds a hang
 
     error = second.get("error")
     assert isinstance(error, RefusedError), second
