@@ -24,6 +24,8 @@ MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 MIGRATIONS_PG_DIR = Path(__file__).with_name("migrations_pg")
 # The advisory lock a PostgreSQL migrator holds ("RRMIGRA"): one migrator at a time.
 MIGRATE_LOCK = 0x5252_4D49_4752_41
+# Migrations followed by a Python step in their transaction (`_after_sql`).
+WITH_PYTHON_STEP = ("0120_raw_row_macs",)
 
 
 def available_migrations(dialect: str = "sqlite") -> list[tuple[str, str]]:
@@ -72,6 +74,7 @@ def migrate(conn: sqlite3.Connection) -> list[str]:
                 continue
             for statement in split_statements(sql):
                 conn.execute(statement)
+            _after_sql(conn, name)
             conn.execute(
                 "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
                 (name, int(time.time())),
@@ -120,6 +123,7 @@ def _migrate_postgres(conn: Any) -> list[str]:
                 applied_meanwhile = done.fetchone() is not None
                 if not applied_meanwhile:
                     conn.execute_script(sql)  # verbatim; PostgreSQL runs several at once
+                    _after_sql(conn, name)
             if applied_meanwhile:
                 conn.execute("ROLLBACK")
                 continue
@@ -133,6 +137,23 @@ def _migrate_postgres(conn: Any) -> list[str]:
             raise
         applied.append(name)
     return applied
+
+
+def _after_sql(conn: Any, name: str) -> None:
+    """The Python step of migration `name`, after its SQL and in its transaction (so it is
+    applied with it or not at all, and once): 0120 gives the raw rows stored before it their
+    MACs and records the tables' counts in one audit entry, with its anchor
+    (core.audit.rawcheck.seal_at_upgrade; docs/review.md "Raw tables changed by hand")."""
+    if name not in WITH_PYTHON_STEP:
+        return
+    # Imported here: core.audit and core.activity build on core.db.
+    from core.audit import write_anchor
+    from core.audit.rawcheck import SEALED_AT_UPGRADE, seal_at_upgrade
+    from core.db.audit import latest_entry_of
+
+    seal_at_upgrade(conn)
+    if latest_entry_of(conn, (SEALED_AT_UPGRADE,)) is not None:
+        write_anchor(conn)
 
 
 def migrate_with_owner(conn: sqlite3.Connection) -> list[str]:
