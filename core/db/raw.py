@@ -1168,25 +1168,24 @@ def reseal_rows(conn: sqlite3.Connection, attribute: str, import_id: int | None)
     after an upsert that kept stored values of columns its files lacked (`absent`), whose
     MACs the writer could not know; and for rows a test or a maintenance step wrote by
     SQL. Returns the rows resealed."""
-    table, key, _ = RAW_TABLES[attribute]
-    rows = read_sealed_rows(conn, attribute, import_id)
-    if rows.empty:
-        return 0
-    pairs = list(
-        zip(expected_macs(attribute, rows), rows[key].astype(object).tolist(), strict=True)
-    )
-    conn.executemany(f"UPDATE {table} SET {MAC_COLUMN} = ? WHERE {key} = ?", pairs)
-    return len(pairs)
+    return _store_macs(conn, attribute, read_sealed_rows(conn, attribute, import_id))
 
 
 def seal_unsealed_rows(conn: sqlite3.Connection, attribute: str) -> int:
     """Store the MAC of each row of raw table `attribute` that has none (row_mac NULL: stored
     before migration 0120), as its values are now; the rows sealed (core.audit.rawcheck,
     seal_at_upgrade)."""
-    table, key, _ = RAW_TABLES[attribute]
-    rows = _frame(conn, table, _sealed_columns(attribute), "rowid", f"{MAC_COLUMN} IS NULL", ())
+    table = RAW_TABLES[attribute][0]
+    unsealed = f"{MAC_COLUMN} IS NULL"
+    rows = _frame(conn, table, _sealed_columns(attribute), "rowid", unsealed, ())
+    return _store_macs(conn, attribute, rows)
+
+
+def _store_macs(conn: sqlite3.Connection, attribute: str, rows: pd.DataFrame) -> int:
+    """Store each of `rows`' MAC (of its values as read) by its key; the rows stored."""
     if rows.empty:
         return 0
+    table, key, _ = RAW_TABLES[attribute]
     pairs = list(
         zip(expected_macs(attribute, rows), rows[key].astype(object).tolist(), strict=True)
     )
