@@ -35,7 +35,8 @@ from typing import Any
 from core.audit import append, has_entry, write_anchor
 from core.audit.chain import RUN_RECONCILED
 from core.audit.rawcheck import RECORDING_ACTIONS, ROWS_KEY, SEALED_AT_UPGRADE, current_counts
-from core.db import transaction
+from core.db import raw, transaction
+from core.db.migrate import register_python_step
 
 IMPORTED = "data.imported"
 RECONCILED = RUN_RECONCILED
@@ -203,9 +204,9 @@ def record_run(
 
 def record_sealed_at_upgrade(conn: sqlite3.Connection, sealed: Mapping[str, int]) -> int | None:
     """The one `raw.sealed_at_upgrade` entry of a database upgraded past migration 0120 with
-    raw rows (core.audit.rawcheck.seal_at_upgrade): the rows given a MAC per table and the
-    tables' counts (added by _append_once), by the operating-system login that upgraded. In
-    the caller's transaction; its anchor is the caller's to write."""
+    raw rows (seal_at_upgrade): the rows given a MAC per table and the tables' counts (added
+    by _append_once), by the operating-system login that upgraded. In the caller's
+    transaction; its anchor is the caller's to write."""
     return _append_once(
         conn,
         default_actor(),
@@ -214,6 +215,29 @@ def record_sealed_at_upgrade(conn: sqlite3.Connection, sealed: Mapping[str, int]
         "0120_raw_row_macs",
         {"sealed": {table: int(rows) for table, rows in sealed.items()}},
     )
+
+
+def seal_at_upgrade(conn: sqlite3.Connection) -> dict[str, int]:
+    """Migration 0120's Python step, run once in its transaction (core.db.migrate, which
+    cannot import this module: it is registered below): give every raw row stored before
+    it (row_mac NULL) the MAC of its values as they are now, and, when the tables hold
+    rows, append one SEALED_AT_UPGRADE entry (rows sealed per table, and the tables'
+    counts, ROWS_KEY) with its anchor, the base the count checks compare with
+    (core.audit.rawcheck). The data is trusted as the upgrade finds it: a change by hand
+    before the upgrade is not detectable after it. A second call seals nothing and appends
+    nothing. Rows sealed per table."""
+    sealed = {
+        table: raw.seal_unsealed_rows(conn, attribute)
+        for attribute, (table, _, _) in raw.RAW_TABLES.items()
+    }
+    if (any(sealed.values()) or any(current_counts(conn).values())) and record_sealed_at_upgrade(
+        conn, sealed
+    ) is not None:
+        write_anchor(conn)
+    return sealed
+
+
+register_python_step("0120_raw_row_macs", seal_at_upgrade)
 
 
 def record_sync(

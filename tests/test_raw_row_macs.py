@@ -246,3 +246,60 @@ def test_upgrading_past_0120_seals_the_stored_raw_rows_once(db_url: str) -> None
             conn.execute(TAMPER)
         result = verify(conn)
     assert not result.ok and "bank_statement.csv:52" in result.problem
+
+
+def _sqlite_before_0120(tmp_path: Path) -> str:
+    """A SQLite file as a release before 0120 left it (`_database_before_0120`)."""
+    from core.db import connect, migrate
+
+    db = str(tmp_path / "old.sqlite")
+    conn = connect(db)
+    migrate(conn)
+    conn.close()
+    _database_before_0120(db)
+    return db
+
+
+def test_a_database_with_raw_rows_is_not_upgraded_past_0120_without_its_python_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """core.db.migrate cannot import the step that seals the rows (core.activity builds on
+    core.db): a process that has not loaded it is refused the upgrade, nothing applied,
+    instead of leaving the stored rows without MACs and the counts without a base."""
+    from core.db import connect, migrate
+    from core.db.migrate import _PYTHON_STEPS
+
+    db = _sqlite_before_0120(tmp_path)
+    monkeypatch.delitem(_PYTHON_STEPS, "0120_raw_row_macs")
+    conn = connect(db)
+    with pytest.raises(RuntimeError, match="0120_raw_row_macs needs its Python step"):
+        migrate(conn)
+    applied = [r[0] for r in conn.execute("SELECT name FROM schema_migrations")]
+    columns = [r[1] for r in conn.execute("PRAGMA table_info(bank_lines)")]
+    conn.close()
+    assert "0120_raw_row_macs" not in applied and "row_mac" not in columns
+
+
+def test_the_command_line_seals_the_rows_of_a_database_it_upgrades_past_0120(
+    tmp_path: Path,
+) -> None:
+    """A command on a database loads the upgrade's step before opening it (core.__main__):
+    `audit verify` in a fresh process upgrades a database stored before 0120 and passes."""
+    import subprocess
+    import sys
+
+    db = _sqlite_before_0120(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "core", "audit", "verify", "--db", db],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    with open_database(db) as conn:
+        sealed = conn.execute(
+            "SELECT count(*) FROM audit_log WHERE action = 'raw.sealed_at_upgrade'"
+        ).fetchone()[0]
+        unsealed = conn.execute("SELECT count(*) FROM bank_lines WHERE row_mac IS NULL").fetchone()
+    assert sealed == 1 and unsealed[0] == 0

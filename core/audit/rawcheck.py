@@ -18,7 +18,8 @@ CPU s at 100,000 payments, about 24 s at 1M): `audit verify` and the month close
 (core.books.close.close_month, the command line's `close` and the app's) check them, and
 a close is refused while a row fails its MAC or a count differs. So an edited row with
 the count unchanged is reconciled by the runs until then, named by verify, and keeps its
-month from closing. Migration 0120 seals the rows stored before it (`seal_at_upgrade`).
+month from closing. Migration 0120 seals the rows stored before it
+(core.activity.seal_at_upgrade).
 docs/review.md "Raw tables changed by hand".
 """
 
@@ -34,7 +35,8 @@ from core.errors import RefusedError
 from core.rowmac import MAC_COLUMN
 
 # The entries whose actions write raw tables, each recording the counts (core.activity).
-# The upgrade's entry (seal_at_upgrade) records them too: the base of the count checks.
+# The upgrade's entry (core.activity.seal_at_upgrade) records them too: the base of the
+# count checks.
 SEALED_AT_UPGRADE = "raw.sealed_at_upgrade"
 RECORDING_ACTIONS = (
     "data.imported",
@@ -152,22 +154,3 @@ def holds_intact_import(conn: sqlite3.Connection, content_hash: str, *, replace:
     if not raw.holds_import(conn, content_hash, replace=replace):
         return False
     return not replace or not unrecorded_changes(conn)
-
-
-def seal_at_upgrade(conn: sqlite3.Connection) -> dict[str, int]:
-    """Run once, in migration 0120's transaction (core.db.migrate): give every raw row
-    stored before it (row_mac NULL) the MAC of its values as they are now, and, when the
-    tables hold rows, append one SEALED_AT_UPGRADE entry (rows sealed per table, and the
-    tables' counts, ROWS_KEY) with its anchor, the base the count checks compare with.
-    The data is trusted as the upgrade finds it: a change by hand before the upgrade is not
-    detectable after it. A second call seals nothing and appends nothing. Rows sealed per
-    table."""
-    from core.activity import record_sealed_at_upgrade
-
-    sealed = {
-        table: raw.seal_unsealed_rows(conn, attribute)
-        for attribute, (table, _, _) in raw.RAW_TABLES.items()
-    }
-    if any(sealed.values()) or any(current_counts(conn).values()):
-        record_sealed_at_upgrade(conn, sealed)
-    return sealed
