@@ -135,6 +135,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # Staging folders and temporaries of a killed earlier command go first.
     remove_dead_leftovers_once()
+    if hasattr(args, "db") and (args.db is not None or command != "reconcile"):
+        # A command on a database: migration 0120's Python step, registered by core.activity
+        # (core.db.migrate cannot import it), must be loaded before the database is opened.
+        import core.activity  # noqa: F401
     try:
         return int(args.func(args))
     except RazorReconError as exc:

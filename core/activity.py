@@ -34,7 +34,9 @@ from typing import Any
 
 from core.audit import append, has_entry, write_anchor
 from core.audit.chain import RUN_RECONCILED
-from core.db import transaction
+from core.audit.rawcheck import RECORDING_ACTIONS, ROWS_KEY, SEALED_AT_UPGRADE, current_counts
+from core.db import raw, transaction
+from core.db.migrate import register_python_step
 
 IMPORTED = "data.imported"
 RECONCILED = RUN_RECONCILED
@@ -81,6 +83,8 @@ def _append_once(
     entity already; its seq."""
     if has_entry(conn, action, entity_type, entity_id):
         return None
+    if action in RECORDING_ACTIONS:  # the raw tables' row counts after its write (rawcheck)
+        payload = {**payload, ROWS_KEY: current_counts(conn)}
     return append(
         conn,
         actor=actor or default_actor(),
@@ -131,6 +135,26 @@ def record_import(
     )
 
 
+def record_stored_import(
+    conn: sqlite3.Connection,
+    import_id: int,
+    *,
+    actor: str,
+    how: str,
+    facts: Mapping[str, Any],
+) -> int | None:
+    """The `data.imported` entry of an import stored by a write that failed after storing it
+    (`how`: 'import-day (its run failed)'): its id, `facts`, and the raw tables' counts."""
+    return _record(
+        conn,
+        actor=actor,
+        action=IMPORTED,
+        entity_type="import",
+        entity_id=str(int(import_id)),
+        payload={"how": how, "import_id": int(import_id), **facts},
+    )
+
+
 def _sync_facts(sync: Any) -> dict[str, int] | None:
     if sync is None:
         return None
@@ -176,6 +200,44 @@ def record_run(
         entity_id=str(int(run_id)),
         payload=payload,
     )
+
+
+def record_sealed_at_upgrade(conn: sqlite3.Connection, sealed: Mapping[str, int]) -> int | None:
+    """The one `raw.sealed_at_upgrade` entry of a database upgraded past migration 0120 with
+    raw rows (seal_at_upgrade): the rows given a MAC per table and the tables' counts (added
+    by _append_once), by the operating-system login that upgraded. In the caller's
+    transaction; its anchor is the caller's to write."""
+    return _append_once(
+        conn,
+        default_actor(),
+        SEALED_AT_UPGRADE,
+        "database",
+        "0120_raw_row_macs",
+        {"sealed": {table: int(rows) for table, rows in sealed.items()}},
+    )
+
+
+def seal_at_upgrade(conn: sqlite3.Connection) -> dict[str, int]:
+    """Migration 0120's Python step, run once in its transaction (core.db.migrate, which
+    cannot import this module: it is registered below): give every raw row stored before
+    it (row_mac NULL) the MAC of its values as they are now, and, when the tables hold
+    rows, append one SEALED_AT_UPGRADE entry (rows sealed per table, and the tables'
+    counts, ROWS_KEY) with its anchor, the base the count checks compare with
+    (core.audit.rawcheck). The data is trusted as the upgrade finds it: a change by hand
+    before the upgrade is not detectable after it. A second call seals nothing and appends
+    nothing. Rows sealed per table."""
+    sealed = {
+        table: raw.seal_unsealed_rows(conn, attribute)
+        for attribute, (table, _, _) in raw.RAW_TABLES.items()
+    }
+    if (any(sealed.values()) or any(current_counts(conn).values())) and record_sealed_at_upgrade(
+        conn, sealed
+    ) is not None:
+        write_anchor(conn)
+    return sealed
+
+
+register_python_step("0120_raw_row_macs", seal_at_upgrade)
 
 
 def record_sync(

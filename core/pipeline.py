@@ -384,8 +384,13 @@ def reconcile_database(
 ) -> RunResult:
     """Reconcile the raw tables already in the database (any import or API sync), store the
     run and sync the exceptions; one `run.reconciled` audit entry by `actor` (default the
-    operating-system login; core.activity)."""
+    operating-system login; core.activity). Refused when a raw table's count is not what
+    the audited writes left (core.audit.rawcheck); the MACs of every row are `audit
+    verify`'s and the month close's to check (their cost: 24 CPU s at 1M payments)."""
+    from core.audit.rawcheck import refuse_unrecorded_changes
     from core.db.raw import latest_import_id, read_dataset
+
+    refuse_unrecorded_changes(conn, macs=False)
     from core.razorpay.webhooks import clear_marks, open_marks
     from core.views.summary_ahead import summary_ahead
 
@@ -1091,8 +1096,13 @@ def reconcile_day_into_db(
     the tables; an incremental run's carried outcomes are copied inside the database; the
     new run leaves a snapshot for the next day (docs/engine.md, "Stored incremental
     runs"). One `run.reconciled` audit entry by `actor` (default the operating-system
-    login) records the day's import and the run (core.activity)."""
+    login) records the day's import and the run (core.activity). Refused when a raw
+    table's count is not what the audited writes left (core.audit.rawcheck; the MACs of
+    every row are `audit verify`'s and the month close's to check)."""
+    from core.audit.rawcheck import refuse_unrecorded_changes
     from core.db.raw import latest_import_id
+
+    refuse_unrecorded_changes(conn, macs=False)
     from core.ingest.mappings import saved_mappings
     from core.ingest.stage import staging_raw_tables
     from core.ingest.statements import place_among_stored
@@ -1112,21 +1122,28 @@ def reconcile_day_into_db(
     day = placed.dataset
     # The day's raw tables staged on worker threads while this one reads the stored state
     # and reconciles; store_dataset upserts them from there (core.ingest.stage).
-    with staging_raw_tables(conn, day, loaded.report.content_hash, replace=False) as staging:
-        done = _reconcile_loaded_day(
-            conn,
-            folder,
-            loaded,
-            placed,
-            staging,
-            params,
-            as_of,
-            source,
-            full,
-            keep_in,
-            accept_older,
-            actor or default_actor(),
-        )
+    stored_before = latest_import_id(conn)
+    try:
+        with staging_raw_tables(conn, day, loaded.report.content_hash, replace=False) as staging:
+            done = _reconcile_loaded_day(
+                conn,
+                folder,
+                loaded,
+                placed,
+                staging,
+                params,
+                as_of,
+                source,
+                full,
+                keep_in,
+                accept_older,
+                actor or default_actor(),
+            )
+    except BaseException:
+        # The day's rows may be stored (committed) before the run failed: recorded, so the
+        # raw tables' counts stay explained and running the day again is not refused.
+        _record_import_of_failed_day(conn, stored_before, where, loaded, actor)
+        raise
     record_run(
         conn,
         done.run.run_id,
@@ -1136,6 +1153,32 @@ def reconcile_day_into_db(
         sync=done.run.sync,
     )
     return done
+
+
+def _record_import_of_failed_day(
+    conn: sqlite3.Connection, before: int, where: Path, loaded: LoadedFolder, actor: str
+) -> None:
+    """A `data.imported` entry (core.activity) for the import an `import-day` stored before
+    its run failed (none when nothing was stored: the latest import is still `before`),
+    recording the raw tables' counts (core.audit.rawcheck). Best effort: the run's own
+    error is the one raised; without the entry the next run names the tables instead."""
+    from core.activity import record_stored_import
+    from core.db.raw import latest_import_id
+
+    try:
+        if conn.in_transaction:
+            return
+        after = latest_import_id(conn)
+        if after != before:
+            record_stored_import(
+                conn,
+                after,
+                actor=actor or default_actor(),
+                how="import-day (its run failed)",
+                facts={"location": str(where), "content_hash": loaded.report.content_hash},
+            )
+    except Exception:  # the run's error is what the caller must see
+        return
 
 
 def _reconcile_loaded_day(

@@ -109,3 +109,37 @@ def add_people(conn: sqlite3.Connection, people: dict[str, str] | None = None) -
     from core.access import seed_users
 
     seed_users(conn, PEOPLE if people is None else people, actor="test-setup")
+
+
+def seal_raw_rows(conn: sqlite3.Connection) -> None:
+    """A test's hand-built raw rows given their MACs (core.rowmac), as an audited import's
+    writer would store them, so `audit verify` holds (it names a row without one)."""
+    from core.db import raw, transaction
+
+    with transaction(conn):
+        for attribute in raw.RAW_TABLES:
+            raw.reseal_rows(conn, attribute, None)
+
+
+def record_raw_rows(conn: sqlite3.Connection, how: str) -> None:
+    """A test's raw rows written, edited or deleted by SQL to set up its case, taken as an
+    audited write would leave them: each row's MAC stored (`seal_raw_rows`) and the tables'
+    counts recorded in one `data.imported` entry by `test-setup` (`how`: what it did), with
+    its anchor, as core.activity records an import. The runs' count check and the close's
+    MAC and count checks (core.audit.rawcheck) then see an audited store; the product's
+    checks are unchanged."""
+    from core.activity import IMPORTED
+    from core.audit import append, write_anchor
+    from core.audit.rawcheck import ROWS_KEY, current_counts
+
+    seal_raw_rows(conn)
+    with transaction(conn):
+        append(
+            conn,
+            actor="test-setup",
+            action=IMPORTED,
+            entity_type="import",
+            entity_id="test-setup",
+            payload={"how": how, ROWS_KEY: current_counts(conn)},
+        )
+        write_anchor(conn)

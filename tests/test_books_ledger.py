@@ -28,6 +28,7 @@ from core.db import connect
 from core.engine import EngineParams
 from core.pipeline import reconcile_database, reconcile_day_into_db, reconcile_folder_into_db
 from tests.engine_support import ts
+from tests.review_support import record_raw_rows
 
 AS_OF = ts("2026-06-30T23:59:59+05:30")
 
@@ -57,7 +58,9 @@ def _assert_same_books(conn: sqlite3.Connection) -> int:
 
 
 def _remove_behind_the_engines_back(conn: sqlite3.Connection) -> None:
-    """Two settled recon rows and a refund leave the store without a run: residuals."""
+    """Two settled recon rows and a refund leave the store without a run: residuals. The
+    removal is recorded as an audited write would (tests/review_support.record_raw_rows):
+    a run over the store and a close refuse counts no audited write left."""
     keys = conn.execute(
         "SELECT row_key FROM recon_rows WHERE type = 'payment' AND settlement_id IS NOT NULL"
         " ORDER BY row_key LIMIT 2"
@@ -69,6 +72,7 @@ def _remove_behind_the_engines_back(conn: sqlite3.Connection) -> None:
         for (key,) in keys:
             conn.execute("DELETE FROM recon_rows WHERE row_key = ?", (key,))
         conn.execute("DELETE FROM refunds WHERE id = ?", (refund[0],))
+    record_raw_rows(conn, "test setup: two recon rows and a refund removed")
 
 
 def test_the_stored_ledger_gives_todays_books_and_close_report_for_every_month(

@@ -27,6 +27,7 @@ from core.db import connect
 from core.db.runs import get_run
 from core.engine import EngineParams
 from core.engine.cli import parse_as_of
+from core.errors import RefusedError
 from core.pipeline import reconcile_day_into_db
 from tests.guard_support import guards_off
 from tests.test_books_ledger import _assert_same_books
@@ -229,6 +230,11 @@ def test_a_change_behind_the_engines_back_is_never_carried_forward_by_a_day(
         assert ledger_status(conn).current
         change(conn)
         assert not ledger_status(conn).current
+        if change is _insert_a_payment_without_an_import:  # a row count no entry recorded:
+            with pytest.raises(RefusedError, match="payments"):  # refused (core.audit.rawcheck)
+                reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=as_ofs[1])
+            assert not ledger_status(conn).current
+            return
         day = reconcile_day_into_db(conn, folders[1], params=PARAMS, as_of=as_ofs[1])
         status = ledger_status(conn)
         # Only an import makes import-day consider a full run (its own decision).

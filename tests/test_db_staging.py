@@ -97,8 +97,10 @@ def _database(path: Path) -> sqlite3.Connection:
 
 def _rows(conn: sqlite3.Connection, table: str, *, but: str = "") -> list[tuple[Any, ...]]:
     """Every value of every row with its SQLite storage class, in rowid order (outcomes, a
-    WITHOUT ROWID table: in key order); the column `but` left out."""
-    names = [r[1] for r in conn.execute(f"PRAGMA table_info({table})") if r[1] != but]
+    WITHOUT ROWID table: in key order); the column `but` left out (and with `import_id`,
+    `row_mac`: the row's MAC covers its import id, core.rowmac)."""
+    left_out = {but, "row_mac"} if but == "import_id" else {but}
+    names = [r[1] for r in conn.execute(f"PRAGMA table_info({table})") if r[1] not in left_out]
     columns = ", ".join(f"{n}, typeof({n})" for n in names)
     if table == "outcomes":
         query = f"SELECT {columns} FROM outcomes ORDER BY run_id, entity_type, entity_id"

@@ -69,7 +69,12 @@ def test_0010_keeps_every_row_and_rowid_and_keys_stay_unique(
     }
     with monkeypatch.context() as patch:
         patch.setattr(raw, "RAW_TABLES", old_tables)
+        # Today's writers store each row's MAC (migration 0120); that importer did not.
+        for table in KEYS:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN row_mac TEXT")
         import_dataset(conn, DATASET)
+        for table in KEYS:
+            conn.execute(f"ALTER TABLE {table} DROP COLUMN row_mac")
     before = {table: _rows(conn, table) for table in KEYS}
     assert all(before.values())
 

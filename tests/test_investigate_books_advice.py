@@ -22,6 +22,7 @@ from core.db.migrate import migrate
 from core.investigate import ClientConfig, investigate
 from tests import investigate_world as world
 from tests.books_late_support import close
+from tests.review_support import seal_raw_rows
 
 NO_MODEL = ClientConfig()
 LOST_ROW = "adjustment:adj_LOST010:setl_GOOD01:0"
@@ -68,6 +69,7 @@ def test_a_dispute_lost_after_its_month_closed_names_the_prior_period_voucher(
     conn, ids = seeded
     conn.execute("UPDATE disputes SET status = 'open' WHERE id = 'disp_LOST01'")
     conn.commit()
+    seal_raw_rows(conn)  # as a sync would store it: the close refuses a row edited by hand
     close(conn, "2026-06")  # the voucher kept at the close holds it as a disputed amount
     conn.execute("UPDATE disputes SET status = 'lost' WHERE id = 'disp_LOST01'")
     conn.commit()

@@ -622,6 +622,7 @@ def test_a_snapshot_file_altered_after_it_was_hashed_at_start_up_is_hashed_again
 
 def _import_plainly(conn: sqlite3.Connection, folder: Path) -> int:
     """A day folder stored as `import` (or a webhook) stores rows: no run; its import id."""
+    from core.activity import record_import
     from core.ingest import store_dataset
     from core.pipeline import load_folder, qualify_bank_lines
 
@@ -634,6 +635,8 @@ def _import_plainly(conn: sqlite3.Connection, folder: Path) -> int:
         content_hash=loaded.report.content_hash,
     )
     assert report.import_id is not None and not report.already_imported
+    # Audited as the `import` command records it: the raw tables' counts are explained.
+    record_import(conn, report, actor="cli", how="import command")
     return report.import_id
 
 

@@ -138,6 +138,7 @@ def test_a_tampered_snapshot_is_ignored_and_the_run_is_still_exact(
 def test_a_snapshot_is_stale_once_data_is_imported_after_it(
     days: tuple[list[Path], list[int]], tmp_path: Path
 ) -> None:
+    from core.activity import record_import
     from core.ingest import store_dataset
     from core.pipeline import load_folder
 
@@ -147,7 +148,11 @@ def test_a_snapshot_is_stale_once_data_is_imported_after_it(
         _import(db, folder, as_of, snapshots)
     with open_database(db) as conn:  # the next day imported without a run
         loaded = load_folder(folders[2])
-        store_dataset(conn, loaded.dataset, source="files", location="x", content_hash="other")
+        report = store_dataset(
+            conn, loaded.dataset, source="files", location="x", content_hash="other"
+        )
+        # Audited as the `import` command records it: the raw tables' counts are explained.
+        record_import(conn, report, actor="cli", how="import command")
     fourth = _import(db, folders[3], as_ofs[3], snapshots)
     assert fourth.read_from == "tables (data was imported after the snapshot)"
     assert fourth.kind == "full"  # data the base run did not reconcile

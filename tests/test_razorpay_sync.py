@@ -22,7 +22,7 @@ import pytest
 
 from core.__main__ import main
 from core.audit import verify
-from core.db import connect, migrate
+from core.db import connect, migrate, transaction
 from core.db.raw import read_dataset
 from core.errors import InputError, RefusedError
 from core.ingest import load_dataset
@@ -469,3 +469,36 @@ def test_the_recon_report_is_asked_for_with_two_digit_month_and_day(
     asked = [r.query for r in fake.requests(path="/v1/settlements/recon/combined")]
     assert asked
     assert all(len(q["month"]) == 2 and len(q["day"]) == 2 and len(q["year"]) == 4 for q in asked)
+
+
+def test_syncs_keep_audit_verify_passing_and_a_payment_edited_after_is_named(
+    conn: sqlite3.Connection, fake: FakeRazorpay
+) -> None:
+    """Every row a sync stores carries its MAC and its entry the row counts (core.rowmac,
+    core.audit.rawcheck); a second sync over the same range too. A payment edited by hand
+    afterwards is named by `audit verify` (attacker round 3, F2)."""
+    run_sync(conn, fake)
+    run_sync(conn, fake, restart=True)
+    result = verify(conn)
+    assert result.ok, result.problem
+    with transaction(conn):
+        conn.execute(
+            "UPDATE payments SET amount = amount + 100 WHERE id = (SELECT min(id) FROM payments)"
+        )
+    first = conn.execute("SELECT min(id) FROM payments").fetchone()[0]
+    result = verify(conn)
+    assert not result.ok and "payments" in result.problem and first in result.problem
+
+
+def test_a_sync_refuses_raw_tables_with_a_row_deleted_by_hand_since_the_last_audited_write(
+    conn: sqlite3.Connection, fake: FakeRazorpay
+) -> None:
+    """Its entry would record the count as its own: refused before it claims a sync run
+    (attacker round 3, F2)."""
+    run_sync(conn, fake)
+    with transaction(conn):
+        conn.execute("DELETE FROM payments WHERE id = (SELECT min(id) FROM payments)")
+    runs = conn.execute("SELECT count(*) FROM razorpay_sync_runs").fetchone()[0]
+    with pytest.raises(RefusedError, match=r"payments.*deleted"):
+        run_sync(conn, fake)
+    assert conn.execute("SELECT count(*) FROM razorpay_sync_runs").fetchone()[0] == runs

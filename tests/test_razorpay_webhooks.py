@@ -527,3 +527,27 @@ def test_a_dispute_event_stores_the_dispute_newest_status_winning(
         (dispute["id"],),
     ).fetchone()
     assert tuple(row) == ("lost", 50_000, 50_000, payment["id"])
+
+
+def test_deliveries_keep_audit_verify_passing_and_a_payment_edited_after_is_named(
+    conn: sqlite3.Connection,
+) -> None:
+    """Each stored row carries its MAC (core.rowmac), the second delivery's upsert keeping
+    the stored values of a field it leaves out (its rows' MACs computed from what was
+    stored); a payment edited by hand after is named (attacker round 3, F2)."""
+    from core.audit import verify
+
+    payment = captured_payment()
+    deliver(conn, event("payment.captured", 1_782_000_000, payment=payment), "evt_M1")
+    refunded = dict(payment, status="refunded", amount_refunded=payment["amount"])
+    refunded.pop("settled_by", None)
+    refund = dict(REFUNDS[0], payment_id=payment["id"], amount=payment["amount"])
+    deliver(
+        conn, event("refund.processed", 1_782_000_100, refund=refund, payment=refunded), "evt_M2"
+    )
+    result = verify(conn)
+    assert result.ok, result.problem
+    with conn:
+        conn.execute("UPDATE payments SET amount_refunded = 0 WHERE id = ?", (payment["id"],))
+    result = verify(conn)
+    assert not result.ok and payment["id"] in result.problem

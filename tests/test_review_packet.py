@@ -44,7 +44,7 @@ from tests.app_browser import CHROMIUM, CHROMIUM_ARGS, running_server, wait_rend
 from tests.app_builder import build as build_app
 from tests.app_signin import signed_in
 from tests.conftest import ROOT
-from tests.review_support import add_people
+from tests.review_support import add_people, seal_raw_rows
 from ui import keys
 from ui import packet as ui_packet
 
@@ -71,6 +71,7 @@ def seeded(
             "UPDATE payments SET description = ? WHERE id = 'pay_FEE001'",
             (f"{FORMULA} refund to A/C {ACCOUNT} for {world.EMAIL}",),
         )
+    seal_raw_rows(conn)  # the seeded edit, as an audited import would store it
     comment(
         conn,
         ids["FEE_CHARGED_DIFFERENTLY"],

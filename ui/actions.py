@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from core import activity, bootstrap, demo_mode, ingest, razorpay
+from core.audit.rawcheck import refuse_unrecorded_changes
 from core.calendar import IST, CalendarParams
 from core.dataset import BANK_FILES, DATASET_FILES
 from core.db import database_path
@@ -100,6 +101,8 @@ def import_uploads(
             shell.connection() as conn,
             run_lock(conn, "an import from the app", on_wait=shown_as_progress(progress)),
         ):
+            if not replace:  # adding to rows no audited action stored would vouch for them
+                refuse_unrecorded_changes(conn, macs=False)
             report = ingest.store_dataset(
                 conn,
                 dataset,

@@ -29,6 +29,7 @@ from core.audit.anchor import (
     make_anchor,
     read_anchors,
 )
+from core.audit.rawcheck import unrecorded_changes
 from core.audit.replay import Replay
 from core.calendar import IST
 from core.db import audit as audit_sql
@@ -417,6 +418,11 @@ def _verify(conn: sqlite3.Connection, anchor: str | None, anchors: AnchorCheck) 
     drift = totals_drift_problem(conn)
     if drift is not None:
         return VerifyResult(False, checked, last_seq, prev, None, drift, anchors.lines)
+    # The raw rows: each one's MAC, each table's count (core.audit.rawcheck).
+    raw_changes = unrecorded_changes(conn)
+    if raw_changes:
+        problem = "raw rows changed outside the trail: " + "; ".join(raw_changes)
+        return VerifyResult(False, checked, last_seq, prev, None, problem, anchors.lines)
     warnings = _warnings(anchors, checked) + _unrecorded_runs(conn)
     return VerifyResult(True, checked, last_seq, prev, None, "", anchors.lines, warnings=warnings)
 

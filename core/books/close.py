@@ -225,14 +225,21 @@ def close_month(
     Closing a closed month changes nothing and returns it as it was closed. The caller
     checks that `actor` may close months. The month's rows are read in one snapshot before
     the write lock is taken (a long read never holds up an import); an import stored
-    meanwhile refuses the close (RefusedError: close again), nothing written."""
+    meanwhile refuses the close (RefusedError: close again), nothing written. A close is
+    final, so it is refused while a raw row fails its MAC or a raw table's count is not the
+    one the audited writes left (core.audit.rawcheck: every row read and hashed in the
+    snapshot, the counts again under the lock), naming table and key."""
     from core.audit import append
+    from core.audit.rawcheck import count_differences, refusal, unrecorded_changes
 
     stamp = int(time.time()) if now is None else int(now)
     with transaction(conn, immediate=False):
         through = raw.latest_import_id(conn)
         closed = month in closed_months(conn)
         journal = () if closed else month_journal(conn, month, CURRENT_BASIS).vouchers
+        changed = [] if closed else unrecorded_changes(conn, macs=True)
+    if changed:
+        raise RefusedError(f"{month} was not closed: {refusal(changed)}")
     with transaction(conn):
         found = closed_months(conn).get(month)
         if found is not None:
@@ -245,6 +252,9 @@ def close_month(
                 f"{month} was not closed: data were imported while its journal was read;"
                 " close it again"
             )
+        changed = count_differences(conn)
+        if changed:
+            raise RefusedError(f"{month} was not closed: {refusal(changed)}")
         snapshot = books_view(events, month, closed_months(conn))
         books_sql.insert_month_close(
             conn,

@@ -295,3 +295,17 @@ def database_labels(conn: sqlite3.Connection) -> tuple[str, str]:
         return "".join(c if c.isalnum() or c in "-_." else "_" for c in "_".join(parts))
 
     return safe(host, port, database), safe(legacy_host, port, database)
+
+
+def latest_entry_of(conn: sqlite3.Connection, actions: Sequence[str]) -> tuple[int, str] | None:
+    """(seq, payload JSON) of the newest entry recording one of `actions`, or None. Each
+    action's newest through its own index (audit_log_action: entries in seq order)."""
+    best: tuple[int, str] | None = None
+    for action in actions:
+        row = conn.execute(
+            "SELECT seq, payload_json FROM audit_log WHERE action = ? ORDER BY seq DESC LIMIT 1",
+            (action,),
+        ).fetchone()
+        if row is not None and (best is None or int(row[0]) > best[0]):
+            best = (int(row[0]), str(row[1]))
+    return best

@@ -13,8 +13,10 @@ twin is refused on PostgreSQL (fail closed) instead of leaving that schema behin
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -24,6 +26,23 @@ MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 MIGRATIONS_PG_DIR = Path(__file__).with_name("migrations_pg")
 # The advisory lock a PostgreSQL migrator holds ("RRMIGRA"): one migrator at a time.
 MIGRATE_LOCK = 0x5252_4D49_4752_41
+# Migrations followed by a Python step in their transaction (`_after_sql`). Each step is
+# registered by the module above this package that owns it (`register_python_step`; 0120's
+# by core.activity).
+WITH_PYTHON_STEP = ("0120_raw_row_macs",)
+_PYTHON_STEPS: dict[str, Callable[[Any], object]] = {}
+_ALTERED = re.compile(r"^ALTER TABLE (\w+)", re.MULTILINE | re.IGNORECASE)
+
+
+def register_python_step(name: str, step: Callable[[Any], object]) -> None:
+    """Make `step(conn)` (its result unused) the Python step of migration `name` (one of
+    WITH_PYTHON_STEP). The step needs core.audit and core.activity, which build on this
+    package, so it cannot be imported from here (tests/test_architecture.py: no import
+    cycle): its module registers it when imported (core.activity; `python -m core` imports
+    it before any command on a database, the app through ui.shell)."""
+    if name not in WITH_PYTHON_STEP:
+        raise ValueError(f"migration {name} has no Python step")
+    _PYTHON_STEPS[name] = step
 
 
 def available_migrations(dialect: str = "sqlite") -> list[tuple[str, str]]:
@@ -72,6 +91,7 @@ def migrate(conn: sqlite3.Connection) -> list[str]:
                 continue
             for statement in split_statements(sql):
                 conn.execute(statement)
+            _after_sql(conn, name, sql)
             conn.execute(
                 "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
                 (name, int(time.time())),
@@ -120,6 +140,7 @@ def _migrate_postgres(conn: Any) -> list[str]:
                 applied_meanwhile = done.fetchone() is not None
                 if not applied_meanwhile:
                     conn.execute_script(sql)  # verbatim; PostgreSQL runs several at once
+                    _after_sql(conn, name, sql)
             if applied_meanwhile:
                 conn.execute("ROLLBACK")
                 continue
@@ -133,6 +154,31 @@ def _migrate_postgres(conn: Any) -> list[str]:
             raise
         applied.append(name)
     return applied
+
+
+def _after_sql(conn: Any, name: str, sql: str) -> None:
+    """The Python step of migration `name`, after its SQL and in its transaction (so it is
+    applied with it or not at all, and once): 0120 gives the raw rows stored before it their
+    MACs and records the tables' counts in one audit entry, with its anchor
+    (core.activity.seal_at_upgrade; docs/review.md "Raw tables changed by hand").
+
+    A step not registered (its module not imported in this process) is needed only when
+    the tables the migration's SQL alters hold rows: on tables without rows it would seal
+    and record nothing. With rows, the migration is refused (rolled back, RuntimeError)
+    instead of being applied without its step; nothing is left half-done."""
+    if name not in WITH_PYTHON_STEP:
+        return
+    step = _PYTHON_STEPS.get(name)
+    if step is not None:
+        step(conn)
+        return
+    # Table names from the migration file's own ALTER TABLE statements, not user input.
+    tables = sorted(set(_ALTERED.findall(sql)))
+    if any(conn.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() for t in tables):
+        raise RuntimeError(
+            f"migration {name} needs its Python step, not loaded in this process"
+            " (import core.activity before opening the database)"
+        )
 
 
 def migrate_with_owner(conn: sqlite3.Connection) -> list[str]:

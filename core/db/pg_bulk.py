@@ -50,15 +50,20 @@ def csv_blocks(columns: Sequence[pa.Array | pa.ChunkedArray]) -> Iterator[pa.Buf
 
 
 def frame_csv(
-    frame: pd.DataFrame, columns: dict[str, str], extra: Sequence[int] = ()
+    frame: pd.DataFrame,
+    columns: dict[str, str],
+    extra: Sequence[int] = (),
+    texts: Sequence[Sequence[str]] = (),
 ) -> Iterator[pa.Buffer]:
     """The frame's `columns` (name -> Dataset dtype), each `extra` integer appended as a
-    constant column, as COPY CSV blocks; converted a batch of rows at a time."""
+    constant column, then each of `texts` (one value per row: the rows' MACs) as a text
+    column, as COPY CSV blocks; converted a batch of rows at a time."""
     for start in range(0, len(frame), BATCH_ROWS):
         part = frame.iloc[start : start + BATCH_ROWS]
         arrays = [arrow_column(part[name], dtype) for name, dtype in columns.items()]
         constants = [pa.array(np.full(len(part), value, dtype=np.int64)) for value in extra]
-        yield from csv_blocks([*arrays, *constants])
+        values = [pa.array(t[start : start + BATCH_ROWS], pa.large_string()) for t in texts]
+        yield from csv_blocks([*arrays, *constants, *values])
 
 
 def copy_frame(
@@ -89,7 +94,8 @@ def copy_frame(
         kept = {key, *absent}
         updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in kept)
         # Only rows whose content differs are rewritten (core.db.raw.changed_content).
-        content = [c for c in columns if c not in kept and c != "import_id"]
+        # The row's MAC (core.rowmac) covers import_id: neither is content.
+        content = [c for c in columns if c not in kept and c not in ("import_id", "row_mac")]
         stored = ", ".join(f"{table}.{c}" for c in content)
         sent = ", ".join(f"excluded.{c}" for c in content)
         conn.execute(

@@ -45,6 +45,7 @@ from core.db.staging import (
     copy_table,
     table_schema,
 )
+from core.rowmac import MAC_COLUMN, macs_of_arrays, row_macs
 
 # Dataset attribute -> (table, primary key, columns). Column names are fixed identifiers
 # from core.dataset, never user input, so building the statement text from them is safe.
@@ -257,21 +258,23 @@ def _parameters(
     frame: pd.DataFrame,
     columns: dict[str, str],
     import_id: int,
+    macs: np.ndarray[Any, np.dtype[np.object_]],
     rows: range,
     rows_per_statement: int,
 ) -> Iterator[list[Any]]:
-    """Flat parameter lists of `rows_per_statement` rows each (every column, then import_id),
-    for the frame rows in `rows`. Converted a batch at a time, so only one batch of Python
-    objects is alive while sqlite3 consumes them."""
+    """Flat parameter lists of `rows_per_statement` rows each (every column, then import_id,
+    then the row's MAC), for the frame rows in `rows`. Converted a batch at a time, so only
+    one batch of Python objects is alive while sqlite3 consumes them."""
     series = [(frame[name], dtype) for name, dtype in columns.items()]
-    width = len(columns) + 1
+    width = len(columns) + 2
     step = BATCH_ROWS - BATCH_ROWS % rows_per_statement
     for start in range(rows.start, rows.stop, step):
         stop = min(start + step, rows.stop)
         block = np.empty((stop - start, width), dtype=object)
         for j, (column, dtype) in enumerate(series):
             block[:, j] = _values(column.iloc[start:stop], dtype)
-        block[:, -1] = import_id
+        block[:, -2] = import_id
+        block[:, -1] = macs[start:stop]
         yield from block.reshape(-1, rows_per_statement * width).tolist()
 
 
@@ -321,8 +324,8 @@ def _statement(attribute: str, rows: int, *, upsert: bool, absent: Sequence[str]
     a row whose key is stored already updates that row instead (`absent`: columns it
     keeps, `_upsert_clause`)."""
     table, _, spec = RAW_TABLES[attribute]
-    columns = [*spec, "import_id"]
-    row = "(" + ", ".join([*(_bound_value(d) for d in spec.values()), "?"]) + ")"
+    columns = [*spec, "import_id", MAC_COLUMN]
+    row = "(" + ", ".join([*(_bound_value(d) for d in spec.values()), "?", "?"]) + ")"
     sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join([row] * rows)}"
     return sql + _upsert_clause(attribute, absent) if upsert else sql
 
@@ -337,7 +340,9 @@ def _upsert_clause(attribute: str, absent: Sequence[str] = ()) -> str:
     column), the clause is the one of always."""
     table, key, spec = RAW_TABLES[attribute]
     kept = {key, *absent}
-    updates = ", ".join(f"{c} = excluded.{c}" for c in [*spec, "import_id"] if c not in kept)
+    updates = ", ".join(
+        f"{c} = excluded.{c}" for c in [*spec, "import_id", MAC_COLUMN] if c not in kept
+    )
     content = [c for c in spec if c not in kept]
     return f" ON CONFLICT ({key}) DO UPDATE SET {updates} WHERE {changed_content(table, content)}"
 
@@ -364,18 +369,21 @@ def _insert_rows(
 ) -> None:
     """Every row of the frame, ROWS_PER_STATEMENT rows per statement (fewer statements to step
     through from Python), the remainder one row at a time; rows keep the frame's order."""
-    columns = RAW_TABLES[attribute][2]
+    table, _, columns = RAW_TABLES[attribute]
+    macs = np.array(row_macs(table, frame, columns, import_id), dtype=object)
     whole = len(frame) - len(frame) % ROWS_PER_STATEMENT
     if whole:
         conn.executemany(
             _statement(attribute, ROWS_PER_STATEMENT, upsert=upsert, absent=absent),
-            _parameters(frame, columns, import_id, range(0, whole), ROWS_PER_STATEMENT),
+            _parameters(frame, columns, import_id, macs, range(0, whole), ROWS_PER_STATEMENT),
         )
     if whole < len(frame):
         conn.executemany(
             _statement(attribute, 1, upsert=upsert, absent=absent),
-            _parameters(frame, columns, import_id, range(whole, len(frame)), 1),
+            _parameters(frame, columns, import_id, macs, range(whole, len(frame)), 1),
         )
+    if upsert and absent:
+        reseal_rows(conn, attribute, import_id)
 
 
 # What sqlite3 reports when a row repeats a key (Python 3.11+: IntegrityError.sqlite_errorname).
@@ -411,15 +419,24 @@ def write_frame(
     table = RAW_TABLES[attribute][0]
     if is_postgres(conn):  # COPY (core.db.pg_bulk)
         key, spec = RAW_TABLES[attribute][1], RAW_TABLES[attribute][2]
-        blocks = pg_bulk.frame_csv(frame, spec, (import_id,))
+        macs = row_macs(table, frame, spec, import_id)
+        blocks = pg_bulk.frame_csv(frame, spec, (import_id,), (macs,))
         # Into an empty table a plain COPY, unless the frame repeats a key (the last wins).
         upsert = bool(frame[key].duplicated().any()) or not _table_empty(conn, table)
         # A large plain COPY: indexes dropped and built after (an upsert needs its key index).
         rebuild = not upsert and pg_bulk.rebuild_worth(conn, table, len(frame), empty=True)
         with pg_bulk.indexes_built_after(conn, table, rebuild=rebuild):
             pg_bulk.copy_frame(
-                conn, table, key, [*spec, "import_id"], blocks, upsert=upsert, absent=absent
+                conn,
+                table,
+                key,
+                [*spec, "import_id", MAC_COLUMN],
+                blocks,
+                upsert=upsert,
+                absent=absent,
             )
+        if upsert and absent:
+            reseal_rows(conn, attribute, import_id)
         pg_bulk.analyze(conn, table)  # the app role may not ANALYZE itself
         return len(frame)
     if not _table_empty(conn, table):
@@ -495,7 +512,7 @@ def raw_tables_filled_in_bulk(conn: sqlite3.Connection) -> Iterator[BulkFill]:
             pg_bulk.drop_indexes(conn, table)
         fill = BulkFill((), tables, set())
         yield fill
-        keys = {t: (k, [*spec, "import_id"]) for t, k, spec in RAW_TABLES.values()}
+        keys = {t: (k, [*spec, "import_id", MAC_COLUMN]) for t, k, spec in RAW_TABLES.values()}
         for table in tables:
             try:
                 with transaction(conn):  # a savepoint: a failed build leaves nothing
@@ -526,7 +543,7 @@ def raw_tables_filled_in_bulk(conn: sqlite3.Connection) -> Iterator[BulkFill]:
             except sqlite3.IntegrityError as error:
                 if getattr(error, "sqlite_errorname", "") not in _KEY_CONFLICTS:
                     raise
-                _keep_last_of_each_key(conn, table, key, [*spec, "import_id"])
+                _keep_last_of_each_key(conn, table, key, [*spec, "import_id", MAC_COLUMN])
                 fill.resolved.add(table)
                 conn.execute(index.sql)
         for index in by_table[table]:
@@ -595,10 +612,16 @@ def append_frame(
     if not is_postgres(conn):
         _insert_rows(conn, attribute, frame, import_id, upsert=False)
         return len(frame)
-    columns = [*spec, "import_id"]
+    columns = [*spec, "import_id", MAC_COLUMN]
+    macs = row_macs(table, frame, spec, import_id)
     if table in fill.rebuilt_pg_tables:  # its key index is dropped: repeats resolved at the end
         pg_bulk.copy_frame(
-            conn, table, key, columns, pg_bulk.frame_csv(frame, spec, (import_id,)), upsert=False
+            conn,
+            table,
+            key,
+            columns,
+            pg_bulk.frame_csv(frame, spec, (import_id,), (macs,)),
+            upsert=False,
         )
         return len(frame)
     if not bool(frame[key].duplicated().any()):
@@ -609,7 +632,7 @@ def append_frame(
                     table,
                     key,
                     columns,
-                    pg_bulk.frame_csv(frame, spec, (import_id,)),
+                    pg_bulk.frame_csv(frame, spec, (import_id,), (macs,)),
                     upsert=False,
                 )
             return len(frame)
@@ -618,7 +641,12 @@ def append_frame(
                 raise
     fill.resolved.add(table)  # a key repeated or met again: the upsert keeps the last row
     pg_bulk.copy_frame(
-        conn, table, key, columns, pg_bulk.frame_csv(frame, spec, (import_id,)), upsert=True
+        conn,
+        table,
+        key,
+        columns,
+        pg_bulk.frame_csv(frame, spec, (import_id,), (macs,)),
+        upsert=True,
     )
     return len(frame)
 
@@ -643,11 +671,13 @@ STAGING_GROUPS: tuple[tuple[str, ...], ...] = (
 
 
 def arrow_rows(attribute: str, frame: pd.DataFrame, import_id: int) -> pa.Table:
-    """A Dataset frame as its raw table's rows (table column order, `import_id` last)."""
-    columns = RAW_TABLES[attribute][2]
+    """A Dataset frame as its raw table's rows (table column order: `import_id`, then the
+    row's MAC, core.rowmac)."""
+    table, _, columns = RAW_TABLES[attribute]
     arrays = [arrow_column(frame[name], dtype) for name, dtype in columns.items()]
     arrays.append(pa.array(np.full(len(frame), import_id, dtype=np.int64)))
-    return pa.Table.from_arrays(arrays, names=[*columns, "import_id"])
+    arrays.append(pa.array(macs_of_arrays(table, arrays), pa.large_string()))
+    return pa.Table.from_arrays(arrays, names=[*columns, "import_id", MAC_COLUMN])
 
 
 def staged_raw_tables(
@@ -694,12 +724,16 @@ def upsert_staged_table(
     staged table needs no index: the key is looked up in the house table's."""
     table, _, spec = RAW_TABLES[attribute]
     columns = ", ".join(spec)
-    # `WHERE true`: SQLite's grammar needs it between a SELECT and ON CONFLICT.
+    # `WHERE true`: SQLite's grammar needs it between a SELECT and ON CONFLICT. The staged
+    # rows' MACs cover the id they were staged under: the caller stores them under it.
     conn.execute(
-        f"INSERT INTO main.{table} ({columns}, import_id) SELECT {columns}, ?"
+        f"INSERT INTO main.{table} ({columns}, import_id, {MAC_COLUMN})"
+        f" SELECT {columns}, ?, {MAC_COLUMN}"
         f" FROM {alias}.{table} WHERE true ORDER BY rowid" + _upsert_clause(attribute, absent),
         (import_id,),
     )
+    if absent:
+        reseal_rows(conn, attribute, import_id)
     return int(conn.execute(f"SELECT count(*) FROM {alias}.{table}").fetchone()[0])
 
 
@@ -1100,3 +1134,68 @@ def read_month_dataset(conn: sqlite3.Connection, month: str, product: MonthProdu
         if product == "gst":
             frames["payments"] = _with_named_payments(conn, frames)
     return Dataset(**frames, has_bank_statement=False)  # no product reads the bank
+
+
+# -- the rows' MACs (core.rowmac, migration 0120) ------------------------------------------
+
+
+def _sealed_columns(attribute: str) -> dict[str, str]:
+    """Every column a raw row's MAC covers (its Dataset columns, key included, then
+    import_id), and the stored MAC."""
+    return {**RAW_TABLES[attribute][2], "import_id": "Int64", MAC_COLUMN: "string"}
+
+
+def read_sealed_rows(
+    conn: sqlite3.Connection, attribute: str, import_id: int | None = None
+) -> pd.DataFrame:
+    """Raw table `attribute`'s rows as its MAC covers them, with the stored MAC (column
+    MAC_COLUMN), in table order; only those of import `import_id` when given."""
+    table = RAW_TABLES[attribute][0]
+    columns = _sealed_columns(attribute)
+    if import_id is None:
+        return _frame(conn, table, columns, "rowid")
+    return _frame(conn, table, columns, "rowid", "import_id = ?", (import_id,))
+
+
+def expected_macs(attribute: str, rows: pd.DataFrame) -> list[str]:
+    """The MAC each row of `read_sealed_rows` should carry."""
+    table, _, spec = RAW_TABLES[attribute]
+    return row_macs(table, rows, spec, rows["import_id"])
+
+
+def reseal_rows(conn: sqlite3.Connection, attribute: str, import_id: int | None) -> int:
+    """Store the MAC of each row of import `import_id` (None: every row) as it is stored:
+    after an upsert that kept stored values of columns its files lacked (`absent`), whose
+    MACs the writer could not know; and for rows a test or a maintenance step wrote by
+    SQL. Returns the rows resealed."""
+    return _store_macs(conn, attribute, read_sealed_rows(conn, attribute, import_id))
+
+
+def seal_unsealed_rows(conn: sqlite3.Connection, attribute: str) -> int:
+    """Store the MAC of each row of raw table `attribute` that has none (row_mac NULL: stored
+    before migration 0120), as its values are now; the rows sealed (core.audit.rawcheck,
+    seal_at_upgrade)."""
+    table = RAW_TABLES[attribute][0]
+    unsealed = f"{MAC_COLUMN} IS NULL"
+    rows = _frame(conn, table, _sealed_columns(attribute), "rowid", unsealed, ())
+    return _store_macs(conn, attribute, rows)
+
+
+def _store_macs(conn: sqlite3.Connection, attribute: str, rows: pd.DataFrame) -> int:
+    """Store each of `rows`' MAC (of its values as read) by its key; the rows stored."""
+    if rows.empty:
+        return 0
+    table, key, _ = RAW_TABLES[attribute]
+    pairs = list(
+        zip(expected_macs(attribute, rows), rows[key].astype(object).tolist(), strict=True)
+    )
+    conn.executemany(f"UPDATE {table} SET {MAC_COLUMN} = ? WHERE {key} = ?", pairs)
+    return len(pairs)
+
+
+def raw_row_counts(conn: sqlite3.Connection) -> dict[str, int]:
+    """Each raw table's row count (a scan of its smallest index)."""
+    return {
+        table: int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+        for table, _, _ in RAW_TABLES.values()
+    }

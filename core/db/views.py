@@ -768,6 +768,17 @@ def insert_rows(
             from core.db.pg_bulk import advance_identities
 
             advance_identities(conn, table)
+        _seal_built_rows(conn, table)
+
+
+def _seal_built_rows(conn: sqlite3.Connection, table: str) -> None:
+    """A raw table's rows given their MACs (core.rowmac), as an audited import's would be:
+    the builder's tables are a database someone imported (`audit verify` checks them)."""
+    from core.db import raw
+
+    for attribute, (name, _, _) in raw.RAW_TABLES.items():
+        if name == table:
+            raw.reseal_rows(conn, attribute, None)
 
 
 def checkpoint(conn: sqlite3.Connection) -> None:

@@ -126,6 +126,7 @@ def _saved_mappings(db: str | None) -> tuple[Any, ...]:
 def run(args: argparse.Namespace) -> int:
     from core import access
     from core.activity import record_import
+    from core.audit.rawcheck import refuse_unrecorded_changes
     from core.db import open_database
     from core.db.run_lock import run_lock, say_waiting
     from core.ingest.load import load_dataset, store_dataset
@@ -136,6 +137,8 @@ def run(args: argparse.Namespace) -> int:
     # before it recorded itself would count as reconciled by it, and the next day's run
     # would carry forward outcomes without them.
     with open_database(args.db) as conn, run_lock(conn, "import", on_wait=say_waiting):
+        if not args.replace:  # adding to rows no audited action stored would vouch for them
+            refuse_unrecorded_changes(conn, macs=False)
         report = store_dataset(
             conn,
             dataset,

@@ -23,6 +23,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from core.audit.rawcheck import holds_intact_import
 from core.dataset import BANK_FILES, Dataset
 from core.db import raw, transaction
 from core.db.staging import LEAN_STAGING_CACHE_KIB, StagedFile, attached, foreign_keys_off
@@ -792,7 +793,7 @@ def _store(
 ) -> ImportReport:
     with transaction(conn):
         latest = raw.latest_import(conn)
-        if latest is not None and raw.holds_import(conn, report.content_hash, replace=replace):
+        if latest is not None and holds_intact_import(conn, report.content_hash, replace=replace):
             return dataclasses.replace(report, import_id=latest.id, already_imported=True)
         if replace:
             raw.clear_raw_tables(conn)

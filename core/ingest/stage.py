@@ -9,6 +9,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from core.audit.rawcheck import holds_intact_import
 from core.dataset import Dataset
 from core.db import raw
 from core.db.staging import StagedFile, staging_directory, worth_staging, write_staged_file
@@ -38,7 +39,7 @@ def _worth_staging(
     upserted into tables that hold rows)."""
     if not worth_staging(conn, sum(len(getattr(dataset, a)) for a in raw.RAW_TABLES)):
         return False
-    return not raw.holds_import(conn, content_hash, replace=replace)
+    return not holds_intact_import(conn, content_hash, replace=replace)
 
 
 @contextmanager

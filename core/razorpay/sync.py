@@ -504,6 +504,9 @@ def sync(
         raise ConfigError(f"a sync covers at most {MAX_RANGE_DAYS} days; split the range")
     current_day = today or ist_date(_now())
     who = actor or default_actor()
+    from core.audit.rawcheck import refuse_unrecorded_changes
+
+    refuse_unrecorded_changes(conn, macs=False)  # its entries would record them as its own
     run_id, starts = _claim(conn, settings, date_from, date_to, restart, who)
     try:
         return _sync_claimed(
