@@ -118,8 +118,10 @@ with right:
     else:
         st.success("No open exceptions.")
     if summary.match_rate:
-        # Fixed by the run (its cached summary): keyed by it, not hashed.
-        rates = charts.spec_for("match_rate", (auth.database(), run.id), summary.match_rate)
+        # Fixed by the run (its cached summary): keyed by it, not hashed; by when it ran too,
+        # as a database made again under the same name repeats run ids (data_mark).
+        run_key = (auth.database(), run.id, run.started_at, run.finished_at)
+        rates = charts.spec_for("match_rate", run_key, summary.match_rate)
         st.vega_lite_chart(rates, width="stretch", key=keys.OVERVIEW_MATCH_CHART)
 
 st.subheader("Held-out accuracy")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.db import connect
+from core.db import connect, migrate
 from core.db.page_reads import age_distribution, data_mark, settlement_choices, top_open_exception
 from core.db.views import OPEN_STATUSES, QueueFilter
 from core.views.queue import queue
@@ -303,3 +303,26 @@ def test_an_investigation_render_and_the_warm_up_load_no_model_client(
     loaded = set(__import__("json").loads(done.stdout.strip().splitlines()[-1]))
     assert "core.views.exception" in loaded and "core.investigate.gather" in loaded
     assert loaded.isdisjoint(NOT_FOR_A_RENDER), sorted(loaded & set(NOT_FOR_A_RENDER))
+
+
+def test_a_database_made_again_under_the_same_name_never_shares_a_mark_with_the_old_one(
+    tmp_path: Path,
+) -> None:
+    # A cached read is keyed by the database's name and its mark (ui.shell.read_marked). A
+    # database made again under that name (restored, rebuilt, a test's) may reach the same
+    # run ids and audit seq with another history: CI stop 38's Books page then showed the
+    # old database's "no write-off" for one where a write-off had just been made.
+    path = tmp_path / "same.sqlite"
+    marks = []
+    for person in ("asha@example.com", "ravi@example.com"):
+        conn = connect(path)
+        try:
+            migrate(conn)
+            add_people(conn, {person: "reviewer"})
+            marks.append(data_mark(conn))
+        finally:
+            conn.close()
+        for leftover in tmp_path.glob("same.sqlite*"):
+            leftover.unlink()
+    assert marks[0][:3] == marks[1][:3]  # the same run ids and seq: alone, they repeat
+    assert marks[0] != marks[1]

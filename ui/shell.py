@@ -106,7 +106,7 @@ def read_marked(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 @st.cache_data(max_entries=64, show_spinner=False)
 def _marked(
     database: str,
-    mark: tuple[int, int, int],
+    mark: tuple[int, int, int, str],
     name: str,
     args: tuple[Any, ...],
     kwargs: tuple[tuple[str, Any], ...],

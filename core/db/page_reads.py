@@ -1,8 +1,8 @@
 """Small reads the app's pages make on every render, kept cheap at 10M payments.
 
 - `data_mark`: what a cached read of live figures is keyed by (ui.shell.read_marked): the
-  newest run, the newest completed run and the audit trail's head. Every change to the
-  exception queue (a run's sync, an assignment, a decision, a comment, an approval)
+  newest run, the newest completed run and the audit trail's head (seq and hash). Every
+  change to the exception queue (a run's sync, an assignment, a decision, a comment, an approval)
   appends to the audit trail in the same transaction (core.review.sync,
   core.review.actions), so figures read under a mark are current until the mark moves.
   Index seeks and the runs table (a row a run).
@@ -26,16 +26,21 @@ from core.calendar import IST_OFFSET_SECONDS
 from core.db.views import SECONDS_PER_DAY
 
 
-def data_mark(conn: sqlite3.Connection) -> tuple[int, int, int]:
-    """(the newest run's id, the newest completed run's id, the audit trail's last seq); 0
-    for none. A run completes before its exceptions are synced (and audited), so the
-    completed run is part of the mark in its own right."""
+def data_mark(conn: sqlite3.Connection) -> tuple[int, int, int, str]:
+    """(the newest run's id, the newest completed run's id, the audit trail's last seq and
+    its hash); 0 and '' for none. A run completes before its exceptions are synced (and
+    audited), so the completed run is part of the mark in its own right. The head's hash
+    covers the whole chain, so a database made again under the same name (restored from a
+    backup, rebuilt, a test's) never shares a mark with the one it replaced: its ids and
+    seq alone may repeat, and a read cached for the old one would be shown for it (a
+    Books page showed no write-off where one had just been made, CI stop 38)."""
     row = conn.execute(
         "SELECT (SELECT max(id) FROM runs) AS run_id,"
         " (SELECT max(id) FROM runs WHERE status = 'completed') AS completed,"
-        " (SELECT max(seq) FROM audit_log) AS seq"
+        " (SELECT max(seq) FROM audit_log) AS seq,"
+        " (SELECT hash FROM audit_log ORDER BY seq DESC LIMIT 1) AS head"
     ).fetchone()
-    return int(row[0] or 0), int(row[1] or 0), int(row[2] or 0)
+    return int(row[0] or 0), int(row[1] or 0), int(row[2] or 0), str(row[3] or "")
 
 
 def top_open_exception(conn: sqlite3.Connection, statuses: Sequence[str]) -> int | None:

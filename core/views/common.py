@@ -62,7 +62,7 @@ def ist_text(seconds: int) -> str:
     return dt.datetime.fromtimestamp(int(seconds), tz=IST).strftime("%Y-%m-%d %H:%M IST")
 
 
-def data_mark(conn: sqlite3.Connection) -> tuple[int, int, int]:
+def data_mark(conn: sqlite3.Connection) -> tuple[int, int, int, str]:
     """What live figures are current for: (the newest run, the newest completed run, the
     audit trail's head).
     Every change to the queue is audited in its own transaction, so a read cached under a
