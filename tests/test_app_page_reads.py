@@ -310,7 +310,7 @@ def test_a_database_made_again_under_the_same_name_never_shares_a_mark_with_the_
 ) -> None:
     # A cached read is keyed by the database's name and its mark (ui.shell.read_marked). A
     # database made again under that name (restored, rebuilt, a test's) may reach the same
-    # run ids and audit seq with another history: CI stop 38's Books page then showed the
+    # run ids and audit seq with another history: a fresh-clone run's Books page showed the
     # old database's "no write-off" for one where a write-off had just been made.
     path = tmp_path / "same.sqlite"
     marks = []

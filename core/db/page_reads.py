@@ -33,7 +33,7 @@ def data_mark(conn: sqlite3.Connection) -> tuple[int, int, int, str]:
     covers the whole chain, so a database made again under the same name (restored from a
     backup, rebuilt, a test's) never shares a mark with the one it replaced: its ids and
     seq alone may repeat, and a read cached for the old one would be shown for it (a
-    Books page showed no write-off where one had just been made, CI stop 38)."""
+    Books page showed no write-off where one had just been made, in a fresh-clone test run)."""
     row = conn.execute(
         "SELECT (SELECT max(id) FROM runs) AS run_id,"
         " (SELECT max(id) FROM runs WHERE status = 'completed') AS completed,"
