@@ -412,7 +412,7 @@ def repeated_fields(file: str, header: BankHeader, cells: list[str]) -> list[Pro
     mapping has none: the mapping names each field's column."""
     if header.mapping is not None:
         return []
-    balance_sign = header.fields["balance"] + 1 if "balance" in header.fields else None
+    balance_sign = balance_sign_column(header.fields, cells)
     # With credit or debit columns the parser reads neither an amount nor a direction column
     # (a `Transaction Type` of NEFT/UPI beside a `Dr/Cr`): never read, twice or not.
     unread = {"amount", "direction"} if {"credit", "debit"} & set(header.fields) else set()
@@ -422,7 +422,7 @@ def repeated_fields(file: str, header: BankHeader, cells: list[str]) -> list[Pro
         field = FIELD_OF.get(header_key(cell))
         if field is None or field in unread:
             continue  # a column the parser does not read: never read, twice or not
-        if field == "direction" and position == balance_sign != header.fields.get("direction"):
+        if field == "direction" and position == balance_sign:
             continue
         if field not in first:
             first[field] = position
@@ -439,6 +439,17 @@ def repeated_fields(file: str, header: BankHeader, cells: list[str]) -> list[Pro
     return problems
 
 
+def balance_sign_column(fields: dict[str, int], cells: Sequence[str]) -> int | None:
+    """Kotak's second `Dr / Cr`: a direction column right after the balance, not the
+    amount's direction column, gives the balance's sign. Its position, else None."""
+    if "balance" not in fields:
+        return None
+    after = fields["balance"] + 1
+    if after == fields.get("direction") or after >= len(cells):
+        return None
+    return after if FIELD_OF.get(header_key(cells[after])) == "direction" else None
+
+
 def unread_columns(header: BankHeader, cells: Sequence[str]) -> tuple[str, ...]:
     """The header's named columns the parser does not read, as written: beside credit or
     debit columns an amount or direction column is not read; Kotak's second direction
@@ -447,10 +458,9 @@ def unread_columns(header: BankHeader, cells: Sequence[str]) -> tuple[str, ...]:
     read = set(fields.values())
     if {"credit", "debit"} & set(fields):
         read -= {fields.get("amount"), fields.get("direction")}
-    if "balance" in fields and fields["balance"] + 1 < len(cells):
-        after = fields["balance"] + 1
-        if FIELD_OF.get(header_key(cells[after])) == "direction":
-            read.add(after)
+    sign = balance_sign_column(fields, cells)
+    if sign is not None:
+        read.add(sign)
     return tuple(c.strip() for i, c in enumerate(cells) if c.strip() and i not in read)
 
 
@@ -645,13 +655,8 @@ def parse_bank_records(
     balance = pd.array([None] * n, dtype="Int64")
     if "balance" in f:
         raw_balance, marks = _split_suffix(column("balance"))
-        # Kotak: a second 'Dr / Cr' column right after the balance gives its sign.
-        after = f["balance"] + 1
-        if (
-            after != f.get("direction")
-            and after < len(header_cells)
-            and FIELD_OF.get(header_key(header_cells[after])) == "direction"
-        ):
+        after = balance_sign_column(f, header_cells)
+        if after is not None:
             signs_after = [_cell(cells, after).lower().strip(". ") for cells in cells_of]
             marks = [
                 m or ("dr" if s in DEBIT_WORDS else "")
