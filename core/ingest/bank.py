@@ -464,11 +464,16 @@ def unread_columns(header: BankHeader, cells: Sequence[str]) -> tuple[str, ...]:
     return tuple(c.strip() for i, c in enumerate(cells) if c.strip() and i not in read)
 
 
+def columns_not_read(ignored: Sequence[str]) -> str:
+    """'columns not read: A, B', as a refusal or warning about a missing column names them."""
+    return f"columns not read: {', '.join(ignored)}" if ignored else "no other column"
+
+
 def no_direction_column(file: str, header: BankHeader, ignored: Sequence[str]) -> Problem:
     """A single amount column whose amounts carry no Cr/Dr mark or sign, with no column
     that says debit or credit: refused at the header, naming what was not read."""
     amount = header.labels["amount"]
-    not_read = f"columns not read: {', '.join(ignored)}" if ignored else "no other column"
+    not_read = columns_not_read(ignored)
     return Problem(
         file,
         header.line,
@@ -501,7 +506,7 @@ def parse_bank_records(
     if "narration" not in f:
         # The Axis corporate layout's 'Transaction Particulars' went unread, silently: every
         # settlement whose UTR only its narration carries was missing from the bank.
-        not_read = f"columns not read: {', '.join(ignored)}" if ignored else "no other column"
+        not_read = columns_not_read(ignored)
         warnings.append(
             f"no narration column ({not_read}): UTRs are read from the reference column"
             " alone, so a settlement credit whose UTR is in its narration will not match;"
